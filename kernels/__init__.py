@@ -1,0 +1,94 @@
+"""Numba CUDA kernels of PMPP chapter 5's matrix multiplication, plain and instrumented.
+
+Installed as ``vizmm_kernels`` (the folder is ``kernels/``) so that the
+unrelated ``kernels`` distribution on the package index can never shadow it.
+This package knows nothing of vizmm: the instrumented kernels fill plain
+NumPy-shaped record arrays whose codes are documented in :mod:`.codes`.
+
+The same source runs on an NVIDIA GPU and in Numba's CUDA simulator
+(``NUMBA_ENABLE_CUDASIM=1``, set before numba is first imported).
+
+=============  =========================================  ======================
+name           what                                       dims after (M, N, P)
+=============  =========================================  ======================
+``naive``      Fig. 3.11: one thread per P element        ``Width``
+``tiled``      Fig. 5.9: shared-memory tiles, no checks   ``Width``
+``boundary``   Fig. 5.13: tiles with boundary checks      ``Width``
+``general``    Section 5.5 exercise: ``j x k . k x l``    ``j, k, l``
+=============  =========================================  ======================
+"""
+
+import functools
+import importlib
+
+KERNEL_NAMES = ("naive", "tiled", "boundary", "general")
+FIGURES = {
+    "naive": "Fig. 3.11",
+    "tiled": "Fig. 5.9",
+    "boundary": "Fig. 5.13",
+    "general": "Section 5.5 (j x k . k x l exercise)",
+}
+MAX_TILE_WIDTH = 32  # 32 x 32 = 1024 threads, the CUDA block limit
+
+
+def check_tile_width(tile_width):
+    """Return ``tile_width`` as an int, or raise ``ValueError`` unless 1 <= it <= 32."""
+    if isinstance(tile_width, bool) or not isinstance(tile_width, int) or not (
+        1 <= tile_width <= MAX_TILE_WIDTH
+    ):
+        raise ValueError(
+            f"TILE_WIDTH must be an integer from 1 to {MAX_TILE_WIDTH} "
+            f"(a block of TILE_WIDTH x TILE_WIDTH threads may hold at most 1024); got {tile_width!r}"
+        )
+    return tile_width
+
+
+def check_kernel_name(name):
+    """Return ``name``, or raise ``ValueError`` naming the kernels that exist."""
+    if name not in KERNEL_NAMES:
+        raise ValueError(f"unknown kernel {name!r}; choose one of {', '.join(KERNEL_NAMES)}")
+    return name
+
+
+@functools.lru_cache(maxsize=None)
+def get_kernel(name, tile_width, instrumented=False):
+    """The ``cuda.jit`` kernel ``name`` compiled for one ``TILE_WIDTH``.
+
+    Parameters
+    ----------
+    name : {'naive', 'tiled', 'boundary', 'general'}
+    tile_width : int
+        TILE_WIDTH, 1 to 32; the block is TILE_WIDTH x TILE_WIDTH threads.
+    instrumented : bool
+        The recording variant (extra record-array arguments, see :mod:`.codes`).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name or a TILE_WIDTH outside 1..32.
+    """
+    check_kernel_name(name)
+    check_tile_width(tile_width)
+    module = importlib.import_module(f"{__name__}.{name}")
+    factory = module.make_instrumented if instrumented else module.make_plain
+    return factory(tile_width)
+
+
+def launch_dims(name, j, k, l):
+    """The scalar arguments that follow (M, N, P) for kernel ``name``."""
+    return (j, k, l) if name == "general" else (k,)
+
+
+def grid_dims(j, l, tile_width):
+    """``(blocks, threads)`` launch configuration: x spans P's columns, y its rows."""
+    gx = -(-l // tile_width)
+    gy = -(-j // tile_width)
+    return (gx, gy), (tile_width, tile_width)
+
+
+def source_file(name):
+    """Path of the Python file that holds kernel ``name`` (read as text by tools)."""
+    import os
+
+    check_kernel_name(name)
+    return os.path.join(os.path.dirname(__file__), f"{name}.py")

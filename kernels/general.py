@@ -1,0 +1,107 @@
+"""The general tiled kernel: a ``j x k`` M times a ``k x l`` N gives a ``j x l`` P.
+
+The exercise the book leaves at the end of Section 5.5 (PMPP 4th ed.): Fig. 5.13
+with the three sizes kept apart. Same boundary checks: zero-fill of Mds/Nds
+outside M and N, P stored only where ``Row < j`` and ``Col < l``.
+"""
+
+from numba import cuda, float32
+
+from ._record import rec_block_end, rec_block_start, rec_load, rec_pvalue, rec_pwrite, rec_sync
+from .codes import LOADED, M_KIND, N_KIND, ZERO_FILL
+
+
+def make_plain(TILE_WIDTH):
+    """The general ``j x k . k x l`` tiled kernel for one ``TILE_WIDTH``."""
+
+    @cuda.jit
+    def matrixMulKernel(M, N, P, j, k, l):
+        Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+        Nds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+
+        bx = cuda.blockIdx.x
+        by = cuda.blockIdx.y
+        tx = cuda.threadIdx.x
+        ty = cuda.threadIdx.y
+
+        # Identify the row and column of the P element to work on
+        Row = by * TILE_WIDTH + ty
+        Col = bx * TILE_WIDTH + tx
+
+        # Loop over the M and N tiles required to compute P element
+        Pvalue = float32(0)
+        for ph in range((k + TILE_WIDTH - 1) // TILE_WIDTH):
+            # Collaborative loading of M and N tiles into shared memory
+            if Row < j and (ph * TILE_WIDTH + tx) < k:
+                Mds[ty, tx] = M[Row * k + ph * TILE_WIDTH + tx]
+            else:
+                Mds[ty, tx] = float32(0)
+            if (ph * TILE_WIDTH + ty) < k and Col < l:
+                Nds[ty, tx] = N[(ph * TILE_WIDTH + ty) * l + Col]
+            else:
+                Nds[ty, tx] = float32(0)
+            cuda.syncthreads()
+
+            for i in range(TILE_WIDTH):
+                Pvalue += Mds[ty, i] * Nds[i, tx]
+            cuda.syncthreads()
+        if Row < j and Col < l:
+            P[Row * l + Col] = Pvalue
+
+    return matrixMulKernel
+
+
+def make_instrumented(TILE_WIDTH):
+    """The general kernel plus recording (see ``kernels.codes`` for the record arrays)."""
+
+    @cuda.jit
+    def matrixMulKernel(M, N, P, j, k, l,
+                        detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount):
+        Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+        Nds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+
+        bx = cuda.blockIdx.x
+        by = cuda.blockIdx.y
+        tx = cuda.threadIdx.x
+        ty = cuda.threadIdx.y
+        slot = detail[by, bx]
+        rec_block_start(blk, by, bx, ty, tx)
+
+        # Identify the row and column of the P element to work on
+        Row = by * TILE_WIDTH + ty
+        Col = bx * TILE_WIDTH + tx
+
+        # Loop over the M and N tiles required to compute P element
+        Pvalue = float32(0)
+        for ph in range((k + TILE_WIDTH - 1) // TILE_WIDTH):
+            # Collaborative loading of M and N tiles into shared memory
+            if Row < j and (ph * TILE_WIDTH + tx) < k:
+                Mds[ty, tx] = M[Row * k + ph * TILE_WIDTH + tx]
+                rec_load(ld, mcount, slot, ph, ty, tx, M_KIND, LOADED, Row, ph * TILE_WIDTH + tx, k)
+            else:
+                Mds[ty, tx] = float32(0)
+                rec_load(ld, mcount, slot, ph, ty, tx, M_KIND, ZERO_FILL, Row, ph * TILE_WIDTH + tx, k)
+            if (ph * TILE_WIDTH + ty) < k and Col < l:
+                Nds[ty, tx] = N[(ph * TILE_WIDTH + ty) * l + Col]
+                rec_load(ld, ncount, slot, ph, ty, tx, N_KIND, LOADED, ph * TILE_WIDTH + ty, Col, l)
+            else:
+                Nds[ty, tx] = float32(0)
+                rec_load(ld, ncount, slot, ph, ty, tx, N_KIND, ZERO_FILL, ph * TILE_WIDTH + ty, Col, l)
+            rec_sync(bar, bclk, spread, ticks, slot, by, bx, ph, 0, 0, ty, tx)
+            cuda.syncthreads()
+            rec_sync(bar, bclk, spread, ticks, slot, by, bx, ph, 0, 1, ty, tx)
+
+            for i in range(TILE_WIDTH):
+                Pvalue += Mds[ty, i] * Nds[i, tx]
+            rec_pvalue(pv, slot, ph, ty, tx, Pvalue)
+            rec_sync(bar, bclk, spread, ticks, slot, by, bx, ph, 1, 0, ty, tx)
+            cuda.syncthreads()
+            rec_sync(bar, bclk, spread, ticks, slot, by, bx, ph, 1, 1, ty, tx)
+        if Row < j and Col < l:
+            P[Row * l + Col] = Pvalue
+            rec_pwrite(pw, slot, ty, tx, LOADED)
+        else:
+            rec_pwrite(pw, slot, ty, tx, ZERO_FILL)
+        rec_block_end(blk, seq, by, bx, ty, tx)
+
+    return matrixMulKernel

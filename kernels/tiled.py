@@ -1,0 +1,112 @@
+"""The book's tiled kernel, Fig. 5.9 (PMPP 4th ed., Section 5.4).
+
+Square ``Width x Width`` matrices, linearized row-major as in the book, one
+thread per P element, ``TILE_WIDTH x TILE_WIDTH`` threads per block. Fig. 5.9
+assumes ``Width`` is a multiple of ``TILE_WIDTH``; the plain kernel is only
+launched under that assumption.
+
+The instrumented kernel may also be launched on any ``Width``: it then runs
+``ceil(Width / TILE_WIDTH)`` phases with Fig. 5.9's unchecked loads, which is
+exactly the situation the book's Fig. 5.11 / 5.12 discussion walks through. A
+load whose (row, col) is outside the matrix but whose linearized index is
+inside the allocation really reads that other element (``WRONG_ELEMENT``,
+e.g. M_{0,3} reads M_{1,0}); one past the end of the allocation is recorded
+as ``OUT_OF_ALLOCATION`` and not performed, and the thread keeps running.
+"""
+
+from numba import cuda, float32
+
+from ._record import (
+    classify_unchecked,
+    rec_block_end,
+    rec_block_start,
+    rec_load,
+    rec_pvalue,
+    rec_pwrite,
+    rec_sync,
+)
+from .codes import M_KIND, N_KIND, OUT_OF_ALLOCATION
+
+
+def make_plain(TILE_WIDTH):
+    """Fig. 5.9 for one ``TILE_WIDTH`` (a compile-time constant, as the book's ``#define``)."""
+
+    @cuda.jit
+    def matrixMulKernel(M, N, P, Width):
+        Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+        Nds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+
+        bx = cuda.blockIdx.x
+        by = cuda.blockIdx.y
+        tx = cuda.threadIdx.x
+        ty = cuda.threadIdx.y
+
+        # Identify the row and column of the P element to work on
+        Row = by * TILE_WIDTH + ty
+        Col = bx * TILE_WIDTH + tx
+
+        # Loop over the M and N tiles required to compute P element
+        Pvalue = float32(0)
+        for ph in range(Width // TILE_WIDTH):
+            # Collaborative loading of M and N tiles into shared memory
+            Mds[ty, tx] = M[Row * Width + ph * TILE_WIDTH + tx]
+            Nds[ty, tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
+            cuda.syncthreads()
+
+            for k in range(TILE_WIDTH):
+                Pvalue += Mds[ty, k] * Nds[k, tx]
+            cuda.syncthreads()
+        P[Row * Width + Col] = Pvalue
+
+    return matrixMulKernel
+
+
+def make_instrumented(TILE_WIDTH):
+    """Fig. 5.9 plus recording (see ``kernels.codes`` for the record arrays)."""
+
+    @cuda.jit
+    def matrixMulKernel(M, N, P, Width,
+                        detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount):
+        Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+        Nds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+
+        bx = cuda.blockIdx.x
+        by = cuda.blockIdx.y
+        tx = cuda.threadIdx.x
+        ty = cuda.threadIdx.y
+        slot = detail[by, bx]
+        rec_block_start(blk, by, bx, ty, tx)
+
+        # Identify the row and column of the P element to work on
+        Row = by * TILE_WIDTH + ty
+        Col = bx * TILE_WIDTH + tx
+
+        # Loop over the M and N tiles required to compute P element
+        Pvalue = float32(0)
+        for ph in range((Width + TILE_WIDTH - 1) // TILE_WIDTH):
+            # Collaborative loading of M and N tiles into shared memory
+            mkind = classify_unchecked(Row, ph * TILE_WIDTH + tx, Width, Width)
+            rec_load(ld, mcount, slot, ph, ty, tx, M_KIND, mkind, Row, ph * TILE_WIDTH + tx, Width)
+            if mkind != OUT_OF_ALLOCATION:
+                Mds[ty, tx] = M[Row * Width + ph * TILE_WIDTH + tx]
+            nkind = classify_unchecked(ph * TILE_WIDTH + ty, Col, Width, Width)
+            rec_load(ld, ncount, slot, ph, ty, tx, N_KIND, nkind, ph * TILE_WIDTH + ty, Col, Width)
+            if nkind != OUT_OF_ALLOCATION:
+                Nds[ty, tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
+            rec_sync(bar, bclk, spread, ticks, slot, by, bx, ph, 0, 0, ty, tx)
+            cuda.syncthreads()
+            rec_sync(bar, bclk, spread, ticks, slot, by, bx, ph, 0, 1, ty, tx)
+
+            for k in range(TILE_WIDTH):
+                Pvalue += Mds[ty, k] * Nds[k, tx]
+            rec_pvalue(pv, slot, ph, ty, tx, Pvalue)
+            rec_sync(bar, bclk, spread, ticks, slot, by, bx, ph, 1, 0, ty, tx)
+            cuda.syncthreads()
+            rec_sync(bar, bclk, spread, ticks, slot, by, bx, ph, 1, 1, ty, tx)
+        pkind = classify_unchecked(Row, Col, Width, Width)
+        rec_pwrite(pw, slot, ty, tx, pkind)
+        if pkind != OUT_OF_ALLOCATION:
+            P[Row * Width + Col] = Pvalue
+        rec_block_end(blk, seq, by, bx, ty, tx)
+
+    return matrixMulKernel

@@ -1,0 +1,39 @@
+"""vizmm: see the tiled matrix-multiplication kernel of PMPP chapter 5 run.
+
+Record what every thread of the book's kernels did (``record``), keep it in
+a versioned file (``Trace.save`` / ``load``), replay it phase by phase
+(``vizmm.replay``), draw it in the dashboard or export it.
+
+Importing vizmm does not import numba; only :func:`record` does.
+"""
+
+from .record import (
+    BACKENDS,
+    Estimate,
+    GPUUnavailableError,
+    RecordError,
+    TraceTooLargeError,
+    estimate,
+    gpu_available,
+    record,
+)
+from .trace import Access, LoadRecord, PWrite, Trace, TraceError, load
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Access",
+    "BACKENDS",
+    "Estimate",
+    "GPUUnavailableError",
+    "LoadRecord",
+    "PWrite",
+    "RecordError",
+    "Trace",
+    "TraceError",
+    "TraceTooLargeError",
+    "estimate",
+    "gpu_available",
+    "load",
+    "record",
+]

@@ -1,0 +1,580 @@
+"""The trace: what one launch of an instrumented kernel recorded, and its file format.
+
+A :class:`Trace` is immutable and validated when it is made. It holds the
+inputs M and N, the result P, the launch configuration and the records of
+the book's tiled kernels (PMPP 4th ed., Section 5.3-5.5): per block, phase and
+thread, which M element went into ``Mds[ty][tx]`` and which N element into
+``Nds[ty][tx]`` (or the zero-fill), each ``__syncthreads`` arrival and release,
+Pvalue after each phase and the P write.
+
+Files are a pickle-free ``.npz`` (a zip of ``.npy`` arrays) with a JSON
+manifest stored as a ``uint8`` array named ``manifest``: the format name, its
+version, the metadata and, for every array, its dtype, shape and SHA-256. A
+file whose version is unknown, whose arrays do not match the manifest, or
+that is truncated or not a trace at all is refused with :class:`TraceError`.
+
+This module imports NumPy only: traces are replayed anywhere, no numba.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import io
+import json
+import math
+import os
+import tempfile
+import zipfile
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+FORMAT = "vizmm-trace"
+VERSION = 1
+
+__all__ = [
+    "Access",
+    "PWrite",
+    "Trace",
+    "TraceError",
+    "LoadRecord",
+    "load",
+    "FORMAT",
+    "VERSION",
+    "NO_CLOCK",
+    "KERNELS",
+]
+
+KERNELS = ("naive", "tiled", "boundary", "general")
+NO_CLOCK = -1  # sentinel of every clock, SM id and tick field that was not read
+
+
+class TraceError(ValueError):
+    """A trace (in memory or on disk) is not valid; the message says what is wrong."""
+
+
+class Access(enum.IntEnum):
+    """What a thread's load into ``Mds[ty][tx]`` / ``Nds[ty][tx]`` was (codes of ``ld``)."""
+
+    NOT_RECORDED = 0  #: sentinel: nothing was recorded in this slot
+    LOADED = 1  #: the element (row, col) was read from global memory
+    ZERO_FILL = 2  #: the boundary check failed; 0.0 was stored (Fig. 5.13, lines 21/24)
+    WRONG_ELEMENT = 3  #: (row, col) is outside the matrix; the row wrap read another element
+    OUT_OF_ALLOCATION = 4  #: the linear index is past the array: recorded, not performed
+
+
+class PWrite(enum.IntEnum):
+    """What became of a thread's P store (codes of ``p_write``)."""
+
+    NOT_RECORDED = 0  #: sentinel
+    WRITTEN = 1  #: P[Row][Col] = Pvalue
+    SKIPPED = 2  #: the boundary check skipped the store (no valid P element)
+    WRONG_ELEMENT = 3  #: (Row, Col) is outside P but the linear index overwrote another element
+    OUT_OF_ALLOCATION = 4  #: past the end of P: recorded, not performed
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadRecord:
+    """One thread's load into a shared-memory slot.
+
+    Attributes
+    ----------
+    kind : Access
+    row, col : int
+        The (row, col) the kernel's index expression named (may lie outside
+        the matrix for zero-fill, wrong-element and out-of-allocation loads).
+    actual : tuple of int or None
+        The element whose value went into the slot: ``(row, col)`` for
+        ``LOADED``, the wrapped element for ``WRONG_ELEMENT``, ``None`` for
+        ``ZERO_FILL`` (the slot holds 0.0) and ``OUT_OF_ALLOCATION`` (the slot
+        keeps whatever it held).
+    """
+
+    kind: Access
+    row: int
+    col: int
+    actual: tuple[int, int] | None
+
+
+# name -> (dtype, shape builder given the trace's dims)
+def _array_specs(meta: Mapping[str, Any]) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
+    j, k, l, T = meta["j"], meta["k"], meta["l"], meta["tile_width"]
+    gy, gx = -(-j // T), -(-l // T)
+    nph = 0 if meta["kernel"] == "naive" else -(-k // T)
+    nd = meta["n_detail"]
+    nsp = gy if meta["aggregated"] else 0
+    return {
+        "M": (np.dtype(np.float32), (j, k)),
+        "N": (np.dtype(np.float32), (k, l)),
+        "P": (np.dtype(np.float32), (j, l)),
+        "detail_blocks": (np.dtype(np.int32), (nd, 2)),
+        "loads": (np.dtype(np.int32), (nd, nph, T, T, 6)),
+        "pvalue": (np.dtype(np.float32), (nd, nph, T, T)),
+        "barrier_tick": (np.dtype(np.int32), (nd, nph, 2, 2, T, T)),
+        "barrier_clock": (np.dtype(np.int64), (nd, nph, 2, 2, T, T)),
+        "p_write": (np.dtype(np.int8), (nd, T, T)),
+        "block_info": (np.dtype(np.int64), (gy, gx, 6)),
+        "m_reads": (np.dtype(np.int32), (j, k)),
+        "n_reads": (np.dtype(np.int32), (k, l)),
+        "barrier_spread": (np.dtype(np.int64), (nsp, gx if nsp else 0, nph, 2, 4)),
+    }
+
+
+ARRAY_NAMES = tuple(
+    _array_specs(
+        {"j": 1, "k": 1, "l": 1, "tile_width": 1, "kernel": "tiled", "n_detail": 0,
+         "aggregated": False}
+    )
+)
+
+_REQUIRED_META = {
+    "kernel": str,
+    "tile_width": int,
+    "j": int,
+    "k": int,
+    "l": int,
+    "backend": str,
+    "n_detail": int,
+    "aggregated": bool,
+}
+
+# Fields of the last axis of ``block_info`` (same order as the kernels' codes).
+BLOCK_FIELDS = ("smid", "t0_ns", "t1_ns", "clock0", "clock1", "seq")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Trace:
+    """What one launch of an instrumented kernel recorded (immutable, validated).
+
+    Shapes use ``j x k`` for M, ``k x l`` for N and ``j x l`` for P (``Width``
+    for all three in the square kernels), ``T`` = TILE_WIDTH, the grid
+    ``gy = ceil(j/T)`` by ``gx = ceil(l/T)`` blocks, ``nph = ceil(k/T)`` phases
+    (0 for the naive kernel) and ``nd`` blocks recorded per thread.
+
+    Attributes
+    ----------
+    meta : dict
+        ``kernel`` ('naive', 'tiled' Fig. 5.9, 'boundary' Fig. 5.13,
+        'general'), ``tile_width``, ``j``, ``k``, ``l``, ``backend``
+        ('simulator' or 'gpu'), ``n_detail``, ``aggregated`` (bool), and
+        optional ``device_name``, ``sm_count``, ``versions``, ``created``
+        (ISO 8601, UTC), ``seed``, ``simulated_blocks``, ``elapsed_s``.
+    M, N, P : ndarray of float32, (j, k), (k, l), (j, l)
+        The inputs and the result P as the kernel stored it. Where the kernel
+        stored no P element (a skipped or out-of-allocation store) P holds NaN.
+    detail_blocks : ndarray of int32, (nd, 2)
+        ``(by, bx)`` of each block recorded per thread, in slot order.
+    loads : ndarray of int32, (nd, nph, T, T, 6)
+        Per slot, phase ``ph``, ``ty``, ``tx``: M's (kind, row, col) then N's
+        (kind, row, col); kinds are :class:`Access` codes (0 = not recorded).
+    pvalue : ndarray of float32, (nd, nph, T, T)
+        The thread's Pvalue after each phase; NaN where not recorded.
+    barrier_tick : ndarray of int32, (nd, nph, 2, 2, T, T)
+        ``[slot, ph, barrier, when, ty, tx]``: barrier 0 is the one after the
+        loads (Fig. 5.9 line 21), 1 the one after the k loop (line 26); when
+        0 = arrival, 1 = release. Value: the thread's ticket from the block's
+        logical clock (an atomic counter: the order in which threads passed);
+        -1 where not recorded.
+    barrier_clock : ndarray of int64, (nd, nph, 2, 2, T, T)
+        The same events in ``%clock64`` cycles of the block's SM; -1 when the
+        backend has no clock (the simulator).
+    p_write : ndarray of int8, (nd, T, T)
+        :class:`PWrite` code of each thread's P store.
+    block_info : ndarray of int64, (gy, gx, 6)
+        Per block: SM id, start and end ``%globaltimer`` (ns), start and end
+        ``%clock64`` (cycles), and the order in which blocks finished (0
+        first). -1 where not read (the simulator has no SM, timer or clock).
+    m_reads, n_reads : ndarray of int32, (j, k), (k, l)
+        How many times each M / N element was read from global memory by the
+        whole launch (wrong-element reads count for the element really read).
+    barrier_spread : ndarray of int64, (gy, gx, nph, 2, 4) or empty
+        Aggregated mode only: per block, phase and barrier, the first and last
+        warp arrival and the first and last warp release (``%clock64``).
+
+    Raises
+    ------
+    TraceError
+        When any array's dtype or shape disagrees with the metadata, or a
+        code or index is out of range.
+    """
+
+    meta: Mapping[str, Any]
+    M: np.ndarray
+    N: np.ndarray
+    P: np.ndarray
+    detail_blocks: np.ndarray
+    loads: np.ndarray
+    pvalue: np.ndarray
+    barrier_tick: np.ndarray
+    barrier_clock: np.ndarray
+    p_write: np.ndarray
+    block_info: np.ndarray
+    m_reads: np.ndarray
+    n_reads: np.ndarray
+    barrier_spread: np.ndarray
+
+    def __post_init__(self):
+        meta = dict(self.meta)
+        for key, typ in _REQUIRED_META.items():
+            if key not in meta:
+                raise TraceError(f"trace metadata lacks {key!r}")
+            if typ is int and (isinstance(meta[key], bool) or not isinstance(meta[key], int)):
+                raise TraceError(f"trace metadata {key!r} must be an integer, got {meta[key]!r}")
+            if typ is not int and not isinstance(meta[key], typ):
+                raise TraceError(f"trace metadata {key!r} must be {typ.__name__}, got {meta[key]!r}")
+        if meta["kernel"] not in KERNELS:
+            raise TraceError(f"unknown kernel {meta['kernel']!r} (known: {', '.join(KERNELS)})")
+        if not 1 <= meta["tile_width"] <= 32:
+            raise TraceError(f"tile_width must be 1..32, got {meta['tile_width']}")
+        for dim in ("j", "k", "l"):
+            if meta[dim] < 1:
+                raise TraceError(f"matrix size {dim} must be >= 1, got {meta[dim]}")
+        object.__setattr__(self, "meta", _FrozenDict(meta))
+        for name, (dtype, shape) in _array_specs(meta).items():
+            arr = getattr(self, name)
+            if not isinstance(arr, np.ndarray):
+                raise TraceError(f"{name} must be a NumPy array, got {type(arr).__name__}")
+            if arr.dtype != dtype or arr.shape != shape:
+                raise TraceError(
+                    f"{name} must be {dtype} of shape {shape}, got {arr.dtype} of shape {arr.shape}"
+                )
+            arr = np.ascontiguousarray(arr).copy() if arr.flags.writeable else arr
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+        gy, gx = self.grid
+        db = self.detail_blocks
+        if len(db) and (db.min() < 0 or (db[:, 0] >= gy).any() or (db[:, 1] >= gx).any()):
+            raise TraceError(f"detail_blocks holds a block outside the {gy} x {gx} grid")
+        if len({tuple(b) for b in db.tolist()}) != len(db):
+            raise TraceError("detail_blocks lists a block twice")
+        kinds = self.loads[..., [0, 3]]
+        if kinds.size and (kinds.min() < 0 or kinds.max() > max(Access)):
+            raise TraceError("loads holds an unknown access code")
+        if self.p_write.size and (self.p_write.min() < 0 or self.p_write.max() > max(PWrite)):
+            raise TraceError("p_write holds an unknown code")
+        object.__setattr__(
+            self, "_slot", {(int(b[0]), int(b[1])): i for i, b in enumerate(db.tolist())}
+        )
+
+    # ----------------------------------------------------------------- shape
+    @property
+    def kernel(self) -> str:
+        """Kernel name: 'naive', 'tiled' (Fig. 5.9), 'boundary' (Fig. 5.13) or 'general'."""
+        return self.meta["kernel"]
+
+    @property
+    def tile_width(self) -> int:
+        """TILE_WIDTH (elements); blocks are TILE_WIDTH x TILE_WIDTH threads."""
+        return self.meta["tile_width"]
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """``(j, k, l)``: M is j x k, N is k x l, P is j x l (elements)."""
+        return self.meta["j"], self.meta["k"], self.meta["l"]
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """``(gy, gx)``: blocks along P's rows (blockIdx.y) and columns (blockIdx.x)."""
+        j, _, l = self.shape
+        T = self.tile_width
+        return -(-j // T), -(-l // T)
+
+    @property
+    def n_phases(self) -> int:
+        """Phases per block, ``ceil(k / TILE_WIDTH)`` (0 for the naive kernel)."""
+        return self.loads.shape[1]
+
+    @property
+    def backend(self) -> str:
+        """'simulator' or 'gpu'."""
+        return self.meta["backend"]
+
+    @property
+    def has_clocks(self) -> bool:
+        """True when ``%clock64`` / ``%globaltimer`` / ``%smid`` were read (GPU runs)."""
+        return bool((self.block_info[..., 0] >= 0).any())
+
+    @property
+    def is_detailed(self) -> bool:
+        """True when every block was recorded per thread."""
+        gy, gx = self.grid
+        return len(self.detail_blocks) == gy * gx
+
+    def has_block(self, block: tuple[int, int]) -> bool:
+        """True when ``block = (by, bx)`` was recorded per thread."""
+        return tuple(block) in self._slot
+
+    def slot(self, block: tuple[int, int]) -> int:
+        """Index of ``block = (by, bx)`` in the per-thread arrays.
+
+        Raises
+        ------
+        KeyError
+            When the block is outside the grid or was not recorded in detail.
+        """
+        key = (int(block[0]), int(block[1]))
+        if key not in self._slot:
+            gy, gx = self.grid
+            if not (0 <= key[0] < gy and 0 <= key[1] < gx):
+                raise KeyError(f"block {key} is outside the {gy} x {gx} grid of blocks")
+            raise KeyError(
+                f"block {key} was not recorded per thread; detailed blocks: "
+                f"{sorted(self._slot)[:8]}{' ...' if len(self._slot) > 8 else ''}"
+            )
+        return self._slot[key]
+
+    def _check_phase(self, phase: int) -> int:
+        if not 0 <= phase < self.n_phases:
+            raise IndexError(f"phase must be 0..{self.n_phases - 1}, got {phase}")
+        return phase
+
+    # --------------------------------------------------------------- records
+    def _actual(self, kind: int, row: int, col: int, ncols: int) -> tuple[int, int] | None:
+        if kind == Access.LOADED:
+            return (row, col)
+        if kind == Access.WRONG_ELEMENT:
+            return divmod(row * ncols + col, ncols)
+        return None
+
+    def load_records(self, block: tuple[int, int], phase: int) -> dict:
+        """Every thread's M and N load of one block and phase, with its kind.
+
+        Returns
+        -------
+        dict
+            ``{(ty, tx): (m, n)}`` with ``m`` and ``n`` :class:`LoadRecord`.
+        """
+        s, ph = self.slot(block), self._check_phase(phase)
+        _, k, l = self.shape
+        out = {}
+        rec = self.loads[s, ph]
+        for ty in range(self.tile_width):
+            for tx in range(self.tile_width):
+                mk, mr, mc, nk, nr, nc = (int(v) for v in rec[ty, tx])
+                out[(ty, tx)] = (
+                    LoadRecord(Access(mk), mr, mc, self._actual(mk, mr, mc, k)),
+                    LoadRecord(Access(nk), nr, nc, self._actual(nk, nr, nc, l)),
+                )
+        return out
+
+    def tile_loads(self, block: tuple[int, int], phase: int) -> dict:
+        """Which element each thread put into ``Mds[ty][tx]`` and ``Nds[ty][tx]``.
+
+        The book's Fig. 5.8 (columns 2-3 and 5-6) for one block and phase.
+
+        Parameters
+        ----------
+        block : (by, bx)
+        phase : int
+            ``ph``, 0 to ``n_phases - 1``.
+
+        Returns
+        -------
+        dict
+            ``{(ty, tx): (m, n)}`` for every thread of the block; ``m`` and
+            ``n`` are the ``(row, col)`` of the element that went into the
+            slot, or ``None`` where the thread zero-filled it (or, for the
+            unchecked kernel, skipped an out-of-allocation load: see
+            :meth:`load_records` for the kind). A wrong-element load gives the
+            element really read (M_{0,3} of a 3 x 3 M gives ``(1, 0)``).
+
+        Raises
+        ------
+        KeyError
+            When the block was not recorded per thread.
+        IndexError
+            When the phase is out of range.
+        """
+        return {
+            t: (m.actual, n.actual) for t, (m, n) in self.load_records(block, phase).items()
+        }
+
+    def thread_pvalues(self, block: tuple[int, int], thread: tuple[int, int]) -> np.ndarray:
+        """Pvalue of thread ``(ty, tx)`` of ``block`` after each phase (float32, (nph,))."""
+        ty, tx = thread
+        return self.pvalue[self.slot(block), :, ty, tx].copy()
+
+    def global_loads(self) -> int:
+        """Global-memory reads of M and N elements by the whole launch (elements)."""
+        return int(self.m_reads.sum()) + int(self.n_reads.sum())
+
+    def naive_loads(self) -> int:
+        """Reads the naive kernel (Fig. 3.11) makes for the same P: ``2 * j * k * l``."""
+        j, k, l = self.shape
+        return 2 * j * k * l
+
+    def cgma(self) -> float:
+        """Compute-to-global-memory-access ratio: 2 FLOPs per term over global reads (Section 5.1)."""
+        j, k, l = self.shape
+        return 2.0 * j * k * l / max(1, self.global_loads())
+
+    def summary(self) -> str:
+        """A few lines saying what the trace holds (used by ``vizmm info``)."""
+        j, k, l = self.shape
+        gy, gx = self.grid
+        m = self.meta
+        lines = [
+            f"kernel      {self.kernel} (TILE_WIDTH {self.tile_width})",
+            f"shapes      M {j}x{k} . N {k}x{l} -> P {j}x{l}",
+            f"grid        {gy} x {gx} blocks of {self.tile_width} x {self.tile_width} threads, "
+            f"{self.n_phases} phases",
+            f"backend     {self.backend}"
+            + (f" on {m['device_name']}" if m.get("device_name") else "")
+            + (f" ({m['sm_count']} SMs)" if m.get("sm_count") else ""),
+            f"detail      {len(self.detail_blocks)} of {gy * gx} blocks recorded per thread"
+            + (" (aggregated mode)" if m["aggregated"] else ""),
+            f"clocks      {'yes' if self.has_clocks else 'no (simulator)'}",
+            f"loads       {self.global_loads()} global reads of M and N "
+            f"(naive kernel: {self.naive_loads()}, "
+            f"{self.naive_loads() / max(1, self.global_loads()):.1f}x fewer), "
+            f"CGMA {self.cgma():.2f}",
+        ]
+        if m.get("created"):
+            lines.append(f"created     {m['created']}")
+        if m.get("elapsed_s") is not None:
+            lines.append(f"recorded in {m['elapsed_s']:.2f} s")
+        if m.get("versions"):
+            lines.append("versions    " + ", ".join(f"{a} {b}" for a, b in m["versions"].items()))
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ file
+    def arrays(self) -> dict[str, np.ndarray]:
+        """All arrays of the trace by name (read-only views)."""
+        return {name: getattr(self, name) for name in ARRAY_NAMES}
+
+    def to_bytes(self) -> bytes:
+        """The trace file's bytes (see the module docstring for the format)."""
+        arrays = self.arrays()
+        manifest = {
+            "format": FORMAT,
+            "version": VERSION,
+            "meta": _jsonable(dict(self.meta)),
+            "arrays": {
+                name: {"dtype": a.dtype.str, "shape": list(a.shape), "sha256": _digest(a)}
+                for name, a in arrays.items()
+            },
+        }
+        buf = io.BytesIO()
+        blob = np.frombuffer(json.dumps(manifest).encode(), dtype=np.uint8)
+        np.savez_compressed(buf, manifest=blob, **arrays)
+        return buf.getvalue()
+
+    def save(self, path: str | os.PathLike) -> str:
+        """Write the trace to ``path`` atomically (temporary file, then rename).
+
+        Returns the path written. Nothing is left at ``path`` if writing fails.
+        """
+        return atomic_write(path, self.to_bytes())
+
+
+class _FrozenDict(dict):
+    """A dict that refuses changes (the trace's metadata)."""
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("trace metadata is read-only")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore
+
+
+def _digest(a: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+
+def _jsonable(obj):
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def atomic_write(path: str | os.PathLike, data: bytes) -> str:
+    """Write ``data`` to ``path`` through a temporary file in the same folder, then rename.
+
+    Raises
+    ------
+    OSError
+        When the folder does not exist or is not writable; no file is left.
+    """
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".vizmm-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def from_bytes(data: bytes, name: str = "<bytes>") -> Trace:
+    """Read a trace from the bytes of a trace file (see :func:`load`)."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            if "manifest" not in npz.files:
+                raise TraceError(f"{name} is not a vizmm trace (no manifest)")
+            try:
+                manifest = json.loads(npz["manifest"].tobytes().decode())
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise TraceError(f"{name}: the manifest is not valid JSON ({exc})") from None
+            if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+                raise TraceError(f"{name} is not a vizmm trace (format {manifest.get('format')!r})")
+            version = manifest.get("version")
+            if version != VERSION:
+                raise TraceError(
+                    f"{name} has trace format version {version!r}; this vizmm reads version "
+                    f"{VERSION} only"
+                )
+            declared = manifest.get("arrays", {})
+            missing = set(ARRAY_NAMES) - set(npz.files)
+            if missing:
+                raise TraceError(f"{name} lacks arrays: {', '.join(sorted(missing))}")
+            arrays = {}
+            for key in ARRAY_NAMES:
+                a = npz[key]
+                d = declared.get(key)
+                if d is None:
+                    raise TraceError(f"{name}: the manifest does not describe array {key!r}")
+                if a.dtype.str != d["dtype"] or list(a.shape) != d["shape"]:
+                    raise TraceError(
+                        f"{name}: array {key!r} is {a.dtype.str} {list(a.shape)} but the "
+                        f"manifest says {d['dtype']} {d['shape']}"
+                    )
+                if _digest(a) != d["sha256"]:
+                    raise TraceError(f"{name}: array {key!r} does not match its checksum "
+                                     "(the file was changed or damaged)")
+                arrays[key] = a
+    except TraceError:
+        raise
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as exc:
+        raise TraceError(
+            f"{name} is not a readable vizmm trace (truncated or damaged file: {exc})"
+        ) from None
+    return Trace(meta=manifest.get("meta", {}), **arrays)
+
+
+def load(path: str | os.PathLike) -> Trace:
+    """Read a trace file written by :meth:`Trace.save`.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``path`` does not exist.
+    TraceError
+        For an unknown version, a truncated, tampered or foreign file, or
+        arrays whose shapes disagree with the metadata.
+    """
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    return from_bytes(data, name=os.path.basename(path))
