@@ -477,7 +477,8 @@ def _launch(job, M, N, show) -> Trace:
     (grid, block) = K.grid_dims(j, l, T)
     scalars = K.launch_dims(kernel, j, k, l)
     meta = {
-        "kernel": kernel, "tile_width": T, "j": j, "k": k, "l": l,
+        "kernel": kernel, "figure": K.FIGURES[kernel], "source": _plain_source(kernel),
+        "tile_width": T, "j": j, "k": k, "l": l,
         "n_detail": nd, "aggregated": aggregated, "seed": job["seed"],
         "versions": _versions(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -521,6 +522,21 @@ def _launch(job, M, N, show) -> Trace:
         m_reads=rec["mcount"].reshape(j, k), n_reads=rec["ncount"].reshape(k, l),
         barrier_spread=spread,
     )
+
+
+def _plain_source(kernel: str) -> str:
+    """The plain kernel's source as a student reads it (the body of ``make_plain``)."""
+    import textwrap
+
+    import vizmm_kernels as K
+
+    with open(K.source_file(kernel), encoding="utf-8") as f:
+        text = f.read()
+    start = text.index("def make_plain")
+    body = text[start:text.index("    return matrixMulKernel", start)]
+    lines = body.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.strip().startswith("@cuda.jit"))
+    return textwrap.dedent("\n".join(lines[first:])).rstrip() + "\n"
 
 
 def _simulate(kern, grid, block, args, rec, blocks: Iterable[tuple[int, int]] | None, update):

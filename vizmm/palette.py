@@ -1,0 +1,132 @@
+"""One palette for every renderer: the dashboard, the HTML export and the GIF/MP4 frames.
+
+Colours are ``#rrggbb`` strings (Bokeh and Pillow both take them). Threads are
+coloured by their index ``t = ty * TILE_WIDTH + tx``; states by the codes of
+:mod:`vizmm.replay`.
+"""
+
+from __future__ import annotations
+
+import colorsys
+from functools import lru_cache
+
+from .replay import CellState, SlotState, ThreadState
+
+__all__ = [
+    "thread_color",
+    "thread_colors",
+    "SLOT_COLORS",
+    "THREAD_STATE_COLORS",
+    "CELL_COLORS",
+    "GHOST_COLORS",
+    "FOCUS",
+    "READ",
+    "TILE_OUTLINE",
+    "BACKGROUND",
+    "TEXT",
+    "MUTED",
+    "FONT_FAMILY",
+    "hex_to_rgb",
+    "THREAD_STATE_LABELS",
+    "SLOT_LABELS",
+    "GRID_LINE",
+]
+
+BACKGROUND = "#ffffff"
+TEXT = "#1f2328"
+MUTED = "#8c959f"
+GRID_LINE = "#d0d7de"
+TILE_OUTLINE = "#cf222e"  # current tile of M, N, P
+FOCUS = "#0969da"  # the followed thread's elements
+READ = "#f0b400"  # slots / elements read at this k
+FONT_FAMILY = "DejaVu Sans"
+
+
+def _hsl(h: float, s: float, l: float) -> str:
+    r, g, b = colorsys.hls_to_rgb(h % 1.0, l, s)
+    return "#{:02x}{:02x}{:02x}".format(round(r * 255), round(g * 255), round(b * 255))
+
+
+def thread_color(t: int, n: int) -> str:
+    """Colour of thread ``t`` (0 <= t < n, ``t = ty * TILE_WIDTH + tx``) in a block of n threads.
+
+    Hues step by the golden ratio so neighbouring threads differ; lightness
+    alternates in three bands so that 256 or 1024 threads stay tellable apart.
+    """
+    if not 0 <= t < n:
+        raise ValueError(f"thread index must be 0..{n - 1}, got {t}")
+    return thread_colors(n)[t]
+
+
+@lru_cache(maxsize=64)
+def thread_colors(n: int) -> tuple[str, ...]:
+    """Colours of all ``n`` threads of a block (see :func:`thread_color`)."""
+    golden = 0.618033988749895
+    return tuple(_hsl(0.07 + t * golden, 0.62, (0.62, 0.52, 0.72)[t % 3]) for t in range(n))
+
+
+SLOT_COLORS = {
+    SlotState.EMPTY: "#f6f8fa",
+    SlotState.STALE: "#d8dee4",
+    SlotState.LOADED: "#a5d6a7",
+    SlotState.ZERO: "#fff1c2",
+    SlotState.WRONG: "#ff8182",
+    SlotState.SKIPPED: "#8250df",
+}
+
+THREAD_STATE_COLORS = {
+    ThreadState.READY: "#eaeef2",
+    ThreadState.LOADING: "#54aeff",
+    ThreadState.WAITING_1: "#fd8c73",
+    ThreadState.RELEASED: "#4ac26b",
+    ThreadState.COMPUTING: "#ffd33d",
+    ThreadState.WAITING_2: "#e16f24",
+    ThreadState.WRITING_P: "#2da44e",
+    ThreadState.IDLE: "#afb8c1",
+    ThreadState.DONE: "#b6e3ff",
+}
+
+THREAD_STATE_LABELS = {
+    ThreadState.READY: "ready",
+    ThreadState.LOADING: "loading",
+    ThreadState.WAITING_1: "waiting at barrier 1",
+    ThreadState.RELEASED: "released",
+    ThreadState.COMPUTING: "computing (k)",
+    ThreadState.WAITING_2: "waiting at barrier 2",
+    ThreadState.WRITING_P: "writing P",
+    ThreadState.IDLE: "idle (no valid P)",
+    ThreadState.DONE: "phase done",
+}
+
+SLOT_LABELS = {
+    SlotState.EMPTY: "empty (uninitialised)",
+    SlotState.STALE: "stale (previous phase)",
+    SlotState.LOADED: "loaded this phase",
+    SlotState.ZERO: "zero-filled",
+    SlotState.WRONG: "wrong element (row wrap)",
+    SlotState.SKIPPED: "load skipped (outside allocation)",
+}
+
+CELL_COLORS = {
+    CellState.NONE: "#ffffff",
+    CellState.DONE: "#d0d7de",
+    CellState.TILE: "#ddf4ff",
+    CellState.LOADING: "#54aeff",  # overridden by the loading thread's colour
+    CellState.READING: READ,
+    CellState.COMPUTING: "#fff8c5",
+}
+
+# Ghost cells (tile slots outside a matrix), by replay Access code
+GHOST_COLORS = {
+    0: "#f6f8fa",  # not yet loaded in this phase
+    1: "#a5d6a7",
+    2: "#fff1c2",  # zero-fill
+    3: "#ff8182",  # wrong element
+    4: "#8250df",  # outside the allocation
+}
+
+
+def hex_to_rgb(color: str) -> tuple[int, int, int]:
+    """``'#rrggbb'`` to an (r, g, b) tuple of 0..255 ints."""
+    c = color.lstrip("#")
+    return int(c[0:2], 16), int(c[2:4], 16), int(c[4:6], 16)

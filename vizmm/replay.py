@@ -1,0 +1,729 @@
+"""Replay: turn a trace into neutral frames, one per step of one block.
+
+A :class:`Frame` says what every cell of M, N and P, every slot of Mds and
+Nds and every thread of the block is doing at one step, in codes and plain
+NumPy arrays: no colours, no Bokeh, no Pillow. Every renderer (the dashboard's
+Bokeh scene, the GIF/MP4 frames, the HTML export) draws frames, so they all
+show the same picture.
+
+Steps follow Fig. 5.9 / 5.13 of PMPP (4th ed.):
+
+* ``granularity="substep"``: start, then per phase ``ph``: load M
+  (line 19/20), load N (line 20/23), arrival at barrier 1 (line 21/25) and its
+  release, each ``k`` of the inner loop (line 24/28), arrival at barrier 2
+  (line 26/30) and its release; finally the P store (line 28/33).
+* ``granularity="phase"``: start, one step per phase (tiles loaded and
+  consumed), the P store.
+
+Two orders: ``"lockstep"`` (the book's view: all threads move together) and
+``"recorded"``: barrier arrivals unfold in the order the trace recorded them
+(the block's logical clock, or ``%clock64`` cycles when the trace has them),
+so one sees who waited for whom.
+
+Nothing is invented: Mds/Nds contents are the elements the trace says were
+loaded; Pvalue after a phase is the recorded value; Pvalue inside a phase is
+the recorded value of the previous phase plus the products of the recorded
+slot values (NaN where a slot's content is unknown: out-of-allocation loads
+leave stale data the trace cannot know).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+from functools import cached_property
+
+import numpy as np
+
+from .trace import Access, PWrite, Trace
+
+__all__ = [
+    "Sub",
+    "SlotState",
+    "ThreadState",
+    "CellState",
+    "Step",
+    "Frame",
+    "Replay",
+    "GRANULARITIES",
+    "ORDERS",
+    "source_lines",
+]
+
+GRANULARITIES = ("substep", "phase")
+ORDERS = ("lockstep", "recorded")
+MAX_ARRIVAL_GROUPS = 8  # arrival frames per barrier in recorded order
+
+
+class Sub(str, enum.Enum):
+    """Kind of step (a sub-step of Fig. 5.9's loop, or a whole phase)."""
+
+    START = "start"
+    LOAD_M = "load M"
+    LOAD_N = "load N"
+    ARRIVE_1 = "barrier 1"
+    RELEASE_1 = "barrier 1 released"
+    K = "k loop"
+    ARRIVE_2 = "barrier 2"
+    RELEASE_2 = "barrier 2 released"
+    PHASE = "phase"
+    WRITE_P = "write P"
+
+
+class SlotState(enum.IntEnum):
+    """State of one Mds / Nds slot (codes of ``Frame.mds_state``)."""
+
+    EMPTY = 0  #: never written in this block (uninitialised shared memory)
+    STALE = 1  #: holds the previous phase's element, not yet overwritten
+    LOADED = 2  #: holds an element of M / N loaded in this phase
+    ZERO = 3  #: zero-filled in this phase (boundary check failed)
+    WRONG = 4  #: holds a wrong element (row wrap of the unchecked kernel)
+    SKIPPED = 5  #: the load was out of the allocation: nothing written, content unknown
+
+
+class ThreadState(enum.IntEnum):
+    """State of one thread of the block (codes of ``Frame.thread_state``)."""
+
+    READY = 0  #: before the first phase
+    LOADING = 1  #: copying its M and N elements into Mds / Nds
+    WAITING_1 = 2  #: arrived at barrier 1 (after the loads), waiting
+    RELEASED = 3  #: just released from a barrier
+    COMPUTING = 4  #: in the k loop
+    WAITING_2 = 5  #: arrived at barrier 2 (after the k loop), waiting
+    WRITING_P = 6  #: storing Pvalue to P
+    IDLE = 7  #: no valid P element: its store is skipped
+    DONE = 8  #: finished a phase (phase granularity)
+
+
+class CellState(enum.IntEnum):
+    """State of one element of M, N or P (codes of ``Frame.m_state`` etc.)."""
+
+    NONE = 0  #: not touched by this block so far
+    DONE = 1  #: loaded by this block in an earlier phase (M, N) / written (P)
+    TILE = 2  #: part of the current phase's tile
+    LOADING = 3  #: being loaded this step (``m_thread`` says by whom)
+    READING = 4  #: its copy in Mds / Nds is read at this k
+    COMPUTING = 5  #: P element of this block, being accumulated
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One step of the replay: kind, phase, k, and threads arrived (recorded order)."""
+
+    sub: Sub
+    phase: int | None = None
+    k: int | None = None
+    arrived: int | None = None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Frame:
+    """What the block is doing at one step (neutral: codes and arrays, no colours).
+
+    ``T`` is TILE_WIDTH, M is j x k, N is k x l, P is j x l. Thread index
+    ``t = ty * T + tx`` identifies a thread wherever a frame names one (the
+    palette colours threads by it).
+
+    Attributes
+    ----------
+    index, count : int
+        This step's number and the number of steps.
+    step : Step
+    block : (by, bx)
+    title : str
+        Kernel, shapes, TILE_WIDTH, block, phase and sub-step, in one line.
+    caption : str
+        What happens at this step, in words.
+    mds_state, nds_state : ndarray of int8, (T, T)
+        :class:`SlotState` of each slot.
+    mds_src, nds_src : ndarray of int32, (T, T, 2)
+        (row, col) of the element the slot holds; -1 where none (empty,
+        zero-filled, skipped).
+    mds_value, nds_value : ndarray of float32, (T, T)
+        The value the slot holds; NaN where unknown.
+    mds_now, nds_now : ndarray of bool, (T, T)
+        Slots written at this step.
+    mds_read, nds_read : ndarray of bool, (T, T)
+        Slots read at this step (column k of Mds, row k of Nds).
+    thread_state : ndarray of int8, (T, T)
+        :class:`ThreadState` of each thread.
+    thread_valid : ndarray of bool, (T, T)
+        Whether the thread has a valid P element (``Row < j and Col < l``).
+    thread_rank : ndarray of int32, (T, T)
+        At a barrier step: the thread's arrival rank (0 first); -1 otherwise.
+    pvalue : ndarray of float32, (T, T)
+        Each thread's Pvalue after this step (NaN where unknown).
+    m_state, n_state, p_state : ndarray of int8, (j, k), (k, l), (j, l)
+        :class:`CellState` of each element.
+    m_thread, n_thread : ndarray of int16, (j, k), (k, l)
+        Thread index loading the element at this step; -1 elsewhere.
+    tiles : dict
+        ``{"M": (row0, col0), "N": (row0, col0), "P": (row0, col0)}``: top-left
+        corner of the current T x T tile of each matrix (may overhang the
+        matrix; None before the first phase for M and N).
+    ghosts : dict
+        ``{"M": [...], "N": [...]}``: tile slots outside the matrix, each
+        ``(row, col, Access code, thread index, now)``.
+    focus : (ty, tx) or None
+        The followed thread.
+    m_focus, n_focus, p_focus : ndarray of bool
+        Elements the followed thread loads or reads at this step (P: its element).
+    mds_focus, nds_focus : ndarray of bool, (T, T)
+        Slots the followed thread writes or reads at this step.
+    loads_so_far : int
+        Global reads of M and N by this block up to this step (from the trace).
+    naive_loads_so_far : int
+        Reads the naive kernel makes for the same products: 2 per term per
+        valid thread.
+    terms_done : int
+        Multiply-add terms each thread has accumulated (0..k).
+    source_line : int or None
+        0-based line of ``trace.meta["source"]`` executed at this step.
+    table_focus : (phase, column) or None
+        Cell of the Fig. 5.8 table: column 'M', 'N' or 'P' of a phase.
+    """
+
+    index: int
+    count: int
+    step: Step
+    block: tuple[int, int]
+    title: str
+    caption: str
+    mds_state: np.ndarray
+    nds_state: np.ndarray
+    mds_src: np.ndarray
+    nds_src: np.ndarray
+    mds_value: np.ndarray
+    nds_value: np.ndarray
+    mds_now: np.ndarray
+    nds_now: np.ndarray
+    mds_read: np.ndarray
+    nds_read: np.ndarray
+    thread_state: np.ndarray
+    thread_valid: np.ndarray
+    thread_rank: np.ndarray
+    pvalue: np.ndarray
+    m_state: np.ndarray
+    n_state: np.ndarray
+    p_state: np.ndarray
+    m_thread: np.ndarray
+    n_thread: np.ndarray
+    tiles: dict
+    ghosts: dict
+    focus: tuple[int, int] | None
+    m_focus: np.ndarray
+    n_focus: np.ndarray
+    p_focus: np.ndarray
+    mds_focus: np.ndarray
+    nds_focus: np.ndarray
+    loads_so_far: int
+    naive_loads_so_far: int
+    terms_done: int
+    source_line: int | None
+    table_focus: tuple[int, str] | None
+
+    @property
+    def cgma(self) -> float:
+        """CGMA so far: 2 FLOPs per accumulated term over global reads (Section 5.1)."""
+        valid = int(self.thread_valid.sum())
+        return 2.0 * valid * self.terms_done / max(1, self.loads_so_far)
+
+
+_SLOT_OF_ACCESS = {
+    Access.LOADED: SlotState.LOADED,
+    Access.ZERO_FILL: SlotState.ZERO,
+    Access.WRONG_ELEMENT: SlotState.WRONG,
+    Access.OUT_OF_ALLOCATION: SlotState.SKIPPED,
+    Access.NOT_RECORDED: SlotState.EMPTY,
+}
+
+_LINE_PATTERNS = {
+    "phase": r"for ph in",
+    Sub.LOAD_M: r"Mds\[ty, tx\] = M\[",
+    Sub.LOAD_N: r"Nds\[ty, tx\] = N\[",
+    "sync": r"cuda\.syncthreads\(\)",
+    Sub.K: r"Pvalue \+=",
+    Sub.WRITE_P: r"P\[.*\] = Pvalue",
+    "zero_m": r"Mds\[ty, tx\] = float32\(0\)",
+    "zero_n": r"Nds\[ty, tx\] = float32\(0\)",
+}
+
+
+def source_lines(source: str) -> dict:
+    """Where the steps of Fig. 5.9 / 5.13 sit in a kernel's source (0-based lines).
+
+    Returns a dict with keys of :class:`Sub` (and 'phase', 'sync1', 'sync2',
+    'zero_m', 'zero_n'); a key is missing when its line is absent (the naive
+    kernel has no loads into shared memory).
+    """
+    lines = source.splitlines()
+    out: dict = {}
+    syncs = []
+    for i, line in enumerate(lines):
+        for key, pat in _LINE_PATTERNS.items():
+            if re.search(pat, line):
+                if key == "sync":
+                    syncs.append(i)
+                else:
+                    out.setdefault(key, i)
+    if len(syncs) >= 2:
+        out[Sub.ARRIVE_1] = out[Sub.RELEASE_1] = syncs[0]
+        out[Sub.ARRIVE_2] = out[Sub.RELEASE_2] = syncs[1]
+    if "phase" in out:
+        out[Sub.PHASE] = out["phase"]
+    return out
+
+
+class Replay:
+    """The steps of one block of a trace, each turned into a :class:`Frame` on demand.
+
+    Parameters
+    ----------
+    trace : Trace
+    block : (by, bx)
+        A block recorded per thread (``trace.has_block``).
+    granularity : {'substep', 'phase'}
+    order : {'lockstep', 'recorded'}
+        Recorded order unfolds barrier arrivals as the trace recorded them
+        (``%clock64`` cycles when the trace has them, else the logical clock).
+    focus : (ty, tx), optional
+        A thread to follow: its loads and k-loop reads are marked in frames.
+
+    Raises
+    ------
+    ValueError
+        For an unknown granularity or order, a naive-kernel trace (it has no
+        tiles to replay), or a focus thread outside the block.
+    KeyError
+        When the block was not recorded per thread.
+    """
+
+    def __init__(self, trace: Trace, block=(0, 0), granularity: str = "substep",
+                 order: str = "lockstep", focus: tuple[int, int] | None = None):
+        if granularity not in GRANULARITIES:
+            raise ValueError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+        if trace.kernel == "naive":
+            raise ValueError("the naive kernel has no tiles or phases to replay; record a tiled "
+                             "kernel ('tiled', 'boundary' or 'general')")
+        T = trace.tile_width
+        if focus is not None:
+            focus = (int(focus[0]), int(focus[1]))
+            if not (0 <= focus[0] < T and 0 <= focus[1] < T):
+                raise ValueError(f"focus thread {focus} is outside the {T} x {T} block")
+        self.trace = trace
+        self.block = (int(block[0]), int(block[1]))
+        self.slot = trace.slot(self.block)
+        self.granularity = granularity
+        self.order = order
+        self.focus = focus
+        self.steps = self._build_steps()
+
+    # ------------------------------------------------------------ structure
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def _arrival_counts(self) -> list[int]:
+        n = self.trace.tile_width ** 2
+        g = min(n, MAX_ARRIVAL_GROUPS)
+        return sorted({-(-n * (i + 1) // g) for i in range(g)})
+
+    def _build_steps(self) -> list[Step]:
+        T = self.trace.tile_width
+        steps = [Step(Sub.START)]
+        for ph in range(self.trace.n_phases):
+            if self.granularity == "phase":
+                steps.append(Step(Sub.PHASE, ph))
+                continue
+            steps += [Step(Sub.LOAD_M, ph), Step(Sub.LOAD_N, ph)]
+            steps += self._barrier_steps(Sub.ARRIVE_1, ph)
+            steps.append(Step(Sub.RELEASE_1, ph))
+            steps += [Step(Sub.K, ph, k) for k in range(T)]
+            steps += self._barrier_steps(Sub.ARRIVE_2, ph)
+            steps.append(Step(Sub.RELEASE_2, ph))
+        steps.append(Step(Sub.WRITE_P))
+        return steps
+
+    def _barrier_steps(self, sub: Sub, ph: int) -> list[Step]:
+        if self.order == "lockstep":
+            return [Step(sub, ph, arrived=self.trace.tile_width ** 2)]
+        return [Step(sub, ph, arrived=n) for n in self._arrival_counts()]
+
+    def index_of(self, phase: int, sub: Sub | str = Sub.LOAD_M, k: int | None = None) -> int:
+        """The step number of the first step of ``sub`` in ``phase`` (and ``k``).
+
+        Raises
+        ------
+        ValueError
+            When no such step exists at this granularity.
+        """
+        sub = Sub(sub)
+        for i, s in enumerate(self.steps):
+            if s.sub == sub and s.phase == phase and (k is None or s.k == k):
+                return i
+        raise ValueError(f"no step {sub.value!r} of phase {phase} at {self.granularity} granularity")
+
+    # ------------------------------------------------------------ precompute
+    @cached_property
+    def _dims(self):
+        j, k, l = self.trace.shape
+        return j, k, l, self.trace.tile_width
+
+    @cached_property
+    def _valid(self) -> np.ndarray:
+        j, _, l, T = self._dims
+        by, bx = self.block
+        rows = by * T + np.arange(T)[:, None]
+        cols = bx * T + np.arange(T)[None, :]
+        return (rows < j) & (cols < l)
+
+    @cached_property
+    def _per_phase(self):
+        """Per phase: slot states, sources and values of Mds and Nds after the loads."""
+        tr = self.trace
+        j, k, l, T = self._dims
+        rec = tr.loads[self.slot]  # (nph, T, T, 6)
+        out = []
+        for ph in range(tr.n_phases):
+            entry = {}
+            for name, base, mat, ncols in (("M", 0, tr.M, k), ("N", 3, tr.N, l)):
+                kind = rec[ph, :, :, base]
+                row = rec[ph, :, :, base + 1]
+                col = rec[ph, :, :, base + 2]
+                state = np.zeros((T, T), np.int8)
+                src = np.full((T, T, 2), -1, np.int32)
+                val = np.full((T, T), np.nan, np.float32)
+                for acc, sst in _SLOT_OF_ACCESS.items():
+                    state[kind == acc] = sst
+                lin = row.astype(np.int64) * ncols + col
+                read = (kind == Access.LOADED) | (kind == Access.WRONG_ELEMENT)
+                ar, ac = np.divmod(np.where(read, lin, 0), ncols)
+                src[..., 0] = np.where(read, ar, -1)
+                src[..., 1] = np.where(read, ac, -1)
+                val[read] = mat[ar[read], ac[read]]
+                val[kind == Access.ZERO_FILL] = 0.0
+                entry[name] = (state, src, val, kind, row, col)
+            out.append(entry)
+        return out
+
+    @cached_property
+    def _ranks(self):
+        """Arrival rank (0 first) of each thread at each barrier: (nph, 2, T, T)."""
+        tr = self.trace
+        T = tr.tile_width
+        ticks = tr.barrier_tick[self.slot][:, :, 0].astype(np.int64)  # (nph, 2, T, T)
+        clocks = tr.barrier_clock[self.slot][:, :, 0]
+        use_clock = tr.has_clocks and (clocks >= 0).all()
+        ranks = np.full(ticks.shape, -1, np.int32)
+        for ph in range(ticks.shape[0]):
+            for b in range(2):
+                t = ticks[ph, b].ravel()
+                if (t < 0).any():
+                    continue
+                key = np.lexsort((t, clocks[ph, b].ravel())) if use_clock else np.argsort(t)
+                r = np.empty(T * T, np.int32)
+                r[key] = np.arange(T * T)
+                ranks[ph, b] = r.reshape(T, T)
+        return ranks
+
+    @cached_property
+    def _lines(self):
+        return source_lines(self.trace.meta.get("source", ""))
+
+    # ----------------------------------------------------------------- frame
+    def frame(self, index: int) -> Frame:
+        """The :class:`Frame` of step ``index`` (0 to ``len(self) - 1``).
+
+        Raises
+        ------
+        IndexError
+            When ``index`` is out of range.
+        """
+        n = len(self.steps)
+        if not -n <= index < n:
+            raise IndexError(f"step must be 0..{n - 1}, got {index}")
+        index %= n
+        step = self.steps[index]
+        tr = self.trace
+        j, k, l, T = self._dims
+        by, bx = self.block
+        Row0, Col0 = by * T, bx * T
+        valid = self._valid
+        nph = tr.n_phases
+        sub, ph = step.sub, step.phase
+
+        # How far the block has got: phases whose loads happened, and whether
+        # the current phase's M / N loads are done at this step.
+        if sub == Sub.START:
+            cur, m_loaded, n_loaded, terms_in_phase = None, False, False, 0
+        elif sub == Sub.WRITE_P:
+            cur, m_loaded, n_loaded, terms_in_phase = nph - 1, True, True, T
+        else:
+            cur = ph
+            m_loaded = True
+            n_loaded = sub != Sub.LOAD_M
+            if sub == Sub.K:
+                terms_in_phase = step.k + 1
+            elif sub in (Sub.ARRIVE_2, Sub.RELEASE_2, Sub.PHASE):
+                terms_in_phase = T
+            else:
+                terms_in_phase = 0
+
+        # Shared memory
+        slots = {}
+        for name, loaded in (("M", m_loaded), ("N", n_loaded)):
+            state = np.zeros((T, T), np.int8)
+            src = np.full((T, T, 2), -1, np.int32)
+            val = np.full((T, T), np.nan, np.float32)
+            now = np.zeros((T, T), bool)
+            if cur is not None:
+                if loaded:
+                    state, src, val = (a.copy() for a in self._per_phase[cur][name][:3])
+                    skipped = state == SlotState.SKIPPED
+                    if cur > 0:  # a skipped load leaves the previous phase's element
+                        pstate, psrc, pval = self._per_phase[cur - 1][name][:3]
+                        src[skipped] = np.where(
+                            (pstate[skipped] == SlotState.LOADED)[:, None]
+                            | (pstate[skipped] == SlotState.WRONG)[:, None], psrc[skipped], -1)
+                    now[:] = (sub == Sub.LOAD_M and name == "M") or (
+                        sub == Sub.LOAD_N and name == "N") or sub == Sub.PHASE
+                elif cur > 0:
+                    state, src, val = (a.copy() for a in self._per_phase[cur - 1][name][:3])
+                    state[:] = SlotState.STALE
+            slots[name] = (state, src, val, now)
+
+        # Reads of the k loop
+        mds_read = np.zeros((T, T), bool)
+        nds_read = np.zeros((T, T), bool)
+        if sub == Sub.K:
+            mds_read[:, step.k] = True
+            nds_read[step.k, :] = True
+
+        # Pvalue: recorded after each phase; inside a phase, the previous
+        # phase's value plus the products of the recorded slot values.
+        pv_rec = tr.pvalue[self.slot]  # (nph, T, T)
+        if cur is None:
+            pvalue = np.zeros((T, T), np.float32)
+        else:
+            base = pv_rec[cur - 1] if cur > 0 else np.zeros((T, T), np.float32)
+            if terms_in_phase == T:
+                pvalue = pv_rec[cur].copy()
+            elif terms_in_phase == 0:
+                pvalue = base.copy()
+            else:
+                mv, nv = slots["M"][2], slots["N"][2]
+                acc = base.astype(np.float32).copy()
+                for kk in range(terms_in_phase):
+                    acc = (acc + mv[:, kk][:, None] * nv[kk, :][None, :]).astype(np.float32)
+                pvalue = acc
+        done_phases_terms = 0 if cur is None else min(k, cur * T + terms_in_phase)
+
+        # Threads
+        rank = np.full((T, T), -1, np.int32)
+        tstate = np.full((T, T), ThreadState.READY, np.int8)
+        if sub in (Sub.LOAD_M, Sub.LOAD_N):
+            tstate[:] = ThreadState.LOADING
+        elif sub in (Sub.ARRIVE_1, Sub.ARRIVE_2):
+            b = 0 if sub == Sub.ARRIVE_1 else 1
+            rank = self._ranks[ph, b].copy()
+            arrived = rank < step.arrived if (rank >= 0).all() else np.ones((T, T), bool)
+            before = ThreadState.LOADING if b == 0 else ThreadState.COMPUTING
+            wait = ThreadState.WAITING_1 if b == 0 else ThreadState.WAITING_2
+            tstate[:] = np.where(arrived, wait, before)
+        elif sub in (Sub.RELEASE_1, Sub.RELEASE_2):
+            tstate[:] = ThreadState.RELEASED
+        elif sub == Sub.K:
+            tstate[:] = ThreadState.COMPUTING
+        elif sub == Sub.PHASE:
+            tstate[:] = ThreadState.DONE
+        elif sub == Sub.WRITE_P:
+            pw = tr.p_write[self.slot]
+            tstate[:] = np.where(
+                (pw == PWrite.WRITTEN) | (pw == PWrite.WRONG_ELEMENT), ThreadState.WRITING_P,
+                ThreadState.IDLE)
+
+        # Matrices
+        m_state = np.zeros((j, k), np.int8)
+        n_state = np.zeros((k, l), np.int8)
+        p_state = np.zeros((j, l), np.int8)
+        m_thread = np.full((j, k), -1, np.int16)
+        n_thread = np.full((k, l), -1, np.int16)
+        tidx = np.arange(T * T, dtype=np.int16).reshape(T, T)
+        ghosts = {"M": [], "N": []}
+        last = cur if cur is not None else -1
+        for p in range(last + 1):
+            for name, grid_state, grid_thread in (("M", m_state, m_thread),
+                                                  ("N", n_state, n_thread)):
+                st, src, val, kind, row, col = self._per_phase[p][name]
+                read = src[..., 0] >= 0
+                rr, cc = src[..., 0][read], src[..., 1][read]
+                if p < last:
+                    grid_state[rr, cc] = np.maximum(grid_state[rr, cc], CellState.DONE)
+                    continue
+                loaded = m_loaded if name == "M" else n_loaded
+                loading_now = (sub == Sub.LOAD_M and name == "M") or (
+                    sub == Sub.LOAD_N and name == "N") or sub == Sub.PHASE
+                if loaded:
+                    grid_state[rr, cc] = CellState.LOADING if loading_now else CellState.TILE
+                    if loading_now:
+                        grid_thread[rr, cc] = tidx[read]
+                # ghost slots: the tile's positions outside the matrix
+                nrows, ncols = (j, k) if name == "M" else (k, l)
+                outside = (row >= nrows) | (col >= ncols)
+                for ty, tx in zip(*np.nonzero(outside)):
+                    ghosts[name].append((int(row[ty, tx]), int(col[ty, tx]),
+                                         int(kind[ty, tx]) if loaded else int(Access.NOT_RECORDED),
+                                         int(tidx[ty, tx]), bool(loaded and loading_now)))
+        if sub == Sub.K:
+            for ty in range(T):
+                r, c = slots["M"][1][ty, step.k]
+                if r >= 0:
+                    m_state[r, c] = CellState.READING
+            for tx in range(T):
+                r, c = slots["N"][1][step.k, tx]
+                if r >= 0:
+                    n_state[r, c] = CellState.READING
+        prow = slice(Row0, min(j, Row0 + T))
+        pcol = slice(Col0, min(l, Col0 + T))
+        if sub == Sub.WRITE_P:
+            p_state[prow, pcol] = CellState.DONE
+        elif cur is not None:
+            p_state[prow, pcol] = CellState.COMPUTING
+        else:
+            p_state[prow, pcol] = CellState.TILE
+
+        tiles = {"P": (Row0, Col0),
+                 "M": None if cur is None else (Row0, cur * T),
+                 "N": None if cur is None else (cur * T, Col0)}
+
+        # Followed thread
+        m_focus = np.zeros((j, k), bool)
+        n_focus = np.zeros((k, l), bool)
+        p_focus = np.zeros((j, l), bool)
+        mds_focus = np.zeros((T, T), bool)
+        nds_focus = np.zeros((T, T), bool)
+        if self.focus is not None:
+            fy, fx = self.focus
+            if Row0 + fy < j and Col0 + fx < l:
+                p_focus[Row0 + fy, Col0 + fx] = True
+            if sub in (Sub.LOAD_M, Sub.PHASE) and cur is not None:
+                mds_focus[fy, fx] = True
+                r, c = slots["M"][1][fy, fx]
+                if r >= 0:
+                    m_focus[r, c] = True
+            if sub in (Sub.LOAD_N, Sub.PHASE) and cur is not None:
+                nds_focus[fy, fx] = True
+                r, c = slots["N"][1][fy, fx]
+                if r >= 0:
+                    n_focus[r, c] = True
+            if sub == Sub.K:
+                mds_focus[fy, step.k] = True
+                nds_focus[step.k, fx] = True
+                r, c = slots["M"][1][fy, step.k]
+                if r >= 0:
+                    m_focus[r, c] = True
+                r, c = slots["N"][1][step.k, fx]
+                if r >= 0:
+                    n_focus[r, c] = True
+
+        # Counters
+        loads_so_far = 0
+        rec = tr.loads[self.slot]
+        for p in range(last + 1):
+            for base, loaded in ((0, m_loaded), (3, n_loaded)):
+                if p < last or loaded:
+                    kk = rec[p, :, :, base]
+                    loads_so_far += int(((kk == Access.LOADED) | (kk == Access.WRONG_ELEMENT)).sum())
+        naive = 2 * int(valid.sum()) * done_phases_terms
+
+        line = self._lines.get(sub)
+        return Frame(
+            index=index, count=n, step=step, block=self.block,
+            title=self._title(step), caption=self._caption(step, rank),
+            mds_state=slots["M"][0], nds_state=slots["N"][0],
+            mds_src=slots["M"][1], nds_src=slots["N"][1],
+            mds_value=slots["M"][2], nds_value=slots["N"][2],
+            mds_now=slots["M"][3], nds_now=slots["N"][3],
+            mds_read=mds_read, nds_read=nds_read,
+            thread_state=tstate, thread_valid=valid.copy(), thread_rank=rank, pvalue=pvalue,
+            m_state=m_state, n_state=n_state, p_state=p_state,
+            m_thread=m_thread, n_thread=n_thread, tiles=tiles, ghosts=ghosts,
+            focus=self.focus, m_focus=m_focus, n_focus=n_focus, p_focus=p_focus,
+            mds_focus=mds_focus, nds_focus=nds_focus,
+            loads_so_far=loads_so_far, naive_loads_so_far=naive, terms_done=done_phases_terms,
+            source_line=line,
+            table_focus=self._table_focus(step),
+        )
+
+    def frames(self):
+        """Iterate over all frames in order."""
+        for i in range(len(self.steps)):
+            yield self.frame(i)
+
+    # ---------------------------------------------------------------- words
+    def _title(self, step: Step) -> str:
+        tr = self.trace
+        j, k, l = tr.shape
+        shape = f"{j}x{k}" if (j == k == l) else f"M {j}x{k} · N {k}x{l}"
+        where = f"block ({self.block[0]},{self.block[1]})"
+        if step.sub == Sub.START:
+            what = "start"
+        elif step.sub == Sub.WRITE_P:
+            what = "write P"
+        elif step.sub == Sub.K:
+            what = f"phase {step.phase} · k = {step.k}"
+        elif step.sub == Sub.PHASE:
+            what = f"phase {step.phase}"
+        else:
+            what = f"phase {step.phase} · {step.sub.value}"
+        return (f"{tr.kernel} ({tr.meta.get('figure', '')}) · {shape} · TILE_WIDTH "
+                f"{tr.tile_width} · {where} · {what}")
+
+    def _caption(self, step: Step, rank: np.ndarray) -> str:
+        T = self.trace.tile_width
+        n = T * T
+        s = step.sub
+        if s == Sub.START:
+            return ("Every thread starts with Pvalue = 0; Mds and Nds hold whatever shared "
+                    "memory held (uninitialised).")
+        if s == Sub.LOAD_M:
+            return (f"Phase {step.phase}: each thread (ty, tx) copies one M element into "
+                    "Mds[ty][tx] (or 0.0 where the element is outside M).")
+        if s == Sub.LOAD_N:
+            return (f"Phase {step.phase}: each thread copies one N element into Nds[ty][tx] "
+                    "(or 0.0 where the element is outside N).")
+        if s in (Sub.ARRIVE_1, Sub.ARRIVE_2):
+            which = 1 if s == Sub.ARRIVE_1 else 2
+            why = ("no thread may read the tiles before all are loaded (read-after-write)"
+                   if which == 1 else
+                   "no thread may overwrite the tiles while others still read them "
+                   "(write-after-read)")
+            if step.arrived is not None and step.arrived < n:
+                return (f"__syncthreads() #{which}: {step.arrived} of {n} threads have "
+                        f"arrived and wait for {n - step.arrived} more: {why}.")
+            return f"__syncthreads() #{which}: all {n} threads have arrived: {why}."
+        if s in (Sub.RELEASE_1, Sub.RELEASE_2):
+            which = 1 if s == Sub.RELEASE_1 else 2
+            nxt = "the k loop" if which == 1 else (
+                "the next phase" if step.phase + 1 < self.trace.n_phases else "the P store")
+            return f"Barrier {which} releases all {n} threads together; they go on to {nxt}."
+        if s == Sub.K:
+            kk = step.k
+            return (f"k = {kk}: Pvalue += Mds[ty][{kk}] * Nds[{kk}][tx], column {kk} of Mds "
+                    f"and row {kk} of Nds, read from shared memory.")
+        if s == Sub.PHASE:
+            return (f"Phase {step.phase}: the block loads one tile of M and one of N, waits, "
+                    f"and every thread adds {T} products to its Pvalue.")
+        return ("Threads with a valid (Row, Col) store Pvalue into P; the others have no P "
+                "element and store nothing.")
+
+    def _table_focus(self, step: Step):
+        if step.sub in (Sub.LOAD_M,):
+            return (step.phase, "M")
+        if step.sub in (Sub.LOAD_N,):
+            return (step.phase, "N")
+        if step.sub in (Sub.K, Sub.PHASE, Sub.ARRIVE_2, Sub.RELEASE_2):
+            return (step.phase, "P")
+        return None
