@@ -19,6 +19,7 @@ from .codes import (
     LOADED,
     OUT_OF_ALLOCATION,
     WRONG_ELEMENT,
+    ZERO_FILL,
 )
 
 
@@ -38,14 +39,17 @@ def classify_unchecked(row, col, nrows, ncols):
 
 
 @device
-def rec_load(ld, counts, slot, ph, ty, tx, base, kind, row, col, ncols):
+def rec_load(ld, counts, zf, slot, by, bx, ph, ty, tx, base, kind, row, col, ncols):
     """Record one tile load: the code's (row, col) and what the access was.
 
     Global reads (``LOADED`` and ``WRONG_ELEMENT``) also bump the per-element
-    read counter ``counts`` at the linearized index actually read.
+    read counter ``counts`` at the linearized index actually read; a
+    zero-fill bumps the block's ``zf[by, bx, ph, base // 3]`` (M: 0, N: 1).
     """
     if kind == LOADED or kind == WRONG_ELEMENT:
         cuda.atomic.add(counts, row * ncols + col, 1)
+    elif kind == ZERO_FILL:
+        cuda.atomic.add(zf, (by, bx, ph, base // 3), 1)
     if slot >= 0:
         ld[slot, ph, ty, tx, base] = kind
         ld[slot, ph, ty, tx, base + 1] = row

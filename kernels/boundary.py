@@ -56,7 +56,7 @@ def make_instrumented(TILE_WIDTH):
 
     @cuda.jit
     def matrixMulKernel(M, N, P, Width,
-                        detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount):
+                        detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount, zf):
         Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
         Nds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
 
@@ -77,16 +77,20 @@ def make_instrumented(TILE_WIDTH):
             # Collaborative loading of M and N tiles into shared memory
             if Row < Width and (ph * TILE_WIDTH + tx) < Width:
                 Mds[ty, tx] = M[Row * Width + ph * TILE_WIDTH + tx]
-                rec_load(ld, mcount, slot, ph, ty, tx, M_KIND, LOADED, Row, ph * TILE_WIDTH + tx, Width)
+                rec_load(ld, mcount, zf, slot, by, bx, ph, ty, tx,
+                         M_KIND, LOADED, Row, ph * TILE_WIDTH + tx, Width)
             else:
                 Mds[ty, tx] = float32(0)
-                rec_load(ld, mcount, slot, ph, ty, tx, M_KIND, ZERO_FILL, Row, ph * TILE_WIDTH + tx, Width)
+                rec_load(ld, mcount, zf, slot, by, bx, ph, ty, tx,
+                         M_KIND, ZERO_FILL, Row, ph * TILE_WIDTH + tx, Width)
             if (ph * TILE_WIDTH + ty) < Width and Col < Width:
                 Nds[ty, tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
-                rec_load(ld, ncount, slot, ph, ty, tx, N_KIND, LOADED, ph * TILE_WIDTH + ty, Col, Width)
+                rec_load(ld, ncount, zf, slot, by, bx, ph, ty, tx,
+                         N_KIND, LOADED, ph * TILE_WIDTH + ty, Col, Width)
             else:
                 Nds[ty, tx] = float32(0)
-                rec_load(ld, ncount, slot, ph, ty, tx, N_KIND, ZERO_FILL, ph * TILE_WIDTH + ty, Col, Width)
+                rec_load(ld, ncount, zf, slot, by, bx, ph, ty, tx,
+                         N_KIND, ZERO_FILL, ph * TILE_WIDTH + ty, Col, Width)
             rec_sync(bar, bclk, spread, ticks, slot, by, bx, ph, 0, 0, ty, tx)
             cuda.syncthreads()
             rec_sync(bar, bclk, spread, ticks, slot, by, bx, ph, 0, 1, ty, tx)

@@ -34,7 +34,7 @@ def make_instrumented(TILE_WIDTH):
 
     @cuda.jit
     def matrixMulKernel(M, N, P, Width,
-                        detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount):
+                        detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount, zf):
         bx = cuda.blockIdx.x
         by = cuda.blockIdx.y
         tx = cuda.threadIdx.x

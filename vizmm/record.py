@@ -51,9 +51,9 @@ PROGRESS_AFTER_S = 2.0  # show a progress bar when the simulator is expected to 
 
 # Simulator cost model (seconds), fitted on a 2-core machine: a block costs
 # start-up per thread plus per-phase work per thread (k loop and barriers).
-_SIM_PER_THREAD = 4.0e-4
-_SIM_PER_THREAD_PHASE = 3.0e-4
-_SIM_PER_MAC = 1.2e-5
+_SIM_PER_THREAD = 3.0e-4
+_SIM_PER_THREAD_PHASE = 1.5e-4
+_SIM_PER_MAC = 6.0e-6
 
 _LOCK = threading.Lock()
 
@@ -193,7 +193,8 @@ def estimate(j: int, k: int, l: int, tile_width: int, kernel: str = "boundary",
         4 * (j * k + k * l + j * l) * 2  # M, N, P and the read counters
         + nd * T * T * (nph * per_thread_phase + 1)
         + gy * gx * 6 * 8
-        + (gy * gx * nph * 2 * 4 * 8 if window is not None else 0)
+        + gy * gx * nph * 2 * 4
+        + (gy * gx * nph * 2 * 2 * 4 if window is not None else 0)
     )
     sim_blocks = nd if (window is not None and simulate_window_only) else gy * gx
     inner = k if kernel == "naive" else nph * T
@@ -472,6 +473,7 @@ def _launch(job, M, N, show) -> Trace:
         seq=np.zeros(1, np.int32),
         mcount=np.zeros(j * k, np.int32),
         ncount=np.zeros(k * l, np.int32),
+        zf=np.zeros((gy, gx, nph, 2), np.int32),
     )
     kern = K.get_kernel(kernel, T, instrumented=True)
     (grid, block) = K.grid_dims(j, l, T)
@@ -509,10 +511,8 @@ def _launch(job, M, N, show) -> Trace:
     finally:
         close()
     meta["elapsed_s"] = round(time.perf_counter() - t0, 3)
-    spread = rec["spread"]
-    if aggregated:
-        spread = np.where((spread == np.iinfo(np.int64).max) | (spread == np.iinfo(np.int64).min),
-                          codes.NO_CLOCK, spread)
+    spread = _reduce_spread(rec["spread"], codes) if aggregated else np.zeros(
+        (0, 0, nph, 2, 2), np.int32)
     return Trace(
         meta=meta,
         M=M, N=N, P=P.reshape(j, l),
@@ -520,8 +520,25 @@ def _launch(job, M, N, show) -> Trace:
         loads=rec["ld"], pvalue=rec["pv"], barrier_tick=rec["bar"], barrier_clock=rec["bclk"],
         p_write=rec["pw"], block_info=rec["blk"],
         m_reads=rec["mcount"].reshape(j, k), n_reads=rec["ncount"].reshape(k, l),
-        barrier_spread=spread,
+        barrier_spread=spread, zero_fills=rec["zf"],
     )
+
+
+def _reduce_spread(spread: np.ndarray, codes) -> np.ndarray:
+    """(first, last) warp arrival and release clocks -> (arrival spread, release lag), int32.
+
+    Blocks or barriers whose clocks were not read (the simulator, or a block
+    outside a simulated window) get -1.
+    """
+    fa = spread[..., codes.SPREAD_FIRST_ARRIVE]
+    la = spread[..., codes.SPREAD_LAST_ARRIVE]
+    lr = spread[..., codes.SPREAD_LAST_RELEASE]
+    ok = (fa >= 0) & (la >= fa) & (lr >= la) & (fa != np.iinfo(np.int64).max)
+    out = np.full(spread.shape[:-1] + (2,), codes.NO_CLOCK, np.int32)
+    big = np.iinfo(np.int32).max
+    out[..., 0] = np.where(ok, np.minimum(la - fa, big), codes.NO_CLOCK)
+    out[..., 1] = np.where(ok, np.minimum(lr - la, big), codes.NO_CLOCK)
+    return out
 
 
 def _plain_source(kernel: str) -> str:

@@ -119,7 +119,8 @@ def _array_specs(meta: Mapping[str, Any]) -> dict[str, tuple[np.dtype, tuple[int
         "block_info": (np.dtype(np.int64), (gy, gx, 6)),
         "m_reads": (np.dtype(np.int32), (j, k)),
         "n_reads": (np.dtype(np.int32), (k, l)),
-        "barrier_spread": (np.dtype(np.int64), (nsp, gx if nsp else 0, nph, 2, 4)),
+        "barrier_spread": (np.dtype(np.int32), (nsp, gx if nsp else 0, nph, 2, 2)),
+        "zero_fills": (np.dtype(np.int32), (gy, gx, nph, 2)),
     }
 
 
@@ -190,9 +191,16 @@ class Trace:
     m_reads, n_reads : ndarray of int32, (j, k), (k, l)
         How many times each M / N element was read from global memory by the
         whole launch (wrong-element reads count for the element really read).
-    barrier_spread : ndarray of int64, (gy, gx, nph, 2, 4) or empty
-        Aggregated mode only: per block, phase and barrier, the first and last
-        warp arrival and the first and last warp release (``%clock64``).
+    barrier_spread : ndarray of int32, (gy, gx, nph, 2, 2) or (0, 0, nph, 2, 2)
+        Aggregated mode only (empty otherwise): per block, phase and barrier
+        (0 after the loads, 1 after the k loop), ``[..., 0]`` the arrival
+        spread of the block's warps (last minus first warp arrival: how long
+        the first warp waited) and ``[..., 1]`` the release lag (last warp
+        release minus last warp arrival), in ``%clock64`` cycles; -1 where
+        not read (the simulator has no clock).
+    zero_fills : ndarray of int32, (gy, gx, nph, 2)
+        Per block and phase, how many Mds (``[..., 0]``) and Nds
+        (``[..., 1]``) slots were zero-filled (Fig. 5.13, lines 21 and 24).
 
     Raises
     ------
@@ -215,6 +223,7 @@ class Trace:
     m_reads: np.ndarray
     n_reads: np.ndarray
     barrier_spread: np.ndarray
+    zero_fills: np.ndarray
 
     def __post_init__(self):
         meta = dict(self.meta)
