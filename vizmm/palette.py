@@ -30,6 +30,10 @@ __all__ = [
     "THREAD_STATE_LABELS",
     "SLOT_LABELS",
     "GRID_LINE",
+    "THREAD_STATE_SHORT",
+    "CELL_LABELS",
+    "GHOST_LABELS",
+    "text_on",
 ]
 
 BACKGROUND = "#ffffff"
@@ -98,6 +102,19 @@ THREAD_STATE_LABELS = {
     ThreadState.DONE: "phase done",
 }
 
+# One word for a thread's cell when the block is drawn small (dashboard, frames)
+THREAD_STATE_SHORT = {
+    ThreadState.READY: "ready",
+    ThreadState.LOADING: "load",
+    ThreadState.WAITING_1: "wait",
+    ThreadState.RELEASED: "go",
+    ThreadState.COMPUTING: "k",
+    ThreadState.WAITING_2: "wait",
+    ThreadState.WRITING_P: "store",
+    ThreadState.IDLE: "idle",
+    ThreadState.DONE: "done",
+}
+
 SLOT_LABELS = {
     SlotState.EMPTY: "empty (uninitialised)",
     SlotState.STALE: "stale (previous phase)",
@@ -124,6 +141,31 @@ GHOST_COLORS = {
     3: "#ff8182",  # wrong element
     4: "#8250df",  # outside the allocation
 }
+
+
+CELL_LABELS = {
+    CellState.NONE: "not used by this block yet",
+    CellState.DONE: "loaded in an earlier phase / P written",
+    CellState.TILE: "in the current tile",
+    CellState.LOADING: "being loaded (colour of the loading thread)",
+    CellState.READING: "read at this k (its copy in Mds / Nds)",
+    CellState.COMPUTING: "P element being accumulated",
+}
+
+GHOST_LABELS = {
+    0: "outside the matrix (not loaded yet)",
+    1: "loaded",
+    2: "outside the matrix: zero-filled",
+    3: "outside the matrix: wrong element read (row wrap)",
+    4: "outside the allocation: not read",
+}
+
+
+def text_on(color: str) -> str:
+    """A readable text colour (:data:`TEXT` or white) on a ``'#rrggbb'`` fill."""
+    r, g, b = hex_to_rgb(color)
+    luminance = (0.299 * r + 0.587 * g + 0.114 * b) / 255
+    return TEXT if luminance > 0.55 else "#ffffff"
 
 
 def hex_to_rgb(color: str) -> tuple[int, int, int]:

@@ -182,6 +182,10 @@ class Frame:
         0-based line of ``trace.meta["source"]`` executed at this step.
     table_focus : (phase, column) or None
         Cell of the Fig. 5.8 table: column 'M', 'N' or 'P' of a phase.
+    phase_pvalues : ndarray of float32, (nph, T, T), or None
+        Each thread's recorded Pvalue after every phase the block has
+        finished at this step (its k loop done); NaN for phases not finished
+        yet. None only for frames made by code that predates this field.
     """
 
     index: int
@@ -222,6 +226,7 @@ class Frame:
     terms_done: int
     source_line: int | None
     table_focus: tuple[int, str] | None
+    phase_pvalues: np.ndarray | None = None
 
     @property
     def cgma(self) -> float:
@@ -519,6 +524,9 @@ class Replay:
                     acc = (acc + mv[:, kk][:, None] * nv[kk, :][None, :]).astype(np.float32)
                 pvalue = acc
         done_phases_terms = 0 if cur is None else min(k, cur * T + terms_in_phase)
+        finished = 0 if cur is None else cur + (1 if terms_in_phase == T else 0)
+        phase_pvalues = pv_rec.copy()
+        phase_pvalues[finished:] = np.nan
 
         # Threads
         rank = np.full((T, T), -1, np.int32)
@@ -655,6 +663,7 @@ class Replay:
             loads_so_far=loads_so_far, naive_loads_so_far=naive, terms_done=done_phases_terms,
             source_line=line,
             table_focus=self._table_focus(step),
+            phase_pvalues=phase_pvalues,
         )
 
     def frames(self):
