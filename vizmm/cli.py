@@ -1,0 +1,357 @@
+"""The ``vizmm`` command: record a trace, describe it, print the book's Fig. 5.8 table.
+
+::
+
+    vizmm record --width 4 --tile-width 2 --kernel tiled -o fig58.vizmm
+    vizmm info fig58.vizmm
+    vizmm table fig58.vizmm --block 0,0
+
+Every subcommand has ``--help``. Bad input (sizes, tile width, kernel,
+backend, a damaged trace file, a missing folder...) gives one line on stderr
+and exit code 2, never a traceback; a recording that fails writes no file.
+
+Adding a subcommand
+-------------------
+Each subcommand is one function ``add_NAME_parser(subparsers)`` that calls
+``subparsers.add_parser(...)``, declares its options and sets
+``func=handler`` with :meth:`~argparse.ArgumentParser.set_defaults`. The
+handler takes the parsed :class:`argparse.Namespace`, returns the exit code
+(0 for success) and raises :class:`CLIError` (or one of :data:`INPUT_ERRORS`)
+for bad input; :func:`main` turns those into the one-line message and exit
+code 2. A new subcommand is one more entry in :data:`SUBCOMMANDS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Callable, Sequence
+
+from . import __version__
+from .record import (
+    BACKENDS,
+    DEFAULT_MAX_BYTES,
+    GPUUnavailableError,
+    RecordError,
+    estimate,
+    record,
+)
+from .table import build_table, format_table
+from .trace import KERNELS, TraceError, load
+
+__all__ = ["CLIError", "INPUT_ERRORS", "SUBCOMMANDS", "build_parser", "main"]
+
+EXIT_OK = 0
+EXIT_FAILURE = 1  # something broke that is not the user's input
+EXIT_USAGE = 2  # bad input: arguments, sizes, files
+EXIT_INTERRUPTED = 130
+
+
+class CLIError(Exception):
+    """Bad input to a subcommand; the message is shown on one line and the exit code is 2."""
+
+
+#: Exceptions that a handler may raise for bad input (message shown, exit code 2).
+INPUT_ERRORS = (
+    CLIError,
+    RecordError,  # includes TraceTooLargeError
+    GPUUnavailableError,
+    TraceError,
+    OSError,  # a missing file or folder, no permission
+    KeyError,  # a block that is not in the trace
+    IndexError,  # a phase that is not in the trace
+    ValueError,
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors become one line, not usage plus message."""
+
+    def error(self, message: str):  # noqa: D102 - argparse's hook
+        raise CLIError(f"{message} (see '{self.prog} --help')")
+
+
+# ------------------------------------------------------------ value parsers
+def _ints(text: str, n: int, what: str, example: str) -> tuple[int, ...]:
+    parts = [p for p in re.split(r"[,x]", text.strip()) if p.strip()]
+    try:
+        values = tuple(int(p) for p in parts)
+    except ValueError:
+        values = ()
+    if len(values) != n or len(parts) != n:
+        raise argparse.ArgumentTypeError(
+            f"{what} must be {n} integers like {example}, got {text!r}"
+        )
+    return values
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    """``"J,K,L"`` (or ``"JxKxL"``) to ``(j, k, l)``: M is j x k, N is k x l."""
+    return _ints(text, 3, "--shape", "3,4,5 (M is 3x4, N is 4x5)")  # type: ignore[return-value]
+
+
+def parse_block(text: str) -> tuple[int, int]:
+    """``"BY,BX"`` to ``(by, bx)``."""
+    return _ints(text, 2, "a block", "1,0 (by,bx)")  # type: ignore[return-value]
+
+
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
+          "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30}
+
+
+def parse_bytes(text: str) -> int:
+    """``"1000"``, ``"64K"``, ``"256M"``, ``"1G"`` (binary units) to a number of bytes."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).lower() not in _UNITS or float(m.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(
+            f"--max-bytes must be a positive size like 1000000, 64K, 256M or 1G, got {text!r}"
+        )
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def _non_negative(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return v
+
+
+# ------------------------------------------------------------------- record
+def add_record_parser(subparsers) -> None:
+    """Add ``vizmm record``."""
+    p = subparsers.add_parser(
+        "record",
+        help="run an instrumented kernel and save its trace",
+        description=(
+            "Run one of the book's matrix-multiplication kernels with recording (on a GPU, or "
+            "in Numba's CUDA simulator) and save what every thread did to a trace file. The "
+            "estimated trace size and simulator time are printed first."
+        ),
+        epilog=(
+            "examples:\n"
+            "  vizmm record --width 4 --tile-width 2 --kernel tiled -o fig58.vizmm   (Fig. 5.8)\n"
+            "  vizmm record --width 3 --tile-width 2 --kernel boundary -o fig511.vizmm\n"
+            "  vizmm record --shape 100,70,90 --tile-width 16 --kernel general "
+            "--window 0,0 --window 6,5 -o big.vizmm"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    size = p.add_mutually_exclusive_group(required=True)
+    size.add_argument("--shape", type=parse_shape, metavar="J,K,L",
+                      help="M is J x K, N is K x L, P is J x L (elements)")
+    size.add_argument("--width", type=int, metavar="W",
+                      help="square W x W matrices (Width in the book)")
+    p.add_argument("--tile-width", "-t", type=int, default=2, metavar="T",
+                   help="TILE_WIDTH, 1 to 32: blocks of T x T threads (default: 2)")
+    p.add_argument("--kernel", "-k", choices=KERNELS, default="boundary",
+                   help="naive (Fig. 3.11), tiled (Fig. 5.9, no boundary checks), boundary "
+                        "(Fig. 5.13), general (j x k . k x l); default: boundary")
+    p.add_argument("--backend", "-b", choices=BACKENDS, default="auto",
+                   help="gpu, simulator (Numba's CUDA simulator, slow, runs anywhere), or auto: "
+                        "the GPU when one is usable (default: auto)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the random integer inputs 0..9 (default: 0)")
+    p.add_argument("--window", type=parse_block, action="append", metavar="BY,BX",
+                   help="record only this block per thread (repeatable); the others still "
+                        "count reads and times, and the simulator runs only these blocks")
+    p.add_argument("--max-bytes", type=parse_bytes, metavar="SIZE",
+                   help="refuse traces larger than SIZE, e.g. 64M "
+                        f"(default: {DEFAULT_MAX_BYTES // 2**20}M)")
+    p.add_argument("--output", "-o", required=True, metavar="FILE",
+                   help="the trace file to write (replaced if it exists)")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="print nothing but errors: no estimate, no progress bar")
+    p.set_defaults(func=cmd_record)
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    """``vizmm record``: estimate, record, save atomically."""
+    if args.shape is not None:
+        j, k, l = args.shape
+    else:
+        j = k = l = args.width
+    folder = os.path.dirname(os.path.abspath(args.output)) or "."
+    if not os.path.isdir(folder):
+        raise CLIError(f"cannot write {args.output}: the folder {folder} does not exist")
+    if os.path.isdir(args.output):
+        raise CLIError(f"cannot write {args.output}: it is a folder")
+    est = estimate(j, k, l, args.tile_width, args.kernel, args.window)
+    limit = DEFAULT_MAX_BYTES if args.max_bytes is None else args.max_bytes
+    if not args.quiet:
+        print(f"estimate: {est.describe()} (limit {_human(limit)})", flush=True)
+    trace = record(
+        j, k, l,
+        tile_width=args.tile_width,
+        kernel=args.kernel,
+        backend=args.backend,
+        seed=args.seed,
+        window=args.window,
+        max_bytes=limit,
+        progress=not args.quiet,
+        quiet=args.quiet,
+    )
+    path = trace.save(args.output)
+    if not args.quiet:
+        print(f"wrote {path} ({_human(os.path.getsize(path))}): {trace.kernel} kernel, "
+              f"M {j}x{k} . N {k}x{l}, TILE_WIDTH {trace.tile_width}, on the {trace.backend}")
+    return EXIT_OK
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{int(n)} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+# --------------------------------------------------------------------- info
+def add_info_parser(subparsers) -> None:
+    """Add ``vizmm info``."""
+    p = subparsers.add_parser(
+        "info",
+        help="say what a trace file holds",
+        description="Print what a trace file holds: kernel, shapes, grid, backend and device, "
+                    "when it was recorded, global reads and CGMA.",
+    )
+    p.add_argument("file", metavar="FILE", help="a trace written by 'vizmm record'")
+    p.set_defaults(func=cmd_info)
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    """``vizmm info``: the trace's summary."""
+    trace = _load(args.file)
+    print(f"file        {args.file} ({_human(os.path.getsize(args.file))})")
+    print(trace.summary())
+    return EXIT_OK
+
+
+def _load(path: str):
+    if not os.path.exists(path):
+        raise CLIError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise CLIError(f"{path} is a folder, not a trace file")
+    return load(path)
+
+
+# -------------------------------------------------------------------- table
+def add_table_parser(subparsers) -> None:
+    """Add ``vizmm table``."""
+    p = subparsers.add_parser(
+        "table",
+        help="print the book's Fig. 5.8 table for one block",
+        description=(
+            "Print the book's Fig. 5.8 table for one block of a trace: one row per thread "
+            "(ty, tx); per phase the M element loaded into Mds, the N element loaded into Nds "
+            "(or the zero-fill, the wrong element, the access past the allocation) and the "
+            "Pvalue terms, with the Pvalue after the phase; then the P store."
+        ),
+    )
+    p.add_argument("file", metavar="FILE", help="a trace written by 'vizmm record'")
+    p.add_argument("--block", type=parse_block, metavar="BY,BX",
+                   help="the block (blockIdx.y, blockIdx.x); default: the first block "
+                        "recorded per thread")
+    p.add_argument("--phase", type=_non_negative, action="append", metavar="PH",
+                   help="show only this phase (repeatable); default: all")
+    p.add_argument("--ascii", action="store_true",
+                   help="plain ASCII: M[0,1] -> Mds[0,1] instead of M₀,₁ → Mds₀,₁")
+    p.add_argument("--book", action="store_true",
+                   help="only the book's columns: no Pvalue values, no P store")
+    p.add_argument("--max-terms", type=_non_negative, default=4, metavar="N",
+                   help="shorten Pvalue sums longer than N terms (default: 4; 0: never)")
+    p.set_defaults(func=cmd_table)
+
+
+def cmd_table(args: argparse.Namespace) -> int:
+    """``vizmm table``: the Fig. 5.8 table of one block."""
+    trace = _load(args.file)
+    if len(trace.detail_blocks) == 0:
+        raise CLIError(f"{args.file} recorded no block per thread")
+    block = args.block if args.block is not None else tuple(trace.detail_blocks[0].tolist())
+    if args.max_terms == 1:
+        raise CLIError("--max-terms must be 0 (never shorten) or at least 2")
+    table = build_table(
+        trace, block, phases=args.phase, values=not args.book, p_write=not args.book,
+        max_terms=args.max_terms or None,
+    )
+    unicode = not args.ascii and _can_print("→₀┌")
+    print(format_table(table, unicode=unicode))
+    return EXIT_OK
+
+
+def _can_print(sample: str) -> bool:
+    """Whether stdout's encoding can show ``sample`` (False on a plain-ASCII terminal)."""
+    try:
+        sample.encode(getattr(sys.stdout, "encoding", None) or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+# --------------------------------------------------------------------- main
+#: One function per subcommand, each ``add(subparsers)``; see the module docstring.
+SUBCOMMANDS: list[Callable] = [add_record_parser, add_info_parser, add_table_parser]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``vizmm`` argument parser with every subcommand of :data:`SUBCOMMANDS`."""
+    parser = _Parser(
+        prog="vizmm",
+        description="See the tiled matrix multiplication of PMPP chapter 5 run: record what "
+                    "every thread did, then look at it.",
+        epilog="Run 'vizmm COMMAND --help' for the options of each command.",
+    )
+    parser.add_argument("--version", action="version", version=f"vizmm {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in SUBCOMMANDS:
+        add(subparsers)
+    return parser
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, KeyError) and exc.args:
+        msg = str(exc.args[0])
+    elif isinstance(exc, OSError) and exc.strerror and exc.filename:
+        msg = f"{exc.filename}: {exc.strerror}"
+    else:
+        msg = str(exc) or type(exc).__name__
+    return " ".join(msg.split())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``vizmm`` command line; return the exit code.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name; ``sys.argv[1:]`` by default.
+
+    Returns
+    -------
+    int
+        0 on success, 2 for bad input (one line on stderr), 1 when something
+        else failed, 130 when interrupted.
+    """
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.func(args))
+    except SystemExit as exc:  # --help, --version
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    except INPUT_ERRORS as exc:
+        print(f"vizmm: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("vizmm: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - the promise is: never a traceback
+        print(f"vizmm: failed: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
