@@ -1,0 +1,1013 @@
+"""Draw a replay :class:`~vizmm.replay.Frame` as a Pillow image, without a browser.
+
+The picture shows the same views as the dashboard:
+
+* ``"M"``, ``"N"``, ``"P"``: the matrices, laid out as in the book's Fig. 5.7
+  (N above P, M left of P). The block's current tiles are outlined; elements
+  being loaded take the colour of the thread that loads them; elements read
+  at the current ``k`` and the elements of P being accumulated have their
+  own colours; tile positions that overhang a matrix are drawn as dashed
+  "ghost" cells (zero-filled ones in the zero-fill colour).
+* ``"Mds"``, ``"Nds"``: the shared-memory tiles, T x T slots labelled with
+  the element they hold in the book's notation (``M_{0,2}`` drawn with a real
+  subscript) or ``0.0`` where the thread zero-filled the slot.
+* ``"threads"``: the T x T threads of the block, coloured by state, with a
+  band of the thread's own colour, its ``(ty, tx)`` and its Pvalue.
+* ``"legend"``: what every colour means.
+
+A title line (kernel, shapes, TILE_WIDTH, block, phase and sub-step), the
+caption, the kernel source line being executed and the load counters are
+always drawn.
+
+Every size (fonts, cells, lines) scales with the image size; text stays
+legible at 1280 x 720 and 1920 x 1080. Cells get text only when they are
+big enough for it (a 48 x 48 matrix is drawn as coloured cells).
+
+Every colour comes from :mod:`vizmm.palette`, so GIF/MP4 frames and the
+dashboard never differ.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from functools import lru_cache
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+from .. import palette as pal
+from ..replay import CellState, Frame, SlotState, ThreadState
+from ..trace import Access, Trace
+
+__all__ = [
+    "VIEWS",
+    "DEFAULT_SIZE",
+    "MIN_SIZE",
+    "MAX_SIZE",
+    "FrameRenderer",
+    "render_frame",
+    "check_size",
+    "check_views",
+    "font_path",
+]
+
+#: Every view the renderer can draw, in drawing order.
+VIEWS = ("M", "N", "P", "Mds", "Nds", "threads", "legend")
+DEFAULT_SIZE = (1280, 720)
+MIN_SIZE = (320, 180)
+MAX_SIZE = (7680, 4320)
+
+_MATRICES = ("M", "N", "P")
+_SHARED = ("Mds", "Nds", "threads")
+
+_FONT_FILES = {
+    "regular": ("DejaVuSans.ttf",),
+    "bold": ("DejaVuSans-Bold.ttf",),
+    "mono": ("DejaVuSansMono.ttf",),
+}
+_FONT_DIRS = (
+    "/usr/share/fonts/truetype/dejavu",
+    "/usr/share/fonts/TTF",
+    "/usr/share/fonts/dejavu",
+    "/usr/local/share/fonts",
+    "/Library/Fonts",
+    "C:/Windows/Fonts",
+)
+
+
+# --------------------------------------------------------------------- checks
+def check_size(size) -> tuple[int, int]:
+    """Validate an image size.
+
+    Parameters
+    ----------
+    size : (width, height)
+        Pixels; integers from :data:`MIN_SIZE` to :data:`MAX_SIZE`.
+
+    Returns
+    -------
+    (int, int)
+
+    Raises
+    ------
+    ValueError
+        When ``size`` is not two integers in range.
+    """
+    try:
+        w, h = size
+    except (TypeError, ValueError):
+        raise ValueError(f"size must be (width, height) in pixels, got {size!r}") from None
+    for v in (w, h):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise ValueError(f"size must be two integers (pixels), got {size!r}")
+    w, h = int(w), int(h)
+    if not (MIN_SIZE[0] <= w <= MAX_SIZE[0] and MIN_SIZE[1] <= h <= MAX_SIZE[1]):
+        raise ValueError(
+            f"size must be from {MIN_SIZE[0]}x{MIN_SIZE[1]} to {MAX_SIZE[0]}x{MAX_SIZE[1]} "
+            f"pixels, got {w}x{h}"
+        )
+    return w, h
+
+
+def check_views(views) -> tuple[str, ...]:
+    """Validate a choice of views.
+
+    Parameters
+    ----------
+    views : iterable of str, str or None
+        Names from :data:`VIEWS` (a comma-separated string is accepted);
+        None means all of them.
+
+    Returns
+    -------
+    tuple of str
+        The chosen views in :data:`VIEWS` order, without duplicates.
+
+    Raises
+    ------
+    ValueError
+        For an unknown view name or an empty choice.
+    """
+    if views is None:
+        return VIEWS
+    if isinstance(views, str):
+        views = [v.strip() for v in views.split(",") if v.strip()]
+    views = list(views)
+    unknown = [v for v in views if v not in VIEWS]
+    if unknown:
+        raise ValueError(f"unknown view(s) {', '.join(map(repr, unknown))}; "
+                         f"choose from {', '.join(VIEWS)}")
+    chosen = tuple(v for v in VIEWS if v in views)
+    if not [v for v in chosen if v != "legend"]:
+        raise ValueError(f"choose at least one view besides the legend from {', '.join(VIEWS)}")
+    return chosen
+
+
+# ---------------------------------------------------------------------- fonts
+@lru_cache(maxsize=8)
+def font_path(style: str = "regular") -> str | None:
+    """Path of a DejaVu TrueType file for ``style`` ('regular', 'bold', 'mono'), or None.
+
+    Looks in the usual system font folders and in matplotlib's bundled fonts.
+    """
+    names = _FONT_FILES[style]
+    dirs = list(_FONT_DIRS)
+    try:  # matplotlib ships DejaVu; use it where the system has none
+        import importlib.util
+
+        spec = importlib.util.find_spec("matplotlib")
+        if spec and spec.submodule_search_locations:
+            dirs.append(os.path.join(spec.submodule_search_locations[0], "mpl-data/fonts/ttf"))
+    except (ImportError, ValueError):
+        pass
+    for d in dirs:
+        for n in names:
+            p = os.path.join(d, n)
+            if os.path.isfile(p):
+                return p
+    return None
+
+
+@lru_cache(maxsize=256)
+def _font(size: int, style: str = "regular") -> ImageFont.FreeTypeFont:
+    size = max(1, int(size))
+    path = font_path(style)
+    if path is not None:
+        try:
+            return ImageFont.truetype(path, size)
+        except OSError:
+            pass
+    return ImageFont.load_default(size=size)  # scalable (Pillow >= 10.1)
+
+
+def _text_w(text: str, size: int, style: str = "regular") -> float:
+    return _font(size, style).getlength(text)
+
+
+def _fit_size(text: str, size: int, max_w: float, style: str = "regular", min_size: int = 8):
+    """Largest font size <= size at which ``text`` fits in ``max_w`` pixels (>= min_size)."""
+    while size > min_size and _text_w(text, size, style) > max_w:
+        size -= 1
+    return size
+
+
+def _wrap(text: str, size: int, max_w: float, style: str = "regular") -> list[str]:
+    words = text.split()
+    lines: list[str] = []
+    cur = ""
+    for w in words:
+        trial = f"{cur} {w}" if cur else w
+        if cur and _text_w(trial, size, style) > max_w:
+            lines.append(cur)
+            cur = w
+        else:
+            cur = trial
+    if cur:
+        lines.append(cur)
+    return lines or [""]
+
+
+def _ellipsize(text: str, size: int, max_w: float, style: str = "regular") -> str:
+    if _text_w(text, size, style) <= max_w:
+        return text
+    while text and _text_w(text + "…", size, style) > max_w:
+        text = text[:-1]
+    return text + "…"
+
+
+# ---------------------------------------------------------------- small helpers
+def _rgb(color: str) -> tuple[int, int, int]:
+    return pal.hex_to_rgb(color)
+
+
+def _ink_on(fill: tuple[int, int, int]) -> tuple[int, int, int]:
+    """Dark text on light fills, white text on dark ones."""
+    r, g, b = fill
+    lum = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    return _rgb(pal.TEXT) if lum > 140 else (255, 255, 255)
+
+
+def _fmt_value(v: float) -> str:
+    if not math.isfinite(v):
+        return "?"
+    if float(v).is_integer() and abs(v) < 1e6:
+        return f"{v:.1f}"
+    return f"{v:.4g}"
+
+
+def _label_parts(prefix: str, rc) -> tuple[str, str]:
+    return prefix, f"{int(rc[0])},{int(rc[1])}"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Panel:
+    """Where one view sits: its grid's top-left corner, size in cells and cell size."""
+
+    name: str
+    x: int
+    y: int
+    rows: int
+    cols: int
+    cell: int
+    heading: str
+    ticks: bool = False
+    head_below: bool = False
+
+    @property
+    def w(self) -> int:
+        return self.cols * self.cell
+
+    @property
+    def h(self) -> int:
+        return self.rows * self.cell
+
+    def cell_box(self, r: int, c: int) -> tuple[int, int, int, int]:
+        x0 = self.x + c * self.cell
+        y0 = self.y + r * self.cell
+        return x0, y0, x0 + self.cell, y0 + self.cell
+
+
+# ---------------------------------------------------------------------- renderer
+class FrameRenderer:
+    """Draw the frames of one trace at one size (the layout is computed once).
+
+    Parameters
+    ----------
+    trace : Trace
+        The trace the frames come from (shapes, matrices, kernel source).
+    size : (width, height), default (1280, 720)
+        Image size in pixels; fonts, cells and lines scale with it.
+    views : iterable of str, optional
+        Views to draw, from :data:`VIEWS` (default: all).
+    granularity : {'substep', 'phase'}
+        Only chooses which thread states the legend lists.
+    focus : (ty, tx), optional
+        The thread the replay follows (adds its entry to the legend).
+
+    Raises
+    ------
+    ValueError
+        For a bad size or view name.
+
+    Examples
+    --------
+    >>> from vizmm.replay import Replay
+    >>> r = FrameRenderer(trace, size=(1920, 1080))         # doctest: +SKIP
+    >>> img = r.render(Replay(trace).frame(3))              # doctest: +SKIP
+    """
+
+    def __init__(self, trace: Trace, size=DEFAULT_SIZE, views=None,
+                 granularity: str = "substep", focus: tuple[int, int] | None = None):
+        self.trace = trace
+        self.focus = None if focus is None else (int(focus[0]), int(focus[1]))
+        self.size = check_size(size)
+        self.views = check_views(views)
+        self.granularity = granularity
+        W, H = self.size
+        j, k, l = trace.shape
+        T = trace.tile_width
+        self.T = T
+        self.dims = {"M": (j, k), "N": (k, l), "P": (j, l)}
+        jp, kp, lp = (-(-j // T) * T, -(-k // T) * T, -(-l // T) * T)
+        self.padded = {"M": (jp, kp), "N": (kp, lp), "P": (jp, lp)}
+        self.source = trace.meta.get("source", "").splitlines()
+
+        # Type scale: everything follows the image height (and width for text lines).
+        u = min(H, W * 9 / 16)
+        self.margin = max(6, round(u * 0.022))
+        self.fs_title = max(10, round(u * 0.029))
+        self.fs_body = max(9, round(u * 0.023))
+        self.fs_small = max(8, round(u * 0.019))
+        self.fs_head = max(9, round(u * 0.022))
+        self.lw = max(1, round(u / 300))  # thin line width
+        self.thread_colors = [_rgb(c) for c in pal.thread_colors(T * T)]
+
+        m = self.margin
+        y = m
+        self.title_y = y
+        y += round(self.fs_title * 1.35)
+        self.caption_y = y
+        self.caption_lines = 2
+        y += round(self.fs_body * 1.3) * self.caption_lines
+        self.code_y = y
+        y += round(self.fs_body * 1.35)
+        header_bottom = y + round(m * 0.5)
+
+        self.legend_entries = self._legend_entries() if "legend" in self.views else []
+        legend_h = self._layout_legend(measure_only=True) if self.legend_entries else 0
+        self.legend_y = H - m - legend_h
+        main = (m, header_bottom, W - 2 * m, self.legend_y - header_bottom - round(m * 0.6))
+        self.panels = self._layout_main(*main)
+
+    # --------------------------------------------------------------- layout
+    def _head_h(self) -> int:
+        return round(self.fs_head * 1.45)
+
+    def _tick_size(self, cell: int) -> int:
+        return self.fs_small
+
+    def _tick_extent(self, cell: int) -> tuple[int, int]:
+        """(left width, top height) reserved for row / column indices of a matrix."""
+        fs = self._tick_size(cell)
+        big = max(max(self.padded[n]) for n in _MATRICES)
+        w = _text_w(str(big), fs) + fs * 0.5
+        return round(w), round(fs * 1.3)
+
+    def _matrix_block(self, cell: int, mode: str = "cross"):
+        """Size (w, h) of the matrices' arrangement and each matrix's grid origin.
+
+        ``mode`` 'cross' is Fig. 5.7's (N above P, M left of P); 'row' puts
+        them side by side (bigger cells for big matrices).
+        """
+        mats = [n for n in _MATRICES if n in self.views]
+        if not mats:
+            return 0, 0, {}
+        tw, th = self._tick_extent(cell)
+        hh = self._head_h()
+        gap = max(round(cell * 0.5), self.margin // 2)
+        pos = {}
+        if len(mats) == 3 and mode == "cross":
+            # P shares M's row indices and N's column indices, so it has none
+            # of its own and its heading goes below it; M's heading and
+            # indices sit in the empty corner above M.
+            jp, kp = self.padded["M"]
+            lp = self.padded["N"][1]
+            gap = max(gap, tw + self.fs_small)
+            x_m = tw
+            x_p = tw + kp * cell + gap
+            y_n = hh + th
+            y_p = y_n + kp * cell + gap
+            pos = {"M": (x_m, y_p), "N": (x_p, y_n), "P": (x_p, y_p)}
+            w = x_p + lp * cell
+            h = y_p + jp * cell + hh
+        else:  # side by side, tops aligned
+            gap = max(gap, self.margin)
+            x = 0
+            h = 0
+            for n in mats:
+                r, c = self.padded[n]
+                pos[n] = (x + tw, hh + th)
+                x += tw + max(c * cell, round(_text_w(self._heading(n), self.fs_head, "bold")))
+                x += gap
+                h = max(h, hh + th + r * cell)
+            w = x - gap
+        return w, h, pos
+
+    def _shared_block(self, cell: int, mode: str = "grid"):
+        """Size (w, h) of Mds / Nds / threads and each grid's origin.
+
+        ``mode``: 'grid' (Mds and Nds side by side, threads below), 'column'
+        or 'row'.
+        """
+        T = self.T
+        hh = self._head_h()
+        gap = max(round(cell * 0.5), self.margin)
+        names = [n for n in _SHARED if n in self.views]
+        if not names:
+            return 0, 0, {}
+        pos = {}
+        side = T * cell
+        # a grid is as wide as its heading at least
+        wide = {n: max(side, round(_text_w(self._heading(n), self.fs_head, "bold"))) for n in names}
+        top = [n for n in ("Mds", "Nds") if n in names]
+        if mode == "column":
+            y = 0
+            for n in names:
+                pos[n] = (0, y + hh)
+                y += hh + side + gap
+            return max(wide.values()), y - gap, pos
+        if mode == "row":
+            x = 0
+            for n in names:
+                pos[n] = (x, hh)
+                x += wide[n] + gap
+            return x - gap, hh + side, pos
+        x = 0
+        for n in top:
+            pos[n] = (x, hh)
+            x += wide[n] + gap
+        w = max(x - gap, wide["threads"] if "threads" in names else 0)
+        y = (hh + side + gap) if top else 0
+        if "threads" in names:
+            pos["threads"] = ((w - side) // 2, y + hh)
+            y += hh + side + gap
+        return w, y - gap, pos
+
+    def _heading(self, name: str) -> str:
+        j, k, l = self.trace.shape
+        T = self.T
+        return {
+            "M": f"M  ({j}×{k})",
+            "N": f"N  ({k}×{l})",
+            "P": f"P  ({j}×{l})",
+            "Mds": f"Mds  (shared, {T}×{T})",
+            "Nds": f"Nds  (shared, {T}×{T})",
+            "threads": "threads (ty, tx)",
+        }[name]
+
+    def _layout_main(self, x0: int, y0: int, W: int, H: int) -> dict[str, _Panel]:
+        """Place the panels in the box (x0, y0, W, H), cells as big as fit.
+
+        Tries the matrices as a cross or a row, the shared grids as a grid, a
+        column or a row, beside or below the matrices, and keeps the
+        arrangement whose smaller cell size is largest (the book's cross
+        wins unless a row gives clearly bigger cells).
+        """
+        has_m = any(n in self.views for n in _MATRICES)
+        has_s = any(n in self.views for n in _SHARED)
+        splits = [("alone", 1.0)]
+        if has_m and has_s:
+            splits = [(kind, float(f)) for f in np.linspace(0.2, 0.7, 21)
+                      for kind in ("right", "below")]
+        best = None
+        for kind, frac in splits:
+            if kind == "right":
+                g = self.margin
+                box_m, box_s = (W * (1 - frac) - g, H), (W * frac - g, H)
+            elif kind == "below":
+                g = self.margin / 2
+                box_m, box_s = (W, H * (1 - frac) - g), (W, H * frac - g)
+            else:
+                box_m = box_s = (W, H)
+            for mmode in (("cross", "row") if has_m else ("cross",)):
+                cm = (self._max_cell(lambda c, m=mmode: self._matrix_block(c, m)[:2], box_m)
+                      if has_m else 0)
+                for smode in (("grid", "column", "row") if has_s else ("grid",)):
+                    cs = (self._max_cell(lambda c, m=smode: self._shared_block(c, m)[:2], box_s)
+                          if has_s else 0)
+                    # the book's cross unless the row gives much bigger cells; when the
+                    # cells are too small for text either way, the bigger cells win
+                    weight = 1.0 if mmode == "cross" or cm < 2.2 * self.fs_small else 0.6
+                    # shared-memory slots carry the most text: keep them ~1.5x larger
+                    smallest = min(x for x in (cm * weight, cs / 1.5) if x) if (cm or cs) else 0
+                    score = (smallest, cm + cs)
+                    if best is None or score > best[0]:
+                        best = (score, kind, mmode, smode, cm, cs)
+        _, kind, mmode, smode, cm, cs = best
+        panels: dict[str, _Panel] = {}
+        mw, mh, mpos = self._matrix_block(cm, mmode) if has_m else (0, 0, {})
+        sw, sh, spos = self._shared_block(cs, smode) if has_s else (0, 0, {})
+        if kind == "right":
+            gx = max(self.margin * 2, (W - mw - sw) // 3)
+            ox_m = x0 + max(0, (W - mw - sw - gx) // 2)
+            ox_s = ox_m + mw + gx
+            oy_m = y0 + (H - mh) // 2
+            oy_s = y0 + (H - sh) // 2
+        elif kind == "below":
+            gy = max(self.margin, (H - mh - sh) // 3)
+            oy_m = y0 + max(0, (H - mh - sh - gy) // 2)
+            oy_s = oy_m + mh + gy
+            ox_m = x0 + (W - mw) // 2
+            ox_s = x0 + (W - sw) // 2
+        else:
+            ox_m, oy_m = x0 + (W - mw) // 2, y0 + (H - mh) // 2
+            ox_s, oy_s = x0 + (W - sw) // 2, y0 + (H - sh) // 2
+        self.arrangement = (kind, mmode, smode)
+        for n, (px, py) in mpos.items():
+            r, c = self.padded[n]
+            cross = len(mpos) == 3 and n == "P" and mmode == "cross"
+            panels[n] = _Panel(n, ox_m + px, oy_m + py, r, c, cm, self._heading(n),
+                               ticks=not cross, head_below=cross)
+        for n, (px, py) in spos.items():
+            panels[n] = _Panel(n, ox_s + px, oy_s + py, self.T, self.T, cs, self._heading(n))
+        return panels
+
+    @staticmethod
+    def _max_cell(measure, box) -> int:
+        """Largest integer cell size whose arrangement fits in ``box`` (at least 1)."""
+        bw, bh = box
+        lo, hi = 1, 400
+        if bw <= 0 or bh <= 0:
+            return 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            w, h = measure(mid)
+            if w <= bw and h <= bh:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    # --------------------------------------------------------------- legend
+    def _legend_entries(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
+        """Sections of (kind, colour, label); kind is 'fill', 'outline', 'threads' or 'ghost'."""
+        v = self.views
+        sections = []
+        if any(n in v for n in _MATRICES):
+            cells = [
+                ("outline", pal.TILE_OUTLINE, "current tile"),
+                ("threads", "", "being loaded (thread colour)"),
+                ("fill", pal.CELL_COLORS[CellState.TILE], "in Mds / Nds"),
+                ("fill", pal.CELL_COLORS[CellState.READING], "read at this k"),
+                ("fill", pal.CELL_COLORS[CellState.DONE], "loaded earlier"),
+                ("fill", pal.CELL_COLORS[CellState.COMPUTING], "P being accumulated"),
+                ("ghost", pal.GHOST_COLORS[Access.ZERO_FILL], "outside the matrix"),
+            ]
+            sections.append(("Matrices", cells))
+        if "Mds" in v or "Nds" in v:
+            states = [SlotState.LOADED, SlotState.ZERO, SlotState.STALE, SlotState.EMPTY]
+            if self.trace.kernel == "tiled":
+                states += [SlotState.WRONG, SlotState.SKIPPED]
+            slots = [("threads", "", "written now (by thread)")]
+            slots += [("fill", pal.SLOT_COLORS[s], pal.SLOT_LABELS[s]) for s in states]
+            slots.append(("outline", pal.READ, "read at this k"))
+            sections.append(("Mds / Nds", slots))
+        if "threads" in v:
+            if self.granularity == "phase":
+                st = [ThreadState.READY, ThreadState.DONE, ThreadState.WRITING_P]
+            else:
+                st = [ThreadState.READY, ThreadState.LOADING, ThreadState.WAITING_1,
+                      ThreadState.RELEASED, ThreadState.COMPUTING, ThreadState.WAITING_2,
+                      ThreadState.WRITING_P]
+            if not bool(self._all_valid()):
+                st.append(ThreadState.IDLE)
+            sections.append(("Threads", [("fill", pal.THREAD_STATE_COLORS[s],
+                                          pal.THREAD_STATE_LABELS[s]) for s in st]))
+        if self.focus is not None:
+            fy, fx = self.focus
+            sections.append(("Followed", [("outline", pal.FOCUS,
+                                           f"thread ({fy},{fx}): its loads and reads")]))
+        return sections
+
+    def _all_valid(self) -> bool:
+        j, _, l = self.trace.shape
+        return j % self.T == 0 and l % self.T == 0
+
+    def _layout_legend(self, draw: ImageDraw.ImageDraw | None = None, measure_only=False) -> int:
+        """Flow the legend entries in rows (one section per row, wrapped); returns the height."""
+        W, H = self.size
+        m = self.margin
+        fs = self.fs_small
+        sw = round(fs * 1.1)  # swatch side
+        row_h = round(fs * 1.55)
+        x_end = W - m
+        y = 0 if measure_only else self.legend_y
+        head_w = max(_text_w(name + ":", fs, "bold") for name, _ in self.legend_entries)
+        x_start = m + head_w + fs * 0.8
+        for name, entries in self.legend_entries:
+            if draw is not None:
+                draw.text((m, y + row_h / 2), name + ":", font=_font(fs, "bold"),
+                          fill=_rgb(pal.TEXT), anchor="lm")
+            x = x_start
+            for kind, color, label in entries:
+                w = sw + fs * 0.4 + _text_w(label, fs) + fs * 1.3
+                if x + w - fs * 1.3 > x_end and x > x_start:
+                    x = x_start
+                    y += row_h
+                if draw is not None:
+                    self._swatch(draw, kind, color, x, y + (row_h - sw) / 2, sw)
+                    draw.text((x + sw + fs * 0.4, y + row_h / 2), label, font=_font(fs),
+                              fill=_rgb(pal.TEXT), anchor="lm")
+                x += w
+            y += row_h
+        return y if measure_only else y - self.legend_y
+
+    def _swatch(self, draw, kind, color, x, y, s):
+        x, y, s = round(x), round(y), round(s)
+        box = (x, y, x + s - 1, y + s - 1)
+        if kind == "fill":
+            draw.rectangle(box, fill=_rgb(color), outline=_rgb(pal.GRID_LINE), width=1)
+        elif kind == "outline":
+            draw.rectangle(box, fill=_rgb(pal.BACKGROUND), outline=_rgb(color),
+                           width=max(2, s // 5))
+        elif kind == "ghost":
+            draw.rectangle(box, fill=_rgb(color))
+            self._dashed_rect(draw, box, _rgb(pal.MUTED), max(1, s // 10), max(2, s // 5))
+        elif kind == "threads":
+            n = 4
+            cols = self.thread_colors[:n] if len(self.thread_colors) >= n else (
+                [_rgb(c) for c in pal.thread_colors(n)])
+            for i, c in enumerate(cols):
+                draw.rectangle((x + i * s // n, y, x + (i + 1) * s // n - 1, y + s - 1), fill=c)
+
+    @staticmethod
+    def _dashed_rect(draw, box, color, width, dash):
+        x0, y0, x1, y1 = box
+        for a, b, horizontal, fixed in ((x0, x1, True, y0), (x0, x1, True, y1),
+                                        (y0, y1, False, x0), (y0, y1, False, x1)):
+            p = a
+            while p < b:
+                q = min(b, p + dash)
+                if horizontal:
+                    draw.line((p, fixed, q, fixed), fill=color, width=width)
+                else:
+                    draw.line((fixed, p, fixed, q), fill=color, width=width)
+                p += 2 * dash
+
+    # -------------------------------------------------------------- drawing
+    def render(self, frame: Frame) -> Image.Image:
+        """Draw one frame.
+
+        Parameters
+        ----------
+        frame : Frame
+            A frame of a :class:`~vizmm.replay.Replay` of this renderer's trace.
+
+        Returns
+        -------
+        PIL.Image.Image
+            RGB image of :attr:`size` pixels.
+        """
+        W, H = self.size
+        img = Image.new("RGB", (W, H), _rgb(pal.BACKGROUND))
+        draw = ImageDraw.Draw(img)
+        self._draw_header(draw, frame)
+        for n in _MATRICES:
+            if n in self.panels:
+                self._draw_matrix(img, draw, frame, self.panels[n])
+        for n in ("Mds", "Nds"):
+            if n in self.panels:
+                self._draw_shared(img, draw, frame, self.panels[n])
+        if "threads" in self.panels:
+            self._draw_threads(img, draw, frame, self.panels["threads"])
+        if self.legend_entries:
+            self._layout_legend(draw)
+        return img
+
+    __call__ = render
+
+    def _draw_header(self, draw, frame: Frame):
+        W, _ = self.size
+        m = self.margin
+        text = _rgb(pal.TEXT)
+        muted = _rgb(pal.MUTED)
+        right = f"step {frame.index + 1} / {frame.count}"
+        rw = _text_w(right, self.fs_body)
+        fs = _fit_size(frame.title, self.fs_title, W - 2 * m - rw - m, "bold")
+        title = _ellipsize(frame.title, fs, W - 2 * m - rw - m, "bold")
+        draw.text((m, self.title_y), title, font=_font(fs, "bold"), fill=text, anchor="la")
+        draw.text((W - m, self.title_y + self.fs_title * 0.15), right, font=_font(self.fs_body),
+                  fill=muted, anchor="ra")
+        # caption: wrapped in at most `caption_lines` lines (smaller type if needed)
+        fs = self.fs_body
+        while True:
+            lines = _wrap(frame.caption, fs, W - 2 * m)
+            if len(lines) <= self.caption_lines or fs <= 8:
+                break
+            fs -= 1
+        lines = lines[: self.caption_lines]
+        lh = round(self.fs_body * 1.3)
+        for i, line in enumerate(lines):
+            draw.text((m, self.caption_y + i * lh), _ellipsize(line, fs, W - 2 * m),
+                      font=_font(fs), fill=text, anchor="la")
+        # the kernel line being executed, and the counters
+        counters = (f"global loads {frame.loads_so_far} (naive kernel {frame.naive_loads_so_far})"
+                    f" · CGMA {frame.cgma:.2f}")
+        cw = _text_w(counters, self.fs_small)
+        draw.text((W - m, self.code_y + self.fs_body * 0.1), counters, font=_font(self.fs_small),
+                  fill=muted, anchor="ra")
+        if frame.source_line is not None and 0 <= frame.source_line < len(self.source):
+            code = "▶ " + self.source[frame.source_line].strip()
+            avail = W - 2 * m - cw - m
+            fs = _fit_size(code, self.fs_body, avail, "mono", min_size=max(8, self.fs_small - 2))
+            draw.text((m, self.code_y), _ellipsize(code, fs, avail, "mono"),
+                      font=_font(fs, "mono"), fill=_rgb(pal.FOCUS), anchor="la")
+
+    def _draw_heading(self, draw, p: _Panel, max_w: float | None = None):
+        hh = self._head_h()
+        tick_h = self._tick_extent(p.cell)[1] if p.ticks else 0
+        if max_w is None:
+            max_w = max(p.w, _text_w(p.heading, self.fs_head, "bold"))
+        fs = _fit_size(p.heading, self.fs_head, max_w, "bold", min_size=8)
+        text = _ellipsize(p.heading, fs, max_w, "bold")
+        if p.head_below:
+            draw.text((p.x, p.y + p.h + hh * 0.2), text, font=_font(fs, "bold"),
+                      fill=_rgb(pal.TEXT), anchor="la")
+        else:
+            draw.text((p.x, p.y - tick_h - hh * 0.15), text, font=_font(fs, "bold"),
+                      fill=_rgb(pal.TEXT), anchor="ld")
+
+    def _paint_cells(self, img: Image.Image, p: _Panel, colors: np.ndarray):
+        """Fill the panel's cells from an (rows, cols, 3) uint8 array in one paste."""
+        big = np.repeat(np.repeat(colors, p.cell, axis=0), p.cell, axis=1)
+        img.paste(Image.fromarray(np.ascontiguousarray(big), "RGB"), (p.x, p.y))
+
+    def _grid_lines(self, draw, p: _Panel, rows: int, cols: int, color=None):
+        if p.cell < 9:
+            return
+        color = color or _rgb(pal.GRID_LINE)
+        for r in range(1, rows):
+            y = p.y + r * p.cell
+            draw.line((p.x, y, p.x + cols * p.cell - 1, y), fill=color, width=1)
+        for c in range(1, cols):
+            x = p.x + c * p.cell
+            draw.line((x, p.y, x, p.y + rows * p.cell - 1), fill=color, width=1)
+
+    def _outline(self, draw, p: _Panel, r0, c0, nr, nc, color, width):
+        x0 = p.x + c0 * p.cell
+        y0 = p.y + r0 * p.cell
+        x1 = x0 + nc * p.cell - 1
+        y1 = y0 + nr * p.cell - 1
+        h = width // 2
+        draw.rectangle((x0 - h, y0 - h, x1 + h, y1 + h), outline=color, width=width)
+
+    def _cell_fonts(self, p: _Panel, width_at) -> tuple[int | None, int | None]:
+        """Font sizes for one-line and two-line cell text, None where the cell is too small.
+
+        ``width_at(fs)`` is the width in pixels of the widest text at size ``fs``.
+        """
+        room = p.cell * 0.86
+        one = min(self.fs_body, round(p.cell * 0.42))
+        while one >= 9 and width_at(one) > room:
+            one -= 1
+        two = min(self.fs_body, round(p.cell * 0.3))
+        while two >= 10 and width_at(two) > room:
+            two -= 1
+        return (one if one >= 9 else None), (two if two >= 10 else None)
+
+    def _sub_w(self, base: str, sub: str, fs: int) -> float:
+        return _text_w(base, fs) + _text_w(sub, max(6, round(fs * 0.7)))
+
+    def _sub_text(self, draw, cx, cy, base, sub, fs, fill):
+        """Draw ``base`` with a subscript ``sub`` (the book's ``M_{0,2}``) centred at (cx, cy)."""
+        f = _font(fs)
+        fsub = _font(max(6, round(fs * 0.7)))
+        wb = f.getlength(base)
+        ws = fsub.getlength(sub)
+        x = cx - (wb + ws) / 2
+        base_y = cy + fs * 0.33
+        draw.text((x, base_y), base, font=f, fill=fill, anchor="ls")
+        draw.text((x + wb, base_y + fs * 0.22), sub, font=fsub, fill=fill, anchor="ls")
+
+    def _draw_matrix(self, img, draw, frame: Frame, p: _Panel):
+        name = p.name
+        T = self.T
+        nr, nc = self.dims[name]
+        state = {"M": frame.m_state, "N": frame.n_state, "P": frame.p_state}[name]
+        loader = {"M": frame.m_thread, "N": frame.n_thread}.get(name)
+        focus = {"M": frame.m_focus, "N": frame.n_focus, "P": frame.p_focus}[name]
+        bg = np.array(_rgb(pal.BACKGROUND), np.uint8)
+        colors = np.empty((p.rows, p.cols, 3), np.uint8)
+        colors[:] = bg
+        lut = np.array([_rgb(pal.CELL_COLORS.get(CellState(s), pal.BACKGROUND))
+                        for s in range(max(CellState) + 1)], np.uint8)
+        colors[:nr, :nc] = lut[state]
+        if loader is not None:
+            rr, cc = np.nonzero(loader >= 0)
+            if len(rr):
+                tc = np.array(self.thread_colors, np.uint8)
+                colors[rr, cc] = tc[loader[rr, cc]]
+        ghosts = frame.ghosts.get(name, [])
+        for gr, gc, code, _t, _now in ghosts:
+            if 0 <= gr < p.rows and 0 <= gc < p.cols:
+                colors[gr, gc] = _rgb(pal.GHOST_COLORS.get(code, pal.BACKGROUND))
+        self._paint_cells(img, p, colors)
+        self._grid_lines(draw, _Panel(name, p.x, p.y, nr, nc, p.cell, ""), nr, nc)
+        lw = self.lw
+        # ghost cells: dashed outlines (the loading thread's colour when loaded now)
+        for gr, gc, _code, t, now in ghosts:
+            if not (0 <= gr < p.rows and 0 <= gc < p.cols):
+                continue
+            box = p.cell_box(gr, gc)
+            box = (box[0], box[1], box[2] - 1, box[3] - 1)
+            if now and 0 <= t < len(self.thread_colors):
+                w = max(2, round(p.cell * 0.1))
+                draw.rectangle(box, outline=self.thread_colors[t], width=w)
+            elif p.cell >= 6:
+                self._dashed_rect(draw, box, _rgb(pal.MUTED), 1, max(2, p.cell // 8))
+        # matrix border
+        draw.rectangle((p.x - lw, p.y - lw, p.x + nc * p.cell - 1 + lw, p.y + nr * p.cell - 1 + lw),
+                       outline=_rgb(pal.TEXT), width=lw)
+        # text in cells
+        self._matrix_text(draw, frame, p, state, ghosts)
+        # focus, then the tile outline on top
+        tw = max(2, min(round(p.cell * 0.1), round(self.fs_body * 0.3)))
+        for r, c in zip(*np.nonzero(focus), strict=True):
+            self._outline(draw, p, int(r), int(c), 1, 1, _rgb(pal.FOCUS), tw)
+        corner = frame.tiles.get(name)
+        if corner is not None:
+            self._outline(draw, p, corner[0], corner[1], T, T, _rgb(pal.TILE_OUTLINE),
+                          max(2, tw + 1))
+        if p.ticks:
+            self._ticks(draw, p, nr, nc)
+        self._draw_heading(draw, p)
+
+    def _matrix_text(self, draw, frame: Frame, p: _Panel, state, ghosts):
+        name = p.name
+        nr, nc = self.dims[name]
+        big = max(nr, nc) - 1
+        one, two = self._cell_fonts(p, lambda fs: self._sub_w(name, f"{big},{big}", fs))
+        if one is None:
+            return
+        values = {"M": self.trace.M, "N": self.trace.N, "P": self.trace.P}[name]
+        for r in range(nr):
+            for c in range(nc):
+                x0, y0, x1, y1 = p.cell_box(r, c)
+                cx = (x0 + x1) / 2
+                ink = _ink_on(self._cell_rgb(frame, name, state, r, c))
+                show_value = name != "P" or state[r, c] == CellState.DONE
+                if two is not None and show_value:
+                    self._sub_text(draw, cx, y0 + p.cell * 0.34, name, f"{r},{c}", two, ink)
+                    draw.text((cx, y0 + p.cell * 0.72), _fmt_value(float(values[r, c])),
+                              font=_font(max(9, round(two * 0.9))), fill=ink, anchor="mm")
+                else:
+                    self._sub_text(draw, cx, (y0 + y1) / 2, name, f"{r},{c}", one, ink)
+        zs = self._cell_fonts(p, lambda fs: _text_w("0.0", fs))[0]
+        if zs is None:
+            return
+        for gr, gc, code, _t, _now in ghosts:
+            if code == Access.ZERO_FILL and 0 <= gr < p.rows and 0 <= gc < p.cols:
+                x0, y0, x1, y1 = p.cell_box(gr, gc)
+                draw.text(((x0 + x1) / 2, (y0 + y1) / 2), "0.0", font=_font(zs),
+                          fill=_rgb(pal.TEXT), anchor="mm")
+
+    def _cell_rgb(self, frame: Frame, name: str, state, r: int, c: int):
+        loader = {"M": frame.m_thread, "N": frame.n_thread}.get(name)
+        if loader is not None and loader[r, c] >= 0:
+            return self.thread_colors[int(loader[r, c])]
+        return _rgb(pal.CELL_COLORS.get(CellState(int(state[r, c])), pal.BACKGROUND))
+
+    def _ticks(self, draw, p: _Panel, nr: int, nc: int):
+        fs = self._tick_size(p.cell)
+        f = _font(fs)
+        muted = _rgb(pal.MUTED)
+        widest = _text_w(str(max(p.rows, p.cols)), fs)
+        step = 1 if widest + fs * 0.3 <= p.cell and p.cell >= fs * 1.1 else self.T
+        while step < max(p.rows, p.cols) and (widest + fs * 0.5) > step * p.cell:
+            step *= 2
+        tw, th = self._tick_extent(p.cell)
+        for c in range(0, p.cols, step):
+            x = p.x + c * p.cell + (p.cell / 2 if step == 1 else 0)
+            draw.text((x, p.y - max(2, fs * 0.2)), str(c), font=f,
+                      fill=muted if c < nc else _rgb(pal.GRID_LINE),
+                      anchor="md" if step == 1 else "ld")
+        for r in range(0, p.rows, step):
+            y = p.y + r * p.cell + (p.cell / 2 if step == 1 else 0)
+            draw.text((p.x - max(3, fs * 0.3), y), str(r), font=f,
+                      fill=muted if r < nr else _rgb(pal.GRID_LINE),
+                      anchor="rm" if step == 1 else "rt")
+
+    def _draw_shared(self, img, draw, frame: Frame, p: _Panel):
+        which = p.name[0]  # 'M' or 'N'
+        st = frame.mds_state if which == "M" else frame.nds_state
+        src = frame.mds_src if which == "M" else frame.nds_src
+        val = frame.mds_value if which == "M" else frame.nds_value
+        now = frame.mds_now if which == "M" else frame.nds_now
+        read = frame.mds_read if which == "M" else frame.nds_read
+        focus = frame.mds_focus if which == "M" else frame.nds_focus
+        T = self.T
+        colors = np.empty((T, T, 3), np.uint8)
+        for ty in range(T):
+            for tx in range(T):
+                colors[ty, tx] = self._slot_rgb(st[ty, tx], now[ty, tx], ty * T + tx)
+        self._paint_cells(img, p, colors)
+        self._grid_lines(draw, p, T, T, color=_rgb(pal.MUTED))
+        lw = self.lw
+        draw.rectangle((p.x - lw, p.y - lw, p.x + p.w - 1 + lw, p.y + p.h - 1 + lw),
+                       outline=_rgb(pal.TEXT), width=lw)
+        # labels: the element held (M_{0,2}) or 0.0; its value underneath
+        big = self._max_index()
+        one, two = self._cell_fonts(p, lambda fs: self._sub_w(which, f"{big},{big}", fs))
+        if one is not None:
+            fs = two if two is not None else one
+            for ty in range(T):
+                for tx in range(T):
+                    x0, y0, x1, y1 = p.cell_box(ty, tx)
+                    cx = (x0 + x1) / 2
+                    s = SlotState(int(st[ty, tx]))
+                    ink = _ink_on(tuple(int(v) for v in colors[ty, tx]))
+                    if s == SlotState.STALE:
+                        ink = _rgb(pal.MUTED)
+                    cy = y0 + p.cell * (0.34 if two is not None else 0.5)
+                    if s == SlotState.ZERO:
+                        draw.text((cx, (y0 + y1) / 2), "0.0", font=_font(fs), fill=ink,
+                                  anchor="mm")
+                        continue
+                    if src[ty, tx, 0] >= 0:
+                        self._sub_text(draw, cx, cy, which, f"{src[ty, tx, 0]},{src[ty, tx, 1]}",
+                                       fs, ink)
+                    else:
+                        draw.text((cx, cy), "?", font=_font(fs), fill=ink, anchor="mm")
+                    if two is not None and src[ty, tx, 0] >= 0:
+                        draw.text((cx, y0 + p.cell * 0.72), _fmt_value(float(val[ty, tx])),
+                                  font=_font(max(9, round(two * 0.9))), fill=ink, anchor="mm")
+        tw = max(2, min(round(p.cell * 0.09), round(self.fs_body * 0.35)))
+        rr, cc = np.nonzero(read)
+        if len(rr):  # the column / row read at this k, outlined as one band
+            self._outline(draw, p, int(rr.min()), int(cc.min()), int(rr.max() - rr.min() + 1),
+                          int(cc.max() - cc.min() + 1), _rgb(pal.READ), tw + 1)
+        for r, c in zip(*np.nonzero(focus), strict=True):
+            self._outline(draw, p, int(r), int(c), 1, 1, _rgb(pal.FOCUS), tw)
+        self._draw_heading(draw, p)
+
+    def _max_index(self) -> int:
+        return max(max(d) for d in self.dims.values()) - 1
+
+    def _slot_rgb(self, state, now, t):
+        s = SlotState(int(state))
+        if now and s == SlotState.LOADED:
+            return self.thread_colors[t]
+        return _rgb(pal.SLOT_COLORS[s])
+
+    def _draw_threads(self, img, draw, frame: Frame, p: _Panel):
+        T = self.T
+        lut = {s: _rgb(c) for s, c in pal.THREAD_STATE_COLORS.items()}
+        colors = np.empty((T, T, 3), np.uint8)
+        for ty in range(T):
+            for tx in range(T):
+                colors[ty, tx] = lut[ThreadState(int(frame.thread_state[ty, tx]))]
+        self._paint_cells(img, p, colors)
+        band = max(2, round(p.cell * 0.14)) if p.cell >= 24 else 0
+        if band:
+            for ty in range(T):
+                for tx in range(T):
+                    x0, y0, x1, _ = p.cell_box(ty, tx)
+                    draw.rectangle((x0, y0, x1 - 1, y0 + band - 1),
+                                   fill=self.thread_colors[ty * T + tx])
+        self._grid_lines(draw, p, T, T, color=_rgb(pal.MUTED))
+        lw = self.lw
+        draw.rectangle((p.x - lw, p.y - lw, p.x + p.w - 1 + lw, p.y + p.h - 1 + lw),
+                       outline=_rgb(pal.TEXT), width=lw)
+        one, two = self._cell_fonts(p, lambda fs: _text_w("Pv 9999.0", fs))
+        if one is not None:
+            for ty in range(T):
+                for tx in range(T):
+                    x0, y0, x1, y1 = p.cell_box(ty, tx)
+                    cx = (x0 + x1) / 2
+                    ink = _ink_on(tuple(int(v) for v in colors[ty, tx]))
+                    inner = y0 + band
+                    h = y1 - inner
+                    rank = int(frame.thread_rank[ty, tx])
+                    if two is not None:
+                        draw.text((cx, inner + h * 0.3), f"({ty},{tx})", font=_font(two),
+                                  fill=ink, anchor="mm")
+                        pv = "Pv " + _fmt_value(float(frame.pvalue[ty, tx]))
+                        if not frame.thread_valid[ty, tx]:
+                            pv = "no P"
+                        draw.text((cx, inner + h * 0.72), pv, font=_font(two), fill=ink,
+                                  anchor="mm")
+                    else:
+                        draw.text((cx, inner + h / 2), f"{ty},{tx}", font=_font(one), fill=ink,
+                                  anchor="mm")
+                    if rank >= 0 and two is not None and frame.step.arrived is not None and (
+                            frame.step.arrived < T * T):
+                        draw.text((x1 - 3, inner + 2), f"#{rank + 1}",
+                                  font=_font(max(8, two - 3)), fill=ink, anchor="rt")
+        if frame.focus is not None:
+            fy, fx = frame.focus
+            self._outline(draw, p, fy, fx, 1, 1, _rgb(pal.FOCUS),
+                          max(2, round(p.cell * 0.09)))
+        self._draw_heading(draw, p)
+
+
+def render_frame(frame: Frame, trace: Trace, size=DEFAULT_SIZE, views=None) -> Image.Image:
+    """Draw one frame (a one-off :class:`FrameRenderer`; reuse one for many frames).
+
+    Parameters
+    ----------
+    frame : Frame
+    trace : Trace
+        The trace the frame's replay was built from.
+    size : (width, height)
+        Pixels.
+    views : iterable of str, optional
+        From :data:`VIEWS` (default all).
+
+    Returns
+    -------
+    PIL.Image.Image
+        RGB, ``size`` pixels.
+    """
+    return FrameRenderer(trace, size=size, views=views, focus=frame.focus).render(frame)
