@@ -53,8 +53,12 @@ __all__ = [
     "font_path",
 ]
 
-#: Every view the renderer can draw, in drawing order.
-VIEWS = ("M", "N", "P", "Mds", "Nds", "threads", "legend")
+#: Every view the renderer can draw: the dashboard's (:data:`vizmm.render.bokeh_scene.VIEWS`)
+#: except the grid of blocks and the Fig. 5.8 table, which only the dashboard and the HTML
+#: export show. The title line is always drawn; 'caption', 'source' (the kernel line being
+#: executed) and 'counters' (global loads, CGMA) are the lines under it.
+VIEWS = ("caption", "M", "N", "P", "Mds", "Nds", "threads", "legend", "source", "counters")
+_HEADER = ("caption", "source", "counters", "legend")
 DEFAULT_SIZE = (1280, 720)
 MIN_SIZE = (320, 180)
 MAX_SIZE = (7680, 4320)
@@ -140,8 +144,8 @@ def check_views(views) -> tuple[str, ...]:
         raise ValueError(f"unknown view(s) {', '.join(map(repr, unknown))}; "
                          f"choose from {', '.join(VIEWS)}")
     chosen = tuple(v for v in VIEWS if v in views)
-    if not [v for v in chosen if v != "legend"]:
-        raise ValueError(f"choose at least one view besides the legend from {', '.join(VIEWS)}")
+    if not [v for v in chosen if v not in _HEADER]:
+        raise ValueError("choose at least one of the views M, N, P, Mds, Nds, threads")
     return chosen
 
 
@@ -223,10 +227,8 @@ def _rgb(color: str) -> tuple[int, int, int]:
 
 
 def _ink_on(fill: tuple[int, int, int]) -> tuple[int, int, int]:
-    """Dark text on light fills, white text on dark ones."""
-    r, g, b = fill
-    lum = 0.2126 * r + 0.7152 * g + 0.0722 * b
-    return _rgb(pal.TEXT) if lum > 140 else (255, 255, 255)
+    """Dark text on light fills, white text on dark ones (:func:`vizmm.palette.text_on`)."""
+    return _rgb(pal.text_on("#{:02x}{:02x}{:02x}".format(*(int(v) for v in fill))))
 
 
 def _fmt_value(v: float) -> str:
@@ -329,10 +331,11 @@ class FrameRenderer:
         self.title_y = y
         y += round(self.fs_title * 1.35)
         self.caption_y = y
-        self.caption_lines = 2
+        self.caption_lines = 2 if "caption" in self.views else 0
         y += round(self.fs_body * 1.3) * self.caption_lines
         self.code_y = y
-        y += round(self.fs_body * 1.35)
+        if "source" in self.views or "counters" in self.views:
+            y += round(self.fs_body * 1.35)
         header_bottom = y + round(m * 0.5)
 
         self.legend_entries = self._legend_entries() if "legend" in self.views else []
@@ -536,6 +539,7 @@ class FrameRenderer:
         v = self.views
         sections = []
         if any(n in v for n in _MATRICES):
+            # short words: a frame has no room for the dashboard's long legend
             cells = [
                 ("outline", pal.TILE_OUTLINE, "current tile"),
                 ("threads", "", "being loaded (thread colour)"),
@@ -543,7 +547,7 @@ class FrameRenderer:
                 ("fill", pal.CELL_COLORS[CellState.READING], "read at this k"),
                 ("fill", pal.CELL_COLORS[CellState.DONE], "loaded earlier"),
                 ("fill", pal.CELL_COLORS[CellState.COMPUTING], "P being accumulated"),
-                ("ghost", pal.GHOST_COLORS[Access.ZERO_FILL], "outside the matrix"),
+                ("ghost", pal.GHOST_COLORS[Access.ZERO_FILL], "outside (as its slot)"),
             ]
             sections.append(("Matrices", cells))
         if "Mds" in v or "Nds" in v:
@@ -682,24 +686,27 @@ class FrameRenderer:
                   fill=muted, anchor="ra")
         # caption: wrapped in at most `caption_lines` lines (smaller type if needed)
         fs = self.fs_body
-        while True:
+        lines: list[str] = []
+        while self.caption_lines:
             lines = _wrap(frame.caption, fs, W - 2 * m)
             if len(lines) <= self.caption_lines or fs <= 8:
                 break
             fs -= 1
-        lines = lines[: self.caption_lines]
         lh = round(self.fs_body * 1.3)
-        for i, line in enumerate(lines):
+        for i, line in enumerate(lines[: self.caption_lines]):
             draw.text((m, self.caption_y + i * lh), _ellipsize(line, fs, W - 2 * m),
                       font=_font(fs), fill=text, anchor="la")
         # the kernel line being executed, and the counters
-        counters = (f"global loads {frame.loads_so_far} (naive kernel {frame.naive_loads_so_far})"
-                    f" · CGMA {frame.cgma:.2f}")
-        cw = _text_w(counters, self.fs_small)
-        draw.text((W - m, self.code_y + self.fs_body * 0.1), counters, font=_font(self.fs_small),
-                  fill=muted, anchor="ra")
-        if frame.source_line is not None and 0 <= frame.source_line < len(self.source):
-            code = "▶ " + self.source[frame.source_line].strip()
+        cw = 0
+        if "counters" in self.views:
+            counters = (f"global loads {frame.loads_so_far} (naive kernel "
+                        f"{frame.naive_loads_so_far}) · CGMA {frame.cgma:.2f}")
+            cw = _text_w(counters, self.fs_small)
+            draw.text((W - m, self.code_y + self.fs_body * 0.1), counters,
+                      font=_font(self.fs_small), fill=muted, anchor="ra")
+        line = frame.source_line
+        if "source" in self.views and line is not None and 0 <= line < len(self.source):
+            code = "▶ " + self.source[line].strip()
             avail = W - 2 * m - cw - m
             fs = _fit_size(code, self.fs_body, avail, "mono", min_size=max(8, self.fs_small - 2))
             draw.text((m, self.code_y), _ellipsize(code, fs, avail, "mono"),
