@@ -1,0 +1,74 @@
+"""Test set-up: Numba's CUDA simulator by default, real-GPU tests only where a GPU is usable.
+
+``NUMBA_ENABLE_CUDASIM`` must be set before numba is first imported, so it is
+set here, at import time: to ``1`` (the simulator) unless ``VIZMM_TEST_GPU=1``
+asks for a run on a real GPU, where numba then drives the GPU in-process (and
+vizmm runs simulator recordings in a subprocess).
+
+Tests marked ``gpu`` are skipped unless a CUDA GPU is usable.
+"""
+
+import os
+import sys
+
+import pytest
+
+GPU_RUN = os.environ.get("VIZMM_TEST_GPU") == "1"
+if GPU_RUN:
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0")
+else:
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+
+if "numba" in sys.modules:
+    # pytest has already imported numba, before this file: the category of the
+    # ``filterwarnings`` entry ``numba.core.errors.NumbaPerformanceWarning`` in
+    # pyproject.toml is imported while the configuration is read. numba read
+    # its configuration from the environment then; numba.cuda, which picks
+    # the simulator or the driver, is not imported yet, so re-read it now.
+    if "numba.cuda" in sys.modules:
+        raise RuntimeError("numba.cuda was imported before tests/conftest.py could choose "
+                           "the simulator; run the tests with NUMBA_ENABLE_CUDASIM set")
+    from numba.core import config as _numba_config
+
+    _numba_config.reload_config()
+
+_gpu_usable = None
+
+
+def gpu_usable() -> bool:
+    """Whether numba can use a CUDA GPU (probed once, in a subprocess when simulating)."""
+    global _gpu_usable
+    if _gpu_usable is None:
+        import ctypes.util
+
+        if ctypes.util.find_library("cuda") is None and not os.path.exists("/dev/nvidia0"):
+            _gpu_usable = False
+        else:
+            from vizmm import gpu_available
+
+            _gpu_usable = gpu_available()
+    return _gpu_usable
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if gpu_items and not gpu_usable():
+        skip = pytest.mark.skip(reason="needs a usable CUDA GPU (none found)")
+        for item in gpu_items:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def record_sim():
+    """``vizmm.record`` on the simulator, quiet, with results cached per arguments."""
+    import vizmm
+
+    cache = {}
+
+    def run(**kwargs):
+        key = tuple(sorted((k, repr(v)) for k, v in kwargs.items()))
+        if key not in cache:
+            cache[key] = vizmm.record(backend="simulator", quiet=True, **kwargs)
+        return cache[key]
+
+    return run
