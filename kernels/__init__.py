@@ -38,7 +38,8 @@ def check_tile_width(tile_width):
     ):
         raise ValueError(
             f"TILE_WIDTH must be an integer from 1 to {MAX_TILE_WIDTH} "
-            f"(a block of TILE_WIDTH x TILE_WIDTH threads may hold at most 1024); got {tile_width!r}"
+            "(a block of TILE_WIDTH x TILE_WIDTH threads may hold at most 1024); "
+            f"got {tile_width!r}"
         )
     return tile_width
 
@@ -50,7 +51,7 @@ def check_kernel_name(name):
     return name
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def get_kernel(name, tile_width, instrumented=False):
     """The ``cuda.jit`` kernel ``name`` compiled for one ``TILE_WIDTH``.
 

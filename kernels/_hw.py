@@ -35,6 +35,8 @@ if config.ENABLE_CUDASIM:
     except ImportError:  # another simulator layout: use its own wrapper
         device = cuda.jit(device=True)
 
+    instrumented_kernel = cuda.jit
+
     def clock64():
         """Simulator fallback: no cycle counter, returns -1."""
         return NO_CLOCK
@@ -53,6 +55,13 @@ else:
     from numba.cuda.extending import intrinsic
 
     device = cuda.jit(device=True)
+
+    # The recording keeps more values live than the plain kernel (at
+    # TILE_WIDTH 32 the uncapped kernel needs 93 registers a thread and
+    # 1024 threads cannot launch). Capping at 32, the plain kernel's count,
+    # measured fastest on an H200 at Width 4096 (benchmarks/gpu_suite.py).
+    MAX_REGISTERS = 32
+    instrumented_kernel = cuda.jit(max_registers=MAX_REGISTERS)
 
     def _special_register(name, bits):
         ptype = "u64" if bits == 64 else "u32"
@@ -78,4 +87,4 @@ else:
     globaltimer = _special_register("globaltimer", 64)
     smid = _special_register("smid", 32)
 
-__all__ = ["clock64", "device", "globaltimer", "smid"]
+__all__ = ["clock64", "device", "globaltimer", "instrumented_kernel", "smid"]

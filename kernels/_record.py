@@ -4,6 +4,14 @@ Every function here writes into arrays sized by the host before the launch,
 one slot per (detailed block, phase, thread); nothing is appended, so a GPU run
 and a simulator run of the same launch fill the same slots with the same
 values (except clocks and arrival order, which are timing).
+
+The arrays are one-dimensional (C order of the shapes the docstrings give)
+and indexed from a few per-thread integers: ``slot`` (the block's row in the
+detailed records, -1 when the block is not recorded in detail), ``bid``
+(``by * gridDim.x + bx``), ``nph`` (phases) and ``tk`` (``ty * T + tx``).
+Multi-dimensional record arrays kept each array's strides live across the
+phase loop and tripled the kernel's registers (32 to 96 at TILE_WIDTH 16,
+which cut occupancy to a quarter).
 """
 
 from numba import cuda
@@ -39,73 +47,86 @@ def classify_unchecked(row, col, nrows, ncols):
 
 
 @device
-def rec_load(ld, counts, zf, slot, by, bx, ph, ty, tx, base, kind, row, col, ncols):
+def rec_load(ld, counts, zf, slot, bid, nph, ph, tk, field, kind, row, col, ncols):
     """Record one tile load: the code's (row, col) and what the access was.
 
-    Global reads (``LOADED`` and ``WRONG_ELEMENT``) also bump the per-element
-    read counter ``counts`` at the linearized index actually read; a
-    zero-fill bumps the block's ``zf[by, bx, ph, base // 3]`` (M: 0, N: 1).
+    ``ld`` is the flat ``(nd, nph, T, T, 6)`` array; ``field`` is ``M_KIND``
+    or ``N_KIND``. Global reads (``LOADED`` and ``WRONG_ELEMENT``) bump the
+    per-element read counter ``counts`` at the linearized index actually
+    read (skipped when ``counts`` is empty); a zero-fill bumps the block's
+    ``zf[bid, ph, field // 3]`` (flat ``(gy*gx, nph, 2)``).
     """
     if kind == LOADED or kind == WRONG_ELEMENT:
-        cuda.atomic.add(counts, row * ncols + col, 1)
+        if counts.shape[0] > 0:
+            cuda.atomic.add(counts, row * ncols + col, 1)
     elif kind == ZERO_FILL:
-        cuda.atomic.add(zf, (by, bx, ph, base // 3), 1)
+        cuda.atomic.add(zf, (bid * nph + ph) * 2 + field // 3, 1)
     if slot >= 0:
-        ld[slot, ph, ty, tx, base] = kind
-        ld[slot, ph, ty, tx, base + 1] = row
-        ld[slot, ph, ty, tx, base + 2] = col
+        i = ((slot * nph + ph) * (cuda.blockDim.x * cuda.blockDim.y) + tk) * 6 + field
+        ld[i] = kind
+        ld[i + 1] = row
+        ld[i + 2] = col
 
 
 @device
-def rec_pvalue(pv, slot, ph, ty, tx, value):
-    """Record a thread's Pvalue after phase ``ph``."""
+def rec_pvalue(pv, slot, nph, ph, tk, value):
+    """Record a thread's Pvalue after phase ``ph`` (flat ``(nd, nph, T, T)``)."""
     if slot >= 0:
-        pv[slot, ph, ty, tx] = value
+        pv[(slot * nph + ph) * (cuda.blockDim.x * cuda.blockDim.y) + tk] = value
 
 
 @device
-def rec_pwrite(pw, slot, ty, tx, kind):
-    """Record what became of the thread's P store (a code of ``codes``)."""
+def rec_pwrite(pw, slot, tk, kind):
+    """Record what became of the thread's P store (flat ``(nd, T, T)``)."""
     if slot >= 0:
-        pw[slot, ty, tx] = kind
-
+        pw[slot * (cuda.blockDim.x * cuda.blockDim.y) + tk] = kind
 
 
 @device
-def rec_sync(bar, bclk, spread, ticks, slot, by, bx, ph, which, when, ty, tx):
+def rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, which, when):
     """Record one thread's arrival at (``when=0``) or release from (``when=1``) a barrier.
 
     For a block recorded in detail (``slot >= 0``) the thread takes a ticket
     from the block's logical clock ``ticks[slot]`` (an atomic counter, so the
     tickets give the order in which the threads passed this point) and stores
-    it with its ``%clock64`` in ``bar`` / ``bclk[slot, ph, which, when, ty, tx]``.
-    When ``spread`` is not empty (aggregated mode), lane 0 of each warp folds
-    its clock into ``spread[by, bx, ph, which, 2*when : 2*when+2]`` (min, max).
+    it with its ``%clock64`` in ``bar`` / ``bclk`` (flat ``(nd, nph, 2, 2, T,
+    T)``). When ``spread`` is not empty (aggregated mode), lane 0 of each warp
+    folds its clock into ``spread`` (flat ``(gy*gx, nph, 2, 3)``: first and
+    last arrival, last release) with atomic min and max. Only the threads
+    that record read the clock.
     """
-    clk = clock64()
-    if slot >= 0:
-        tick = cuda.atomic.add(ticks, slot, 1)
-        bar[slot, ph, which, when, ty, tx] = tick
-        bclk[slot, ph, which, when, ty, tx] = clk
-    if spread.shape[0] > 0:
-        if (ty * cuda.blockDim.x + tx) % 32 == 0:
-            cuda.atomic.min(spread, (by, bx, ph, which, 2 * when), clk)
-            cuda.atomic.max(spread, (by, bx, ph, which, 2 * when + 1), clk)
+    aggregated = spread.shape[0] > 0
+    lane0 = tk % 32 == 0
+    if slot >= 0 or (aggregated and lane0):
+        clk = clock64()
+        if slot >= 0:
+            tick = cuda.atomic.add(ticks, slot, 1)
+            i = ((slot * nph + ph) * 4 + which * 2 + when) * (
+                cuda.blockDim.x * cuda.blockDim.y) + tk
+            bar[i] = tick
+            bclk[i] = clk
+        if aggregated and lane0:
+            j = ((bid * nph + ph) * 2 + which) * 3
+            if when == 0:
+                cuda.atomic.min(spread, j, clk)
+                cuda.atomic.max(spread, j + 1, clk)
+            else:
+                cuda.atomic.max(spread, j + 2, clk)
 
 
 @device
-def rec_block_start(blk, by, bx, ty, tx):
+def rec_block_start(blk, bid, tk):
     """Thread (0, 0) records the block's SM, ``%globaltimer`` (ns) and ``%clock64`` at start."""
-    if ty == 0 and tx == 0:
-        blk[by, bx, BLK_SMID] = smid()
-        blk[by, bx, BLK_T0] = globaltimer()
-        blk[by, bx, BLK_CLK0] = clock64()
+    if tk == 0:
+        blk[bid * 6 + BLK_SMID] = smid()
+        blk[bid * 6 + BLK_T0] = globaltimer()
+        blk[bid * 6 + BLK_CLK0] = clock64()
 
 
 @device
-def rec_block_end(blk, seq, by, bx, ty, tx):
+def rec_block_end(blk, seq, bid, tk):
     """Thread (0, 0) records the block's end time and its completion order ``seq``."""
-    if ty == 0 and tx == 0:
-        blk[by, bx, BLK_CLK1] = clock64()
-        blk[by, bx, BLK_T1] = globaltimer()
-        blk[by, bx, BLK_SEQ] = cuda.atomic.add(seq, 0, 1)
+    if tk == 0:
+        blk[bid * 6 + BLK_CLK1] = clock64()
+        blk[bid * 6 + BLK_T1] = globaltimer()
+        blk[bid * 6 + BLK_SEQ] = cuda.atomic.add(seq, 0, 1)

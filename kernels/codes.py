@@ -40,10 +40,10 @@ BLK_FIELDS = 6
 # release.
 ARRIVE, RELEASE = 0, 1
 
-# Per-block, per-phase, per-barrier spread (aggregated mode, int64 cycles):
-#   first arrival, last arrival, first release, last release.
-SPREAD_FIRST_ARRIVE, SPREAD_LAST_ARRIVE, SPREAD_FIRST_RELEASE, SPREAD_LAST_RELEASE = range(4)
-SPREAD_FIELDS = 4
+# Per-block, per-phase, per-barrier spread (aggregated mode, int64 cycles of
+# lane 0 of each warp): first arrival, last arrival, last release.
+SPREAD_FIRST_ARRIVE, SPREAD_LAST_ARRIVE, SPREAD_LAST_RELEASE = range(3)
+SPREAD_FIELDS = 3
 
 # Sentinel for clock-like fields that were not read (the simulator has no clocks).
 NO_CLOCK = -1

@@ -9,6 +9,7 @@ linearized row-major; blocks of ``TILE_WIDTH x TILE_WIDTH`` threads.
 
 from numba import cuda, float32
 
+from ._hw import instrumented_kernel
 from ._record import rec_block_end, rec_block_start, rec_pwrite
 from .codes import LOADED, ZERO_FILL
 
@@ -32,15 +33,17 @@ def make_plain(TILE_WIDTH):
 def make_instrumented(TILE_WIDTH):
     """The simple kernel plus recording: per-element global read counts and the P write."""
 
-    @cuda.jit
+    @instrumented_kernel
     def matrixMulKernel(M, N, P, Width,
                         detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount, zf):
         bx = cuda.blockIdx.x
         by = cuda.blockIdx.y
         tx = cuda.threadIdx.x
         ty = cuda.threadIdx.y
-        slot = detail[by, bx]
-        rec_block_start(blk, by, bx, ty, tx)
+        slot = detail[by, bx]  # this block's row in the detailed records, or -1
+        bid = by * cuda.gridDim.x + bx
+        tk = ty * TILE_WIDTH + tx
+        rec_block_start(blk, bid, tk)
         Row = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
         Col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
         if Row < Width and Col < Width:
@@ -50,9 +53,9 @@ def make_instrumented(TILE_WIDTH):
                 cuda.atomic.add(mcount, Row * Width + k, 1)
                 cuda.atomic.add(ncount, k * Width + Col, 1)
             P[Row * Width + Col] = Pvalue
-            rec_pwrite(pw, slot, ty, tx, LOADED)
+            rec_pwrite(pw, slot, tk, LOADED)
         else:
-            rec_pwrite(pw, slot, ty, tx, ZERO_FILL)
-        rec_block_end(blk, seq, by, bx, ty, tx)
+            rec_pwrite(pw, slot, tk, ZERO_FILL)
+        rec_block_end(blk, seq, bid, tk)
 
     return matrixMulKernel

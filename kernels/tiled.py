@@ -16,6 +16,7 @@ as ``OUT_OF_ALLOCATION`` and not performed, and the thread keeps running.
 
 from numba import cuda, float32
 
+from ._hw import instrumented_kernel
 from ._record import (
     classify_unchecked,
     rec_block_end,
@@ -64,7 +65,7 @@ def make_plain(TILE_WIDTH):
 def make_instrumented(TILE_WIDTH):
     """Fig. 5.9 plus recording (see ``kernels.codes`` for the record arrays)."""
 
-    @cuda.jit
+    @instrumented_kernel
     def matrixMulKernel(M, N, P, Width,
                         detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount, zf):
         Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
@@ -74,8 +75,11 @@ def make_instrumented(TILE_WIDTH):
         by = cuda.blockIdx.y
         tx = cuda.threadIdx.x
         ty = cuda.threadIdx.y
-        slot = detail[by, bx]
-        rec_block_start(blk, by, bx, ty, tx)
+        slot = detail[by, bx]  # this block's row in the detailed records, or -1
+        bid = by * cuda.gridDim.x + bx
+        tk = ty * TILE_WIDTH + tx
+        nph = (Width + TILE_WIDTH - 1) // TILE_WIDTH
+        rec_block_start(blk, bid, tk)
 
         # Identify the row and column of the P element to work on
         Row = by * TILE_WIDTH + ty
@@ -86,29 +90,29 @@ def make_instrumented(TILE_WIDTH):
         for ph in range((Width + TILE_WIDTH - 1) // TILE_WIDTH):
             # Collaborative loading of M and N tiles into shared memory
             mkind = classify_unchecked(Row, ph * TILE_WIDTH + tx, Width, Width)
-            rec_load(ld, mcount, zf, slot, by, bx, ph, ty, tx,
+            rec_load(ld, mcount, zf, slot, bid, nph, ph, tk,
                      M_KIND, mkind, Row, ph * TILE_WIDTH + tx, Width)
             if mkind != OUT_OF_ALLOCATION:
                 Mds[ty, tx] = M[Row * Width + ph * TILE_WIDTH + tx]
             nkind = classify_unchecked(ph * TILE_WIDTH + ty, Col, Width, Width)
-            rec_load(ld, ncount, zf, slot, by, bx, ph, ty, tx,
+            rec_load(ld, ncount, zf, slot, bid, nph, ph, tk,
                      N_KIND, nkind, ph * TILE_WIDTH + ty, Col, Width)
             if nkind != OUT_OF_ALLOCATION:
                 Nds[ty, tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
-            rec_sync(bar, bclk, spread, ticks, slot, by, bx, ph, 0, 0, ty, tx)
+            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 0)
             cuda.syncthreads()
-            rec_sync(bar, bclk, spread, ticks, slot, by, bx, ph, 0, 1, ty, tx)
+            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 1)
 
             for k in range(TILE_WIDTH):
                 Pvalue += Mds[ty, k] * Nds[k, tx]
-            rec_pvalue(pv, slot, ph, ty, tx, Pvalue)
-            rec_sync(bar, bclk, spread, ticks, slot, by, bx, ph, 1, 0, ty, tx)
+            rec_pvalue(pv, slot, nph, ph, tk, Pvalue)
+            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 1, 0)
             cuda.syncthreads()
-            rec_sync(bar, bclk, spread, ticks, slot, by, bx, ph, 1, 1, ty, tx)
+            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 1, 1)
         pkind = classify_unchecked(Row, Col, Width, Width)
-        rec_pwrite(pw, slot, ty, tx, pkind)
+        rec_pwrite(pw, slot, tk, pkind)
         if pkind != OUT_OF_ALLOCATION:
             P[Row * Width + Col] = Pvalue
-        rec_block_end(blk, seq, by, bx, ty, tx)
+        rec_block_end(blk, seq, bid, tk)
 
     return matrixMulKernel

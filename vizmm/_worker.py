@@ -20,6 +20,7 @@ def main(argv):
         "j": int(opts["j"]), "k": int(opts["k"]), "l": int(opts["l"]), "T": int(opts["T"]),
         "kernel": opts["kernel"], "aggregated": opts["aggregated"] == "True",
         "seed": int(opts["seed"]), "backend": opts["backend"], "blocks": blocks,
+        "inputs": opts.get("inputs", "given"),
     }
     with _LOCK:
         trace = _launch(job, M, N, show=False)

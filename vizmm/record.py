@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from .trace import Trace, from_bytes
+from .trace import MAX_STORED_SPREAD, WAIT_BINS, Trace, from_bytes, seeded_inputs
 
 __all__ = [
     "record",
@@ -46,7 +46,7 @@ __all__ = [
 BACKENDS = ("simulator", "gpu", "auto")
 KERNELS = ("naive", "tiled", "boundary", "general")
 SQUARE_KERNELS = ("naive", "tiled", "boundary")
-DEFAULT_MAX_BYTES = int(os.environ.get("VIZMM_MAX_TRACE_BYTES", 256 * 2**20))
+DEFAULT_MAX_BYTES = int(os.environ.get("VIZMM_MAX_TRACE_BYTES", 2**30))
 PROGRESS_AFTER_S = 2.0  # show a progress bar when the simulator is expected to take longer
 
 # Simulator cost model (seconds), fitted on a 2-core machine: a block costs
@@ -205,12 +205,8 @@ def estimate(j: int, k: int, l: int, tile_width: int, kernel: str = "boundary",
 
 
 def _inputs(j, k, l, M, N, seed):
-    rng = np.random.default_rng(seed)
-    if M is None:
-        M = rng.integers(0, 10, size=(j, k)).astype(np.float32)
-    if N is None:
-        N = rng.integers(0, 10, size=(k, l)).astype(np.float32)
-    return M, N
+    M0, N0 = seeded_inputs(j, k, l, seed)
+    return (M0 if M is None else M), (N0 if N is None else N)
 
 
 def _as_matrix(name, a):
@@ -325,7 +321,7 @@ def record(
         the simulator only these blocks are run.
     max_bytes : int, optional
         Refuse traces larger than this (default ``DEFAULT_MAX_BYTES``,
-        256 MiB, or ``$VIZMM_MAX_TRACE_BYTES``).
+        1 GiB, or ``$VIZMM_MAX_TRACE_BYTES``).
     progress : bool or callable, optional
         ``True`` shows a progress bar, a callable gets ``(done, total)``
         blocks; by default a bar appears when the simulator is expected to
@@ -381,6 +377,7 @@ def record(
             f"the limit of {_human_bytes(limit)} ({limit} bytes); record a window of blocks "
             "(window=[(by, bx), ...]), use smaller matrices, or raise max_bytes"
         )
+    inputs = "seeded" if M is None and N is None else "given"
     M, N = _inputs(j, k, l, M, N, seed)
 
     if backend == "auto":
@@ -396,7 +393,7 @@ def record(
             "simulator, slowly but everywhere"
         )
     job = dict(j=j, k=k, l=l, T=T, kernel=kernel, blocks=blocks, aggregated=window is not None,
-               seed=seed, backend=backend)
+               seed=seed, backend=backend, inputs=inputs)
     mode = _numba_mode()
     want = backend
     if mode is not None and mode != want:
@@ -418,7 +415,7 @@ def _record_in_subprocess(job, M, N, quiet):
         env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if job["backend"] == "simulator" else "0")
         args = [sys.executable, "-m", "vizmm._worker", inp, out,
                 *(f"{key}={job[key]}" for key in ("j", "k", "l", "T", "kernel", "aggregated",
-                                                   "seed", "backend"))]
+                                                   "seed", "backend", "inputs"))]
         proc = subprocess.run(args, env=env, stderr=None if not quiet else subprocess.DEVNULL)
         if proc.returncode != 0 or not os.path.exists(out):
             raise RuntimeError(f"the {job['backend']} recording process failed "
@@ -442,6 +439,62 @@ def _progress_reporter(show, total):
     return update, bar.close
 
 
+def allocate_records(j, k, l, T, kernel, blocks, aggregated):
+    """The record arrays an instrumented kernel fills, sized before the launch.
+
+    Returns ``(rec, shapes)``: ``rec`` maps each kernel argument name after
+    (M, N, P, dims) to a flat NumPy array (``detail`` stays (gy, gx)), in the
+    kernels' argument order, filled with its "not recorded" sentinel;
+    ``shapes`` gives the shape each flat array has in the trace.
+    """
+    from vizmm_kernels import codes
+
+    gy, gx = -(-j // T), -(-l // T)
+    nph = 0 if kernel == "naive" else -(-k // T)
+    nd = len(blocks)
+    detail = np.full((gy, gx), -1, np.int32)
+    for i, (by, bx) in enumerate(blocks):
+        detail[by, bx] = i
+    shapes = dict(
+        ld=(nd, nph, T, T, codes.LOAD_FIELDS),
+        pv=(nd, nph, T, T),
+        bar=(nd, nph, 2, 2, T, T),
+        bclk=(nd, nph, 2, 2, T, T),
+        ticks=(max(nd, 1),),
+        spread=(gy, gx, nph, 2, codes.SPREAD_FIELDS) if aggregated else (0,),
+        pw=(nd, T, T),
+        blk=(gy, gx, codes.BLK_FIELDS),
+        seq=(1,),
+        mcount=(j * k,),
+        ncount=(k * l,),
+        zf=(gy, gx, nph, 2),
+    )
+    int64_min, int64_max = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    spread0 = np.zeros((0,), np.int64)
+    if aggregated:  # first arrival (a min), last arrival and last release (maxima)
+        spread0 = np.empty(shapes["spread"], np.int64)
+        spread0[..., codes.SPREAD_FIRST_ARRIVE] = int64_max
+        spread0[..., codes.SPREAD_LAST_ARRIVE] = int64_min
+        spread0[..., codes.SPREAD_LAST_RELEASE] = int64_min
+    # The kernels take every record array flat (one dimension, C order).
+    rec = dict(
+        detail=detail,
+        ld=np.zeros(shapes["ld"], np.int32).ravel(),
+        pv=np.full(shapes["pv"], np.nan, np.float32).ravel(),
+        bar=np.full(shapes["bar"], -1, np.int32).ravel(),
+        bclk=np.full(shapes["bclk"], codes.NO_CLOCK, np.int64).ravel(),
+        ticks=np.zeros(shapes["ticks"], np.int32),
+        spread=spread0.ravel(),
+        pw=np.zeros(shapes["pw"], np.int8).ravel(),
+        blk=np.full(shapes["blk"], codes.NO_CLOCK, np.int64).ravel(),
+        seq=np.zeros(1, np.int32),
+        mcount=np.zeros(j * k, np.int32),
+        ncount=np.zeros(k * l, np.int32),
+        zf=np.zeros(shapes["zf"], np.int32).ravel(),
+    )
+    return rec, shapes
+
+
 def _launch(job, M, N, show) -> Trace:
     """Allocate the record arrays, run the kernel, wrap the result in a Trace."""
     from numba import config, cuda
@@ -454,27 +507,8 @@ def _launch(job, M, N, show) -> Trace:
     gy, gx = -(-j // T), -(-l // T)
     nph = 0 if kernel == "naive" else -(-k // T)
     nd = len(blocks)
-    detail = np.full((gy, gx), -1, np.int32)
-    for i, (by, bx) in enumerate(blocks):
-        detail[by, bx] = i
+    rec, shapes = allocate_records(j, k, l, T, kernel, blocks, aggregated)
     P = np.full(j * l, np.nan, np.float32)
-    rec = dict(
-        detail=detail,
-        ld=np.zeros((nd, nph, T, T, codes.LOAD_FIELDS), np.int32),
-        pv=np.full((nd, nph, T, T), np.nan, np.float32),
-        bar=np.full((nd, nph, 2, 2, T, T), -1, np.int32),
-        bclk=np.full((nd, nph, 2, 2, T, T), codes.NO_CLOCK, np.int64),
-        ticks=np.zeros(max(nd, 1), np.int32),
-        spread=(np.stack([np.full((gy, gx, nph, 2), v, np.int64) for v in
-                          (np.iinfo(np.int64).max, np.iinfo(np.int64).min) * 2], axis=-1)
-                if aggregated else np.zeros((0, 0, nph, 2, 4), np.int64)),
-        pw=np.zeros((nd, T, T), np.int8),
-        blk=np.full((gy, gx, codes.BLK_FIELDS), codes.NO_CLOCK, np.int64),
-        seq=np.zeros(1, np.int32),
-        mcount=np.zeros(j * k, np.int32),
-        ncount=np.zeros(k * l, np.int32),
-        zf=np.zeros((gy, gx, nph, 2), np.int32),
-    )
     kern = K.get_kernel(kernel, T, instrumented=True)
     (grid, block) = K.grid_dims(j, l, T)
     scalars = K.launch_dims(kernel, j, k, l)
@@ -482,6 +516,7 @@ def _launch(job, M, N, show) -> Trace:
         "kernel": kernel, "figure": K.FIGURES[kernel], "source": _plain_source(kernel),
         "tile_width": T, "j": j, "k": k, "l": l,
         "n_detail": nd, "aggregated": aggregated, "seed": job["seed"],
+        "inputs": job.get("inputs", "given"),
         "versions": _versions(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
@@ -511,8 +546,8 @@ def _launch(job, M, N, show) -> Trace:
     finally:
         close()
     meta["elapsed_s"] = round(time.perf_counter() - t0, 3)
-    spread = _reduce_spread(rec["spread"], codes) if aggregated else np.zeros(
-        (0, 0, nph, 2, 2), np.int32)
+    rec = {name: (a if name == "detail" else a.reshape(shapes[name])) for name, a in rec.items()}
+    summaries = _summarise_spread(rec["spread"], codes, aggregated, meta, (gy, gx, nph))
     return Trace(
         meta=meta,
         M=M, N=N, P=P.reshape(j, l),
@@ -520,8 +555,43 @@ def _launch(job, M, N, show) -> Trace:
         loads=rec["ld"], pvalue=rec["pv"], barrier_tick=rec["bar"], barrier_clock=rec["bclk"],
         p_write=rec["pw"], block_info=rec["blk"],
         m_reads=rec["mcount"].reshape(j, k), n_reads=rec["ncount"].reshape(k, l),
-        barrier_spread=spread, zero_fills=rec["zf"],
+        zero_fills=rec["zf"], **summaries,
     )
+
+
+def _summarise_spread(raw: np.ndarray, codes, aggregated: bool, meta: dict, dims) -> dict:
+    """The trace's barrier fields from the kernel's raw (min, max) warp clocks."""
+    gy, gx, nph = dims
+    if not aggregated:
+        meta["spread_stored"] = False
+        return {"barrier_spread": np.zeros((0, 0, nph, 2, 2), np.int32),
+                "wait_hist": np.zeros((0, 2, WAIT_BINS), np.int32),
+                "block_wait": np.zeros((0, 0, 2, 3), np.int32)}
+    spread = _reduce_spread(raw, codes)  # (gy, gx, nph, 2, 2)
+    wait = spread[..., 0].astype(np.int64)  # arrival spread, -1 without clocks
+    has = wait >= 0
+    bins = np.where(wait > 0, np.floor(np.log2(np.maximum(wait, 1))).astype(np.int64) + 1, 0)
+    bins = np.minimum(bins, WAIT_BINS - 1)
+    hist = np.zeros((nph, 2, WAIT_BINS), np.int32)
+    for b in range(2):
+        for ph in range(nph):
+            sel = has[:, :, ph, b]
+            hist[ph, b] = np.bincount(bins[:, :, ph, b][sel], minlength=WAIT_BINS)[:WAIT_BINS]
+    block_wait = np.full((gy, gx, 2, 3), codes.NO_CLOCK, np.int32)
+    if nph:
+        w = np.where(has, wait, -1)  # (gy, gx, nph, 2)
+        any_clock = has.any(axis=2)  # (gy, gx, 2)
+        mx = w.max(axis=2)
+        arg = w.argmax(axis=2)
+        mean = np.where(any_clock, np.where(has, wait, 0).sum(axis=2)
+                        / np.maximum(has.sum(axis=2), 1), -1)
+        block_wait[..., 0] = np.where(any_clock, mx, -1)
+        block_wait[..., 1] = np.where(any_clock, np.rint(mean), -1)
+        block_wait[..., 2] = np.where(any_clock, arg, -1)
+    stored = gy * gx * nph <= MAX_STORED_SPREAD
+    meta["spread_stored"] = bool(stored)
+    return {"barrier_spread": spread if stored else np.zeros((0, 0, nph, 2, 2), np.int32),
+            "wait_hist": hist, "block_wait": block_wait}
 
 
 def _reduce_spread(spread: np.ndarray, codes) -> np.ndarray:

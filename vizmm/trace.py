@@ -49,6 +49,14 @@ __all__ = [
 ]
 
 KERNELS = ("naive", "tiled", "boundary", "general")
+# Barrier waits are summarised in log2 bins of cycles: bin b holds waits w with
+# 2**(b-1) <= w < 2**b (bin 0: w == 0); the last bin holds everything larger.
+WAIT_BINS = 32
+
+# Full per-(block, phase) barrier spreads are kept when there are at most this
+# many (block, phase) pairs; larger traces keep the summaries only.
+MAX_STORED_SPREAD = 1 << 20
+
 NO_CLOCK = -1  # sentinel of every clock, SM id and tick field that was not read
 
 
@@ -105,7 +113,8 @@ def _array_specs(meta: Mapping[str, Any]) -> dict[str, tuple[np.dtype, tuple[int
     gy, gx = -(-j // T), -(-l // T)
     nph = 0 if meta["kernel"] == "naive" else -(-k // T)
     nd = meta["n_detail"]
-    nsp = gy if meta["aggregated"] else 0
+    nsp = gy if meta.get("spread_stored", meta["aggregated"]) else 0
+    nagg = 1 if meta["aggregated"] else 0
     return {
         "M": (np.dtype(np.float32), (j, k)),
         "N": (np.dtype(np.float32), (k, l)),
@@ -121,6 +130,8 @@ def _array_specs(meta: Mapping[str, Any]) -> dict[str, tuple[np.dtype, tuple[int
         "n_reads": (np.dtype(np.int32), (k, l)),
         "barrier_spread": (np.dtype(np.int32), (nsp, gx if nsp else 0, nph, 2, 2)),
         "zero_fills": (np.dtype(np.int32), (gy, gx, nph, 2)),
+        "wait_hist": (np.dtype(np.int32), (nph if nagg else 0, 2, WAIT_BINS)),
+        "block_wait": (np.dtype(np.int32), (gy * nagg, gx * nagg, 2, 3)),
     }
 
 
@@ -130,6 +141,8 @@ ARRAY_NAMES = tuple(
          "aggregated": False}
     )
 )
+# Arrays a trace file may store in a compact form (see ``Trace.to_bytes``).
+_DERIVABLE = ("M", "N", "P")
 
 _REQUIRED_META = {
     "kernel": str,
@@ -198,6 +211,16 @@ class Trace:
         the first warp waited) and ``[..., 1]`` the release lag (last warp
         release minus last warp arrival), in ``%clock64`` cycles; -1 where
         not read (the simulator has no clock).
+        Stored only when ``gy * gx * nph <= MAX_STORED_SPREAD`` (meta
+        ``spread_stored``); larger traces keep ``wait_hist`` and ``block_wait``.
+    wait_hist : ndarray of int32, (nph, 2, WAIT_BINS) or empty
+        Aggregated mode: per phase and barrier, how many blocks had an arrival
+        spread in each log2 bin of cycles (bin b: ``2**(b-1) <= w < 2**b``,
+        bin 0: ``w == 0``); blocks without clocks are not counted.
+    block_wait : ndarray of int32, (gy, gx, 2, 3) or empty
+        Aggregated mode: per block and barrier, the largest arrival spread
+        over the phases (cycles), the mean (cycles, rounded) and the phase of
+        the largest; -1 without clocks. The slowest blocks are found here.
     zero_fills : ndarray of int32, (gy, gx, nph, 2)
         Per block and phase, how many Mds (``[..., 0]``) and Nds
         (``[..., 1]``) slots were zero-filled (Fig. 5.13, lines 21 and 24).
@@ -224,6 +247,8 @@ class Trace:
     n_reads: np.ndarray
     barrier_spread: np.ndarray
     zero_fills: np.ndarray
+    wait_hist: np.ndarray
+    block_wait: np.ndarray
 
     def __post_init__(self):
         meta = dict(self.meta)
@@ -455,20 +480,42 @@ class Trace:
         return {name: getattr(self, name) for name in ARRAY_NAMES}
 
     def to_bytes(self) -> bytes:
-        """The trace file's bytes (see the module docstring for the format)."""
+        """The trace file's bytes (see the module docstring for the format).
+
+        Large inputs are stored compactly when that is exact: M and N made by
+        :func:`seeded_inputs` are stored as their seed, and P as the XOR of its
+        bits with NumPy's ``M @ N`` when M and N hold integers small enough
+        for every float32 sum to be exact. The manifest keeps each real
+        array's checksum, and loading verifies it.
+        """
         arrays = self.arrays()
+        stored = dict(arrays)
+        encoding = {}
+        j, k, l = self.shape
+        seed = self.meta.get("seed")
+        if self.meta.get("inputs") == "seeded" and isinstance(seed, int):
+            M0, N0 = seeded_inputs(j, k, l, seed)
+            for name, ref in (("M", M0), ("N", N0)):
+                if np.array_equal(arrays[name], ref):
+                    stored[name] = np.zeros((0, 0), np.float32)
+                    encoding[name] = "seeded"
+        if _exact_product(self.M, self.N):
+            ref = _product(self.M, self.N)
+            stored["P"] = self.P.view(np.uint32) ^ ref.view(np.uint32)
+            encoding["P"] = "xor-product"
         manifest = {
             "format": FORMAT,
             "version": VERSION,
             "meta": _jsonable(dict(self.meta)),
             "arrays": {
-                name: {"dtype": a.dtype.str, "shape": list(a.shape), "sha256": _digest(a)}
+                name: {"dtype": a.dtype.str, "shape": list(a.shape), "sha256": _digest(a),
+                       **({"encoding": encoding[name]} if name in encoding else {})}
                 for name, a in arrays.items()
             },
         }
         buf = io.BytesIO()
         blob = np.frombuffer(json.dumps(manifest).encode(), dtype=np.uint8)
-        np.savez_compressed(buf, manifest=blob, **arrays)
+        np.savez_compressed(buf, manifest=blob, **stored)
         return buf.getvalue()
 
     def save(self, path: str | os.PathLike) -> str:
@@ -548,12 +595,16 @@ def from_bytes(data: bytes, name: str = "<bytes>") -> Trace:
             missing = set(ARRAY_NAMES) - set(npz.files)
             if missing:
                 raise TraceError(f"{name} lacks arrays: {', '.join(sorted(missing))}")
+            meta = manifest.get("meta", {})
+            if not isinstance(meta, dict):
+                raise TraceError(f"{name}: the manifest's metadata is not a mapping")
             arrays = {}
             for key in ARRAY_NAMES:
                 a = npz[key]
                 d = declared.get(key)
                 if d is None:
                     raise TraceError(f"{name}: the manifest does not describe array {key!r}")
+                a = _decode(key, a, d.get("encoding"), meta, arrays, name)
                 if a.dtype.str != d["dtype"] or list(a.shape) != d["shape"]:
                     raise TraceError(
                         f"{name}: array {key!r} is {a.dtype.str} {list(a.shape)} but the "
@@ -569,7 +620,50 @@ def from_bytes(data: bytes, name: str = "<bytes>") -> Trace:
         raise TraceError(
             f"{name} is not a readable vizmm trace (truncated or damaged file: {exc})"
         ) from None
-    return Trace(meta=manifest.get("meta", {}), **arrays)
+    return Trace(meta=meta, **arrays)
+
+
+def seeded_inputs(j: int, k: int, l: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The default inputs: M (j x k) and N (k x l) of random integers 0..9, float32.
+
+    Small integers keep every product exact in float32 and readable in a
+    tooltip. ``numpy.random.default_rng(seed)`` draws M first, then N.
+    """
+    rng = np.random.default_rng(seed)
+    M = rng.integers(0, 10, size=(j, k)).astype(np.float32)
+    N = rng.integers(0, 10, size=(k, l)).astype(np.float32)
+    return M, N
+
+
+def _exact_product(M: np.ndarray, N: np.ndarray) -> bool:
+    """True when M and N hold integers small enough for float32 ``M @ N`` to be exact."""
+    if M.size == 0 or N.size == 0:
+        return False
+    if not (np.all(M == np.round(M)) and np.all(N == np.round(N))):
+        return False
+    bound = float(np.abs(M).max()) * float(np.abs(N).max()) * M.shape[1]
+    return bound < 2**24
+
+
+def _product(M: np.ndarray, N: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(np.matmul(M, N, dtype=np.float32))
+
+
+def _decode(key, stored, encoding, meta, done, name):
+    """Undo the compact encodings of :meth:`Trace.to_bytes`."""
+    if encoding is None:
+        return stored
+    try:
+        if encoding == "seeded":
+            j, k, l, seed = meta["j"], meta["k"], meta["l"], meta["seed"]
+            M, N = seeded_inputs(j, k, l, seed)
+            return M if key == "M" else N
+        if encoding == "xor-product" and key == "P":
+            ref = _product(done["M"], done["N"])
+            return (stored.view(np.uint32) ^ ref.view(np.uint32)).view(np.float32)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TraceError(f"{name}: cannot rebuild array {key!r} ({exc})") from None
+    raise TraceError(f"{name}: array {key!r} has an unknown encoding {encoding!r}")
 
 
 def load(path: str | os.PathLike) -> Trace:
