@@ -296,6 +296,7 @@ def _can_print(sample: str) -> bool:
 # --------------------------------------------------------------------- main
 #: One function per subcommand, each ``add(subparsers)``; see the module docstring.
 SUBCOMMANDS: list[Callable] = [add_record_parser, add_info_parser, add_table_parser]
+SUBCOMMANDS.append(__import__("vizmm.export", fromlist=["_"]).add_export_parser)  # vizmm export
 
 
 def build_parser() -> argparse.ArgumentParser:

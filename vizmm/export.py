@@ -1,0 +1,782 @@
+"""Export a replayed block as an animated GIF, an MP4 video or one offline HTML file.
+
+One intermediate form, several exporters (as rich exports its segments as
+text, HTML and SVG): a :class:`~vizmm.replay.Replay` gives one neutral
+:class:`~vizmm.replay.Frame` per step, and
+
+* ``gif``, ``mp4``: :class:`~vizmm.render.pillow.FrameRenderer` draws each
+  frame as an image; Pillow writes the GIF, imageio with the ffmpeg that
+  ``imageio-ffmpeg`` ships writes an H.264 MP4 (``yuv420p``, plays in
+  browsers and slide software);
+* ``html``: the dashboard's :class:`~vizmm.render.bokeh_scene.Scene` with
+  BokehJS inline (no CDN: the file works offline), the data of every frame
+  embedded (:func:`~vizmm.render.bokeh_scene.frame_columns`, each distinct
+  column stored once) and play / step / scrub controls with the keyboard
+  shortcuts ← → (step), space (play / pause), Home and End.
+
+:func:`export_bytes` returns the file's bytes and writes nothing;
+:func:`export` writes them through a temporary file and a rename, so a failed
+export leaves no file behind. ``vizmm export`` (:func:`add_export_parser`)
+is the command-line face of both.
+
+Examples
+--------
+>>> import vizmm
+>>> from vizmm.export import export
+>>> trace = vizmm.record(width=4, tile_width=2)             # doctest: +SKIP
+>>> export(trace, "fig58.gif", block=(0, 0))                # doctest: +SKIP
+'fig58.gif'
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+
+import numpy as np
+
+from .replay import GRANULARITIES, ORDERS, Replay
+from .trace import Trace, atomic_write
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "HTML_ONLY_VIEWS",
+    "MAX_FPS",
+    "ExportError",
+    "export",
+    "export_bytes",
+    "render_frames",
+    "gif_frame",
+    "gif_palette",
+    "html_frame_data",
+    "format_from_path",
+    "add_export_parser",
+    "cmd_export",
+]
+
+#: File formats :func:`export` writes.
+EXPORT_FORMATS = ("gif", "mp4", "html")
+#: Views only the HTML export (the dashboard's scene) can show.
+HTML_ONLY_VIEWS = ("blocks", "table")
+#: Highest frame rate accepted (GIF frame delays are counted in 1/100 s).
+MAX_FPS = 50.0
+#: Show a progress bar (on a terminal) when an export has more frames than this.
+PROGRESS_AFTER_FRAMES = 10
+#: ffmpeg's x264 constant-rate factor: 18 is visually lossless for flat diagrams.
+MP4_CRF = 18
+
+ProgressArg = bool | Callable[[int, int], object] | None
+
+
+class ExportError(ValueError):
+    """An export was asked with arguments it cannot take; the message says which."""
+
+
+# ------------------------------------------------------------------ checks
+def format_from_path(path: str | os.PathLike) -> str:
+    """The export format named by a file's suffix (``.gif``, ``.mp4``, ``.html``/``.htm``).
+
+    Raises
+    ------
+    ExportError
+        When the suffix names no format of :data:`EXPORT_FORMATS`.
+    """
+    suffix = os.path.splitext(os.fspath(path))[1].lower().lstrip(".")
+    if suffix == "htm":
+        suffix = "html"
+    if suffix not in EXPORT_FORMATS:
+        raise ExportError(
+            f"cannot tell the format from {os.fspath(path)!r}: give a file ending in "
+            f"{', '.join('.' + f for f in EXPORT_FORMATS)} or name the format "
+            f"({', '.join(EXPORT_FORMATS)})"
+        )
+    return suffix
+
+
+def _check_format(fmt) -> str:
+    if not isinstance(fmt, str) or fmt.lower().lstrip(".") not in EXPORT_FORMATS:
+        raise ExportError(f"unknown export format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}")
+    return fmt.lower().lstrip(".")
+
+
+def _check_fps(fps) -> float:
+    if isinstance(fps, bool) or not isinstance(fps, (int, float, np.integer, np.floating)):
+        raise ExportError(f"fps must be a number of frames per second, got {fps!r}")
+    fps = float(fps)
+    if not math.isfinite(fps) or fps <= 0 or fps > MAX_FPS:
+        raise ExportError(f"fps must be > 0 and <= {MAX_FPS:g} frames per second, got {fps:g}")
+    return fps
+
+
+def _check_block(trace: Trace, block) -> tuple[int, int]:
+    try:
+        by, bx = (int(v) for v in block)
+    except (TypeError, ValueError):
+        raise ExportError(f"block must be (by, bx), two integers, got {block!r}") from None
+    if not trace.has_block((by, bx)):
+        gy, gx = trace.grid
+        if not (0 <= by < gy and 0 <= bx < gx):
+            raise ExportError(f"block ({by},{bx}) is outside the {gy} x {gx} grid of blocks")
+        recorded = ", ".join(f"({a},{b})" for a, b in trace.detail_blocks[:8].tolist())
+        more = " ..." if len(trace.detail_blocks) > 8 else ""
+        raise ExportError(f"block ({by},{bx}) was not recorded per thread; recorded blocks: "
+                          f"{recorded or 'none'}{more}")
+    return by, bx
+
+
+def _check_views(views, fmt: str):
+    """Views for the format: a tuple (None means the format's default: all it can draw)."""
+    if views is None:
+        return None
+    if isinstance(views, str):
+        views = [v.strip() for v in views.split(",") if v.strip()]
+    views = tuple(views)
+    if not views:
+        raise ExportError("choose at least one view")
+    if fmt == "html":
+        from .render.bokeh_scene import VIEWS as SCENE_VIEWS
+
+        unknown = [v for v in views if v not in SCENE_VIEWS]
+        if unknown:
+            raise ExportError(f"unknown view(s) {', '.join(map(repr, unknown))}; choose from "
+                              f"{', '.join(SCENE_VIEWS)}")
+        return views
+    from .render.pillow import check_views
+
+    html_only = [v for v in views if v in HTML_ONLY_VIEWS]
+    if html_only:
+        raise ExportError(f"view(s) {', '.join(map(repr, html_only))} are shown only in the "
+                          f"HTML export; {fmt.upper()} frames draw: "
+                          "caption, M, N, P, Mds, Nds, threads, legend, source, counters")
+    try:
+        return check_views(views)
+    except ValueError as exc:
+        raise ExportError(str(exc)) from None
+
+
+def _replay(trace, block, granularity, order, focus) -> Replay:
+    if not isinstance(trace, Trace):
+        raise ExportError(f"trace must be a vizmm Trace, got {type(trace).__name__}")
+    if granularity not in GRANULARITIES:
+        raise ExportError(f"granularity must be one of {', '.join(GRANULARITIES)}, "
+                          f"got {granularity!r}")
+    if order not in ORDERS:
+        raise ExportError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    if trace.kernel == "naive":
+        raise ExportError("the naive kernel has no tiles or phases to replay; record a tiled "
+                          "kernel ('tiled', 'boundary' or 'general')")
+    block = _check_block(trace, block)
+    try:
+        return Replay(trace, block, granularity=granularity, order=order, focus=focus)
+    except (ValueError, TypeError) as exc:
+        raise ExportError(str(exc)) from None
+
+
+# ---------------------------------------------------------------- progress
+class _Progress:
+    """A tqdm bar, a caller's callback ``(done, total)``, or nothing."""
+
+    def __init__(self, progress: ProgressArg, total: int, desc: str):
+        self.total = total
+        self.callback = progress if callable(progress) else None
+        self.bar = None
+        if self.callback is None and progress is not False:
+            from tqdm.auto import tqdm
+
+            # None: a bar on a terminal for long exports; True: always
+            disable = None if progress is None else False
+            if progress is None and total <= PROGRESS_AFTER_FRAMES:
+                disable = True
+            self.bar = tqdm(total=total, desc=desc, unit="frame", disable=disable,
+                            leave=False, file=sys.stderr)
+        self.done = 0
+
+    def step(self):
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        if self.callback is not None:
+            self.callback(self.done, self.total)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+# ------------------------------------------------------------------ frames
+def render_frames(trace: Trace, block=(0, 0), granularity: str = "substep",
+                  order: str = "lockstep", views=None, size=(1280, 720),
+                  focus: tuple[int, int] | None = None) -> Iterator:
+    """The frames of a GIF / MP4 export, one RGB :class:`PIL.Image.Image` per replay step.
+
+    Parameters are those of :func:`export_bytes`.
+
+    Yields
+    ------
+    PIL.Image.Image
+        RGB, ``size`` pixels; as many as the replay has steps.
+
+    Raises
+    ------
+    ExportError
+        For a bad block, granularity, order, size or view (before any frame is drawn).
+    """
+    from .render.pillow import FrameRenderer
+
+    replay = _replay(trace, block, granularity, order, focus)
+    views = _check_views(views, "gif")
+    size = _check_size(size, "gif")
+    renderer = FrameRenderer(trace, size=size, views=views, granularity=granularity,
+                             focus=replay.focus)
+    return (renderer.render(replay.frame(i)) for i in range(len(replay)))
+
+
+def _check_size(size, fmt: str) -> tuple[int, int]:
+    from .render.pillow import check_size
+
+    try:
+        w, h = check_size(size)
+    except ValueError as exc:
+        raise ExportError(str(exc)) from None
+    if fmt == "mp4" and (w % 2 or h % 2):
+        raise ExportError(f"an MP4 (H.264, yuv420p) needs an even width and height, got {w}x{h}")
+    return w, h
+
+
+#: Frames sampled (evenly over the replay) to build a GIF's one palette.
+GIF_PALETTE_SAMPLES = 12
+
+
+def gif_palette(images: Iterable):
+    """One 256-colour palette for every frame of a GIF, from a sample of its frames.
+
+    The frames carry about a thousand colours (anti-aliased text), more than
+    a GIF's 256: every third row of the sample is reduced by median cut. One
+    palette for all frames lets the GIF store each frame as its difference
+    to the previous one (a third smaller than a palette per frame), and
+    keeps a flat colour the same in every frame. Where the sample has at
+    most 256 colours the palette holds them exactly.
+
+    Parameters
+    ----------
+    images : iterable of PIL.Image.Image
+        RGB frames, all of one size.
+
+    Returns
+    -------
+    PIL.Image.Image
+        A mode 'P' image whose palette :func:`gif_frame` maps frames to.
+    """
+    from PIL import Image
+
+    comp = Image.fromarray(np.concatenate([np.asarray(im.convert("RGB"))[::3] for im in images]))
+    exact = comp.getcolors(256)
+    if exact is not None:
+        pal = Image.new("P", (1, 1))
+        colors = [v for _, c in exact for v in c]
+        pal.putpalette(colors + colors[:3] * (256 - len(exact)))
+        return pal
+    return comp.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+
+
+def gif_frame(image, palette):
+    """The palette image a GIF export stores for one RGB frame.
+
+    Each pixel takes the nearest colour of ``palette`` (no dithering, so
+    flat areas stay flat): ``gif_frame(img, pal).convert("RGB")`` is exactly
+    what a GIF decoder shows for the frame.
+
+    Parameters
+    ----------
+    image : PIL.Image.Image
+        RGB frame.
+    palette : PIL.Image.Image
+        From :func:`gif_palette`.
+
+    Returns
+    -------
+    PIL.Image.Image
+        Mode 'P'.
+    """
+    from PIL import Image
+
+    return image.convert("RGB").quantize(palette=palette, dither=Image.Dither.NONE)
+
+
+def _gif_bytes(render: Callable[[int], object], n: int, fps: float, progress: _Progress) -> bytes:
+    sample = sorted({int(i) for i in np.linspace(0, n - 1, min(GIF_PALETTE_SAMPLES, n)).round()})
+    palette = gif_palette(render(i) for i in sample)
+    frames = []
+    for i in range(n):
+        frames.append(gif_frame(render(i), palette))
+        progress.step()
+    buf = io.BytesIO()
+    frames[0].save(buf, format="GIF", save_all=True, append_images=frames[1:],
+                   duration=max(20, round(1000 / fps)), loop=0, optimize=False)
+    return buf.getvalue()
+
+
+def _mp4_bytes(frames: Iterable, size: tuple[int, int], fps: float,
+               progress: _Progress) -> bytes:
+    import imageio.v2 as iio
+
+    with tempfile.TemporaryDirectory(prefix="vizmm-mp4-") as tmp:
+        path = os.path.join(tmp, "export.mp4")
+        writer = iio.get_writer(
+            path, format="FFMPEG", mode="I", fps=fps, codec="libx264",
+            pixelformat="yuv420p", macro_block_size=2, quality=None,
+            ffmpeg_log_level="error",
+            output_params=["-crf", str(MP4_CRF), "-preset", "medium",
+                           "-movflags", "+faststart"],
+        )
+        try:
+            for img in frames:
+                writer.append_data(np.asarray(img))
+                progress.step()
+        finally:
+            writer.close()
+        with open(path, "rb") as f:
+            return f.read()
+
+
+# -------------------------------------------------------------------- html
+def _jsonable_column(values) -> list:
+    """A column as JSON-ready list: NaN and infinities become None (JSON has no NaN)."""
+    out = []
+    for v in values:
+        if isinstance(v, (float, np.floating)):
+            v = float(v)
+            out.append(v if math.isfinite(v) else None)
+        elif isinstance(v, np.integer):
+            out.append(int(v))
+        elif isinstance(v, np.ndarray):
+            out.append(_jsonable_column(v.tolist()))
+        else:
+            out.append(v)
+    return out
+
+
+def html_frame_data(columns_per_frame: list[dict[str, dict[str, list]]],
+                    names: Iterable[str] | None = None) -> dict:
+    """Pack the sources' data of every frame, each distinct column stored once (pure).
+
+    Parameters
+    ----------
+    columns_per_frame : list of dict
+        :func:`~vizmm.render.bokeh_scene.frame_columns` of every frame, in order.
+    names : iterable of str, optional
+        Sources to keep (default: all of the first frame's).
+
+    Returns
+    -------
+    dict
+        ``{"n": frames, "pool": [column, ...], "frames": [{source: {column: pool index}}]}``;
+        a column is a JSON-ready list (NaN as None). Frame ``i`` of source
+        ``s`` is ``{c: pool[k] for c, k in frames[i][s].items()}``.
+    """
+    pool: list[list] = []
+    index: dict[str, int] = {}
+    frames = []
+    keep = None if names is None else set(names)
+    for cols in columns_per_frame:
+        entry = {}
+        for name, data in cols.items():
+            if keep is not None and name not in keep:
+                continue
+            refs = {}
+            for col, values in data.items():
+                lst = _jsonable_column(values)
+                key = json.dumps(lst, separators=(",", ":"), allow_nan=False)
+                if key not in index:
+                    index[key] = len(pool)
+                    pool.append(lst)
+                refs[col] = index[key]
+            entry[name] = refs
+        frames.append(entry)
+    return {"n": len(frames), "pool": pool, "frames": frames}
+
+
+_ENGINE_JS = r"""
+(function () {
+  "use strict";
+  const PACK = JSON.parse(document.getElementById("vizmm-frames").textContent);
+  const N = PACK.n;
+  // JSON has no NaN: numeric columns carry null where the frame has NaN
+  const POOL = PACK.pool.map(function (col) {
+    if (col.some(function (v) { return typeof v === "number"; }))
+      return col.map(function (v) { return v === null ? NaN : v; });
+    return col;
+  });
+  let doc = null, current = 0, timer = null, busy = false;
+  const model = function (id) { return doc ? doc.get_model_by_id(id) : null; };
+
+  function show(i) {
+    if (!doc) return;
+    i = Math.max(0, Math.min(N - 1, Math.round(i)));
+    const frame = PACK.frames[i];
+    for (const name in frame) {
+      const src = model(PACK.sources[name]);
+      if (!src) continue;
+      const data = {};
+      const cols = frame[name];
+      for (const c in cols) data[c] = POOL[cols[c]].slice();
+      src.data = data;  // whole columns: never a patch, so any jump shows the right frame
+    }
+    current = i;
+    busy = true;
+    try {
+      const slider = model(PACK.slider);
+      if (slider && slider.value !== i + 1) slider.value = i + 1;
+      const status = model(PACK.status);
+      if (status) status.text = "step " + (i + 1) + " / " + N;
+    } finally { busy = false; }
+    document.body.dataset.vizmmStep = String(i);
+  }
+  function pause() {
+    if (timer !== null) { clearInterval(timer); timer = null; }
+    const b = model(PACK.play); if (b) b.label = "▶ play";
+  }
+  function play() {
+    if (timer !== null) return;
+    if (current >= N - 1) show(0);
+    timer = setInterval(function () {
+      if (current >= N - 1) { pause(); return; }
+      show(current + 1);
+    }, 1000 / PACK.fps);
+    const b = model(PACK.play); if (b) b.label = "❚❚ pause";
+  }
+  function toggle() { if (timer === null) play(); else pause(); }
+  function step(d) { pause(); show(current + d); }
+
+  window.vizmm = {
+    show: function (i) { pause(); show(i); }, step: step, play: play, pause: pause,
+    toggle: toggle, get current() { return current; }, n: N,
+    fromSlider: function (v) { if (!busy && v - 1 !== current) { pause(); show(v - 1); } },
+    get ready() { return doc !== null; },
+  };
+
+  document.addEventListener("keydown", function (e) {
+    if (e.altKey || e.ctrlKey || e.metaKey) return;
+    const t = e.target;
+    if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA")) return;
+    let used = true;
+    if (e.key === "ArrowRight") step(1);
+    else if (e.key === "ArrowLeft") step(-1);
+    else if (e.key === " " || e.key === "Spacebar") toggle();
+    else if (e.key === "Home") step(-N);
+    else if (e.key === "End") step(N);
+    else used = false;
+    if (used) e.preventDefault();
+  });
+
+  (function wait() {  // the document is built once BokehJS has embedded it
+    const docs = window.Bokeh && window.Bokeh.documents;
+    if (docs && docs.length && docs[0].get_model_by_id(PACK.slider)) {
+      doc = docs[0];
+      show(0);
+      document.body.dataset.vizmmReady = "1";
+    } else setTimeout(wait, 20);
+  })();
+})();
+"""
+
+_HTML_TEMPLATE = """{% extends base %}
+{% block postamble %}
+<style>
+  body { font-family: 'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif; margin: 12px; }
+  .vizmm-help { color: #57606a; font-size: 13px; margin: 4px 0 8px 0; }
+</style>
+{% endblock %}
+{% block inner_body %}
+<div class="vizmm-help">{{ help_text }}</div>
+{{ super() }}
+<script type="application/json" id="vizmm-frames">{{ frames_json | safe }}</script>
+<script>{{ engine_js | safe }}</script>
+{% endblock %}
+"""
+
+
+def _html_bytes(trace: Trace, replay: Replay, views, fps: float, progress: _Progress) -> bytes:
+    from bokeh.embed import file_html
+    from bokeh.layouts import column, row
+    from bokeh.models import Button, CustomJS, Div, Slider
+    from bokeh.resources import INLINE
+    from jinja2 import Template
+
+    from .render.bokeh_scene import Scene, frame_columns
+
+    n = len(replay)
+    scene = Scene(trace, views=views)
+    per_frame = []
+    for i in range(n):
+        per_frame.append(frame_columns(replay.frame(i), trace))
+        progress.step()
+    scene.update(replay.frame(0))
+    pack = html_frame_data(per_frame, names=scene.sources.keys())
+
+    button = dict(width=90, height=32, margin=(0, 4, 0, 0))
+    first = Button(label="|◀ first", **button)
+    prev = Button(label="◀ step", **button)
+    play = Button(label="▶ play", button_type="primary", **button)
+    nxt = Button(label="step ▶", **button)
+    last = Button(label="last ▶|", **button)
+    slider = Slider(start=1, end=max(n, 2), value=1, step=1, title="step", width=420,
+                    margin=(0, 12, 0, 8))
+    status = Div(text=f"step 1 / {n}", width=120, margin=(8, 0, 0, 8))
+    first.js_on_click(CustomJS(code="window.vizmm && window.vizmm.step(-window.vizmm.n)"))
+    prev.js_on_click(CustomJS(code="window.vizmm && window.vizmm.step(-1)"))
+    play.js_on_click(CustomJS(code="window.vizmm && window.vizmm.toggle()"))
+    nxt.js_on_click(CustomJS(code="window.vizmm && window.vizmm.step(1)"))
+    last.js_on_click(CustomJS(code="window.vizmm && window.vizmm.step(window.vizmm.n)"))
+    slider.js_on_change("value", CustomJS(code="window.vizmm && window.vizmm.fromSlider("
+                                               "cb_obj.value)"))
+    controls = row(first, prev, play, nxt, last, slider, status)
+    layout = column(controls, scene.layout)
+
+    pack.update(
+        fps=fps,
+        sources={name: src.id for name, src in scene.sources.items()},
+        slider=slider.id, status=status.id, play=play.id,
+    )
+    frames_json = json.dumps(pack, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    j, k, l = trace.shape
+    by, bx = replay.block
+    title = (f"vizmm · {trace.kernel} · M {j}x{k} · N {k}x{l} · TILE_WIDTH {trace.tile_width} · "
+             f"block ({by},{bx})")
+    help_text = (f"{title} · {n} steps ({replay.granularity}, {replay.order}). Keys: ← → step, "
+                 "space play / pause, Home / End first / last step.")
+    html = file_html(
+        layout, INLINE, title=title, template=Template(_HTML_TEMPLATE),
+        template_variables={"frames_json": frames_json, "engine_js": _ENGINE_JS,
+                            "help_text": help_text},
+        suppress_callback_warning=True,
+    )
+    return html.encode("utf-8")
+
+
+# ------------------------------------------------------------------ export
+def export_bytes(trace: Trace, fmt: str, block=(0, 0), granularity: str = "substep",
+                 order: str = "lockstep", views=None, fps: float = 2,
+                 size=(1280, 720), focus: tuple[int, int] | None = None,
+                 progress: ProgressArg = None) -> bytes:
+    """The bytes of an export of one block's replay; writes no file.
+
+    Parameters
+    ----------
+    trace : Trace
+        A recording of a tiled kernel ('tiled', 'boundary' or 'general').
+    fmt : {'gif', 'mp4', 'html'}
+    block : (by, bx)
+        A block recorded per thread (``trace.has_block``).
+    granularity : {'substep', 'phase'}
+        One frame per sub-step of Fig. 5.9's loop, or one per phase.
+    order : {'lockstep', 'recorded'}
+        Barrier arrivals all at once, or in the recorded order.
+    views : iterable of str or str, optional
+        Which views to draw (a comma-separated string is accepted). GIF/MP4:
+        :data:`vizmm.render.pillow.VIEWS`; HTML: the dashboard's
+        :data:`vizmm.render.bokeh_scene.VIEWS`. Default: all.
+    fps : float
+        Frames (steps) per second of the GIF / MP4 and of the HTML's play
+        button; > 0 and at most :data:`MAX_FPS`.
+    size : (width, height)
+        Pixels of the GIF / MP4 frames (fonts and cells scale with it); an
+        MP4 needs both even. The HTML page has the dashboard's own sizes.
+    focus : (ty, tx), optional
+        A thread to follow: its loads and reads are outlined.
+    progress : bool, callable or None
+        None: a tqdm bar on a terminal for exports of more than
+        :data:`PROGRESS_AFTER_FRAMES` frames; True: always a bar; False:
+        none; a callable is called as ``progress(done, total)`` after each frame.
+
+    Returns
+    -------
+    bytes
+        The GIF, MP4 or HTML file (one frame per replay step).
+
+    Raises
+    ------
+    ExportError
+        (a ValueError) for an unknown format, a block that was not recorded,
+        a bad granularity, order, view, size or fps, a naive-kernel trace.
+    """
+    fmt = _check_format(fmt)
+    fps = _check_fps(fps)
+    replay = _replay(trace, block, granularity, order, focus)
+    views = _check_views(views, fmt)
+    if fmt != "html":
+        size = _check_size(size, fmt)
+    n = len(replay)
+    bar = _Progress(progress, n, f"vizmm export {fmt}")
+    try:
+        if fmt == "html":
+            return _html_bytes(trace, replay, views, fps, bar)
+        from .render.pillow import FrameRenderer
+
+        renderer = FrameRenderer(trace, size=size, views=views, granularity=granularity,
+                                 focus=replay.focus)
+        def render(i):
+            return renderer.render(replay.frame(i))
+
+        if fmt == "gif":
+            return _gif_bytes(render, n, fps, bar)
+        return _mp4_bytes((render(i) for i in range(n)), size, fps, bar)
+    finally:
+        bar.close()
+
+
+def export(trace: Trace, path: str | os.PathLike, fmt: str | None = None, **kwargs) -> str:
+    """Write an export of one block's replay to ``path``, atomically.
+
+    The file is written to a temporary file in the same folder and renamed
+    into place: a failed export (bad argument, encoder error, interruption)
+    leaves no file, and an existing file at ``path`` is replaced only by a
+    complete one.
+
+    Parameters
+    ----------
+    trace : Trace
+    path : str or os.PathLike
+        Where to write.
+    fmt : {'gif', 'mp4', 'html'}, optional
+        Default: from the suffix of ``path``.
+    **kwargs
+        ``block``, ``granularity``, ``order``, ``views``, ``fps``, ``size``,
+        ``focus``, ``progress``: see :func:`export_bytes`.
+
+    Returns
+    -------
+    str
+        The path written.
+
+    Raises
+    ------
+    ExportError
+        For bad arguments (see :func:`export_bytes`), or a format that
+        cannot be told from the path.
+    OSError
+        When the folder does not exist or is not writable.
+    """
+    path = os.fspath(path)
+    fmt = format_from_path(path) if fmt is None else _check_format(fmt)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(2, "no such folder", folder)
+    data = export_bytes(trace, fmt, **kwargs)
+    return atomic_write(path, data)
+
+
+# --------------------------------------------------------------------- cli
+def _parse_pair(text: str, what: str, example: str, sep=",") -> tuple[int, int]:
+    parts = [p.strip() for p in text.replace("x", sep).replace("X", sep).split(sep)]
+    try:
+        a, b = (int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{what} must be two integers like {example}, got {text!r}") from None
+    return a, b
+
+
+def _parse_block(text: str) -> tuple[int, int]:
+    return _parse_pair(text, "--block", "0,1 (by,bx)")
+
+
+def _parse_focus(text: str) -> tuple[int, int]:
+    return _parse_pair(text, "--focus", "1,0 (ty,tx)")
+
+
+def _parse_size(text: str) -> tuple[int, int]:
+    return _parse_pair(text, "--size", "1920x1080 (width x height)")
+
+
+def _parse_fps(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"--fps must be a number > 0, got {text!r}")
+    return v
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{int(n)} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def add_export_parser(subparsers) -> None:
+    """Add ``vizmm export`` to the ``vizmm`` command's subparsers."""
+    p = subparsers.add_parser(
+        "export",
+        help="write a block's replay as a GIF, an MP4 video or one offline HTML file",
+        description=(
+            "Replay one block of a trace and write it as an animated GIF, an H.264 MP4 "
+            "(for slides) or one self-contained HTML file that works offline (play, step, "
+            "scrub; keys ← → space Home End). One frame per step."
+        ),
+    )
+    p.add_argument("file", metavar="TRACE", help="a trace written by 'vizmm record'")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="where to write (default: TRACE with the format's suffix)")
+    p.add_argument("--format", "-f", choices=EXPORT_FORMATS, dest="fmt",
+                   help="gif, mp4 or html (default: from the suffix of -o)")
+    p.add_argument("--block", type=_parse_block, metavar="BY,BX",
+                   help="the block (blockIdx.y, blockIdx.x); default: the first block "
+                        "recorded per thread")
+    p.add_argument("--granularity", choices=GRANULARITIES, default="substep",
+                   help="one frame per sub-step of the loop or per phase (default: substep)")
+    p.add_argument("--order", choices=ORDERS, default="lockstep",
+                   help="barrier arrivals all at once or in the recorded order "
+                        "(default: lockstep)")
+    p.add_argument("--views", metavar="V1,V2,...",
+                   help="views to draw, e.g. M,N,P,Mds,Nds (default: all)")
+    p.add_argument("--fps", type=_parse_fps, default=2.0,
+                   help="steps per second (default: 2)")
+    p.add_argument("--size", type=_parse_size, default=(1280, 720), metavar="WxH",
+                   help="GIF / MP4 frame size in pixels (default: 1280x720; 1920x1080 for "
+                        "full HD)")
+    p.add_argument("--focus", type=_parse_focus, metavar="TY,TX",
+                   help="follow one thread: outline its loads and reads")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_export)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``vizmm export``: write the export and say where, how big, how many frames."""
+    from .trace import load
+
+    if not os.path.exists(args.file):
+        raise ExportError(f"{args.file}: no such file")
+    if os.path.isdir(args.file):
+        raise ExportError(f"{args.file} is a folder, not a trace file")
+    if args.output is None and args.fmt is None:
+        raise ExportError("give -o FILE (.gif, .mp4 or .html) or --format")
+    fmt = args.fmt or format_from_path(args.output)
+    out = args.output or os.path.splitext(args.file)[0] + "." + fmt
+    if args.output is not None and args.fmt is not None:
+        suffix = os.path.splitext(out)[1].lower().lstrip(".")
+        suffix = "html" if suffix == "htm" else suffix
+        if suffix in EXPORT_FORMATS and suffix != fmt:
+            raise ExportError(f"--format {fmt} does not match the suffix of {out}")
+    trace = load(args.file)
+    if len(trace.detail_blocks) == 0:
+        raise ExportError(f"{args.file} recorded no block per thread")
+    block = args.block if args.block is not None else tuple(trace.detail_blocks[0].tolist())
+    export(trace, out, fmt=fmt, block=block, granularity=args.granularity, order=args.order,
+           views=args.views, fps=args.fps, size=args.size, focus=args.focus,
+           progress=False if args.quiet else None)
+    n = len(Replay(trace, block, granularity=args.granularity, order=args.order))
+    size = os.path.getsize(out)
+    what = f"{args.size[0]}x{args.size[1]}, " if fmt != "html" else ""
+    print(f"wrote {out} ({_human(size)}): {fmt} of block ({block[0]},{block[1]}), {n} frames "
+          f"({args.granularity}, {args.order}), {what}{args.fps:g} fps")
+    return 0
