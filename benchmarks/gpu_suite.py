@@ -165,13 +165,11 @@ def time_kernels(quick):
         row["plain_ms"], _ = _event_time(lambda: plain[grid, block](M, N, P, W), reps)
         agg = _record_arrays("tiled", W, T, detail_all=False, aggregated=True)
         row["aggregated_ms"], _ = _event_time(lambda: inst[grid, block](M, N, P, W, *agg), reps)
-        del agg
         full_bytes = (W * W) * (-(-W // T)) * (24 + 4 + 16 + 32)
         if full_bytes < 30e9:
             full = _record_arrays("tiled", W, T, detail_all=True, aggregated=False)
             row["full_ms"], _ = _event_time(lambda: inst[grid, block](M, N, P, W, *full),
                                             max(3, reps // 4))
-            del full
         else:
             row["full_ms"] = None
             row["full_note"] = f"full records would take {full_bytes / 1e9:.0f} GB"
