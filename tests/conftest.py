@@ -50,6 +50,15 @@ def gpu_usable() -> bool:
     return _gpu_usable
 
 
+def pytest_configure(config):
+    # numba-cuda warns about grids of fewer than 128 blocks, which the book's
+    # examples are. Its warning class lives in numba.cuda.core.errors (not
+    # numba.core.errors); matching the message imports nothing.
+    config.addinivalue_line(
+        "filterwarnings", "ignore:.*will likely result in GPU under-utilization:Warning"
+    )
+
+
 def pytest_collection_modifyitems(config, items):
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if gpu_items and not gpu_usable():
