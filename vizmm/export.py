@@ -54,6 +54,7 @@ __all__ = [
     "render_frames",
     "gif_frame",
     "gif_palette",
+    "gif_sample_steps",
     "html_frame_data",
     "format_from_path",
     "add_export_parser",
@@ -116,6 +117,8 @@ def _check_fps(fps) -> float:
 
 def _check_block(trace: Trace, block) -> tuple[int, int]:
     try:
+        if isinstance(block, (str, bytes)) or any(isinstance(v, (bool, float)) for v in block):
+            raise TypeError
         by, bx = (int(v) for v in block)
     except (TypeError, ValueError):
         raise ExportError(f"block must be (by, bx), two integers, got {block!r}") from None
@@ -309,9 +312,13 @@ def gif_frame(image, palette):
     return image.convert("RGB").quantize(palette=palette, dither=Image.Dither.NONE)
 
 
+def gif_sample_steps(n: int) -> list[int]:
+    """The steps (of ``n``) whose frames make a GIF's palette: evenly spread, at most 12."""
+    return sorted({int(i) for i in np.linspace(0, n - 1, min(GIF_PALETTE_SAMPLES, n)).round()})
+
+
 def _gif_bytes(render: Callable[[int], object], n: int, fps: float, progress: _Progress) -> bytes:
-    sample = sorted({int(i) for i in np.linspace(0, n - 1, min(GIF_PALETTE_SAMPLES, n)).round()})
-    palette = gif_palette(render(i) for i in sample)
+    palette = gif_palette(render(i) for i in gif_sample_steps(n))
     frames = []
     for i in range(n):
         frames.append(gif_frame(render(i), palette))
