@@ -1,0 +1,892 @@
+"""The vizmm dashboard: step through the tiled kernel of PMPP ch. 5, thread by thread.
+
+Serve it with::
+
+    panel serve apps/dashboard.py            # http://localhost:5006/dashboard
+
+It opens on the book's Fig. 5.7/5.8 example (4 x 4 matrices, TILE_WIDTH 2).
+Pick another example, record any shape in Numba's CUDA simulator, or load a
+trace file; then step with the buttons or the keys (← → space Home End, ``g``
+for phases / sub-steps). The URL keeps the trace, block, followed thread,
+step, granularity and order, so a bookmark brings the same slide back.
+
+The app is thin: :class:`DashboardState` (a ``param.Parameterized``) holds
+every choice and the current :class:`~vizmm.replay.Frame`;
+:class:`Dashboard` (a ``pn.viewable.Viewer``) builds the widgets and draws
+frames with the shared Bokeh :class:`~vizmm.render.bokeh_scene.Scene`. More
+tabs (views of a whole large launch, say) plug in through
+:meth:`Dashboard.add_view` without touching the rest.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import io
+import json
+import os
+import sys
+import threading
+import urllib.parse
+from collections.abc import Callable
+from typing import ClassVar
+
+import panel as pn
+import param
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:  # `panel serve apps/dashboard.py` runs this file as a script
+    sys.path.insert(0, _ROOT)
+
+import vizmm  # noqa: E402
+from apps import traces  # noqa: E402
+from apps.keys import KeyboardShortcuts  # noqa: E402
+from vizmm.record import DEFAULT_MAX_BYTES  # noqa: E402
+from vizmm.render.bokeh_scene import Scene, slot_label  # noqa: E402
+from vizmm.replay import GRANULARITIES, ORDERS, Replay, SlotState, Step, Sub, ThreadState  # noqa: E402
+from vizmm.trace import Trace, TraceError  # noqa: E402
+
+__all__ = ["DashboardState", "Dashboard", "RecordForm", "URL_PARAMS", "KEYS", "create_app"]
+
+#: Parameters of :class:`DashboardState` kept in the URL, and their query names.
+URL_PARAMS = {
+    "source": "trace",
+    "by": "by",
+    "bx": "bx",
+    "ty": "ty",
+    "tx": "tx",
+    "step": "step",
+    "granularity": "granularity",
+    "order": "order",
+    "presenter": "presenter",
+}
+
+#: Keyboard shortcuts: key -> what it does (shown in the help card).
+KEYS = {
+    "ArrowRight": "next step",
+    "ArrowLeft": "previous step",
+    " ": "play / pause",
+    "Home": "first step",
+    "End": "last step",
+    "g": "phases ↔ sub-steps",
+    "o": "lockstep ↔ recorded order",
+    "p": "presenter mode on / off",
+}
+_KEY_NAMES = {"ArrowRight": "→", "ArrowLeft": "←", " ": "space", "Home": "Home", "End": "End"}
+
+
+# ------------------------------------------------------------------ state
+class DashboardState(param.Parameterized):
+    """Everything the user chose, and the frame it leads to.
+
+    Set the parameters (from widgets, keys, the URL or a test) and read
+    :attr:`frame` / :meth:`status`. Nothing here knows about widgets.
+    """
+
+    source = param.String(default=traces.DEFAULT, doc="Trace key (see apps.traces).")
+    by = param.Integer(default=0, bounds=(0, None), doc="blockIdx.y of the replayed block.")
+    bx = param.Integer(default=0, bounds=(0, None), doc="blockIdx.x of the replayed block.")
+    ty = param.Integer(default=-1, bounds=(-1, None), doc="Followed thread's ty (-1: none).")
+    tx = param.Integer(default=-1, bounds=(-1, None), doc="Followed thread's tx (-1: none).")
+    step = param.Integer(default=0, bounds=(0, None), doc="Step of the replay.")
+    granularity = param.Selector(default="substep", objects=list(GRANULARITIES))
+    order = param.Selector(default="lockstep", objects=list(ORDERS))
+    presenter = param.Boolean(default=False, doc="Large fonts, controls tucked away.")
+    playing = param.Boolean(default=False)
+    speed = param.Number(default=2.0, bounds=(0.25, 20.0), doc="Steps per second when playing.")
+
+    trace = param.ClassSelector(class_=Trace, default=None, allow_None=True, precedence=-1)
+    frame = param.Parameter(default=None, precedence=-1, doc="The current Frame (or None).")
+    n_steps = param.Integer(default=1, precedence=-1)
+    message = param.String(default="", precedence=-1, doc="What went wrong, for the page.")
+    message_kind = param.Selector(default="danger", objects=["danger", "warning", "info"],
+                                  precedence=-1)
+    busy = param.String(default="", precedence=-1, doc="What is being loaded or recorded.")
+    progress = param.Integer(default=-1, precedence=-1, doc="Percent done, -1 unknown.")
+
+    _WATCHED: ClassVar[list[str]] = ["trace", "by", "bx", "ty", "tx", "granularity", "order",
+                                     "step"]
+
+    def __init__(self, loader: Callable[[str], None] | None = None, **params):
+        self.replay: Replay | None = None
+        self._loader = loader
+        self._guard = False
+        self._started = False
+        super().__init__(**params)
+        self.param.watch(self._changed, self._WATCHED)
+        self.param.watch(self._on_source, ["source"])
+
+    # ----------------------------------------------------------- loading
+    def start(self) -> DashboardState:
+        """Load the trace of :attr:`source` (call once the URL has been applied)."""
+        self._started = True
+        self._load(self.source)
+        return self
+
+    def _on_source(self, *events) -> None:
+        if self._started:
+            self._load(self.source)
+
+    def _load(self, key: str) -> None:
+        trace = traces.cached(key)
+        if trace is not None:
+            self.set_trace(key, trace)
+            return
+        try:
+            traces.parse_key(key)
+        except ValueError as exc:
+            self.show(str(exc))
+            return
+        (self._loader or self.load_now)(key)
+
+    def load_now(self, key: str, progress: Callable[[int, int], None] | None = None) -> None:
+        """Load or record ``key`` in this thread, then show it (errors go to :attr:`message`)."""
+        try:
+            trace = traces.get_trace(key, progress=progress)
+        except (ValueError, KeyError, vizmm.RecordError, vizmm.GPUUnavailableError) as exc:
+            self.show(_plain(exc))
+            return
+        self.set_trace(key, trace)
+
+    def set_trace(self, key: str, trace: Trace) -> None:
+        """Show ``trace`` if it is still the one asked for (``key`` is :attr:`source`)."""
+        if key != self.source:
+            return  # the user asked for something else meanwhile
+        if self.message and self.message_kind == "danger":
+            self.message = ""
+        self.trace = trace
+
+    def show(self, message: str, kind: str = "danger") -> None:
+        """Put a message on the page (``kind``: danger, warning or info)."""
+        self.param.update(message=message, message_kind=kind)
+
+    def choose_source(self, key: str) -> None:
+        """Open another trace at its first step (what the trace menu does)."""
+        block = (0, 0)
+        what = None
+        try:
+            what = traces.parse_key(key)
+        except ValueError:
+            pass
+        if isinstance(what, traces.Preset):
+            block = what.block
+        self.param.update(source=key, by=block[0], bx=block[1], ty=-1, tx=-1, step=0,
+                          playing=False, message="")
+
+    # ----------------------------------------------------------- replay
+    def _changed(self, *events) -> None:
+        if self._guard:
+            return
+        names = {e.name for e in events}
+        if names == {"step"}:
+            self._show_step()
+            return
+        self._rebuild(names)
+
+    def _set_quietly(self, **values) -> None:
+        values = {k: v for k, v in values.items() if getattr(self, k) != v}
+        if not values:
+            return
+        self._guard = True
+        try:
+            self.param.update(**values)
+        finally:
+            self._guard = False
+
+    def _rebuild(self, names: set[str]) -> None:
+        trace = self.trace
+        if trace is None:
+            self.replay, self.frame = None, None
+            return
+        if trace.kernel == "naive":
+            self.replay, self.frame = None, None
+            self.show("This trace is of the naive kernel (Fig. 3.11): it has no tiles or "
+                      "phases to replay. Record a tiled kernel ('boundary', 'tiled' or "
+                      "'general').")
+            return
+        if not len(trace.detail_blocks):
+            self.replay, self.frame = None, None
+            self.show("This trace holds no block recorded per thread (aggregated only); "
+                      "there is nothing to replay thread by thread.", "warning")
+            return
+        gy, gx = trace.grid
+        block = (self.by, self.bx)
+        old = self.replay
+        if not trace.has_block(block):
+            fallback = (old.block if old is not None and old.trace is trace
+                        and "trace" not in names else
+                        tuple(int(v) for v in trace.detail_blocks[0]))
+            if 0 <= block[0] < gy and 0 <= block[1] < gx and "trace" not in names:
+                self.show(f"Block ({block[0]},{block[1]}) was not recorded per thread "
+                          f"(this trace keeps {len(trace.detail_blocks)} of {gy * gx} blocks "
+                          f"in detail); still showing block ({fallback[0]},{fallback[1]}).",
+                          "warning")
+            block = fallback
+        T = trace.tile_width
+        focus = (self.ty, self.tx) if (0 <= self.ty < T and 0 <= self.tx < T) else None
+        self._set_quietly(by=block[0], bx=block[1], ty=focus[0] if focus else -1,
+                          tx=focus[1] if focus else -1)
+        new = Replay(trace, block, self.granularity, self.order, focus)
+        step = self.step
+        if (old is not None and old.trace is trace and old.block == new.block
+                and "step" not in names and names & {"granularity", "order"}):
+            step = _equivalent(old.steps[min(step, len(old) - 1)], new)
+        step = max(0, min(step, len(new) - 1))
+        self.replay = new
+        self._set_quietly(step=step, n_steps=len(new))
+        if self.message_kind == "danger":
+            self.message = ""
+        self.frame = new.frame(step)
+
+    def _show_step(self) -> None:
+        if self.replay is None:
+            return
+        n = len(self.replay)
+        if self.step >= n:
+            self._set_quietly(step=n - 1)
+        self.frame = self.replay.frame(self.step)
+
+    # ------------------------------------------------------- navigation
+    def go(self, step: int) -> None:
+        """Go to ``step`` (clamped to the replay)."""
+        if self.replay is not None:
+            self.step = max(0, min(int(step), len(self.replay) - 1))
+
+    def next(self) -> bool:
+        """One step forward; returns False (and stops playing) at the last step."""
+        if self.replay is None or self.step >= len(self.replay) - 1:
+            self.playing = False
+            return False
+        self.step += 1
+        return True
+
+    def prev(self) -> None:
+        """One step back."""
+        self.go(self.step - 1)
+
+    def first(self) -> None:
+        """The first step."""
+        self.go(0)
+
+    def last(self) -> None:
+        """The last step."""
+        self.go(self.n_steps - 1)
+
+    def toggle_play(self) -> None:
+        """Play or pause; playing from the last step starts again at the first."""
+        if not self.playing and self.replay is not None and self.step >= len(self.replay) - 1:
+            self.step = 0
+        self.playing = not self.playing
+
+    def tick(self) -> None:
+        """One step of playing (called by the play timer)."""
+        if self.playing:
+            self.next()
+
+    def toggle_granularity(self) -> None:
+        """Switch between phases and sub-steps, staying at the same moment."""
+        self.granularity = "phase" if self.granularity == "substep" else "substep"
+
+    def toggle_order(self) -> None:
+        """Switch between lockstep and recorded order."""
+        self.order = "recorded" if self.order == "lockstep" else "lockstep"
+
+    def follow(self, ty: int, tx: int) -> None:
+        """Follow thread (ty, tx); following it again stops following."""
+        if (self.ty, self.tx) == (ty, tx):
+            self.param.update(ty=-1, tx=-1)
+        else:
+            self.param.update(ty=int(ty), tx=int(tx))
+
+    def select_block(self, by: int, bx: int) -> None:
+        """Replay block (by, bx) (a block not recorded per thread gives a message)."""
+        if self.message_kind != "danger":
+            self.message = ""
+        self.param.update(by=int(by), bx=int(bx))
+
+    def handle_key(self, key: str) -> None:
+        """Do what key ``key`` (a ``KeyboardEvent.key``) stands for (see :data:`KEYS`)."""
+        action = {
+            "ArrowRight": self.next, "ArrowLeft": self.prev, " ": self.toggle_play,
+            "Home": self.first, "End": self.last, "g": self.toggle_granularity,
+            "G": self.toggle_granularity, "o": self.toggle_order,
+            "p": lambda: setattr(self, "presenter", not self.presenter),
+        }.get(key)
+        if action is not None:
+            if key not in (" ",):
+                self.playing = False if key in ("Home", "End", "ArrowLeft") else self.playing
+            action()
+
+    # ------------------------------------------------------------ views
+    def status(self) -> dict:
+        """What the page shows, as plain data (tests read it; the page puts it in the DOM).
+
+        Returns
+        -------
+        dict
+            ``ready``; and when a frame is shown: ``source``, ``step``,
+            ``count``, ``sub``, ``phase``, ``k``, ``block``, ``thread``,
+            ``granularity``, ``order``, ``mds`` / ``nds`` (T x T labels in
+            the book's notation, ``M_{0,2}``, ``0.0``, ``?``), ``mds_state``
+            / ``nds_state`` (:class:`~vizmm.replay.SlotState` names), ``threads``
+            (T x T :class:`~vizmm.replay.ThreadState` names in lower case),
+            ``loads``, ``naive``, ``cgma``, ``pvalue`` (followed thread's,
+            or None), ``title``, ``message``.
+        """
+        f = self.frame
+        if f is None:
+            return {"ready": False, "source": self.source, "message": self.message,
+                    "busy": self.busy}
+        T = f.thread_state.shape[0]
+        thread = None if f.focus is None else list(f.focus)
+        return {
+            "ready": True,
+            "source": self.source,
+            "step": f.index,
+            "count": f.count,
+            "sub": f.step.sub.value,
+            "phase": f.step.phase,
+            "k": f.step.k,
+            "block": list(f.block),
+            "thread": thread,
+            "granularity": self.granularity,
+            "order": self.order,
+            "mds": [[slot_label(f.mds_state[y, x], f.mds_src[y, x], "M") for x in range(T)]
+                    for y in range(T)],
+            "nds": [[slot_label(f.nds_state[y, x], f.nds_src[y, x], "N") for x in range(T)]
+                    for y in range(T)],
+            "mds_state": [[SlotState(int(v)).name.lower() for v in r] for r in f.mds_state],
+            "nds_state": [[SlotState(int(v)).name.lower() for v in r] for r in f.nds_state],
+            "threads": [[ThreadState(int(f.thread_state[y, x])).name.lower()
+                         for x in range(T)] for y in range(T)],
+            "loads": int(f.loads_so_far),
+            "naive": int(f.naive_loads_so_far),
+            "cgma": round(float(f.cgma), 4),
+            "pvalue": None if f.focus is None else _num(f.pvalue[f.focus]),
+            "title": f.title,
+            "message": self.message,
+        }
+
+    def url_query(self) -> str:
+        """The URL query that restores this state (what ``location.sync`` writes)."""
+        q = {}
+        for p, name in URL_PARAMS.items():
+            v = self.param[p].serialize(getattr(self, p))
+            q[name] = v if isinstance(v, str) else json.dumps(v)
+        return urllib.parse.urlencode(q)
+
+    def apply_query(self, query: str) -> None:
+        """Apply a URL query (``?trace=...&step=...``) exactly as ``location.sync`` does."""
+        from panel.util import parse_query
+
+        parsed = parse_query("?" + query.lstrip("?"))
+        values = {}
+        for p, name in URL_PARAMS.items():
+            if name in parsed:
+                v = parsed[name]
+                try:
+                    v = self.param[p].deserialize(v)
+                except Exception:  # noqa: BLE001 - location.sync keeps the raw value too
+                    pass
+                values[p] = v
+        try:
+            self.param.update(**values)
+        except Exception:  # noqa: BLE001 - location.sync then calls on_error
+            self.apply_values(values)
+
+    def apply_values(self, values: dict) -> None:
+        """Set the valid values of a URL, ignore the others (``location.sync``'s ``on_error``).
+
+        The URL parser reads ``-1`` as a float; integral floats are taken as integers.
+        """
+        clean = {}
+        for k, v in values.items():
+            if isinstance(self.param[k], param.Integer) and isinstance(v, float) \
+                    and v.is_integer():
+                v = int(v)
+            if isinstance(self.param[k], param.String) and not isinstance(v, str):
+                v = str(v)
+            clean[k] = v
+        try:
+            self.param.update(**clean)
+        except Exception:  # noqa: BLE001 - fall back to one by one
+            for k, v in clean.items():
+                try:
+                    self.param.update(**{k: v})
+                except Exception:  # noqa: BLE001 - a bad value is ignored
+                    continue
+
+
+def _equivalent(step: Step, replay: Replay) -> int:
+    """The step of ``replay`` at the same moment as ``step`` (of another granularity/order)."""
+    steps = replay.steps
+    if step.sub == Sub.START:
+        return 0
+    if step.sub == Sub.WRITE_P:
+        return len(steps) - 1
+    if replay.granularity == "phase":
+        for i, s in enumerate(steps):
+            if s.sub == Sub.PHASE and s.phase == step.phase:
+                return i
+        return 0
+    if step.sub == Sub.PHASE:  # a whole phase: its end in sub-steps
+        return replay.index_of(step.phase, Sub.RELEASE_2)
+    best, best_i = None, 0
+    for i, s in enumerate(steps):
+        if s.sub == step.sub and s.phase == step.phase and s.k == step.k:
+            d = abs((s.arrived or 0) - (step.arrived or 0))
+            if best is None or d < best:
+                best, best_i = d, i
+    return best_i
+
+
+def _num(v) -> float | None:
+    v = float(v)
+    return None if v != v else v
+
+
+def _plain(exc: BaseException) -> str:
+    msg = str(exc)
+    if isinstance(exc, KeyError) and len(msg) > 1 and msg[0] == msg[-1] == "'":
+        msg = msg[1:-1]
+    return msg
+
+
+# -------------------------------------------------------------- recorder
+class RecordForm(pn.viewable.Viewer):
+    """Record any shape: kernel, sizes, TILE_WIDTH, seed, backend; estimate shown first."""
+
+    kernel = param.Selector(default="boundary", objects=["boundary", "tiled", "general"],
+                            doc="'boundary' Fig. 5.13, 'tiled' Fig. 5.9 (no checks), "
+                                "'general' j x k . k x l")
+    j = param.Integer(default=6, bounds=(1, 4096), label="rows of M (j) / Width")
+    k = param.Integer(default=5, bounds=(1, 4096), label="columns of M = rows of N (k)")
+    l = param.Integer(default=7, bounds=(1, 4096), label="columns of N (l)")  # noqa: E741
+    tile_width = param.Integer(default=2, bounds=(1, 32), label="TILE_WIDTH")
+    seed = param.Integer(default=0, bounds=(0, 2**31 - 1), label="seed of the inputs")
+    backend = param.Selector(default="simulator", objects=["simulator", "auto", "gpu"])
+    estimate = param.String(default="", precedence=-1)
+    valid = param.Boolean(default=True, precedence=-1)
+
+    MAX_SIM_SECONDS: ClassVar[float] = 900.0
+
+    def __init__(self, on_record: Callable[[traces.RecordSpec], None], **params):
+        super().__init__(**params)
+        self._on_record = on_record
+        self._button = pn.widgets.Button(label="Record", color="primary", width=120)
+        self._button.on_click(lambda event: self.record())
+        self._estimate_pane = pn.pane.Markdown("", margin=(0, 10), styles={"font-size": "0.9em"})
+        self._update_estimate()
+
+    def spec(self) -> traces.RecordSpec:
+        """The recording the form describes (square kernels use j for all three sizes)."""
+        if self.kernel == "general":
+            j, k, l = self.j, self.k, self.l
+        else:
+            j = k = l = self.j
+        return traces.RecordSpec(self.kernel, j, k, l, self.tile_width, self.seed, self.backend)
+
+    @param.depends("kernel", "j", "k", "l", "tile_width", "seed", "backend", watch=True)
+    def _update_estimate(self) -> None:
+        s = self.spec()
+        try:
+            est = vizmm.estimate(s.j, s.k, s.l, s.tile_width, s.kernel)
+        except vizmm.RecordError as exc:
+            self.param.update(estimate=f"⚠ {exc}", valid=False)
+        else:
+            text = f"Estimate: {est.describe()}."
+            valid = True
+            if est.bytes > DEFAULT_MAX_BYTES:
+                text += " Too large to record here."
+                valid = False
+            elif s.backend == "simulator" and est.simulator_seconds > self.MAX_SIM_SECONDS:
+                text += (" Too slow for the simulator here: record it on a GPU "
+                         "(backend 'gpu') or with the command line.")
+                valid = False
+            elif s.backend != "gpu" and est.simulator_seconds > 30:
+                text += " This will take a while; a progress bar shows how far it is."
+            self.param.update(estimate=text, valid=valid)
+        self._button.disabled = not self.valid
+        self._estimate_pane.object = self.estimate
+
+    def record(self) -> None:
+        """Start the recording (the dashboard loads it like any other trace)."""
+        if self.valid:
+            self._on_record(self.spec())
+
+    def __panel__(self):
+        square = pn.bind(lambda kernel: kernel == "general", self.param.kernel)
+        widgets = pn.Param(self.param, parameters=["kernel", "j", "tile_width", "seed",
+                                                   "backend"],
+                           widgets={"kernel": pn.widgets.RadioButtonGroup,
+                                    "backend": pn.widgets.RadioButtonGroup},
+                           show_name=False, width=330)
+        extra = pn.Param(self.param, parameters=["k", "l"], show_name=False, width=330,
+                         visible=square)
+        return pn.Column(widgets, extra, self._estimate_pane, self._button, width=350)
+
+
+# ------------------------------------------------------------- dashboard
+class Dashboard(pn.viewable.Viewer):
+    """The page: controls, the Bokeh scene of the current frame, extra tabs.
+
+    Parameters
+    ----------
+    state : DashboardState, optional
+        A state to drive (a new one by default).
+    served : bool, optional
+        Whether it runs in a Bokeh server session (timers, threads for
+        recordings, URL sync); by default ``pn.state.served``.
+    """
+
+    state = param.ClassSelector(class_=DashboardState)
+
+    #: Extra tabs: ``(title, factory(state) -> Panel object)``; see :meth:`add_view`.
+    EXTRA_VIEWS: ClassVar[list[tuple[str, Callable[[DashboardState], object]]]] = []
+
+    def __init__(self, state: DashboardState | None = None, served: bool | None = None,
+                 **params):
+        served = bool(pn.state.served) if served is None else served
+        super().__init__(state=state or DashboardState(), **params)
+        self._served = served
+        self._scene: Scene | None = None
+        self._play_cb = None
+        self._job = None
+        self._job_cb = None
+        if served:
+            self.state._loader = self._load_in_background
+        self._build_widgets()
+        self.state.param.watch(self._draw, ["frame", "presenter"])
+        self.state.param.watch(self._on_trace, ["trace"])
+        self.state.param.watch(self._on_message, ["message", "message_kind", "busy", "progress"])
+        self.state.param.watch(self._on_playing, ["playing", "speed"])
+        self.state.param.watch(self._on_presenter, ["presenter"])
+        self.state.param.watch(self._on_source_changed, ["source"])
+        if served and pn.state.location is not None:
+            pn.state.location.sync(self.state, URL_PARAMS, on_error=self.state.apply_values)
+        self.state.start()
+        self._on_trace()
+        self._draw()
+        self._on_message()
+        self._on_presenter()
+
+    # -------------------------------------------------------- extension
+    @classmethod
+    def add_view(cls, title: str, factory: Callable[[DashboardState], object]) -> None:
+        """Add a tab to every dashboard made afterwards.
+
+        ``factory(state)`` returns a Panel object; it reads (and may set) the
+        shared :class:`DashboardState`, e.g. ``state.trace`` or
+        ``state.select_block``.
+        """
+        cls.EXTRA_VIEWS.append((title, factory))
+
+    # ----------------------------------------------------------- widgets
+    def _build_widgets(self) -> None:
+        s = self.state
+        self.trace_select = pn.widgets.Select(label="Example or trace",
+                                              options=self._trace_options(), value=s.source,
+                                              width=430)
+        self.trace_select.param.watch(self._on_trace_select, "value")
+
+        def button(name, action, tip, width=54):
+            b = pn.widgets.Button(label=name, width=width, description=tip, margin=(5, 2))
+            b.on_click(lambda event: action())
+            return b
+
+        self.first_button = button("|◀", s.first, "first step (Home)")
+        self.prev_button = button("◀", s.prev, "previous step (←)")
+        self.play_button = button("▶ play", s.toggle_play, "play / pause (space)", 86)
+        self.next_button = button("▶", s.next, "next step (→)")
+        self.last_button = button("▶|", s.last, "last step (End)")
+        self.slider = pn.widgets.IntSlider(label="step", start=1, end=max(2, s.n_steps),
+                                           value=s.step + 1, sizing_mode="stretch_width",
+                                           min_width=200, margin=(5, 12))
+        self.slider.param.watch(lambda e: s.go(e.new - 1), "value")
+        self.speed = pn.widgets.FloatSlider.from_param(s.param.speed, label="steps / s",
+                                                       start=0.5, end=10, step=0.5, width=140)
+        self.granularity = pn.widgets.RadioButtonGroup.from_param(
+            s.param.granularity, width=170, color="default")
+        self.order = pn.widgets.RadioButtonGroup.from_param(s.param.order, width=170)
+        self.presenter = pn.widgets.Toggle.from_param(s.param.presenter, label="Presenter mode",
+                                                      width=140, color="primary")
+        self.unfollow = pn.widgets.Button(label="stop following", width=120, visible=False)
+        self.unfollow.on_click(lambda e: s.param.update(ty=-1, tx=-1))
+        self.status_pane = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
+        self.alert = pn.pane.Alert("", alert_type="danger", visible=False,
+                                   sizing_mode="stretch_width")
+        self.progress = pn.indicators.Progress(value=-1, active=False, visible=False,
+                                               width=300, bar_color="primary")
+        self.scene_pane = pn.pane.Bokeh(None, sizing_mode="fixed", margin=(0, 10))
+        self.keys = KeyboardShortcuts(on_key=s.handle_key, keys=list(KEYS) + ["G"])
+
+        # Loading: record form, upload, export
+        self.record_form = RecordForm(on_record=self._record)
+        self.upload = pn.widgets.FileInput(accept=".vizmm,.npz", multiple=False, width=330)
+        self.upload.param.watch(self._on_upload, "value")
+        self.export_format, self.export_button, self.export_note = self._export_widgets()
+        keys_md = "\n".join(f"| `{_KEY_NAMES.get(k, k)}` | {v} |" for k, v in KEYS.items())
+        help_md = pn.pane.Markdown(
+            "| key | does |\n|---|---|\n" + keys_md + "\n\nClick a **thread** to follow it "
+            "(its loads and reads are outlined in blue), click a **block** to replay it. "
+            "Hover any cell for its indices and value. The URL keeps this slide: bookmark "
+            "it.", width=380)
+        self.more = pn.Row(
+            pn.Card(self.record_form, title="Record a trace", collapsed=True, width=380),
+            pn.Card(pn.Column("Load a trace file (.vizmm) saved by `vizmm record` or "
+                              "`Trace.save`:", self.upload), title="Load a trace file",
+                    collapsed=True, width=380),
+            pn.Card(pn.Column(self.export_format, self.export_button, self.export_note),
+                    title="Export", collapsed=True, width=300),
+            pn.Card(help_md, title="Keys and clicks", collapsed=True, width=420),
+        )
+        self.header = pn.Row(
+            pn.pane.Markdown("### vizmm · the tiled matrix multiplication of PMPP ch. 5",
+                             margin=(10, 10, 0, 10)),
+            self.trace_select, self.presenter, align="center")
+        self.controls = pn.Row(
+            self.first_button, self.prev_button, self.play_button, self.next_button,
+            self.last_button, self.slider, self.speed, self.granularity, self.order,
+            self.unfollow, self.progress, sizing_mode="stretch_width", align="center")
+        tabs = [("Block replay", pn.Column(self.scene_pane, scroll=False))]
+        for title, factory in self.EXTRA_VIEWS:
+            tabs.append((title, factory(self.state)))
+        self.tabs = pn.Tabs(*tabs, dynamic=True) if len(tabs) > 1 else tabs[0][1]
+        self.layout = pn.Column(self.header, self.controls, self.more, self.alert,
+                                self.status_pane, self.tabs, self.keys,
+                                sizing_mode="stretch_width")
+
+    def _trace_options(self) -> dict:
+        options = {p.label: key for key, p in traces.PRESETS.items()}
+        if self.state.source not in options.values():
+            options[traces.label_of(self.state.source)] = self.state.source
+        return options
+
+    def _export_widgets(self):
+        available = importlib.util.find_spec("vizmm.export") is not None
+        formats = ["gif", "mp4", "html"]
+        if available:
+            try:
+                from vizmm.export import EXPORT_FORMATS
+
+                formats = list(EXPORT_FORMATS)
+            except Exception:  # noqa: BLE001 - a broken exporter: say so below
+                available = False
+        fmt = pn.widgets.Select(label="format", options=formats, value=formats[0], width=120,
+                                disabled=not available)
+        if available:
+            btn = pn.widgets.FileDownload(callback=self._export, filename="vizmm.gif",
+                                          label="Export this block", color="success",
+                                          width=200, embed=False)
+            note = pn.pane.Markdown("The whole replay of the current block, at this "
+                                    "granularity, order and speed.", width=260)
+            fmt.param.watch(lambda e: self._export_name(), "value")
+        else:
+            btn = pn.widgets.Button(label="Export this block", disabled=True, width=200)
+            note = pn.pane.Markdown("Export is not available in this installation "
+                                    "(`vizmm.export` is missing).", width=260)
+        return fmt, btn, note
+
+    # ---------------------------------------------------------- callbacks
+    def _on_trace_select(self, event) -> None:
+        if event.new != self.state.source:
+            self.state.choose_source(event.new)
+
+    def _on_source_changed(self, *events) -> None:
+        options = self._trace_options()
+        if options != self.trace_select.options:
+            self.trace_select.options = options
+        self.trace_select.value = self.state.source
+
+    def _record(self, spec: traces.RecordSpec) -> None:
+        self.state.choose_source(spec.key)
+
+    def _on_upload(self, event) -> None:
+        data, name = event.new, self.upload.filename or "upload.vizmm"
+        if not data:
+            return
+        try:
+            key = traces.register_upload(data, name)
+        except TraceError as exc:
+            self.state.show(f"Could not load {name}: {exc}")
+            return
+        except Exception as exc:  # noqa: BLE001 - never a traceback on the page
+            self.state.show(f"Could not load {name}: {type(exc).__name__}: {exc}")
+            return
+        self.state.choose_source(key)
+
+    def _on_trace(self, *events) -> None:
+        tr = self.state.trace
+        if tr is not None:
+            self._export_name()
+
+    def _on_message(self, *events) -> None:
+        s = self.state
+        self.alert.object = html.escape(s.message)
+        self.alert.alert_type = s.message_kind
+        self.alert.visible = bool(s.message)
+        self.progress.visible = bool(s.busy)
+        self.progress.value = s.progress if s.progress >= 0 else -1
+        self.progress.active = bool(s.busy) and s.progress < 0
+        if s.busy:
+            self.status_pane.object = self._status_html()
+
+    def _on_presenter(self, *events) -> None:
+        p = self.state.presenter
+        self.more.visible = not p
+        self.header.visible = not p
+        self.speed.visible = self.order.visible = not p
+        self.presenter.visible = not p
+
+    def _on_playing(self, *events) -> None:
+        s = self.state
+        self.play_button.label = "⏸ pause" if s.playing else "▶ play"
+        if not self._served:
+            return
+        if self._play_cb is not None:
+            self._play_cb.stop()
+            self._play_cb = None
+        if s.playing:
+            self._play_cb = pn.state.add_periodic_callback(
+                s.tick, period=max(50, int(1000 / s.speed)))
+
+    def _draw(self, *events) -> None:
+        s = self.state
+        frame = s.frame
+        if frame is not None and s.trace is not None:
+            scene = self._scene
+            if scene is None or scene.trace is not s.trace or scene.presenter != s.presenter:
+                scene = Scene(s.trace, presenter=s.presenter)
+                scene.update(frame)
+                self._attach_taps(scene)
+                self._scene = scene
+                self.scene_pane.object = scene.layout
+            else:
+                scene.update(frame)
+            end = max(2, s.n_steps)
+            if self.slider.end != end:
+                self.slider.end = end
+            self.slider.value = s.step + 1
+            self.unfollow.visible = frame.focus is not None
+            self._export_name()
+        self.status_pane.object = self._status_html()
+
+    def _attach_taps(self, scene: Scene) -> None:
+        blocks = scene.sources.get("blocks")
+        threads = scene.sources.get("threads")
+        if blocks is not None:
+            blocks.selected.on_change("indices", self._on_block_tap)
+        if threads is not None:
+            threads.selected.on_change("indices", self._on_thread_tap)
+
+    def _on_block_tap(self, attr, old, new) -> None:
+        if not new or self._scene is None:
+            return
+        src = self._scene.sources["blocks"]
+        i = new[0]
+        by, bx = src.data["by"][i], src.data["bx"][i]
+        src.selected.indices = []
+        self.state.select_block(by, bx)
+
+    def _on_thread_tap(self, attr, old, new) -> None:
+        if not new or self._scene is None:
+            return
+        src = self._scene.sources["threads"]
+        i = new[0]
+        ty, tx = src.data["ty"][i], src.data["tx"][i]
+        src.selected.indices = []
+        self.state.follow(ty, tx)
+
+    def _status_html(self) -> str:
+        st = self.state.status()
+        attrs = " ".join(
+            f'data-{k}="{html.escape(v if isinstance(v, str) else json.dumps(v), quote=True)}"'
+            for k, v in st.items())
+        if st["ready"]:
+            who = (f" · following thread ({st['thread'][0]},{st['thread'][1]})"
+                   if st["thread"] else " · click a thread to follow it")
+            text = (f"<b>Step {st['step'] + 1} / {st['count']}</b> · block "
+                    f"({st['block'][0]},{st['block'][1]}){who}")
+        elif self.state.busy:
+            text = html.escape(self.state.busy)
+        else:
+            text = "No frame to show."
+        return f'<div id="vizmm-status" {attrs}>{text}</div>'
+
+    # ------------------------------------------------------ background
+    def _load_in_background(self, key: str) -> None:
+        """Record or read ``key`` in a thread; a timer shows progress and the result."""
+        s = self.state
+        job = {"key": key, "done": 0, "total": 0, "trace": None, "error": None,
+               "finished": False}
+
+        def progress(done, total):
+            job["done"], job["total"] = done, total
+
+        def work():
+            try:
+                job["trace"] = traces.get_trace(key, progress=progress)
+            except Exception as exc:  # noqa: BLE001 - reported on the page
+                job["error"] = exc
+            job["finished"] = True
+
+        what = traces.label_of(key)
+        s.param.update(busy=f"Loading {what} …", progress=-1)
+        self._job = job
+        threading.Thread(target=work, name=f"vizmm-load-{key}", daemon=True).start()
+        if self._job_cb is None:
+            self._job_cb = pn.state.add_periodic_callback(self._poll_job, period=200)
+
+    def _poll_job(self) -> None:
+        job, s = self._job, self.state
+        if job is None:
+            return
+        if job["total"]:
+            s.param.update(progress=int(100 * job["done"] / job["total"]),
+                           busy=f"Recording {traces.label_of(job['key'])} in the simulator: "
+                                f"block {job['done']} of {job['total']}")
+        if not job["finished"]:
+            return
+        if self._job_cb is not None:
+            self._job_cb.stop()
+            self._job_cb = None
+        self._job = None
+        s.param.update(busy="", progress=-1)
+        if job["error"] is not None:
+            if job["key"] == s.source:
+                s.show(f"Could not load {traces.label_of(job['key'])}: {_plain(job['error'])}")
+            return
+        s.set_trace(job["key"], job["trace"])
+
+    # ------------------------------------------------------------ export
+    def _export_name(self) -> None:
+        if isinstance(self.export_button, pn.widgets.FileDownload):
+            s = self.state
+            name = s.source.replace(":", "_")
+            self.export_button.filename = (f"vizmm-{name}-block{s.by}{s.bx}-{s.granularity}."
+                                           f"{self.export_format.value}")
+
+    def _export(self):
+        from vizmm.export import export_bytes
+
+        s = self.state
+        try:
+            data = export_bytes(s.trace, self.export_format.value, block=(s.by, s.bx),
+                                granularity=s.granularity, order=s.order, fps=s.speed)
+        except Exception as exc:  # noqa: BLE001 - shown on the page
+            s.show(f"Export failed: {exc}")
+            return None
+        return io.BytesIO(data)
+
+    def __panel__(self):
+        return self.layout
+
+
+def create_app() -> Dashboard:
+    """A dashboard for one browser session (each session gets its own state)."""
+    pn.extension(notifications=False)
+    return Dashboard()
+
+
+if pn.state.served:
+    create_app().servable(title="vizmm · tiled matrix multiplication")

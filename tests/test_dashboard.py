@@ -1,0 +1,358 @@
+"""The dashboard, driven through its parameters (no browser, no server).
+
+Oracles are typed from the book (PMPP 4th ed.): Fig. 5.8 (4 x 4, TILE_WIDTH 2,
+block_{0,0}), Fig. 5.11 (3 x 3, phase 1 of block_{0,0}), Fig. 5.12 (3 x 3,
+phase 0 of block_{1,1}) and the text around them; not copied from output.
+Threads are ``thread_{ty,tx}`` as in Fig. 5.8 (thread_{0,1} loads M_{0,1}).
+
+Steps of a block at sub-step granularity, lockstep (T = 2, two phases)::
+
+    0 start | phase 0: 1 load M, 2 load N, 3 barrier 1, 4 released, 5 k=0, 6 k=1,
+    7 barrier 2, 8 released | phase 1: 9 .. 16 | 17 write P
+"""
+
+import json
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+import vizmm  # noqa: E402
+from apps import traces  # noqa: E402
+from apps.dashboard import Dashboard, DashboardState  # noqa: E402
+from vizmm.render.bokeh_scene import SOURCE_NAMES, Scene, frame_columns  # noqa: E402
+from vizmm.replay import Replay  # noqa: E402
+
+LOAD_M0, LOAD_N0, BAR1, REL1, K0, K1, BAR2, REL2 = range(1, 9)
+LOAD_M1, LOAD_N1 = 9, 10
+WRITE_P = 17
+
+
+@pytest.fixture
+def dash():
+    return Dashboard(served=False)
+
+
+def at(d: Dashboard, step: int) -> dict:
+    """Step with the → key from the first step to ``step``, as a presenter would."""
+    d.state.handle_key("Home")
+    for _ in range(step):
+        d.state.handle_key("ArrowRight")
+    st = d.state.status()
+    assert st["step"] == step
+    return st
+
+
+def open_trace(d: Dashboard, key: str, block=None) -> None:
+    d.trace_select.value = key
+    if block is not None:
+        d.state.select_block(*block)
+    assert d.state.status()["ready"], d.state.message
+
+
+# ------------------------------------------------------------------ Fig. 5.8
+def test_opens_on_fig_5_8(dash):
+    st = dash.state.status()
+    assert st["ready"] and st["source"] == "fig5-8"
+    assert st["step"] == 0 and st["count"] == 18 and st["block"] == [0, 0]
+    assert dash.state.trace.shape == (4, 4, 4) and dash.state.trace.tile_width == 2
+    assert st["threads"] == [["ready"] * 2] * 2
+    assert st["mds"] == [["?", "?"], ["?", "?"]]  # uninitialised shared memory
+
+
+def test_fig_5_8_phase_0(dash):
+    st = at(dash, LOAD_M0)
+    assert st["threads"] == [["loading"] * 2] * 2
+    assert st["mds"] == [["M_{0,0}", "M_{0,1}"], ["M_{1,0}", "M_{1,1}"]]
+    assert st["nds"] == [["?", "?"], ["?", "?"]]
+    st = at(dash, LOAD_N0)
+    assert st["nds"] == [["N_{0,0}", "N_{0,1}"], ["N_{1,0}", "N_{1,1}"]]
+    assert at(dash, BAR1)["threads"] == [["waiting_1"] * 2] * 2
+    assert at(dash, REL1)["threads"] == [["released"] * 2] * 2
+    assert at(dash, K0)["threads"] == [["computing"] * 2] * 2
+    assert at(dash, BAR2)["threads"] == [["waiting_2"] * 2] * 2
+
+
+def test_fig_5_8_phase_1_and_stale_tiles(dash):
+    st = at(dash, LOAD_M1)
+    assert st["mds"] == [["M_{0,2}", "M_{0,3}"], ["M_{1,2}", "M_{1,3}"]]
+    # Nds still holds phase 0's elements until line 20 of Fig. 5.9 overwrites them
+    assert st["nds"] == [["N_{0,0}", "N_{0,1}"], ["N_{1,0}", "N_{1,1}"]]
+    assert st["nds_state"] == [["stale"] * 2] * 2
+    st = at(dash, LOAD_N1)
+    assert st["nds"] == [["N_{2,0}", "N_{2,1}"], ["N_{3,0}", "N_{3,1}"]]
+    assert at(dash, WRITE_P)["threads"] == [["writing_p"] * 2] * 2
+
+
+def test_fig_5_8_counters_show_the_tile_width_fold_reduction(dash):
+    T = 2
+    st = at(dash, REL2)  # phase 0 done: 4 M + 4 N elements loaded by the block
+    assert st["loads"] == 8
+    assert st["naive"] == 2 * 4 * 2  # 2 loads per term, 4 threads, 2 terms each
+    st = at(dash, WRITE_P)
+    assert st["loads"] == 16 and st["naive"] == 32
+    assert st["naive"] / st["loads"] == T
+    assert st["cgma"] == pytest.approx(2.0)  # 2 FLOPs x 4 threads x 4 terms / 16 loads
+
+
+def test_followed_thread_pvalue_is_the_books_sum(dash):
+    dash.state.follow(0, 1)
+    M, N = dash.state.trace.M, dash.state.trace.N
+    st = at(dash, REL2)
+    assert st["thread"] == [0, 1]
+    # Fig. 5.8 column 4: Pvalue_{0,1} += Mds_{0,0}*Nds_{0,1} + Mds_{0,1}*Nds_{1,1}
+    assert st["pvalue"] == M[0, 0] * N[0, 1] + M[0, 1] * N[1, 1]
+    st = at(dash, WRITE_P)
+    assert st["pvalue"] == sum(M[0, k] * N[k, 1] for k in range(4))
+    counters = dash._scene.sources["counters"].data["text"]
+    assert any("(0,1)" in line for line in counters)
+    dash.state.follow(0, 1)  # clicking the followed thread again stops following
+    assert dash.state.status()["thread"] is None
+
+
+# ---------------------------------------------------------- Figs. 5.11, 5.12
+def test_fig_5_11_phase_1_of_block_0_0(dash):
+    open_trace(dash, "fig5-11")
+    st = at(dash, LOAD_M1)
+    # thread_{0,1} and thread_{1,1} would load M_{0,3}, M_{1,3}: zero-filled (Fig. 5.13)
+    assert st["mds"] == [["M_{0,2}", "0.0"], ["M_{1,2}", "0.0"]]
+    assert st["mds_state"] == [["loaded", "zero"], ["loaded", "zero"]]
+    st = at(dash, LOAD_N1)
+    # thread_{1,0} and thread_{1,1} would load N_{3,0}, N_{3,1}
+    assert st["nds"] == [["N_{2,0}", "N_{2,1}"], ["0.0", "0.0"]]
+    st = at(dash, WRITE_P)
+    assert st["threads"] == [["writing_p"] * 2] * 2  # block_{0,0}: P_{0,0}..P_{1,1} exist
+    assert st["loads"] == 8 + 4  # zero-fills read nothing from global memory
+
+
+def test_fig_5_12_phase_0_of_block_1_1(dash):
+    open_trace(dash, "fig5-11", block=(1, 1))
+    st = at(dash, LOAD_N0)
+    assert st["block"] == [1, 1]
+    # thread_{1,0}, thread_{1,1} would load M_{3,0}, M_{3,1}; thread_{0,1},
+    # thread_{1,1} would load N_{0,3}, N_{1,3}: none of them exists.
+    assert st["mds"] == [["M_{2,0}", "M_{2,1}"], ["0.0", "0.0"]]
+    assert st["nds"] == [["N_{0,2}", "0.0"], ["N_{1,2}", "0.0"]]
+    # A thread without a valid P element still loads for the others (the book
+    # names it thread_{1,0}; with Fig. 5.8's subscripts it is thread_{0,1},
+    # Row 2, Col 3, which loads M_{2,1}).
+    assert st["mds"][0][1] == "M_{2,1}"
+    st = at(dash, WRITE_P)
+    assert st["threads"] == [["writing_p", "idle"], ["idle", "idle"]]  # only P_{2,2}
+
+
+def test_unchecked_fig_5_9_kernel_wrong_elements_and_out_of_allocation(dash):
+    open_trace(dash, "fig5-9-3x3")
+    st = at(dash, LOAD_M1)
+    # "Although thread_{0,1} is attempting to access M_{0,3}, it will end up getting M_{1,0}"
+    assert st["mds"][0] == ["M_{0,2}", "M_{1,0}"]
+    assert st["mds"][1] == ["M_{1,2}", "M_{2,0}"]  # M_{1,3}: linear index 6
+    assert st["mds_state"] == [["loaded", "wrong"], ["loaded", "wrong"]]
+    st = at(dash, LOAD_N1)
+    # N_{3,0}, N_{3,1} lie past the end of N: recorded, not performed
+    assert st["nds_state"] == [["loaded", "loaded"], ["skipped", "skipped"]]
+    ghosts = dash._scene.sources["M_ghost"].data
+    assert set(ghosts["state"]) == {"outside the matrix: wrong element read (row wrap)"}
+
+
+def test_rectangular_general_kernel(dash):
+    open_trace(dash, "general")
+    tr = dash.state.trace
+    assert tr.shape == (5, 3, 6) and tr.grid == (3, 3)
+    dash.state.select_block(2, 2)  # bottom-right: Row 4..5, Col 4..5 of a 5 x 6 P
+    st = at(dash, WRITE_P)
+    assert st["threads"] == [["writing_p", "writing_p"], ["idle", "idle"]]
+
+
+# ------------------------------------------------------------ granularity
+def test_g_key_switches_granularity_at_the_same_moment(dash):
+    at(dash, REL2)
+    dash.state.handle_key("g")
+    st = dash.state.status()
+    assert st["granularity"] == "phase" and st["sub"] == "phase" and st["phase"] == 0
+    assert st["count"] == 4  # start, phase 0, phase 1, write P
+    dash.state.handle_key("ArrowRight")
+    assert dash.state.status()["phase"] == 1
+    dash.state.handle_key("g")
+    st = dash.state.status()
+    assert st["granularity"] == "substep" and st["step"] == 16  # end of phase 1
+
+
+def test_recorded_order_unfolds_barrier_arrivals(dash):
+    dash.state.order = "recorded"
+    steps = dash.state.replay.steps
+    first = next(i for i, s in enumerate(steps) if s.sub.value == "barrier 1")
+    st = at(dash, first)
+    flat = sum(st["threads"], [])
+    assert flat.count("waiting_1") == 1 and flat.count("loading") == 3
+    dash.state.handle_key("o")
+    assert dash.state.status()["sub"] == "barrier 1"  # same moment, lockstep
+
+
+def test_play_and_navigation(dash):
+    s = dash.state
+    s.toggle_play()
+    assert s.playing and dash.play_button.label.startswith("⏸")
+    for _ in range(30):
+        s.tick()
+    assert s.step == s.n_steps - 1 and not s.playing  # stops at the last step
+    s.toggle_play()  # from the end: starts again
+    assert s.step == 0 and s.playing
+    s.handle_key(" ")
+    assert not s.playing
+    s.handle_key("End")
+    assert s.step == 17
+    s.handle_key("ArrowLeft")
+    assert s.step == 16
+    dash.slider.value = 3  # the slider counts from 1
+    assert s.step == 2
+
+
+# ------------------------------------------------------------------ clicks
+def test_click_block_and_thread(dash):
+    blocks = dash._scene.sources["blocks"]
+    i = [(a, b) for a, b in zip(blocks.data["by"], blocks.data["bx"], strict=True)].index((1, 0))
+    dash._on_block_tap("indices", [], [i])
+    assert dash.state.status()["block"] == [1, 0]
+    threads = dash._scene.sources["threads"]
+    i = [(a, b) for a, b in zip(threads.data["ty"], threads.data["tx"], strict=True)].index((1, 1))
+    dash._on_thread_tap("indices", [], [i])
+    assert dash.state.status()["thread"] == [1, 1]
+    assert blocks.selected.indices == [] and threads.selected.indices == []
+
+
+def test_scene_shows_the_status(dash):
+    st = at(dash, LOAD_N1)
+    scene = dash._scene
+    assert scene.sources["Mds"].data["element"] == sum(st["mds"], [])
+    assert scene.sources["Nds"].data["element"] == sum(st["nds"], [])
+    assert 'id="vizmm-status"' in dash.status_pane.object
+    assert 'data-step="10"' in dash.status_pane.object
+
+
+# -------------------------------------------------------------------- URL
+def test_url_round_trip():
+    a = Dashboard(served=False)
+    a.trace_select.value = "fig5-11"
+    a.state.param.update(by=1, bx=1, ty=0, tx=1, step=7, granularity="substep",
+                         order="recorded")
+    query = a.state.url_query()
+    b = DashboardState()
+    b.apply_query(query)
+    b.start()
+    assert b.status() == a.state.status()
+
+
+def test_url_with_bad_values_is_tolerated():
+    s = DashboardState()
+    s.apply_query("trace=fig5-8&step=oops&by=9&ty=-1&granularity=nonsense")
+    s.start()
+    st = s.status()
+    assert st["ready"] and st["block"] == [0, 0] and st["granularity"] == "substep"
+    s = DashboardState()
+    s.apply_query("trace=no-such-trace")
+    s.start()
+    assert not s.status()["ready"] and "unknown trace" in s.message
+
+
+# ----------------------------------------------------------------- uploads
+def test_corrupted_upload_shows_a_message(dash):
+    good = traces.get_trace("fig5-8").to_bytes()
+    for data in (b"this is not a trace", good[: len(good) // 2]):
+        dash.upload.filename = "broken.vizmm"
+        dash.upload.value = data
+        assert dash.alert.visible and dash.alert.alert_type == "danger"
+        assert "broken.vizmm" in dash.alert.object
+        assert "Traceback" not in dash.alert.object
+    assert dash.state.status()["ready"]  # the previous trace stays on screen
+
+
+def test_upload_of_a_partial_trace(dash):
+    tr = vizmm.record(width=4, tile_width=2, kernel="boundary", backend="simulator",
+                      window=[(0, 1)], quiet=True)
+    assert not tr.is_detailed
+    dash.upload.filename = "window.vizmm"
+    dash.upload.value = tr.to_bytes()
+    st = dash.state.status()
+    assert st["ready"] and st["source"].startswith("upload:") and st["block"] == [0, 1]
+    dash.state.select_block(1, 1)
+    st = dash.state.status()
+    assert st["block"] == [0, 1]
+    assert "not recorded per thread" in dash.state.message and dash.alert.visible
+
+
+def test_naive_trace_is_explained(dash):
+    tr = vizmm.record(width=4, tile_width=2, kernel="naive", backend="simulator", quiet=True)
+    dash.upload.filename = "naive.vizmm"
+    dash.upload.value = tr.to_bytes()
+    assert not dash.state.status()["ready"]
+    assert "naive kernel" in dash.alert.object
+
+
+# ---------------------------------------------------------------- recording
+def test_record_form_estimates_and_records(dash):
+    form = dash.record_form
+    form.param.update(kernel="general", j=3, k=5, l=2, tile_width=2)
+    assert "Estimate" in form.estimate and "simulator" in form.estimate and form.valid
+    form.param.update(kernel="general", j=4096, k=4096, l=4096, tile_width=32)
+    assert not form.valid and dash.record_form._button.disabled
+    form.param.update(j=3, k=5, l=2, tile_width=2)
+    form.record()
+    st = dash.state.status()
+    assert st["ready"] and st["source"] == "rec:general:3x5x2:T2:s0:simulator"
+    assert dash.state.trace.shape == (3, 5, 2)
+    assert st["count"] == 1 + 3 * 8 + 1  # three phases
+
+
+def test_keyboard_component_drives_the_state(dash):
+    dash.keys._handle_msg({"key": "ArrowRight"})
+    dash.keys._handle_msg({"key": "ArrowRight"})
+    dash.keys._handle_msg({"key": "x"})  # not a shortcut: ignored
+    assert dash.state.step == 2 and dash.keys.pressed == 2
+
+
+def test_presenter_mode_rebuilds_a_larger_scene(dash):
+    small = dash._scene.figures["M"].width
+    dash.state.handle_key("p")
+    assert dash.state.presenter and not dash.more.visible
+    assert dash._scene.presenter and dash._scene.figures["M"].width > small
+
+
+def test_extra_views_become_tabs():
+    import panel as pn
+
+    Dashboard.add_view("Large launch", lambda state: pn.pane.Markdown(state.source))
+    try:
+        d = Dashboard(served=False)
+        assert isinstance(d.tabs, pn.Tabs) and len(d.tabs) == 2
+    finally:
+        Dashboard.EXTRA_VIEWS.pop()
+
+
+# ------------------------------------------------------------------- scene
+@pytest.mark.parametrize("key", ["fig5-8", "fig5-9-3x3", "general", "medium"])
+def test_frame_columns_are_json_ready(key):
+    tr = traces.get_trace(key)
+    rep = Replay(tr, (0, 0), focus=(0, 1))
+    scene = Scene(tr)
+    for i in (0, 2, len(rep) // 2, len(rep) - 1):
+        cols = frame_columns(rep.frame(i), tr)
+        assert set(cols) == {n for names in SOURCE_NAMES.values() for n in names}
+        for name, data in cols.items():
+            assert len({len(v) for v in data.values()}) == 1, name
+        json.dumps(cols, allow_nan=False)
+        scene.update(rep.frame(i))
+        for name, src in scene.sources.items():
+            assert dict(src.data) == cols[name]
+
+
+def test_scene_views_subset():
+    tr = traces.get_trace("fig5-8")
+    scene = Scene(tr, views=["M", "Mds", "threads"])
+    assert set(scene.sources) == {"M", "M_ghost", "M_tile", "Mds", "threads"}
+    with pytest.raises(ValueError, match="unknown view"):
+        Scene(tr, views=["nope"])

@@ -1,0 +1,1233 @@
+"""The Bokeh scene: every view of one replayed block as Bokeh figures.
+
+Shared by the dashboard (``apps/dashboard.py``, a Bokeh server app through
+Panel) and the offline HTML export. Two layers:
+
+* :func:`frame_columns` is pure: it turns one :class:`~vizmm.replay.Frame`
+  into the ``ColumnDataSource`` data of every glyph (``{source name: {column:
+  list}}``). Names are stable; the HTML export stores these dicts per frame.
+* :class:`Scene` builds the figures and sources once for a trace and
+  :meth:`Scene.update` assigns the columns of a new frame (only the columns
+  that changed travel to the browser).
+
+Views (the ``views`` argument of :class:`Scene`):
+
+``caption``
+    the frame's title and what happens at this step;
+``M``, ``N``, ``P``
+    the matrices, laid out as in the book's Fig. 5.7 / 5.10 (N above P, M
+    left of P), the block's current tiles outlined, elements being loaded in
+    the colour of the loading thread, ghost cells where a tile overhangs the
+    matrix (zero-filled, wrong element, outside the allocation);
+``Mds``, ``Nds``
+    the shared-memory tiles, each slot labelled with the element it holds
+    (``M₀,₂``, ``0.0`` for a zero-fill), stale and empty slots greyed;
+``threads``
+    the T x T threads of the block coloured by state (loading, waiting at a
+    barrier, computing, writing P, idle), with their own colour as a swatch;
+``legend``
+    what every colour means;
+``source``
+    the kernel's source with the executed line highlighted;
+``counters``
+    global loads so far against the naive kernel, CGMA, the followed
+    thread's Pvalue after each phase;
+``blocks``
+    the grid of blocks, the replayed block highlighted (tap to choose);
+``table``
+    the book's Fig. 5.8 table for the block, the current cell highlighted.
+
+Every colour comes from :mod:`vizmm.palette`. Coordinates: matrix and tile
+grids put element (row, col) at ``x = col + 0.5``, ``y = row + 0.5`` with the
+y axis pointing down; the text views (caption, source, counters, table) use
+character columns for x and text lines for y.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import textwrap
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+import numpy as np
+from bokeh.core.properties import value
+
+from .. import palette as pal
+from ..replay import CellState, Frame, SlotState, Sub, ThreadState
+from ..table import build_table, render_text
+from ..trace import Access, Trace
+
+__all__ = [
+    "VIEWS",
+    "SOURCE_NAMES",
+    "frame_columns",
+    "slot_label",
+    "thread_label",
+    "Scene",
+]
+
+#: Every view a :class:`Scene` can show.
+VIEWS = ("caption", "M", "N", "P", "Mds", "Nds", "threads", "legend", "source", "counters",
+         "blocks", "table")
+
+#: The sources each view draws from (keys of :func:`frame_columns`).
+SOURCE_NAMES = {
+    "caption": ("caption",),
+    "M": ("M", "M_ghost", "M_tile"),
+    "N": ("N", "N_ghost", "N_tile"),
+    "P": ("P", "P_ghost", "P_tile"),
+    "Mds": ("Mds",),
+    "Nds": ("Nds",),
+    "threads": ("threads",),
+    "legend": (),
+    "source": ("source",),
+    "counters": ("counters", "bars"),
+    "blocks": ("blocks",),
+    "table": ("table",),
+}
+
+CAPTION_CHARS = 120  # title and caption lines are wrapped at this many characters
+TABLE_ROWS = 9  # the table shows every thread when T*T <= this, else a window
+TABLE_PHASES = 3  # ... and at most this many phases around the current one
+COUNTER_CHARS = 46
+MONO = "'DejaVu Sans Mono', 'Menlo', 'Consolas', monospace"
+SANS = f"'{pal.FONT_FAMILY}', 'Helvetica Neue', Arial, sans-serif"
+_NAN_TEXT = "?"
+
+
+# ------------------------------------------------------------------ labels
+def _sub(name: str, a: int, b: int) -> str:
+    return f"{name}_{{{a},{b}}}"
+
+
+def _fmt(v: float) -> str:
+    """A value as the book writes it: integers without decimals, '?' for NaN."""
+    v = float(v)
+    if math.isnan(v):
+        return _NAN_TEXT
+    if v == int(v) and abs(v) < 1e9:
+        return str(int(v))
+    return f"{v:.4g}"
+
+
+def slot_label(state: int, src: Sequence[int], matrix: str) -> str:
+    """What an Mds / Nds slot holds, in the book's notation (``M_{0,2}``, ``0.0``).
+
+    Parameters
+    ----------
+    state : int
+        :class:`~vizmm.replay.SlotState` code of the slot.
+    src : (row, col)
+        The element the slot holds (``Frame.mds_src[ty, tx]``); -1 where none.
+    matrix : {'M', 'N'}
+
+    Returns
+    -------
+    str
+        ``M_{r,c}`` for a loaded, stale or wrong element, ``0.0`` for a
+        zero-fill, ``?`` for a slot whose content is unknown (never written,
+        or a skipped out-of-allocation load over an unknown value).
+    """
+    state = SlotState(int(state))
+    r, c = int(src[0]), int(src[1])
+    if state == SlotState.ZERO:
+        return "0.0"
+    if r >= 0:
+        return _sub(matrix, r, c)
+    return _NAN_TEXT
+
+
+def thread_label(state: int, k: int | None = None, rank: int = -1) -> str:
+    """A word for a thread's state (``load``, ``wait``, ``k=1``, ``#3`` ...).
+
+    ``rank`` (the arrival rank at a barrier in recorded order, 0 first) is
+    shown as ``#rank+1`` for waiting threads.
+    """
+    state = ThreadState(int(state))
+    if state == ThreadState.COMPUTING and k is not None:
+        return f"k={k}"
+    if state in (ThreadState.WAITING_1, ThreadState.WAITING_2) and rank >= 0:
+        return f"wait #{rank + 1}"
+    return pal.THREAD_STATE_SHORT[state]
+
+
+def _uni(text: str) -> str:
+    return render_text(text, "unicode")
+
+
+# ---------------------------------------------------------- static lookups
+def _lookup(colors: dict, n: int | None = None) -> np.ndarray:
+    size = (max(int(k) for k in colors) + 1) if n is None else n
+    out = np.full(size, pal.BACKGROUND, dtype=object)
+    for k, v in colors.items():
+        out[int(k)] = v
+    return out
+
+
+_CELL_FILL = _lookup(pal.CELL_COLORS)
+_CELL_TEXT = np.array([pal.text_on(c) for c in _CELL_FILL], dtype=object)
+_CELL_WORD = _lookup(pal.CELL_LABELS)
+_SLOT_FILL = _lookup(pal.SLOT_COLORS)
+_SLOT_WORD = _lookup(pal.SLOT_LABELS)
+_THREAD_FILL = _lookup(pal.THREAD_STATE_COLORS)
+_THREAD_WORD = _lookup(pal.THREAD_STATE_LABELS)
+_P_WRITTEN = pal.THREAD_STATE_COLORS[ThreadState.WRITING_P]
+
+
+@lru_cache(maxsize=32)
+def _thread_fills(n: int) -> np.ndarray:
+    return np.array(pal.thread_colors(n), dtype=object)
+
+
+@lru_cache(maxsize=16)
+def _static_grid(trace: Trace, name: str) -> dict[str, list]:
+    """Columns of a matrix grid that never change for a trace (positions, names, values)."""
+    j, k, l = trace.shape
+    rows, cols = {"M": (j, k), "N": (k, l), "P": (j, l)}[name]
+    r, c = np.divmod(np.arange(rows * cols), cols)
+    value = {"M": trace.M, "N": trace.N, "P": trace.P}[name].ravel()
+    return {
+        "x": (c + 0.5).tolist(),
+        "y": (r + 0.5).tolist(),
+        "row": r.tolist(),
+        "col": c.tolist(),
+        "name": [_uni(_sub(name, a, b)) for a, b in zip(r.tolist(), c.tolist(), strict=True)],
+        "final": [_fmt(v) for v in value.tolist()],
+    }
+
+
+@lru_cache(maxsize=16)
+def _table(trace: Trace, block: tuple[int, int]):
+    T = trace.tile_width
+    return build_table(trace, block, values=True, p_write=True,
+                       max_terms=None if T <= 2 else 3)
+
+
+# ------------------------------------------------------------------ frames
+def frame_columns(frame: Frame, trace: Trace) -> dict[str, dict[str, list]]:
+    """The data of every glyph of the scene for one frame (pure).
+
+    Parameters
+    ----------
+    frame : Frame
+        A frame of a :class:`~vizmm.replay.Replay` of ``trace``.
+    trace : Trace
+        The trace the frame replays (for the matrices' values, the kernel
+        source and the Fig. 5.8 table).
+
+    Returns
+    -------
+    dict of str to dict of str to list
+        ``{source name: {column: list}}``; the names are the keys of
+        :data:`SOURCE_NAMES`' values (``"M"``, ``"M_ghost"``, ``"M_tile"``,
+        ..., ``"Mds"``, ``"threads"``, ``"table"``, ...). Every list of one
+        source has the same length; plain Python lists of str, int and
+        float, ready for JSON.
+    """
+    out: dict[str, dict[str, list]] = {"caption": _caption_columns(frame)}
+    T = trace.tile_width
+    for name in ("M", "N", "P"):
+        out[name] = _matrix_columns(frame, trace, name)
+        out[f"{name}_ghost"] = _ghost_columns(frame, trace, name)
+        out[f"{name}_tile"] = _tile_columns(frame, T, name)
+    out["Mds"] = _shared_columns(frame, "M")
+    out["Nds"] = _shared_columns(frame, "N")
+    out["threads"] = _thread_columns(frame)
+    out["source"] = _source_columns(frame, trace)
+    out["counters"], out["bars"] = _counter_columns(frame, trace)
+    out["blocks"] = _block_columns(frame, trace)
+    out["table"] = _table_columns(frame, trace)
+    return out
+
+
+def _caption_columns(frame: Frame) -> dict[str, list]:
+    title = f"Step {frame.index + 1} of {frame.count} · {frame.title}"
+    lines = [(line, "bold", pal.TEXT) for line in textwrap.wrap(title, CAPTION_CHARS)[:2]]
+    for line in textwrap.wrap(frame.caption, CAPTION_CHARS)[:4 - len(lines)]:
+        lines.append((line, "normal", pal.TEXT))
+    while len(lines) < 4:
+        lines.append(("", "normal", pal.TEXT))
+    return {
+        "x": [0.0] * len(lines),
+        "y": [i + 0.5 for i in range(len(lines))],
+        "text": [t for t, _, _ in lines],
+        "font_style": [s for _, s, _ in lines],
+        "color": [c for _, _, c in lines],
+    }
+
+
+def _matrix_columns(frame: Frame, trace: Trace, name: str) -> dict[str, list]:
+    static = _static_grid(trace, name)
+    T = trace.tile_width
+    n = T * T
+    state = {"M": frame.m_state, "N": frame.n_state, "P": frame.p_state}[name].ravel()
+    fill = _CELL_FILL[state].copy()
+    text_color = _CELL_TEXT[state].copy()
+    word = _CELL_WORD[state].copy()
+    loader = np.full(state.shape, "", dtype=object)
+    if name in ("M", "N"):
+        who = (frame.m_thread if name == "M" else frame.n_thread).ravel()
+        loading = who >= 0
+        if loading.any():
+            colors = _thread_fills(n)[who[loading]]
+            fill[loading] = colors
+            text_color[loading] = [pal.text_on(c) for c in colors]
+            tys, txs = np.divmod(who[loading].astype(np.int64), T)
+            loader[loading] = [f"thread ({a},{b})" for a, b in
+                               zip(tys.tolist(), txs.tolist(), strict=True)]
+        text = static["final"]
+        value = text
+    else:
+        # P: the block's elements show the threads' Pvalue so far; others are blank.
+        j, _, l = trace.shape
+        written = state == CellState.DONE
+        fill[written] = _P_WRITTEN
+        text_color[written] = pal.text_on(_P_WRITTEN)
+        word[written] = "written by this block"
+        row0, col0 = frame.tiles["P"]
+        text = np.full(state.shape, "", dtype=object)
+        rr = np.arange(row0, min(j, row0 + T))
+        cc = np.arange(col0, min(l, col0 + T))
+        if len(rr) and len(cc):
+            idx = (rr[:, None] * l + cc[None, :]).ravel()
+            pv = frame.pvalue[: len(rr), : len(cc)].ravel()
+            text[idx] = [_fmt(v) for v in pv.tolist()]
+            tys, txs = np.divmod(np.arange(len(rr) * len(cc)), len(cc))
+            loader[idx] = [f"thread ({a},{b})" for a, b in
+                           zip(tys.tolist(), txs.tolist(), strict=True)]
+        text = text.tolist()
+        value = text
+    focus = {"M": frame.m_focus, "N": frame.n_focus, "P": frame.p_focus}[name].ravel()
+    line_color = np.where(focus, pal.FOCUS, pal.GRID_LINE).tolist()
+    line_width = np.where(focus, 3.0, 1.0).tolist()
+    return {
+        **static,
+        "value": list(value),
+        "text": list(text),
+        "fill": fill.tolist(),
+        "text_color": text_color.tolist(),
+        "line_color": line_color,
+        "line_width": line_width,
+        "state": word.tolist(),
+        "loader": loader.tolist(),
+    }
+
+
+def _ghost_columns(frame: Frame, trace: Trace, name: str) -> dict[str, list]:
+    j, k, l = trace.shape
+    T = trace.tile_width
+    cols: dict[str, list] = {key: [] for key in (
+        "x", "y", "row", "col", "name", "fill", "line_color", "text", "text_color", "state",
+        "loader")}
+    if name == "P":
+        row0, col0 = frame.tiles["P"]
+        for ty in range(T):
+            for tx in range(T):
+                r, c = row0 + ty, col0 + tx
+                if r < j and c < l:
+                    continue
+                cols["x"].append(c + 0.5)
+                cols["y"].append(r + 0.5)
+                cols["row"].append(r)
+                cols["col"].append(c)
+                cols["name"].append(_uni(_sub("P", r, c)))
+                fill = pal.THREAD_STATE_COLORS[ThreadState.IDLE]
+                cols["fill"].append(fill)
+                cols["line_color"].append(pal.MUTED)
+                cols["text"].append("")
+                cols["text_color"].append(pal.text_on(fill))
+                cols["state"].append("outside P: this thread has no P element")
+                cols["loader"].append(f"thread ({ty},{tx})")
+        return cols
+    ncols = k if name == "M" else l
+    n = T * T
+    for r, c, code, t, now in frame.ghosts.get(name, []):
+        fill = pal.GHOST_COLORS[int(code)]
+        cols["x"].append(c + 0.5)
+        cols["y"].append(r + 0.5)
+        cols["row"].append(r)
+        cols["col"].append(c)
+        cols["name"].append(_uni(_sub(name, r, c)))
+        cols["fill"].append(fill)
+        cols["line_color"].append(pal.thread_color(t, n) if now else pal.MUTED)
+        if code == Access.ZERO_FILL:
+            text = "0.0"
+        elif code == Access.WRONG_ELEMENT:
+            text = "=" + _uni(_sub(name, *divmod(r * ncols + c, ncols)))
+        elif code == Access.OUT_OF_ALLOCATION:
+            text = "✗"
+        else:
+            text = ""
+        cols["text"].append(text)
+        cols["text_color"].append(pal.text_on(fill))
+        cols["state"].append(pal.GHOST_LABELS[int(code)])
+        cols["loader"].append(f"thread ({t // T},{t % T})")
+    return cols
+
+
+def _tile_columns(frame: Frame, T: int, name: str) -> dict[str, list]:
+    corner = frame.tiles.get(name)
+    if corner is None:
+        return {"x": [], "y": [], "w": [], "h": []}
+    r0, c0 = corner
+    return {"x": [c0 + T / 2], "y": [r0 + T / 2], "w": [float(T)], "h": [float(T)]}
+
+
+def _shared_columns(frame: Frame, matrix: str) -> dict[str, list]:
+    if matrix == "M":
+        state, src, value, now, read, focus = (frame.mds_state, frame.mds_src, frame.mds_value,
+                                               frame.mds_now, frame.mds_read, frame.mds_focus)
+    else:
+        state, src, value, now, read, focus = (frame.nds_state, frame.nds_src, frame.nds_value,
+                                               frame.nds_now, frame.nds_read, frame.nds_focus)
+    T = state.shape[0]
+    n = T * T
+    tcol = pal.thread_colors(n)
+    cols: dict[str, list] = {key: [] for key in (
+        "x", "y", "ty", "tx", "fill", "line_color", "line_width", "text", "text_color",
+        "state", "element", "value", "loader")}
+    for ty in range(T):
+        for tx in range(T):
+            st = SlotState(int(state[ty, tx]))
+            label = slot_label(st, src[ty, tx], matrix)
+            t = ty * T + tx
+            fill = pal.SLOT_COLORS[st]
+            if now[ty, tx] and st == SlotState.LOADED:
+                fill = tcol[t]  # the colour of the thread storing it, as in M / N
+            if focus[ty, tx]:
+                line, width = pal.FOCUS, 4.0
+            elif read[ty, tx]:
+                line, width = pal.READ, 4.0
+            elif now[ty, tx]:
+                line, width = tcol[t], 3.0
+            else:
+                line, width = pal.GRID_LINE, 1.0
+            v = float(value[ty, tx])
+            shown = _uni(label) if label != _NAN_TEXT else label
+            if st == SlotState.SKIPPED:
+                shown = f"✗ {shown}" if label != _NAN_TEXT else "✗"
+            if st in (SlotState.LOADED, SlotState.WRONG, SlotState.STALE) and not math.isnan(v):
+                shown = f"{shown}\n{_fmt(v)}"
+            text_color = pal.MUTED if st in (SlotState.STALE, SlotState.EMPTY) else (
+                pal.text_on(fill))
+            cols["x"].append(tx + 0.5)
+            cols["y"].append(ty + 0.5)
+            cols["ty"].append(ty)
+            cols["tx"].append(tx)
+            cols["fill"].append(fill)
+            cols["line_color"].append(line)
+            cols["line_width"].append(width)
+            cols["text"].append(shown)
+            cols["text_color"].append(text_color)
+            cols["state"].append(pal.SLOT_LABELS[st])
+            cols["element"].append(label)
+            cols["value"].append(_fmt(v))
+            cols["loader"].append(f"thread ({ty},{tx})")
+    return cols
+
+
+def _thread_columns(frame: Frame) -> dict[str, list]:
+    state = frame.thread_state
+    T = state.shape[0]
+    n = T * T
+    tcol = pal.thread_colors(n)
+    k = frame.step.k
+    cols: dict[str, list] = {key: [] for key in (
+        "x", "y", "sx", "sy", "ty", "tx", "ident", "fill", "line_color", "line_width", "text",
+        "text_color", "state", "word", "pvalue", "valid")}
+    for ty in range(T):
+        for tx in range(T):
+            st = ThreadState(int(state[ty, tx]))
+            fill = pal.THREAD_STATE_COLORS[st]
+            followed = frame.focus == (ty, tx)
+            word = thread_label(st, k, int(frame.thread_rank[ty, tx]))
+            cols["x"].append(tx + 0.5)
+            cols["y"].append(ty + 0.5)
+            cols["sx"].append(tx + 0.16)
+            cols["sy"].append(ty + 0.16)
+            cols["ty"].append(ty)
+            cols["tx"].append(tx)
+            cols["ident"].append(tcol[ty * T + tx])
+            cols["fill"].append(fill)
+            cols["line_color"].append(pal.FOCUS if followed else pal.BACKGROUND)
+            cols["line_width"].append(4.0 if followed else 1.5)
+            cols["text"].append(f"{ty},{tx}\n{word}")
+            cols["text_color"].append(pal.text_on(fill))
+            cols["state"].append(pal.THREAD_STATE_LABELS[st])
+            cols["word"].append(word)
+            cols["pvalue"].append(_fmt(frame.pvalue[ty, tx]))
+            cols["valid"].append("yes" if frame.thread_valid[ty, tx] else "no (idle at the end)")
+    return cols
+
+
+@lru_cache(maxsize=16)
+def _source_lines(source: str) -> tuple[str, ...]:
+    lines = source.rstrip("\n").splitlines() or ["(this trace does not hold the kernel source)"]
+    width = len(str(len(lines)))
+    return tuple(f"{i + 1:>{width}}  {line}" for i, line in enumerate(lines))
+
+
+def _source_columns(frame: Frame, trace: Trace) -> dict[str, list]:
+    lines = _source_lines(trace.meta.get("source", "") or "")
+    cur = frame.source_line
+    return {
+        "x": [0.0] * len(lines),
+        "y": [i + 0.5 for i in range(len(lines))],
+        "text": list(lines),
+        "bg": [pal.READ if i == cur else pal.BACKGROUND for i in range(len(lines))],
+        "bg_alpha": [0.45 if i == cur else 0.0 for i in range(len(lines))],
+        "marker": ["▶" if i == cur else "" for i in range(len(lines))],
+        "font_style": ["bold" if i == cur else "normal" for i in range(len(lines))],
+    }
+
+
+def _counter_columns(frame: Frame, trace: Trace) -> tuple[dict[str, list], dict[str, list]]:
+    T = trace.tile_width
+    loads, naive = frame.loads_so_far, frame.naive_loads_so_far
+    ratio = f"{naive / loads:.1f}x fewer" if loads else "-"
+    fy, fx = frame.focus if frame.focus is not None else (0, 0)
+    who = "followed thread" if frame.focus is not None else "thread"
+    pvs = []
+    if frame.phase_pvalues is not None:
+        for ph in range(frame.phase_pvalues.shape[0]):
+            v = float(frame.phase_pvalues[ph, fy, fx])
+            pvs.append(f"ph {ph}: {'-' if math.isnan(v) else _fmt(v)}")
+    lines = [
+        ("Global loads of M, N (this block)", "bold", pal.TEXT),
+        (f"  tiled kernel so far   {loads:>7d}", "normal", pal.TEXT),
+        (f"  naive kernel, same    {naive:>7d}", "normal", pal.MUTED),
+        (f"  -> {ratio} (TILE_WIDTH = {T})", "normal", pal.TEXT),
+        (f"CGMA so far {frame.cgma:.2f} FLOP/load (naive 1.00)", "bold", pal.TEXT),
+        (f"Pvalue of {who} ({fy},{fx}) after", "bold", pal.TEXT),
+    ]
+    per_line = 3
+    for i in range(0, max(1, len(pvs)), per_line):
+        lines.append(("  " + "   ".join(pvs[i:i + per_line]), "normal", pal.TEXT))
+    counters = {
+        "x": [0.0] * len(lines),
+        "y": [i + 0.5 for i in range(len(lines))],
+        "text": [t for t, _, _ in lines],
+        "font_style": [s for _, s, _ in lines],
+        "color": [c for _, _, c in lines],
+    }
+    # Bars: loads so far against the naive count, scaled to the block's naive total.
+    j, k, l = trace.shape
+    total = max(1, 2 * int(frame.thread_valid.sum()) * k)
+    width = COUNTER_CHARS - 2
+    bars: dict[str, list] = {"x": [], "y": [], "w": [], "fill": [], "label": [], "lx": [],
+                             "label_color": []}
+    for row, (count, color, label) in enumerate(((loads, pal.FOCUS, "tiled"),
+                                                 (naive, pal.MUTED, "naive"))):
+        w = width * min(1.0, count / total)
+        text = f"{label} {count}"
+        inside = w > len(text) + 1.5
+        bars["x"].append(1 + w / 2)
+        bars["y"].append(len(lines) + 0.5 + row)
+        bars["w"].append(max(w, 0.01))
+        bars["fill"].append(color)
+        bars["label"].append(text)
+        bars["lx"].append(1.4 if inside else 1.6 + w)
+        bars["label_color"].append(pal.text_on(color) if inside else pal.TEXT)
+    return counters, bars
+
+
+def _block_columns(frame: Frame, trace: Trace) -> dict[str, list]:
+    gy, gx = trace.grid
+    cols: dict[str, list] = {key: [] for key in (
+        "x", "y", "by", "bx", "fill", "line_color", "line_width", "text", "text_color",
+        "status")}
+    for by in range(gy):
+        for bx in range(gx):
+            chosen = (by, bx) == tuple(frame.block)
+            detailed = trace.has_block((by, bx))
+            fill = pal.TILE_OUTLINE if chosen else (pal.BACKGROUND if detailed else pal.GRID_LINE)
+            cols["x"].append(bx + 0.5)
+            cols["y"].append(by + 0.5)
+            cols["by"].append(by)
+            cols["bx"].append(bx)
+            cols["fill"].append(fill)
+            cols["line_color"].append(pal.TEXT if chosen else pal.MUTED)
+            cols["line_width"].append(2.0 if chosen else 1.0)
+            cols["text"].append(f"{by},{bx}")
+            cols["text_color"].append(pal.text_on(fill))
+            cols["status"].append(
+                "replayed now" if chosen else
+                ("recorded per thread: tap to replay" if detailed else
+                 "not recorded per thread (aggregated only)"))
+    return cols
+
+
+# ------------------------------------------------------------------- table
+_TABLE_KIND_FILL = {
+    "zero_fill": pal.SLOT_COLORS[SlotState.ZERO],
+    "wrong_element": pal.SLOT_COLORS[SlotState.WRONG],
+    "out_of_allocation": pal.SLOT_COLORS[SlotState.SKIPPED],
+    "skipped": pal.THREAD_STATE_COLORS[ThreadState.IDLE],
+    "written": pal.BACKGROUND,
+}
+_HEADER_FILL = "#f6f8fa"
+_CURRENT_FILL = "#fff8c5"
+_ROLE_OF_FOCUS = {"M": "m_load", "N": "n_load", "P": "pvalue"}
+
+
+def _table_layout(trace: Trace, block: tuple[int, int]):
+    """Columns kept, their widths (characters) and display texts for a block's table."""
+    table = _table(trace, block)
+    T = trace.tile_width
+    keep = [i for i, c in enumerate(table.columns) if not (c.role == "pvalue" and T > 2)]
+    texts = []
+    for row in table.rows:
+        out = []
+        for i in keep:
+            cell, col = row[i], table.columns[i]
+            text = cell.text
+            if col.role == "pvalue" and " += " in text:
+                text = text.split(" += ", 1)[1]
+            text = text.replace(" (out of allocation)", " ✗")
+            out.append(_uni(text))
+        texts.append(out)
+    heads = []
+    for i in keep:
+        c = table.columns[i]
+        short = {"pvalue": "Pvalue +=", "value": "Pvalue", "p_write": "P store",
+                 "thread": "thread"}.get(c.role, c.short)
+        heads.append(_uni(short))
+    widths = []
+    for n in range(len(keep)):
+        w = max([len(heads[n])] + [len(r[n]) for r in texts])
+        widths.append(w + 2)
+    return table, keep, texts, heads, widths
+
+
+def _table_progress(frame: Frame):
+    """(phase, role) of the current table cell and a function telling past cells."""
+    step = frame.step
+    order = ("m_load", "n_load", "pvalue", "value")
+    if step.sub == Sub.START:
+        return None, lambda ph, role: False
+    if step.sub == Sub.WRITE_P:
+        return (None, "p_write"), lambda ph, role: True
+    cur_ph = step.phase
+    if frame.table_focus is not None:
+        role = _ROLE_OF_FOCUS[frame.table_focus[1]]
+    elif step.sub in (Sub.ARRIVE_1, Sub.RELEASE_1):
+        role = "n_load"
+    else:
+        role = "pvalue"
+    if step.sub in (Sub.PHASE, Sub.ARRIVE_2, Sub.RELEASE_2):
+        last = "value"
+    elif step.sub in (Sub.ARRIVE_1, Sub.RELEASE_1):
+        last = "n_load"
+    else:
+        last = role
+    current = (cur_ph, role) if frame.table_focus is not None else None
+
+    def done(ph, r):
+        if r in ("thread",):
+            return True
+        if r == "p_write" or ph is None:
+            return False
+        if ph < cur_ph:
+            return True
+        if ph > cur_ph:
+            return False
+        return order.index(r) <= order.index(last)
+
+    return current, done
+
+
+def _table_columns(frame: Frame, trace: Trace) -> dict[str, list]:
+    block = tuple(frame.block)
+    table, keep, texts, heads, widths = _table_layout(trace, block)
+    T = trace.tile_width
+    nrows = len(table.rows)
+    columns = [table.columns[i] for i in keep]
+    # Phases shown: all, or a window of TABLE_PHASES around the current phase.
+    nph = len(table.phases)
+    cur_ph = frame.step.phase if frame.step.phase is not None else (
+        nph - 1 if frame.step.sub == Sub.WRITE_P else 0)
+    first = min(max(0, cur_ph - TABLE_PHASES + 2), max(0, nph - TABLE_PHASES))
+    shown_ph = set(range(first, first + TABLE_PHASES))
+    show = [n for n, c in enumerate(columns) if c.phase is None or c.phase in shown_ph]
+    # Rows shown: all, or a window around the followed thread.
+    if nrows <= TABLE_ROWS:
+        rows = list(range(nrows))
+        more = 0
+    else:
+        f = frame.focus[0] * T + frame.focus[1] if frame.focus is not None else 0
+        start = min(max(0, f - 3), nrows - (TABLE_ROWS - 1))
+        rows = list(range(start, start + TABLE_ROWS - 1))
+        more = nrows - len(rows)
+    current, done = _table_progress(frame)
+    focus_row = (frame.focus[0] * T + frame.focus[1]) if frame.focus is not None else -1
+
+    cols: dict[str, list] = {key: [] for key in (
+        "x", "y", "w", "h", "tx", "fill", "line_color", "text", "text_color", "font_style")}
+
+    def add(x0, w, y, text, fill, color, style="normal", line=pal.GRID_LINE):
+        cols["x"].append(x0 + w / 2)
+        cols["y"].append(y + 0.5)
+        cols["w"].append(float(w))
+        cols["h"].append(1.0)
+        cols["tx"].append(x0 + 1.0)
+        cols["fill"].append(fill)
+        cols["line_color"].append(line)
+        cols["text"].append(text)
+        cols["text_color"].append(color)
+        cols["font_style"].append(style)
+
+    # x positions of the shown columns
+    xs, x = {}, 0.0
+    for n in show:
+        xs[n] = x
+        x += widths[n]
+    # header: group row, then short names
+    group_done = set()
+    for n in show:
+        c = columns[n]
+        if c.group and c.group not in group_done:
+            group_done.add(c.group)
+            span = [m for m in show if columns[m].group == c.group]
+            w = sum(widths[m] for m in span)
+            add(xs[n], w, 0, c.group, _HEADER_FILL, pal.TEXT, "bold")
+        elif not c.group:
+            add(xs[n], widths[n], 0, "", _HEADER_FILL, pal.TEXT)
+        add(xs[n], widths[n], 1, heads[n], _HEADER_FILL, pal.TEXT, "bold")
+    # body
+    for y, r in enumerate(rows, start=2):
+        row = table.rows[r]
+        for n in show:
+            i = keep[n]
+            cell, c = row[i], columns[n]
+            is_current = current is not None and (c.phase, c.role) == current
+            past = done(c.phase, c.role)
+            fill = _TABLE_KIND_FILL.get(cell.kind, pal.BACKGROUND)
+            if c.role == "thread":
+                fill = _HEADER_FILL
+            if is_current:
+                fill = _CURRENT_FILL if fill == pal.BACKGROUND else fill
+            color = pal.text_on(fill) if (past or is_current) else pal.MUTED
+            if not (past or is_current) and fill != pal.BACKGROUND and c.role != "thread":
+                fill = pal.BACKGROUND  # future cells: plain, muted text
+                color = pal.MUTED
+            line = pal.TILE_OUTLINE if is_current else (
+                pal.FOCUS if r == focus_row else pal.GRID_LINE)
+            style = "bold" if (r == focus_row or is_current) else "normal"
+            add(xs[n], widths[n], y, texts[r][n], fill, color, style, line)
+    if more:
+        y = len(rows) + 2
+        total = sum(widths[n] for n in show)
+        add(0.0, total, y, f"… {more} more threads: click a thread to show its row",
+            pal.BACKGROUND, pal.MUTED, "italic")
+    return cols
+
+
+def _table_extent(trace: Trace) -> tuple[float, int]:
+    """Width (characters) and height (lines) the table figure needs for any frame."""
+    if trace.n_phases == 0 or not len(trace.detail_blocks):
+        return 40.0, 3
+    widest, rows = 0.0, 0
+    for b in trace.detail_blocks[:64].tolist():
+        table, keep, texts, heads, widths = _table_layout(trace, tuple(b))
+        columns = [table.columns[i] for i in keep]
+        fixed = sum(w for w, c in zip(widths, columns, strict=True) if c.phase is None)
+        per = {}
+        for w, c in zip(widths, columns, strict=True):
+            if c.phase is not None:
+                per[c.phase] = per.get(c.phase, 0) + w
+        phase_w = sorted(per.values(), reverse=True)[:TABLE_PHASES]
+        widest = max(widest, fixed + sum(phase_w))
+        rows = max(rows, min(len(table.rows), TABLE_ROWS))
+    return widest, rows + 2
+
+
+# ------------------------------------------------------------------- scene
+@dataclasses.dataclass(frozen=True)
+class _Sizes:
+    """Pixel sizes of a scene (normal or presenter)."""
+
+    cell: int  # matrix cell
+    scell: int  # Mds / Nds / thread cell
+    font: int  # base text size
+    mono: int  # source / table / counters
+    char: float  # width of one monospace character
+    line: int  # height of one text line
+    matrix_text: bool
+    shared_text: bool
+
+    @classmethod
+    def of(cls, trace: Trace, presenter: bool) -> _Sizes:
+        s = 1.3 if presenter else 1.0
+        T = trace.tile_width
+        gy, gx = trace.grid
+        ext = max(gy * T, max(trace.n_phases, 1) * T, gx * T)
+        cell = int(min(60 * s, max(5, (290 * s) // ext)))
+        scell = int(min(78 * s, max(12, (170 * s) // T)))
+        mono = int(round(12 * s))
+        return cls(cell=cell, scell=scell, font=int(round(13 * s)), mono=mono,
+                   char=0.61 * mono, line=int(round(mono * 1.55)),
+                   matrix_text=cell >= 24, shared_text=scell >= 44)
+
+
+class Scene:
+    """Bokeh figures for one trace, built once; :meth:`update` draws a frame.
+
+    Parameters
+    ----------
+    trace : Trace
+        The recording whose blocks are replayed.
+    views : iterable of str, optional
+        Which of :data:`VIEWS` to show; all by default.
+    presenter : bool
+        Large cells and fonts for a projector.
+
+    Attributes
+    ----------
+    sources : dict of str to ColumnDataSource
+        One source per key of :func:`frame_columns` used by the views.
+    figures : dict of str to figure
+        The figures by view name (``"M"``, ``"threads"``, ``"blocks"`` ...).
+    layout : bokeh.models.LayoutDOM
+        Every view, arranged (matrices left, shared memory and threads in
+        the middle, source and counters right, the table below).
+
+    Raises
+    ------
+    ValueError
+        For an unknown view name.
+    """
+
+    def __init__(self, trace: Trace, views: Iterable[str] | None = None,
+                 presenter: bool = False):
+        from bokeh.models import ColumnDataSource
+
+        views = tuple(VIEWS if views is None else views)
+        unknown = [v for v in views if v not in VIEWS]
+        if unknown:
+            raise ValueError(f"unknown view(s) {', '.join(map(repr, unknown))}; "
+                             f"choose from {', '.join(VIEWS)}")
+        self.trace = trace
+        self.views = views
+        self.presenter = bool(presenter)
+        self.sizes = _Sizes.of(trace, self.presenter)
+        names = [s for v in views for s in SOURCE_NAMES[v]]
+        self.sources = {name: ColumnDataSource(data=_empty(name)) for name in names}
+        self.figures = {}
+        self._corner = None
+        self._last: dict[str, dict[str, list]] = {}
+        self.layout = self._build()
+
+    # --------------------------------------------------------------- update
+    def update(self, frame: Frame) -> None:
+        """Show ``frame``: assign the new columns of every source.
+
+        Only columns whose values changed since the last update are sent
+        (whole columns; a source whose length changes is replaced whole).
+        """
+        data = frame_columns(frame, self.trace)
+        for name, source in self.sources.items():
+            new = data[name]
+            old = self._last.get(name)
+            if old is None or _length(old) != _length(new) or old.keys() != new.keys():
+                source.data = new
+            else:
+                changed = {c: v for c, v in new.items() if old[c] != v}
+                if changed:
+                    source.data.update(changed)
+            self._last[name] = new
+
+    # ---------------------------------------------------------------- build
+    def _build(self):
+        from bokeh.layouts import column, row
+
+        v = set(self.views)
+        parts_left, parts_mid, parts_right = [], [], []
+        if v & {"M", "N", "P"}:
+            parts_left.append(self._matrices(v))
+        shared = [self._shared(name) for name in ("Mds", "Nds") if name in v]
+        if shared:
+            parts_mid.append(row(*shared, spacing=10))
+        if "threads" in v:
+            parts_mid.append(self._threads())
+        if "legend" in v:
+            parts_mid.append(self._legend())
+        if "source" in v:
+            parts_right.append(self._source())
+        if "counters" in v:
+            parts_right.append(self._counters())
+        if "blocks" in v:
+            blocks = self._blocks()
+            if not self._tuck_blocks(blocks):
+                parts_right.append(blocks)
+        main = [column(*p, spacing=8) for p in (parts_left, parts_mid, parts_right) if p]
+        rows = []
+        if "caption" in v:
+            rows.append(self._caption())
+        if main:
+            rows.append(row(*main, spacing=22))
+        if "table" in v:
+            rows.append(self._table_fig())
+        return column(*rows, spacing=10)
+
+    def _fig(self, width, height, x_range, y_range, title=None, tools=""):
+        from bokeh.plotting import figure
+
+        f = figure(width=int(width), height=int(height), x_range=x_range, y_range=y_range,
+                   tools=tools, toolbar_location=None, title=title, min_border=4,
+                   x_axis_location="above",
+                   outline_line_color=None, background_fill_color=pal.BACKGROUND,
+                   border_fill_color=pal.BACKGROUND)
+        f.grid.visible = False
+        if title is not None:
+            f.title.text_font = SANS
+            f.title.text_font_size = f"{self.sizes.font + 1}px"
+            f.title.text_color = pal.TEXT
+        return f
+
+    def _text_fig(self, width_chars, lines, name):
+        from bokeh.models import Range1d
+
+        s = self.sizes
+        f = self._fig(width_chars * s.char + 12, lines * s.line + 8,
+                      Range1d(-0.5, width_chars + 0.5), Range1d(lines, 0))
+        f.axis.visible = False
+        self.figures[name] = f
+        return f
+
+    def _grid_axes(self, f, rows, cols, top=True):
+        from bokeh.models import FixedTicker
+
+        s = self.sizes
+        T = self.trace.tile_width
+        cell = (f.width - 30) / max(1, f.x_range.end - f.x_range.start)
+        every = max(1, math.ceil(2.2 * s.font / max(cell, 1)))
+        for axis, n in ((f.xaxis, cols), (f.yaxis, rows)):
+            if n <= 16:
+                ticks = [i + 0.5 for i in range(0, n, every)]
+                labels = {i + 0.5: str(i) for i in range(n)}
+            else:
+                ticks = list(range(0, n + 1, T))
+                labels = {t: str(t) for t in ticks}
+            axis.ticker = FixedTicker(ticks=ticks)
+            axis.major_label_overrides = labels
+            axis.major_label_text_font_size = f"{max(9, s.font - 3)}px"
+            axis.major_label_text_color = pal.MUTED
+            axis.axis_line_color = None
+            axis.major_tick_line_color = None if n <= 16 else pal.MUTED
+            axis.minor_tick_line_color = None
+            axis.major_label_standoff = 2
+
+    def _grid_fig(self, name, rows, cols, cell, title):
+        """A figure for a rows x cols grid of square cells, wide enough for its title."""
+        from bokeh.models import Range1d
+
+        s = self.sizes
+        title_px = 40 + len(title) * 0.62 * (s.font + 1)
+        extra = max(0, math.ceil((title_px - (cols * cell + 30)) / cell))
+        f = self._fig((cols + extra) * cell + 30, rows * cell + 30 + 2 * s.font,
+                      Range1d(0, cols + extra), Range1d(rows, 0), title=title)
+        self._grid_axes(f, rows, cols)
+        self.figures[name] = f
+        return f
+
+    def _tuck_blocks(self, blocks) -> bool:
+        """Put the block grid in the free corner above M, left of N (Fig. 5.10's layout)."""
+        corner = self._corner
+        if corner is None:
+            return False
+        spacer, row_, m, n = corner
+        if blocks.width > m.width or blocks.height > n.height:
+            return False
+        spacer.width = m.width - blocks.width
+        row_.children.insert(0, blocks)
+        return True
+
+    def _matrices(self, v):
+        from bokeh.layouts import column, row
+        from bokeh.models import HoverTool, Spacer
+
+        tr, s = self.trace, self.sizes
+        j, k, l = tr.shape
+        T = tr.tile_width
+        gy, gx = tr.grid
+        nph = max(tr.n_phases, 1)
+        ext = {"M": (max(j, gy * T), max(k, nph * T)), "N": (max(k, nph * T), max(l, gx * T)),
+               "P": (max(j, gy * T), max(l, gx * T))}
+        shape = {"M": (j, k), "N": (k, l), "P": (j, l)}
+        figs = {}
+        for name in ("M", "N", "P"):
+            if name not in v:
+                continue
+            rows, cols = ext[name]
+            f = self._grid_fig(name, rows, cols, s.cell,
+                               f"{name} ({shape[name][0]} × {shape[name][1]})")
+            src = self.sources[name]
+            r = f.rect("x", "y", 1, 1, source=src, fill_color="fill", line_color="line_color",
+                       line_width="line_width")
+            # the matrix's own edge, so ghost cells read as outside it
+            f.rect(shape[name][1] / 2, shape[name][0] / 2, shape[name][1], shape[name][0],
+                   fill_alpha=0, line_color=pal.TEXT, line_width=1.5)
+            g = f.rect("x", "y", 1, 1, source=self.sources[f"{name}_ghost"], fill_color="fill",
+                       line_color="line_color", line_dash="dashed", line_width=1.5,
+                       hatch_pattern="/", hatch_color=pal.MUTED, hatch_alpha=0.35, hatch_scale=8)
+            f.rect("x", "y", "w", "h", source=self.sources[f"{name}_tile"], fill_alpha=0,
+                   line_color=pal.TILE_OUTLINE, line_width=3)
+            if s.matrix_text:
+                fs = f"{max(9, min(s.font + 2, int(s.cell * 0.32)))}px"
+                for source in (src, self.sources[f"{name}_ghost"]):
+                    f.text("x", "y", "text", source=source, text_color="text_color",
+                           text_align="center", text_baseline="middle", text_font_size=fs,
+                           text_font=value(SANS))
+            what = "Pvalue so far" if name == "P" else "value"
+            f.add_tools(HoverTool(renderers=[r], tooltips=[
+                ("element", "@name"), (what, "@value"), ("P after the launch" if name == "P"
+                                                         else "state", "@final" if name == "P"
+                                                         else "@state"),
+                ("state" if name == "P" else "loaded by", "@state" if name == "P" else "@loader"),
+            ]))
+            f.add_tools(HoverTool(renderers=[g], tooltips=[
+                ("position", "@name (outside the matrix)"), ("what happened", "@state"),
+                ("thread", "@loader"), ("slot holds", "@text")]))
+            figs[name] = f
+        top = [Spacer(width=figs["M"].width, height=10)] if "M" in figs else []
+        parts = []
+        if "N" in figs:
+            parts.append(row(*top, figs["N"]))
+            if top:
+                self._corner = (top[0], parts[-1], figs["M"], figs["N"])
+        bottom = [figs[n] for n in ("M", "P") if n in figs]
+        if bottom:
+            parts.append(row(*bottom))
+        return column(*parts, spacing=0)
+
+    def _shared(self, name):
+        from bokeh.models import HoverTool
+
+        T, s = self.trace.tile_width, self.sizes
+        f = self._grid_fig(name, T, T, s.scell, f"{name} (shared)")
+        src = self.sources[name]
+        r = f.rect("x", "y", 1, 1, source=src, fill_color="fill", line_color="line_color",
+                   line_width="line_width")
+        if s.shared_text:
+            f.text("x", "y", "text", source=src, text_color="text_color", text_align="center",
+                   text_baseline="middle", text_font=value(SANS), text_line_height=1.15,
+                   text_font_size=f"{max(10, min(s.font + 3, int(s.scell * 0.22)))}px")
+        f.add_tools(HoverTool(renderers=[r], tooltips=[
+            ("slot", f"{name}[@ty][@tx]"), ("holds", "@element"), ("value", "@value"),
+            ("state", "@state"), ("written by", "@loader")]))
+        self.figures[name] = f
+        return f
+
+    def _threads(self):
+        from bokeh.models import HoverTool, TapTool
+
+        T, s = self.trace.tile_width, self.sizes
+        f = self._grid_fig("threads", T, T, s.scell, "threads (ty, tx)")
+        src = self.sources["threads"]
+        r = f.rect("x", "y", 0.94, 0.94, source=src, fill_color="fill", line_color="line_color",
+                   line_width="line_width", nonselection_fill_alpha=1.0,
+                   nonselection_line_alpha=1.0, selection_fill_alpha=1.0)
+        if s.scell >= 20:
+            f.rect("sx", "sy", 0.2, 0.2, source=src, fill_color="ident", line_color=pal.TEXT,
+                   line_width=0.5, nonselection_fill_alpha=1.0)
+        if s.shared_text:
+            f.text("x", "y", "text", source=src, text_color="text_color", text_align="center",
+                   text_baseline="middle", text_font=value(SANS), text_line_height=1.15,
+                   text_font_size=f"{max(10, min(s.font + 2, int(s.scell * 0.2)))}px")
+        f.add_tools(HoverTool(renderers=[r], tooltips=[
+            ("thread", "(@ty, @tx)"), ("state", "@state"), ("Pvalue", "@pvalue"),
+            ("valid P element", "@valid")]))
+        f.add_tools(TapTool(renderers=[r]))
+        self.figures["threads"] = f
+        return f
+
+    def _legend(self):
+        from bokeh.models import ColumnDataSource, Range1d
+
+        s = self.sizes
+        entries = [("Threads", None)]
+        for st, label in pal.THREAD_STATE_LABELS.items():
+            if st in (ThreadState.READY, ThreadState.DONE):
+                continue
+            entries.append((label, pal.THREAD_STATE_COLORS[st]))
+        entries.append(("Mds / Nds slots", None))
+        for st in (SlotState.LOADED, SlotState.STALE, SlotState.ZERO, SlotState.WRONG,
+                   SlotState.SKIPPED, SlotState.EMPTY):
+            entries.append((pal.SLOT_LABELS[st], pal.SLOT_COLORS[st]))
+        entries.append(("M, N, P elements", None))
+        entries += [
+            ("being loaded: colour of its thread", pal.thread_colors(4)[1]),
+            (pal.CELL_LABELS[CellState.TILE], pal.CELL_COLORS[CellState.TILE]),
+            (pal.CELL_LABELS[CellState.READING], pal.CELL_COLORS[CellState.READING]),
+            ("loaded in an earlier phase", pal.CELL_COLORS[CellState.DONE]),
+            (pal.CELL_LABELS[CellState.COMPUTING], pal.CELL_COLORS[CellState.COMPUTING]),
+            ("P element written", _P_WRITTEN),
+            ("current tile (outline)", "outline"),
+            ("followed thread (outline)", "focus"),
+        ]
+        cols = 2
+        per_col = -(-len(entries) // cols)
+        width_chars = 36
+        data = {"x": [], "y": [], "fill": [], "line": [], "alpha": []}
+        text = {"x": [], "y": [], "text": [], "style": []}
+        for i, (label, color) in enumerate(entries):
+            c, r = divmod(i, per_col)
+            x0 = c * width_chars
+            if color is None:
+                text["x"].append(x0)
+                text["style"].append("bold")
+            else:
+                fill, line = color, pal.MUTED
+                if color == "outline":
+                    fill, line = pal.BACKGROUND, pal.TILE_OUTLINE
+                elif color == "focus":
+                    fill, line = pal.BACKGROUND, pal.FOCUS
+                data["x"].append(x0 + 1.2)
+                data["y"].append(r + 0.5)
+                data["fill"].append(fill)
+                data["line"].append(line)
+                data["alpha"].append(1.0)
+                text["x"].append(x0 + 2.6)
+                text["style"].append("normal")
+            text["y"].append(r + 0.5)
+            text["text"].append(label)
+        fs = max(10, s.font - 2)
+        char = 0.55 * fs
+        line_h = fs * 1.6
+        from bokeh.plotting import figure
+
+        f = figure(width=int(cols * width_chars * char + 10), height=int(per_col * line_h + 8),
+                   x_range=Range1d(0, cols * width_chars), y_range=Range1d(per_col, 0),
+                   tools="", toolbar_location=None, min_border=2, outline_line_color=None)
+        f.axis.visible = False
+        f.grid.visible = False
+        f.rect("x", "y", 1.8, 0.7, source=ColumnDataSource(data), fill_color="fill",
+               line_color="line", line_width=2)
+        f.text("x", "y", "text", source=ColumnDataSource(text), text_baseline="middle",
+               text_font_size=f"{fs}px", text_font=value(SANS), text_color=pal.TEXT,
+               text_font_style="style")
+        self.figures["legend"] = f
+        return f
+
+    def _source(self):
+        s = self.sizes
+        lines = _source_lines(self.trace.meta.get("source", "") or "")
+        width = max(len(x) for x in lines) + 3
+        f = self._text_fig(width + 2, len(lines), "source")
+        f.x_range.start = -2.2
+        src = self.sources["source"]
+        f.rect(width / 2 - 0.5, "y", width + 1, 1, source=src, fill_color="bg",
+               fill_alpha="bg_alpha", line_color=None)
+        f.text("x", "y", "text", source=src, text_baseline="middle", text_font=value(MONO),
+               text_font_size=f"{s.mono}px", text_color=pal.TEXT, text_font_style="font_style")
+        f.text(-1.9, "y", "marker", source=src, text_baseline="middle", text_font=value(MONO),
+               text_font_size=f"{s.mono}px", text_color=pal.TILE_OUTLINE)
+        f.title = None
+        return f
+
+    def _counters(self):
+        s = self.sizes
+        lines = 6 + max(1, math.ceil(self.trace.n_phases / 3)) + 2
+        f = self._text_fig(COUNTER_CHARS, lines, "counters")
+        f.text("x", "y", "text", source=self.sources["counters"], text_baseline="middle",
+               text_font=value(MONO), text_font_size=f"{s.mono}px", text_color="color",
+               text_font_style="font_style")
+        bars = self.sources["bars"]
+        f.rect("x", "y", "w", 0.7, source=bars, fill_color="fill", line_color=None)
+        f.text("lx", "y", "label", source=bars, text_baseline="middle", text_font=value(MONO),
+               text_font_size=f"{max(9, s.mono - 1)}px", text_color="label_color",
+               text_font_style="bold")
+        return f
+
+    def _blocks(self):
+        from bokeh.models import HoverTool, TapTool
+
+        gy, gx = self.trace.grid
+        s = self.sizes
+        cell = int(max(10, min(44 * (1.3 if self.presenter else 1), 200 // max(gy, gx))))
+        f = self._grid_fig("blocks", gy, gx, cell, "blocks (by, bx)")
+        src = self.sources["blocks"]
+        r = f.rect("x", "y", 0.92, 0.92, source=src, fill_color="fill", line_color="line_color",
+                   line_width="line_width", nonselection_fill_alpha=1.0,
+                   nonselection_line_alpha=1.0, selection_fill_alpha=1.0)
+        if cell >= 34:
+            f.text("x", "y", "text", source=src, text_color="text_color", text_align="center",
+                   text_baseline="middle", text_font=value(SANS),
+                   text_font_size=f"{max(9, min(s.font, cell // 3))}px")
+        f.add_tools(HoverTool(renderers=[r], tooltips=[("block", "(@by, @bx)"),
+                                                       ("", "@status")]))
+        f.add_tools(TapTool(renderers=[r]))
+        self.figures["blocks"] = f
+        return f
+
+    def _caption(self):
+        s = self.sizes
+        f = self._text_fig(CAPTION_CHARS, 4, "caption")
+        # proportional font: about 0.6 em per character, bold included
+        f.width = int(CAPTION_CHARS * 0.6 * (s.font + 1) + 20)
+        f.x_range.end = (f.width - 12) / (0.6 * (s.font + 1))
+        f.text("x", "y", "text", source=self.sources["caption"], text_baseline="middle",
+               text_font=value(SANS), text_font_size=f"{s.font + 1}px", text_color="color",
+               text_font_style="font_style")
+        return f
+
+    def _table_fig(self):
+        from bokeh.models import Range1d
+
+        s = self.sizes
+        width, lines = _table_extent(self.trace)
+        lines += 1
+        f = self._fig(width * s.char + 12, lines * s.line + 8, Range1d(-0.2, width + 0.2),
+                      Range1d(lines, 0))
+        f.axis.visible = False
+        src = self.sources["table"]
+        f.rect("x", "y", "w", "h", source=src, fill_color="fill", line_color="line_color",
+               line_width=1)
+        f.text("tx", "y", "text", source=src, text_baseline="middle", text_font=value(MONO),
+               text_font_size=f"{s.mono}px", text_color="text_color",
+               text_font_style="font_style")
+        self.figures["table"] = f
+        return f
+
+
+_EMPTY_COLUMNS = {
+    "caption": ("x", "y", "text", "font_style", "color"),
+    "M": ("x", "y", "row", "col", "name", "final", "value", "text", "fill", "text_color",
+          "line_color", "line_width", "state", "loader"),
+    "ghost": ("x", "y", "row", "col", "name", "fill", "line_color", "text", "text_color",
+              "state", "loader"),
+    "tile": ("x", "y", "w", "h"),
+    "Mds": ("x", "y", "ty", "tx", "fill", "line_color", "line_width", "text", "text_color",
+            "state", "element", "value", "loader"),
+    "threads": ("x", "y", "sx", "sy", "ty", "tx", "ident", "fill", "line_color", "line_width",
+                "text", "text_color", "state", "word", "pvalue", "valid"),
+    "source": ("x", "y", "text", "bg", "bg_alpha", "marker", "font_style"),
+    "counters": ("x", "y", "text", "font_style", "color"),
+    "bars": ("x", "y", "w", "fill", "label", "lx", "label_color"),
+    "blocks": ("x", "y", "by", "bx", "fill", "line_color", "line_width", "text", "text_color",
+               "status"),
+    "table": ("x", "y", "w", "h", "tx", "fill", "line_color", "text", "text_color",
+              "font_style"),
+}
+
+
+def _empty(name: str) -> dict[str, list]:
+    key = name
+    if name in ("N", "P"):
+        key = "M"
+    elif name.endswith("_ghost"):
+        key = "ghost"
+    elif name.endswith("_tile"):
+        key = "tile"
+    elif name == "Nds":
+        key = "Mds"
+    return {c: [] for c in _EMPTY_COLUMNS[key]}
+
+
+def _length(cols: dict[str, list]) -> int:
+    for v in cols.values():
+        return len(v)
+    return 0
+
