@@ -267,8 +267,10 @@ def _numba_mode() -> str | None:
 
 
 def _versions() -> dict[str, str]:
-    out = {"python": sys.version.split()[0]}
-    for dist in ("vizmm", "numpy", "numba", "numba-cuda"):
+    from . import __version__
+
+    out = {"python": sys.version.split()[0], "vizmm": __version__}
+    for dist in ("numpy", "numba", "numba-cuda"):
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             out[dist] = importlib.metadata.version(dist)
     return out
