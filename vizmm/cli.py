@@ -324,6 +324,15 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(msg.split())
 
 
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so that Python's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no file descriptor (captured output)
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``vizmm`` command line; return the exit code.
 
@@ -342,7 +351,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         return int(args.func(args))
     except SystemExit as exc:  # --help, --version
-        return exc.code if isinstance(exc.code, int) else EXIT_OK
+        if exc.code is None:
+            return EXIT_OK
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except BrokenPipeError:  # the reader went away, as with 'vizmm table ... | head'
+        _silence_stdout()
+        return EXIT_FAILURE
     except INPUT_ERRORS as exc:
         print(f"vizmm: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE

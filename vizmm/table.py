@@ -257,7 +257,7 @@ _FIGURES = {
     "naive": "Fig. 3.11",
     "tiled": "Fig. 5.9",
     "boundary": "Fig. 5.13",
-    "general": "general j x k . k x l",
+    "general": "Section 5.5, j x k . k x l",
 }
 
 
