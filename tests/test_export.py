@@ -174,9 +174,9 @@ def test_gif_has_one_frame_per_step_and_exact_pixels(fig58, granularity):
     for i in sorted({0, 1, n // 2, n - 1}):
         want = ex.gif_frame(render(i), palette).convert("RGB")
         assert np.array_equal(np.asarray(frames[i]), np.asarray(want)), f"frame {i}"
-        # and the quantization is faithful: few pixels move, and not far
+        # and faithful: flat colours are exact, only anti-aliased text edges move, a little
         diff = np.abs(np.asarray(frames[i], int) - np.asarray(render(i), int)).max(axis=2)
-        assert (diff > 40).mean() < 0.01
+        assert (diff == 0).mean() > 0.95 and diff.max() <= 64, ((diff == 0).mean(), diff.max())
 
 
 def test_gif_palette_is_exact_for_few_colours():
