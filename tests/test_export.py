@@ -170,9 +170,10 @@ def test_gif_has_one_frame_per_step_and_exact_pixels(fig58, granularity):
     n = len(replay)
     assert len(frames) == n == (18 if granularity == "substep" else 4)
     assert info["loop"] == 0 and info["duration"] == 250
-    palette = ex.gif_palette(render(i) for i in ex.gif_sample_steps(n))
+    quantize = ex.GifQuantizer(ex.gif_palette(render(i) for i in ex.gif_sample_steps(n)))
     for i in sorted({0, 1, n // 2, n - 1}):
-        want = ex.gif_frame(render(i), palette).convert("RGB")
+        want = quantize(render(i)).convert("RGB")
+        assert want.tobytes() == ex.gif_frame(render(i), quantize.palette).convert("RGB").tobytes()
         assert np.array_equal(np.asarray(frames[i]), np.asarray(want)), f"frame {i}"
         # and faithful: flat colours are exact, only anti-aliased text edges move, a little
         diff = np.abs(np.asarray(frames[i], int) - np.asarray(render(i), int)).max(axis=2)
@@ -223,19 +224,19 @@ def test_mp4_frames_match_the_pillow_frames(fig58):
 # -------------------------------------------------------------- atomicity
 def test_failed_gif_export_leaves_no_file(fig58, tmp_path, monkeypatch):
     calls = {"n": 0}
-    real = ex.gif_frame
+    real = ex.GifQuantizer.__call__
 
-    def flaky(img, palette):
+    def flaky(self, img):
         calls["n"] += 1
         if calls["n"] == 5:
             raise RuntimeError("encoder broke midway")
-        return real(img, palette)
+        return real(self, img)
 
-    monkeypatch.setattr(ex, "gif_frame", flaky)
+    monkeypatch.setattr(ex.GifQuantizer, "__call__", flaky)
     out = tmp_path / "fig58.gif"
     with pytest.raises(RuntimeError, match="midway"):
         ex.export(fig58, out, size=(640, 360), progress=False)
-    assert os.listdir(tmp_path) == []
+    assert calls["n"] == 5 and os.listdir(tmp_path) == []
 
 
 def test_failed_mp4_export_leaves_no_file_and_keeps_the_old_one(fig58, tmp_path, monkeypatch):

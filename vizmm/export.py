@@ -53,6 +53,7 @@ __all__ = [
     "export_bytes",
     "render_frames",
     "gif_frame",
+    "GifQuantizer",
     "gif_palette",
     "gif_sample_steps",
     "html_frame_data",
@@ -261,7 +262,7 @@ def gif_palette(images: Iterable):
 
     The frames carry about a thousand colours (anti-aliased text), more than
     a GIF's 256. The palette keeps the flat colours (fills, lines, the
-    background: every colour covering at least 1/2000 of the sample, up to
+    background: every colour covering at least 1/20000 of the sample, up to
     160 of them) exactly, and spends the remaining entries on a median cut
     of the other pixels (text edges). One palette for all frames lets the
     GIF store each frame as its difference to the previous one, and keeps a
@@ -280,16 +281,16 @@ def gif_palette(images: Iterable):
     """
     from PIL import Image
 
-    pixels = np.concatenate([np.asarray(im.convert("RGB")).reshape(-1, 3) for im in images])
-    keys = (pixels[:, 0].astype(np.int64) << 16) | (pixels[:, 1].astype(np.int64) << 8) | (
-        pixels[:, 2])
+    # every other row is plenty to weigh the colours
+    pixels = np.concatenate([np.asarray(im.convert("RGB"))[::2].reshape(-1, 3) for im in images])
+    keys = _rgb_keys(pixels)
     uniq, counts = np.unique(keys, return_counts=True)
     if len(uniq) <= 256:
         exact = uniq
         rest: list[int] = []
     else:
         by_count = np.argsort(-counts, kind="stable")
-        flat = by_count[counts[by_count] >= max(1, len(keys) // 2000)][:160]
+        flat = by_count[counts[by_count] >= max(1, len(keys) // 20000)][:160]
         exact = uniq[flat]
         others = pixels[~np.isin(keys, exact)]
         quant = Image.fromarray(others.reshape(1, -1, 3)).quantize(
@@ -305,14 +306,55 @@ def gif_palette(images: Iterable):
     return palette
 
 
-def gif_frame(image, palette):
-    """The palette image a GIF export stores for one RGB frame.
+def _rgb_keys(arr: np.ndarray) -> np.ndarray:
+    """(..., 3) uint8 RGB to int32 keys 0xRRGGBB."""
+    arr = arr.astype(np.int32)
+    return (arr[..., 0] << 16) | (arr[..., 1] << 8) | arr[..., 2]
 
-    Each pixel takes the nearest colour (Euclidean in RGB) of ``palette``,
-    without dithering, so flat areas stay flat and a colour the palette
-    holds is kept exactly (Pillow's own palette conversion approximates
-    the nearest colour). ``gif_frame(img, pal).convert("RGB")`` is exactly
-    what a GIF decoder shows for the frame.
+
+class GifQuantizer:
+    """Map RGB frames to one palette, each pixel to its nearest palette colour.
+
+    Nearest is Euclidean in RGB, without dithering: flat areas stay flat and
+    a colour the palette holds is kept exactly (Pillow's own conversion to a
+    given palette only approximates the nearest colour). A table of the
+    colours seen so far makes every frame after the first cheap.
+
+    Parameters
+    ----------
+    palette : PIL.Image.Image
+        From :func:`gif_palette`.
+    """
+
+    def __init__(self, palette):
+        self.palette = palette
+        self.flat = palette.getpalette()[:768]
+        self.pal = np.array(self.flat, np.int32).reshape(-1, 3)
+        self.table = np.full(1 << 24, -1, np.int16)  # 0xRRGGBB -> palette index
+
+    def __call__(self, image):
+        """The mode 'P' image of one RGB frame (``image``: PIL.Image.Image)."""
+        from PIL import Image
+
+        arr = np.asarray(image.convert("RGB"))
+        keys = _rgb_keys(arr)
+        idx = self.table[keys]
+        if (idx < 0).any():
+            new = np.unique(keys[idx < 0])
+            colors = np.stack([(new >> 16) & 255, (new >> 8) & 255, new & 255], axis=1)
+            d = ((colors[:, None, :] - self.pal[None, :, :]) ** 2).sum(axis=2)
+            self.table[new] = d.argmin(axis=1)
+            idx = self.table[keys]
+        out = Image.fromarray(idx.astype(np.uint8), "P")
+        out.putpalette(self.flat)
+        return out
+
+
+def gif_frame(image, palette):
+    """The palette image a GIF export stores for one RGB frame (see :class:`GifQuantizer`).
+
+    ``gif_frame(img, pal).convert("RGB")`` is exactly what a GIF decoder
+    shows for the frame.
 
     Parameters
     ----------
@@ -326,19 +368,7 @@ def gif_frame(image, palette):
     PIL.Image.Image
         Mode 'P', the size of ``image``.
     """
-    from PIL import Image
-
-    arr = np.asarray(image.convert("RGB"))
-    keys = (arr[..., 0].astype(np.int64) << 16) | (arr[..., 1].astype(np.int64) << 8) | (
-        arr[..., 2])
-    uniq, inverse = np.unique(keys.ravel(), return_inverse=True)
-    colors = np.stack([(uniq >> 16) & 255, (uniq >> 8) & 255, uniq & 255], axis=1)
-    flat = palette.getpalette()[:768]
-    pal = np.array(flat, np.int64).reshape(-1, 3)
-    nearest = ((colors[:, None, :] - pal[None, :, :]) ** 2).sum(axis=2).argmin(axis=1)
-    out = Image.fromarray(nearest.astype(np.uint8)[inverse].reshape(arr.shape[:2]), "P")
-    out.putpalette(flat)
-    return out
+    return GifQuantizer(palette)(image)
 
 
 def gif_sample_steps(n: int) -> list[int]:
@@ -347,10 +377,10 @@ def gif_sample_steps(n: int) -> list[int]:
 
 
 def _gif_bytes(render: Callable[[int], object], n: int, fps: float, progress: _Progress) -> bytes:
-    palette = gif_palette(render(i) for i in gif_sample_steps(n))
+    quantize = GifQuantizer(gif_palette(render(i) for i in gif_sample_steps(n)))
     frames = []
     for i in range(n):
-        frames.append(gif_frame(render(i), palette))
+        frames.append(quantize(render(i)))
         progress.step()
     buf = io.BytesIO()
     frames[0].save(buf, format="GIF", save_all=True, append_images=frames[1:],
