@@ -174,10 +174,15 @@ class Frame:
     loads_so_far : int
         Global reads of M and N by this block up to this step (from the trace).
     naive_loads_so_far : int
-        Reads the naive kernel makes for the same products: 2 per term per
-        valid thread.
+        Reads the naive kernel (Fig. 3.11) makes for the same work: 2 per
+        term per valid thread, for every term the tiles loaded so far feed
+        (``terms_loaded``). After the loads of phase ``ph`` this is
+        ``TILE_WIDTH`` times ``loads_so_far`` for a full block.
     terms_done : int
         Multiply-add terms each thread has accumulated (0..k).
+    terms_loaded : int
+        Terms the tiles loaded so far feed (0..k): ``(ph + 1) * TILE_WIDTH``
+        once both tiles of phase ``ph`` are in shared memory.
     source_line : int or None
         0-based line of ``trace.meta["source"]`` executed at this step.
     table_focus : (phase, column) or None
@@ -224,15 +229,20 @@ class Frame:
     loads_so_far: int
     naive_loads_so_far: int
     terms_done: int
+    terms_loaded: int
     source_line: int | None
     table_focus: tuple[int, str] | None
     phase_pvalues: np.ndarray | None = None
 
     @property
     def cgma(self) -> float:
-        """CGMA so far: 2 FLOPs per accumulated term over global reads (Section 5.1)."""
+        """CGMA of the loads so far: FLOPs they feed (2 per term) per global read (Section 5.1).
+
+        The naive kernel's CGMA is 1.0; a full tile of TILE_WIDTH gives TILE_WIDTH.
+        0.0 before any load.
+        """
         valid = int(self.thread_valid.sum())
-        return 2.0 * valid * self.terms_done / max(1, self.loads_so_far)
+        return 2.0 * valid * self.terms_loaded / self.loads_so_far if self.loads_so_far else 0.0
 
 
 _SLOT_OF_ACCESS = {
@@ -644,7 +654,11 @@ class Replay:
                 if p < last or loaded:
                     kk = rec[p, :, :, base]
                     loads_so_far += int(((kk == Access.LOADED) | (kk == Access.WRONG_ELEMENT)).sum())
-        naive = 2 * int(valid.sum()) * done_phases_terms
+        if cur is None:
+            terms_loaded = 0
+        else:
+            terms_loaded = min(k, (cur + (1 if n_loaded else 0)) * T)
+        naive = 2 * int(valid.sum()) * terms_loaded
 
         line = self._lines.get(sub)
         return Frame(
@@ -661,6 +675,7 @@ class Replay:
             focus=self.focus, m_focus=m_focus, n_focus=n_focus, p_focus=p_focus,
             mds_focus=mds_focus, nds_focus=nds_focus,
             loads_so_far=loads_so_far, naive_loads_so_far=naive, terms_done=done_phases_terms,
+            terms_loaded=terms_loaded,
             source_line=line,
             table_focus=self._table_focus(step),
             phase_pvalues=phase_pvalues,
