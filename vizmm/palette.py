@@ -10,6 +10,7 @@ from __future__ import annotations
 import colorsys
 from functools import lru_cache
 
+from .large import BlockState
 from .replay import CellState, SlotState, ThreadState
 
 __all__ = [
@@ -34,6 +35,13 @@ __all__ = [
     "CELL_LABELS",
     "GHOST_LABELS",
     "text_on",
+    "BLOCK_STATE_COLORS",
+    "BLOCK_STATE_LABELS",
+    "BARRIER_COLORS",
+    "READS_RAMP",
+    "NO_READS",
+    "WAVE_BANDS",
+    "sequential",
 ]
 
 BACKGROUND = "#ffffff"
@@ -172,3 +180,52 @@ def hex_to_rgb(color: str) -> tuple[int, int, int]:
     """``'#rrggbb'`` to an (r, g, b) tuple of 0..255 ints."""
     c = color.lstrip("#")
     return int(c[0:2], 16), int(c[2:4], 16), int(c[4:6], 16)
+
+
+# ------------------------------------------------------------ large views
+# Blocks of a whole launch at one moment (vizmm.large.BlockState).
+BLOCK_STATE_COLORS = {
+    BlockState.WAITING: "#d0d7de",
+    BlockState.RUNNING: "#fb8f44",
+    BlockState.DONE: "#2da44e",
+    BlockState.NO_DATA: "#ffffff",
+}
+
+BLOCK_STATE_LABELS = {
+    BlockState.WAITING: "not started yet",
+    BlockState.RUNNING: "running",
+    BlockState.DONE: "done",
+    BlockState.NO_DATA: "not simulated (no data)",
+}
+
+# Barrier 1 (after the loads) and barrier 2 (after the k loop): the colours of
+# threads waiting at them in the block replay.
+BARRIER_COLORS = (THREAD_STATE_COLORS[ThreadState.WAITING_1],
+                  THREAD_STATE_COLORS[ThreadState.WAITING_2])
+
+# Alternate shading of the waves of blocks behind the running-blocks curve.
+WAVE_BANDS = ("#f6f8fa", "#eaeef2")
+
+# Cells with no reads at all (blocks that did not run) in the read-count heatmaps.
+NO_READS = "#f6f8fa"
+
+# Few reads (light) to many (dark): the read-count heatmaps.
+_READS_ANCHORS = ("#fff7d1", "#fed976", "#fd8d3c", "#e8452c", "#b10026", "#4a0012")
+
+
+def sequential(anchors: tuple[str, ...], n: int) -> tuple[str, ...]:
+    """``n`` colours evenly interpolated (in RGB) through ``anchors``, light to dark."""
+    if n < 2:
+        return (anchors[0],)
+    rgb = [hex_to_rgb(c) for c in anchors]
+    out = []
+    for i in range(n):
+        pos = i * (len(rgb) - 1) / (n - 1)
+        a = min(int(pos), len(rgb) - 2)
+        f = pos - a
+        c = [round(x + (y - x) * f) for x, y in zip(rgb[a], rgb[a + 1], strict=True)]
+        out.append("#{:02x}{:02x}{:02x}".format(*c))
+    return tuple(out)
+
+
+READS_RAMP = sequential(_READS_ANCHORS, 256)
