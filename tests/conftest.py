@@ -19,18 +19,9 @@ if GPU_RUN:
 else:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
-if "numba" in sys.modules:
-    # pytest has already imported numba, before this file: the category of the
-    # ``filterwarnings`` entry ``numba.core.errors.NumbaPerformanceWarning`` in
-    # pyproject.toml is imported while the configuration is read. numba read
-    # its configuration from the environment then; numba.cuda, which picks
-    # the simulator or the driver, is not imported yet, so re-read it now.
-    if "numba.cuda" in sys.modules:
-        raise RuntimeError("numba.cuda was imported before tests/conftest.py could choose "
-                           "the simulator; run the tests with NUMBA_ENABLE_CUDASIM set")
-    from numba.core import config as _numba_config
-
-    _numba_config.reload_config()
+if "numba.cuda" in sys.modules:
+    raise RuntimeError("numba.cuda was imported before tests/conftest.py could choose the "
+                       "simulator; run the tests with NUMBA_ENABLE_CUDASIM set")
 
 _gpu_usable = None
 
@@ -48,15 +39,6 @@ def gpu_usable() -> bool:
 
             _gpu_usable = gpu_available()
     return _gpu_usable
-
-
-def pytest_configure(config):
-    # numba-cuda warns about grids of fewer than 128 blocks, which the book's
-    # examples are. Its warning class lives in numba.cuda.core.errors (not
-    # numba.core.errors); matching the message imports nothing.
-    config.addinivalue_line(
-        "filterwarnings", "ignore:.*will likely result in GPU under-utilization:Warning"
-    )
 
 
 def pytest_collection_modifyitems(config, items):

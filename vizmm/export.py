@@ -568,11 +568,37 @@ _HTML_TEMPLATE = """{% extends base %}
 """
 
 
+def _self_contained_resources():
+    """BokehJS inline, and no file to fetch.
+
+    Bokeh adds to every page the external scripts that any imported library's
+    models declare (Panel's ES-module shim, a path on a Panel server, once
+    Panel is imported, as it is in the dashboard). An offline file has no
+    use for them: drop the external files, keep the inline code.
+    """
+    from bokeh.resources import Resources
+
+    class SelfContained(Resources):
+        @property
+        def js_files(self) -> list[str]:
+            return []
+
+        @property
+        def css_files(self) -> list[str]:
+            return []
+
+        def clone(self, *, components=None) -> SelfContained:
+            # Bokeh clones the resources to pick components; keep the class.
+            return SelfContained(mode="inline", components=(
+                components if components is not None else list(self.components)))
+
+    return SelfContained(mode="inline")
+
+
 def _html_bytes(trace: Trace, replay: Replay, views, fps: float, progress: _Progress) -> bytes:
     from bokeh.embed import file_html
     from bokeh.layouts import column, row
     from bokeh.models import Button, CustomJS, Div, Slider
-    from bokeh.resources import INLINE
     from jinja2 import Template
 
     from .render.bokeh_scene import Scene, frame_columns
@@ -618,7 +644,7 @@ def _html_bytes(trace: Trace, replay: Replay, views, fps: float, progress: _Prog
     help_text = (f"{title} · {n} steps ({replay.granularity}, {replay.order}). Keys: ← → step, "
                  "space play / pause, Home / End first / last step.")
     html = file_html(
-        layout, INLINE, title=title, template=Template(_HTML_TEMPLATE),
+        layout, _self_contained_resources(), title=title, template=Template(_HTML_TEMPLATE),
         template_variables={"frames_json": frames_json, "engine_js": _ENGINE_JS,
                             "help_text": help_text},
         suppress_callback_warning=True,

@@ -56,7 +56,7 @@ FONT_FAMILY = "DejaVu Sans"
 
 def _hsl(h: float, s: float, l: float) -> str:
     r, g, b = colorsys.hls_to_rgb(h % 1.0, l, s)
-    return "#{:02x}{:02x}{:02x}".format(round(r * 255), round(g * 255), round(b * 255))
+    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
 
 
 def thread_color(t: int, n: int) -> str:

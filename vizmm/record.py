@@ -218,7 +218,8 @@ def _as_matrix(name, a):
         raise RecordError(f"{name} must be a non-empty 2-D array, got shape {arr.shape}")
     if arr.dtype.kind not in "biuf":
         raise RecordError(f"{name} must hold real numbers, got dtype {arr.dtype}")
-    out = np.ascontiguousarray(arr, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.ascontiguousarray(arr, dtype=np.float32)
     if not np.isfinite(out).all():
         raise RecordError(f"{name} holds NaN or infinite values (or values too large for float32)")
     return out
@@ -499,9 +500,8 @@ def allocate_records(j, k, l, T, kernel, blocks, aggregated):
 
 def _launch(job, M, N, show) -> Trace:
     """Allocate the record arrays, run the kernel, wrap the result in a Trace."""
-    from numba import config, cuda
-
     import vizmm_kernels as K
+    from numba import config, cuda
     from vizmm_kernels import codes
 
     j, k, l, T, kernel = job["j"], job["k"], job["l"], job["T"], job["kernel"]

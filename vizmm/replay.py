@@ -378,7 +378,8 @@ class Replay:
         for i, s in enumerate(self.steps):
             if s.sub == sub and s.phase == phase and (k is None or s.k == k):
                 return i
-        raise ValueError(f"no step {sub.value!r} of phase {phase} at {self.granularity} granularity")
+        raise ValueError(
+            f"no step {sub.value!r} of phase {phase} at {self.granularity} granularity")
 
     # ------------------------------------------------------------ precompute
     @cached_property
@@ -590,7 +591,7 @@ class Replay:
                 # ghost slots: the tile's positions outside the matrix
                 nrows, ncols = (j, k) if name == "M" else (k, l)
                 outside = (row >= nrows) | (col >= ncols)
-                for ty, tx in zip(*np.nonzero(outside)):
+                for ty, tx in np.argwhere(outside):
                     ghosts[name].append((int(row[ty, tx]), int(col[ty, tx]),
                                          int(kind[ty, tx]) if loaded else int(Access.NOT_RECORDED),
                                          int(tidx[ty, tx]), bool(loaded and loading_now)))
@@ -653,7 +654,8 @@ class Replay:
             for base, loaded in ((0, m_loaded), (3, n_loaded)):
                 if p < last or loaded:
                     kk = rec[p, :, :, base]
-                    loads_so_far += int(((kk == Access.LOADED) | (kk == Access.WRONG_ELEMENT)).sum())
+                    read = (kk == Access.LOADED) | (kk == Access.WRONG_ELEMENT)
+                    loads_so_far += int(read.sum())
         if cur is None:
             terms_loaded = 0
         else:

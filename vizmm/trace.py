@@ -203,7 +203,10 @@ class Trace:
         first). -1 where not read (the simulator has no SM, timer or clock).
     m_reads, n_reads : ndarray of int32, (j, k), (k, l)
         How many times each M / N element was read from global memory by the
-        whole launch (wrong-element reads count for the element really read).
+        launch (wrong-element reads count for the element really read). A
+        simulator recording of a window runs only the window's blocks: the
+        counts, P and :meth:`summary` then cover those blocks only (meta
+        ``simulated_blocks`` lists them; ``"all"`` otherwise).
     barrier_spread : ndarray of int32, (gy, gx, nph, 2, 2) or (0, 0, nph, 2, 2)
         Aggregated mode only (empty otherwise): per block, phase and barrier
         (0 after the loads, 1 after the k loop), ``[..., 0]`` the arrival
@@ -258,7 +261,8 @@ class Trace:
             if typ is int and (isinstance(meta[key], bool) or not isinstance(meta[key], int)):
                 raise TraceError(f"trace metadata {key!r} must be an integer, got {meta[key]!r}")
             if typ is not int and not isinstance(meta[key], typ):
-                raise TraceError(f"trace metadata {key!r} must be {typ.__name__}, got {meta[key]!r}")
+                raise TraceError(
+                    f"trace metadata {key!r} must be {typ.__name__}, got {meta[key]!r}")
         if meta["kernel"] not in KERNELS:
             raise TraceError(f"unknown kernel {meta['kernel']!r} (known: {', '.join(KERNELS)})")
         if not 1 <= meta["tile_width"] <= 32:
@@ -441,7 +445,7 @@ class Trace:
         return 2 * j * k * l
 
     def cgma(self) -> float:
-        """Compute-to-global-memory-access ratio: 2 FLOPs per term over global reads (Section 5.1)."""
+        """Compute-to-global-memory-access ratio: 2 FLOPs per term per global read (Section 5.1)."""
         j, k, l = self.shape
         return 2.0 * j * k * l / max(1, self.global_loads())
 
@@ -460,6 +464,9 @@ class Trace:
             + (f" ({m['sm_count']} SMs)" if m.get("sm_count") else ""),
             f"detail      {len(self.detail_blocks)} of {gy * gx} blocks recorded per thread"
             + (" (aggregated mode)" if m["aggregated"] else ""),
+            *([f"simulated   only the {len(m['simulated_blocks'])} detailed blocks: counts, P "
+               "and CGMA cover those blocks only"]
+              if isinstance(m.get("simulated_blocks"), list) else []),
             f"clocks      {'yes' if self.has_clocks else 'no (simulator)'}",
             f"loads       {self.global_loads()} global reads of M and N "
             f"(naive kernel: {self.naive_loads()}, "
