@@ -6,6 +6,11 @@ key it is told to watch to Python, where :attr:`KeyboardShortcuts.on_key` is
 called with the key's name (``"ArrowRight"``, ``" "``, ``"g"`` ...). Keys
 typed into inputs, text areas, selects and editable elements are left alone,
 and so are keys with Ctrl, Alt or Meta.
+
+A key travels as a change of two synchronised parameters (``key``, then the
+counter ``pressed``) rather than as a custom message: Panel runs custom
+messages on the next tick of the server, and the changes they make then
+reached the browser only with the next message.
 """
 
 from __future__ import annotations
@@ -33,7 +38,12 @@ class KeyboardShortcuts(JSComponent):
 
     keys = param.List(default=["ArrowLeft", "ArrowRight", " ", "Home", "End", "g"],
                       item_type=str, doc="KeyboardEvent.key values to send to Python.")
-    pressed = param.Integer(default=0, doc="How many watched keys were pressed (for tests).")
+    key = param.String(default="", doc="The last watched key pressed.")
+    pressed = param.Integer(default=0, doc="How many watched keys were pressed.")
+
+    # Panel waits this long (ms) to batch changes from the browser; a key
+    # should act at once.
+    _debounce = 0
 
     _esm = """
     const EDITABLE = new Set(["INPUT", "TEXTAREA", "SELECT"]);
@@ -53,7 +63,8 @@ class KeyboardShortcuts(JSComponent):
         if (!model.keys.includes(event.key) || typing(event)) return;
         event.preventDefault();
         event.stopPropagation();
-        model.send_msg({key: event.key});
+        model.key = event.key;
+        model.pressed = model.pressed + 1;
       };
       document.addEventListener("keydown", handler, true);
       model.on("remove", () => document.removeEventListener("keydown", handler, true));
@@ -67,11 +78,13 @@ class KeyboardShortcuts(JSComponent):
         params.setdefault("margin", 0)
         super().__init__(**params)
         self.on_key = on_key
+        self.param.watch(self._pressed, "pressed")
 
-    def _handle_msg(self, data) -> None:
-        key = data.get("key") if isinstance(data, dict) else None
-        if key not in self.keys:
-            return
+    def press(self, key: str) -> None:
+        """Act as if ``key`` was pressed in the page (tests, scripted demos)."""
+        self.key = key
         self.pressed += 1
-        if self.on_key is not None:
-            self.on_key(key)
+
+    def _pressed(self, event) -> None:
+        if self.key in self.keys and self.on_key is not None:
+            self.on_key(self.key)

@@ -309,10 +309,10 @@ def test_record_form_estimates_and_records(dash):
 
 
 def test_keyboard_component_drives_the_state(dash):
-    dash.keys._handle_msg({"key": "ArrowRight"})
-    dash.keys._handle_msg({"key": "ArrowRight"})
-    dash.keys._handle_msg({"key": "x"})  # not a shortcut: ignored
-    assert dash.state.step == 2 and dash.keys.pressed == 2
+    dash.keys.press("ArrowRight")
+    dash.keys.press("ArrowRight")
+    dash.keys.press("x")  # not a shortcut: ignored
+    assert dash.state.step == 2 and dash.keys.pressed == 3
 
 
 def test_presenter_mode_rebuilds_a_larger_scene(dash):

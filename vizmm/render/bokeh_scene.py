@@ -102,6 +102,7 @@ def _sub(name: str, a: int, b: int) -> str:
     return f"{name}_{{{a},{b}}}"
 
 
+@lru_cache(maxsize=1 << 14)
 def _fmt(v: float) -> str:
     """A value as the book writes it: integers without decimals, '?' for NaN."""
     v = float(v)
@@ -139,8 +140,9 @@ def slot_label(state: int, src: Sequence[int], matrix: str) -> str:
     return _NAN_TEXT
 
 
+@lru_cache(maxsize=4096)
 def thread_label(state: int, k: int | None = None, rank: int = -1) -> str:
-    """A word for a thread's state (``load``, ``wait``, ``k=1``, ``#3`` ...).
+    """A word for a thread's state (``load``, ``wait``, ``k=1``, ``wait #3`` ...).
 
     ``rank`` (the arrival rank at a barrier in recorded order, 0 first) is
     shown as ``#rank+1`` for waiting threads.
@@ -153,8 +155,17 @@ def thread_label(state: int, k: int | None = None, rank: int = -1) -> str:
     return pal.THREAD_STATE_SHORT[state]
 
 
+@lru_cache(maxsize=1 << 16)
 def _uni(text: str) -> str:
     return render_text(text, "unicode")
+
+
+_text_on = lru_cache(maxsize=1024)(pal.text_on)
+
+
+@lru_cache(maxsize=1 << 16)
+def _slot_label(state: int, r: int, c: int, matrix: str) -> str:
+    return slot_label(state, (r, c), matrix)
 
 
 # ---------------------------------------------------------- static lookups
@@ -375,6 +386,20 @@ def _tile_columns(frame: Frame, T: int, name: str) -> dict[str, list]:
     return {"x": [c0 + T / 2], "y": [r0 + T / 2], "w": [float(T)], "h": [float(T)]}
 
 
+@lru_cache(maxsize=32)
+def _grid_positions(T: int) -> dict[str, list]:
+    ty, tx = np.divmod(np.arange(T * T), T)
+    return {
+        "x": (tx + 0.5).tolist(), "y": (ty + 0.5).tolist(),
+        "ty": ty.tolist(), "tx": tx.tolist(),
+        "sx": (tx + 0.16).tolist(), "sy": (ty + 0.16).tolist(),
+        "loader": [f"thread ({a},{b})" for a, b in zip(ty.tolist(), tx.tolist(), strict=True)],
+    }
+
+
+_SHOW_VALUE = (SlotState.LOADED, SlotState.WRONG, SlotState.STALE)
+
+
 def _shared_columns(frame: Frame, matrix: str) -> dict[str, list]:
     if matrix == "M":
         state, src, value, now, read, focus = (frame.mds_state, frame.mds_src, frame.mds_value,
@@ -383,83 +408,77 @@ def _shared_columns(frame: Frame, matrix: str) -> dict[str, list]:
         state, src, value, now, read, focus = (frame.nds_state, frame.nds_src, frame.nds_value,
                                                frame.nds_now, frame.nds_read, frame.nds_focus)
     T = state.shape[0]
-    n = T * T
-    tcol = pal.thread_colors(n)
+    tcol = pal.thread_colors(T * T)
+    pos = _grid_positions(T)
     cols: dict[str, list] = {key: [] for key in (
-        "x", "y", "ty", "tx", "fill", "line_color", "line_width", "text", "text_color",
-        "state", "element", "value", "loader")}
-    for ty in range(T):
-        for tx in range(T):
-            st = SlotState(int(state[ty, tx]))
-            label = slot_label(st, src[ty, tx], matrix)
-            t = ty * T + tx
-            fill = pal.SLOT_COLORS[st]
-            if now[ty, tx] and st == SlotState.LOADED:
-                fill = tcol[t]  # the colour of the thread storing it, as in M / N
-            if focus[ty, tx]:
-                line, width = pal.FOCUS, 4.0
-            elif read[ty, tx]:
-                line, width = pal.READ, 4.0
-            elif now[ty, tx]:
-                line, width = tcol[t], 3.0
-            else:
-                line, width = pal.GRID_LINE, 1.0
-            v = float(value[ty, tx])
-            shown = _uni(label) if label != _NAN_TEXT else label
-            if st == SlotState.SKIPPED:
-                shown = f"✗ {shown}" if label != _NAN_TEXT else "✗"
-            if st in (SlotState.LOADED, SlotState.WRONG, SlotState.STALE) and not math.isnan(v):
-                shown = f"{shown}\n{_fmt(v)}"
-            text_color = pal.MUTED if st in (SlotState.STALE, SlotState.EMPTY) else (
-                pal.text_on(fill))
-            cols["x"].append(tx + 0.5)
-            cols["y"].append(ty + 0.5)
-            cols["ty"].append(ty)
-            cols["tx"].append(tx)
-            cols["fill"].append(fill)
-            cols["line_color"].append(line)
-            cols["line_width"].append(width)
-            cols["text"].append(shown)
-            cols["text_color"].append(text_color)
-            cols["state"].append(pal.SLOT_LABELS[st])
-            cols["element"].append(label)
-            cols["value"].append(_fmt(v))
-            cols["loader"].append(f"thread ({ty},{tx})")
-    return cols
+        "fill", "line_color", "line_width", "text", "text_color", "state", "element",
+        "value")}
+    states = state.ravel().tolist()
+    rows = src[..., 0].ravel().tolist()
+    colsrc = src[..., 1].ravel().tolist()
+    values = value.ravel().tolist()
+    nows = now.ravel().tolist()
+    reads = read.ravel().tolist()
+    focuses = focus.ravel().tolist()
+    for t, st in enumerate(states):
+        label = _slot_label(st, rows[t], colsrc[t], matrix)
+        fill = pal.SLOT_COLORS[st]
+        if nows[t] and st == SlotState.LOADED:
+            fill = tcol[t]  # the colour of the thread storing it, as in M / N
+        if focuses[t]:
+            line, width = pal.FOCUS, 4.0
+        elif reads[t]:
+            line, width = pal.READ, 4.0
+        elif nows[t]:
+            line, width = tcol[t], 3.0
+        else:
+            line, width = pal.GRID_LINE, 1.0
+        v = values[t]
+        shown = _uni(label) if label != _NAN_TEXT else label
+        if st == SlotState.SKIPPED:
+            shown = f"✗ {shown}" if label != _NAN_TEXT else "✗"
+        if st in _SHOW_VALUE and v == v:
+            shown = f"{shown}\n{_fmt(v)}"
+        cols["fill"].append(fill)
+        cols["line_color"].append(line)
+        cols["line_width"].append(width)
+        cols["text"].append(shown)
+        cols["text_color"].append(pal.MUTED if st in (SlotState.STALE, SlotState.EMPTY)
+                                  else _text_on(fill))
+        cols["state"].append(pal.SLOT_LABELS[st])
+        cols["element"].append(label)
+        cols["value"].append(_fmt(v))
+    return {"x": pos["x"], "y": pos["y"], "ty": pos["ty"], "tx": pos["tx"], **cols,
+            "loader": pos["loader"]}
 
 
 def _thread_columns(frame: Frame) -> dict[str, list]:
     state = frame.thread_state
     T = state.shape[0]
-    n = T * T
-    tcol = pal.thread_colors(n)
+    tcol = list(pal.thread_colors(T * T))
+    pos = _grid_positions(T)
     k = frame.step.k
+    focus = -1 if frame.focus is None else frame.focus[0] * T + frame.focus[1]
     cols: dict[str, list] = {key: [] for key in (
-        "x", "y", "sx", "sy", "ty", "tx", "ident", "fill", "line_color", "line_width", "text",
-        "text_color", "state", "word", "pvalue", "valid")}
-    for ty in range(T):
-        for tx in range(T):
-            st = ThreadState(int(state[ty, tx]))
-            fill = pal.THREAD_STATE_COLORS[st]
-            followed = frame.focus == (ty, tx)
-            word = thread_label(st, k, int(frame.thread_rank[ty, tx]))
-            cols["x"].append(tx + 0.5)
-            cols["y"].append(ty + 0.5)
-            cols["sx"].append(tx + 0.16)
-            cols["sy"].append(ty + 0.16)
-            cols["ty"].append(ty)
-            cols["tx"].append(tx)
-            cols["ident"].append(tcol[ty * T + tx])
-            cols["fill"].append(fill)
-            cols["line_color"].append(pal.FOCUS if followed else pal.BACKGROUND)
-            cols["line_width"].append(4.0 if followed else 1.5)
-            cols["text"].append(f"{ty},{tx}\n{word}")
-            cols["text_color"].append(pal.text_on(fill))
-            cols["state"].append(pal.THREAD_STATE_LABELS[st])
-            cols["word"].append(word)
-            cols["pvalue"].append(_fmt(frame.pvalue[ty, tx]))
-            cols["valid"].append("yes" if frame.thread_valid[ty, tx] else "no (idle at the end)")
-    return cols
+        "fill", "line_color", "line_width", "text", "text_color", "state", "word", "pvalue",
+        "valid")}
+    ranks = frame.thread_rank.ravel().tolist()
+    pvs = frame.pvalue.ravel().tolist()
+    valid = frame.thread_valid.ravel().tolist()
+    for t, st in enumerate(state.ravel().tolist()):
+        fill = pal.THREAD_STATE_COLORS[st]
+        word = thread_label(st, k, ranks[t])
+        cols["fill"].append(fill)
+        cols["line_color"].append(pal.FOCUS if t == focus else pal.BACKGROUND)
+        cols["line_width"].append(4.0 if t == focus else 1.5)
+        cols["text"].append(f"{pos['ty'][t]},{pos['tx'][t]}\n{word}")
+        cols["text_color"].append(_text_on(fill))
+        cols["state"].append(pal.THREAD_STATE_LABELS[st])
+        cols["word"].append(word)
+        cols["pvalue"].append(_fmt(pvs[t]))
+        cols["valid"].append("yes" if valid[t] else "no (idle at the end)")
+    return {"x": pos["x"], "y": pos["y"], "sx": pos["sx"], "sy": pos["sy"], "ty": pos["ty"],
+            "tx": pos["tx"], "ident": tcol, **cols}
 
 
 @lru_cache(maxsize=16)
@@ -572,6 +591,7 @@ _CURRENT_FILL = "#fff8c5"
 _ROLE_OF_FOCUS = {"M": "m_load", "N": "n_load", "P": "pvalue"}
 
 
+@lru_cache(maxsize=16)
 def _table_layout(trace: Trace, block: tuple[int, int]):
     """Columns kept, their widths (characters) and display texts for a block's table."""
     table = _table(trace, block)
@@ -818,6 +838,8 @@ class Scene:
         self._corner = None
         self._last: dict[str, dict[str, list]] = {}
         self.layout = self._build()
+        for view, fig in self.figures.items():
+            fig.name = f"vizmm-{view}"  # so pages and tests can find each figure
 
     # --------------------------------------------------------------- update
     def update(self, frame: Frame) -> None:

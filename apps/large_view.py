@@ -1,0 +1,824 @@
+"""The large-matrix view: a whole launch of the tiled kernel, block by block.
+
+Serve it on its own with::
+
+    panel serve apps/large_view.py                    # the shipped GPU traces
+    panel serve apps/large_view.py --args big.vizmm   # a trace file of yours
+
+It opens on a trace recorded on an NVIDIA H200 in aggregated mode (every
+block's SM, start and end time, global reads and barrier waits; a few blocks
+per thread). Scrub or play the launch's time and watch the blocks go from
+waiting to running to done, wave after wave over the SMs; compare the global
+reads of M and N with the naive kernel's; see which blocks waited longest at
+the barriers. Click a block: if it was recorded per thread, open its replay.
+Or simulate a window of blocks of any size in Numba's CUDA simulator.
+
+The app is thin: :class:`LargeViewState` (a ``param.Parameterized``) holds
+every choice; :class:`LargeTraceView` (a ``pn.viewable.Viewer``) draws it with
+:class:`~vizmm.render.large_bokeh.LargeScene`. The dashboard embeds
+:class:`LargeTraceView` for aggregated traces and watches
+:attr:`LargeTraceView.zoom_block` to open a block's per-thread replay.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.resources
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import ClassVar
+
+import panel as pn
+import param
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:  # `panel serve apps/large_view.py` runs this file as a script
+    sys.path.insert(0, _ROOT)
+
+import vizmm  # noqa: E402
+from vizmm import large  # noqa: E402
+from vizmm.record import DEFAULT_MAX_BYTES  # noqa: E402
+from vizmm.render.large_bokeh import LargeScene  # noqa: E402
+from vizmm.trace import Trace, TraceError, from_bytes  # noqa: E402
+
+__all__ = [
+    "LARGE_PRESETS",
+    "LargeViewState",
+    "LargeTraceView",
+    "WindowForm",
+    "LargeApp",
+    "load_large",
+    "shipped_large",
+    "create_app",
+]
+
+#: Traces recorded on a GPU and shipped as package data: key -> menu label.
+LARGE_PRESETS = {
+    "gpu-1000-t16-boundary": "Large: 1000×1000 T=16 (GPU)",
+    "gpu-4096-t32-tiled": "Large: 4096×4096 T=32 (GPU)",
+}
+DEFAULT_LARGE = "gpu-4096-t32-tiled"
+SCRUB_STEPS = 240  # the scrubber's steps from the first start to the last end
+
+_lock = threading.Lock()
+_key_locks: dict[str, threading.Lock] = {}
+_cache: dict[str, Trace] = {}
+
+
+def shipped_large(key: str):
+    """The package-data file of preset ``key`` (a Traversable), or None when absent."""
+    if key not in LARGE_PRESETS:
+        return None
+    res = importlib.resources.files("vizmm") / "data" / f"{key}.vizmm"
+    return res if res.is_file() else None
+
+
+def load_large(key: str) -> Trace:
+    """A large trace by preset key or file path, read once per process and shared.
+
+    Reading a 4096 x 4096 trace takes a few seconds (P is rebuilt from M @ N
+    and every array is checked), so traces are cached; they are immutable.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the preset's file is not installed or the path does not exist.
+    TraceError
+        When the file is not a valid trace.
+    """
+    with _lock:
+        if key in _cache:
+            return _cache[key]
+        klock = _key_locks.setdefault(key, threading.Lock())
+    with klock:
+        with _lock:
+            if key in _cache:
+                return _cache[key]
+        if key in LARGE_PRESETS:
+            res = shipped_large(key)
+            if res is None:
+                raise FileNotFoundError(f"the trace {key}.vizmm is not installed with vizmm "
+                                        "(vizmm/data); record one on a GPU with `vizmm record`")
+            trace = from_bytes(res.read_bytes(), name=f"{key}.vizmm")
+        else:
+            trace = vizmm.load(key)
+        with _lock:
+            _cache[key] = trace
+        return trace
+
+
+# ------------------------------------------------------------------ state
+class LargeViewState(param.Parameterized):
+    """What the large view shows: the trace, the time, the phase and barrier, the block.
+
+    Set the parameters (from widgets, clicks or a test) and read
+    :meth:`status`. Nothing here knows about widgets.
+    """
+
+    trace = param.ClassSelector(class_=Trace, default=None, allow_None=True, precedence=-1)
+    time = param.Number(default=0.0, bounds=(0, None),
+                        doc="Scrubbed time: ns since the first block started, or completed "
+                            "blocks for traces without a clock.")
+    playing = param.Boolean(default=False)
+    speed = param.Number(default=12.0, bounds=(1.0, 60.0), doc="Scrubber steps per second.")
+    all_phases = param.Boolean(default=True, label="all phases",
+                               doc="Barrier waits of all phases together.")
+    phase = param.Integer(default=0, bounds=(0, None), doc="Phase of the barrier waits.")
+    barrier = param.Selector(default=0, objects={"barrier 1 (after the loads)": 0,
+                                                 "barrier 2 (after the k loop)": 1})
+    block = param.Tuple(default=None, length=2, allow_None=True,
+                        doc="The selected block (by, bx), or None.")
+    message = param.String(default="", precedence=-1)
+    message_kind = param.Selector(default="warning", objects=["danger", "warning", "info"],
+                                  precedence=-1)
+
+    @property
+    def model(self) -> large.LargeModel | None:
+        """The :class:`~vizmm.large.LargeModel` of :attr:`trace` (cached), or None."""
+        return None if self.trace is None else large.model(self.trace)
+
+    @property
+    def step_size(self) -> float:
+        """One scrubber step (timeline unit)."""
+        m = self.model
+        if m is None:
+            return 1.0
+        if not m.timeline.has_clock:
+            return 1.0
+        return max(m.timeline.duration / SCRUB_STEPS, 1.0)
+
+    @param.depends("trace", watch=True)
+    def _on_trace(self) -> None:
+        self.param.update(time=0.0, playing=False, phase=0, block=None, message="")
+
+    def go(self, t: float) -> None:
+        """Scrub to time ``t`` (clamped to the launch)."""
+        m = self.model
+        end = m.timeline.duration if m is not None else 0.0
+        self.time = float(min(max(t, 0.0), end))
+
+    def forward(self) -> bool:
+        """One scrubber step on; returns False (and stops playing) at the end."""
+        m = self.model
+        if m is None or self.time >= m.timeline.duration:
+            self.playing = False
+            return False
+        self.go(self.time + self.step_size)
+        return True
+
+    def toggle_play(self) -> None:
+        """Play or pause; playing from the end starts again at time 0."""
+        m = self.model
+        if not self.playing and m is not None and self.time >= m.timeline.duration:
+            self.time = 0.0
+        self.playing = not self.playing
+
+    def tick(self) -> None:
+        """One step of playing (called by the play timer)."""
+        if self.playing:
+            self.forward()
+
+    def select_block(self, by: int, bx: int) -> None:
+        """Select block (by, bx); says so when it was not recorded per thread."""
+        tr = self.trace
+        if tr is None:
+            return
+        block = (int(by), int(bx))
+        msg = large.not_recorded_message(tr, block)
+        if msg and "outside" in msg:
+            self.param.update(message=msg, message_kind="danger")
+            return
+        self.param.update(block=block, message=msg, message_kind="warning")
+
+    def status(self) -> dict:
+        """What the page shows, as plain data (tests read it; the page puts it in the DOM).
+
+        Returns
+        -------
+        dict
+            ``ready``; with a trace: ``time`` (timeline unit), ``label``,
+            ``clock``, ``counts`` (state name -> blocks), ``block``,
+            ``detailed`` (whether the selected block has a per-thread
+            replay), ``phase`` (None for all), ``barrier``, ``message``.
+        """
+        m = self.model
+        if m is None:
+            return {"ready": False, "message": self.message}
+        counts = m.timeline.counts_at(self.time)
+        return {
+            "ready": True,
+            "time": self.time,
+            "label": m.timeline.label(self.time),
+            "clock": m.timeline.clock,
+            "counts": {s.name.lower(): n for s, n in counts.items()},
+            "block": None if self.block is None else list(self.block),
+            "detailed": bool(self.block is not None and self.trace.has_block(self.block)),
+            "phase": None if self.all_phases else self.phase,
+            "barrier": self.barrier,
+            "message": self.message,
+        }
+
+    def block_html(self) -> str:
+        """A few lines about the selected block (HTML)."""
+        m, b = self.model, self.block
+        if m is None:
+            return ""
+        if b is None:
+            return ("Click a block in the grid, a bar of the Gantt chart or a row of the "
+                    "slowest blocks. Blocks outlined in blue were recorded per thread: "
+                    f"{large.format_blocks(self.trace.detail_blocks.tolist())}.")
+        tl = m.timeline
+        by, bx = b
+        parts = [f"<b>Block ({by}, {bx})</b>"]
+        if tl.has_data[by, bx]:
+            if tl.has_clock:
+                s, e = tl.start[by, bx] / 1000, tl.end[by, bx] / 1000
+                parts.append(f"SM {int(tl.sm[by, bx])}")
+                parts.append(f"ran {s:,.3f}–{e:,.3f} µs ({e - s:,.1f} µs)")
+                if m.waves is not None:
+                    parts.append(f"wave {int(m.waves.wave[by, bx])} of {len(m.waves.start)}")
+            else:
+                parts.append(f"completed {int(tl.start[by, bx]) + 1}ᵗʰ of {tl.n_blocks}")
+        else:
+            parts.append("not simulated: no data")
+        bw = self.trace.block_wait
+        if bw.shape[:2] == tl.grid and bw[by, bx, 0, 0] >= 0:
+            w = bw[by, bx]
+            parts.append(f"longest wait {int(w[0, 0]):,} cycles at barrier 1 (phase "
+                         f"{int(w[0, 2])}), {int(w[1, 0]):,} at barrier 2 (phase {int(w[1, 2])})")
+        zf = int(m.zero_fills[by, bx])
+        if zf:
+            parts.append(f"{zf:,} zero-filled Mds/Nds slots")
+        parts.append("recorded per thread ✓" if self.trace.has_block(b)
+                     else "not recorded per thread")
+        return " · ".join(parts)
+
+
+# ------------------------------------------------------------- replay pane
+_LIGHT_VIEWS = ("caption", "Mds", "Nds", "threads", "legend", "source", "counters")
+_FULL_SCENE_ELEMENTS = 40_000  # M, N and P elements up to which the whole Scene is drawn
+
+
+class _BlockReplay(pn.viewable.Viewer):
+    """The per-thread replay of one detailed block, embedded when the view stands alone.
+
+    Large traces show the shared-memory tiles, the threads, the source and the
+    counters only: drawing 4096 x 4096 matrices element by element is what the
+    large views avoid.
+    """
+
+    step = param.Integer(default=0, bounds=(0, None))
+
+    def __init__(self, trace: Trace, block: tuple[int, int], **params):
+        super().__init__(**params)
+        from vizmm.replay import Replay
+
+        self.trace, self.block = trace, block
+        self.replay = Replay(trace, block, "phase")
+        self.scene = _make_scene(trace)
+        self.slider = pn.widgets.IntSlider(name="phase step", start=0,
+                                           end=max(1, len(self.replay) - 1), value=0,
+                                           sizing_mode="stretch_width")
+        self.slider.param.watch(lambda e: setattr(self, "step", e.new), "value")
+        self.granularity = pn.widgets.RadioButtonGroup(options=["phase", "substep"],
+                                                       value="phase", width=180)
+        self.granularity.param.watch(self._on_granularity, "value")
+        self.pane = pn.pane.Bokeh(self.scene.layout if self.scene else None)
+        self._draw()
+
+    def _on_granularity(self, event) -> None:
+        from vizmm.replay import Replay
+
+        self.replay = Replay(self.trace, self.block, event.new)
+        self.slider.name = f"{event.new} step"
+        self.slider.end = max(1, len(self.replay) - 1)
+        self.step = min(self.step, len(self.replay) - 1)
+        self._draw()
+
+    @param.depends("step", watch=True)
+    def _draw(self) -> None:
+        if self.scene is not None:
+            self.scene.update(self.replay.frame(min(self.step, len(self.replay) - 1)))
+
+    def __panel__(self):
+        return pn.Column(pn.Row(self.granularity, self.slider, sizing_mode="stretch_width"),
+                         self.pane)
+
+
+def _make_scene(trace: Trace):
+    """The dashboard's per-thread Scene, with only the views a large trace can afford."""
+    try:
+        from vizmm.render import bokeh_scene
+    except ImportError:  # pragma: no cover - the scene ships with vizmm
+        return None
+    j, k, l = trace.shape
+    if j * k + k * l + j * l <= _FULL_SCENE_ELEMENTS:
+        return bokeh_scene.Scene(trace, presenter=False)
+    views = _LIGHT_VIEWS if trace.n_phases <= 16 else tuple(
+        v for v in _LIGHT_VIEWS if v != "counters")  # one line per phase: too long here
+    return _LightScene(trace, views=views, presenter=False)
+
+
+try:
+    from vizmm.render.bokeh_scene import Scene as _Scene
+except ImportError:  # pragma: no cover
+    _Scene = object
+
+
+class _LightScene(_Scene):  # type: ignore[misc, valid-type]
+    """A Scene whose update computes only the sources of its views.
+
+    ``Scene.update`` builds the columns of every view, the M, N and P matrices
+    included (one entry per element: minutes at 4096 x 4096); this builds the
+    shared-memory, thread, source and counter columns only.
+    """
+
+    def update(self, frame) -> None:  # noqa: D102 - see Scene.update
+        from vizmm.render import bokeh_scene as bs
+
+        counters, bars = bs._counter_columns(frame, self.trace)
+        data = {"caption": bs._caption_columns(frame), "Mds": bs._shared_columns(frame, "M"),
+                "Nds": bs._shared_columns(frame, "N"), "threads": bs._thread_columns(frame),
+                "source": bs._source_columns(frame, self.trace), "counters": counters,
+                "bars": bars}
+        for name, source in self.sources.items():
+            if name in data:
+                source.data = data[name]
+
+
+# -------------------------------------------------------------------- view
+class LargeTraceView(pn.viewable.Viewer):
+    """The large views of one trace: time scrubber, blocks, SMs, reads, barrier waits.
+
+    Parameters
+    ----------
+    trace : Trace, optional
+        The trace to show (also settable later: ``view.state.trace = ...``).
+    state : LargeViewState, optional
+        A state to drive (a new one by default).
+    embed_replay : bool
+        Open a detailed block's per-thread replay inside this view (True, the
+        standalone page); the dashboard sets False and watches
+        :attr:`zoom_block` to switch its own per-thread views instead.
+    served : bool, optional
+        Whether it runs in a Bokeh server session (play timer); by default
+        ``pn.state.served``.
+
+    Attributes
+    ----------
+    zoom_block : tuple of int or None
+        Set to ``(by, bx)`` each time the user asks for the per-thread replay
+        of a detailed block (an event: watch it).
+    scene : LargeScene or None
+        The figures of the current trace.
+    """
+
+    state = param.ClassSelector(class_=LargeViewState)
+    embed_replay = param.Boolean(default=True)
+    zoom_block = param.Tuple(default=None, length=2, allow_None=True,
+                             doc="(by, bx) whose per-thread replay the user asked for.")
+
+    def __init__(self, trace: Trace | None = None, state: LargeViewState | None = None,
+                 served: bool | None = None, **params):
+        super().__init__(state=state or LargeViewState(), **params)
+        self._served = bool(pn.state.served) if served is None else served
+        self.scene: LargeScene | None = None
+        self._play_cb = None
+        self._build_widgets()
+        s = self.state
+        s.param.watch(self._on_trace, ["trace"])
+        s.param.watch(self._on_time, ["time"])
+        s.param.watch(self._on_waits, ["phase", "all_phases", "barrier"])
+        s.param.watch(self._on_block, ["block", "message", "message_kind"])
+        s.param.watch(self._on_playing, ["playing", "speed"])
+        if trace is not None:
+            s.trace = trace
+        else:
+            self._on_trace()
+
+    # ----------------------------------------------------------- widgets
+    def _build_widgets(self) -> None:
+        s = self.state
+        self.header = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
+        self.play_button = pn.widgets.Button(name="▶ play", width=90, margin=(12, 4, 5, 10))
+        self.play_button.on_click(lambda e: s.toggle_play())
+        self.time_slider = pn.widgets.FloatSlider(name="time", start=0, end=1, step=1,
+                                                  value=0, sizing_mode="stretch_width",
+                                                  min_width=300, margin=(5, 12))
+        self.time_slider.param.watch(self._on_slider, "value_throttled")
+        self.speed = pn.widgets.FloatSlider.from_param(s.param.speed, name="steps / s",
+                                                       start=1, end=60, step=1, width=150)
+        self.status_pane = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
+        self.timeline_pane = pn.pane.Bokeh(None, margin=(0, 10))
+        self.reads_pane = pn.pane.Bokeh(None, margin=(0, 10))
+        self.waits_pane = pn.pane.Bokeh(None, margin=(0, 10))
+        self.all_phases = pn.widgets.Checkbox.from_param(s.param.all_phases, width=110,
+                                                         margin=(18, 10, 5, 10))
+        self.phase = pn.widgets.IntSlider(name="phase", start=0, end=1, value=0, width=320,
+                                          disabled=True)
+        self.phase.param.watch(lambda e: setattr(s, "phase", e.new), "value")
+        self.barrier = pn.widgets.RadioButtonGroup.from_param(s.param.barrier, width=420,
+                                                              margin=(12, 10, 5, 10))
+        self.block_pane = pn.pane.HTML("", sizing_mode="stretch_width", margin=(5, 10))
+        self.zoom_button = pn.widgets.Button(name="Open the per-thread replay",
+                                             button_type="primary", width=260, disabled=True,
+                                             margin=(5, 10))
+        self.zoom_button.on_click(lambda e: self.zoom())
+        self.alert = pn.pane.Alert("", alert_type="warning", visible=False,
+                                   sizing_mode="stretch_width", margin=(0, 10))
+        self.tabs = pn.Tabs(
+            ("Timeline: blocks and SMs", self.timeline_pane),
+            ("Global reads: tiled vs naive", self.reads_pane),
+            ("Barrier waits", pn.Column(pn.Row(self.all_phases, self.phase, self.barrier),
+                                        self.waits_pane)),
+            dynamic=False, sizing_mode="stretch_width")
+        self.layout = pn.Column(
+            self.header,
+            pn.Row(self.play_button, self.time_slider, self.speed, sizing_mode="stretch_width"),
+            self.status_pane,
+            pn.Row(self.block_pane, self.zoom_button, sizing_mode="stretch_width"),
+            self.alert,
+            self.tabs,
+            sizing_mode="stretch_width")
+
+    # ----------------------------------------------------------- actions
+    def zoom(self) -> None:
+        """Open the per-thread replay of the selected block (when recorded per thread)."""
+        s = self.state
+        b = s.block
+        if b is None or s.trace is None:
+            return
+        msg = large.not_recorded_message(s.trace, b)
+        if msg:
+            s.param.update(message=msg, message_kind="warning")
+            return
+        if self.zoom_block == tuple(b):
+            self.param.trigger("zoom_block")
+        else:
+            self.zoom_block = tuple(b)
+        if self.embed_replay:
+            self._close_replay()
+            title = f"Per-thread replay of block ({b[0]}, {b[1]})"
+            self.tabs.append((title, pn.Column(_BlockReplay(s.trace, tuple(b)),
+                                               sizing_mode="stretch_width")))
+            self.tabs.active = len(self.tabs) - 1
+
+    def _close_replay(self) -> None:
+        while len(self.tabs) > 3:
+            self.tabs.pop(-1)
+
+    # --------------------------------------------------------- callbacks
+    def _on_trace(self, *events) -> None:
+        s = self.state
+        tr = s.trace
+        self._close_replay()
+        if tr is None:
+            self.scene = None
+            self.header.object = "<i>No trace.</i>"
+            for pane in (self.timeline_pane, self.reads_pane, self.waits_pane):
+                pane.object = None
+            self._on_block()
+            return
+        m = s.model
+        self.scene = LargeScene(m)
+        self.scene.on_block(s.select_block)
+        self.timeline_pane.object = self.scene.panels["timeline"]
+        self.reads_pane.object = self.scene.panels["reads"]
+        self.waits_pane.object = self.scene.panels["waits"]
+        lines = [html.escape(x) for x in m.lines]
+        note = html.escape(m.timeline.note)
+        self.header.object = (f"<div style='font-size:1.05em'><b>{lines[0]}</b><br>"
+                              + "<br>".join(lines[1:]) + f"<br><i>{note}</i></div>")
+        k = 1e-3 if m.timeline.has_clock else 1.0
+        end = max(m.timeline.duration * k, 1e-9)
+        self.time_slider.param.update(
+            start=0.0, end=end, step=s.step_size * k, value=0.0,
+            name="time (µs since the first block started)" if m.timeline.has_clock
+            else "completed blocks (no clock: completion order)",
+            format="0,0.000" if m.timeline.has_clock else "0")
+        nph = max(tr.n_phases, 1)
+        self.phase.param.update(end=max(nph - 1, 1), value=0, disabled=True)
+        has_waits = bool(tr.wait_hist.shape[0]) and bool(tr.wait_hist.sum())
+        self.all_phases.disabled = self.barrier.disabled = not has_waits
+        self._on_waits()
+        self._on_time()
+        self._on_block()
+
+    def _on_slider(self, event) -> None:
+        m = self.state.model
+        if m is None:
+            return
+        k = 1e-3 if m.timeline.has_clock else 1.0
+        self.state.go(event.new / k)
+
+    def _on_time(self, *events) -> None:
+        s, scene = self.state, self.scene
+        if scene is None:
+            return
+        scene.set_time(s.time)
+        m = s.model
+        k = 1e-3 if m.timeline.has_clock else 1.0
+        v = s.time * k
+        if abs(self.time_slider.value - v) > 1e-9:
+            self.time_slider.value = v
+        self.status_pane.object = self._status_html()
+
+    def _on_waits(self, *events) -> None:
+        s, scene = self.state, self.scene
+        self.phase.disabled = s.all_phases or self.all_phases.disabled
+        if scene is None:
+            return
+        scene.set_waits(None if s.all_phases else min(s.phase, max(s.trace.n_phases - 1, 0)),
+                        s.barrier)
+
+    def _on_block(self, *events) -> None:
+        s = self.state
+        if self.scene is not None:
+            self.scene.select(s.block)
+        self.block_pane.object = s.block_html()
+        detailed = s.block is not None and s.trace is not None and s.trace.has_block(s.block)
+        self.zoom_button.disabled = not detailed
+        self.zoom_button.name = ("Open the per-thread replay" if s.block is None
+                                 else f"Open the per-thread replay of ({s.block[0]}, "
+                                      f"{s.block[1]})")
+        self.alert.object = html.escape(s.message)
+        self.alert.alert_type = s.message_kind
+        self.alert.visible = bool(s.message)
+        self.status_pane.object = self._status_html()
+
+    def _on_playing(self, *events) -> None:
+        s = self.state
+        self.play_button.name = "⏸ pause" if s.playing else "▶ play"
+        if not self._served:
+            return
+        if self._play_cb is not None:
+            self._play_cb.stop()
+            self._play_cb = None
+        if s.playing:
+            self._play_cb = pn.state.add_periodic_callback(
+                s.tick, period=max(16, int(1000 / s.speed)))
+
+    def _status_html(self) -> str:
+        import json
+
+        st = self.state.status()
+        attrs = " ".join(
+            f'data-{k}="{html.escape(v if isinstance(v, str) else json.dumps(v), quote=True)}"'
+            for k, v in st.items())
+        text = ""
+        if st["ready"]:
+            c = st["counts"]
+            text = (f"<b>{html.escape(st['label'])}</b> · {c['running']:,} running · "
+                    f"{c['done']:,} done · {c['waiting']:,} not started"
+                    + (f" · {c['no_data']:,} not simulated" if c["no_data"] else ""))
+        return f'<div id="vizmm-large-status" {attrs}>{text}</div>'
+
+    def __panel__(self):
+        return self.layout
+
+
+# --------------------------------------------------------- simulate a window
+class WindowForm(pn.viewable.Viewer):
+    """Simulate a window of blocks of any size: estimate first, then record with progress.
+
+    Only the window's blocks run in Numba's CUDA simulator (blocks of these
+    kernels are independent, so their records are exact); the others have
+    no times or reads, and the page says so.
+    """
+
+    kernel = param.Selector(default="boundary", objects=["boundary", "tiled", "general"],
+                            doc="'boundary' Fig. 5.13, 'tiled' Fig. 5.9, 'general' j x k . k x l")
+    j = param.Integer(default=1000, bounds=(1, 8192), label="rows of M (j) / Width")
+    k = param.Integer(default=1000, bounds=(1, 8192), label="columns of M = rows of N (k)")
+    l = param.Integer(default=1000, bounds=(1, 8192), label="columns of N (l)")  # noqa: E741
+    tile_width = param.Integer(default=16, bounds=(1, 32), label="TILE_WIDTH")
+    window = param.String(default="0,0; 31,17", label="window blocks (by,bx; by,bx)")
+    seed = param.Integer(default=2024, bounds=(0, 2**31 - 1), label="seed of the inputs")
+    estimate = param.String(default="", precedence=-1)
+    valid = param.Boolean(default=True, precedence=-1)
+    busy = param.Boolean(default=False, precedence=-1)
+    progress = param.Integer(default=0, precedence=-1)
+
+    MAX_SIM_SECONDS: ClassVar[float] = 900.0
+
+    def __init__(self, on_trace: Callable[[Trace, str], None], served: bool | None = None,
+                 **params):
+        super().__init__(**params)
+        self._on_trace = on_trace
+        self._served = bool(pn.state.served) if served is None else served
+        self._job: dict | None = None
+        self._poll = None
+        self._button = pn.widgets.Button(name="Simulate the window", button_type="primary",
+                                         width=200)
+        self._button.on_click(lambda e: self.start())
+        self._estimate_pane = pn.pane.Markdown("", width=360, styles={"font-size": "0.9em"})
+        self._bar = pn.indicators.Progress(value=0, max=100, visible=False, width=340)
+        self._update_estimate()
+
+    def shape(self) -> tuple[int, int, int]:
+        """``(j, k, l)``: square kernels use ``j`` for all three."""
+        return (self.j, self.k, self.l) if self.kernel == "general" else (self.j,) * 3
+
+    def blocks(self) -> list[tuple[int, int]]:
+        """The window's blocks (raises ValueError for text that is not ``by,bx`` pairs)."""
+        return large.parse_window(self.window)
+
+    @param.depends("kernel", "j", "k", "l", "tile_width", "window", watch=True)
+    def _update_estimate(self) -> None:
+        j, k, l = self.shape()
+        try:
+            blocks = self.blocks()
+            est = vizmm.estimate(j, k, l, self.tile_width, self.kernel, window=blocks)
+        except (ValueError, vizmm.RecordError) as exc:
+            self.param.update(estimate=f"⚠ {exc}", valid=False)
+        else:
+            gy, gx = -(-j // self.tile_width), -(-l // self.tile_width)
+            text = (f"Estimate: {est.describe()}. Simulates {len(blocks)} of {gy * gx} blocks: "
+                    f"{large.format_blocks(blocks)}.")
+            valid = True
+            if est.bytes > DEFAULT_MAX_BYTES:
+                text += " Too large to record here."
+                valid = False
+            elif est.simulator_seconds > self.MAX_SIM_SECONDS:
+                text += " Too slow for the simulator here: fewer blocks, or a GPU."
+                valid = False
+            self.param.update(estimate=text, valid=valid)
+        self._button.disabled = not self.valid or self.busy
+        self._estimate_pane.object = self.estimate
+
+    def record_kwargs(self) -> dict:
+        """Keyword arguments of :func:`vizmm.record` for this form."""
+        j, k, l = self.shape()
+        return dict(j=j, k=k, l=l, tile_width=self.tile_width, kernel=self.kernel,
+                    backend="simulator", window=self.blocks(), seed=self.seed, quiet=True)
+
+    def label(self) -> str:
+        """A menu label for the simulated trace."""
+        j, k, l = self.shape()
+        shape = f"{j}×{j}" if j == k == l else f"{j}×{k}·{k}×{l}"
+        return (f"Simulated window: {self.kernel} {shape} T={self.tile_width} · "
+                f"{large.format_blocks(self.blocks(), 4)}")
+
+    def start(self) -> None:
+        """Record the window in a thread (served) or right here (tests, notebooks)."""
+        if not self.valid or self.busy:
+            return
+        kwargs, label = self.record_kwargs(), self.label()
+        job = {"done": 0, "total": 0, "trace": None, "error": None, "finished": False}
+
+        def progress(done, total):
+            job["done"], job["total"] = done, total
+
+        def work():
+            try:
+                job["trace"] = vizmm.record(**kwargs, progress=progress)
+            except Exception as exc:  # noqa: BLE001 - shown on the page
+                job["error"] = exc
+            job["finished"] = True
+
+        self._job, self._job_label = job, label
+        self.param.update(busy=True, progress=0)
+        self._button.disabled = True
+        self._bar.param.update(visible=True, value=0)
+        if self._served:
+            threading.Thread(target=work, name="vizmm-window", daemon=True).start()
+            self._poll = pn.state.add_periodic_callback(self.poll, period=250)
+        else:
+            work()
+            self.poll()
+
+    def poll(self) -> None:
+        """Show the recording's progress; hand the trace over when it is done."""
+        job = self._job
+        if job is None:
+            return
+        if job["total"]:
+            self.progress = int(100 * job["done"] / job["total"])
+            self._bar.value = self.progress
+            self._estimate_pane.object = (f"Simulating block {job['done']} of "
+                                          f"{job['total']} …")
+        if not job["finished"]:
+            return
+        if self._poll is not None:
+            self._poll.stop()
+            self._poll = None
+        self._job = None
+        self.param.update(busy=False)
+        self._bar.visible = False
+        self._update_estimate()
+        if job["error"] is not None:
+            self._estimate_pane.object = f"⚠ The simulation failed: {job['error']}"
+            return
+        self._on_trace(job["trace"], self._job_label)
+
+    def __panel__(self):
+        general = pn.bind(lambda kernel: kernel == "general", self.param.kernel)
+        widgets = pn.Param(self.param, parameters=["kernel", "j", "tile_width", "window",
+                                                   "seed"],
+                           widgets={"kernel": pn.widgets.RadioButtonGroup},
+                           show_name=False, width=360)
+        extra = pn.Param(self.param, parameters=["k", "l"], show_name=False, width=360,
+                         visible=general)
+        return pn.Column(widgets, extra, self._estimate_pane, self._button, self._bar,
+                         width=380)
+
+
+# ---------------------------------------------------------------- the page
+class LargeApp(pn.viewable.Viewer):
+    """The standalone page: pick a shipped GPU trace (or a file), or simulate a window."""
+
+    source = param.Selector(default=None, objects=[], allow_None=True)
+
+    def __init__(self, paths: list[str] | None = None, served: bool | None = None, **params):
+        super().__init__(**params)
+        self._served = bool(pn.state.served) if served is None else served
+        options = {label: key for key, label in LARGE_PRESETS.items()
+                   if shipped_large(key) is not None}
+        for p in paths or []:
+            options[f"File: {os.path.basename(p)}"] = os.path.abspath(p)
+        self._simulated: dict[str, Trace] = {}
+        self.param.source.objects = list(options.values())
+        self.select = pn.widgets.Select(name="Trace", options=options, width=460)
+        self.view = LargeTraceView(served=self._served)
+        self.form = WindowForm(on_trace=self._show_simulated, served=self._served)
+        self.loading = pn.indicators.LoadingSpinner(value=False, width=30, height=30,
+                                                    visible=False)
+        self.error = pn.pane.Alert("", alert_type="danger", visible=False)
+        self.layout = pn.Column(
+            pn.Row(pn.pane.Markdown("### vizmm · large matrices: the whole launch, block by "
+                                    "block", margin=(10, 10, 0, 10)),
+                   self.select, self.loading, align="center"),
+            pn.Card(self.form, title="Simulate a window of blocks (any size)", collapsed=True,
+                    width=420, margin=(0, 10)),
+            self.error, self.view, sizing_mode="stretch_width")
+        first = next(iter(options.values()), None)
+        if DEFAULT_LARGE in options.values() and not paths:
+            first = DEFAULT_LARGE
+        if first is not None:
+            self.select.value = first
+            self.open(first)
+        else:
+            self.error.param.update(object="No large trace is installed (vizmm/data) and none "
+                                           "was given: simulate a window above, or serve with "
+                                           "`--args trace.vizmm`.", visible=True)
+        self.select.param.watch(lambda e: self.open(e.new), "value")
+
+    def open(self, key: str) -> None:
+        """Show the trace of ``key`` (preset key, path, or a simulated window's label)."""
+        if key in self._simulated:
+            self.view.state.trace = self._simulated[key]
+            return
+
+        def done(trace=None, error=None):
+            self.loading.param.update(value=False, visible=False)
+            if error is not None:
+                self.error.param.update(object=html.escape(f"Could not open {key}: {error}"),
+                                        visible=True)
+                return
+            self.error.visible = False
+            self.view.state.trace = trace
+
+        if not self._served:
+            try:
+                done(load_large(key))
+            except (OSError, TraceError) as exc:
+                done(error=exc)
+            return
+        self.loading.param.update(value=True, visible=True)
+        doc = pn.state.curdoc
+
+        def work():
+            try:
+                trace, error = load_large(key), None
+            except (OSError, TraceError) as exc:
+                trace, error = None, exc
+            if doc is not None:
+                doc.add_next_tick_callback(lambda: done(trace, error))
+            else:  # pragma: no cover
+                done(trace, error)
+
+        threading.Thread(target=work, name="vizmm-large-load", daemon=True).start()
+
+    def _show_simulated(self, trace: Trace, label: str) -> None:
+        self._simulated[label] = trace
+        options = dict(self.select.options)
+        options[label] = label
+        self.select.options = options
+        self.select.value = label
+        self.view.state.trace = trace
+
+    def __panel__(self):
+        return self.layout
+
+
+def create_app(paths: list[str] | None = None) -> LargeApp:
+    """The standalone page for one browser session."""
+    pn.extension(notifications=False)
+    return LargeApp(paths=paths)
+
+
+if pn.state.served:
+    create_app([a for a in sys.argv[1:] if a.endswith(".vizmm")]).servable(
+        title="vizmm · large matrices")
