@@ -264,9 +264,9 @@ _FULL_SCENE_ELEMENTS = 40_000  # M, N and P elements up to which the whole Scene
 class _BlockReplay(pn.viewable.Viewer):
     """The per-thread replay of one detailed block, embedded when the view stands alone.
 
-    Large traces show the shared-memory tiles, the threads, the source and the
-    counters only: drawing 4096 x 4096 matrices element by element is what the
-    large views avoid.
+    Large traces show the shared-memory tiles, the threads and the source (and
+    the counters when there are few phases): drawing 4096 x 4096 matrices
+    element by element is what the large views avoid.
     """
 
     step = param.Integer(default=0, bounds=(0, None))
@@ -286,6 +286,7 @@ class _BlockReplay(pn.viewable.Viewer):
                                                        value="phase", width=180)
         self.granularity.param.watch(self._on_granularity, "value")
         self.pane = pn.pane.Bokeh(self.scene.layout if self.scene else None)
+        self.step = self.slider.value = min(1, len(self.replay) - 1)  # after the first phase
         self._draw()
 
     def _on_granularity(self, event) -> None:

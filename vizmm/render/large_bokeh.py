@@ -97,13 +97,16 @@ def grid_static_columns(m: LargeModel) -> dict[str, list]:
     Columns: ``by``, ``bx``, ``sm`` (-1 unknown), ``start``, ``end``,
     ``dur`` (axis unit, NaN without data), ``wave`` (-1), ``w1``, ``w2``
     (largest arrival spread at barrier 1 / 2, cycles, -1 unknown), ``zf``
-    (zero-filled slots over all phases).
+    (zero-filled slots over all phases), ``detail`` (1 where recorded per thread).
     """
     tl = m.timeline
     gy, gx = tl.grid
     k, _ = time_scale(m)
     by, bx = np.mgrid[0:gy, 0:gx]
     wave = m.waves.wave if m.waves is not None else np.full((gy, gx), -1, np.int32)
+    detail = np.zeros((gy, gx), np.int8)
+    db = m.trace.detail_blocks
+    detail[db[:, 0], db[:, 1]] = 1
     return {
         "by": [by.astype(np.int32)],
         "bx": [bx.astype(np.int32)],
@@ -115,6 +118,7 @@ def grid_static_columns(m: LargeModel) -> dict[str, list]:
         "w1": [m.block_waits[..., 0]],
         "w2": [m.block_waits[..., 1]],
         "zf": [m.zero_fills],
+        "detail": [detail],
     }
 
 
@@ -450,7 +454,8 @@ class LargeScene:
 
         entries = []
         for label, color, kind in items:
-            src = ColumnDataSource({"x": [], "y": []})
+            # one invisible point: a legend draws its swatch from the first item's visuals
+            src = ColumnDataSource({"x": [math.nan], "y": [math.nan]})
             if kind == "hatch":
                 r = f.rect("x", "y", 1, 1, source=src, fill_color=color, line_color=pal.MUTED,
                            hatch_pattern="/", hatch_color=pal.MUTED, hatch_alpha=0.45,
@@ -475,6 +480,7 @@ class LargeScene:
         from bokeh.layouts import column, row
         from bokeh.models import (
             ColumnDataSource,
+            CustomJSHover,
             FixedTicker,
             HoverTool,
             Label,
@@ -525,19 +531,20 @@ class LargeScene:
         waits = ([("waited at barrier 1", "@w1 cycles (most, over the phases)"),
                   ("waited at barrier 2", "@w2 cycles")]
                  if (m.block_waits >= 0).any() else [])
+        per_thread = CustomJSHover(code="return value ? 'yes: select it, then open its "
+                                        "replay' : 'no'")
         f.add_tools(HoverTool(renderers=[img], tooltips=[
-            ("block", "(@by, @bx)"), *hover_time, *waits, ("zero-filled slots", "@zf")]))
+            ("block", "(@by, @bx)"), *hover_time, *waits, ("zero-filled slots", "@zf"),
+            ("recorded per thread", "@detail{custom}")], formatters={"@detail": per_thread}))
         detail = self.trace.detail_blocks
         dsrc = ColumnDataSource({"x": (detail[:, 1] + 0.5).tolist(),
                                  "y": (detail[:, 0] + 0.5).tolist(),
                                  "block": [f"({a}, {b})" for a, b in detail.tolist()]})
-        size = max(1.0, 3.0 / cell) if cell < 6 else 0.9
-        dr = f.rect("x", "y", size, size, source=dsrc, fill_alpha=0, line_color=pal.FOCUS,
-                    line_width=2)
-        f.add_tools(HoverTool(renderers=[dr], tooltips=[
-            ("block", "@block"), ("", "recorded per thread: click, then open its replay")]))
+        size = max(0.9, 11.0 / cell)  # at least 11 pixels, so the corners show
+        f.rect("x", "y", size, size, source=dsrc, fill_alpha=0, line_color=pal.FOCUS,
+               line_width=2)
         self.sources["grid_sel"] = ColumnDataSource({"x": [], "y": []})
-        f.rect("x", "y", max(1.0, 5.0 / cell), max(1.0, 5.0 / cell),
+        f.rect("x", "y", max(1.0, 15.0 / cell), max(1.0, 15.0 / cell),
                source=self.sources["grid_sel"], fill_alpha=0, line_color=pal.TILE_OUTLINE,
                line_width=3)
         items = [(pal.BLOCK_STATE_LABELS[s], pal.BLOCK_STATE_COLORS[s],
@@ -546,6 +553,7 @@ class LargeScene:
         items += [("recorded per thread", pal.FOCUS, "outline"),
                   ("selected", pal.TILE_OUTLINE, "outline")]
         self._legend(f, items, columns=3)
+        f.name = "vizmm-block-grid"
         self._grid_sub = _subtitle("", fs)
         f.add_layout(self._grid_sub, "above")
         self.figures["grid"] = f
@@ -590,6 +598,7 @@ class LargeScene:
             gf.title.text = "Blocks in the order they completed"
             sub = "the simulator runs one block at a time, on no real SM"
         gf.add_layout(_subtitle(sub, fs), "above")
+        gf.name = "vizmm-sm-gantt"
         self.figures["gantt"] = gf
 
         # --- running blocks over time, waves shaded
@@ -727,7 +736,7 @@ class LargeScene:
         lo = int(used.min()) - 1 if len(used) else 0
         hi = int(used.max()) + 1 if len(used) else 16
         lo, hi = max(lo, -1), min(hi, WAIT_BINS)
-        f = self._fig(620, 330, Range1d(lo - 0.6, hi + 0.6), None, tools="")
+        f = self._fig(700, 330, Range1d(lo - 0.6, hi + 0.6), None, tools="")
         f.xgrid.visible = False
         f.ygrid.grid_line_color = pal.GRID_LINE
         src = ColumnDataSource(wait_columns(wait_distribution(self.trace, None)))
@@ -739,7 +748,7 @@ class LargeScene:
         ticks = list(range(max(lo, 0), hi + 1))
         f.xaxis.ticker = FixedTicker(ticks=ticks)
         f.xaxis.major_label_overrides = {i: _short_bin(i) for i in ticks}
-        f.xaxis.axis_label = "arrival spread (%clock64 cycles, log2 bins: from this many)"
+        f.xaxis.axis_label = "arrival spread (%clock64 cycles; log2 bins, from this many)"
         f.yaxis.axis_label = "blocks × phases"
         f.yaxis.formatter = NumeralTickFormatter(format="0,0")
         self._waits_sub = _subtitle("", fs)
@@ -747,7 +756,7 @@ class LargeScene:
         self._legend(f, [(BARRIERS[b], pal.BARRIER_COLORS[b], "fill") for b in (0, 1)],
                      columns=1)
         self.figures["waits"] = f
-        self._waits_note = Div(text="", width=620, styles={"font-size": f"{fs - 1}px",
+        self._waits_note = Div(text="", width=700, styles={"font-size": f"{fs - 1}px",
                                                            "color": pal.TEXT})
         tsrc = ColumnDataSource(slowest_columns(slowest_blocks(self.trace, 0, 0)))
         self.sources["slowest"] = tsrc
