@@ -278,7 +278,7 @@ class _BlockReplay(pn.viewable.Viewer):
         self.trace, self.block = trace, block
         self.replay = Replay(trace, block, "phase")
         self.scene = _make_scene(trace)
-        self.slider = pn.widgets.IntSlider(name="phase step", start=0,
+        self.slider = pn.widgets.IntSlider(label="phase step", start=0,
                                            end=max(1, len(self.replay) - 1), value=0,
                                            sizing_mode="stretch_width")
         self.slider.param.watch(lambda e: setattr(self, "step", e.new), "value")
@@ -293,7 +293,7 @@ class _BlockReplay(pn.viewable.Viewer):
         from vizmm.replay import Replay
 
         self.replay = Replay(self.trace, self.block, event.new)
-        self.slider.name = f"{event.new} step"
+        self.slider.label = f"{event.new} step"
         self.slider.end = max(1, len(self.replay) - 1)
         self.step = min(self.step, len(self.replay) - 1)
         self._draw()
@@ -403,13 +403,13 @@ class LargeTraceView(pn.viewable.Viewer):
     def _build_widgets(self) -> None:
         s = self.state
         self.header = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
-        self.play_button = pn.widgets.Button(name="▶ play", width=90, margin=(12, 4, 5, 10))
+        self.play_button = pn.widgets.Button(label="▶ play", width=90, margin=(12, 4, 5, 10))
         self.play_button.on_click(lambda e: s.toggle_play())
-        self.time_slider = pn.widgets.FloatSlider(name="time", start=0, end=1, step=1,
+        self.time_slider = pn.widgets.FloatSlider(label="time", start=0, end=1, step=1,
                                                   value=0, sizing_mode="stretch_width",
                                                   min_width=300, margin=(5, 12))
         self.time_slider.param.watch(self._on_slider, "value_throttled")
-        self.speed = pn.widgets.FloatSlider.from_param(s.param.speed, name="steps / s",
+        self.speed = pn.widgets.FloatSlider.from_param(s.param.speed, label="steps / s",
                                                        start=1, end=60, step=1, width=150)
         self.status_pane = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
         self.timeline_pane = pn.pane.Bokeh(None, margin=(0, 10))
@@ -417,24 +417,26 @@ class LargeTraceView(pn.viewable.Viewer):
         self.waits_pane = pn.pane.Bokeh(None, margin=(0, 10))
         self.all_phases = pn.widgets.Checkbox.from_param(s.param.all_phases, width=110,
                                                          margin=(18, 10, 5, 10))
-        self.phase = pn.widgets.IntSlider(name="phase", start=0, end=1, value=0, width=320,
+        self.phase = pn.widgets.IntSlider(label="phase", start=0, end=1, value=0, width=320,
                                           disabled=True)
         self.phase.param.watch(lambda e: setattr(s, "phase", e.new), "value")
         self.barrier = pn.widgets.RadioButtonGroup.from_param(s.param.barrier, width=420,
                                                               margin=(12, 10, 5, 10))
         self.block_pane = pn.pane.HTML("", sizing_mode="stretch_width", margin=(5, 10))
-        self.zoom_button = pn.widgets.Button(name="Open the per-thread replay",
-                                             button_type="primary", width=260, disabled=True,
+        self.zoom_button = pn.widgets.Button(label="Open the per-thread replay",
+                                             color="primary", width=260, disabled=True,
                                              margin=(5, 10))
         self.zoom_button.on_click(lambda e: self.zoom())
         self.alert = pn.pane.Alert("", alert_type="warning", visible=False,
                                    sizing_mode="stretch_width", margin=(0, 10))
-        self.tabs = pn.Tabs(
-            ("Timeline: blocks and SMs", self.timeline_pane),
-            ("Global reads: tiled vs naive", self.reads_pane),
-            ("Barrier waits", pn.Column(pn.Row(self.all_phases, self.phase, self.barrier),
-                                        self.waits_pane)),
-            dynamic=False, sizing_mode="stretch_width")
+        self.replay_area = pn.Column(sizing_mode="stretch_width")
+        tabs = [("Timeline: blocks and SMs", self.timeline_pane),
+                ("Global reads: tiled vs naive", self.reads_pane),
+                ("Barrier waits", pn.Column(pn.Row(self.all_phases, self.phase, self.barrier),
+                                            self.waits_pane))]
+        if self.embed_replay:  # a fixed tab: adding tabs later re-renders the others
+            tabs.append(("Per-thread replay", self.replay_area))
+        self.tabs = pn.Tabs(*tabs, dynamic=False, sizing_mode="stretch_width")
         self.layout = pn.Column(
             self.header,
             pn.Row(self.play_button, self.time_slider, self.speed, sizing_mode="stretch_width"),
@@ -460,15 +462,19 @@ class LargeTraceView(pn.viewable.Viewer):
         else:
             self.zoom_block = tuple(b)
         if self.embed_replay:
-            self._close_replay()
-            title = f"Per-thread replay of block ({b[0]}, {b[1]})"
-            self.tabs.append((title, pn.Column(_BlockReplay(s.trace, tuple(b)),
-                                               sizing_mode="stretch_width")))
-            self.tabs.active = len(self.tabs) - 1
+            self.replay_area[:] = [
+                pn.pane.Markdown(f"#### Block ({b[0]}, {b[1]}), thread by thread",
+                                 margin=(5, 10, 0, 10)),
+                _BlockReplay(s.trace, tuple(b))]
+            self.tabs.active = 3
 
     def _close_replay(self) -> None:
-        while len(self.tabs) > 3:
-            self.tabs.pop(-1)
+        s = self.state
+        blocks = ([] if s.trace is None else s.trace.detail_blocks.tolist())
+        self.replay_area[:] = [pn.pane.Markdown(
+            "Select a block recorded per thread (outlined in blue in the grid: "
+            f"{large.format_blocks(blocks)}), then *Open the per-thread replay*.",
+            margin=(10, 10))]
 
     # --------------------------------------------------------- callbacks
     def _on_trace(self, *events) -> None:
@@ -496,7 +502,7 @@ class LargeTraceView(pn.viewable.Viewer):
         end = max(m.timeline.duration * k, 1e-9)
         self.time_slider.param.update(
             start=0.0, end=end, step=s.step_size * k, value=0.0,
-            name="time (µs since the first block started)" if m.timeline.has_clock
+            label="time (µs since the first block started)" if m.timeline.has_clock
             else "completed blocks (no clock: completion order)",
             format="0,0.000" if m.timeline.has_clock else "0")
         nph = max(tr.n_phases, 1)
@@ -541,7 +547,7 @@ class LargeTraceView(pn.viewable.Viewer):
         self.block_pane.object = s.block_html()
         detailed = s.block is not None and s.trace is not None and s.trace.has_block(s.block)
         self.zoom_button.disabled = not detailed
-        self.zoom_button.name = ("Open the per-thread replay" if s.block is None
+        self.zoom_button.label = ("Open the per-thread replay" if s.block is None
                                  else f"Open the per-thread replay of ({s.block[0]}, "
                                       f"{s.block[1]})")
         self.alert.object = html.escape(s.message)
@@ -551,7 +557,7 @@ class LargeTraceView(pn.viewable.Viewer):
 
     def _on_playing(self, *events) -> None:
         s = self.state
-        self.play_button.name = "⏸ pause" if s.playing else "▶ play"
+        self.play_button.label = "⏸ pause" if s.playing else "▶ play"
         if not self._served:
             return
         if self._play_cb is not None:
@@ -611,7 +617,7 @@ class WindowForm(pn.viewable.Viewer):
         self._served = bool(pn.state.served) if served is None else served
         self._job: dict | None = None
         self._poll = None
-        self._button = pn.widgets.Button(name="Simulate the window", button_type="primary",
+        self._button = pn.widgets.Button(label="Simulate the window", color="primary",
                                          width=200)
         self._button.on_click(lambda e: self.start())
         self._estimate_pane = pn.pane.Markdown("", width=360, styles={"font-size": "0.9em"})
@@ -741,7 +747,7 @@ class LargeApp(pn.viewable.Viewer):
             options[f"File: {os.path.basename(p)}"] = os.path.abspath(p)
         self._simulated: dict[str, Trace] = {}
         self.param.source.objects = list(options.values())
-        self.select = pn.widgets.Select(name="Trace", options=options, width=460)
+        self.select = pn.widgets.Select(label="Trace", options=options, width=460)
         self.view = LargeTraceView(served=self._served)
         self.form = WindowForm(on_trace=self._show_simulated, served=self._served)
         self.loading = pn.indicators.LoadingSpinner(value=False, width=30, height=30,
@@ -755,7 +761,9 @@ class LargeApp(pn.viewable.Viewer):
                     width=420, margin=(0, 10)),
             self.error, self.view, sizing_mode="stretch_width")
         first = next(iter(options.values()), None)
-        if DEFAULT_LARGE in options.values() and not paths:
+        if paths:
+            first = os.path.abspath(paths[0])
+        elif DEFAULT_LARGE in options.values():
             first = DEFAULT_LARGE
         if first is not None:
             self.select.value = first
