@@ -39,7 +39,7 @@ if _ROOT not in sys.path:  # `panel serve apps/dashboard.py` runs this file as a
     sys.path.insert(0, _ROOT)
 
 import vizmm  # noqa: E402
-from apps import traces  # noqa: E402
+from apps import large_view, traces  # noqa: E402
 from apps.keys import KeyboardShortcuts  # noqa: E402
 from vizmm.record import DEFAULT_MAX_BYTES  # noqa: E402
 from vizmm.render.bokeh_scene import Scene, slot_label  # noqa: E402
@@ -652,6 +652,7 @@ class Dashboard(pn.viewable.Viewer):
         for title, factory in self.EXTRA_VIEWS:
             tabs.append((title, factory(self.state)))
         self.tabs = pn.Tabs(*tabs, dynamic=True) if len(tabs) > 1 else tabs[0][1]
+        large_view.connect(self)  # its zoom into a block brings "Block replay" to the front
         self.layout = pn.Column(self.header, self.controls, self.more, self.alert,
                                 self.status_pane, self.tabs, self.keys,
                                 sizing_mode="stretch_width")
@@ -756,7 +757,8 @@ class Dashboard(pn.viewable.Viewer):
         if frame is not None and s.trace is not None:
             scene = self._scene
             if scene is None or scene.trace is not s.trace or scene.presenter != s.presenter:
-                scene = Scene(s.trace, presenter=s.presenter)
+                # large traces: no element-by-element M, N, P (apps/large_view.py)
+                scene = large_view.replay_scene(s.trace, presenter=s.presenter)
                 scene.update(frame)
                 self._attach_taps(scene)
                 self._scene = scene
@@ -885,6 +887,8 @@ class Dashboard(pn.viewable.Viewer):
 def create_app() -> Dashboard:
     """A dashboard for one browser session (each session gets its own state)."""
     pn.extension(notifications=False)
+    # large matrices (apps/large_view.py): the GPU presets and a tab for aggregated traces
+    large_view.install(Dashboard, traces)
     return Dashboard()
 
 

@@ -27,6 +27,7 @@ import importlib.resources
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -45,6 +46,11 @@ from vizmm.trace import Trace, TraceError, from_bytes  # noqa: E402
 
 __all__ = [
     "LARGE_PRESETS",
+    "DashboardLargeTab",
+    "install",
+    "connect",
+    "replay_scene",
+    "is_large",
     "LargeViewState",
     "LargeTraceView",
     "WindowForm",
@@ -309,17 +315,34 @@ class _BlockReplay(pn.viewable.Viewer):
 
 
 def _make_scene(trace: Trace):
-    """The dashboard's per-thread Scene, with only the views a large trace can afford."""
     try:
-        from vizmm.render import bokeh_scene
+        return replay_scene(trace)
     except ImportError:  # pragma: no cover - the scene ships with vizmm
         return None
+
+
+def is_large(trace: Trace) -> bool:
+    """True when drawing M, N and P element by element would be too slow for a page."""
     j, k, l = trace.shape
-    if j * k + k * l + j * l <= _FULL_SCENE_ELEMENTS:
-        return bokeh_scene.Scene(trace, presenter=False)
+    return j * k + k * l + j * l > _FULL_SCENE_ELEMENTS
+
+
+def replay_scene(trace: Trace, presenter: bool = False):
+    """The per-thread :class:`~vizmm.render.bokeh_scene.Scene` a trace can afford.
+
+    Small traces get every view. Large ones (more than 40,000 elements of M,
+    N and P) get the caption, Mds, Nds, the threads, the legend and the source
+    (and the counters with up to 16 phases), updated by a scene that computes
+    only those: the whole scene's first frame takes minutes and gigabytes at
+    4096 x 4096.
+    """
+    from vizmm.render import bokeh_scene
+
+    if not is_large(trace):
+        return bokeh_scene.Scene(trace, presenter=presenter)
     views = _LIGHT_VIEWS if trace.n_phases <= 16 else tuple(
         v for v in _LIGHT_VIEWS if v != "counters")  # one line per phase: too long here
-    return _LightScene(trace, views=views, presenter=False)
+    return _LightScene(trace, views=views, presenter=presenter)
 
 
 try:
@@ -822,12 +845,108 @@ class LargeApp(pn.viewable.Viewer):
         return self.layout
 
 
+# ------------------------------------------------------------ the dashboard
+class DashboardLargeTab(pn.viewable.Viewer):
+    """The dashboard's "Large matrices" tab: a :class:`LargeTraceView` of its trace.
+
+    Shows the dashboard's current trace when it was recorded in aggregated
+    mode (``not trace.is_detailed``), and says where to find one otherwise.
+    Asking for a block's per-thread replay selects that block in the
+    dashboard's state (its "Block replay" views follow) and calls
+    :attr:`on_zoom` (set by :func:`connect` to bring that tab to the front).
+
+    Parameters
+    ----------
+    state : apps.dashboard.DashboardState
+    """
+
+    def __init__(self, state, **params):
+        super().__init__(**params)
+        self.dash_state = state
+        self.on_zoom: Callable[[tuple[int, int]], None] | None = None
+        self.view = LargeTraceView(embed_replay=False)
+        labels = ", ".join(f"*{label}*" for key, label in LARGE_PRESETS.items()
+                           if shipped_large(key) is not None) or "a large preset"
+        self.note = pn.pane.Markdown(
+            "This view is for large launches recorded in aggregated mode: every block's SM, "
+            "times, global reads and barrier waits, a few blocks per thread. Pick "
+            f"{labels} in the menu, or load a file made with `vizmm record --window ...`. "
+            "The trace shown now records every block per thread: see *Block replay*.",
+            margin=(10, 10), width=760)
+        self.view.param.watch(self._on_zoom, ["zoom_block"])
+        state.param.watch(self._on_trace, ["trace"])
+        self.layout = pn.Column(self.note, self.view, sizing_mode="stretch_width")
+        _TABS.add(self)  # for connect(): Panel keeps the layout, not this object
+        self._on_trace()
+
+    def _on_trace(self, *events) -> None:
+        tr = self.dash_state.trace
+        aggregated = tr is not None and not tr.is_detailed
+        self.note.visible = not aggregated
+        self.view.visible = aggregated
+        if aggregated and self.view.state.trace is not tr:
+            self.view.state.trace = tr
+
+    def _on_zoom(self, event) -> None:
+        if event.new is None:
+            return
+        by, bx = event.new
+        self.dash_state.select_block(by, bx)
+        if self.on_zoom is not None:
+            self.on_zoom((by, bx))
+
+    def __panel__(self):
+        return self.layout
+
+
+def install(dashboard_cls, traces_module) -> None:
+    """Add the large GPU presets and the "Large matrices" tab to the dashboard.
+
+    Parameters
+    ----------
+    dashboard_cls : type
+        ``apps.dashboard.Dashboard`` (its :meth:`add_view` adds the tab).
+    traces_module : module
+        ``apps.traces``: the presets are added to its ``PRESETS``, read from
+        the package data like the others (no recording falls back to the
+        simulator: a missing file asks for a GPU and says so).
+    """
+    for key, label in LARGE_PRESETS.items():
+        if key in traces_module.PRESETS:
+            continue
+        kernel = key.rsplit("-", 1)[1]
+        width = int(key.split("-")[1])
+        tile = int(key.split("-")[2][1:])
+        traces_module.PRESETS[key] = traces_module.Preset(
+            key, label, traces_module.RecordSpec(kernel, width, width, width, tile, seed=2024,
+                                                 backend="gpu"),
+            block=(0, 0),
+            note="Recorded on an NVIDIA H200 in aggregated mode: open the Large matrices tab "
+                 "for the whole launch; a few blocks replay thread by thread here.")
+    if not any(title == LARGE_TAB for title, _ in dashboard_cls.EXTRA_VIEWS):
+        dashboard_cls.add_view(LARGE_TAB, DashboardLargeTab)
+
+
+LARGE_TAB = "Large matrices"
+_TABS: weakref.WeakSet = weakref.WeakSet()
+
+
+def connect(dashboard) -> None:
+    """Bring the dashboard's "Block replay" tab to the front when the large view zooms in."""
+    tabs = getattr(dashboard, "tabs", None)
+    if not isinstance(tabs, pn.Tabs):
+        return
+    for tab in list(_TABS):
+        if tab.dash_state is dashboard.state:
+            tab.on_zoom = lambda block: setattr(tabs, "active", 0)
+
+
 def create_app(paths: list[str] | None = None) -> LargeApp:
     """The standalone page for one browser session."""
     pn.extension(notifications=False)
     return LargeApp(paths=paths)
 
 
-if pn.state.served:
+if pn.state.served and __name__ != "apps.large_view":  # served, not imported by the dashboard
     create_app([a for a in sys.argv[1:] if a.endswith(".vizmm")]).servable(
         title="vizmm · large matrices")
