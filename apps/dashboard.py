@@ -581,6 +581,11 @@ class Dashboard(pn.viewable.Viewer):
         """
         cls.EXTRA_VIEWS.append((title, factory))
 
+    def show_replay(self) -> None:
+        """Bring the block replay to the front (e.g. after a click in another tab)."""
+        if isinstance(self.tabs, pn.Tabs):
+            self.tabs.active = 0
+
     # ----------------------------------------------------------- widgets
     def _build_widgets(self) -> None:
         s = self.state
@@ -643,11 +648,12 @@ class Dashboard(pn.viewable.Viewer):
         self.header = pn.Row(
             pn.pane.Markdown("### vizmm · the tiled matrix multiplication of PMPP ch. 5",
                              margin=(10, 10, 0, 10)),
-            self.trace_select, self.presenter, align="center")
+            self.trace_select, align="center")
         self.controls = pn.Row(
             self.first_button, self.prev_button, self.play_button, self.next_button,
             self.last_button, self.slider, self.speed, self.granularity, self.order,
-            self.unfollow, self.progress, sizing_mode="stretch_width", align="center")
+            self.unfollow, self.presenter, self.progress, sizing_mode="stretch_width",
+            align="center")
         tabs = [("Block replay", pn.Column(self.scene_pane, scroll=False))]
         for title, factory in self.EXTRA_VIEWS:
             tabs.append((title, factory(self.state)))
@@ -737,7 +743,6 @@ class Dashboard(pn.viewable.Viewer):
         self.more.visible = not p
         self.header.visible = not p
         self.speed.visible = self.order.visible = not p
-        self.presenter.visible = not p
 
     def _on_playing(self, *events) -> None:
         s = self.state
@@ -749,7 +754,11 @@ class Dashboard(pn.viewable.Viewer):
             self._play_cb = None
         if s.playing:
             self._play_cb = pn.state.add_periodic_callback(
-                s.tick, period=max(50, int(1000 / s.speed)))
+                self._tick, period=max(50, int(1000 / s.speed)))
+
+    def _tick(self) -> None:
+        with pn.io.hold():
+            self.state.tick()
 
     def _draw(self, *events) -> None:
         s = self.state
@@ -787,8 +796,9 @@ class Dashboard(pn.viewable.Viewer):
         src = self._scene.sources["blocks"]
         i = new[0]
         by, bx = src.data["by"][i], src.data["bx"][i]
-        src.selected.indices = []
-        self.state.select_block(by, bx)
+        with pn.io.hold():
+            src.selected.indices = []
+            self.state.select_block(by, bx)
 
     def _on_thread_tap(self, attr, old, new) -> None:
         if not new or self._scene is None:
@@ -796,11 +806,17 @@ class Dashboard(pn.viewable.Viewer):
         src = self._scene.sources["threads"]
         i = new[0]
         ty, tx = src.data["ty"][i], src.data["tx"][i]
-        src.selected.indices = []
-        self.state.follow(ty, tx)
+        with pn.io.hold():
+            src.selected.indices = []
+            self.state.follow(ty, tx)
 
     def _status_html(self) -> str:
         st = self.state.status()
+        if st.get("mds") is not None and len(st["mds"]) > 8:
+            # 256 threads: the labels would make every step's message ~40 KB; the
+            # page keeps the summary (tests read the small presets' labels)
+            for key in ("mds", "nds", "mds_state", "nds_state", "threads"):
+                st.pop(key)
         attrs = " ".join(
             f'data-{k}="{html.escape(v if isinstance(v, str) else json.dumps(v), quote=True)}"'
             for k, v in st.items())

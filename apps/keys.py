@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 import param
 from panel.custom import JSComponent
+from panel.io import hold
 
 __all__ = ["KeyboardShortcuts"]
 
@@ -87,4 +88,5 @@ class KeyboardShortcuts(JSComponent):
 
     def _pressed(self, event) -> None:
         if self.key in self.keys and self.on_key is not None:
-            self.on_key(self.key)
+            with hold():  # every change the key makes leaves in one batch
+                self.on_key(self.key)

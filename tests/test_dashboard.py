@@ -325,10 +325,15 @@ def test_presenter_mode_rebuilds_a_larger_scene(dash):
 def test_extra_views_become_tabs():
     import panel as pn
 
-    Dashboard.add_view("Large launch", lambda state: pn.pane.Markdown(state.source))
+    before = len(Dashboard.EXTRA_VIEWS)
+    Dashboard.add_view("Another view", lambda state: pn.pane.Markdown(state.source))
     try:
         d = Dashboard(served=False)
-        assert isinstance(d.tabs, pn.Tabs) and len(d.tabs) == 2
+        assert isinstance(d.tabs, pn.Tabs) and len(d.tabs) == before + 2
+        assert d.tabs._names[-1] == "Another view"
+        d.tabs.active = len(d.tabs) - 1
+        d.show_replay()
+        assert d.tabs.active == 0
     finally:
         Dashboard.EXTRA_VIEWS.pop()
 
@@ -353,6 +358,19 @@ def test_frame_columns_are_json_ready(key):
 def test_scene_views_subset():
     tr = traces.get_trace("fig5-8")
     scene = Scene(tr, views=["M", "Mds", "threads"])
-    assert set(scene.sources) == {"M", "M_ghost", "M_tile", "Mds", "threads"}
+    assert set(scene.sources) == {"M", "M_ghost", "M_tile", "M_focus", "Mds", "threads"}
     with pytest.raises(ValueError, match="unknown view"):
         Scene(tr, views=["nope"])
+
+
+def test_export_button_gives_the_file(dash):
+    import panel as pn
+
+    if not isinstance(dash.export_button, pn.widgets.FileDownload):
+        pytest.skip("vizmm.export is not available")
+    dash.export_format.value = "html"
+    dash.state.select_block(1, 0)
+    assert dash.export_button.filename == "vizmm-fig5-8-block10-substep.html"
+    data = dash._export().getvalue()
+    assert data.lstrip().lower().startswith(b"<!doctype html")
+    assert b"vizmm-frames" in data

@@ -62,6 +62,8 @@ from ..trace import Access, Trace
 __all__ = [
     "VIEWS",
     "SOURCE_NAMES",
+    "SOURCE_ORDER",
+    "matrix_palette",
     "frame_columns",
     "slot_label",
     "thread_label",
@@ -75,9 +77,9 @@ VIEWS = ("caption", "M", "N", "P", "Mds", "Nds", "threads", "legend", "source", 
 #: The sources each view draws from (keys of :func:`frame_columns`).
 SOURCE_NAMES = {
     "caption": ("caption",),
-    "M": ("M", "M_ghost", "M_tile"),
-    "N": ("N", "N_ghost", "N_tile"),
-    "P": ("P", "P_ghost", "P_tile"),
+    "M": ("M", "M_ghost", "M_tile", "M_focus"),
+    "N": ("N", "N_ghost", "N_tile", "N_focus"),
+    "P": ("P", "P_ghost", "P_tile", "P_focus", "P_pvalue"),
     "Mds": ("Mds",),
     "Nds": ("Nds",),
     "threads": ("threads",),
@@ -87,6 +89,10 @@ SOURCE_NAMES = {
     "blocks": ("blocks",),
     "table": ("table",),
 }
+
+#: Every source name, in the order :func:`frame_columns` fills them.
+SOURCE_ORDER = tuple(n for names in SOURCE_NAMES.values() for n in names)
+ALL_SOURCES = frozenset(SOURCE_ORDER)
 
 CAPTION_CHARS = 120  # title and caption lines are wrapped at this many characters
 TABLE_ROWS = 9  # the table shows every thread when T*T <= this, else a window
@@ -169,27 +175,7 @@ def _slot_label(state: int, r: int, c: int, matrix: str) -> str:
 
 
 # ---------------------------------------------------------- static lookups
-def _lookup(colors: dict, n: int | None = None) -> np.ndarray:
-    size = (max(int(k) for k in colors) + 1) if n is None else n
-    out = np.full(size, pal.BACKGROUND, dtype=object)
-    for k, v in colors.items():
-        out[int(k)] = v
-    return out
-
-
-_CELL_FILL = _lookup(pal.CELL_COLORS)
-_CELL_TEXT = np.array([pal.text_on(c) for c in _CELL_FILL], dtype=object)
-_CELL_WORD = _lookup(pal.CELL_LABELS)
-_SLOT_FILL = _lookup(pal.SLOT_COLORS)
-_SLOT_WORD = _lookup(pal.SLOT_LABELS)
-_THREAD_FILL = _lookup(pal.THREAD_STATE_COLORS)
-_THREAD_WORD = _lookup(pal.THREAD_STATE_LABELS)
 _P_WRITTEN = pal.THREAD_STATE_COLORS[ThreadState.WRITING_P]
-
-
-@lru_cache(maxsize=32)
-def _thread_fills(n: int) -> np.ndarray:
-    return np.array(pal.thread_colors(n), dtype=object)
 
 
 @lru_cache(maxsize=16)
@@ -199,13 +185,15 @@ def _static_grid(trace: Trace, name: str) -> dict[str, list]:
     rows, cols = {"M": (j, k), "N": (k, l), "P": (j, l)}[name]
     r, c = np.divmod(np.arange(rows * cols), cols)
     value = {"M": trace.M, "N": trace.N, "P": trace.P}[name].ravel()
+    final = [_fmt(v) for v in value.tolist()]
     return {
         "x": (c + 0.5).tolist(),
         "y": (r + 0.5).tolist(),
         "row": r.tolist(),
         "col": c.tolist(),
         "name": [_uni(_sub(name, a, b)) for a, b in zip(r.tolist(), c.tolist(), strict=True)],
-        "final": [_fmt(v) for v in value.tolist()],
+        "final": final,
+        "text": final if name != "P" else [""] * len(final),
     }
 
 
@@ -217,7 +205,8 @@ def _table(trace: Trace, block: tuple[int, int]):
 
 
 # ------------------------------------------------------------------ frames
-def frame_columns(frame: Frame, trace: Trace) -> dict[str, dict[str, list]]:
+def frame_columns(frame: Frame, trace: Trace,
+                  sources: Iterable[str] | None = None) -> dict[str, dict[str, list]]:
     """The data of every glyph of the scene for one frame (pure).
 
     Parameters
@@ -227,36 +216,57 @@ def frame_columns(frame: Frame, trace: Trace) -> dict[str, dict[str, list]]:
     trace : Trace
         The trace the frame replays (for the matrices' values, the kernel
         source and the Fig. 5.8 table).
+    sources : iterable of str, optional
+        Compute only these sources (a scene with fewer views needs fewer;
+        the matrices of a 4096 x 4096 trace are costly). All by default.
 
     Returns
     -------
     dict of str to dict of str to list
-        ``{source name: {column: list}}``; the names are the keys of
-        :data:`SOURCE_NAMES`' values (``"M"``, ``"M_ghost"``, ``"M_tile"``,
-        ..., ``"Mds"``, ``"threads"``, ``"table"``, ...). Every list of one
-        source has the same length; plain Python lists of str, int and
-        float, ready for JSON.
+        ``{source name: {column: list}}``; the names are the values of
+        :data:`SOURCE_NAMES` (``"M"``, ``"M_ghost"``, ``"M_tile"``, ...,
+        ``"Mds"``, ``"threads"``, ``"table"``, ...). Every list of one source
+        has the same length; plain Python lists of str, int and float, ready
+        for JSON. Matrix cells hold an integer ``code`` (see
+        :func:`matrix_palette`).
     """
-    out: dict[str, dict[str, list]] = {"caption": _caption_columns(frame)}
+    want = ALL_SOURCES if sources is None else frozenset(sources)
+    out: dict[str, dict[str, list]] = {}
     T = trace.tile_width
+    makers = {
+        "caption": lambda: _caption_columns(frame),
+        "P_pvalue": lambda: _pvalue_columns(frame, trace),
+        "Mds": lambda: _shared_columns(frame, "M"),
+        "Nds": lambda: _shared_columns(frame, "N"),
+        "threads": lambda: _thread_columns(frame),
+        "source": lambda: _source_columns(frame, trace),
+        "blocks": lambda: _block_columns(frame, trace),
+        "table": lambda: _table_columns(frame, trace),
+    }
     for name in ("M", "N", "P"):
-        out[name] = _matrix_columns(frame, trace, name)
-        out[f"{name}_ghost"] = _ghost_columns(frame, trace, name)
-        out[f"{name}_tile"] = _tile_columns(frame, T, name)
-    out["Mds"] = _shared_columns(frame, "M")
-    out["Nds"] = _shared_columns(frame, "N")
-    out["threads"] = _thread_columns(frame)
-    out["source"] = _source_columns(frame, trace)
-    out["counters"], out["bars"] = _counter_columns(frame, trace)
-    out["blocks"] = _block_columns(frame, trace)
-    out["table"] = _table_columns(frame, trace)
+        makers[name] = lambda name=name: _matrix_columns(frame, trace, name)
+        makers[f"{name}_ghost"] = lambda name=name: _ghost_columns(frame, trace, name)
+        makers[f"{name}_tile"] = lambda name=name: _tile_columns(frame, T, name)
+        makers[f"{name}_focus"] = lambda name=name: _focus_columns(frame, name)
+    for name in SOURCE_ORDER:
+        if name in want and name in makers:
+            out[name] = makers[name]()
+    if want & {"counters", "bars"}:
+        counters, bars = _counter_columns(frame, trace)
+        for name, cols in (("counters", counters), ("bars", bars)):
+            if name in want:
+                out[name] = cols
+    unknown = want - ALL_SOURCES
+    if unknown:
+        raise ValueError(f"unknown source(s) {', '.join(sorted(unknown))}")
     return out
 
 
 def _caption_columns(frame: Frame) -> dict[str, list]:
     title = f"Step {frame.index + 1} of {frame.count} · {frame.title}"
     lines = [(line, "bold", pal.TEXT) for line in textwrap.wrap(title, CAPTION_CHARS)[:2]]
-    for line in textwrap.wrap(frame.caption, CAPTION_CHARS)[:4 - len(lines)]:
+    caption = textwrap.wrap(frame.caption, CAPTION_CHARS, break_on_hyphens=False)
+    for line in caption[:4 - len(lines)]:
         lines.append((line, "normal", pal.TEXT))
     while len(lines) < 4:
         lines.append(("", "normal", pal.TEXT))
@@ -269,61 +279,73 @@ def _caption_columns(frame: Frame) -> dict[str, list]:
     }
 
 
+# Matrix cells carry one small integer, ``code``: a CellState (0..5), P_WRITTEN
+# (6) for a P element this block has stored, or THREAD_CODE + t while thread t
+# loads the element. The scene maps codes to colours and hover words in the
+# browser, so a step of a 48 x 48 matrix sends a few KB, not a few hundred.
+P_WRITTEN = len(CellState)
+THREAD_CODE = P_WRITTEN + 1
+
+
+def matrix_palette(n_threads: int) -> tuple[list[str], list[str], list[str]]:
+    """Fill colours, text colours and hover words of every matrix cell ``code``.
+
+    Parameters
+    ----------
+    n_threads : int
+        Threads per block (T * T).
+
+    Returns
+    -------
+    fills, texts, words : list of str
+        Indexed by ``code`` (see :func:`frame_columns`).
+    """
+    fills = [pal.CELL_COLORS[c] for c in CellState] + [_P_WRITTEN] + list(
+        pal.thread_colors(n_threads))
+    texts = [pal.text_on(c) for c in fills]
+    words = [pal.CELL_LABELS[c] for c in CellState] + ["written by this block"] + [
+        "being loaded by its thread" for _ in range(n_threads)]
+    return fills, texts, words
+
+
 def _matrix_columns(frame: Frame, trace: Trace, name: str) -> dict[str, list]:
     static = _static_grid(trace, name)
-    T = trace.tile_width
-    n = T * T
     state = {"M": frame.m_state, "N": frame.n_state, "P": frame.p_state}[name].ravel()
-    fill = _CELL_FILL[state].copy()
-    text_color = _CELL_TEXT[state].copy()
-    word = _CELL_WORD[state].copy()
-    loader = np.full(state.shape, "", dtype=object)
+    code = state.astype(np.int32)
     if name in ("M", "N"):
         who = (frame.m_thread if name == "M" else frame.n_thread).ravel()
         loading = who >= 0
-        if loading.any():
-            colors = _thread_fills(n)[who[loading]]
-            fill[loading] = colors
-            text_color[loading] = [pal.text_on(c) for c in colors]
-            tys, txs = np.divmod(who[loading].astype(np.int64), T)
-            loader[loading] = [f"thread ({a},{b})" for a, b in
-                               zip(tys.tolist(), txs.tolist(), strict=True)]
-        text = static["final"]
-        value = text
+        code[loading] = THREAD_CODE + who[loading]
     else:
-        # P: the block's elements show the threads' Pvalue so far; others are blank.
-        j, _, l = trace.shape
-        written = state == CellState.DONE
-        fill[written] = _P_WRITTEN
-        text_color[written] = pal.text_on(_P_WRITTEN)
-        word[written] = "written by this block"
-        row0, col0 = frame.tiles["P"]
-        text = np.full(state.shape, "", dtype=object)
-        rr = np.arange(row0, min(j, row0 + T))
-        cc = np.arange(col0, min(l, col0 + T))
-        if len(rr) and len(cc):
-            idx = (rr[:, None] * l + cc[None, :]).ravel()
-            pv = frame.pvalue[: len(rr), : len(cc)].ravel()
-            text[idx] = [_fmt(v) for v in pv.tolist()]
-            tys, txs = np.divmod(np.arange(len(rr) * len(cc)), len(cc))
-            loader[idx] = [f"thread ({a},{b})" for a, b in
-                           zip(tys.tolist(), txs.tolist(), strict=True)]
-        text = text.tolist()
-        value = text
-    focus = {"M": frame.m_focus, "N": frame.n_focus, "P": frame.p_focus}[name].ravel()
-    line_color = np.where(focus, pal.FOCUS, pal.GRID_LINE).tolist()
-    line_width = np.where(focus, 3.0, 1.0).tolist()
-    return {
-        **static,
-        "value": list(value),
-        "text": list(text),
-        "fill": fill.tolist(),
-        "text_color": text_color.tolist(),
-        "line_color": line_color,
-        "line_width": line_width,
-        "state": word.tolist(),
-        "loader": loader.tolist(),
-    }
+        code[state == CellState.DONE] = P_WRITTEN
+    return {**static, "code": code.tolist()}
+
+
+def _focus_columns(frame: Frame, name: str) -> dict[str, list]:
+    mask = {"M": frame.m_focus, "N": frame.n_focus, "P": frame.p_focus}[name]
+    rr, cc = np.nonzero(mask)
+    return {"x": (cc + 0.5).tolist(), "y": (rr + 0.5).tolist()}
+
+
+def _pvalue_columns(frame: Frame, trace: Trace) -> dict[str, list]:
+    """The block's P elements with the Pvalue their threads hold so far."""
+    j, _, l = trace.shape
+    T = trace.tile_width
+    row0, col0 = frame.tiles["P"]
+    cols: dict[str, list] = {key: [] for key in ("x", "y", "name", "text", "thread", "code")}
+    names = _static_grid(trace, "P")["name"]
+    pstate = frame.p_state
+    for ty in range(min(T, j - row0)):
+        for tx in range(min(T, l - col0)):
+            r, c = row0 + ty, col0 + tx
+            cols["x"].append(c + 0.5)
+            cols["y"].append(r + 0.5)
+            cols["name"].append(names[r * l + c])
+            cols["text"].append(_fmt(frame.pvalue[ty, tx]))
+            cols["thread"].append(f"thread ({ty},{tx})")
+            cols["code"].append(P_WRITTEN if pstate[r, c] == CellState.DONE
+                                else int(pstate[r, c]))
+    return cols
 
 
 def _ghost_columns(frame: Frame, trace: Trace, name: str) -> dict[str, list]:
@@ -462,7 +484,9 @@ def _thread_columns(frame: Frame) -> dict[str, list]:
     cols: dict[str, list] = {key: [] for key in (
         "fill", "line_color", "line_width", "text", "text_color", "state", "word", "pvalue",
         "valid")}
-    ranks = frame.thread_rank.ravel().tolist()
+    # Arrival ranks only while a barrier fills up in recorded order (as the GIF frames do)
+    arriving = frame.step.arrived is not None and frame.step.arrived < T * T
+    ranks = frame.thread_rank.ravel().tolist() if arriving else [-1] * (T * T)
     pvs = frame.pvalue.ravel().tolist()
     valid = frame.thread_valid.ravel().tolist()
     for t, st in enumerate(state.ravel().tolist()):
@@ -749,7 +773,10 @@ def _table_extent(trace: Trace) -> tuple[float, int]:
     if trace.n_phases == 0 or not len(trace.detail_blocks):
         return 40.0, 3
     widest, rows = 0.0, 0
-    for b in trace.detail_blocks[:64].tolist():
+    blocks = trace.detail_blocks.tolist()
+    # first and last blocks have the shortest and longest indices; edges the odd loads
+    sample = {tuple(b) for b in (blocks[:2] + blocks[-2:] + blocks[len(blocks) // 2:][:1])}
+    for b in sorted(sample):
         table, keep, texts, heads, widths = _table_layout(trace, tuple(b))
         columns = [table.columns[i] for i in keep]
         fixed = sum(w for w, c in zip(widths, columns, strict=True) if c.phase is None)
@@ -848,7 +875,7 @@ class Scene:
         Only columns whose values changed since the last update are sent
         (whole columns; a source whose length changes is replaced whole).
         """
-        data = frame_columns(frame, self.trace)
+        data = frame_columns(frame, self.trace, self.sources)
         for name, source in self.sources.items():
             new = data[name]
             old = self._last.get(name)
@@ -918,7 +945,7 @@ class Scene:
         self.figures[name] = f
         return f
 
-    def _grid_axes(self, f, rows, cols, top=True):
+    def _grid_axes(self, f, rows, cols):
         from bokeh.models import FixedTicker
 
         s = self.sizes
@@ -941,8 +968,12 @@ class Scene:
             axis.minor_tick_line_color = None
             axis.major_label_standoff = 2
 
-    def _grid_fig(self, name, rows, cols, cell, title):
-        """A figure for a rows x cols grid of square cells, wide enough for its title."""
+    def _grid_fig(self, name, rows, cols, cell, title, labelled=None):
+        """A figure for a rows x cols grid of square cells, wide enough for its title.
+
+        ``labelled`` = (rows, cols) with index labels (default: all); cells
+        beyond it (a tile overhanging a matrix) get no index on the axes.
+        """
         from bokeh.models import Range1d
 
         s = self.sizes
@@ -950,7 +981,7 @@ class Scene:
         extra = max(0, math.ceil((title_px - (cols * cell + 30)) / cell))
         f = self._fig((cols + extra) * cell + 30, rows * cell + 30 + 2 * s.font,
                       Range1d(0, cols + extra), Range1d(rows, 0), title=title)
-        self._grid_axes(f, rows, cols)
+        self._grid_axes(f, *(labelled or (rows, cols)))
         self.figures[name] = f
         return f
 
@@ -968,7 +999,8 @@ class Scene:
 
     def _matrices(self, v):
         from bokeh.layouts import column, row
-        from bokeh.models import HoverTool, Spacer
+        from bokeh.models import CustomJSHover, HoverTool, Spacer
+        from bokeh.transform import linear_cmap
 
         tr, s = self.trace, self.sizes
         j, k, l = tr.shape
@@ -978,16 +1010,29 @@ class Scene:
         ext = {"M": (max(j, gy * T), max(k, nph * T)), "N": (max(k, nph * T), max(l, gx * T)),
                "P": (max(j, gy * T), max(l, gx * T))}
         shape = {"M": (j, k), "N": (k, l), "P": (j, l)}
+        fills, texts, words = matrix_palette(T * T)
+        fill_map = linear_cmap("code", fills, low=-0.5, high=len(fills) - 0.5)
+        text_map = linear_cmap("code", texts, low=-0.5, high=len(texts) - 0.5)
+        word = CustomJSHover(args={"words": words, "first": THREAD_CODE, "T": T}, code="""
+            const c = Math.round(value);
+            if (c >= first) {
+              const t = c - first;
+              return "being loaded by thread (" + Math.floor(t / T) + "," + (t % T) + ")";
+            }
+            return words[c];
+        """)
         figs = {}
         for name in ("M", "N", "P"):
             if name not in v:
                 continue
             rows, cols = ext[name]
             f = self._grid_fig(name, rows, cols, s.cell,
-                               f"{name} ({shape[name][0]} × {shape[name][1]})")
+                               f"{name} ({shape[name][0]} × {shape[name][1]})",
+                               labelled=shape[name])
             src = self.sources[name]
-            r = f.rect("x", "y", 1, 1, source=src, fill_color="fill", line_color="line_color",
-                       line_width="line_width")
+            # outlines of small cells cost more to paint than they show
+            r = f.rect("x", "y", 1, 1, source=src, fill_color=fill_map,
+                       line_color=pal.GRID_LINE if s.cell >= 10 else None, line_width=1)
             # the matrix's own edge, so ghost cells read as outside it
             f.rect(shape[name][1] / 2, shape[name][0] / 2, shape[name][1], shape[name][0],
                    fill_alpha=0, line_color=pal.TEXT, line_width=1.5)
@@ -996,19 +1041,31 @@ class Scene:
                        hatch_pattern="/", hatch_color=pal.MUTED, hatch_alpha=0.35, hatch_scale=8)
             f.rect("x", "y", "w", "h", source=self.sources[f"{name}_tile"], fill_alpha=0,
                    line_color=pal.TILE_OUTLINE, line_width=3)
+            f.rect("x", "y", 1, 1, source=self.sources[f"{name}_focus"], fill_alpha=0,
+                   line_color=pal.FOCUS, line_width=3)
+            pv = None
+            if name == "P":  # Pvalue so far of the block's elements (hover; text if room)
+                pv = f.rect("x", "y", 1, 1, source=self.sources["P_pvalue"], fill_alpha=0,
+                            line_alpha=0)
             if s.matrix_text:
                 fs = f"{max(9, min(s.font + 2, int(s.cell * 0.32)))}px"
-                for source in (src, self.sources[f"{name}_ghost"]):
-                    f.text("x", "y", "text", source=source, text_color="text_color",
+                texts = [(self.sources["P_pvalue"] if name == "P" else src, text_map),
+                         (self.sources[f"{name}_ghost"], "text_color")]
+                for source, color in texts:
+                    f.text("x", "y", "text", source=source, text_color=color,
                            text_align="center", text_baseline="middle", text_font_size=fs,
                            text_font=value(SANS))
-            what = "Pvalue so far" if name == "P" else "value"
-            f.add_tools(HoverTool(renderers=[r], tooltips=[
-                ("element", "@name"), (what, "@value"), ("P after the launch" if name == "P"
-                                                         else "state", "@final" if name == "P"
-                                                         else "@state"),
-                ("state" if name == "P" else "loaded by", "@state" if name == "P" else "@loader"),
-            ]))
+            if name == "P":
+                f.add_tools(HoverTool(renderers=[r], tooltips=[
+                    ("element", "@name"), ("P after the launch", "@final"),
+                    ("state", "@code{state}")], formatters={"@code": word}))
+                f.add_tools(HoverTool(renderers=[pv], tooltips=[
+                    ("element", "@name"), ("Pvalue so far", "@text"),
+                    ("computed by", "@thread")]))
+            else:
+                f.add_tools(HoverTool(renderers=[r], tooltips=[
+                    ("element", "@name"), ("value", "@final"), ("state", "@code{state}")],
+                    formatters={"@code": word}))
             f.add_tools(HoverTool(renderers=[g], tooltips=[
                 ("position", "@name (outside the matrix)"), ("what happened", "@state"),
                 ("thread", "@loader"), ("slot holds", "@text")]))
@@ -1089,9 +1146,9 @@ class Scene:
             ("current tile (outline)", "outline"),
             ("followed thread (outline)", "focus"),
         ]
-        cols = 2
+        cols = 1  # one column under the threads: the middle stays as narrow as Mds + Nds
         per_col = -(-len(entries) // cols)
-        width_chars = 36
+        width_chars = max(len(label) for label, _ in entries) + 5
         data = {"x": [], "y": [], "fill": [], "line": [], "alpha": []}
         text = {"x": [], "y": [], "text": [], "style": []}
         for i, (label, color) in enumerate(entries):
@@ -1216,8 +1273,9 @@ class Scene:
 
 _EMPTY_COLUMNS = {
     "caption": ("x", "y", "text", "font_style", "color"),
-    "M": ("x", "y", "row", "col", "name", "final", "value", "text", "fill", "text_color",
-          "line_color", "line_width", "state", "loader"),
+    "M": ("x", "y", "row", "col", "name", "final", "text", "code"),
+    "focus": ("x", "y"),
+    "P_pvalue": ("x", "y", "name", "text", "thread", "code"),
     "ghost": ("x", "y", "row", "col", "name", "fill", "line_color", "text", "text_color",
               "state", "loader"),
     "tile": ("x", "y", "w", "h"),
@@ -1243,6 +1301,8 @@ def _empty(name: str) -> dict[str, list]:
         key = "ghost"
     elif name.endswith("_tile"):
         key = "tile"
+    elif name.endswith("_focus"):
+        key = "focus"
     elif name == "Nds":
         key = "Mds"
     return {c: [] for c in _EMPTY_COLUMNS[key]}

@@ -1,0 +1,229 @@
+"""The dashboard in headless Chromium: keys, clicks, bookmarks, uploads, console.
+
+``panel serve apps/dashboard.py`` runs in a subprocess on a free port and
+Playwright drives Debian's Chromium (``/usr/bin/chromium``; ``playwright
+install`` is not needed). The page exposes what it shows in
+``<div id="vizmm-status" data-...>``: the tests read the Mds / Nds labels and
+thread states from there and compare them with the book's Fig. 5.8 / 5.12.
+
+Screenshots of every preset go to ``test-output/screenshots/``.
+Skipped when Chromium or Playwright is missing.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = os.path.join(ROOT, "test-output", "screenshots")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api")
+
+# Where a figure's data point is on the screen (Bokeh's views know their scales).
+TO_SCREEN = """([name, x, y]) => {
+  const doc = Bokeh.documents[0];
+  const view = Bokeh.index.find_one_by_id(doc.get_model_by_name(name).id);
+  const box = view.canvas_view.el.getBoundingClientRect();
+  return [box.left + view.frame.x_scale.compute(x), box.top + view.frame.y_scale.compute(y)];
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port = _free_port()
+    log = open(tmp_path_factory.mktemp("serve") / "panel.log", "w+")  # noqa: SIM115
+    panel = os.path.join(os.path.dirname(sys.executable), "panel")
+    proc = subprocess.Popen(
+        [panel, "serve", "apps/dashboard.py", "--port", str(port), "--address", "127.0.0.1",
+         f"--allow-websocket-origin=127.0.0.1:{port}"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"))
+    url = f"http://127.0.0.1:{port}/dashboard"
+    deadline = time.time() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            log.seek(0)
+            proc.kill()
+            pytest.fail(f"panel serve did not start:\n{log.read()[-3000:]}")
+        time.sleep(0.3)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    pg = browser.new_page(viewport={"width": 1600, "height": 1000})
+    errors = []
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    pg.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+    pg.errors = errors
+    yield pg
+    pg.close()
+    assert errors == [], f"console errors: {errors}"
+
+
+def status(pg) -> dict:
+    data = pg.eval_on_selector("#vizmm-status", "el => Object.assign({}, el.dataset)")
+    out = {}
+    for k, v in data.items():
+        try:
+            out[k] = json.loads(v)
+        except ValueError:
+            out[k] = v
+    return out
+
+
+def open_page(pg, url):
+    pg.goto(url)
+    pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=60000)
+    pg.wait_for_timeout(300)  # let Bokeh draw
+
+
+def wait_step(pg, step):
+    pg.wait_for_selector(f"#vizmm-status[data-step='{step}']", timeout=15000)
+    return status(pg)
+
+
+def shot(pg, name):
+    os.makedirs(SHOTS, exist_ok=True)
+    pg.wait_for_timeout(250)
+    pg.screenshot(path=os.path.join(SHOTS, f"{name}.png"), full_page=True)
+
+
+def test_keys_step_through_fig_5_8(page, server):
+    open_page(page, server)
+    st = status(page)
+    assert st["source"] == "fig5-8" and st["step"] == 0 and st["count"] == 18
+    page.keyboard.press("ArrowRight")
+    st = wait_step(page, 1)
+    assert st["threads"] == [["loading"] * 2] * 2
+    assert st["mds"] == [["M_{0,0}", "M_{0,1}"], ["M_{1,0}", "M_{1,1}"]]
+    page.keyboard.press("ArrowRight")
+    st = wait_step(page, 2)
+    assert st["nds"] == [["N_{0,0}", "N_{0,1}"], ["N_{1,0}", "N_{1,1}"]]
+    shot(page, "fig5-8-step02-keys")
+    page.keyboard.press("ArrowRight")
+    assert wait_step(page, 3)["threads"] == [["waiting_1"] * 2] * 2
+    page.keyboard.press("End")
+    st = wait_step(page, 17)
+    assert st["threads"] == [["writing_p"] * 2] * 2 and st["loads"] == 16 and st["naive"] == 32
+    page.keyboard.press("Home")
+    wait_step(page, 0)
+    page.keyboard.press("g")
+    page.wait_for_selector("#vizmm-status[data-granularity='phase']", timeout=15000)
+    assert status(page)["count"] == 4
+
+
+def test_click_a_block_and_a_thread(page, server):
+    open_page(page, server + "?trace=fig5-11")
+    x, y = page.evaluate(TO_SCREEN, ["vizmm-blocks", 1.5, 1.5])
+    page.mouse.click(x, y)
+    page.wait_for_selector("#vizmm-status[data-block='[1, 1]']", timeout=15000)
+    x, y = page.evaluate(TO_SCREEN, ["vizmm-threads", 1.5, 0.5])  # thread (ty 0, tx 1)
+    page.mouse.click(x, y)
+    page.wait_for_selector("#vizmm-status[data-thread='[0, 1]']", timeout=15000)
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    st = wait_step(page, 2)
+    # Fig. 5.12: phase 0 of block_{1,1}; M_{3,0}, M_{3,1}, N_{0,3}, N_{1,3} do not exist
+    assert st["mds"] == [["M_{2,0}", "M_{2,1}"], ["0.0", "0.0"]]
+    assert st["nds"] == [["N_{0,2}", "0.0"], ["N_{1,2}", "0.0"]]
+    shot(page, "fig5-12-block11-thread01")
+
+
+def test_bookmark_brings_back_the_same_slide(page, server, browser):
+    open_page(page, server + "?trace=fig5-9-3x3")
+    for _ in range(10):
+        page.keyboard.press("ArrowRight")
+    before = wait_step(page, 10)
+    page.wait_for_function("() => window.location.search.includes('step=10')", timeout=15000)
+    bookmark = page.url
+    other = browser.new_page(viewport={"width": 1600, "height": 1000})
+    try:
+        open_page(other, bookmark)
+        after = status(other)
+    finally:
+        other.close()
+    assert after == before
+    page.reload()
+    page.wait_for_selector("#vizmm-status[data-ready='true']", timeout=60000)
+    assert status(page)["step"] == 10
+
+
+def test_corrupted_upload_shows_a_clear_message(page, server):
+    open_page(page, server)
+    page.get_by_text("Load a trace file", exact=True).first.click()
+    page.locator("input[type=file]").first.set_input_files(
+        files=[{"name": "broken.vizmm", "mimeType": "application/octet-stream",
+                "buffer": b"PK\x03\x04 this is not a trace"}])
+    message = page.get_by_text("Could not load broken.vizmm")
+    message.first.wait_for(timeout=15000)
+    text = message.first.inner_text()
+    assert "not a readable vizmm trace" in text or "not a vizmm trace" in text, text
+    assert "Traceback" not in page.content()
+    assert status(page)["ready"]  # the previous trace stays
+    shot(page, "upload-error")
+
+
+PRESET_STEPS = {
+    "fig5-8": [2, 5, 17],
+    "fig5-11": [10, 17],
+    "fig5-9-3x3": [9, 10],
+    "general": [1, 17],
+    "medium": [5, 67],
+}
+
+
+@pytest.mark.parametrize("key", list(PRESET_STEPS))
+def test_preset_screenshots(page, server, key):
+    for step in PRESET_STEPS[key]:
+        open_page(page, f"{server}?trace={key}&step={step}&ty=0&tx=1")
+        st = status(page)
+        assert st["source"] == key and st["step"] == step and st["thread"] == [0, 1]
+        shot(page, f"{key}-step{step:02d}")
+
+
+def test_presenter_mode(page, server):
+    open_page(page, server + "?trace=fig5-11&step=10&presenter=true")
+    assert status(page)["step"] == 10
+    page.keyboard.press("ArrowRight")
+    wait_step(page, 11)
+    shot(page, "fig5-11-presenter")
