@@ -936,9 +936,11 @@ def connect(dashboard) -> None:
     tabs = getattr(dashboard, "tabs", None)
     if not isinstance(tabs, pn.Tabs):
         return
+    show = getattr(dashboard, "show_replay", None)  # the dashboard's own way, when it has one
     for tab in list(_TABS):
         if tab.dash_state is dashboard.state:
-            tab.on_zoom = lambda block: setattr(tabs, "active", 0)
+            tab.on_zoom = ((lambda block: show()) if callable(show)
+                           else (lambda block: setattr(tabs, "active", 0)))
 
 
 def create_app(paths: list[str] | None = None) -> LargeApp:
