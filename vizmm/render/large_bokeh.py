@@ -198,7 +198,7 @@ def _uniform_text(rm: ReadMap) -> str:
     if lo == hi:
         return f"{lo:,} reads per element"
     mean = rm.total / max(1, rm.shape[0] * rm.shape[1])
-    return f"{lo:,}–{hi:,} reads/element, mean {mean:,.1f}"
+    return f"{lo:,}–{hi:,} reads/element, mean {mean:,.3g}"
 
 
 def read_columns(rm: ReadMap) -> dict[str, list]:
@@ -655,7 +655,8 @@ class LargeScene:
         rc = self.model.reads
         fs = self._font
         top = max(2.0, float(max(x.high.max() for x in (rc.m, rc.n, rc.m_naive, rc.n_naive))))
-        mapper = LogColorMapper(palette=list(pal.READS_RAMP), low=1, high=top * 1.02,
+        # low 0.5: a single read still gets a visible colour; no read at all is NO_READS
+        mapper = LogColorMapper(palette=list(pal.READS_RAMP), low=0.5, high=top * 1.02,
                                 low_color=pal.NO_READS)
         side = 300 if not self.presenter else 360
         j, k, l = self.trace.shape
