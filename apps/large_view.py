@@ -332,9 +332,8 @@ def replay_scene(trace: Trace, presenter: bool = False):
 
     Small traces get every view. Large ones (more than 40,000 elements of M,
     N and P) get the caption, Mds, Nds, the threads, the legend and the source
-    (and the counters with up to 16 phases), updated by a scene that computes
-    only those: the whole scene's first frame takes minutes and gigabytes at
-    4096 x 4096.
+    (and the counters with up to 16 phases): drawing 4096 x 4096 matrices
+    element by element is what the large views avoid.
     """
     from vizmm.render import bokeh_scene
 
@@ -342,34 +341,7 @@ def replay_scene(trace: Trace, presenter: bool = False):
         return bokeh_scene.Scene(trace, presenter=presenter)
     views = _LIGHT_VIEWS if trace.n_phases <= 16 else tuple(
         v for v in _LIGHT_VIEWS if v != "counters")  # one line per phase: too long here
-    return _LightScene(trace, views=views, presenter=presenter)
-
-
-try:
-    from vizmm.render.bokeh_scene import Scene as _Scene
-except ImportError:  # pragma: no cover
-    _Scene = object
-
-
-class _LightScene(_Scene):  # type: ignore[misc, valid-type]
-    """A Scene whose update computes only the sources of its views.
-
-    ``Scene.update`` builds the columns of every view, the M, N and P matrices
-    included (one entry per element: minutes at 4096 x 4096); this builds the
-    shared-memory, thread, source and counter columns only.
-    """
-
-    def update(self, frame) -> None:  # noqa: D102 - see Scene.update
-        from vizmm.render import bokeh_scene as bs
-
-        counters, bars = bs._counter_columns(frame, self.trace)
-        data = {"caption": bs._caption_columns(frame), "Mds": bs._shared_columns(frame, "M"),
-                "Nds": bs._shared_columns(frame, "N"), "threads": bs._thread_columns(frame),
-                "source": bs._source_columns(frame, self.trace), "counters": counters,
-                "bars": bars}
-        for name, source in self.sources.items():
-            if name in data:
-                source.data = data[name]
+    return bokeh_scene.Scene(trace, views=views, presenter=presenter)
 
 
 # -------------------------------------------------------------------- view
