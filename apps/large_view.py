@@ -719,9 +719,11 @@ class WindowForm(pn.viewable.Viewer):
         general = pn.bind(lambda kernel: kernel == "general", self.param.kernel)
         widgets = pn.Param(self.param, parameters=["kernel", "j", "tile_width", "window",
                                                    "seed"],
-                           widgets={"kernel": pn.widgets.RadioButtonGroup},
+                           widgets={"kernel": pn.widgets.RadioButtonGroup,
+                                    "j": pn.widgets.IntInput, "seed": pn.widgets.IntInput},
                            show_name=False, width=360)
         extra = pn.Param(self.param, parameters=["k", "l"], show_name=False, width=360,
+                         widgets={"k": pn.widgets.IntInput, "l": pn.widgets.IntInput},
                          visible=general)
         return pn.Column(widgets, extra, self._estimate_pane, self._button, self._bar,
                          width=380)

@@ -648,6 +648,21 @@ def test_browser_large_view(tmp_path):
                 pg.wait_for_timeout(800)
                 pg.screenshot(path=os.path.join(SHOTS, f"large-4096-{name}.png"),
                               full_page=True)
+            # simulate a window of a 64 x 64 launch in the server's thread, with progress
+            pg.get_by_text("Simulate a window of blocks (any size)").click()
+            width = pg.get_by_label("rows of M (j) / Width")
+            width.fill("64")
+            width.press("Enter")
+            window = pg.get_by_label("window blocks (by,bx; by,bx)")
+            window.fill("0,0; 3,1")
+            window.press("Enter")
+            pg.get_by_text("Simulates 2 of 16 blocks: (0,0), (3,1).").wait_for(timeout=10000)
+            pg.get_by_role("button", name="Simulate the window").click()
+            st = _wait_status(pg, lambda st: st["clock"] == "order", timeout=120)
+            assert st["counts"]["no_data"] == 14
+            pg.get_by_text("simulated blocks (2 of 16): (0,0), (3,1)").wait_for(timeout=10000)
+            pg.screenshot(path=os.path.join(SHOTS, "large-simulated-window.png"),
+                          full_page=True)
             browser.close()
         assert errors == [], f"console errors: {errors}"
     finally:
