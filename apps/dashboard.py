@@ -112,6 +112,7 @@ class DashboardState(param.Parameterized):
         self._loader = loader
         self._guard = False
         self._started = False
+        self._trace_key: str | None = None
         super().__init__(**params)
         self.param.watch(self._changed, self._WATCHED)
         self.param.watch(self._on_source, ["source"])
@@ -154,6 +155,7 @@ class DashboardState(param.Parameterized):
             return  # the user asked for something else meanwhile
         if self.message and self.message_kind == "danger":
             self.message = ""
+        self._trace_key = key
         self.trace = trace
 
     def show(self, message: str, kind: str = "danger") -> None:
@@ -334,7 +336,7 @@ class DashboardState(param.Parameterized):
             or None), ``title``, ``message``.
         """
         f = self.frame
-        if f is None:
+        if f is None or self._trace_key != self.source:  # nothing, or the previous trace
             return {"ready": False, "source": self.source, "message": self.message,
                     "busy": self.busy}
         T = f.thread_state.shape[0]
@@ -365,6 +367,7 @@ class DashboardState(param.Parameterized):
             "pvalue": None if f.focus is None else _num(f.pvalue[f.focus]),
             "title": f.title,
             "message": self.message,
+            "busy": self.busy,
         }
 
     def url_query(self) -> str:
@@ -438,6 +441,17 @@ def _equivalent(step: Step, replay: Replay) -> int:
             if best is None or d < best:
                 best, best_i = d, i
     return best_i
+
+
+def _what(key: str) -> str:
+    """A trace key in words, for progress messages."""
+    try:
+        what = traces.parse_key(key)
+    except ValueError:
+        return key
+    if isinstance(what, traces.RecordSpec):
+        return what.describe()
+    return traces.label_of(key)
 
 
 def _num(v) -> float | None:
@@ -519,9 +533,12 @@ class RecordForm(pn.viewable.Viewer):
         widgets = pn.Param(self.param, parameters=["kernel", "j", "tile_width", "seed",
                                                    "backend"],
                            widgets={"kernel": pn.widgets.RadioButtonGroup,
-                                    "backend": pn.widgets.RadioButtonGroup},
+                                    "backend": pn.widgets.RadioButtonGroup,
+                                    "j": pn.widgets.IntInput, "tile_width": pn.widgets.IntInput,
+                                    "seed": pn.widgets.IntInput},
                            show_name=False, width=330)
         extra = pn.Param(self.param, parameters=["k", "l"], show_name=False, width=330,
+                         widgets={"k": pn.widgets.IntInput, "l": pn.widgets.IntInput},
                          visible=square)
         return pn.Column(widgets, extra, self._estimate_pane, self._button, width=350)
 
@@ -652,16 +669,16 @@ class Dashboard(pn.viewable.Viewer):
         self.controls = pn.Row(
             self.first_button, self.prev_button, self.play_button, self.next_button,
             self.last_button, self.slider, self.speed, self.granularity, self.order,
-            self.unfollow, self.presenter, self.progress, sizing_mode="stretch_width",
-            align="center")
+            self.unfollow, self.presenter, sizing_mode="stretch_width", align="center")
         tabs = [("Block replay", pn.Column(self.scene_pane, scroll=False))]
         for title, factory in self.EXTRA_VIEWS:
             tabs.append((title, factory(self.state)))
         self.tabs = pn.Tabs(*tabs, dynamic=True) if len(tabs) > 1 else tabs[0][1]
         large_view.connect(self)  # its zoom into a block brings "Block replay" to the front
         self.layout = pn.Column(self.header, self.controls, self.more, self.alert,
-                                self.status_pane, self.tabs, self.keys,
-                                sizing_mode="stretch_width")
+                                pn.Row(self.status_pane, self.progress,
+                                       sizing_mode="stretch_width"),
+                                self.tabs, self.keys, sizing_mode="stretch_width")
 
     def _trace_options(self) -> dict:
         options = {p.label: key for key, p in traces.PRESETS.items()}
@@ -735,8 +752,7 @@ class Dashboard(pn.viewable.Viewer):
         self.progress.visible = bool(s.busy)
         self.progress.value = s.progress if s.progress >= 0 else -1
         self.progress.active = bool(s.busy) and s.progress < 0
-        if s.busy:
-            self.status_pane.object = self._status_html()
+        self.status_pane.object = self._status_html()
 
     def _on_presenter(self, *events) -> None:
         p = self.state.presenter
@@ -820,13 +836,14 @@ class Dashboard(pn.viewable.Viewer):
         attrs = " ".join(
             f'data-{k}="{html.escape(v if isinstance(v, str) else json.dumps(v), quote=True)}"'
             for k, v in st.items())
-        if st["ready"]:
+        busy = self.state.busy
+        if busy:
+            text = f"<b>{html.escape(busy)}</b>"
+        elif st["ready"]:
             who = (f" · following thread ({st['thread'][0]},{st['thread'][1]})"
                    if st["thread"] else " · click a thread to follow it")
             text = (f"<b>Step {st['step'] + 1} / {st['count']}</b> · block "
                     f"({st['block'][0]},{st['block'][1]}){who}")
-        elif self.state.busy:
-            text = html.escape(self.state.busy)
         else:
             text = "No frame to show."
         return f'<div id="vizmm-status" {attrs}>{text}</div>'
@@ -848,8 +865,7 @@ class Dashboard(pn.viewable.Viewer):
                 job["error"] = exc
             job["finished"] = True
 
-        what = traces.label_of(key)
-        s.param.update(busy=f"Loading {what} …", progress=-1)
+        s.param.update(busy=f"Loading {_what(key)} …", progress=-1)
         self._job = job
         threading.Thread(target=work, name=f"vizmm-load-{key}", daemon=True).start()
         if self._job_cb is None:
@@ -861,7 +877,7 @@ class Dashboard(pn.viewable.Viewer):
             return
         if job["total"]:
             s.param.update(progress=int(100 * job["done"] / job["total"]),
-                           busy=f"Recording {traces.label_of(job['key'])} in the simulator: "
+                           busy=f"Recording {_what(job['key'])} in the simulator: "
                                 f"block {job['done']} of {job['total']}")
         if not job["finished"]:
             return
@@ -869,12 +885,14 @@ class Dashboard(pn.viewable.Viewer):
             self._job_cb.stop()
             self._job_cb = None
         self._job = None
-        s.param.update(busy="", progress=-1)
         if job["error"] is not None:
+            s.param.update(busy="", progress=-1)
             if job["key"] == s.source:
                 s.show(f"Could not load {traces.label_of(job['key'])}: {_plain(job['error'])}")
             return
-        s.set_trace(job["key"], job["trace"])
+        with pn.io.hold():
+            s.set_trace(job["key"], job["trace"])
+            s.param.update(busy="", progress=-1)
 
     # ------------------------------------------------------------ export
     def _export_name(self) -> None:

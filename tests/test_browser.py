@@ -227,3 +227,33 @@ def test_presenter_mode(page, server):
     page.keyboard.press("ArrowRight")
     wait_step(page, 11)
     shot(page, "fig5-11-presenter")
+
+
+def test_record_form_records_in_the_simulator(page, server):
+    open_page(page, server)
+    page.get_by_text("Record a trace", exact=True).first.click()
+    page.get_by_text("tiled", exact=True).first.click()  # Fig. 5.9, no boundary checks
+    width = page.locator("input.bk-input").first
+    width.fill("5")
+    width.press("Enter")  # typing in a field must not step the replay
+    page.get_by_text("Estimate: trace").first.wait_for(timeout=15000)
+    assert status(page)["step"] == 0
+    page.get_by_role("button", name="Record", exact=True).click()
+    key = "rec:tiled:5x5x5:T2:s0:simulator"
+    page.wait_for_function(
+        """(key) => {
+          function find(root) {
+            const el = root.querySelector && root.querySelector('#vizmm-status');
+            if (el) return el;
+            for (const n of root.querySelectorAll('*'))
+              if (n.shadowRoot) { const f = find(n.shadowRoot); if (f) return f; }
+            return null;
+          }
+          const el = find(document);
+          return el && el.dataset.source === key && el.dataset.busy === '' &&
+                 el.dataset.ready === 'true';
+        }""", arg=key, timeout=90000)
+    st = status(page)
+    # three phases (the last one's tile overhangs the 5 x 5 matrices)
+    assert st["count"] == 1 + 3 * 8 + 1 and "trace=rec%3Atiled" in page.url
+    shot(page, "recorded-tiled-5x5")

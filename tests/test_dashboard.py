@@ -374,3 +374,30 @@ def test_export_button_gives_the_file(dash):
     data = dash._export().getvalue()
     assert data.lstrip().lower().startswith(b"<!doctype html")
     assert b"vizmm-frames" in data
+
+
+def test_background_recording_reports_progress(dash, monkeypatch):
+    import time
+
+    import panel as pn
+
+    class Timer:
+        stopped = False
+
+        def stop(self):
+            self.stopped = True
+
+    timer = Timer()
+    monkeypatch.setattr(pn.state, "add_periodic_callback", lambda cb, period: timer)
+    dash.state._loader = dash._load_in_background
+    key = "rec:tiled:5x5x5:T2:s3:simulator"
+    dash.state.choose_source(key)
+    assert dash.state.busy.startswith("Loading tiled") and dash.progress.visible
+    assert "Loading tiled" in dash.status_pane.object
+    deadline = time.time() + 60
+    while not dash._job["finished"] and time.time() < deadline:
+        time.sleep(0.05)
+    dash._poll_job()
+    st = dash.state.status()
+    assert timer.stopped and st["ready"] and st["source"] == key and st["busy"] == ""
+    assert dash.state.trace.meta["seed"] == 3 and not dash.progress.visible

@@ -815,7 +815,7 @@ class _Sizes:
         mono = int(round(12 * s))
         return cls(cell=cell, scell=scell, font=int(round(13 * s)), mono=mono,
                    char=0.61 * mono, line=int(round(mono * 1.55)),
-                   matrix_text=cell >= 24, shared_text=scell >= 44)
+                   matrix_text=cell >= 24, shared_text=scell >= 36)
 
 
 class Scene:
