@@ -39,7 +39,7 @@ if _ROOT not in sys.path:  # `panel serve apps/large_view.py` runs this file as 
     sys.path.insert(0, _ROOT)
 
 import vizmm  # noqa: E402
-from vizmm import large  # noqa: E402
+from vizmm import large, render  # noqa: E402
 from vizmm.record import DEFAULT_MAX_BYTES  # noqa: E402
 from vizmm.render.large_bokeh import LargeScene  # noqa: E402
 from vizmm.trace import Trace, TraceError, from_bytes  # noqa: E402
@@ -263,8 +263,6 @@ class LargeViewState(param.Parameterized):
 
 
 # ------------------------------------------------------------- replay pane
-_LIGHT_VIEWS = ("caption", "Mds", "Nds", "threads", "legend", "source", "counters")
-_FULL_SCENE_ELEMENTS = 40_000  # M, N and P elements up to which the whole Scene is drawn
 
 
 class _BlockReplay(pn.viewable.Viewer):
@@ -321,10 +319,7 @@ def _make_scene(trace: Trace):
         return None
 
 
-def is_large(trace: Trace) -> bool:
-    """True when drawing M, N and P element by element would be too slow for a page."""
-    j, k, l = trace.shape
-    return j * k + k * l + j * l > _FULL_SCENE_ELEMENTS
+is_large = render.is_large
 
 
 def replay_scene(trace: Trace, presenter: bool = False):
@@ -339,8 +334,7 @@ def replay_scene(trace: Trace, presenter: bool = False):
 
     if not is_large(trace):
         return bokeh_scene.Scene(trace, presenter=presenter)
-    views = _LIGHT_VIEWS if trace.n_phases <= 16 else tuple(
-        v for v in _LIGHT_VIEWS if v != "counters")  # one line per phase: too long here
+    views = render.affordable_views(trace, bokeh_scene.VIEWS)
     return bokeh_scene.Scene(trace, views=views, presenter=presenter)
 
 

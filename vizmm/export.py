@@ -134,30 +134,47 @@ def _check_block(trace: Trace, block) -> tuple[int, int]:
     return by, bx
 
 
-def _check_views(views, fmt: str):
-    """Views for the format: a tuple (None means the format's default: all it can draw)."""
+def _check_views(views, fmt: str, trace: Trace | None = None):
+    """Views for the format, as a tuple.
+
+    None means the format's default: every view it can draw that the trace's
+    size affords (:func:`vizmm.render.affordable_views`: no element-by-element
+    M, N, P for large matrices, as in the dashboard).
+    """
+    from . import render
+
+    if fmt == "html":
+        from .render.bokeh_scene import VIEWS as available
+    else:
+        from .render.pillow import VIEWS as available
     if views is None:
-        return None
+        return available if trace is None else render.affordable_views(trace, available)
     if isinstance(views, str):
         views = [v.strip() for v in views.split(",") if v.strip()]
     views = tuple(views)
     if not views:
         raise ExportError("choose at least one view")
+    if fmt != "html":
+        html_only = [v for v in views if v in HTML_ONLY_VIEWS]
+        if html_only:
+            raise ExportError(f"view(s) {', '.join(map(repr, html_only))} are shown only in the "
+                              f"HTML export; {fmt.upper()} frames draw: {', '.join(available)}")
+    unknown = [v for v in views if v not in available]
+    if unknown:
+        raise ExportError(f"unknown view(s) {', '.join(map(repr, unknown))}; choose from "
+                          f"{', '.join(available)}")
+    if trace is not None:
+        too_big = [v for v in views if v not in render.affordable_views(trace, views)]
+        if too_big:
+            j, k, l = trace.shape
+            raise ExportError(
+                f"M {j}x{k}, N {k}x{l} are too large to draw the view(s) "
+                f"{', '.join(map(repr, too_big))} element by element; choose from "
+                f"{', '.join(render.affordable_views(trace, available))}")
     if fmt == "html":
-        from .render.bokeh_scene import VIEWS as SCENE_VIEWS
-
-        unknown = [v for v in views if v not in SCENE_VIEWS]
-        if unknown:
-            raise ExportError(f"unknown view(s) {', '.join(map(repr, unknown))}; choose from "
-                              f"{', '.join(SCENE_VIEWS)}")
         return views
     from .render.pillow import check_views
 
-    html_only = [v for v in views if v in HTML_ONLY_VIEWS]
-    if html_only:
-        raise ExportError(f"view(s) {', '.join(map(repr, html_only))} are shown only in the "
-                          f"HTML export; {fmt.upper()} frames draw: "
-                          "caption, M, N, P, Mds, Nds, threads, legend, source, counters")
     try:
         return check_views(views)
     except ValueError as exc:
@@ -234,7 +251,7 @@ def render_frames(trace: Trace, block=(0, 0), granularity: str = "substep",
     from .render.pillow import FrameRenderer
 
     replay = _replay(trace, block, granularity, order, focus)
-    views = _check_views(views, "gif")
+    views = _check_views(views, "gif", trace)
     size = _check_size(size, "gif")
     renderer = FrameRenderer(trace, size=size, views=views, granularity=granularity,
                              focus=replay.focus)
@@ -673,7 +690,9 @@ def export_bytes(trace: Trace, fmt: str, block=(0, 0), granularity: str = "subst
     views : iterable of str or str, optional
         Which views to draw (a comma-separated string is accepted). GIF/MP4:
         :data:`vizmm.render.pillow.VIEWS`; HTML: the dashboard's
-        :data:`vizmm.render.bokeh_scene.VIEWS`. Default: all.
+        :data:`vizmm.render.bokeh_scene.VIEWS`. Default: all that the
+        trace's size affords (large matrices: no element-by-element M, N, P;
+        see :func:`vizmm.render.affordable_views`).
     fps : float
         Frames (steps) per second of the GIF / MP4 and of the HTML's play
         button; > 0 and at most :data:`MAX_FPS`.
@@ -701,7 +720,7 @@ def export_bytes(trace: Trace, fmt: str, block=(0, 0), granularity: str = "subst
     fmt = _check_format(fmt)
     fps = _check_fps(fps)
     replay = _replay(trace, block, granularity, order, focus)
-    views = _check_views(views, fmt)
+    views = _check_views(views, fmt, trace)
     if fmt != "html":
         size = _check_size(size, fmt)
     n = len(replay)
