@@ -634,7 +634,8 @@ class Dashboard(pn.viewable.Viewer):
                                                       width=140, color="primary")
         self.unfollow = pn.widgets.Button(label="stop following", width=120, visible=False)
         self.unfollow.on_click(lambda e: s.param.update(ty=-1, tx=-1))
-        self.status_pane = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
+        self.status_pane = pn.pane.HTML("", sizing_mode="stretch_width", height=22,
+                                        margin=(0, 10))
         self.alert = pn.pane.Alert("", alert_type="danger", visible=False,
                                    sizing_mode="stretch_width")
         self.progress = pn.indicators.Progress(value=-1, active=False, visible=False,
