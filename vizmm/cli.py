@@ -39,7 +39,7 @@ from .record import (
     record,
 )
 from .table import build_table, format_table
-from .trace import KERNELS, TraceError, load
+from .trace import KERNELS, TraceError, human_bytes, load
 
 __all__ = ["CLIError", "INPUT_ERRORS", "SUBCOMMANDS", "build_parser", "main"]
 
@@ -183,7 +183,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     est = estimate(j, k, l, args.tile_width, args.kernel, args.window)
     limit = DEFAULT_MAX_BYTES if args.max_bytes is None else args.max_bytes
     if not args.quiet:
-        print(f"estimate: {est.describe()} (limit {_human(limit)})", flush=True)
+        print(f"estimate: {est.describe()} (limit {human_bytes(limit)})", flush=True)
     trace = record(
         j, k, l,
         tile_width=args.tile_width,
@@ -197,17 +197,11 @@ def cmd_record(args: argparse.Namespace) -> int:
     )
     path = trace.save(args.output)
     if not args.quiet:
-        print(f"wrote {path} ({_human(os.path.getsize(path))}): {trace.kernel} kernel, "
+        print(f"wrote {path} ({human_bytes(os.path.getsize(path))}): {trace.kernel} kernel, "
               f"M {j}x{k} . N {k}x{l}, TILE_WIDTH {trace.tile_width}, on the {trace.backend}")
     return EXIT_OK
 
 
-def _human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{int(n)} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 # --------------------------------------------------------------------- info
@@ -226,7 +220,7 @@ def add_info_parser(subparsers) -> None:
 def cmd_info(args: argparse.Namespace) -> int:
     """``vizmm info``: the trace's summary."""
     trace = _load(args.file)
-    print(f"file        {args.file} ({_human(os.path.getsize(args.file))})")
+    print(f"file        {args.file} ({human_bytes(os.path.getsize(args.file))})")
     print(trace.summary())
     return EXIT_OK
 

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Iterator
 import numpy as np
 
 from .replay import GRANULARITIES, ORDERS, Replay
-from .trace import Trace, atomic_write
+from .trace import Trace, atomic_write, human_bytes
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -816,12 +816,6 @@ def _parse_fps(text: str) -> float:
     return v
 
 
-def _human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{int(n)} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 def add_export_parser(subparsers) -> None:
@@ -888,6 +882,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     n = len(Replay(trace, block, granularity=args.granularity, order=args.order))
     size = os.path.getsize(out)
     what = f"{args.size[0]}x{args.size[1]}, " if fmt != "html" else ""
-    print(f"wrote {out} ({_human(size)}): {fmt} of block ({block[0]},{block[1]}), {n} frames "
+    print(f"wrote {out} ({human_bytes(size)}): {fmt} of block ({block[0]},{block[1]}), {n} frames "
           f"({args.granularity}, {args.order}), {what}{args.fps:g} fps")
     return 0

@@ -29,7 +29,14 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from .trace import MAX_STORED_SPREAD, WAIT_BINS, Trace, from_bytes, seeded_inputs
+from .trace import (
+    MAX_STORED_SPREAD,
+    WAIT_BINS,
+    Trace,
+    from_bytes,
+    human_bytes,
+    seeded_inputs,
+)
 
 __all__ = [
     "record",
@@ -95,7 +102,7 @@ class Estimate:
     def describe(self) -> str:
         """One line for people: size and expected simulator time."""
         return (
-            f"trace ~{_human_bytes(self.bytes)}, {self.blocks} blocks"
+            f"trace ~{human_bytes(self.bytes)}, {self.blocks} blocks"
             + (
                 f" ({self.simulated_blocks} simulated)"
                 if self.simulated_blocks != self.blocks
@@ -105,12 +112,6 @@ class Estimate:
         )
 
 
-def _human_bytes(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if n < 1024 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 def _check_dim(name: str, value) -> int:
@@ -376,8 +377,8 @@ def record(
     limit = DEFAULT_MAX_BYTES if max_bytes is None else int(max_bytes)
     if est.bytes > limit:
         raise TraceTooLargeError(
-            f"this trace would take about {_human_bytes(est.bytes)} ({est.bytes} bytes), over "
-            f"the limit of {_human_bytes(limit)} ({limit} bytes); record a window of blocks "
+            f"this trace would take about {human_bytes(est.bytes)} ({est.bytes} bytes), over "
+            f"the limit of {human_bytes(limit)} ({limit} bytes); record a window of blocks "
             "(window=[(by, bx), ...]), use smaller matrices, or raise max_bytes"
         )
     inputs = "seeded" if M is None and N is None else "given"

@@ -542,6 +542,15 @@ class _FrozenDict(dict):
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore
 
 
+def human_bytes(n: float) -> str:
+    """A size in bytes for people: ``'512 B'``, ``'2.7 MiB'`` (powers of 1024)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{int(n)} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
 def _digest(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
