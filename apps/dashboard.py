@@ -136,7 +136,7 @@ class DashboardState(param.Parameterized):
         try:
             traces.parse_key(key)
         except ValueError as exc:
-            self.show(str(exc))
+            self._fail(str(exc))
             return
         (self._loader or self.load_now)(key)
 
@@ -145,9 +145,15 @@ class DashboardState(param.Parameterized):
         try:
             trace = traces.get_trace(key, progress=progress)
         except (ValueError, KeyError, vizmm.RecordError, vizmm.GPUUnavailableError) as exc:
-            self.show(_plain(exc))
+            self._fail(_plain(exc))
             return
         self.set_trace(key, trace)
+
+    def _fail(self, message: str) -> None:
+        """A trace could not be opened: name the trace still shown again, and say why."""
+        if self._trace_key is not None and self.source != self._trace_key:
+            self.source = self._trace_key
+        self.show(message)
 
     def set_trace(self, key: str, trace: Trace) -> None:
         """Show ``trace`` if it is still the one asked for (``key`` is :attr:`source`)."""

@@ -401,3 +401,13 @@ def test_background_recording_reports_progress(dash, monkeypatch):
     st = dash.state.status()
     assert timer.stopped and st["ready"] and st["source"] == key and st["busy"] == ""
     assert dash.state.trace.meta["seed"] == 3 and not dash.progress.visible
+
+
+def test_a_trace_that_fails_to_open_leaves_the_menu_on_the_trace_shown(dash):
+    shown = dash.state.source
+    before = dash.state.trace
+    # Parses as a recording, but asks for a GPU this machine does not have.
+    dash.state.choose_source("rec:boundary:4x4x4:T2:s0:gpu")
+    assert dash.state.trace is before
+    assert dash.state.source == shown
+    assert "simulator" in dash.state.message
