@@ -657,8 +657,12 @@ def _simulate(kern, grid, block, args, rec, blocks: Iterable[tuple[int, int]] | 
             kern[grid, block](*all_args)
             update(len(order), len(order))
             return
+        # M, N and P go in as the simulator's device arrays, as in its own
+        # launch. The record arrays go in as plain NumPy arrays: the recording
+        # only stores scalars and takes atomics on them, which the simulator
+        # does the same on both, and it skips two Python wrappers per store.
         fake_args = [FakeWithinKernelCUDAArray(FakeCUDAArray(a)) if isinstance(a, np.ndarray)
-                     else a for a in all_args]
+                     else a for a in args] + list(rec.values())
         with simk._push_kernel_context(fake_module), \
                 simk.swapped_cuda_module(kern.fn, fake_module):
             for i, (by, bx) in enumerate(order):
