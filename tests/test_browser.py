@@ -12,21 +12,11 @@ Skipped when Chromium or Playwright is missing.
 
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
+from served import ARGS, CHROMIUM, SHOTS, serve
 
 pytestmark = pytest.mark.browser
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = os.path.join(ROOT, "test-output", "screenshots")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 if not os.path.exists(CHROMIUM):
     pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
@@ -41,43 +31,10 @@ TO_SCREEN = """([name, x, y]) => {
 }"""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    port = _free_port()
-    log = open(tmp_path_factory.mktemp("serve") / "panel.log", "w+")  # noqa: SIM115
-    panel = os.path.join(os.path.dirname(sys.executable), "panel")
-    proc = subprocess.Popen(
-        [panel, "serve", "apps/dashboard.py", "--port", str(port), "--address", "127.0.0.1",
-         f"--allow-websocket-origin=127.0.0.1:{port}"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"))
-    url = f"http://127.0.0.1:{port}/dashboard"
-    deadline = time.time() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            log.seek(0)
-            proc.kill()
-            pytest.fail(f"panel serve did not start:\n{log.read()[-3000:]}")
-        time.sleep(0.3)
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    with serve("dashboard", tmp_path_factory.mktemp("serve")) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

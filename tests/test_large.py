@@ -14,14 +14,12 @@ tests at other copies. Tests that need them are skipped when they are absent.
 import json
 import math
 import os
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 
 import numpy as np
 import pytest
+from served import ARGS, CHROMIUM, SHOTS, serve
 
 import vizmm
 from vizmm import large
@@ -527,10 +525,6 @@ def test_app_opens_a_trace_file(tmp_path, record_sim):
 
 
 # ------------------------------------------------------------------ browser
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = os.path.join(ROOT, "test-output", "screenshots")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 TO_SCREEN = """([name, x, y]) => {
   for (const doc of Bokeh.documents) {
     for (const m of doc.all_models) {
@@ -550,12 +544,6 @@ TO_SCREEN = """([name, x, y]) => {
 CAPTION = """(prefix) => Bokeh.documents.some(doc => [...doc.all_models].some(m =>
   m.data != null && Array.isArray(m.data.text) &&
   m.data.text.some(t => typeof t === "string" && t.startsWith(prefix))))"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _status(pg) -> dict:
@@ -586,29 +574,8 @@ def test_browser_large_view(tmp_path):
         pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
     sync_api = pytest.importorskip("playwright.sync_api")
     _load(T4096)  # skips when the shipped trace is absent
-    port = _free_port()
-    log = open(tmp_path / "panel.log", "w+")  # noqa: SIM115
-    panel = os.path.join(os.path.dirname(sys.executable), "panel")
-    proc = subprocess.Popen(
-        [panel, "serve", "apps/large_view.py", "--port", str(port), "--address", "127.0.0.1",
-         f"--allow-websocket-origin=127.0.0.1:{port}"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"))
-    url = f"http://127.0.0.1:{port}/large_view"
     os.makedirs(SHOTS, exist_ok=True)
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(url, timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                log.seek(0)
-                pytest.fail(f"panel serve did not start:\n{log.read()[-3000:]}")
-            time.sleep(0.3)
+    with serve("large_view", tmp_path) as url:
         with sync_api.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             pg = browser.new_page(viewport={"width": 1600, "height": 1100})
@@ -665,13 +632,6 @@ def test_browser_large_view(tmp_path):
                           full_page=True)
             browser.close()
         assert errors == [], f"console errors: {errors}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def test_dashboard_gets_the_large_presets_and_tab(t1000):

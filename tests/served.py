@@ -1,0 +1,66 @@
+"""Serve an app of ``apps/`` with ``panel serve`` for the browser tests.
+
+Browser tests drive Debian's Chromium (``/usr/bin/chromium``) with Playwright;
+``playwright install`` is not needed.
+"""
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = os.path.join(ROOT, "test-output", "screenshots")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve(app: str, logdir, timeout: float = 60):
+    """Run ``panel serve apps/<app>.py`` on a free local port; yield the app's URL.
+
+    The server's output goes to ``logdir/panel.log``; a server that does not
+    answer within ``timeout`` seconds fails the test with the end of that log.
+    """
+    port = free_port()
+    with open(os.path.join(logdir, "panel.log"), "w+") as log:
+        panel = os.path.join(os.path.dirname(sys.executable), "panel")
+        proc = subprocess.Popen(
+            [panel, "serve", f"apps/{app}.py", "--port", str(port), "--address", "127.0.0.1",
+             f"--allow-websocket-origin=127.0.0.1:{port}"],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"))
+        url = f"http://127.0.0.1:{port}/{app}"
+        try:
+            deadline = time.time() + timeout
+            while True:
+                try:
+                    with urllib.request.urlopen(url, timeout=5) as r:
+                        if r.status == 200:
+                            break
+                except OSError:
+                    pass
+                if proc.poll() is not None or time.time() > deadline:
+                    log.seek(0)
+                    pytest.fail(f"panel serve did not start:\n{log.read()[-3000:]}")
+                time.sleep(0.3)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
