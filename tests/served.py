@@ -5,6 +5,7 @@ Browser tests drive Debian's Chromium (``/usr/bin/chromium``) with Playwright;
 """
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -64,3 +65,15 @@ def serve(app: str, logdir, timeout: float = 60):
                 proc.wait(10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+def read_status(pg, selector: str) -> dict:
+    """The ``data-*`` attributes of the page's status element, JSON values decoded."""
+    data = pg.eval_on_selector(selector, "el => Object.assign({}, el.dataset)")
+    out = {}
+    for k, v in data.items():
+        try:
+            out[k] = json.loads(v)
+        except ValueError:
+            out[k] = v
+    return out

@@ -10,11 +10,10 @@ Screenshots of every preset go to ``test-output/screenshots/``.
 Skipped when Chromium or Playwright is missing.
 """
 
-import json
 import os
 
 import pytest
-from served import ARGS, CHROMIUM, SHOTS, serve
+from served import ARGS, CHROMIUM, SHOTS, read_status, serve
 
 pytestmark = pytest.mark.browser
 
@@ -58,14 +57,7 @@ def page(browser):
 
 
 def status(pg) -> dict:
-    data = pg.eval_on_selector("#vizmm-status", "el => Object.assign({}, el.dataset)")
-    out = {}
-    for k, v in data.items():
-        try:
-            out[k] = json.loads(v)
-        except ValueError:
-            out[k] = v
-    return out
+    return read_status(pg, "#vizmm-status")
 
 
 def open_page(pg, url):

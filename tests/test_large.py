@@ -11,7 +11,6 @@ The shipped traces are ``vizmm/data/gpu-1000-t16-boundary.vizmm`` and
 tests at other copies. Tests that need them are skipped when they are absent.
 """
 
-import json
 import math
 import os
 import sys
@@ -19,7 +18,7 @@ import time
 
 import numpy as np
 import pytest
-from served import ARGS, CHROMIUM, SHOTS, serve
+from served import ARGS, CHROMIUM, SHOTS, read_status, serve
 
 import vizmm
 from vizmm import large
@@ -547,14 +546,7 @@ CAPTION = """(prefix) => Bokeh.documents.some(doc => [...doc.all_models].some(m 
 
 
 def _status(pg) -> dict:
-    data = pg.eval_on_selector("#vizmm-large-status", "el => Object.assign({}, el.dataset)")
-    out = {}
-    for k, v in data.items():
-        try:
-            out[k] = json.loads(v)
-        except ValueError:
-            out[k] = v
-    return out
+    return read_status(pg, "#vizmm-large-status")
 
 
 def _wait_status(pg, predicate, timeout=20.0) -> dict:

@@ -816,8 +816,6 @@ def _parse_fps(text: str) -> float:
     return v
 
 
-
-
 def add_export_parser(subparsers) -> None:
     """Add ``vizmm export`` to the ``vizmm`` command's subparsers."""
     p = subparsers.add_parser(

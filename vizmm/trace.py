@@ -141,8 +141,6 @@ ARRAY_NAMES = tuple(
          "aggregated": False}
     )
 )
-# Arrays a trace file may store in a compact form (see ``Trace.to_bytes``).
-_DERIVABLE = ("M", "N", "P")
 
 _REQUIRED_META = {
     "kernel": str,
