@@ -99,13 +99,22 @@ class DashboardState(param.Parameterized):
     frame = param.Parameter(default=None, precedence=-1, doc="The current Frame (or None).")
     n_steps = param.Integer(default=1, precedence=-1)
     message = param.String(default="", precedence=-1, doc="What went wrong, for the page.")
-    message_kind = param.Selector(default="danger", objects=["danger", "warning", "info"],
-                                  precedence=-1)
+    message_kind = param.Selector(
+        default="danger", objects=["danger", "warning", "info"], precedence=-1
+    )
     busy = param.String(default="", precedence=-1, doc="What is being loaded or recorded.")
     progress = param.Integer(default=-1, precedence=-1, doc="Percent done, -1 unknown.")
 
-    _WATCHED: ClassVar[list[str]] = ["trace", "by", "bx", "ty", "tx", "granularity", "order",
-                                     "step"]
+    _WATCHED: ClassVar[list[str]] = [
+        "trace",
+        "by",
+        "bx",
+        "ty",
+        "tx",
+        "granularity",
+        "order",
+        "step",
+    ]
 
     def __init__(self, loader: Callable[[str], None] | None = None, **params):
         self.replay: Replay | None = None
@@ -178,8 +187,9 @@ class DashboardState(param.Parameterized):
             pass
         if isinstance(what, traces.Preset):
             block = what.block
-        self.param.update(source=key, by=block[0], bx=block[1], ty=-1, tx=-1, step=0,
-                          playing=False, message="")
+        self.param.update(
+            source=key, by=block[0], bx=block[1], ty=-1, tx=-1, step=0, playing=False, message=""
+        )
 
     # ----------------------------------------------------------- replay
     def _changed(self, *events) -> None:
@@ -208,36 +218,51 @@ class DashboardState(param.Parameterized):
             return
         if trace.kernel == "naive":
             self.replay, self.frame = None, None
-            self.show("This trace is of the naive kernel (Fig. 3.11): it has no tiles or "
-                      "phases to replay. Record a tiled kernel ('boundary', 'tiled' or "
-                      "'general').")
+            self.show(
+                "This trace is of the naive kernel (Fig. 3.11): it has no tiles or "
+                "phases to replay. Record a tiled kernel ('boundary', 'tiled' or "
+                "'general')."
+            )
             return
         if not len(trace.detail_blocks):
             self.replay, self.frame = None, None
-            self.show("This trace holds no block recorded per thread (aggregated only); "
-                      "there is nothing to replay thread by thread.", "warning")
+            self.show(
+                "This trace holds no block recorded per thread (aggregated only); "
+                "there is nothing to replay thread by thread.",
+                "warning",
+            )
             return
         gy, gx = trace.grid
         block = (self.by, self.bx)
         old = self.replay
         if not trace.has_block(block):
-            fallback = (old.block if old is not None and old.trace is trace
-                        and "trace" not in names else
-                        tuple(int(v) for v in trace.detail_blocks[0]))
+            fallback = (
+                old.block
+                if old is not None and old.trace is trace and "trace" not in names
+                else tuple(int(v) for v in trace.detail_blocks[0])
+            )
             if 0 <= block[0] < gy and 0 <= block[1] < gx and "trace" not in names:
-                self.show(f"Block ({block[0]},{block[1]}) was not recorded per thread "
-                          f"(this trace keeps {len(trace.detail_blocks)} of {gy * gx} blocks "
-                          f"in detail); still showing block ({fallback[0]},{fallback[1]}).",
-                          "warning")
+                self.show(
+                    f"Block ({block[0]},{block[1]}) was not recorded per thread "
+                    f"(this trace keeps {len(trace.detail_blocks)} of {gy * gx} blocks "
+                    f"in detail); still showing block ({fallback[0]},{fallback[1]}).",
+                    "warning",
+                )
             block = fallback
         T = trace.tile_width
         focus = (self.ty, self.tx) if (0 <= self.ty < T and 0 <= self.tx < T) else None
-        self._set_quietly(by=block[0], bx=block[1], ty=focus[0] if focus else -1,
-                          tx=focus[1] if focus else -1)
+        self._set_quietly(
+            by=block[0], bx=block[1], ty=focus[0] if focus else -1, tx=focus[1] if focus else -1
+        )
         new = Replay(trace, block, self.granularity, self.order, focus)
         step = self.step
-        if (old is not None and old.trace is trace and old.block == new.block
-                and "step" not in names and names & {"granularity", "order"}):
+        if (
+            old is not None
+            and old.trace is trace
+            and old.block == new.block
+            and "step" not in names
+            and names & {"granularity", "order"}
+        ):
             step = _equivalent(old.steps[min(step, len(old) - 1)], new)
         step = max(0, min(step, len(new) - 1))
         self.replay = new
@@ -315,9 +340,14 @@ class DashboardState(param.Parameterized):
     def handle_key(self, key: str) -> None:
         """Do what key ``key`` (a ``KeyboardEvent.key``) stands for (see :data:`KEYS`)."""
         action = {
-            "ArrowRight": self.next, "ArrowLeft": self.prev, " ": self.toggle_play,
-            "Home": self.first, "End": self.last, "g": self.toggle_granularity,
-            "G": self.toggle_granularity, "o": self.toggle_order,
+            "ArrowRight": self.next,
+            "ArrowLeft": self.prev,
+            " ": self.toggle_play,
+            "Home": self.first,
+            "End": self.last,
+            "g": self.toggle_granularity,
+            "G": self.toggle_granularity,
+            "o": self.toggle_order,
             "p": lambda: setattr(self, "presenter", not self.presenter),
         }.get(key)
         if action is not None:
@@ -343,8 +373,12 @@ class DashboardState(param.Parameterized):
         """
         f = self.frame
         if f is None or self._trace_key != self.source:  # nothing, or the previous trace
-            return {"ready": False, "source": self.source, "message": self.message,
-                    "busy": self.busy}
+            return {
+                "ready": False,
+                "source": self.source,
+                "message": self.message,
+                "busy": self.busy,
+            }
         T = f.thread_state.shape[0]
         thread = None if f.focus is None else list(f.focus)
         return {
@@ -359,14 +393,20 @@ class DashboardState(param.Parameterized):
             "thread": thread,
             "granularity": self.granularity,
             "order": self.order,
-            "mds": [[slot_label(f.mds_state[y, x], f.mds_src[y, x], "M") for x in range(T)]
-                    for y in range(T)],
-            "nds": [[slot_label(f.nds_state[y, x], f.nds_src[y, x], "N") for x in range(T)]
-                    for y in range(T)],
+            "mds": [
+                [slot_label(f.mds_state[y, x], f.mds_src[y, x], "M") for x in range(T)]
+                for y in range(T)
+            ],
+            "nds": [
+                [slot_label(f.nds_state[y, x], f.nds_src[y, x], "N") for x in range(T)]
+                for y in range(T)
+            ],
             "mds_state": [[SlotState(int(v)).name.lower() for v in r] for r in f.mds_state],
             "nds_state": [[SlotState(int(v)).name.lower() for v in r] for r in f.nds_state],
-            "threads": [[ThreadState(int(f.thread_state[y, x])).name.lower()
-                         for x in range(T)] for y in range(T)],
+            "threads": [
+                [ThreadState(int(f.thread_state[y, x])).name.lower() for x in range(T)]
+                for y in range(T)
+            ],
             "loads": int(f.loads_so_far),
             "naive": int(f.naive_loads_so_far),
             "cgma": round(float(f.cgma), 4),
@@ -410,8 +450,7 @@ class DashboardState(param.Parameterized):
         """
         clean = {}
         for k, v in values.items():
-            if isinstance(self.param[k], param.Integer) and isinstance(v, float) \
-                    and v.is_integer():
+            if isinstance(self.param[k], param.Integer) and isinstance(v, float) and v.is_integer():
                 v = int(v)
             if isinstance(self.param[k], param.String) and not isinstance(v, str):
                 v = str(v)
@@ -476,9 +515,11 @@ def _plain(exc: BaseException) -> str:
 class RecordForm(pn.viewable.Viewer):
     """Record any shape: kernel, sizes, TILE_WIDTH, seed, backend; estimate shown first."""
 
-    kernel = param.Selector(default="boundary", objects=["boundary", "tiled", "general"],
-                            doc="'boundary' Fig. 5.13, 'tiled' Fig. 5.9 (no checks), "
-                                "'general' j x k . k x l")
+    kernel = param.Selector(
+        default="boundary",
+        objects=["boundary", "tiled", "general"],
+        doc="'boundary' Fig. 5.13, 'tiled' Fig. 5.9 (no checks), 'general' j x k . k x l",
+    )
     j = param.Integer(default=6, bounds=(1, 4096), label="rows of M (j) / Width")
     k = param.Integer(default=5, bounds=(1, 4096), label="columns of M = rows of N (k)")
     l = param.Integer(default=7, bounds=(1, 4096), label="columns of N (l)")  # noqa: E741
@@ -520,8 +561,10 @@ class RecordForm(pn.viewable.Viewer):
                 text += " Too large to record here."
                 valid = False
             elif s.backend == "simulator" and est.simulator_seconds > self.MAX_SIM_SECONDS:
-                text += (" Too slow for the simulator here: record it on a GPU "
-                         "(backend 'gpu') or with the command line.")
+                text += (
+                    " Too slow for the simulator here: record it on a GPU "
+                    "(backend 'gpu') or with the command line."
+                )
                 valid = False
             elif s.backend != "gpu" and est.simulator_seconds > 30:
                 text += " This will take a while; a progress bar shows how far it is."
@@ -536,16 +579,27 @@ class RecordForm(pn.viewable.Viewer):
 
     def __panel__(self):
         square = pn.bind(lambda kernel: kernel == "general", self.param.kernel)
-        widgets = pn.Param(self.param, parameters=["kernel", "j", "tile_width", "seed",
-                                                   "backend"],
-                           widgets={"kernel": pn.widgets.RadioButtonGroup,
-                                    "backend": pn.widgets.RadioButtonGroup,
-                                    "j": pn.widgets.IntInput, "tile_width": pn.widgets.IntInput,
-                                    "seed": pn.widgets.IntInput},
-                           show_name=False, width=330)
-        extra = pn.Param(self.param, parameters=["k", "l"], show_name=False, width=330,
-                         widgets={"k": pn.widgets.IntInput, "l": pn.widgets.IntInput},
-                         visible=square)
+        widgets = pn.Param(
+            self.param,
+            parameters=["kernel", "j", "tile_width", "seed", "backend"],
+            widgets={
+                "kernel": pn.widgets.RadioButtonGroup,
+                "backend": pn.widgets.RadioButtonGroup,
+                "j": pn.widgets.IntInput,
+                "tile_width": pn.widgets.IntInput,
+                "seed": pn.widgets.IntInput,
+            },
+            show_name=False,
+            width=330,
+        )
+        extra = pn.Param(
+            self.param,
+            parameters=["k", "l"],
+            show_name=False,
+            width=330,
+            widgets={"k": pn.widgets.IntInput, "l": pn.widgets.IntInput},
+            visible=square,
+        )
         return pn.Column(widgets, extra, self._estimate_pane, self._button, width=350)
 
 
@@ -567,8 +621,7 @@ class Dashboard(pn.viewable.Viewer):
     #: Extra tabs: ``(title, factory(state) -> Panel object)``; see :meth:`add_view`.
     EXTRA_VIEWS: ClassVar[list[tuple[str, Callable[[DashboardState], object]]]] = []
 
-    def __init__(self, state: DashboardState | None = None, served: bool | None = None,
-                 **params):
+    def __init__(self, state: DashboardState | None = None, served: bool | None = None, **params):
         served = bool(pn.state.served) if served is None else served
         super().__init__(state=state or DashboardState(), **params)
         self._served = served
@@ -612,9 +665,9 @@ class Dashboard(pn.viewable.Viewer):
     # ----------------------------------------------------------- widgets
     def _build_widgets(self) -> None:
         s = self.state
-        self.trace_select = pn.widgets.Select(label="Example or trace",
-                                              options=self._trace_options(), value=s.source,
-                                              width=430)
+        self.trace_select = pn.widgets.Select(
+            label="Example or trace", options=self._trace_options(), value=s.source, width=430
+        )
         self.trace_select.param.watch(self._on_trace_select, "value")
 
         def button(name, action, tip, width=54):
@@ -627,25 +680,35 @@ class Dashboard(pn.viewable.Viewer):
         self.play_button = button("▶ play", s.toggle_play, "play / pause (space)", 86)
         self.next_button = button("▶", s.next, "next step (→)")
         self.last_button = button("▶|", s.last, "last step (End)")
-        self.slider = pn.widgets.IntSlider(label="step", start=1, end=max(2, s.n_steps),
-                                           value=s.step + 1, sizing_mode="stretch_width",
-                                           min_width=200, margin=(5, 12))
+        self.slider = pn.widgets.IntSlider(
+            label="step",
+            start=1,
+            end=max(2, s.n_steps),
+            value=s.step + 1,
+            sizing_mode="stretch_width",
+            min_width=200,
+            margin=(5, 12),
+        )
         self.slider.param.watch(lambda e: s.go(e.new - 1), "value")
-        self.speed = pn.widgets.FloatSlider.from_param(s.param.speed, label="steps / s",
-                                                       start=0.5, end=10, step=0.5, width=140)
+        self.speed = pn.widgets.FloatSlider.from_param(
+            s.param.speed, label="steps / s", start=0.5, end=10, step=0.5, width=140
+        )
         self.granularity = pn.widgets.RadioButtonGroup.from_param(
-            s.param.granularity, width=170, color="default")
+            s.param.granularity, width=170, color="default"
+        )
         self.order = pn.widgets.RadioButtonGroup.from_param(s.param.order, width=170)
-        self.presenter = pn.widgets.Toggle.from_param(s.param.presenter, label="Presenter mode",
-                                                      width=140, color="primary")
+        self.presenter = pn.widgets.Toggle.from_param(
+            s.param.presenter, label="Presenter mode", width=140, color="primary"
+        )
         self.unfollow = pn.widgets.Button(label="stop following", width=120, visible=False)
         self.unfollow.on_click(lambda e: s.param.update(ty=-1, tx=-1))
-        self.status_pane = pn.pane.HTML("", sizing_mode="stretch_width", height=22,
-                                        margin=(0, 10))
-        self.alert = pn.pane.Alert("", alert_type="danger", visible=False,
-                                   sizing_mode="stretch_width")
-        self.progress = pn.indicators.Progress(value=-1, active=False, visible=False,
-                                               width=300, bar_color="primary")
+        self.status_pane = pn.pane.HTML("", sizing_mode="stretch_width", height=22, margin=(0, 10))
+        self.alert = pn.pane.Alert(
+            "", alert_type="danger", visible=False, sizing_mode="stretch_width"
+        )
+        self.progress = pn.indicators.Progress(
+            value=-1, active=False, visible=False, width=300, bar_color="primary"
+        )
         self.scene_pane = pn.pane.Bokeh(None, sizing_mode="fixed", margin=(0, 10))
         self.keys = KeyboardShortcuts(on_key=s.handle_key, keys=list(KEYS) + ["G"])
 
@@ -659,33 +722,65 @@ class Dashboard(pn.viewable.Viewer):
             "| key | does |\n|---|---|\n" + keys_md + "\n\nClick a **thread** to follow it "
             "(its loads and reads are outlined in blue), click a **block** to replay it. "
             "Hover any cell for its indices and value. The URL keeps this slide: bookmark "
-            "it.", width=380)
+            "it.",
+            width=380,
+        )
         self.more = pn.Row(
             pn.Card(self.record_form, title="Record a trace", collapsed=True, width=380),
-            pn.Card(pn.Column("Load a trace file (.vizmm) saved by `vizmm record` or "
-                              "`Trace.save`:", self.upload), title="Load a trace file",
-                    collapsed=True, width=380),
-            pn.Card(pn.Column(self.export_format, self.export_button, self.export_note),
-                    title="Export", collapsed=True, width=300),
+            pn.Card(
+                pn.Column(
+                    "Load a trace file (.vizmm) saved by `vizmm record` or `Trace.save`:",
+                    self.upload,
+                ),
+                title="Load a trace file",
+                collapsed=True,
+                width=380,
+            ),
+            pn.Card(
+                pn.Column(self.export_format, self.export_button, self.export_note),
+                title="Export",
+                collapsed=True,
+                width=300,
+            ),
             pn.Card(help_md, title="Keys and clicks", collapsed=True, width=420),
         )
         self.header = pn.Row(
-            pn.pane.Markdown("### vizmm · the tiled matrix multiplication of PMPP ch. 5",
-                             margin=(10, 10, 0, 10)),
-            self.trace_select, align="center")
+            pn.pane.Markdown(
+                "### vizmm · the tiled matrix multiplication of PMPP ch. 5", margin=(10, 10, 0, 10)
+            ),
+            self.trace_select,
+            align="center",
+        )
         self.controls = pn.Row(
-            self.first_button, self.prev_button, self.play_button, self.next_button,
-            self.last_button, self.slider, self.speed, self.granularity, self.order,
-            self.unfollow, self.presenter, sizing_mode="stretch_width", align="center")
+            self.first_button,
+            self.prev_button,
+            self.play_button,
+            self.next_button,
+            self.last_button,
+            self.slider,
+            self.speed,
+            self.granularity,
+            self.order,
+            self.unfollow,
+            self.presenter,
+            sizing_mode="stretch_width",
+            align="center",
+        )
         tabs = [("Block replay", pn.Column(self.scene_pane, scroll=False))]
         for title, factory in self.EXTRA_VIEWS:
             tabs.append((title, factory(self.state)))
         self.tabs = pn.Tabs(*tabs, dynamic=True) if len(tabs) > 1 else tabs[0][1]
         large_view.connect(self)  # its zoom into a block brings "Block replay" to the front
-        self.layout = pn.Column(self.header, self.controls, self.more, self.alert,
-                                pn.Row(self.status_pane, self.progress,
-                                       sizing_mode="stretch_width"),
-                                self.tabs, self.keys, sizing_mode="stretch_width")
+        self.layout = pn.Column(
+            self.header,
+            self.controls,
+            self.more,
+            self.alert,
+            pn.Row(self.status_pane, self.progress, sizing_mode="stretch_width"),
+            self.tabs,
+            self.keys,
+            sizing_mode="stretch_width",
+        )
 
     def _trace_options(self) -> dict:
         options = {p.label: key for key, p in traces.PRESETS.items()}
@@ -703,19 +798,29 @@ class Dashboard(pn.viewable.Viewer):
                 formats = list(EXPORT_FORMATS)
             except Exception:  # noqa: BLE001 - a broken exporter: say so below
                 available = False
-        fmt = pn.widgets.Select(label="format", options=formats, value=formats[0], width=120,
-                                disabled=not available)
+        fmt = pn.widgets.Select(
+            label="format", options=formats, value=formats[0], width=120, disabled=not available
+        )
         if available:
-            btn = pn.widgets.FileDownload(callback=self._export, filename="vizmm.gif",
-                                          label="Export this block", color="success",
-                                          width=200, embed=False)
-            note = pn.pane.Markdown("The whole replay of the current block, at this "
-                                    "granularity, order and speed.", width=260)
+            btn = pn.widgets.FileDownload(
+                callback=self._export,
+                filename="vizmm.gif",
+                label="Export this block",
+                color="success",
+                width=200,
+                embed=False,
+            )
+            note = pn.pane.Markdown(
+                "The whole replay of the current block, at this granularity, order and speed.",
+                width=260,
+            )
             fmt.param.watch(lambda e: self._export_name(), "value")
         else:
             btn = pn.widgets.Button(label="Export this block", disabled=True, width=200)
-            note = pn.pane.Markdown("Export is not available in this installation "
-                                    "(`vizmm.export` is missing).", width=260)
+            note = pn.pane.Markdown(
+                "Export is not available in this installation (`vizmm.export` is missing).",
+                width=260,
+            )
         return fmt, btn, note
 
     # ---------------------------------------------------------- callbacks
@@ -777,7 +882,8 @@ class Dashboard(pn.viewable.Viewer):
             self._play_cb = None
         if s.playing:
             self._play_cb = pn.state.add_periodic_callback(
-                self._tick, period=max(50, int(1000 / s.speed)))
+                self._tick, period=max(50, int(1000 / s.speed))
+            )
 
     def _tick(self) -> None:
         with pn.io.hold():
@@ -842,15 +948,21 @@ class Dashboard(pn.viewable.Viewer):
                 st.pop(key)
         attrs = " ".join(
             f'data-{k}="{html.escape(v if isinstance(v, str) else json.dumps(v), quote=True)}"'
-            for k, v in st.items())
+            for k, v in st.items()
+        )
         busy = self.state.busy
         if busy:
             text = f"<b>{html.escape(busy)}</b>"
         elif st["ready"]:
-            who = (f" · following thread ({st['thread'][0]},{st['thread'][1]})"
-                   if st["thread"] else " · click a thread to follow it")
-            text = (f"<b>Step {st['step'] + 1} / {st['count']}</b> · block "
-                    f"({st['block'][0]},{st['block'][1]}){who}")
+            who = (
+                f" · following thread ({st['thread'][0]},{st['thread'][1]})"
+                if st["thread"]
+                else " · click a thread to follow it"
+            )
+            text = (
+                f"<b>Step {st['step'] + 1} / {st['count']}</b> · block "
+                f"({st['block'][0]},{st['block'][1]}){who}"
+            )
         else:
             text = "No frame to show."
         return f'<div id="vizmm-status" {attrs}>{text}</div>'
@@ -859,8 +971,7 @@ class Dashboard(pn.viewable.Viewer):
     def _load_in_background(self, key: str) -> None:
         """Record or read ``key`` in a thread; a timer shows progress and the result."""
         s = self.state
-        job = {"key": key, "done": 0, "total": 0, "trace": None, "error": None,
-               "finished": False}
+        job = {"key": key, "done": 0, "total": 0, "trace": None, "error": None, "finished": False}
 
         def progress(done, total):
             job["done"], job["total"] = done, total
@@ -883,9 +994,11 @@ class Dashboard(pn.viewable.Viewer):
         if job is None:
             return
         if job["total"]:
-            s.param.update(progress=int(100 * job["done"] / job["total"]),
-                           busy=f"Recording {_what(job['key'])} in the simulator: "
-                                f"block {job['done']} of {job['total']}")
+            s.param.update(
+                progress=int(100 * job["done"] / job["total"]),
+                busy=f"Recording {_what(job['key'])} in the simulator: "
+                f"block {job['done']} of {job['total']}",
+            )
         if not job["finished"]:
             return
         if self._job_cb is not None:
@@ -906,16 +1019,23 @@ class Dashboard(pn.viewable.Viewer):
         if isinstance(self.export_button, pn.widgets.FileDownload):
             s = self.state
             name = s.source.replace(":", "_")
-            self.export_button.filename = (f"vizmm-{name}-block{s.by}{s.bx}-{s.granularity}."
-                                           f"{self.export_format.value}")
+            self.export_button.filename = (
+                f"vizmm-{name}-block{s.by}{s.bx}-{s.granularity}.{self.export_format.value}"
+            )
 
     def _export(self):
         from vizmm.export import export_bytes
 
         s = self.state
         try:
-            data = export_bytes(s.trace, self.export_format.value, block=(s.by, s.bx),
-                                granularity=s.granularity, order=s.order, fps=s.speed)
+            data = export_bytes(
+                s.trace,
+                self.export_format.value,
+                block=(s.by, s.bx),
+                granularity=s.granularity,
+                order=s.order,
+                fps=s.speed,
+            )
         except Exception as exc:  # noqa: BLE001 - shown on the page
             s.show(f"Export failed: {exc}")
             return None

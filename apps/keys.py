@@ -37,8 +37,11 @@ class KeyboardShortcuts(JSComponent):
         a parameter: it stays in Python).
     """
 
-    keys = param.List(default=["ArrowLeft", "ArrowRight", " ", "Home", "End", "g"],
-                      item_type=str, doc="KeyboardEvent.key values to send to Python.")
+    keys = param.List(
+        default=["ArrowLeft", "ArrowRight", " ", "Home", "End", "g"],
+        item_type=str,
+        doc="KeyboardEvent.key values to send to Python.",
+    )
     key = param.String(default="", doc="The last watched key pressed.")
     pressed = param.Integer(default=0, doc="How many watched keys were pressed.")
 

@@ -105,8 +105,10 @@ def load_large(key: str) -> Trace:
         if key in LARGE_PRESETS:
             res = shipped_large(key)
             if res is None:
-                raise FileNotFoundError(f"the trace {key}.vizmm is not installed with vizmm "
-                                        "(vizmm/data); record one on a GPU with `vizmm record`")
+                raise FileNotFoundError(
+                    f"the trace {key}.vizmm is not installed with vizmm "
+                    "(vizmm/data); record one on a GPU with `vizmm record`"
+                )
             trace = from_bytes(res.read_bytes(), name=f"{key}.vizmm")
         else:
             trace = vizmm.load(key)
@@ -124,21 +126,28 @@ class LargeViewState(param.Parameterized):
     """
 
     trace = param.ClassSelector(class_=Trace, default=None, allow_None=True, precedence=-1)
-    time = param.Number(default=0.0, bounds=(0, None),
-                        doc="Scrubbed time: ns since the first block started, or completed "
-                            "blocks for traces without a clock.")
+    time = param.Number(
+        default=0.0,
+        bounds=(0, None),
+        doc="Scrubbed time: ns since the first block started, or completed "
+        "blocks for traces without a clock.",
+    )
     playing = param.Boolean(default=False)
     speed = param.Number(default=12.0, bounds=(1.0, 60.0), doc="Scrubber steps per second.")
-    all_phases = param.Boolean(default=True, label="all phases",
-                               doc="Barrier waits of all phases together.")
+    all_phases = param.Boolean(
+        default=True, label="all phases", doc="Barrier waits of all phases together."
+    )
     phase = param.Integer(default=0, bounds=(0, None), doc="Phase of the barrier waits.")
-    barrier = param.Selector(default=0, objects={"barrier 1 (after the loads)": 0,
-                                                 "barrier 2 (after the k loop)": 1})
-    block = param.Tuple(default=None, length=2, allow_None=True,
-                        doc="The selected block (by, bx), or None.")
+    barrier = param.Selector(
+        default=0, objects={"barrier 1 (after the loads)": 0, "barrier 2 (after the k loop)": 1}
+    )
+    block = param.Tuple(
+        default=None, length=2, allow_None=True, doc="The selected block (by, bx), or None."
+    )
     message = param.String(default="", precedence=-1)
-    message_kind = param.Selector(default="warning", objects=["danger", "warning", "info"],
-                                  precedence=-1)
+    message_kind = param.Selector(
+        default="warning", objects=["danger", "warning", "info"], precedence=-1
+    )
 
     @property
     def model(self) -> large.LargeModel | None:
@@ -232,9 +241,11 @@ class LargeViewState(param.Parameterized):
         if m is None:
             return ""
         if b is None:
-            return ("Click a block in the grid, a bar of the Gantt chart or a row of the "
-                    "slowest blocks. Blocks outlined in blue were recorded per thread: "
-                    f"{large.format_blocks(self.trace.detail_blocks.tolist())}.")
+            return (
+                "Click a block in the grid, a bar of the Gantt chart or a row of the "
+                "slowest blocks. Blocks outlined in blue were recorded per thread: "
+                f"{large.format_blocks(self.trace.detail_blocks.tolist())}."
+            )
         tl = m.timeline
         by, bx = b
         parts = [f"<b>Block ({by}, {bx})</b>"]
@@ -252,13 +263,16 @@ class LargeViewState(param.Parameterized):
         bw = self.trace.block_wait
         if bw.shape[:2] == tl.grid and bw[by, bx, 0, 0] >= 0:
             w = bw[by, bx]
-            parts.append(f"longest wait {int(w[0, 0]):,} cycles at barrier 1 (phase "
-                         f"{int(w[0, 2])}), {int(w[1, 0]):,} at barrier 2 (phase {int(w[1, 2])})")
+            parts.append(
+                f"longest wait {int(w[0, 0]):,} cycles at barrier 1 (phase "
+                f"{int(w[0, 2])}), {int(w[1, 0]):,} at barrier 2 (phase {int(w[1, 2])})"
+            )
         zf = int(m.zero_fills[by, bx])
         if zf:
             parts.append(f"{zf:,} zero-filled Mds/Nds slots")
-        parts.append("recorded per thread ✓" if self.trace.has_block(b)
-                     else "not recorded per thread")
+        parts.append(
+            "recorded per thread ✓" if self.trace.has_block(b) else "not recorded per thread"
+        )
         return " · ".join(parts)
 
 
@@ -282,12 +296,17 @@ class _BlockReplay(pn.viewable.Viewer):
         self.trace, self.block = trace, block
         self.replay = Replay(trace, block, "phase")
         self.scene = _make_scene(trace)
-        self.slider = pn.widgets.IntSlider(label="phase step", start=0,
-                                           end=max(1, len(self.replay) - 1), value=0,
-                                           sizing_mode="stretch_width")
+        self.slider = pn.widgets.IntSlider(
+            label="phase step",
+            start=0,
+            end=max(1, len(self.replay) - 1),
+            value=0,
+            sizing_mode="stretch_width",
+        )
         self.slider.param.watch(lambda e: setattr(self, "step", e.new), "value")
-        self.granularity = pn.widgets.RadioButtonGroup(options=["phase", "substep"],
-                                                       value="phase", width=180)
+        self.granularity = pn.widgets.RadioButtonGroup(
+            options=["phase", "substep"], value="phase", width=180
+        )
         self.granularity.param.watch(self._on_granularity, "value")
         self.pane = pn.pane.Bokeh(self.scene.layout if self.scene else None)
         self.step = self.slider.value = min(1, len(self.replay) - 1)  # after the first phase
@@ -308,8 +327,9 @@ class _BlockReplay(pn.viewable.Viewer):
             self.scene.update(self.replay.frame(min(self.step, len(self.replay) - 1)))
 
     def __panel__(self):
-        return pn.Column(pn.Row(self.granularity, self.slider, sizing_mode="stretch_width"),
-                         self.pane)
+        return pn.Column(
+            pn.Row(self.granularity, self.slider, sizing_mode="stretch_width"), self.pane
+        )
 
 
 def _make_scene(trace: Trace):
@@ -367,11 +387,20 @@ class LargeTraceView(pn.viewable.Viewer):
 
     state = param.ClassSelector(class_=LargeViewState)
     embed_replay = param.Boolean(default=True)
-    zoom_block = param.Tuple(default=None, length=2, allow_None=True,
-                             doc="(by, bx) whose per-thread replay the user asked for.")
+    zoom_block = param.Tuple(
+        default=None,
+        length=2,
+        allow_None=True,
+        doc="(by, bx) whose per-thread replay the user asked for.",
+    )
 
-    def __init__(self, trace: Trace | None = None, state: LargeViewState | None = None,
-                 served: bool | None = None, **params):
+    def __init__(
+        self,
+        trace: Trace | None = None,
+        state: LargeViewState | None = None,
+        served: bool | None = None,
+        **params,
+    ):
         super().__init__(state=state or LargeViewState(), **params)
         self._served = bool(pn.state.served) if served is None else served
         self.scene: LargeScene | None = None
@@ -394,35 +423,55 @@ class LargeTraceView(pn.viewable.Viewer):
         self.header = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
         self.play_button = pn.widgets.Button(label="▶ play", width=90, margin=(12, 4, 5, 10))
         self.play_button.on_click(lambda e: s.toggle_play())
-        self.time_slider = pn.widgets.FloatSlider(label="time", start=0, end=1, step=1,
-                                                  value=0, sizing_mode="stretch_width",
-                                                  min_width=300, margin=(5, 12))
+        self.time_slider = pn.widgets.FloatSlider(
+            label="time",
+            start=0,
+            end=1,
+            step=1,
+            value=0,
+            sizing_mode="stretch_width",
+            min_width=300,
+            margin=(5, 12),
+        )
         self.time_slider.param.watch(self._on_slider, "value_throttled")
-        self.speed = pn.widgets.FloatSlider.from_param(s.param.speed, label="steps / s",
-                                                       start=1, end=60, step=1, width=150)
+        self.speed = pn.widgets.FloatSlider.from_param(
+            s.param.speed, label="steps / s", start=1, end=60, step=1, width=150
+        )
         self.status_pane = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
         self.timeline_pane = pn.pane.Bokeh(None, margin=(0, 10))
         self.reads_pane = pn.pane.Bokeh(None, margin=(0, 10))
         self.waits_pane = pn.pane.Bokeh(None, margin=(0, 10))
-        self.all_phases = pn.widgets.Checkbox.from_param(s.param.all_phases, width=110,
-                                                         margin=(18, 10, 5, 10))
-        self.phase = pn.widgets.IntSlider(label="phase", start=0, end=1, value=0, width=320,
-                                          disabled=True)
+        self.all_phases = pn.widgets.Checkbox.from_param(
+            s.param.all_phases, width=110, margin=(18, 10, 5, 10)
+        )
+        self.phase = pn.widgets.IntSlider(
+            label="phase", start=0, end=1, value=0, width=320, disabled=True
+        )
         self.phase.param.watch(lambda e: setattr(s, "phase", e.new), "value")
-        self.barrier = pn.widgets.RadioButtonGroup.from_param(s.param.barrier, width=420,
-                                                              margin=(12, 10, 5, 10))
+        self.barrier = pn.widgets.RadioButtonGroup.from_param(
+            s.param.barrier, width=420, margin=(12, 10, 5, 10)
+        )
         self.block_pane = pn.pane.HTML("", sizing_mode="stretch_width", margin=(5, 10))
-        self.zoom_button = pn.widgets.Button(label="Open the per-thread replay",
-                                             color="primary", width=260, disabled=True,
-                                             margin=(5, 10))
+        self.zoom_button = pn.widgets.Button(
+            label="Open the per-thread replay",
+            color="primary",
+            width=260,
+            disabled=True,
+            margin=(5, 10),
+        )
         self.zoom_button.on_click(lambda e: self.zoom())
-        self.alert = pn.pane.Alert("", alert_type="warning", visible=False,
-                                   sizing_mode="stretch_width", margin=(0, 10))
+        self.alert = pn.pane.Alert(
+            "", alert_type="warning", visible=False, sizing_mode="stretch_width", margin=(0, 10)
+        )
         self.replay_area = pn.Column(sizing_mode="stretch_width")
-        tabs = [("Timeline: blocks and SMs", self.timeline_pane),
-                ("Global reads: tiled vs naive", self.reads_pane),
-                ("Barrier waits", pn.Column(pn.Row(self.all_phases, self.phase, self.barrier),
-                                            self.waits_pane))]
+        tabs = [
+            ("Timeline: blocks and SMs", self.timeline_pane),
+            ("Global reads: tiled vs naive", self.reads_pane),
+            (
+                "Barrier waits",
+                pn.Column(pn.Row(self.all_phases, self.phase, self.barrier), self.waits_pane),
+            ),
+        ]
         if self.embed_replay:  # a fixed tab: adding tabs later re-renders the others
             tabs.append(("Per-thread replay", self.replay_area))
         self.tabs = pn.Tabs(*tabs, dynamic=False, sizing_mode="stretch_width")
@@ -433,7 +482,8 @@ class LargeTraceView(pn.viewable.Viewer):
             pn.Row(self.block_pane, self.zoom_button, sizing_mode="stretch_width"),
             self.alert,
             self.tabs,
-            sizing_mode="stretch_width")
+            sizing_mode="stretch_width",
+        )
 
     # ----------------------------------------------------------- actions
     def zoom(self) -> None:
@@ -452,18 +502,23 @@ class LargeTraceView(pn.viewable.Viewer):
             self.zoom_block = tuple(b)
         if self.embed_replay:
             self.replay_area[:] = [
-                pn.pane.Markdown(f"#### Block ({b[0]}, {b[1]}), thread by thread",
-                                 margin=(5, 10, 0, 10)),
-                _BlockReplay(s.trace, tuple(b))]
+                pn.pane.Markdown(
+                    f"#### Block ({b[0]}, {b[1]}), thread by thread", margin=(5, 10, 0, 10)
+                ),
+                _BlockReplay(s.trace, tuple(b)),
+            ]
             self.tabs.active = 3
 
     def _close_replay(self) -> None:
         s = self.state
-        blocks = ([] if s.trace is None else s.trace.detail_blocks.tolist())
-        self.replay_area[:] = [pn.pane.Markdown(
-            "Select a block recorded per thread (outlined in blue in the grid: "
-            f"{large.format_blocks(blocks)}), then *Open the per-thread replay*.",
-            margin=(10, 10))]
+        blocks = [] if s.trace is None else s.trace.detail_blocks.tolist()
+        self.replay_area[:] = [
+            pn.pane.Markdown(
+                "Select a block recorded per thread (outlined in blue in the grid: "
+                f"{large.format_blocks(blocks)}), then *Open the per-thread replay*.",
+                margin=(10, 10),
+            )
+        ]
 
     # --------------------------------------------------------- callbacks
     def _on_trace(self, *events) -> None:
@@ -485,15 +540,23 @@ class LargeTraceView(pn.viewable.Viewer):
         self.waits_pane.object = self.scene.panels["waits"]
         lines = [html.escape(x) for x in m.lines]
         note = html.escape(m.timeline.note)
-        self.header.object = (f"<div style='font-size:1.05em'><b>{lines[0]}</b><br>"
-                              + "<br>".join(lines[1:]) + f"<br><i>{note}</i></div>")
+        self.header.object = (
+            f"<div style='font-size:1.05em'><b>{lines[0]}</b><br>"
+            + "<br>".join(lines[1:])
+            + f"<br><i>{note}</i></div>"
+        )
         k = 1e-3 if m.timeline.has_clock else 1.0
         end = max(m.timeline.duration * k, 1e-9)
         self.time_slider.param.update(
-            start=0.0, end=end, step=s.step_size * k, value=0.0,
-            label="time (µs since the first block started)" if m.timeline.has_clock
+            start=0.0,
+            end=end,
+            step=s.step_size * k,
+            value=0.0,
+            label="time (µs since the first block started)"
+            if m.timeline.has_clock
             else "completed blocks (no clock: completion order)",
-            format="0,0.000" if m.timeline.has_clock else "0")
+            format="0,0.000" if m.timeline.has_clock else "0",
+        )
         nph = max(tr.n_phases, 1)
         self.phase.param.update(end=max(nph - 1, 1), value=0, disabled=True)
         has_waits = bool(tr.wait_hist.shape[0]) and bool(tr.wait_hist.sum())
@@ -526,8 +589,9 @@ class LargeTraceView(pn.viewable.Viewer):
         self.phase.disabled = s.all_phases or self.all_phases.disabled
         if scene is None:
             return
-        scene.set_waits(None if s.all_phases else min(s.phase, max(s.trace.n_phases - 1, 0)),
-                        s.barrier)
+        scene.set_waits(
+            None if s.all_phases else min(s.phase, max(s.trace.n_phases - 1, 0)), s.barrier
+        )
 
     def _on_block(self, *events) -> None:
         s = self.state
@@ -536,9 +600,11 @@ class LargeTraceView(pn.viewable.Viewer):
         self.block_pane.object = s.block_html()
         detailed = s.block is not None and s.trace is not None and s.trace.has_block(s.block)
         self.zoom_button.disabled = not detailed
-        self.zoom_button.label = ("Open the per-thread replay" if s.block is None
-                                 else f"Open the per-thread replay of ({s.block[0]}, "
-                                      f"{s.block[1]})")
+        self.zoom_button.label = (
+            "Open the per-thread replay"
+            if s.block is None
+            else f"Open the per-thread replay of ({s.block[0]}, {s.block[1]})"
+        )
         self.alert.object = html.escape(s.message)
         self.alert.alert_type = s.message_kind
         self.alert.visible = bool(s.message)
@@ -554,7 +620,8 @@ class LargeTraceView(pn.viewable.Viewer):
             self._play_cb = None
         if s.playing:
             self._play_cb = pn.state.add_periodic_callback(
-                s.tick, period=max(16, int(1000 / s.speed)))
+                s.tick, period=max(16, int(1000 / s.speed))
+            )
 
     def _status_html(self) -> str:
         import json
@@ -562,13 +629,16 @@ class LargeTraceView(pn.viewable.Viewer):
         st = self.state.status()
         attrs = " ".join(
             f'data-{k}="{html.escape(v if isinstance(v, str) else json.dumps(v), quote=True)}"'
-            for k, v in st.items())
+            for k, v in st.items()
+        )
         text = ""
         if st["ready"]:
             c = st["counts"]
-            text = (f"<b>{html.escape(st['label'])}</b> · {c['running']:,} running · "
-                    f"{c['done']:,} done · {c['waiting']:,} not started"
-                    + (f" · {c['no_data']:,} not simulated" if c["no_data"] else ""))
+            text = (
+                f"<b>{html.escape(st['label'])}</b> · {c['running']:,} running · "
+                f"{c['done']:,} done · {c['waiting']:,} not started"
+                + (f" · {c['no_data']:,} not simulated" if c["no_data"] else "")
+            )
         return f'<div id="vizmm-large-status" {attrs}>{text}</div>'
 
     def __panel__(self):
@@ -584,8 +654,11 @@ class WindowForm(pn.viewable.Viewer):
     no times or reads, and the page says so.
     """
 
-    kernel = param.Selector(default="boundary", objects=["boundary", "tiled", "general"],
-                            doc="'boundary' Fig. 5.13, 'tiled' Fig. 5.9, 'general' j x k . k x l")
+    kernel = param.Selector(
+        default="boundary",
+        objects=["boundary", "tiled", "general"],
+        doc="'boundary' Fig. 5.13, 'tiled' Fig. 5.9, 'general' j x k . k x l",
+    )
     j = param.Integer(default=1000, bounds=(1, 8192), label="rows of M (j) / Width")
     k = param.Integer(default=1000, bounds=(1, 8192), label="columns of M = rows of N (k)")
     l = param.Integer(default=1000, bounds=(1, 8192), label="columns of N (l)")  # noqa: E741
@@ -599,15 +672,15 @@ class WindowForm(pn.viewable.Viewer):
 
     MAX_SIM_SECONDS: ClassVar[float] = 900.0
 
-    def __init__(self, on_trace: Callable[[Trace, str], None], served: bool | None = None,
-                 **params):
+    def __init__(
+        self, on_trace: Callable[[Trace, str], None], served: bool | None = None, **params
+    ):
         super().__init__(**params)
         self._on_trace = on_trace
         self._served = bool(pn.state.served) if served is None else served
         self._job: dict | None = None
         self._poll = None
-        self._button = pn.widgets.Button(label="Simulate the window", color="primary",
-                                         width=200)
+        self._button = pn.widgets.Button(label="Simulate the window", color="primary", width=200)
         self._button.on_click(lambda e: self.start())
         self._estimate_pane = pn.pane.Markdown("", width=360, styles={"font-size": "0.9em"})
         self._bar = pn.indicators.Progress(value=0, max=100, visible=False, width=340)
@@ -631,8 +704,10 @@ class WindowForm(pn.viewable.Viewer):
             self.param.update(estimate=f"⚠ {exc}", valid=False)
         else:
             gy, gx = -(-j // self.tile_width), -(-l // self.tile_width)
-            text = (f"Estimate: {est.describe()}. Simulates {len(blocks)} of {gy * gx} blocks: "
-                    f"{large.format_blocks(blocks)}.")
+            text = (
+                f"Estimate: {est.describe()}. Simulates {len(blocks)} of {gy * gx} blocks: "
+                f"{large.format_blocks(blocks)}."
+            )
             valid = True
             if est.bytes > DEFAULT_MAX_BYTES:
                 text += " Too large to record here."
@@ -647,15 +722,26 @@ class WindowForm(pn.viewable.Viewer):
     def record_kwargs(self) -> dict:
         """Keyword arguments of :func:`vizmm.record` for this form."""
         j, k, l = self.shape()
-        return dict(j=j, k=k, l=l, tile_width=self.tile_width, kernel=self.kernel,
-                    backend="simulator", window=self.blocks(), seed=self.seed, quiet=True)
+        return dict(
+            j=j,
+            k=k,
+            l=l,
+            tile_width=self.tile_width,
+            kernel=self.kernel,
+            backend="simulator",
+            window=self.blocks(),
+            seed=self.seed,
+            quiet=True,
+        )
 
     def label(self) -> str:
         """A menu label for the simulated trace."""
         j, k, l = self.shape()
         shape = f"{j}×{j}" if j == k == l else f"{j}×{k}·{k}×{l}"
-        return (f"Simulated window: {self.kernel} {shape} T={self.tile_width} · "
-                f"{large.format_blocks(self.blocks(), 4)}")
+        return (
+            f"Simulated window: {self.kernel} {shape} T={self.tile_width} · "
+            f"{large.format_blocks(self.blocks(), 4)}"
+        )
 
     def start(self) -> None:
         """Record the window in a thread (served) or right here (tests, notebooks)."""
@@ -693,8 +779,7 @@ class WindowForm(pn.viewable.Viewer):
         if job["total"]:
             self.progress = int(100 * job["done"] / job["total"])
             self._bar.value = self.progress
-            self._estimate_pane.object = (f"Simulating block {job['done']} of "
-                                          f"{job['total']} …")
+            self._estimate_pane.object = f"Simulating block {job['done']} of {job['total']} …"
         if not job["finished"]:
             return
         if self._poll is not None:
@@ -711,16 +796,26 @@ class WindowForm(pn.viewable.Viewer):
 
     def __panel__(self):
         general = pn.bind(lambda kernel: kernel == "general", self.param.kernel)
-        widgets = pn.Param(self.param, parameters=["kernel", "j", "tile_width", "window",
-                                                   "seed"],
-                           widgets={"kernel": pn.widgets.RadioButtonGroup,
-                                    "j": pn.widgets.IntInput, "seed": pn.widgets.IntInput},
-                           show_name=False, width=360)
-        extra = pn.Param(self.param, parameters=["k", "l"], show_name=False, width=360,
-                         widgets={"k": pn.widgets.IntInput, "l": pn.widgets.IntInput},
-                         visible=general)
-        return pn.Column(widgets, extra, self._estimate_pane, self._button, self._bar,
-                         width=380)
+        widgets = pn.Param(
+            self.param,
+            parameters=["kernel", "j", "tile_width", "window", "seed"],
+            widgets={
+                "kernel": pn.widgets.RadioButtonGroup,
+                "j": pn.widgets.IntInput,
+                "seed": pn.widgets.IntInput,
+            },
+            show_name=False,
+            width=360,
+        )
+        extra = pn.Param(
+            self.param,
+            parameters=["k", "l"],
+            show_name=False,
+            width=360,
+            widgets={"k": pn.widgets.IntInput, "l": pn.widgets.IntInput},
+            visible=general,
+        )
+        return pn.Column(widgets, extra, self._estimate_pane, self._button, self._bar, width=380)
 
 
 # ---------------------------------------------------------------- the page
@@ -732,8 +827,9 @@ class LargeApp(pn.viewable.Viewer):
     def __init__(self, paths: list[str] | None = None, served: bool | None = None, **params):
         super().__init__(**params)
         self._served = bool(pn.state.served) if served is None else served
-        options = {label: key for key, label in LARGE_PRESETS.items()
-                   if shipped_large(key) is not None}
+        options = {
+            label: key for key, label in LARGE_PRESETS.items() if shipped_large(key) is not None
+        }
         for p in paths or []:
             options[f"File: {os.path.basename(p)}"] = os.path.abspath(p)
         self._simulated: dict[str, Trace] = {}
@@ -741,16 +837,29 @@ class LargeApp(pn.viewable.Viewer):
         self.select = pn.widgets.Select(label="Trace", options=options, width=460)
         self.view = LargeTraceView(served=self._served)
         self.form = WindowForm(on_trace=self._show_simulated, served=self._served)
-        self.loading = pn.indicators.LoadingSpinner(value=False, width=30, height=30,
-                                                    visible=False)
+        self.loading = pn.indicators.LoadingSpinner(value=False, width=30, height=30, visible=False)
         self.error = pn.pane.Alert("", alert_type="danger", visible=False)
         self.layout = pn.Column(
-            pn.Row(pn.pane.Markdown("### vizmm · large matrices: the whole launch, block by "
-                                    "block", margin=(10, 10, 0, 10)),
-                   self.select, self.loading, align="center"),
-            pn.Card(self.form, title="Simulate a window of blocks (any size)", collapsed=True,
-                    width=420, margin=(0, 10)),
-            self.error, self.view, sizing_mode="stretch_width")
+            pn.Row(
+                pn.pane.Markdown(
+                    "### vizmm · large matrices: the whole launch, block by block",
+                    margin=(10, 10, 0, 10),
+                ),
+                self.select,
+                self.loading,
+                align="center",
+            ),
+            pn.Card(
+                self.form,
+                title="Simulate a window of blocks (any size)",
+                collapsed=True,
+                width=420,
+                margin=(0, 10),
+            ),
+            self.error,
+            self.view,
+            sizing_mode="stretch_width",
+        )
         first = next(iter(options.values()), None)
         if paths:
             first = os.path.abspath(paths[0])
@@ -760,9 +869,12 @@ class LargeApp(pn.viewable.Viewer):
             self.select.value = first
             self.open(first)
         else:
-            self.error.param.update(object="No large trace is installed (vizmm/data) and none "
-                                           "was given: simulate a window above, or serve with "
-                                           "`--args trace.vizmm`.", visible=True)
+            self.error.param.update(
+                object="No large trace is installed (vizmm/data) and none "
+                "was given: simulate a window above, or serve with "
+                "`--args trace.vizmm`.",
+                visible=True,
+            )
         self.select.param.watch(lambda e: self.open(e.new), "value")
 
     def open(self, key: str) -> None:
@@ -774,8 +886,9 @@ class LargeApp(pn.viewable.Viewer):
         def done(trace=None, error=None):
             self.loading.param.update(value=False, visible=False)
             if error is not None:
-                self.error.param.update(object=html.escape(f"Could not open {key}: {error}"),
-                                        visible=True)
+                self.error.param.update(
+                    object=html.escape(f"Could not open {key}: {error}"), visible=True
+                )
                 return
             self.error.visible = False
             self.view.state.trace = trace
@@ -833,14 +946,22 @@ class DashboardLargeTab(pn.viewable.Viewer):
         self.dash_state = state
         self.on_zoom: Callable[[tuple[int, int]], None] | None = None
         self.view = LargeTraceView(embed_replay=False)
-        labels = ", ".join(f"*{label}*" for key, label in LARGE_PRESETS.items()
-                           if shipped_large(key) is not None) or "a large preset"
+        labels = (
+            ", ".join(
+                f"*{label}*"
+                for key, label in LARGE_PRESETS.items()
+                if shipped_large(key) is not None
+            )
+            or "a large preset"
+        )
         self.note = pn.pane.Markdown(
             "This view is for large launches recorded in aggregated mode: every block's SM, "
             "times, global reads and barrier waits, a few blocks per thread. Pick "
             f"{labels} in the menu, or load a file made with `vizmm record --window ...`. "
             "The trace shown now records every block per thread: see *Block replay*.",
-            margin=(10, 10), width=760)
+            margin=(10, 10),
+            width=760,
+        )
         self.view.param.watch(self._on_zoom, ["zoom_block"])
         state.param.watch(self._on_trace, ["trace"])
         self.layout = pn.Column(self.note, self.view, sizing_mode="stretch_width")
@@ -886,11 +1007,13 @@ def install(dashboard_cls, traces_module) -> None:
         width = int(key.split("-")[1])
         tile = int(key.split("-")[2][1:])
         traces_module.PRESETS[key] = traces_module.Preset(
-            key, label, traces_module.RecordSpec(kernel, width, width, width, tile, seed=2024,
-                                                 backend="gpu"),
+            key,
+            label,
+            traces_module.RecordSpec(kernel, width, width, width, tile, seed=2024, backend="gpu"),
             block=(0, 0),
             note="Recorded on an NVIDIA H200 in aggregated mode: open the Large matrices tab "
-                 "for the whole launch; a few blocks replay thread by thread here.")
+            "for the whole launch; a few blocks replay thread by thread here.",
+        )
     if not any(title == LARGE_TAB for title, _ in dashboard_cls.EXTRA_VIEWS):
         dashboard_cls.add_view(LARGE_TAB, DashboardLargeTab)
 
@@ -907,8 +1030,11 @@ def connect(dashboard) -> None:
     show = getattr(dashboard, "show_replay", None)  # the dashboard's own way, when it has one
     for tab in list(_TABS):
         if tab.dash_state is dashboard.state:
-            tab.on_zoom = ((lambda block: show()) if callable(show)
-                           else (lambda block: setattr(tabs, "active", 0)))
+            tab.on_zoom = (
+                (lambda block: show())
+                if callable(show)
+                else (lambda block: setattr(tabs, "active", 0))
+            )
 
 
 def create_app(paths: list[str] | None = None) -> LargeApp:
@@ -919,4 +1045,5 @@ def create_app(paths: list[str] | None = None) -> LargeApp:
 
 if pn.state.served and __name__ != "apps.large_view":  # served, not imported by the dashboard
     create_app([a for a in sys.argv[1:] if a.endswith(".vizmm")]).servable(
-        title="vizmm · large matrices")
+        title="vizmm · large matrices"
+    )

@@ -69,18 +69,30 @@ class RecordSpec:
     @property
     def key(self) -> str:
         """The URL-safe key of this recording."""
-        return (f"rec:{self.kernel}:{self.j}x{self.k}x{self.l}:T{self.tile_width}:"
-                f"s{self.seed}:{self.backend}")
+        return (
+            f"rec:{self.kernel}:{self.j}x{self.k}x{self.l}:T{self.tile_width}:"
+            f"s{self.seed}:{self.backend}"
+        )
 
     def record_kwargs(self) -> dict:
         """Keyword arguments of :func:`vizmm.record`."""
-        return dict(j=self.j, k=self.k, l=self.l, tile_width=self.tile_width,
-                    kernel=self.kernel, seed=self.seed, backend=self.backend)
+        return dict(
+            j=self.j,
+            k=self.k,
+            l=self.l,
+            tile_width=self.tile_width,
+            kernel=self.kernel,
+            seed=self.seed,
+            backend=self.backend,
+        )
 
     def describe(self) -> str:
         """A short human label (``general · M 5×3 · N 3×6 · T=2``)."""
-        shape = (f"{self.j}×{self.j}" if self.j == self.k == self.l
-                 else f"M {self.j}×{self.k} · N {self.k}×{self.l}")
+        shape = (
+            f"{self.j}×{self.j}"
+            if self.j == self.k == self.l
+            else f"M {self.j}×{self.k} · N {self.k}×{self.l}"
+        )
         return f"{self.kernel} · {shape} · TILE_WIDTH {self.tile_width} · seed {self.seed}"
 
 
@@ -110,31 +122,48 @@ class Preset:
 PRESETS: dict[str, Preset] = {
     p.key: p
     for p in (
-        Preset("fig5-8", "Fig. 5.7/5.8 · 4×4, TILE_WIDTH 2",
-               RecordSpec("boundary", 4, 4, 4, 2),
-               note="The book's running example: two phases, every load inside the matrices."),
-        Preset("fig5-11", "Fig. 5.11/5.12 · 3×3, TILE_WIDTH 2, boundary checks (Fig. 5.13)",
-               RecordSpec("boundary", 3, 3, 3, 2),
-               note="Width 3 is not a multiple of 2: the checks zero-fill what lies outside "
-                    "M and N (phase 1 of block (0,0) is Fig. 5.11, phase 0 of block (1,1) "
-                    "is Fig. 5.12)."),
-        Preset("fig5-9-3x3", "Fig. 5.9 unchecked on 3×3 · wrong elements, out of allocation",
-               RecordSpec("tiled", 3, 3, 3, 2),
-               note="The kernel of Fig. 5.9 without checks: M_{0,3} reads M_{1,0} (row wrap) "
-                    "and N_{3,0} lies past the end of N."),
-        Preset("general", "Rectangular · M 5×3 · N 3×6, TILE_WIDTH 2 (general kernel)",
-               RecordSpec("general", 5, 3, 6, 2),
-               note="j x k . k x l with separate boundary checks for M's rows, the shared k "
-                    "and N's columns."),
-        Preset("medium", "Medium · 48×48, TILE_WIDTH 16",
-               RecordSpec("boundary", 48, 48, 48, 16),
-               note="256 threads per block: loads fall 16-fold against the naive kernel."),
+        Preset(
+            "fig5-8",
+            "Fig. 5.7/5.8 · 4×4, TILE_WIDTH 2",
+            RecordSpec("boundary", 4, 4, 4, 2),
+            note="The book's running example: two phases, every load inside the matrices.",
+        ),
+        Preset(
+            "fig5-11",
+            "Fig. 5.11/5.12 · 3×3, TILE_WIDTH 2, boundary checks (Fig. 5.13)",
+            RecordSpec("boundary", 3, 3, 3, 2),
+            note="Width 3 is not a multiple of 2: the checks zero-fill what lies outside "
+            "M and N (phase 1 of block (0,0) is Fig. 5.11, phase 0 of block (1,1) "
+            "is Fig. 5.12).",
+        ),
+        Preset(
+            "fig5-9-3x3",
+            "Fig. 5.9 unchecked on 3×3 · wrong elements, out of allocation",
+            RecordSpec("tiled", 3, 3, 3, 2),
+            note="The kernel of Fig. 5.9 without checks: M_{0,3} reads M_{1,0} (row wrap) "
+            "and N_{3,0} lies past the end of N.",
+        ),
+        Preset(
+            "general",
+            "Rectangular · M 5×3 · N 3×6, TILE_WIDTH 2 (general kernel)",
+            RecordSpec("general", 5, 3, 6, 2),
+            note="j x k . k x l with separate boundary checks for M's rows, the shared k "
+            "and N's columns.",
+        ),
+        Preset(
+            "medium",
+            "Medium · 48×48, TILE_WIDTH 16",
+            RecordSpec("boundary", 48, 48, 48, 16),
+            note="256 threads per block: loads fall 16-fold against the naive kernel.",
+        ),
     )
 }
 DEFAULT = "fig5-8"
 
-_REC = re.compile(r"^rec:(?P<kernel>[a-z]+):(?P<j>\d+)x(?P<k>\d+)x(?P<l>\d+):T(?P<T>\d+):"
-                  r"s(?P<seed>\d+):(?P<backend>[a-z]+)$")
+_REC = re.compile(
+    r"^rec:(?P<kernel>[a-z]+):(?P<j>\d+)x(?P<k>\d+)x(?P<l>\d+):T(?P<T>\d+):"
+    r"s(?P<seed>\d+):(?P<backend>[a-z]+)$"
+)
 _UPLOAD = re.compile(r"^upload:[0-9a-f]{12}$")
 MAX_CACHED = 24  # recordings and uploads kept (presets are always kept)
 
@@ -156,13 +185,21 @@ def parse_key(key: str) -> Preset | RecordSpec | str:
         return PRESETS[key]
     m = _REC.match(key)
     if m:
-        return RecordSpec(m["kernel"], int(m["j"]), int(m["k"]), int(m["l"]), int(m["T"]),
-                          int(m["seed"]), m["backend"])
+        return RecordSpec(
+            m["kernel"],
+            int(m["j"]),
+            int(m["k"]),
+            int(m["l"]),
+            int(m["T"]),
+            int(m["seed"]),
+            m["backend"],
+        )
     if _UPLOAD.match(key):
         return key
     raise ValueError(
         f"unknown trace {key!r}: use a preset ({', '.join(PRESETS)}), a recording "
-        "'rec:KERNEL:JxKxL:T<tile>:s<seed>:<backend>' or an uploaded file")
+        "'rec:KERNEL:JxKxL:T<tile>:s<seed>:<backend>' or an uploaded file"
+    )
 
 
 def label_of(key: str) -> str:
@@ -203,8 +240,7 @@ def _packaged(preset: Preset) -> Trace | None:
     except (OSError, TraceError, ValueError, KeyError):
         return None
     s = preset.spec
-    if (trace.kernel, trace.shape, trace.tile_width) != (s.kernel, (s.j, s.k, s.l),
-                                                        s.tile_width):
+    if (trace.kernel, trace.shape, trace.tile_width) != (s.kernel, (s.j, s.k, s.l), s.tile_width):
         return None
     return trace
 
@@ -234,16 +270,16 @@ def get_trace(key: str, progress: Callable[[int, int], None] | None = None) -> T
         if trace is not None:
             return trace
         if isinstance(what, str):
-            raise KeyError(f"the uploaded trace {key!r} is no longer on this server; "
-                           "upload the file again")
+            raise KeyError(
+                f"the uploaded trace {key!r} is no longer on this server; upload the file again"
+            )
         if isinstance(what, Preset):
             trace = _packaged(what)
             spec = what.spec
         else:
             spec = what
         if trace is None:
-            trace = vizmm.record(**spec.record_kwargs(), progress=progress or False,
-                                 quiet=True)
+            trace = vizmm.record(**spec.record_kwargs(), progress=progress or False, quiet=True)
         _store(key, trace)
         return trace
 

@@ -105,9 +105,20 @@ def browser_side(keys: int = 25) -> dict[str, tuple[list[float], list[float]]]:
     port = _free_port()
     panel = os.path.join(os.path.dirname(sys.executable), "panel")
     proc = subprocess.Popen(
-        [panel, "serve", "apps/dashboard.py", "--port", str(port), "--address", "127.0.0.1",
-         f"--allow-websocket-origin=127.0.0.1:{port}"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            panel,
+            "serve",
+            "apps/dashboard.py",
+            "--port",
+            str(port),
+            "--address",
+            "127.0.0.1",
+            f"--allow-websocket-origin=127.0.0.1:{port}",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}/dashboard"
     results = {}
     try:
@@ -121,9 +132,17 @@ def browser_side(keys: int = 25) -> dict[str, tuple[list[float], list[float]]]:
                     raise RuntimeError("panel serve did not start") from None
                 time.sleep(0.3)
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-                "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run"])
+            browser = p.chromium.launch(
+                executable_path=CHROMIUM,
+                args=[
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--no-first-run",
+                ],
+            )
             for key in PRESETS:
                 page = browser.new_page(viewport={"width": 1600, "height": 1000})
                 page.goto(f"{url}?trace={key}&ty=0&tx=1")

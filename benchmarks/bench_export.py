@@ -19,16 +19,36 @@ from vizmm.replay import Replay  # noqa: E402
 
 CASES = [
     # (label, record kwargs, export kwargs, target seconds)
-    ("4x4 T=2 sub-step GIF 1280x720", dict(width=4, tile_width=2),
-     dict(fmt="gif", granularity="substep", size=(1280, 720)), 5.0),
-    ("4x4 T=2 sub-step HTML", dict(width=4, tile_width=2),
-     dict(fmt="html", granularity="substep"), None),
-    ("4x4 T=2 sub-step MP4 1920x1080", dict(width=4, tile_width=2),
-     dict(fmt="mp4", granularity="substep", size=(1920, 1080)), None),
-    ("48x48 T=16 phase MP4 1920x1080", dict(width=48, tile_width=16),
-     dict(fmt="mp4", granularity="phase", size=(1920, 1080)), 30.0),
-    ("48x48 T=16 sub-step GIF 1280x720", dict(width=48, tile_width=16),
-     dict(fmt="gif", granularity="substep", size=(1280, 720)), None),
+    (
+        "4x4 T=2 sub-step GIF 1280x720",
+        dict(width=4, tile_width=2),
+        dict(fmt="gif", granularity="substep", size=(1280, 720)),
+        5.0,
+    ),
+    (
+        "4x4 T=2 sub-step HTML",
+        dict(width=4, tile_width=2),
+        dict(fmt="html", granularity="substep"),
+        None,
+    ),
+    (
+        "4x4 T=2 sub-step MP4 1920x1080",
+        dict(width=4, tile_width=2),
+        dict(fmt="mp4", granularity="substep", size=(1920, 1080)),
+        None,
+    ),
+    (
+        "48x48 T=16 phase MP4 1920x1080",
+        dict(width=48, tile_width=16),
+        dict(fmt="mp4", granularity="phase", size=(1920, 1080)),
+        30.0,
+    ),
+    (
+        "48x48 T=16 sub-step GIF 1280x720",
+        dict(width=48, tile_width=16),
+        dict(fmt="gif", granularity="substep", size=(1280, 720)),
+        None,
+    ),
 ]
 
 

@@ -49,10 +49,14 @@ def main(argv):
     load_s = time.perf_counter() - t0
     j, k, l = trace.shape
     gy, gx = trace.grid
-    print(f"trace     {os.path.basename(path)}: {size / 2**20:.1f} MB on disk, "
-          f"{sum(a.nbytes for a in trace.arrays().values()) / 2**20:.0f} MB in memory")
-    print(f"          {trace.kernel} {j}x{k}x{l} T={trace.tile_width}: {gy}x{gx} = "
-          f"{gy * gx} blocks, {len(trace.detail_blocks)} recorded per thread")
+    print(
+        f"trace     {os.path.basename(path)}: {size / 2**20:.1f} MB on disk, "
+        f"{sum(a.nbytes for a in trace.arrays().values()) / 2**20:.0f} MB in memory"
+    )
+    print(
+        f"          {trace.kernel} {j}x{k}x{l} T={trace.tile_width}: {gy}x{gx} = "
+        f"{gy * gx} blocks, {len(trace.detail_blocks)} recorded per thread"
+    )
     print(f"load      {load_s:.2f} s")
 
     t0 = time.perf_counter()
@@ -72,8 +76,10 @@ def main(argv):
     t0 = time.perf_counter()
     full = Protocol().create("PULL-DOC-REPLY", "bench", doc)
     first = _size(full)
-    print(f"figures   {build_s:.3f} s to build, {time.perf_counter() - t0:.3f} s and "
-          f"{first / 2**20:.1f} MB to send the first time")
+    print(
+        f"figures   {build_s:.3f} s to build, {time.perf_counter() - t0:.3f} s and "
+        f"{first / 2**20:.1f} MB to send the first time"
+    )
 
     events = []
     doc.callbacks.on_change(events.append)
@@ -88,9 +94,11 @@ def main(argv):
         took.append(time.perf_counter() - t0)
         sent.append(payload)
     med = statistics.median(took)
-    print(f"step      median {med * 1000:.1f} ms, max {max(took) * 1000:.1f} ms over "
-          f"{steps} steps; {statistics.median(sent) / 1024:.0f} KB per step to the browser "
-          f"(target < 100 ms: {'ok' if med < 0.1 else 'MISSED'})")
+    print(
+        f"step      median {med * 1000:.1f} ms, max {max(took) * 1000:.1f} ms over "
+        f"{steps} steps; {statistics.median(sent) / 1024:.0f} KB per step to the browser "
+        f"(target < 100 ms: {'ok' if med < 0.1 else 'MISSED'})"
+    )
 
     from apps.large_view import LargeTraceView
 

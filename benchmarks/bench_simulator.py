@@ -55,13 +55,27 @@ def main(argv):
         plain[grid, block](M, N, P, W)
 
     def run_instrumented_default():
-        t = vizmm.record(M=M.reshape(W, W), N=N.reshape(W, W), tile_width=T, kernel="boundary",
-                         backend="simulator", progress=False, quiet=True)
+        t = vizmm.record(
+            M=M.reshape(W, W),
+            N=N.reshape(W, W),
+            tile_width=T,
+            kernel="boundary",
+            backend="simulator",
+            progress=False,
+            quiet=True,
+        )
         return t
 
     def run_record():
-        return vizmm.record(M=M.reshape(W, W), N=N.reshape(W, W), tile_width=T,
-                            kernel="boundary", backend="simulator", progress=False, quiet=True)
+        return vizmm.record(
+            M=M.reshape(W, W),
+            N=N.reshape(W, W),
+            tile_width=T,
+            kernel="boundary",
+            backend="simulator",
+            progress=False,
+            quiet=True,
+        )
 
     default_interval = sys.getswitchinterval()
     tuned = rec_mod.SIM_SWITCH_INTERVAL
@@ -75,12 +89,16 @@ def main(argv):
     r, _ = timed(run_record, reps)
     print(f"simulator, Width {W}, TILE_WIDTH {T}, boundary kernel, median of {reps}")
     print(f"  plain kernel, default switch interval ({default_interval * 1e3:.1f} ms): {p:7.2f} s")
-    print(f"  instrumented, default switch interval:          {i_default:7.2f} s  "
-          f"ratio {i_default / p:.2f}")
+    print(
+        f"  instrumented, default switch interval:          {i_default:7.2f} s  "
+        f"ratio {i_default / p:.2f}"
+    )
     print(f"  plain kernel, switch interval {tuned * 1e3:.2f} ms:          {p_tuned:7.2f} s")
-    print(f"  vizmm.record (switch interval {tuned * 1e3:.2f} ms):       {r:7.2f} s  "
-          f"ratio {r / p:.2f} to plain at default, {r / p_tuned:.2f} to plain at the same "
-          "interval (the recording's own cost)")
+    print(
+        f"  vizmm.record (switch interval {tuned * 1e3:.2f} ms):       {r:7.2f} s  "
+        f"ratio {r / p:.2f} to plain at default, {r / p_tuned:.2f} to plain at the same "
+        "interval (the recording's own cost)"
+    )
     est = vizmm.estimate(W, W, W, T).simulator_seconds
     print(f"  estimate shown before recording:                {est:7.2f} s")
 

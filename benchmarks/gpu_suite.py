@@ -63,12 +63,28 @@ def check_correctness(quick):
     for kernel, j, k, l, T in cases:
         gy, gx = -(-j // T), -(-l // T)
         window = [(0, 0), (gy - 1, gx - 1)] if gy * gx > 4 else None
-        t = vizmm.record(j, k, l, tile_width=T, kernel=kernel, backend="gpu", window=window,
-                         seed=j + k + l, quiet=True)
+        t = vizmm.record(
+            j,
+            k,
+            l,
+            tile_width=T,
+            kernel=kernel,
+            backend="gpu",
+            window=window,
+            seed=j + k + l,
+            quiet=True,
+        )
         ref = cupy_product(t.M, t.N)
         ok = bool(np.array_equal(t.P, ref))
-        out.append({"kernel": kernel, "shape": [j, k, l], "T": T, "P_equals_cupy": ok,
-                    "device": t.meta.get("device_name")})
+        out.append(
+            {
+                "kernel": kernel,
+                "shape": [j, k, l],
+                "T": T,
+                "P_equals_cupy": ok,
+                "device": t.meta.get("device_name"),
+            }
+        )
         log(f"correctness {kernel:8s} {j}x{k}x{l} T={T}: P == CuPy {ok}")
     RESULTS["correctness"] = out
 
@@ -76,17 +92,28 @@ def check_correctness(quick):
 def check_book_claim():
     out = []
     for W, T in ((4096, 16), (4096, 32)):
-        t = vizmm.record(width=W, tile_width=T, kernel="tiled", backend="gpu",
-                         window=[(0, 0)], quiet=True)
+        t = vizmm.record(
+            width=W, tile_width=T, kernel="tiled", backend="gpu", window=[(0, 0)], quiet=True
+        )
         m_ok = bool((t.m_reads == W // T).all())
         n_ok = bool((t.n_reads == W // T).all())
         ref_ok = bool(np.array_equal(t.P, cupy_product(t.M, t.N)))
-        out.append({"W": W, "T": T, "m_reads_all_W_over_T": m_ok, "n_reads_all_W_over_T": n_ok,
-                    "reduction": t.naive_loads() / t.global_loads(), "P_equals_cupy": ref_ok,
-                    "blocks_with_sm": int((t.block_info[..., 0] >= 0).sum()),
-                    "blocks": int(np.prod(t.grid))})
-        log(f"book claim W={W} T={T}: every M read {W // T}x {m_ok}, every N {n_ok}, "
-            f"reduction {t.naive_loads() / t.global_loads():.1f}x, P==CuPy {ref_ok}")
+        out.append(
+            {
+                "W": W,
+                "T": T,
+                "m_reads_all_W_over_T": m_ok,
+                "n_reads_all_W_over_T": n_ok,
+                "reduction": t.naive_loads() / t.global_loads(),
+                "P_equals_cupy": ref_ok,
+                "blocks_with_sm": int((t.block_info[..., 0] >= 0).sum()),
+                "blocks": int(np.prod(t.grid)),
+            }
+        )
+        log(
+            f"book claim W={W} T={T}: every M read {W // T}x {m_ok}, every N {n_ok}, "
+            f"reduction {t.naive_loads() / t.global_loads():.1f}x, P==CuPy {ref_ok}"
+        )
     RESULTS["book_claim"] = out
 
 
@@ -117,8 +144,14 @@ def check_identical():
         if not case.get("window"):
             p_same = g.P.tobytes() == s.P.tobytes() or case["kernel"] == "tiled"
         ok = all(fields.values()) and p_same
-        out.append({"case": {k: v for k, v in case.items()}, "identical": ok, "fields": fields,
-                    "simulator_s": round(sim_s, 2)})
+        out.append(
+            {
+                "case": {k: v for k, v in case.items()},
+                "identical": ok,
+                "fields": fields,
+                "simulator_s": round(sim_s, 2),
+            }
+        )
         log(f"identical {case}: {ok} {'' if ok else fields} (simulator {sim_s:.1f} s)")
     RESULTS["identical"] = out
 
@@ -168,21 +201,27 @@ def time_kernels(quick):
         full_bytes = (W * W) * (-(-W // T)) * (24 + 4 + 16 + 32)
         if full_bytes < 30e9:
             full = _record_arrays("tiled", W, T, detail_all=True, aggregated=False)
-            row["full_ms"], _ = _event_time(lambda: inst[grid, block](M, N, P, W, *full),
-                                            max(3, reps // 4))
+            row["full_ms"], _ = _event_time(
+                lambda: inst[grid, block](M, N, P, W, *full), max(3, reps // 4)
+            )
         else:
             row["full_ms"] = None
             row["full_note"] = f"full records would take {full_bytes / 1e9:.0f} GB"
         row["aggregated_ratio"] = row["aggregated_ms"] / row["plain_ms"]
         row["full_ratio"] = row["full_ms"] / row["plain_ms"] if row["full_ms"] else None
-        flops = 2.0 * W ** 3
+        flops = 2.0 * W**3
         row["plain_tflops"] = flops / (row["plain_ms"] * 1e-3) / 1e12
         out.append(row)
-        log(f"timing W={W} T={T}: plain {row['plain_ms']:.3f} ms "
+        log(
+            f"timing W={W} T={T}: plain {row['plain_ms']:.3f} ms "
             f"({row['plain_tflops']:.2f} TFLOP/s), aggregated {row['aggregated_ms']:.3f} ms "
             f"(x{row['aggregated_ratio']:.2f}), full "
-            + (f"{row['full_ms']:.3f} ms (x{row['full_ratio']:.2f})" if row["full_ms"]
-               else row.get("full_note", "")))
+            + (
+                f"{row['full_ms']:.3f} ms (x{row['full_ratio']:.2f})"
+                if row["full_ms"]
+                else row.get("full_note", "")
+            )
+        )
     RESULTS["timing"] = out
 
 
@@ -190,10 +229,16 @@ def record_shipped(outdir):
     out = []
     # name, recording, window: corner, edges and interior blocks
     plan = [
-        ("gpu-1000-t16-boundary.vizmm", dict(width=1000, tile_width=16, kernel="boundary"),
-         lambda g: [(0, 0), (0, g - 1), (g - 1, 0), (g // 2, g // 2), (g - 1, g - 1)]),
-        ("gpu-4096-t32-tiled.vizmm", dict(width=4096, tile_width=32, kernel="tiled"),
-         lambda g: [(0, 0), (g // 2, g // 2), (g - 1, g - 1)]),
+        (
+            "gpu-1000-t16-boundary.vizmm",
+            dict(width=1000, tile_width=16, kernel="boundary"),
+            lambda g: [(0, 0), (0, g - 1), (g - 1, 0), (g // 2, g // 2), (g - 1, g - 1)],
+        ),
+        (
+            "gpu-4096-t32-tiled.vizmm",
+            dict(width=4096, tile_width=32, kernel="tiled"),
+            lambda g: [(0, 0), (g // 2, g // 2), (g - 1, g - 1)],
+        ),
     ]
     for name, case, win in plan:
         g = -(-case["width"] // case["tile_width"])
@@ -203,9 +248,15 @@ def record_shipped(outdir):
         path = os.path.join(outdir, name)
         t.save(path)
         size = os.path.getsize(path)
-        out.append({"file": name, "bytes": size, "record_s": round(rec_s, 2),
-                    "kernel_s": t.meta["elapsed_s"],
-                    "P_equals_cupy": bool(np.array_equal(t.P, cupy_product(t.M, t.N)))})
+        out.append(
+            {
+                "file": name,
+                "bytes": size,
+                "record_s": round(rec_s, 2),
+                "kernel_s": t.meta["elapsed_s"],
+                "P_equals_cupy": bool(np.array_equal(t.P, cupy_product(t.M, t.N))),
+            }
+        )
         log(f"shipped {name}: {size / 1e6:.2f} MB, recorded in {rec_s:.2f} s")
     RESULTS["shipped"] = out
 
@@ -214,27 +265,41 @@ def main(argv):
     outdir = argv[0] if argv else "."
     quick = "--quick" in argv
     dev = cuda.get_current_device()
-    RESULTS["device"] = {"name": str(dev.name), "sm_count": dev.MULTIPROCESSOR_COUNT,
-                         "cc": list(dev.compute_capability)}
+    RESULTS["device"] = {
+        "name": str(dev.name),
+        "sm_count": dev.MULTIPROCESSOR_COUNT,
+        "cc": list(dev.compute_capability),
+    }
     import numba
 
     RESULTS["versions"] = {"numpy": np.__version__, "numba": numba.__version__}
     log("device", RESULTS["device"], RESULTS["versions"])
     steps = [a for a in argv[1:] if not a.startswith("--")] or [
-        "correct", "claim", "identical", "timing", "shipped"]
+        "correct",
+        "claim",
+        "identical",
+        "timing",
+        "shipped",
+    ]
     for step in steps:
         t0 = time.perf_counter()
-        {"correct": lambda: check_correctness(quick), "claim": check_book_claim,
-         "identical": check_identical, "timing": lambda: time_kernels(quick),
-         "shipped": lambda: record_shipped(outdir)}[step]()
+        {
+            "correct": lambda: check_correctness(quick),
+            "claim": check_book_claim,
+            "identical": check_identical,
+            "timing": lambda: time_kernels(quick),
+            "shipped": lambda: record_shipped(outdir),
+        }[step]()
         log(f"-- {step} took {time.perf_counter() - t0:.1f} s")
         with open(os.path.join(outdir, "gpu_suite.json"), "w") as f:
             json.dump(RESULTS, f, indent=1, default=str)
     log("\nW     T   plain ms  TFLOP/s  aggregated x  full x")
     for r in RESULTS.get("timing", []):
-        log(f"{r['W']:<5} {r['T']:<3} {r['plain_ms']:8.3f} {r['plain_tflops']:8.2f} "
+        log(
+            f"{r['W']:<5} {r['T']:<3} {r['plain_ms']:8.3f} {r['plain_tflops']:8.2f} "
             f"{r['aggregated_ratio']:12.2f}  "
-            + (f"{r['full_ratio']:.2f}" if r["full_ratio"] else "n/a"))
+            + (f"{r['full_ratio']:.2f}" if r["full_ratio"] else "n/a")
+        )
     return 0
 
 

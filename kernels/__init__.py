@@ -33,8 +33,10 @@ MAX_TILE_WIDTH = 32  # 32 x 32 = 1024 threads, the CUDA block limit
 
 def check_tile_width(tile_width):
     """Return ``tile_width`` as an int, or raise ``ValueError`` unless 1 <= it <= 32."""
-    if isinstance(tile_width, bool) or not isinstance(tile_width, int) or not (
-        1 <= tile_width <= MAX_TILE_WIDTH
+    if (
+        isinstance(tile_width, bool)
+        or not isinstance(tile_width, int)
+        or not (1 <= tile_width <= MAX_TILE_WIDTH)
     ):
         raise ValueError(
             f"TILE_WIDTH must be an integer from 1 to {MAX_TILE_WIDTH} "

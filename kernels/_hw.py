@@ -74,9 +74,7 @@ else:
 
             def codegen(context, builder, signature, args):
                 fnty = ir.FunctionType(ir.IntType(bits), [])
-                asm = ir.InlineAsm(
-                    fnty, f"mov.{ptype} $0, %{name};", constraint, side_effect=True
-                )
+                asm = ir.InlineAsm(fnty, f"mov.{ptype} $0, %{name};", constraint, side_effect=True)
                 return builder.call(asm, [])
 
             return sig, codegen

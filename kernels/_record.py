@@ -102,7 +102,8 @@ def rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, which, when):
         if slot >= 0:
             tick = cuda.atomic.add(ticks, slot, 1)
             i = ((slot * nph + ph) * 4 + which * 2 + when) * (
-                cuda.blockDim.x * cuda.blockDim.y) + tk
+                cuda.blockDim.x * cuda.blockDim.y
+            ) + tk
             bar[i] = tick
             bclk[i] = clk
         if aggregated and lane0:

@@ -56,8 +56,9 @@ def make_instrumented(TILE_WIDTH):
     """Fig. 5.13 plus recording (see ``kernels.codes`` for the record arrays)."""
 
     @instrumented_kernel
-    def matrixMulKernel(M, N, P, Width,
-                        detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount, zf):
+    def matrixMulKernel(
+        M, N, P, Width, detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount, zf
+    ):
         Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
         Nds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
 
@@ -81,20 +82,72 @@ def make_instrumented(TILE_WIDTH):
             # Collaborative loading of M and N tiles into shared memory
             if Row < Width and (ph * TILE_WIDTH + tx) < Width:
                 Mds[ty, tx] = M[Row * Width + ph * TILE_WIDTH + tx]
-                rec_load(ld, mcount, zf, slot, bid, nph, ph, tk,
-                         M_KIND, LOADED, Row, ph * TILE_WIDTH + tx, Width)
+                rec_load(
+                    ld,
+                    mcount,
+                    zf,
+                    slot,
+                    bid,
+                    nph,
+                    ph,
+                    tk,
+                    M_KIND,
+                    LOADED,
+                    Row,
+                    ph * TILE_WIDTH + tx,
+                    Width,
+                )
             else:
                 Mds[ty, tx] = float32(0)
-                rec_load(ld, mcount, zf, slot, bid, nph, ph, tk,
-                         M_KIND, ZERO_FILL, Row, ph * TILE_WIDTH + tx, Width)
+                rec_load(
+                    ld,
+                    mcount,
+                    zf,
+                    slot,
+                    bid,
+                    nph,
+                    ph,
+                    tk,
+                    M_KIND,
+                    ZERO_FILL,
+                    Row,
+                    ph * TILE_WIDTH + tx,
+                    Width,
+                )
             if (ph * TILE_WIDTH + ty) < Width and Col < Width:
                 Nds[ty, tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
-                rec_load(ld, ncount, zf, slot, bid, nph, ph, tk,
-                         N_KIND, LOADED, ph * TILE_WIDTH + ty, Col, Width)
+                rec_load(
+                    ld,
+                    ncount,
+                    zf,
+                    slot,
+                    bid,
+                    nph,
+                    ph,
+                    tk,
+                    N_KIND,
+                    LOADED,
+                    ph * TILE_WIDTH + ty,
+                    Col,
+                    Width,
+                )
             else:
                 Nds[ty, tx] = float32(0)
-                rec_load(ld, ncount, zf, slot, bid, nph, ph, tk,
-                         N_KIND, ZERO_FILL, ph * TILE_WIDTH + ty, Col, Width)
+                rec_load(
+                    ld,
+                    ncount,
+                    zf,
+                    slot,
+                    bid,
+                    nph,
+                    ph,
+                    tk,
+                    N_KIND,
+                    ZERO_FILL,
+                    ph * TILE_WIDTH + ty,
+                    Col,
+                    Width,
+                )
             rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 0)
             cuda.syncthreads()
             rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 1)

@@ -56,8 +56,9 @@ def make_instrumented(TILE_WIDTH):
     """The general kernel plus recording (see ``kernels.codes`` for the record arrays)."""
 
     @instrumented_kernel
-    def matrixMulKernel(M, N, P, j, k, l,
-                        detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount, zf):
+    def matrixMulKernel(
+        M, N, P, j, k, l, detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount, zf
+    ):
         Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
         Nds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
 
@@ -81,20 +82,72 @@ def make_instrumented(TILE_WIDTH):
             # Collaborative loading of M and N tiles into shared memory
             if Row < j and (ph * TILE_WIDTH + tx) < k:
                 Mds[ty, tx] = M[Row * k + ph * TILE_WIDTH + tx]
-                rec_load(ld, mcount, zf, slot, bid, nph, ph, tk,
-                         M_KIND, LOADED, Row, ph * TILE_WIDTH + tx, k)
+                rec_load(
+                    ld,
+                    mcount,
+                    zf,
+                    slot,
+                    bid,
+                    nph,
+                    ph,
+                    tk,
+                    M_KIND,
+                    LOADED,
+                    Row,
+                    ph * TILE_WIDTH + tx,
+                    k,
+                )
             else:
                 Mds[ty, tx] = float32(0)
-                rec_load(ld, mcount, zf, slot, bid, nph, ph, tk,
-                         M_KIND, ZERO_FILL, Row, ph * TILE_WIDTH + tx, k)
+                rec_load(
+                    ld,
+                    mcount,
+                    zf,
+                    slot,
+                    bid,
+                    nph,
+                    ph,
+                    tk,
+                    M_KIND,
+                    ZERO_FILL,
+                    Row,
+                    ph * TILE_WIDTH + tx,
+                    k,
+                )
             if (ph * TILE_WIDTH + ty) < k and Col < l:
                 Nds[ty, tx] = N[(ph * TILE_WIDTH + ty) * l + Col]
-                rec_load(ld, ncount, zf, slot, bid, nph, ph, tk,
-                         N_KIND, LOADED, ph * TILE_WIDTH + ty, Col, l)
+                rec_load(
+                    ld,
+                    ncount,
+                    zf,
+                    slot,
+                    bid,
+                    nph,
+                    ph,
+                    tk,
+                    N_KIND,
+                    LOADED,
+                    ph * TILE_WIDTH + ty,
+                    Col,
+                    l,
+                )
             else:
                 Nds[ty, tx] = float32(0)
-                rec_load(ld, ncount, zf, slot, bid, nph, ph, tk,
-                         N_KIND, ZERO_FILL, ph * TILE_WIDTH + ty, Col, l)
+                rec_load(
+                    ld,
+                    ncount,
+                    zf,
+                    slot,
+                    bid,
+                    nph,
+                    ph,
+                    tk,
+                    N_KIND,
+                    ZERO_FILL,
+                    ph * TILE_WIDTH + ty,
+                    Col,
+                    l,
+                )
             rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 0)
             cuda.syncthreads()
             rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 1)

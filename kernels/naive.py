@@ -34,8 +34,9 @@ def make_instrumented(TILE_WIDTH):
     """The simple kernel plus recording: per-element global read counts and the P write."""
 
     @instrumented_kernel
-    def matrixMulKernel(M, N, P, Width,
-                        detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount, zf):
+    def matrixMulKernel(
+        M, N, P, Width, detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount, zf
+    ):
         bx = cuda.blockIdx.x
         by = cuda.blockIdx.y
         tx = cuda.threadIdx.x

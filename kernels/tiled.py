@@ -66,8 +66,9 @@ def make_instrumented(TILE_WIDTH):
     """Fig. 5.9 plus recording (see ``kernels.codes`` for the record arrays)."""
 
     @instrumented_kernel
-    def matrixMulKernel(M, N, P, Width,
-                        detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount, zf):
+    def matrixMulKernel(
+        M, N, P, Width, detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount, zf
+    ):
         Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
         Nds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
 
@@ -90,13 +91,39 @@ def make_instrumented(TILE_WIDTH):
         for ph in range((Width + TILE_WIDTH - 1) // TILE_WIDTH):
             # Collaborative loading of M and N tiles into shared memory
             mkind = classify_unchecked(Row, ph * TILE_WIDTH + tx, Width, Width)
-            rec_load(ld, mcount, zf, slot, bid, nph, ph, tk,
-                     M_KIND, mkind, Row, ph * TILE_WIDTH + tx, Width)
+            rec_load(
+                ld,
+                mcount,
+                zf,
+                slot,
+                bid,
+                nph,
+                ph,
+                tk,
+                M_KIND,
+                mkind,
+                Row,
+                ph * TILE_WIDTH + tx,
+                Width,
+            )
             if mkind != OUT_OF_ALLOCATION:
                 Mds[ty, tx] = M[Row * Width + ph * TILE_WIDTH + tx]
             nkind = classify_unchecked(ph * TILE_WIDTH + ty, Col, Width, Width)
-            rec_load(ld, ncount, zf, slot, bid, nph, ph, tk,
-                     N_KIND, nkind, ph * TILE_WIDTH + ty, Col, Width)
+            rec_load(
+                ld,
+                ncount,
+                zf,
+                slot,
+                bid,
+                nph,
+                ph,
+                tk,
+                N_KIND,
+                nkind,
+                ph * TILE_WIDTH + ty,
+                Col,
+                Width,
+            )
             if nkind != OUT_OF_ALLOCATION:
                 Nds[ty, tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
             rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 0)

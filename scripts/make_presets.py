@@ -31,8 +31,13 @@ DATA = os.path.join(ROOT, "vizmm", "data")
 def build_parser() -> argparse.ArgumentParser:
     """The command line: preset keys (all by default)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("keys", nargs="*", choices=[[], *PRESETS], metavar="KEY",
-                   help=f"presets to record (default: all of {', '.join(PRESETS)})")
+    p.add_argument(
+        "keys",
+        nargs="*",
+        choices=[[], *PRESETS],
+        metavar="KEY",
+        help=f"presets to record (default: all of {', '.join(PRESETS)})",
+    )
     return p
 
 
@@ -45,8 +50,9 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         trace = vizmm.record(**{**spec.record_kwargs(), "backend": "simulator"}, quiet=True)
         path = trace.save(os.path.join(DATA, f"{key}.vizmm"))
-        print(f"{key:12s} {os.path.getsize(path):8d} bytes  {time.perf_counter() - t0:5.1f} s  "
-              f"{path}")
+        print(
+            f"{key:12s} {os.path.getsize(path):8d} bytes  {time.perf_counter() - t0:5.1f} s  {path}"
+        )
     return 0
 
 

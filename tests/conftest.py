@@ -20,8 +20,10 @@ else:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
 if "numba.cuda" in sys.modules:
-    raise RuntimeError("numba.cuda was imported before tests/conftest.py could choose the "
-                       "simulator; run the tests with NUMBA_ENABLE_CUDASIM set")
+    raise RuntimeError(
+        "numba.cuda was imported before tests/conftest.py could choose the "
+        "simulator; run the tests with NUMBA_ENABLE_CUDASIM set"
+    )
 
 _gpu_usable = None
 

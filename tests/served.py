@@ -18,8 +18,14 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = os.path.join(ROOT, "test-output", "screenshots")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def free_port() -> int:
@@ -40,10 +46,21 @@ def serve(app: str, logdir, timeout: float = 60):
     with open(os.path.join(logdir, "panel.log"), "w+") as log:
         panel = os.path.join(os.path.dirname(sys.executable), "panel")
         proc = subprocess.Popen(
-            [panel, "serve", f"apps/{app}.py", "--port", str(port), "--address", "127.0.0.1",
-             f"--allow-websocket-origin=127.0.0.1:{port}"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-            env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"))
+            [
+                panel,
+                "serve",
+                f"apps/{app}.py",
+                "--port",
+                str(port),
+                "--address",
+                "127.0.0.1",
+                f"--allow-websocket-origin=127.0.0.1:{port}",
+            ],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"),
+        )
         url = f"http://127.0.0.1:{port}/{app}"
         try:
             deadline = time.time() + timeout

@@ -22,26 +22,42 @@ from vizmm.table import build_table, format_table, render_text
 # of Fig. 5.7, TILE_WIDTH 2, block_{0,0}), typed in row by row: thread, then
 # for phase 0 and phase 1: the M load, the N load, the Pvalue terms.
 FIG_5_8 = [
-    ["thread_{0,0}",
-     "M_{0,0} ↓ Mds_{0,0}", "N_{0,0} ↓ Nds_{0,0}",
-     "PValue_{0,0} += Mds_{0,0} * Nds_{0,0} + Mds_{0,1} * Nds_{1,0}",
-     "M_{0,2} ↓ Mds_{0,0}", "N_{2,0} ↓ Nds_{0,0}",
-     "PValue_{0,0} += Mds_{0,0} * Nds_{0,0} + Mds_{0,1} * Nds_{1,0}"],
-    ["thread_{0,1}",
-     "M_{0,1} ↓ Mds_{0,1}", "N_{0,1} ↓ Nds_{0,1}",
-     "PValue_{0,1} += Mds_{0,0} * Nds_{0,1} + Mds_{0,1} * Nds_{1,1}",
-     "M_{0,3} ↓ Mds_{0,1}", "N_{2,1} ↓ Nds_{0,1}",
-     "PValue_{0,1} += Mds_{0,0} * Nds_{0,1} + Mds_{0,1} * Nds_{1,1}"],
-    ["thread_{1,0}",
-     "M_{1,0} ↓ Mds_{1,0}", "N_{1,0} ↓ Nds_{1,0}",
-     "PValue_{1,0} += Mds_{1,0} * Nds_{0,0} + Mds_{1,1} * Nds_{1,0}",
-     "M_{1,2} ↓ Mds_{1,0}", "N_{3,0} ↓ Nds_{1,0}",
-     "PValue_{1,0} += Mds_{1,0} * Nds_{0,0} + Mds_{1,1} * Nds_{1,0}"],
-    ["thread_{1,1}",
-     "M_{1,1} ↓ Mds_{1,1}", "N_{1,1} ↓ Nds_{1,1}",
-     "PValue_{1,1} += Mds_{1,0} * Nds_{0,1} + Mds_{1,1} * Nds_{1,1}",
-     "M_{1,3} ↓ Mds_{1,1}", "N_{3,1} ↓ Nds_{1,1}",
-     "PValue_{1,1} += Mds_{1,0} * Nds_{0,1} + Mds_{1,1} * Nds_{1,1}"],
+    [
+        "thread_{0,0}",
+        "M_{0,0} ↓ Mds_{0,0}",
+        "N_{0,0} ↓ Nds_{0,0}",
+        "PValue_{0,0} += Mds_{0,0} * Nds_{0,0} + Mds_{0,1} * Nds_{1,0}",
+        "M_{0,2} ↓ Mds_{0,0}",
+        "N_{2,0} ↓ Nds_{0,0}",
+        "PValue_{0,0} += Mds_{0,0} * Nds_{0,0} + Mds_{0,1} * Nds_{1,0}",
+    ],
+    [
+        "thread_{0,1}",
+        "M_{0,1} ↓ Mds_{0,1}",
+        "N_{0,1} ↓ Nds_{0,1}",
+        "PValue_{0,1} += Mds_{0,0} * Nds_{0,1} + Mds_{0,1} * Nds_{1,1}",
+        "M_{0,3} ↓ Mds_{0,1}",
+        "N_{2,1} ↓ Nds_{0,1}",
+        "PValue_{0,1} += Mds_{0,0} * Nds_{0,1} + Mds_{0,1} * Nds_{1,1}",
+    ],
+    [
+        "thread_{1,0}",
+        "M_{1,0} ↓ Mds_{1,0}",
+        "N_{1,0} ↓ Nds_{1,0}",
+        "PValue_{1,0} += Mds_{1,0} * Nds_{0,0} + Mds_{1,1} * Nds_{1,0}",
+        "M_{1,2} ↓ Mds_{1,0}",
+        "N_{3,0} ↓ Nds_{1,0}",
+        "PValue_{1,0} += Mds_{1,0} * Nds_{0,0} + Mds_{1,1} * Nds_{1,0}",
+    ],
+    [
+        "thread_{1,1}",
+        "M_{1,1} ↓ Mds_{1,1}",
+        "N_{1,1} ↓ Nds_{1,1}",
+        "PValue_{1,1} += Mds_{1,0} * Nds_{0,1} + Mds_{1,1} * Nds_{1,1}",
+        "M_{1,3} ↓ Mds_{1,1}",
+        "N_{3,1} ↓ Nds_{1,1}",
+        "PValue_{1,1} += Mds_{1,0} * Nds_{0,1} + Mds_{1,1} * Nds_{1,1}",
+    ],
 ]
 
 BOOK_ROWS = FIG_5_8
@@ -68,7 +84,7 @@ def fig58(record_sim):
 def test_fig_5_8_every_thread_loads_what_the_book_says(record_sim, kernel):
     trace = record_sim(width=4, tile_width=2, kernel=kernel)
     for row in BOOK_ROWS:
-        (_, ty, tx), = _pairs(row[0])
+        ((_, ty, tx),) = _pairs(row[0])
         for ph in (0, 1):
             book_m, book_mds = _pairs(row[1 + 3 * ph])
             book_n, book_nds = _pairs(row[2 + 3 * ph])
@@ -228,8 +244,9 @@ def test_fig_5_12_boundary_kernel(record_sim):
     assert (n.kind, n.row, n.col) == (Access.LOADED, 1, 2)
     assert trace.p_write[slot, 1, 0] == PWrite.SKIPPED
     # Only thread (0, 0) of block_{1,1} has a valid P element: P_{2,2}.
-    assert {(ty, tx) for ty in (0, 1) for tx in (0, 1)
-            if trace.p_write[slot, ty, tx] == PWrite.WRITTEN} == {(0, 0)}
+    assert {
+        (ty, tx) for ty in (0, 1) for tx in (0, 1) if trace.p_write[slot, ty, tx] == PWrite.WRITTEN
+    } == {(0, 0)}
     table = build_table(trace, (1, 1), phases=[0])
     assert table.cell((1, 0), "Phase 0: M → Mds").text == "0.0 → Mds_{1,0}"
     assert table.cell((0, 1), "Phase 0: M → Mds").text == "M_{2,1} → Mds_{0,1}"

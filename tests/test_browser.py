@@ -141,8 +141,14 @@ def test_corrupted_upload_shows_a_clear_message(page, server):
     open_page(page, server)
     page.get_by_text("Load a trace file", exact=True).first.click()
     page.locator("input[type=file]").first.set_input_files(
-        files=[{"name": "broken.vizmm", "mimeType": "application/octet-stream",
-                "buffer": b"PK\x03\x04 this is not a trace"}])
+        files=[
+            {
+                "name": "broken.vizmm",
+                "mimeType": "application/octet-stream",
+                "buffer": b"PK\x03\x04 this is not a trace",
+            }
+        ]
+    )
     message = page.get_by_text("Could not load broken.vizmm")
     message.first.wait_for(timeout=15000)
     text = message.first.inner_text()
@@ -201,7 +207,10 @@ def test_record_form_records_in_the_simulator(page, server):
           const el = find(document);
           return el && el.dataset.source === key && el.dataset.busy === '' &&
                  el.dataset.ready === 'true';
-        }""", arg=key, timeout=90000)
+        }""",
+        arg=key,
+        timeout=90000,
+    )
     st = status(page)
     # three phases (the last one's tile overhangs the 5 x 5 matrices)
     assert st["count"] == 1 + 3 * 8 + 1 and "trace=rec%3Atiled" in page.url

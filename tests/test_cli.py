@@ -12,15 +12,47 @@ from vizmm.cli import build_parser, main
 @pytest.fixture(scope="module")
 def fig58_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("cli") / "fig58.vizmm"
-    assert main(["record", "--width", "4", "--tile-width", "2", "--kernel", "tiled",
-                 "--backend", "simulator", "-q", "-o", str(path)]) == 0
+    assert (
+        main(
+            [
+                "record",
+                "--width",
+                "4",
+                "--tile-width",
+                "2",
+                "--kernel",
+                "tiled",
+                "--backend",
+                "simulator",
+                "-q",
+                "-o",
+                str(path),
+            ]
+        )
+        == 0
+    )
     return path
 
 
 def test_record_writes_a_trace(tmp_path, capsys):
     out = tmp_path / "t.vizmm"
-    code = main(["record", "--shape", "5,3,4", "--tile-width", "2", "--kernel", "general",
-                 "--backend", "simulator", "--seed", "3", "-o", str(out)])
+    code = main(
+        [
+            "record",
+            "--shape",
+            "5,3,4",
+            "--tile-width",
+            "2",
+            "--kernel",
+            "general",
+            "--backend",
+            "simulator",
+            "--seed",
+            "3",
+            "-o",
+            str(out),
+        ]
+    )
     assert code == 0
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
@@ -36,8 +68,29 @@ def test_record_writes_a_trace(tmp_path, capsys):
 
 def test_record_window(tmp_path, capsys):
     out = tmp_path / "w.vizmm"
-    assert main(["record", "--width", "7", "-t", "2", "--backend", "simulator", "-q",
-                 "--window", "3,3", "--window", "0,1", "--window", "3,3", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "record",
+                "--width",
+                "7",
+                "-t",
+                "2",
+                "--backend",
+                "simulator",
+                "-q",
+                "--window",
+                "3,3",
+                "--window",
+                "0,1",
+                "--window",
+                "3,3",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert capsys.readouterr().out == ""  # -q: nothing but errors
     trace = vizmm.load(out)
     assert trace.detail_blocks.tolist() == [[3, 3], [0, 1]]
@@ -45,16 +98,34 @@ def test_record_window(tmp_path, capsys):
 
 def test_record_progress_bar(tmp_path, capsys):
     out = tmp_path / "p.vizmm"
-    assert main(["record", "--width", "4", "-t", "2", "--backend", "simulator",
-                 "-o", str(out)]) == 0
+    assert (
+        main(["record", "--width", "4", "-t", "2", "--backend", "simulator", "-o", str(out)]) == 0
+    )
     err = capsys.readouterr().err
     assert "/4 [" in err and "block" in err  # a bar over the 4 blocks
 
 
 def test_record_max_bytes_suffix(tmp_path):
     out = tmp_path / "m.vizmm"
-    assert main(["record", "--width", "2", "-t", "2", "--backend", "simulator", "-q",
-                 "--max-bytes", "1M", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "record",
+                "--width",
+                "2",
+                "-t",
+                "2",
+                "--backend",
+                "simulator",
+                "-q",
+                "--max-bytes",
+                "1M",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert out.exists()
 
 
@@ -77,8 +148,9 @@ def test_table(fig58_file, capsys):
 
 
 def test_table_ascii_one_phase(fig58_file, capsys):
-    assert main(["table", str(fig58_file), "--block", "1,0", "--phase", "1", "--ascii",
-                 "--book"]) == 0
+    assert (
+        main(["table", str(fig58_file), "--block", "1,0", "--phase", "1", "--ascii", "--book"]) == 0
+    )
     out = capsys.readouterr().out
     out.encode("ascii")  # nothing but ASCII
     assert "M[2,2] -> Mds[0,0]" in out  # block_{1,0}: Row = 2 + ty, phase 1: col 2 + tx
@@ -90,8 +162,10 @@ def test_table_default_block(fig58_file, capsys):
     assert "thread₀,₀" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["record", "--help"], ["info", "--help"],
-                                  ["table", "--help"], ["--version"]])
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["record", "--help"], ["info", "--help"], ["table", "--help"], ["--version"]],
+)
 def test_help(argv, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out

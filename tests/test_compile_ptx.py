@@ -64,7 +64,10 @@ def ptx_features():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT, ",".join(KERNELS), ",".join(map(str, TILE_WIDTHS))],
-        env=env, capture_output=True, text=True, timeout=900,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])

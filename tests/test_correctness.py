@@ -70,8 +70,9 @@ def traces():
     out = {}
     for i, (kernel, j, k, l, T) in enumerate(CASES):
         M, N = _inputs(j, k, l, i)
-        out[(kernel, j, k, l, T)] = vizmm.record(M=M, N=N, tile_width=T, kernel=kernel,
-                                                 backend="simulator", quiet=True)
+        out[(kernel, j, k, l, T)] = vizmm.record(
+            M=M, N=N, tile_width=T, kernel=kernel, backend="simulator", quiet=True
+        )
     return out
 
 
@@ -205,5 +206,7 @@ def test_window_records_only_the_window(record_sim):
     np.testing.assert_array_equal(trace.P[0:2, 2:4], expected[0:2, 2:4])
     # Block (4, 3) is the corner: only thread (0, 0) has a P element, P_{8,6}.
     s = trace.slot((4, 3))
-    assert trace.p_write[s].tolist() == [[PWrite.WRITTEN, PWrite.SKIPPED],
-                                         [PWrite.SKIPPED, PWrite.SKIPPED]]
+    assert trace.p_write[s].tolist() == [
+        [PWrite.WRITTEN, PWrite.SKIPPED],
+        [PWrite.SKIPPED, PWrite.SKIPPED],
+    ]

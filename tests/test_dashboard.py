@@ -238,8 +238,7 @@ def test_scene_shows_the_status(dash):
 def test_url_round_trip():
     a = Dashboard(served=False)
     a.trace_select.value = "fig5-11"
-    a.state.param.update(by=1, bx=1, ty=0, tx=1, step=7, granularity="substep",
-                         order="recorded")
+    a.state.param.update(by=1, bx=1, ty=0, tx=1, step=7, granularity="substep", order="recorded")
     query = a.state.url_query()
     b = DashboardState()
     b.apply_query(query)
@@ -272,8 +271,9 @@ def test_corrupted_upload_shows_a_message(dash):
 
 
 def test_upload_of_a_partial_trace(dash):
-    tr = vizmm.record(width=4, tile_width=2, kernel="boundary", backend="simulator",
-                      window=[(0, 1)], quiet=True)
+    tr = vizmm.record(
+        width=4, tile_width=2, kernel="boundary", backend="simulator", window=[(0, 1)], quiet=True
+    )
     assert not tr.is_detailed
     dash.upload.filename = "window.vizmm"
     dash.upload.value = tr.to_bytes()

@@ -35,8 +35,7 @@ BAD_RECORD_CALLS = [
 ]
 
 
-@pytest.mark.parametrize("kwargs,message", BAD_RECORD_CALLS,
-                         ids=[m for _, m in BAD_RECORD_CALLS])
+@pytest.mark.parametrize("kwargs,message", BAD_RECORD_CALLS, ids=[m for _, m in BAD_RECORD_CALLS])
 def test_record_refuses_bad_arguments(kwargs, message):
     with pytest.raises(RecordError) as info:
         vizmm.record(backend=kwargs.pop("backend", "simulator"), quiet=True, **kwargs)
@@ -51,21 +50,33 @@ def test_mismatched_inner_dimension():
         vizmm.record(M=M, N=N, kernel="general", backend="simulator", quiet=True)
 
 
-@pytest.mark.parametrize("bad", [np.ones(3), np.ones((0, 3)), np.array([["a", "b"]]),
-                                 np.array([[1.0, np.nan]]), np.array([[1e39]])])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        np.ones(3),
+        np.ones((0, 3)),
+        np.array([["a", "b"]]),
+        np.array([[1.0, np.nan]]),
+        np.array([[1e39]]),
+    ],
+)
 # record() casts to float32 before checking, so 1e39 also raises NumPy's
 # "overflow encountered in cast" warning on the way to its clear RecordError.
 @pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
 def test_bad_matrices(bad):
     with pytest.raises(RecordError, match="M "):
-        vizmm.record(M=bad, N=np.ones((bad.shape[-1] if bad.ndim == 2 else 3, 2)),
-                     kernel="general", backend="simulator", quiet=True)
+        vizmm.record(
+            M=bad,
+            N=np.ones((bad.shape[-1] if bad.ndim == 2 else 3, 2)),
+            kernel="general",
+            backend="simulator",
+            quiet=True,
+        )
 
 
 def test_sizes_disagree_with_matrices():
     with pytest.raises(RecordError, match="disagrees"):
-        vizmm.record(j=4, M=np.ones((3, 3)), N=np.ones((3, 3)), backend="simulator",
-                     quiet=True)
+        vizmm.record(j=4, M=np.ones((3, 3)), N=np.ones((3, 3)), backend="simulator", quiet=True)
 
 
 @pytest.mark.skipif(gpu_usable(), reason="a GPU is usable here")
@@ -170,18 +181,22 @@ def test_cli_bad_trace_file(command, content, tmp_path, capsys):
 @pytest.fixture(scope="module")
 def small_trace_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("t") / "t.vizmm"
-    vizmm.record(width=3, tile_width=2, kernel="boundary", backend="simulator",
-                 quiet=True).save(path)
+    vizmm.record(width=3, tile_width=2, kernel="boundary", backend="simulator", quiet=True).save(
+        path
+    )
     return str(path)
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--block", "5,5"], "outside the 2 x 2 grid"),
-    (["--block", "0"], "2 integers"),
-    (["--phase", "7"], "phase 7"),
-    (["--phase", "-1"], ">= 0"),
-    (["--max-terms", "1"], "max-terms"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--block", "5,5"], "outside the 2 x 2 grid"),
+        (["--block", "0"], "2 integers"),
+        (["--phase", "7"], "phase 7"),
+        (["--phase", "-1"], ">= 0"),
+        (["--max-terms", "1"], "max-terms"),
+    ],
+)
 def test_cli_table_bad_block_or_phase(small_trace_file, args, message, capsys):
     assert main(["table", small_trace_file, *args]) == 2
     err = capsys.readouterr().err

@@ -89,7 +89,8 @@ def test_thread_states_and_reads(fig58):
     p = r.panels["threads"]
     x0, y0, x1, y1 = p.cell_box(1, 0)
     assert img.getpixel(((x0 + x1) // 2, y1 - 3)) == rgb(
-        pal.THREAD_STATE_COLORS[ThreadState.COMPUTING])
+        pal.THREAD_STATE_COLORS[ThreadState.COMPUTING]
+    )
     # column k=1 of M's tile is read: M_{0,1}, M_{1,1}; row 1 of N's tile: N_{1,0}, N_{1,1}
     for row, col in [(0, 1), (1, 1)]:
         assert pixel_in_cell(img, r.panels["M"], row, col) == rgb(pal.READ)
@@ -121,12 +122,16 @@ def test_layout_panels_fit_and_do_not_overlap(record_sim, size, width, T):
     boxes = []
     for p in r.panels.values():
         hh = r._head_h()
-        box = (p.x, p.y - (0 if p.head_below else hh), p.x + p.w, p.y + p.h
-               + (hh if p.head_below else 0))
+        box = (
+            p.x,
+            p.y - (0 if p.head_below else hh),
+            p.x + p.w,
+            p.y + p.h + (hh if p.head_below else 0),
+        )
         assert 0 <= box[0] and box[2] <= W and 0 <= box[1] and box[3] <= r.legend_y, (p, box)
         boxes.append((p.name, box))
     for i, (na, a) in enumerate(boxes):
-        for nb, b in boxes[i + 1:]:
+        for nb, b in boxes[i + 1 :]:
             overlap = a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
             assert not overlap, (na, a, nb, b)
 
@@ -163,8 +168,9 @@ def decode_gif(data):
 
 @pytest.mark.parametrize("granularity", ["substep", "phase"])
 def test_gif_has_one_frame_per_step_and_exact_pixels(fig58, granularity):
-    data = ex.export_bytes(fig58, "gif", granularity=granularity, size=(640, 360), fps=4,
-                           progress=False)
+    data = ex.export_bytes(
+        fig58, "gif", granularity=granularity, size=(640, 360), fps=4, progress=False
+    )
     info, frames = decode_gif(data)
     replay, render, _ = renders(fig58, size=(640, 360), granularity=granularity)
     n = len(replay)
@@ -198,8 +204,21 @@ def decode_mp4(data: bytes, size) -> tuple[str, list]:
 
     w, h = size
     run = subprocess.run(
-        [imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", "-i", "pipe:0", "-f", "rawvideo",
-         "-pix_fmt", "rgb24", "pipe:1"], input=data, capture_output=True, check=True)
+        [
+            imageio_ffmpeg.get_ffmpeg_exe(),
+            "-hide_banner",
+            "-i",
+            "pipe:0",
+            "-f",
+            "rawvideo",
+            "-pix_fmt",
+            "rgb24",
+            "pipe:1",
+        ],
+        input=data,
+        capture_output=True,
+        check=True,
+    )
     raw = np.frombuffer(run.stdout, np.uint8)
     assert raw.size % (w * h * 3) == 0
     return run.stderr.decode(), list(raw.reshape(-1, h, w, 3).astype(int))
@@ -312,8 +331,13 @@ def test_naive_kernel_has_nothing_to_export(record_sim):
 
 def test_progress_callback(fig58):
     seen = []
-    ex.export_bytes(fig58, "gif", granularity="phase", size=(320, 180),
-                    progress=lambda done, total: seen.append((done, total)))
+    ex.export_bytes(
+        fig58,
+        "gif",
+        granularity="phase",
+        size=(320, 180),
+        progress=lambda done, total: seen.append((done, total)),
+    )
     assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
 
 
@@ -346,8 +370,7 @@ def test_html_frame_data_golden():
 
 
 def html_pack(html: str) -> dict:
-    m = re.search(r'<script type="application/json" id="vizmm-frames">(.*?)</script>', html,
-                  re.S)
+    m = re.search(r'<script type="application/json" id="vizmm-frames">(.*?)</script>', html, re.S)
     return json.loads(m.group(1))
 
 
@@ -376,8 +399,14 @@ def test_html_is_self_contained_and_small(fig58, fig58_html):
 
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 @pytest.fixture(scope="module")
@@ -397,8 +426,9 @@ def browser_page():
 def test_html_steps_with_the_keyboard_as_the_book_says(fig58, fig58_html, browser_page):
     page = browser_page
     problems = []
-    page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning")
-            else None)
+    page.on(
+        "console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None
+    )
     page.on("pageerror", lambda e: problems.append(str(e)))
     page.goto(fig58_html.as_uri())
     page.wait_for_function("document.body.dataset.vizmmReady === '1'", timeout=30_000)
@@ -452,9 +482,25 @@ def test_cli_export_says_where_and_how_big(fig58, tmp_path, capsys):
     trace_file = tmp_path / "fig58.vizmm"
     fig58.save(trace_file)
     out = tmp_path / "fig58.gif"
-    code = main(["export", str(trace_file), "--format", "gif", "--block", "0,1",
-                 "--granularity", "phase", "--size", "640x360", "--fps", "1", "-q",
-                 "-o", str(out)])
+    code = main(
+        [
+            "export",
+            str(trace_file),
+            "--format",
+            "gif",
+            "--block",
+            "0,1",
+            "--granularity",
+            "phase",
+            "--size",
+            "640x360",
+            "--fps",
+            "1",
+            "-q",
+            "-o",
+            str(out),
+        ]
+    )
     assert code == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith(f"wrote {out} (") and "KiB" in line and "4 frames" in line

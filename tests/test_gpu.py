@@ -100,8 +100,9 @@ def test_large_products_are_exact(case):
     kernel, j, k, l, T = case
     gy, gx = -(-j // T), -(-l // T)
     window = [(0, 0), (gy - 1, gx - 1)]
-    trace = vizmm.record(j, k, l, tile_width=T, kernel=kernel, backend="gpu", window=window,
-                         quiet=True)
+    trace = vizmm.record(
+        j, k, l, tile_width=T, kernel=kernel, backend="gpu", window=window, quiet=True
+    )
     # Integers 0..9: every float32 partial sum is exact (k * 81 < 2**24).
     np.testing.assert_array_equal(trace.P, trace.M.astype(np.float64) @ trace.N)
     # The whole grid ran (aggregated mode): every element read once per block

@@ -34,8 +34,10 @@ MAX_THREADS_PER_SM = 2048  # compute capability 9.0 (H100 / H200)
 
 def _load(path):
     if not os.path.exists(path):
-        pytest.skip(f"{os.path.basename(path)} is not in {LARGE_DIR} (record it on a GPU with "
-                    "benchmarks/gpu_suite.py, or set VIZMM_LARGE_TRACES)")
+        pytest.skip(
+            f"{os.path.basename(path)} is not in {LARGE_DIR} (record it on a GPU with "
+            "benchmarks/gpu_suite.py, or set VIZMM_LARGE_TRACES)"
+        )
     return vizmm.load(path)
 
 
@@ -55,15 +57,35 @@ def shipped(request):
 
 
 # ----------------------------------------------------------- synthetic traces
-def synthetic(width=8, T=2, *, times=None, sm=None, seq=None, backend="gpu", sm_count=2,
-              detail=(), meta=None, **arrays):
+def synthetic(
+    width=8,
+    T=2,
+    *,
+    times=None,
+    sm=None,
+    seq=None,
+    backend="gpu",
+    sm_count=2,
+    detail=(),
+    meta=None,
+    **arrays,
+):
     """A trace built by hand: zeros everywhere, then the given per-block fields.
 
     ``times`` is a (gy, gx, 2) array of (start, end) ns, ``sm`` (gy, gx).
     """
-    m = {"kernel": "boundary", "tile_width": T, "j": width, "k": width, "l": width,
-         "backend": backend, "n_detail": len(detail), "aggregated": True,
-         "spread_stored": True, **(meta or {})}
+    m = {
+        "kernel": "boundary",
+        "tile_width": T,
+        "j": width,
+        "k": width,
+        "l": width,
+        "backend": backend,
+        "n_detail": len(detail),
+        "aggregated": True,
+        "spread_stored": True,
+        **(meta or {}),
+    }
     if backend == "gpu":
         m.update(device_name="Test GPU", sm_count=sm_count)
     out = {}
@@ -212,8 +234,15 @@ def test_wait_summaries_agree(t1000):
 
 def test_window_resimulated_equals_the_gpu_records(t1000):
     """The simulator, run on one block of the same launch, records what the GPU did."""
-    sim = vizmm.record(width=1000, tile_width=16, kernel="boundary", backend="simulator",
-                       window=[(0, 0)], seed=2024, quiet=True)
+    sim = vizmm.record(
+        width=1000,
+        tile_width=16,
+        kernel="boundary",
+        backend="simulator",
+        window=[(0, 0)],
+        seed=2024,
+        quiet=True,
+    )
     s = t1000.slot((0, 0))
     assert sim.slot((0, 0)) == 0
     for name in ("loads", "p_write", "pvalue"):
@@ -241,8 +270,12 @@ def test_timeline_of_a_known_schedule():
     flat = s.ravel()
     assert (flat[:4] == BlockState.DONE).all() and (flat[4:6] == BlockState.RUNNING).all()
     assert (flat[6:] == BlockState.WAITING).all()
-    assert tl.counts_at(200) == {BlockState.WAITING: 10, BlockState.RUNNING: 2,
-                                 BlockState.DONE: 4, BlockState.NO_DATA: 0}
+    assert tl.counts_at(200) == {
+        BlockState.WAITING: 10,
+        BlockState.RUNNING: 2,
+        BlockState.DONE: 4,
+        BlockState.NO_DATA: 0,
+    }
     t, r = tl.running_curve()
     assert r.max() == 2 and r[-1] == 0 and t[-1] == 800
     assert tl.label(1500) == "at 1.500 µs"
@@ -257,7 +290,11 @@ def test_gantt_and_waves_of_a_known_schedule():
     g = m.gantt
     assert g.lanes == 2 and g.rows == 2 and len(g) == 16
     assert sorted(set(zip(g.row.tolist(), g.lane.tolist(), strict=True))) == [
-        (0, 0), (0, 1), (1, 0), (1, 1)]
+        (0, 0),
+        (0, 1),
+        (1, 0),
+        (1, 1),
+    ]
     w = m.waves
     assert (w.resident, w.sms, w.slots, w.n_waves) == (2, 2, 4, 4.0)
     assert w.wave.ravel().tolist() == [i // 4 for i in range(16)]
@@ -269,8 +306,7 @@ def test_gantt_and_waves_of_a_known_schedule():
 
 def test_simulator_traces_fall_back_to_completion_order():
     seq = np.array([[2, 0], [3, 1]])
-    tr = synthetic(width=4, T=2, seq=seq, backend="simulator",
-                   meta={"simulated_blocks": "all"})
+    tr = synthetic(width=4, T=2, seq=seq, backend="simulator", meta={"simulated_blocks": "all"})
     tl = large.timeline(tr)
     assert tl.clock == "order" and tl.unit == "blocks" and not tl.has_clock
     assert "no clock" in tl.note and "order in which blocks completed" in tl.note
@@ -343,8 +379,12 @@ def test_slowest_blocks_rank_by_block_wait():
     bw[2, 3, 0] = (900, 400, 1)
     bw[1, 0, 0] = (500, 100, 2)
     bw[0, 0, 1] = (700, 10, 0)
-    tr = synthetic(block_wait=bw, detail=[(2, 3)], meta={"spread_stored": False},
-                   barrier_spread=np.zeros((0, 0, 4, 2, 2), np.int32))
+    tr = synthetic(
+        block_wait=bw,
+        detail=[(2, 3)],
+        meta={"spread_stored": False},
+        barrier_spread=np.zeros((0, 0, 4, 2, 2), np.int32),
+    )
     s = large.slowest_blocks(tr, 0, n=2)
     assert list(zip(s.by.tolist(), s.bx.tolist(), strict=True)) == [(2, 3), (1, 0)]
     assert s.spread.tolist() == [900, 500] and s.worst_phase.tolist() == [1, 2]
@@ -358,7 +398,8 @@ def test_block_texts():
     tr = synthetic(detail=[(0, 0), (3, 3)])
     assert large.not_recorded_message(tr, (0, 0)) == ""
     assert large.not_recorded_message(tr, (2, 1)) == (
-        "block (2, 1) was not recorded per thread; detailed blocks: (0,0), (3,3)")
+        "block (2, 1) was not recorded per thread; detailed blocks: (0,0), (3,3)"
+    )
     assert "outside the 4 x 4 grid" in large.not_recorded_message(tr, (9, 0))
     assert large.format_blocks([(i, i) for i in range(10)], 2) == "(0,0), (1,1) … (10 in all)"
     assert large.parse_window("0,0; 31,17") == [(0, 0), (31, 17)]
@@ -395,8 +436,9 @@ def test_scene_columns_follow_the_model():
     got = []
     sc.on_block(lambda a, b: got.append((a, b)))
     sc.sources["slowest"].selected.indices = [0]  # a click on the table's first row
-    assert got == [(int(sc.sources["slowest"].data["by"][0]),
-                    int(sc.sources["slowest"].data["bx"][0]))]
+    assert got == [
+        (int(sc.sources["slowest"].data["by"][0]), int(sc.sources["slowest"].data["bx"][0]))
+    ]
     wc = lb.wait_columns(large.wait_distribution(tr))
     assert len(wc["left"]) == 2 * WAIT_BINS
     assert lb.running_columns(m)["y"].max() == 4
@@ -493,8 +535,14 @@ def test_window_form_estimates_then_simulates():
     from apps.large_view import WindowForm
 
     got = []
-    form = WindowForm(on_trace=lambda tr, label: got.append((tr, label)), served=False,
-                      j=8, tile_width=2, window="0,0; 3,1", seed=3)
+    form = WindowForm(
+        on_trace=lambda tr, label: got.append((tr, label)),
+        served=False,
+        j=8,
+        tile_width=2,
+        window="0,0; 3,1",
+        seed=3,
+    )
     assert form.valid and "16 blocks (2 simulated)" in form.estimate
     assert "Simulates 2 of 16 blocks: (0,0), (3,1)" in form.estimate
     form.window = "0,0; 9,9"
@@ -503,11 +551,12 @@ def test_window_form_estimates_then_simulates():
     assert not form.valid
     form.window = "3,1"
     form.start()
-    (tr, label), = got
+    ((tr, label),) = got
     assert tr.backend == "simulator" and large.simulated_blocks(tr) == [(3, 1)]
     assert "3,1" in label and not form.busy
-    form.param.update(j=2000, tile_width=16,
-                      window="; ".join(f"{i // 100},{i % 100}" for i in range(300)))
+    form.param.update(
+        j=2000, tile_width=16, window="; ".join(f"{i // 100},{i % 100}" for i in range(300))
+    )
     assert not form.valid and "Too slow" in form.estimate
 
 
@@ -590,8 +639,9 @@ def test_browser_large_view(tmp_path):
             # a block that was not recorded per thread
             pg.mouse.click(*pg.evaluate(TO_SCREEN, ["vizmm-block-grid", 17.5, 40.5]))
             st = _wait_status(pg, lambda st: st["block"] == [40, 17])
-            assert st["message"].startswith("block (40, 17) was not recorded per thread; "
-                                            "detailed blocks: (0,0)")
+            assert st["message"].startswith(
+                "block (40, 17) was not recorded per thread; detailed blocks: (0,0)"
+            )
             pg.screenshot(path=os.path.join(SHOTS, "large-4096-not-recorded.png"))
             # a detailed block: zoom into its per-thread replay
             pg.mouse.click(*pg.evaluate(TO_SCREEN, ["vizmm-block-grid", 64.5, 64.5]))
@@ -601,12 +651,13 @@ def test_browser_large_view(tmp_path):
             pg.wait_for_function(CAPTION, arg="Step 2 of 130", timeout=30000)
             pg.wait_for_timeout(500)
             pg.screenshot(path=os.path.join(SHOTS, "large-4096-replay.png"), full_page=True)
-            for tab, name in (("Global reads: tiled vs naive", "reads"),
-                              ("Barrier waits", "waits")):
+            for tab, name in (
+                ("Global reads: tiled vs naive", "reads"),
+                ("Barrier waits", "waits"),
+            ):
                 pg.get_by_text(tab, exact=True).click()
                 pg.wait_for_timeout(800)
-                pg.screenshot(path=os.path.join(SHOTS, f"large-4096-{name}.png"),
-                              full_page=True)
+                pg.screenshot(path=os.path.join(SHOTS, f"large-4096-{name}.png"), full_page=True)
             # simulate a window of a 64 x 64 launch in the server's thread, with progress
             pg.get_by_text("Simulate a window of blocks (any size)").click()
             width = pg.get_by_label("rows of M (j) / Width")
@@ -620,8 +671,7 @@ def test_browser_large_view(tmp_path):
             st = _wait_status(pg, lambda st: st["clock"] == "order", timeout=120)
             assert st["counts"]["no_data"] == 14
             pg.get_by_text("simulated blocks (2 of 16): (0,0), (3,1)").wait_for(timeout=10000)
-            pg.screenshot(path=os.path.join(SHOTS, "large-simulated-window.png"),
-                          full_page=True)
+            pg.screenshot(path=os.path.join(SHOTS, "large-simulated-window.png"), full_page=True)
             browser.close()
         assert errors == [], f"console errors: {errors}"
 
@@ -639,7 +689,11 @@ def test_dashboard_gets_the_large_presets_and_tab(t1000):
         p = traces.PRESETS["gpu-1000-t16-boundary"]
         assert p.label == "Large: 1000×1000 T=16 (GPU)"
         assert (p.spec.kernel, p.spec.j, p.spec.tile_width, p.spec.backend) == (
-            "boundary", 1000, 16, "gpu")
+            "boundary",
+            1000,
+            16,
+            "gpu",
+        )
         traces._store("gpu-1000-t16-boundary", t1000)  # as if read from the package data
         d = dashboard.Dashboard(served=False)
         tab = next(t for t in large_view._TABS if t.dash_state is d.state)

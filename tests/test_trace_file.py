@@ -23,8 +23,7 @@ def given_inputs():
     """A recording of inputs given by the caller (not the seeded default ones)."""
     M = np.arange(12, dtype=np.float32).reshape(3, 4) - 5
     N = np.arange(8, dtype=np.float32).reshape(4, 2) * 0.5
-    return vizmm.record(M=M, N=N, tile_width=2, kernel="general", backend="simulator",
-                        quiet=True)
+    return vizmm.record(M=M, N=N, tile_width=2, kernel="general", backend="simulator", quiet=True)
 
 
 @pytest.fixture()

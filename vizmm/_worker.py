@@ -17,9 +17,15 @@ def main(argv):
     with np.load(inp, allow_pickle=False) as z:
         M, N, blocks = z["M"], z["N"], [tuple(b) for b in z["blocks"].tolist()]
     job = {
-        "j": int(opts["j"]), "k": int(opts["k"]), "l": int(opts["l"]), "T": int(opts["T"]),
-        "kernel": opts["kernel"], "aggregated": opts["aggregated"] == "True",
-        "seed": int(opts["seed"]), "backend": opts["backend"], "blocks": blocks,
+        "j": int(opts["j"]),
+        "k": int(opts["k"]),
+        "l": int(opts["l"]),
+        "T": int(opts["T"]),
+        "kernel": opts["kernel"],
+        "aggregated": opts["aggregated"] == "True",
+        "seed": int(opts["seed"]),
+        "backend": opts["backend"],
+        "blocks": blocks,
         "inputs": opts.get("inputs", "given"),
     }
     with _LOCK:

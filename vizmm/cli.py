@@ -97,8 +97,19 @@ def parse_block(text: str) -> tuple[int, int]:
     return _ints(text, 2, "a block", "1,0 (by,bx)")  # type: ignore[return-value]
 
 
-_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
-          "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 2**10,
+    "kb": 2**10,
+    "kib": 2**10,
+    "m": 2**20,
+    "mb": 2**20,
+    "mib": 2**20,
+    "g": 2**30,
+    "gb": 2**30,
+    "gib": 2**30,
+}
 
 
 def parse_bytes(text: str) -> int:
@@ -142,30 +153,69 @@ def add_record_parser(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     size = p.add_mutually_exclusive_group(required=True)
-    size.add_argument("--shape", type=parse_shape, metavar="J,K,L",
-                      help="M is J x K, N is K x L, P is J x L (elements)")
-    size.add_argument("--width", type=int, metavar="W",
-                      help="square W x W matrices (Width in the book)")
-    p.add_argument("--tile-width", "-t", type=int, default=2, metavar="T",
-                   help="TILE_WIDTH, 1 to 32: blocks of T x T threads (default: 2)")
-    p.add_argument("--kernel", "-k", choices=KERNELS, default="boundary",
-                   help="naive (Fig. 3.11), tiled (Fig. 5.9, no boundary checks), boundary "
-                        "(Fig. 5.13), general (j x k . k x l); default: boundary")
-    p.add_argument("--backend", "-b", choices=BACKENDS, default="auto",
-                   help="gpu, simulator (Numba's CUDA simulator, slow, runs anywhere), or auto: "
-                        "the GPU when one is usable (default: auto)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the random integer inputs 0..9 (default: 0)")
-    p.add_argument("--window", type=parse_block, action="append", metavar="BY,BX",
-                   help="record only this block per thread (repeatable); the others still "
-                        "count reads and times, and the simulator runs only these blocks")
-    p.add_argument("--max-bytes", type=parse_bytes, metavar="SIZE",
-                   help="refuse traces larger than SIZE, e.g. 64M "
-                        f"(default: {DEFAULT_MAX_BYTES // 2**20}M)")
-    p.add_argument("--output", "-o", required=True, metavar="FILE",
-                   help="the trace file to write (replaced if it exists)")
-    p.add_argument("--quiet", "-q", action="store_true",
-                   help="print nothing but errors: no estimate, no progress bar")
+    size.add_argument(
+        "--shape",
+        type=parse_shape,
+        metavar="J,K,L",
+        help="M is J x K, N is K x L, P is J x L (elements)",
+    )
+    size.add_argument(
+        "--width", type=int, metavar="W", help="square W x W matrices (Width in the book)"
+    )
+    p.add_argument(
+        "--tile-width",
+        "-t",
+        type=int,
+        default=2,
+        metavar="T",
+        help="TILE_WIDTH, 1 to 32: blocks of T x T threads (default: 2)",
+    )
+    p.add_argument(
+        "--kernel",
+        "-k",
+        choices=KERNELS,
+        default="boundary",
+        help="naive (Fig. 3.11), tiled (Fig. 5.9, no boundary checks), boundary "
+        "(Fig. 5.13), general (j x k . k x l); default: boundary",
+    )
+    p.add_argument(
+        "--backend",
+        "-b",
+        choices=BACKENDS,
+        default="auto",
+        help="gpu, simulator (Numba's CUDA simulator, slow, runs anywhere), or auto: "
+        "the GPU when one is usable (default: auto)",
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the random integer inputs 0..9 (default: 0)"
+    )
+    p.add_argument(
+        "--window",
+        type=parse_block,
+        action="append",
+        metavar="BY,BX",
+        help="record only this block per thread (repeatable); the others still "
+        "count reads and times, and the simulator runs only these blocks",
+    )
+    p.add_argument(
+        "--max-bytes",
+        type=parse_bytes,
+        metavar="SIZE",
+        help=f"refuse traces larger than SIZE, e.g. 64M (default: {DEFAULT_MAX_BYTES // 2**20}M)",
+    )
+    p.add_argument(
+        "--output",
+        "-o",
+        required=True,
+        metavar="FILE",
+        help="the trace file to write (replaced if it exists)",
+    )
+    p.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="print nothing but errors: no estimate, no progress bar",
+    )
     p.set_defaults(func=cmd_record)
 
 
@@ -185,7 +235,9 @@ def cmd_record(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"estimate: {est.describe()} (limit {human_bytes(limit)})", flush=True)
     trace = record(
-        j, k, l,
+        j,
+        k,
+        l,
         tile_width=args.tile_width,
         kernel=args.kernel,
         backend=args.backend,
@@ -197,11 +249,11 @@ def cmd_record(args: argparse.Namespace) -> int:
     )
     path = trace.save(args.output)
     if not args.quiet:
-        print(f"wrote {path} ({human_bytes(os.path.getsize(path))}): {trace.kernel} kernel, "
-              f"M {j}x{k} . N {k}x{l}, TILE_WIDTH {trace.tile_width}, on the {trace.backend}")
+        print(
+            f"wrote {path} ({human_bytes(os.path.getsize(path))}): {trace.kernel} kernel, "
+            f"M {j}x{k} . N {k}x{l}, TILE_WIDTH {trace.tile_width}, on the {trace.backend}"
+        )
     return EXIT_OK
-
-
 
 
 # --------------------------------------------------------------------- info
@@ -211,7 +263,7 @@ def add_info_parser(subparsers) -> None:
         "info",
         help="say what a trace file holds",
         description="Print what a trace file holds: kernel, shapes, grid, backend and device, "
-                    "when it was recorded, global reads and CGMA.",
+        "when it was recorded, global reads and CGMA.",
     )
     p.add_argument("file", metavar="FILE", help="a trace written by 'vizmm record'")
     p.set_defaults(func=cmd_info)
@@ -247,17 +299,34 @@ def add_table_parser(subparsers) -> None:
         ),
     )
     p.add_argument("file", metavar="FILE", help="a trace written by 'vizmm record'")
-    p.add_argument("--block", type=parse_block, metavar="BY,BX",
-                   help="the block (blockIdx.y, blockIdx.x); default: the first block "
-                        "recorded per thread")
-    p.add_argument("--phase", type=_non_negative, action="append", metavar="PH",
-                   help="show only this phase (repeatable); default: all")
-    p.add_argument("--ascii", action="store_true",
-                   help="plain ASCII: M[0,1] -> Mds[0,1] instead of M₀,₁ → Mds₀,₁")
-    p.add_argument("--book", action="store_true",
-                   help="only the book's columns: no Pvalue values, no P store")
-    p.add_argument("--max-terms", type=_non_negative, default=4, metavar="N",
-                   help="shorten Pvalue sums longer than N terms (default: 4; 0: never)")
+    p.add_argument(
+        "--block",
+        type=parse_block,
+        metavar="BY,BX",
+        help="the block (blockIdx.y, blockIdx.x); default: the first block recorded per thread",
+    )
+    p.add_argument(
+        "--phase",
+        type=_non_negative,
+        action="append",
+        metavar="PH",
+        help="show only this phase (repeatable); default: all",
+    )
+    p.add_argument(
+        "--ascii",
+        action="store_true",
+        help="plain ASCII: M[0,1] -> Mds[0,1] instead of M₀,₁ → Mds₀,₁",
+    )
+    p.add_argument(
+        "--book", action="store_true", help="only the book's columns: no Pvalue values, no P store"
+    )
+    p.add_argument(
+        "--max-terms",
+        type=_non_negative,
+        default=4,
+        metavar="N",
+        help="shorten Pvalue sums longer than N terms (default: 4; 0: never)",
+    )
     p.set_defaults(func=cmd_table)
 
 
@@ -270,7 +339,11 @@ def cmd_table(args: argparse.Namespace) -> int:
     if args.max_terms == 1:
         raise CLIError("--max-terms must be 0 (never shorten) or at least 2")
     table = build_table(
-        trace, block, phases=args.phase, values=not args.book, p_write=not args.book,
+        trace,
+        block,
+        phases=args.phase,
+        values=not args.book,
+        p_write=not args.book,
         max_terms=args.max_terms or None,
     )
     unicode = not args.ascii and _can_print("→₀┌")
@@ -298,7 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="vizmm",
         description="See the tiled matrix multiplication of PMPP chapter 5 run: record what "
-                    "every thread did, then look at it.",
+        "every thread did, then look at it.",
         epilog="Run 'vizmm COMMAND --help' for the options of each command.",
     )
     parser.add_argument("--version", action="version", version=f"vizmm {__version__}")

@@ -129,8 +129,10 @@ def _check_block(trace: Trace, block) -> tuple[int, int]:
             raise ExportError(f"block ({by},{bx}) is outside the {gy} x {gx} grid of blocks")
         recorded = ", ".join(f"({a},{b})" for a, b in trace.detail_blocks[:8].tolist())
         more = " ..." if len(trace.detail_blocks) > 8 else ""
-        raise ExportError(f"block ({by},{bx}) was not recorded per thread; recorded blocks: "
-                          f"{recorded or 'none'}{more}")
+        raise ExportError(
+            f"block ({by},{bx}) was not recorded per thread; recorded blocks: "
+            f"{recorded or 'none'}{more}"
+        )
     return by, bx
 
 
@@ -157,12 +159,15 @@ def _check_views(views, fmt: str, trace: Trace | None = None):
     if fmt != "html":
         html_only = [v for v in views if v in HTML_ONLY_VIEWS]
         if html_only:
-            raise ExportError(f"view(s) {', '.join(map(repr, html_only))} are shown only in the "
-                              f"HTML export; {fmt.upper()} frames draw: {', '.join(available)}")
+            raise ExportError(
+                f"view(s) {', '.join(map(repr, html_only))} are shown only in the "
+                f"HTML export; {fmt.upper()} frames draw: {', '.join(available)}"
+            )
     unknown = [v for v in views if v not in available]
     if unknown:
-        raise ExportError(f"unknown view(s) {', '.join(map(repr, unknown))}; choose from "
-                          f"{', '.join(available)}")
+        raise ExportError(
+            f"unknown view(s) {', '.join(map(repr, unknown))}; choose from {', '.join(available)}"
+        )
     if trace is not None:
         too_big = [v for v in views if v not in render.affordable_views(trace, views)]
         if too_big:
@@ -170,7 +175,8 @@ def _check_views(views, fmt: str, trace: Trace | None = None):
             raise ExportError(
                 f"M {j}x{k}, N {k}x{l} are too large to draw the view(s) "
                 f"{', '.join(map(repr, too_big))} element by element; choose from "
-                f"{', '.join(render.affordable_views(trace, available))}")
+                f"{', '.join(render.affordable_views(trace, available))}"
+            )
     if fmt == "html":
         return views
     from .render.pillow import check_views
@@ -185,13 +191,16 @@ def _replay(trace, block, granularity, order, focus) -> Replay:
     if not isinstance(trace, Trace):
         raise ExportError(f"trace must be a vizmm Trace, got {type(trace).__name__}")
     if granularity not in GRANULARITIES:
-        raise ExportError(f"granularity must be one of {', '.join(GRANULARITIES)}, "
-                          f"got {granularity!r}")
+        raise ExportError(
+            f"granularity must be one of {', '.join(GRANULARITIES)}, got {granularity!r}"
+        )
     if order not in ORDERS:
         raise ExportError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     if trace.kernel == "naive":
-        raise ExportError("the naive kernel has no tiles or phases to replay; record a tiled "
-                          "kernel ('tiled', 'boundary' or 'general')")
+        raise ExportError(
+            "the naive kernel has no tiles or phases to replay; record a tiled "
+            "kernel ('tiled', 'boundary' or 'general')"
+        )
     block = _check_block(trace, block)
     try:
         return Replay(trace, block, granularity=granularity, order=order, focus=focus)
@@ -214,8 +223,9 @@ class _Progress:
             disable = None if progress is None else False
             if progress is None and total <= PROGRESS_AFTER_FRAMES:
                 disable = True
-            self.bar = tqdm(total=total, desc=desc, unit="frame", disable=disable,
-                            leave=False, file=sys.stderr)
+            self.bar = tqdm(
+                total=total, desc=desc, unit="frame", disable=disable, leave=False, file=sys.stderr
+            )
         self.done = 0
 
     def step(self):
@@ -231,9 +241,15 @@ class _Progress:
 
 
 # ------------------------------------------------------------------ frames
-def render_frames(trace: Trace, block=(0, 0), granularity: str = "substep",
-                  order: str = "lockstep", views=None, size=(1280, 720),
-                  focus: tuple[int, int] | None = None) -> Iterator:
+def render_frames(
+    trace: Trace,
+    block=(0, 0),
+    granularity: str = "substep",
+    order: str = "lockstep",
+    views=None,
+    size=(1280, 720),
+    focus: tuple[int, int] | None = None,
+) -> Iterator:
     """The frames of a GIF / MP4 export, one RGB :class:`PIL.Image.Image` per replay step.
 
     Parameters are those of :func:`export_bytes`.
@@ -253,8 +269,9 @@ def render_frames(trace: Trace, block=(0, 0), granularity: str = "substep",
     replay = _replay(trace, block, granularity, order, focus)
     views = _check_views(views, "gif", trace)
     size = _check_size(size, "gif")
-    renderer = FrameRenderer(trace, size=size, views=views, granularity=granularity,
-                             focus=replay.focus)
+    renderer = FrameRenderer(
+        trace, size=size, views=views, granularity=granularity, focus=replay.focus
+    )
     return (renderer.render(replay.frame(i)) for i in range(len(replay)))
 
 
@@ -311,7 +328,8 @@ def gif_palette(images: Iterable):
         exact = uniq[flat]
         others = pixels[~np.isin(keys, exact)]
         quant = Image.fromarray(others.reshape(1, -1, 3)).quantize(
-            colors=256 - len(exact), method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+            colors=256 - len(exact), method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE
+        )
         used = sorted({int(i) for i in np.unique(np.asarray(quant))})
         p = quant.getpalette()
         rest = [(p[3 * i] << 16) | (p[3 * i + 1] << 8) | p[3 * i + 2] for i in used]
@@ -400,23 +418,34 @@ def _gif_bytes(render: Callable[[int], object], n: int, fps: float, progress: _P
         frames.append(quantize(render(i)))
         progress.step()
     buf = io.BytesIO()
-    frames[0].save(buf, format="GIF", save_all=True, append_images=frames[1:],
-                   duration=max(20, round(1000 / fps)), loop=0, optimize=False)
+    frames[0].save(
+        buf,
+        format="GIF",
+        save_all=True,
+        append_images=frames[1:],
+        duration=max(20, round(1000 / fps)),
+        loop=0,
+        optimize=False,
+    )
     return buf.getvalue()
 
 
-def _mp4_bytes(frames: Iterable, size: tuple[int, int], fps: float,
-               progress: _Progress) -> bytes:
+def _mp4_bytes(frames: Iterable, size: tuple[int, int], fps: float, progress: _Progress) -> bytes:
     import imageio.v2 as iio
 
     with tempfile.TemporaryDirectory(prefix="vizmm-mp4-") as tmp:
         path = os.path.join(tmp, "export.mp4")
         writer = iio.get_writer(
-            path, format="FFMPEG", mode="I", fps=fps, codec="libx264",
-            pixelformat="yuv420p", macro_block_size=2, quality=None,
+            path,
+            format="FFMPEG",
+            mode="I",
+            fps=fps,
+            codec="libx264",
+            pixelformat="yuv420p",
+            macro_block_size=2,
+            quality=None,
             ffmpeg_log_level="error",
-            output_params=["-crf", str(MP4_CRF), "-preset", "medium",
-                           "-movflags", "+faststart"],
+            output_params=["-crf", str(MP4_CRF), "-preset", "medium", "-movflags", "+faststart"],
         )
         try:
             for img in frames:
@@ -445,8 +474,9 @@ def _jsonable_column(values) -> list:
     return out
 
 
-def html_frame_data(columns_per_frame: list[dict[str, dict[str, list]]],
-                    names: Iterable[str] | None = None) -> dict:
+def html_frame_data(
+    columns_per_frame: list[dict[str, dict[str, list]]], names: Iterable[str] | None = None
+) -> dict:
     """Pack the sources' data of every frame, each distinct column stored once (pure).
 
     Parameters
@@ -606,8 +636,10 @@ def _self_contained_resources():
 
         def clone(self, *, components=None) -> SelfContained:
             # Bokeh clones the resources to pick components; keep the class.
-            return SelfContained(mode="inline", components=(
-                components if components is not None else list(self.components)))
+            return SelfContained(
+                mode="inline",
+                components=(components if components is not None else list(self.components)),
+            )
 
     return SelfContained(mode="inline")
 
@@ -635,45 +667,67 @@ def _html_bytes(trace: Trace, replay: Replay, views, fps: float, progress: _Prog
     play = Button(label="▶ play", button_type="primary", **button)
     nxt = Button(label="step ▶", **button)
     last = Button(label="last ▶|", **button)
-    slider = Slider(start=1, end=max(n, 2), value=1, step=1, title="step", width=420,
-                    margin=(0, 12, 0, 8))
+    slider = Slider(
+        start=1, end=max(n, 2), value=1, step=1, title="step", width=420, margin=(0, 12, 0, 8)
+    )
     status = Div(text=f"step 1 / {n}", width=120, margin=(8, 0, 0, 8))
     first.js_on_click(CustomJS(code="window.vizmm && window.vizmm.step(-window.vizmm.n)"))
     prev.js_on_click(CustomJS(code="window.vizmm && window.vizmm.step(-1)"))
     play.js_on_click(CustomJS(code="window.vizmm && window.vizmm.toggle()"))
     nxt.js_on_click(CustomJS(code="window.vizmm && window.vizmm.step(1)"))
     last.js_on_click(CustomJS(code="window.vizmm && window.vizmm.step(window.vizmm.n)"))
-    slider.js_on_change("value", CustomJS(code="window.vizmm && window.vizmm.fromSlider("
-                                               "cb_obj.value)"))
+    slider.js_on_change(
+        "value", CustomJS(code="window.vizmm && window.vizmm.fromSlider(cb_obj.value)")
+    )
     controls = row(first, prev, play, nxt, last, slider, status)
     layout = column(controls, scene.layout)
 
     pack.update(
         fps=fps,
         sources={name: src.id for name, src in scene.sources.items()},
-        slider=slider.id, status=status.id, play=play.id,
+        slider=slider.id,
+        status=status.id,
+        play=play.id,
     )
     frames_json = json.dumps(pack, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     j, k, l = trace.shape
     by, bx = replay.block
-    title = (f"vizmm · {trace.kernel} · M {j}x{k} · N {k}x{l} · TILE_WIDTH {trace.tile_width} · "
-             f"block ({by},{bx})")
-    help_text = (f"{title} · {n} steps ({replay.granularity}, {replay.order}). Keys: ← → step, "
-                 "space play / pause, Home / End first / last step.")
+    title = (
+        f"vizmm · {trace.kernel} · M {j}x{k} · N {k}x{l} · TILE_WIDTH {trace.tile_width} · "
+        f"block ({by},{bx})"
+    )
+    help_text = (
+        f"{title} · {n} steps ({replay.granularity}, {replay.order}). Keys: ← → step, "
+        "space play / pause, Home / End first / last step."
+    )
     html = file_html(
-        layout, _self_contained_resources(), title=title, template=Template(_HTML_TEMPLATE),
-        template_variables={"frames_json": frames_json, "engine_js": _ENGINE_JS,
-                            "help_text": help_text},
+        layout,
+        _self_contained_resources(),
+        title=title,
+        template=Template(_HTML_TEMPLATE),
+        template_variables={
+            "frames_json": frames_json,
+            "engine_js": _ENGINE_JS,
+            "help_text": help_text,
+        },
         suppress_callback_warning=True,
     )
     return html.encode("utf-8")
 
 
 # ------------------------------------------------------------------ export
-def export_bytes(trace: Trace, fmt: str, block=(0, 0), granularity: str = "substep",
-                 order: str = "lockstep", views=None, fps: float = 2,
-                 size=(1280, 720), focus: tuple[int, int] | None = None,
-                 progress: ProgressArg = None) -> bytes:
+def export_bytes(
+    trace: Trace,
+    fmt: str,
+    block=(0, 0),
+    granularity: str = "substep",
+    order: str = "lockstep",
+    views=None,
+    fps: float = 2,
+    size=(1280, 720),
+    focus: tuple[int, int] | None = None,
+    progress: ProgressArg = None,
+) -> bytes:
     """The bytes of an export of one block's replay; writes no file.
 
     Parameters
@@ -730,8 +784,10 @@ def export_bytes(trace: Trace, fmt: str, block=(0, 0), granularity: str = "subst
             return _html_bytes(trace, replay, views, fps, bar)
         from .render.pillow import FrameRenderer
 
-        renderer = FrameRenderer(trace, size=size, views=views, granularity=granularity,
-                                 focus=replay.focus)
+        renderer = FrameRenderer(
+            trace, size=size, views=views, granularity=granularity, focus=replay.focus
+        )
+
         def render(i):
             return renderer.render(replay.frame(i))
 
@@ -790,7 +846,8 @@ def _parse_pair(text: str, what: str, example: str, sep=",") -> tuple[int, int]:
         a, b = (int(p) for p in parts)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{what} must be two integers like {example}, got {text!r}") from None
+            f"{what} must be two integers like {example}, got {text!r}"
+        ) from None
     return a, b
 
 
@@ -828,27 +885,54 @@ def add_export_parser(subparsers) -> None:
         ),
     )
     p.add_argument("file", metavar="TRACE", help="a trace written by 'vizmm record'")
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="where to write (default: TRACE with the format's suffix)")
-    p.add_argument("--format", "-f", choices=EXPORT_FORMATS, dest="fmt",
-                   help="gif, mp4 or html (default: from the suffix of -o)")
-    p.add_argument("--block", type=_parse_block, metavar="BY,BX",
-                   help="the block (blockIdx.y, blockIdx.x); default: the first block "
-                        "recorded per thread")
-    p.add_argument("--granularity", choices=GRANULARITIES, default="substep",
-                   help="one frame per sub-step of the loop or per phase (default: substep)")
-    p.add_argument("--order", choices=ORDERS, default="lockstep",
-                   help="barrier arrivals all at once or in the recorded order "
-                        "(default: lockstep)")
-    p.add_argument("--views", metavar="V1,V2,...",
-                   help="views to draw, e.g. M,N,P,Mds,Nds (default: all)")
-    p.add_argument("--fps", type=_parse_fps, default=2.0,
-                   help="steps per second (default: 2)")
-    p.add_argument("--size", type=_parse_size, default=(1280, 720), metavar="WxH",
-                   help="GIF / MP4 frame size in pixels (default: 1280x720; 1920x1080 for "
-                        "full HD)")
-    p.add_argument("--focus", type=_parse_focus, metavar="TY,TX",
-                   help="follow one thread: outline its loads and reads")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="where to write (default: TRACE with the format's suffix)",
+    )
+    p.add_argument(
+        "--format",
+        "-f",
+        choices=EXPORT_FORMATS,
+        dest="fmt",
+        help="gif, mp4 or html (default: from the suffix of -o)",
+    )
+    p.add_argument(
+        "--block",
+        type=_parse_block,
+        metavar="BY,BX",
+        help="the block (blockIdx.y, blockIdx.x); default: the first block recorded per thread",
+    )
+    p.add_argument(
+        "--granularity",
+        choices=GRANULARITIES,
+        default="substep",
+        help="one frame per sub-step of the loop or per phase (default: substep)",
+    )
+    p.add_argument(
+        "--order",
+        choices=ORDERS,
+        default="lockstep",
+        help="barrier arrivals all at once or in the recorded order (default: lockstep)",
+    )
+    p.add_argument(
+        "--views", metavar="V1,V2,...", help="views to draw, e.g. M,N,P,Mds,Nds (default: all)"
+    )
+    p.add_argument("--fps", type=_parse_fps, default=2.0, help="steps per second (default: 2)")
+    p.add_argument(
+        "--size",
+        type=_parse_size,
+        default=(1280, 720),
+        metavar="WxH",
+        help="GIF / MP4 frame size in pixels (default: 1280x720; 1920x1080 for full HD)",
+    )
+    p.add_argument(
+        "--focus",
+        type=_parse_focus,
+        metavar="TY,TX",
+        help="follow one thread: outline its loads and reads",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_export)
 
@@ -874,12 +958,24 @@ def cmd_export(args: argparse.Namespace) -> int:
     if len(trace.detail_blocks) == 0:
         raise ExportError(f"{args.file} recorded no block per thread")
     block = args.block if args.block is not None else tuple(trace.detail_blocks[0].tolist())
-    export(trace, out, fmt=fmt, block=block, granularity=args.granularity, order=args.order,
-           views=args.views, fps=args.fps, size=args.size, focus=args.focus,
-           progress=False if args.quiet else None)
+    export(
+        trace,
+        out,
+        fmt=fmt,
+        block=block,
+        granularity=args.granularity,
+        order=args.order,
+        views=args.views,
+        fps=args.fps,
+        size=args.size,
+        focus=args.focus,
+        progress=False if args.quiet else None,
+    )
     n = len(Replay(trace, block, granularity=args.granularity, order=args.order))
     size = os.path.getsize(out)
     what = f"{args.size[0]}x{args.size[1]}, " if fmt != "html" else ""
-    print(f"wrote {out} ({human_bytes(size)}): {fmt} of block ({block[0]},{block[1]}), {n} frames "
-          f"({args.granularity}, {args.order}), {what}{args.fps:g} fps")
+    print(
+        f"wrote {out} ({human_bytes(size)}): {fmt} of block ({block[0]},{block[1]}), {n} frames "
+        f"({args.granularity}, {args.order}), {what}{args.fps:g} fps"
+    )
     return 0

@@ -154,8 +154,10 @@ def not_recorded_message(trace: Trace, block: Sequence[int]) -> str:
         return f"block ({by}, {bx}) is outside the {gy} x {gx} grid of blocks"
     if trace.has_block((by, bx)):
         return ""
-    return (f"block ({by}, {bx}) was not recorded per thread; detailed blocks: "
-            f"{format_blocks(trace.detail_blocks.tolist())}")
+    return (
+        f"block ({by}, {bx}) was not recorded per thread; detailed blocks: "
+        f"{format_blocks(trace.detail_blocks.tolist())}"
+    )
 
 
 _PAIR = re.compile(r"^\(?\s*(\d+)\s*[, ]\s*(\d+)\s*\)?$")
@@ -174,8 +176,10 @@ def parse_window(text: str) -> list[tuple[int, int]]:
     for p in parts:
         m = _PAIR.match(p.strip("() "))
         if m is None:
-            raise ValueError(f"window blocks are 'by,bx' pairs separated by ';' "
-                             f"(e.g. '0,0; 31,17'); cannot read {p!r}")
+            raise ValueError(
+                f"window blocks are 'by,bx' pairs separated by ';' "
+                f"(e.g. '0,0; 31,17'); cannot read {p!r}"
+            )
         pair = (int(m[1]), int(m[2]))
         if pair not in out:
             out.append(pair)
@@ -332,11 +336,25 @@ def timeline(trace: Trace) -> Timeline:
         end = np.where(clocked, (t1 - origin).astype(np.float64), np.nan)
         duration = float(np.nanmax(end))
         device = trace.meta.get("device_name") or "the GPU"
-        note = (f"Time is the %globaltimer of {device}, read by each block when it started "
-                f"and when it finished, in µs since the first block started "
-                f"({duration / 1000:.1f} µs for {int(clocked.sum())} blocks).")
-        return Timeline("globaltimer", "ns", start, end, sm, seq.astype(np.int64), clocked,
-                        sim, origin, duration, sm_count, note)
+        note = (
+            f"Time is the %globaltimer of {device}, read by each block when it started "
+            f"and when it finished, in µs since the first block started "
+            f"({duration / 1000:.1f} µs for {int(clocked.sum())} blocks)."
+        )
+        return Timeline(
+            "globaltimer",
+            "ns",
+            start,
+            end,
+            sm,
+            seq.astype(np.int64),
+            clocked,
+            sim,
+            origin,
+            duration,
+            sm_count,
+            note,
+        )
     has = (seq >= 0) & sim
     if has.any():
         rank = np.full((gy, gx), -1, np.int64)
@@ -348,16 +366,32 @@ def timeline(trace: Trace) -> Timeline:
     else:
         start, end = nan, nan.copy()
     n = int(has.sum())
-    note = ("This trace has no clock (Numba's CUDA simulator has no %globaltimer or SMs): "
-            "the timeline shows the order in which blocks completed, one step per block "
-            "(the simulator runs one block at a time), not real time.")
+    note = (
+        "This trace has no clock (Numba's CUDA simulator has no %globaltimer or SMs): "
+        "the timeline shows the order in which blocks completed, one step per block "
+        "(the simulator runs one block at a time), not real time."
+    )
     if not sim.all():
-        note += (f" Only {int(sim.sum())} of {gy * gx} blocks were simulated: "
-                 f"{format_blocks(simulated_blocks(trace) or [])}; the others have no data.")
+        note += (
+            f" Only {int(sim.sum())} of {gy * gx} blocks were simulated: "
+            f"{format_blocks(simulated_blocks(trace) or [])}; the others have no data."
+        )
     if not n:
         note = "This trace has no start or end times, and no completion order, for any block."
-    return Timeline("order", "blocks", start, end, sm, seq.astype(np.int64), has, sim, -1,
-                    float(n), sm_count, note)
+    return Timeline(
+        "order",
+        "blocks",
+        start,
+        end,
+        sm,
+        seq.astype(np.int64),
+        has,
+        sim,
+        -1,
+        float(n),
+        sm_count,
+        note,
+    )
 
 
 # ------------------------------------------------------------------- gantt
@@ -447,8 +481,18 @@ def gantt(tl: Timeline) -> Gantt:
     rows = int(row.max()) + 1 if len(row) else 1
     if tl.sm_count and (tl.sm >= 0).any():
         rows = max(rows, tl.sm_count)
-    return Gantt(by.astype(np.int32), bx.astype(np.int32), row, lane, start, end,
-                 int(lane.max()) + 1 if len(lane) else 1, rows, tl.unit, index)
+    return Gantt(
+        by.astype(np.int32),
+        bx.astype(np.int32),
+        row,
+        lane,
+        start,
+        end,
+        int(lane.max()) + 1 if len(lane) else 1,
+        rows,
+        tl.unit,
+        index,
+    )
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -491,8 +535,10 @@ class Waves:
 
     def describe(self) -> str:
         """One sentence: blocks, SMs, resident blocks per SM and waves."""
-        return (f"{self.n_blocks} blocks on {self.sms} SMs, up to {self.resident} resident "
-                f"per SM ({self.slots} at once): {self.n_waves:.2f} waves")
+        return (
+            f"{self.n_blocks} blocks on {self.sms} SMs, up to {self.resident} resident "
+            f"per SM ({self.slots} at once): {self.n_waves:.2f} waves"
+        )
 
 
 def waves(tl: Timeline, g: Gantt | None = None) -> Waves | None:
@@ -512,8 +558,17 @@ def waves(tl: Timeline, g: Gantt | None = None) -> Waves | None:
     end = np.full(nw, -np.inf)
     np.minimum.at(start, w, g.start)
     np.maximum.at(end, w, g.end)
-    return Waves(g.lanes, sms, slots, len(g), len(g) / slots, wave, start, end,
-                 np.bincount(w, minlength=nw).astype(np.int64))
+    return Waves(
+        g.lanes,
+        sms,
+        slots,
+        len(g),
+        len(g) / slots,
+        wave,
+        start,
+        end,
+        np.bincount(w, minlength=nw).astype(np.int64),
+    )
 
 
 # ------------------------------------------------------------------- reads
@@ -613,18 +668,28 @@ def _cells(a: np.ndarray, re_: np.ndarray, ce: np.ndarray):
     return total / size, low.astype(np.int64), high.astype(np.int64)
 
 
-def _read_map(counts: np.ndarray, matrix: str, kernel: str, T: int,
-              max_cells: int) -> ReadMap:
+def _read_map(counts: np.ndarray, matrix: str, kernel: str, T: int, max_cells: int) -> ReadMap:
     rows, cols = counts.shape
     re_, pr = _edges(rows, T, max_cells)
     ce, pc = _edges(cols, T, max_cells)
     mean, low, high = _cells(counts, re_, ce)
-    return ReadMap(matrix, kernel, mean, low, high, re_, ce, (rows, cols), (pr, pc),
-                   int(counts.sum(dtype=np.int64)))
+    return ReadMap(
+        matrix,
+        kernel,
+        mean,
+        low,
+        high,
+        re_,
+        ce,
+        (rows, cols),
+        (pr, pc),
+        int(counts.sum(dtype=np.int64)),
+    )
 
 
-def _line_map(per_line: np.ndarray, other: int, along_rows: bool, matrix: str, T: int,
-              max_cells: int) -> ReadMap:
+def _line_map(
+    per_line: np.ndarray, other: int, along_rows: bool, matrix: str, T: int, max_cells: int
+) -> ReadMap:
     """A ReadMap of a matrix whose counts depend only on the row (or only the column)."""
     n = len(per_line)
     e, p = _edges(n, T, max_cells)
@@ -640,8 +705,18 @@ def _line_map(per_line: np.ndarray, other: int, along_rows: bool, matrix: str, T
     else:
         mean, low, high = (np.outer(ones, x) for x in (mean1, low1, high1))
         re_, ce, shape, per = oe, e, (other, n), (op, p)
-    return ReadMap(matrix, "naive", mean, low.astype(np.int64), high.astype(np.int64),
-                   re_, ce, shape, per, int(v.sum()) * other)
+    return ReadMap(
+        matrix,
+        "naive",
+        mean,
+        low.astype(np.int64),
+        high.astype(np.int64),
+        re_,
+        ce,
+        shape,
+        per,
+        int(v.sum()) * other,
+    )
 
 
 def naive_read_maps(trace: Trace, max_cells: int = MAX_CELLS) -> tuple[ReadMap, ReadMap]:
@@ -668,8 +743,10 @@ def naive_read_maps(trace: Trace, max_cells: int = MAX_CELLS) -> tuple[ReadMap, 
     per_bcol = (ran * rows_in[:, None]).sum(axis=0)  # (gx,)
     m_rows = np.repeat(per_brow, T)[:j]  # reads of each element of M row r
     n_cols = np.repeat(per_bcol, T)[:l]
-    return (_line_map(m_rows, k, True, "M", T, max_cells),
-            _line_map(n_cols, k, False, "N", T, max_cells))
+    return (
+        _line_map(m_rows, k, True, "M", T, max_cells),
+        _line_map(n_cols, k, False, "N", T, max_cells),
+    )
 
 
 def read_counts(trace: Trace, max_cells: int = MAX_CELLS) -> ReadCounts:
@@ -690,14 +767,29 @@ def read_counts(trace: Trace, max_cells: int = MAX_CELLS) -> ReadCounts:
     complete = bool(ran.all())
     counted = int(ran.sum())
     if complete:
-        note = (f"Reads of every element by the whole launch ({ran.size} blocks), counted "
-                f"on the {trace.backend}.")
+        note = (
+            f"Reads of every element by the whole launch ({ran.size} blocks), counted "
+            f"on the {trace.backend}."
+        )
     else:
-        note = (f"Only {counted} of {ran.size} blocks were simulated "
-                f"({format_blocks(simulated_blocks(trace) or [])}): the counts, and the naive "
-                f"kernel's for comparison, cover those blocks only.")
-    return ReadCounts(m, n, mn, nn, measured, naive, naive / measured if measured else
-                      float("nan"), T, complete, counted, note)
+        note = (
+            f"Only {counted} of {ran.size} blocks were simulated "
+            f"({format_blocks(simulated_blocks(trace) or [])}): the counts, and the naive "
+            f"kernel's for comparison, cover those blocks only."
+        )
+    return ReadCounts(
+        m,
+        n,
+        mn,
+        nn,
+        measured,
+        naive,
+        naive / measured if measured else float("nan"),
+        T,
+        complete,
+        counted,
+        note,
+    )
 
 
 # ------------------------------------------------------------------- waits
@@ -713,7 +805,7 @@ def wait_bin_edges() -> tuple[np.ndarray, np.ndarray]:
     """
     b = np.arange(WAIT_BINS)
     lo = np.where(b == 0, 0.0, 2.0 ** (b - 1))
-    hi = 2.0 ** b
+    hi = 2.0**b
     hi[-1] = np.inf
     return lo, hi
 
@@ -786,16 +878,20 @@ def wait_distribution(trace: Trace, phase: int | None = None) -> WaitDistributio
     available = bool(hist.shape[0]) and bool(hist.sum())
     if not hist.shape[0]:
         counts = np.zeros((2, WAIT_BINS), np.int64)
-        note = ("This trace was recorded with every block in detail: it keeps no barrier-wait "
-                "summaries (record with a window for them).")
+        note = (
+            "This trace was recorded with every block in detail: it keeps no barrier-wait "
+            "summaries (record with a window for them)."
+        )
     else:
         sel = hist.sum(axis=0) if phase is None else hist[phase]
         counts = sel.astype(np.int64)
-        note = ("Arrival spread per block: the last warp's arrival at the barrier minus the "
-                "first warp's, in %clock64 cycles (how long the first warp waited)."
-                if available else
-                "No barrier clocks in this trace (Numba's CUDA simulator has no %clock64): "
-                "no waits to show.")
+        note = (
+            "Arrival spread per block: the last warp's arrival at the barrier minus the "
+            "first warp's, in %clock64 cycles (how long the first warp waited)."
+            if available
+            else "No barrier clocks in this trace (Numba's CUDA simulator has no %clock64): "
+            "no waits to show."
+        )
     return WaitDistribution(phase, counts, lo, hi, nph, available, note)
 
 
@@ -851,8 +947,9 @@ class SlowBlocks:
         return len(self.by)
 
 
-def slowest_blocks(trace: Trace, barrier: int = 0, n: int = 10,
-                   phase: int | None = None) -> SlowBlocks:
+def slowest_blocks(
+    trace: Trace, barrier: int = 0, n: int = 10, phase: int | None = None
+) -> SlowBlocks:
     """The ``n`` blocks with the largest arrival spread at ``barrier`` (see :class:`SlowBlocks`).
 
     With ``phase`` given, blocks are ranked by their spread in that phase
@@ -866,8 +963,9 @@ def slowest_blocks(trace: Trace, barrier: int = 0, n: int = 10,
         When ``barrier`` is not 0 or 1.
     """
     if barrier not in (0, 1):
-        raise ValueError(f"barrier must be 0 (after the loads) or 1 (after the k loop), "
-                         f"got {barrier}")
+        raise ValueError(
+            f"barrier must be 0 (after the loads) or 1 (after the k loop), got {barrier}"
+        )
     gy, gx = trace.grid
     bw = trace.block_wait
     has_summary = bw.shape[:2] == (gy, gx)
@@ -890,11 +988,21 @@ def slowest_blocks(trace: Trace, barrier: int = 0, n: int = 10,
     info = trace.block_info
     mean = bw[by, bx, barrier, 1] if has_summary else np.full(len(take), -1)
     worst = bw[by, bx, barrier, 2] if has_summary else np.full(len(take), -1)
-    detailed = np.array([trace.has_block((a, b)) for a, b in zip(by.tolist(), bx.tolist(),
-                                                                   strict=True)], bool)
-    return SlowBlocks(barrier, phase, by.astype(np.int32), bx.astype(np.int32),
-                      info[by, bx, _SMID].astype(np.int32), flat[take].astype(np.int64),
-                      np.asarray(mean, np.int64), np.asarray(worst, np.int32), detailed, note)
+    detailed = np.array(
+        [trace.has_block((a, b)) for a, b in zip(by.tolist(), bx.tolist(), strict=True)], bool
+    )
+    return SlowBlocks(
+        barrier,
+        phase,
+        by.astype(np.int32),
+        bx.astype(np.int32),
+        info[by, bx, _SMID].astype(np.int32),
+        flat[take].astype(np.int64),
+        np.asarray(mean, np.int64),
+        np.asarray(worst, np.int32),
+        detailed,
+        note,
+    )
 
 
 # ------------------------------------------------------------------- model
@@ -905,9 +1013,12 @@ def describe(trace: Trace) -> list[str]:
     T = trace.tile_width
     m = trace.meta
     shape = f"{j}×{j}" if j == k == l else f"M {j}×{k} · N {k}×{l}"
-    where = (f"{m.get('device_name', 'a GPU')}"
-             + (f" ({m['sm_count']} SMs)" if m.get("sm_count") else "")
-             if trace.backend == "gpu" else "Numba's CUDA simulator")
+    where = (
+        f"{m.get('device_name', 'a GPU')}"
+        + (f" ({m['sm_count']} SMs)" if m.get("sm_count") else "")
+        if trace.backend == "gpu"
+        else "Numba's CUDA simulator"
+    )
     lines = [
         f"{trace.kernel} kernel ({m.get('figure', '')}) · {shape} · TILE_WIDTH {T} · "
         f"{gy}×{gx} = {gy * gx} blocks of {T}×{T} threads · {trace.n_phases} phases",
@@ -917,8 +1028,10 @@ def describe(trace: Trace) -> list[str]:
     ]
     sim = simulated_blocks(trace)
     if sim is not None:
-        lines.append(f"simulated blocks ({len(sim)} of {gy * gx}): {format_blocks(sim)}; "
-                     "the other blocks did not run, so they have no times or reads")
+        lines.append(
+            f"simulated blocks ({len(sim)} of {gy * gx}): {format_blocks(sim)}; "
+            "the other blocks did not run, so they have no times or reads"
+        )
     return [line.replace(" ()", "") for line in lines]
 
 
@@ -956,9 +1069,16 @@ class LargeModel:
         """Build every model of ``trace`` (about half a second at 4096 x 4096)."""
         tl = timeline(trace)
         g = gantt(tl)
-        return cls(trace, tl, g, waves(tl, g), read_counts(trace, max_cells),
-                   block_waits(trace), trace.zero_fills.sum(axis=(2, 3), dtype=np.int64),
-                   describe(trace))
+        return cls(
+            trace,
+            tl,
+            g,
+            waves(tl, g),
+            read_counts(trace, max_cells),
+            block_waits(trace),
+            trace.zero_fills.sum(axis=(2, 3), dtype=np.int64),
+            describe(trace),
+        )
 
 
 @lru_cache(maxsize=4)

@@ -200,8 +200,10 @@ BLOCK_STATE_LABELS = {
 
 # Barrier 1 (after the loads) and barrier 2 (after the k loop): the colours of
 # threads waiting at them in the block replay.
-BARRIER_COLORS = (THREAD_STATE_COLORS[ThreadState.WAITING_1],
-                  THREAD_STATE_COLORS[ThreadState.WAITING_2])
+BARRIER_COLORS = (
+    THREAD_STATE_COLORS[ThreadState.WAITING_1],
+    THREAD_STATE_COLORS[ThreadState.WAITING_2],
+)
 
 # Alternate shading of the waves of blocks behind the running-blocks curve.
 WAVE_BANDS = ("#f6f8fa", "#eaeef2")

@@ -112,8 +112,6 @@ class Estimate:
         )
 
 
-
-
 def _check_dim(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise RecordError(f"{name} must be a positive integer (elements), got {value!r}")
@@ -164,9 +162,15 @@ def _normalize(j, k, l, tile_width, kernel, window):
     return j, k, l, T, gy, gx, blocks
 
 
-def estimate(j: int, k: int, l: int, tile_width: int, kernel: str = "boundary",
-             window: Sequence[tuple[int, int]] | None = None,
-             simulate_window_only: bool = True) -> Estimate:
+def estimate(
+    j: int,
+    k: int,
+    l: int,
+    tile_width: int,
+    kernel: str = "boundary",
+    window: Sequence[tuple[int, int]] | None = None,
+    simulate_window_only: bool = True,
+) -> Estimate:
     """Estimate a recording's trace size and simulator time before launching it.
 
     Parameters
@@ -199,8 +203,11 @@ def estimate(j: int, k: int, l: int, tile_width: int, kernel: str = "boundary",
     )
     sim_blocks = nd if (window is not None and simulate_window_only) else gy * gx
     inner = k if kernel == "naive" else nph * T
-    secs = sim_blocks * T * T * (
-        _SIM_PER_THREAD + _SIM_PER_THREAD_PHASE * max(nph, 1) + _SIM_PER_MAC * inner
+    secs = (
+        sim_blocks
+        * T
+        * T
+        * (_SIM_PER_THREAD + _SIM_PER_THREAD_PHASE * max(nph, 1) + _SIM_PER_MAC * inner)
     )
     return Estimate(int(nbytes), gy * gx, sim_blocks, float(secs))
 
@@ -253,8 +260,12 @@ def _probe_gpu_in_subprocess() -> bool:
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     code = "from numba import cuda; import sys; sys.exit(0 if cuda.is_available() else 1)"
     try:
-        return subprocess.run([sys.executable, "-c", code], env=env, timeout=120,
-                              capture_output=True).returncode == 0
+        return (
+            subprocess.run(
+                [sys.executable, "-c", code], env=env, timeout=120, capture_output=True
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
 
@@ -387,17 +398,29 @@ def record(
     if backend == "auto":
         backend = "gpu" if gpu_available() else "simulator"
         if not quiet:
-            print(f"vizmm: recording on the {backend}"
-                  + (" (no usable GPU found)" if backend == "simulator" else ""),
-                  file=sys.stderr)
+            print(
+                f"vizmm: recording on the {backend}"
+                + (" (no usable GPU found)" if backend == "simulator" else ""),
+                file=sys.stderr,
+            )
     if backend == "gpu" and not gpu_available():
         raise GPUUnavailableError(
             "backend='gpu' was asked for but numba finds no usable CUDA GPU here; use "
             "backend='simulator' (or 'auto'), which runs the same kernels in Numba's CUDA "
             "simulator, slowly but everywhere"
         )
-    job = dict(j=j, k=k, l=l, T=T, kernel=kernel, blocks=blocks, aggregated=window is not None,
-               seed=seed, backend=backend, inputs=inputs)
+    job = dict(
+        j=j,
+        k=k,
+        l=l,
+        T=T,
+        kernel=kernel,
+        blocks=blocks,
+        aggregated=window is not None,
+        seed=seed,
+        backend=backend,
+        inputs=inputs,
+    )
     mode = _numba_mode()
     want = backend
     if mode is not None and mode != want:
@@ -417,13 +440,22 @@ def _record_in_subprocess(job, M, N, quiet):
         out = os.path.join(tmp, "out.vizmm")
         np.savez(inp, M=M, N=N, blocks=np.asarray(job["blocks"], np.int32).reshape(-1, 2))
         env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if job["backend"] == "simulator" else "0")
-        args = [sys.executable, "-m", "vizmm._worker", inp, out,
-                *(f"{key}={job[key]}" for key in ("j", "k", "l", "T", "kernel", "aggregated",
-                                                   "seed", "backend", "inputs"))]
+        args = [
+            sys.executable,
+            "-m",
+            "vizmm._worker",
+            inp,
+            out,
+            *(
+                f"{key}={job[key]}"
+                for key in ("j", "k", "l", "T", "kernel", "aggregated", "seed", "backend", "inputs")
+            ),
+        ]
         proc = subprocess.run(args, env=env, stderr=None if not quiet else subprocess.DEVNULL)
         if proc.returncode != 0 or not os.path.exists(out):
-            raise RuntimeError(f"the {job['backend']} recording process failed "
-                               f"(exit code {proc.returncode})")
+            raise RuntimeError(
+                f"the {job['backend']} recording process failed (exit code {proc.returncode})"
+            )
         with open(out, "rb") as f:
             return from_bytes(f.read())
 
@@ -516,22 +548,31 @@ def _launch(job, M, N, show) -> Trace:
     (grid, block) = K.grid_dims(j, l, T)
     scalars = K.launch_dims(kernel, j, k, l)
     meta = {
-        "kernel": kernel, "figure": K.FIGURES[kernel], "source": _plain_source(kernel),
-        "tile_width": T, "j": j, "k": k, "l": l,
-        "n_detail": nd, "aggregated": aggregated, "seed": job["seed"],
+        "kernel": kernel,
+        "figure": K.FIGURES[kernel],
+        "source": _plain_source(kernel),
+        "tile_width": T,
+        "j": j,
+        "k": k,
+        "l": l,
+        "n_detail": nd,
+        "aggregated": aggregated,
+        "seed": job["seed"],
         "inputs": job.get("inputs", "given"),
         "versions": _versions(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
-    update, close = _progress_reporter(show, nd if aggregated and config.ENABLE_CUDASIM
-                                       else gy * gx)
+    update, close = _progress_reporter(
+        show, nd if aggregated and config.ENABLE_CUDASIM else gy * gx
+    )
     t0 = time.perf_counter()
     try:
         if config.ENABLE_CUDASIM:
             meta["backend"] = "simulator"
             sim_blocks = blocks if aggregated else None
-            _simulate(kern, grid, block, [M.ravel(), N.ravel(), P, *scalars], rec, sim_blocks,
-                      update)
+            _simulate(
+                kern, grid, block, [M.ravel(), N.ravel(), P, *scalars], rec, sim_blocks, update
+            )
             meta["simulated_blocks"] = [list(b) for b in blocks] if aggregated else "all"
         else:
             meta["backend"] = "gpu"
@@ -553,12 +594,20 @@ def _launch(job, M, N, show) -> Trace:
     summaries = _summarise_spread(rec["spread"], codes, aggregated, meta, (gy, gx, nph))
     return Trace(
         meta=meta,
-        M=M, N=N, P=P.reshape(j, l),
+        M=M,
+        N=N,
+        P=P.reshape(j, l),
         detail_blocks=np.asarray(blocks, np.int32).reshape(-1, 2),
-        loads=rec["ld"], pvalue=rec["pv"], barrier_tick=rec["bar"], barrier_clock=rec["bclk"],
-        p_write=rec["pw"], block_info=rec["blk"],
-        m_reads=rec["mcount"].reshape(j, k), n_reads=rec["ncount"].reshape(k, l),
-        zero_fills=rec["zf"], **summaries,
+        loads=rec["ld"],
+        pvalue=rec["pv"],
+        barrier_tick=rec["bar"],
+        barrier_clock=rec["bclk"],
+        p_write=rec["pw"],
+        block_info=rec["blk"],
+        m_reads=rec["mcount"].reshape(j, k),
+        n_reads=rec["ncount"].reshape(k, l),
+        zero_fills=rec["zf"],
+        **summaries,
     )
 
 
@@ -567,9 +616,11 @@ def _summarise_spread(raw: np.ndarray, codes, aggregated: bool, meta: dict, dims
     gy, gx, nph = dims
     if not aggregated:
         meta["spread_stored"] = False
-        return {"barrier_spread": np.zeros((0, 0, nph, 2, 2), np.int32),
-                "wait_hist": np.zeros((0, 2, WAIT_BINS), np.int32),
-                "block_wait": np.zeros((0, 0, 2, 3), np.int32)}
+        return {
+            "barrier_spread": np.zeros((0, 0, nph, 2, 2), np.int32),
+            "wait_hist": np.zeros((0, 2, WAIT_BINS), np.int32),
+            "block_wait": np.zeros((0, 0, 2, 3), np.int32),
+        }
     spread = _reduce_spread(raw, codes)  # (gy, gx, nph, 2, 2)
     wait = spread[..., 0].astype(np.int64)  # arrival spread, -1 without clocks
     has = wait >= 0
@@ -586,15 +637,19 @@ def _summarise_spread(raw: np.ndarray, codes, aggregated: bool, meta: dict, dims
         any_clock = has.any(axis=2)  # (gy, gx, 2)
         mx = w.max(axis=2)
         arg = w.argmax(axis=2)
-        mean = np.where(any_clock, np.where(has, wait, 0).sum(axis=2)
-                        / np.maximum(has.sum(axis=2), 1), -1)
+        mean = np.where(
+            any_clock, np.where(has, wait, 0).sum(axis=2) / np.maximum(has.sum(axis=2), 1), -1
+        )
         block_wait[..., 0] = np.where(any_clock, mx, -1)
         block_wait[..., 1] = np.where(any_clock, np.rint(mean), -1)
         block_wait[..., 2] = np.where(any_clock, arg, -1)
     stored = gy * gx * nph <= MAX_STORED_SPREAD
     meta["spread_stored"] = bool(stored)
-    return {"barrier_spread": spread if stored else np.zeros((0, 0, nph, 2, 2), np.int32),
-            "wait_hist": hist, "block_wait": block_wait}
+    return {
+        "barrier_spread": spread if stored else np.zeros((0, 0, nph, 2, 2), np.int32),
+        "wait_hist": hist,
+        "block_wait": block_wait,
+    }
 
 
 def _reduce_spread(spread: np.ndarray, codes) -> np.ndarray:
@@ -623,7 +678,7 @@ def _plain_source(kernel: str) -> str:
     with open(K.source_file(kernel), encoding="utf-8") as f:
         text = f.read()
     start = text.index("def make_plain")
-    body = text[start:text.index("    return matrixMulKernel", start)]
+    body = text[start : text.index("    return matrixMulKernel", start)]
     lines = body.splitlines()
     first = next(i for i, line in enumerate(lines) if line.strip().startswith("@cuda.jit"))
     return textwrap.dedent("\n".join(lines[first:])).rstrip() + "\n"
@@ -661,10 +716,11 @@ def _simulate(kern, grid, block, args, rec, blocks: Iterable[tuple[int, int]] | 
         # launch. The record arrays go in as plain NumPy arrays: the recording
         # only stores scalars and takes atomics on them, which the simulator
         # does the same on both, and it skips two Python wrappers per store.
-        fake_args = [FakeWithinKernelCUDAArray(FakeCUDAArray(a)) if isinstance(a, np.ndarray)
-                     else a for a in args] + list(rec.values())
-        with simk._push_kernel_context(fake_module), \
-                simk.swapped_cuda_module(kern.fn, fake_module):
+        fake_args = [
+            FakeWithinKernelCUDAArray(FakeCUDAArray(a)) if isinstance(a, np.ndarray) else a
+            for a in args
+        ] + list(rec.values())
+        with simk._push_kernel_context(fake_module), simk.swapped_cuda_module(kern.fn, fake_module):
             for i, (by, bx) in enumerate(order):
                 bm = bm_cls(kern.fn, (gx, gy, 1), (*block, 1), False)
                 bm.run((bx, by, 0), *fake_args)

@@ -314,15 +314,23 @@ class Replay:
         When the block was not recorded per thread.
     """
 
-    def __init__(self, trace: Trace, block=(0, 0), granularity: str = "substep",
-                 order: str = "lockstep", focus: tuple[int, int] | None = None):
+    def __init__(
+        self,
+        trace: Trace,
+        block=(0, 0),
+        granularity: str = "substep",
+        order: str = "lockstep",
+        focus: tuple[int, int] | None = None,
+    ):
         if granularity not in GRANULARITIES:
             raise ValueError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
         if trace.kernel == "naive":
-            raise ValueError("the naive kernel has no tiles or phases to replay; record a tiled "
-                             "kernel ('tiled', 'boundary' or 'general')")
+            raise ValueError(
+                "the naive kernel has no tiles or phases to replay; record a tiled "
+                "kernel ('tiled', 'boundary' or 'general')"
+            )
         T = trace.tile_width
         if focus is not None:
             focus = (int(focus[0]), int(focus[1]))
@@ -341,7 +349,7 @@ class Replay:
         return len(self.steps)
 
     def _arrival_counts(self) -> list[int]:
-        n = self.trace.tile_width ** 2
+        n = self.trace.tile_width**2
         g = min(n, MAX_ARRIVAL_GROUPS)
         return sorted({-(-n * (i + 1) // g) for i in range(g)})
 
@@ -363,7 +371,7 @@ class Replay:
 
     def _barrier_steps(self, sub: Sub, ph: int) -> list[Step]:
         if self.order == "lockstep":
-            return [Step(sub, ph, arrived=self.trace.tile_width ** 2)]
+            return [Step(sub, ph, arrived=self.trace.tile_width**2)]
         return [Step(sub, ph, arrived=n) for n in self._arrival_counts()]
 
     def index_of(self, phase: int, sub: Sub | str = Sub.LOAD_M, k: int | None = None) -> int:
@@ -379,7 +387,8 @@ class Replay:
             if s.sub == sub and s.phase == phase and (k is None or s.k == k):
                 return i
         raise ValueError(
-            f"no step {sub.value!r} of phase {phase} at {self.granularity} granularity")
+            f"no step {sub.value!r} of phase {phase} at {self.granularity} granularity"
+        )
 
     # ------------------------------------------------------------ precompute
     @cached_property
@@ -502,9 +511,15 @@ class Replay:
                         pstate, psrc, pval = self._per_phase[cur - 1][name][:3]
                         src[skipped] = np.where(
                             (pstate[skipped] == SlotState.LOADED)[:, None]
-                            | (pstate[skipped] == SlotState.WRONG)[:, None], psrc[skipped], -1)
-                    now[:] = (sub == Sub.LOAD_M and name == "M") or (
-                        sub == Sub.LOAD_N and name == "N") or sub == Sub.PHASE
+                            | (pstate[skipped] == SlotState.WRONG)[:, None],
+                            psrc[skipped],
+                            -1,
+                        )
+                    now[:] = (
+                        (sub == Sub.LOAD_M and name == "M")
+                        or (sub == Sub.LOAD_N and name == "N")
+                        or sub == Sub.PHASE
+                    )
                 elif cur > 0:
                     state, src, val = (a.copy() for a in self._per_phase[cur - 1][name][:3])
                     state[:] = SlotState.STALE
@@ -560,8 +575,10 @@ class Replay:
         elif sub == Sub.WRITE_P:
             pw = tr.p_write[self.slot]
             tstate[:] = np.where(
-                (pw == PWrite.WRITTEN) | (pw == PWrite.WRONG_ELEMENT), ThreadState.WRITING_P,
-                ThreadState.IDLE)
+                (pw == PWrite.WRITTEN) | (pw == PWrite.WRONG_ELEMENT),
+                ThreadState.WRITING_P,
+                ThreadState.IDLE,
+            )
 
         # Matrices
         m_state = np.zeros((j, k), np.int8)
@@ -573,8 +590,10 @@ class Replay:
         ghosts = {"M": [], "N": []}
         last = cur if cur is not None else -1
         for p in range(last + 1):
-            for name, grid_state, grid_thread in (("M", m_state, m_thread),
-                                                  ("N", n_state, n_thread)):
+            for name, grid_state, grid_thread in (
+                ("M", m_state, m_thread),
+                ("N", n_state, n_thread),
+            ):
                 st, src, val, kind, row, col = self._per_phase[p][name]
                 read = src[..., 0] >= 0
                 rr, cc = src[..., 0][read], src[..., 1][read]
@@ -582,8 +601,11 @@ class Replay:
                     grid_state[rr, cc] = np.maximum(grid_state[rr, cc], CellState.DONE)
                     continue
                 loaded = m_loaded if name == "M" else n_loaded
-                loading_now = (sub == Sub.LOAD_M and name == "M") or (
-                    sub == Sub.LOAD_N and name == "N") or sub == Sub.PHASE
+                loading_now = (
+                    (sub == Sub.LOAD_M and name == "M")
+                    or (sub == Sub.LOAD_N and name == "N")
+                    or sub == Sub.PHASE
+                )
                 if loaded:
                     grid_state[rr, cc] = CellState.LOADING if loading_now else CellState.TILE
                     if loading_now:
@@ -592,9 +614,15 @@ class Replay:
                 nrows, ncols = (j, k) if name == "M" else (k, l)
                 outside = (row >= nrows) | (col >= ncols)
                 for ty, tx in np.argwhere(outside):
-                    ghosts[name].append((int(row[ty, tx]), int(col[ty, tx]),
-                                         int(kind[ty, tx]) if loaded else int(Access.NOT_RECORDED),
-                                         int(tidx[ty, tx]), bool(loaded and loading_now)))
+                    ghosts[name].append(
+                        (
+                            int(row[ty, tx]),
+                            int(col[ty, tx]),
+                            int(kind[ty, tx]) if loaded else int(Access.NOT_RECORDED),
+                            int(tidx[ty, tx]),
+                            bool(loaded and loading_now),
+                        )
+                    )
         if sub == Sub.K:
             for ty in range(T):
                 r, c = slots["M"][1][ty, step.k]
@@ -613,9 +641,11 @@ class Replay:
         else:
             p_state[prow, pcol] = CellState.TILE
 
-        tiles = {"P": (Row0, Col0),
-                 "M": None if cur is None else (Row0, cur * T),
-                 "N": None if cur is None else (cur * T, Col0)}
+        tiles = {
+            "P": (Row0, Col0),
+            "M": None if cur is None else (Row0, cur * T),
+            "N": None if cur is None else (cur * T, Col0),
+        }
 
         # Followed thread
         m_focus = np.zeros((j, k), bool)
@@ -664,19 +694,42 @@ class Replay:
 
         line = self._lines.get(sub)
         return Frame(
-            index=index, count=n, step=step, block=self.block,
-            title=self._title(step), caption=self._caption(step, rank),
-            mds_state=slots["M"][0], nds_state=slots["N"][0],
-            mds_src=slots["M"][1], nds_src=slots["N"][1],
-            mds_value=slots["M"][2], nds_value=slots["N"][2],
-            mds_now=slots["M"][3], nds_now=slots["N"][3],
-            mds_read=mds_read, nds_read=nds_read,
-            thread_state=tstate, thread_valid=valid.copy(), thread_rank=rank, pvalue=pvalue,
-            m_state=m_state, n_state=n_state, p_state=p_state,
-            m_thread=m_thread, n_thread=n_thread, tiles=tiles, ghosts=ghosts,
-            focus=self.focus, m_focus=m_focus, n_focus=n_focus, p_focus=p_focus,
-            mds_focus=mds_focus, nds_focus=nds_focus,
-            loads_so_far=loads_so_far, naive_loads_so_far=naive, terms_done=done_phases_terms,
+            index=index,
+            count=n,
+            step=step,
+            block=self.block,
+            title=self._title(step),
+            caption=self._caption(step, rank),
+            mds_state=slots["M"][0],
+            nds_state=slots["N"][0],
+            mds_src=slots["M"][1],
+            nds_src=slots["N"][1],
+            mds_value=slots["M"][2],
+            nds_value=slots["N"][2],
+            mds_now=slots["M"][3],
+            nds_now=slots["N"][3],
+            mds_read=mds_read,
+            nds_read=nds_read,
+            thread_state=tstate,
+            thread_valid=valid.copy(),
+            thread_rank=rank,
+            pvalue=pvalue,
+            m_state=m_state,
+            n_state=n_state,
+            p_state=p_state,
+            m_thread=m_thread,
+            n_thread=n_thread,
+            tiles=tiles,
+            ghosts=ghosts,
+            focus=self.focus,
+            m_focus=m_focus,
+            n_focus=n_focus,
+            p_focus=p_focus,
+            mds_focus=mds_focus,
+            nds_focus=nds_focus,
+            loads_so_far=loads_so_far,
+            naive_loads_so_far=naive,
+            terms_done=done_phases_terms,
             terms_loaded=terms_loaded,
             source_line=line,
             table_focus=self._table_focus(step),
@@ -704,46 +757,67 @@ class Replay:
             what = f"phase {step.phase}"
         else:
             what = f"phase {step.phase} · {step.sub.value}"
-        return (f"{tr.kernel} ({tr.meta.get('figure', '')}) · {shape} · TILE_WIDTH "
-                f"{tr.tile_width} · {where} · {what}")
+        return (
+            f"{tr.kernel} ({tr.meta.get('figure', '')}) · {shape} · TILE_WIDTH "
+            f"{tr.tile_width} · {where} · {what}"
+        )
 
     def _caption(self, step: Step, rank: np.ndarray) -> str:
         T = self.trace.tile_width
         n = T * T
         s = step.sub
         if s == Sub.START:
-            return ("Every thread starts with Pvalue = 0; Mds and Nds hold whatever shared "
-                    "memory held (uninitialised).")
+            return (
+                "Every thread starts with Pvalue = 0; Mds and Nds hold whatever shared "
+                "memory held (uninitialised)."
+            )
         if s == Sub.LOAD_M:
-            return (f"Phase {step.phase}: each thread (ty, tx) copies one M element into "
-                    "Mds[ty][tx] (or 0.0 where the element is outside M).")
+            return (
+                f"Phase {step.phase}: each thread (ty, tx) copies one M element into "
+                "Mds[ty][tx] (or 0.0 where the element is outside M)."
+            )
         if s == Sub.LOAD_N:
-            return (f"Phase {step.phase}: each thread copies one N element into Nds[ty][tx] "
-                    "(or 0.0 where the element is outside N).")
+            return (
+                f"Phase {step.phase}: each thread copies one N element into Nds[ty][tx] "
+                "(or 0.0 where the element is outside N)."
+            )
         if s in (Sub.ARRIVE_1, Sub.ARRIVE_2):
             which = 1 if s == Sub.ARRIVE_1 else 2
-            why = ("no thread may read the tiles before all are loaded (read-after-write)"
-                   if which == 1 else
-                   "no thread may overwrite the tiles while others still read them "
-                   "(write-after-read)")
+            why = (
+                "no thread may read the tiles before all are loaded (read-after-write)"
+                if which == 1
+                else "no thread may overwrite the tiles while others still read them "
+                "(write-after-read)"
+            )
             if step.arrived is not None and step.arrived < n:
-                return (f"__syncthreads() #{which}: {step.arrived} of {n} threads have "
-                        f"arrived and wait for {n - step.arrived} more: {why}.")
+                return (
+                    f"__syncthreads() #{which}: {step.arrived} of {n} threads have "
+                    f"arrived and wait for {n - step.arrived} more: {why}."
+                )
             return f"__syncthreads() #{which}: all {n} threads have arrived: {why}."
         if s in (Sub.RELEASE_1, Sub.RELEASE_2):
             which = 1 if s == Sub.RELEASE_1 else 2
-            nxt = "the k loop" if which == 1 else (
-                "the next phase" if step.phase + 1 < self.trace.n_phases else "the P store")
+            nxt = (
+                "the k loop"
+                if which == 1
+                else ("the next phase" if step.phase + 1 < self.trace.n_phases else "the P store")
+            )
             return f"Barrier {which} releases all {n} threads together; they go on to {nxt}."
         if s == Sub.K:
             kk = step.k
-            return (f"k = {kk}: Pvalue += Mds[ty][{kk}] * Nds[{kk}][tx], column {kk} of Mds "
-                    f"and row {kk} of Nds, read from shared memory.")
+            return (
+                f"k = {kk}: Pvalue += Mds[ty][{kk}] * Nds[{kk}][tx], column {kk} of Mds "
+                f"and row {kk} of Nds, read from shared memory."
+            )
         if s == Sub.PHASE:
-            return (f"Phase {step.phase}: the block loads one tile of M and one of N, waits, "
-                    f"and every thread adds {T} products to its Pvalue.")
-        return ("Threads with a valid (Row, Col) store Pvalue into P; the others have no P "
-                "element and store nothing.")
+            return (
+                f"Phase {step.phase}: the block loads one tile of M and one of N, waits, "
+                f"and every thread adds {T} products to its Pvalue."
+            )
+        return (
+            "Threads with a valid (Row, Col) store Pvalue into P; the others have no P "
+            "element and store nothing."
+        )
 
     def _table_focus(self, step: Step):
         if step.sub in (Sub.LOAD_M,):

@@ -201,8 +201,9 @@ def _sub(name: str, a: int, b: int) -> str:
     return f"{name}_{{{a},{b}}}"
 
 
-def _load_cell(kind: Access, matrix: str, row: int, col: int, ncols: int,
-               ty: int, tx: int, ph: int) -> Cell:
+def _load_cell(
+    kind: Access, matrix: str, row: int, col: int, ncols: int, ty: int, tx: int, ph: int
+) -> Cell:
     """The cell of one load ``matrix[row, col] → {matrix}ds[ty, tx]``."""
     dest = _sub(f"{matrix}ds", ty, tx)
     src = _sub(matrix, row, col)
@@ -371,11 +372,19 @@ def build_table(
                 row.append(Cell(_pvalue_terms(ty, tx, T, max_terms), "pvalue", (ty, tx), p))
                 if values:
                     v = float(pvalue[p, ty, tx])
-                    row.append(Cell(_format_value(v), "not_recorded" if math.isnan(v)
-                                    else "value", (ty, tx), p, None if math.isnan(v) else v))
+                    row.append(
+                        Cell(
+                            _format_value(v),
+                            "not_recorded" if math.isnan(v) else "value",
+                            (ty, tx),
+                            p,
+                            None if math.isnan(v) else v,
+                        )
+                    )
             if p_write:
-                row.append(_pwrite_cell(PWrite(int(pw[ty, tx])), by * T + ty, bx * T + tx, l,
-                                        ty, tx))
+                row.append(
+                    _pwrite_cell(PWrite(int(pw[ty, tx])), by * T + ty, bx * T + tx, l, ty, tx)
+                )
             rows.append(tuple(row))
 
     title = (
@@ -426,7 +435,7 @@ def render_text(text: str, style: str = "unicode") -> str:
     if style == "html":
         parts, pos = [], 0
         for m in _SUB_RE.finditer(text):
-            parts.append(html.escape(text[pos:m.start()]))
+            parts.append(html.escape(text[pos : m.start()]))
             parts.append(f"<sub>{html.escape(m.group(1))}</sub>")
             pos = m.end()
         parts.append(html.escape(text[pos:]))
@@ -435,10 +444,12 @@ def render_text(text: str, style: str = "unicode") -> str:
 
 
 _BOX = {
-    True: dict(h="─", v="│", tl="┌", tm="┬", tr="┐", ml="├", mm="┼", mr="┤",
-               bl="└", bm="┴", br="┘"),
-    False: dict(h="-", v="|", tl="+", tm="+", tr="+", ml="+", mm="+", mr="+",
-                bl="+", bm="+", br="+"),
+    True: dict(
+        h="─", v="│", tl="┌", tm="┬", tr="┐", ml="├", mm="┼", mr="┤", bl="└", bm="┴", br="┘"
+    ),
+    False: dict(
+        h="-", v="|", tl="+", tm="+", tr="+", ml="+", mm="+", mr="+", bl="+", bm="+", br="+"
+    ),
 }
 
 
@@ -471,7 +482,7 @@ def format_table(table: Table, unicode: bool = True, title: bool = True) -> str:
     groups = table.groups()
     i = 0
     for label, span in groups:
-        inner = sum(widths[i:i + span]) + 3 * (span - 1)
+        inner = sum(widths[i : i + span]) + 3 * (span - 1)
         if len(label) > inner:
             widths[i + span - 1] += len(label) - inner
         i += span
@@ -484,8 +495,9 @@ def format_table(table: Table, unicode: bool = True, title: bool = True) -> str:
             i += span
         return out
 
-    def line(left: str, right: str, above: Sequence[int] | None,
-             below: Sequence[int] | None) -> str:
+    def line(
+        left: str, right: str, above: Sequence[int] | None, below: Sequence[int] | None
+    ) -> str:
         """A horizontal rule whose junctions join the vertical lines above and below it."""
         up = bounds(above) if above else set()
         down = bounds(below) if below else set()
@@ -500,7 +512,7 @@ def format_table(table: Table, unicode: bool = True, title: bool = True) -> str:
     def text_row(cells: Sequence[str], spans: Sequence[int]) -> str:
         parts, i = [], 0
         for cell, span in zip(cells, spans, strict=True):
-            w = sum(widths[i:i + span]) + 3 * (span - 1)
+            w = sum(widths[i : i + span]) + 3 * (span - 1)
             parts.append(" " + cell.ljust(w) + " ")
             i += span
         return box["v"] + box["v"].join(parts) + box["v"]

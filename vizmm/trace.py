@@ -137,8 +137,15 @@ def _array_specs(meta: Mapping[str, Any]) -> dict[str, tuple[np.dtype, tuple[int
 
 ARRAY_NAMES = tuple(
     _array_specs(
-        {"j": 1, "k": 1, "l": 1, "tile_width": 1, "kernel": "tiled", "n_detail": 0,
-         "aggregated": False}
+        {
+            "j": 1,
+            "k": 1,
+            "l": 1,
+            "tile_width": 1,
+            "kernel": "tiled",
+            "n_detail": 0,
+            "aggregated": False,
+        }
     )
 )
 
@@ -260,7 +267,8 @@ class Trace:
                 raise TraceError(f"trace metadata {key!r} must be an integer, got {meta[key]!r}")
             if typ is not int and not isinstance(meta[key], typ):
                 raise TraceError(
-                    f"trace metadata {key!r} must be {typ.__name__}, got {meta[key]!r}")
+                    f"trace metadata {key!r} must be {typ.__name__}, got {meta[key]!r}"
+                )
         if meta["kernel"] not in KERNELS:
             raise TraceError(f"unknown kernel {meta['kernel']!r} (known: {', '.join(KERNELS)})")
         if not 1 <= meta["tile_width"] <= 32:
@@ -424,9 +432,7 @@ class Trace:
         IndexError
             When the phase is out of range.
         """
-        return {
-            t: (m.actual, n.actual) for t, (m, n) in self.load_records(block, phase).items()
-        }
+        return {t: (m.actual, n.actual) for t, (m, n) in self.load_records(block, phase).items()}
 
     def thread_pvalues(self, block: tuple[int, int], thread: tuple[int, int]) -> np.ndarray:
         """Pvalue of thread ``(ty, tx)`` of ``block`` after each phase (float32, (nph,))."""
@@ -462,9 +468,14 @@ class Trace:
             + (f" ({m['sm_count']} SMs)" if m.get("sm_count") else ""),
             f"detail      {len(self.detail_blocks)} of {gy * gx} blocks recorded per thread"
             + (" (aggregated mode)" if m["aggregated"] else ""),
-            *([f"simulated   only the {len(m['simulated_blocks'])} detailed blocks: counts, P "
-               "and CGMA cover those blocks only"]
-              if isinstance(m.get("simulated_blocks"), list) else []),
+            *(
+                [
+                    f"simulated   only the {len(m['simulated_blocks'])} detailed blocks: counts, P "
+                    "and CGMA cover those blocks only"
+                ]
+                if isinstance(m.get("simulated_blocks"), list)
+                else []
+            ),
             f"clocks      {'yes' if self.has_clocks else 'no (simulator)'}",
             f"loads       {self.global_loads()} global reads of M and N "
             f"(naive kernel: {self.naive_loads()}, "
@@ -513,8 +524,12 @@ class Trace:
             "version": VERSION,
             "meta": _jsonable(dict(self.meta)),
             "arrays": {
-                name: {"dtype": a.dtype.str, "shape": list(a.shape), "sha256": _digest(a),
-                       **({"encoding": encoding[name]} if name in encoding else {})}
+                name: {
+                    "dtype": a.dtype.str,
+                    "shape": list(a.shape),
+                    "sha256": _digest(a),
+                    **({"encoding": encoding[name]} if name in encoding else {}),
+                }
                 for name, a in arrays.items()
             },
         }
@@ -625,8 +640,10 @@ def from_bytes(data: bytes, name: str = "<bytes>") -> Trace:
                         f"manifest says {d['dtype']} {d['shape']}"
                     )
                 if _digest(a) != d["sha256"]:
-                    raise TraceError(f"{name}: array {key!r} does not match its checksum "
-                                     "(the file was changed or damaged)")
+                    raise TraceError(
+                        f"{name}: array {key!r} does not match its checksum "
+                        "(the file was changed or damaged)"
+                    )
                 arrays[key] = a
     except TraceError:
         raise

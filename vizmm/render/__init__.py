@@ -14,8 +14,17 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["Scene", "frame_columns", "slot_label", "thread_label", "SCENE_VIEWS", "is_large",
-           "affordable_views", "LARGE_ELEMENTS", "LIGHT_VIEWS"]
+__all__ = [
+    "Scene",
+    "frame_columns",
+    "slot_label",
+    "thread_label",
+    "SCENE_VIEWS",
+    "is_large",
+    "affordable_views",
+    "LARGE_ELEMENTS",
+    "LIGHT_VIEWS",
+]
 
 #: M, N and P elements (together) up to which the matrices are drawn element by element.
 LARGE_ELEMENTS = 40_000
@@ -43,9 +52,11 @@ def affordable_views(trace, views: tuple[str, ...]) -> tuple[str, ...]:
     """
     if not is_large(trace):
         return tuple(views)
-    light = LIGHT_VIEWS if trace.n_phases <= 16 else tuple(
-        v for v in LIGHT_VIEWS if v != "counters")
+    light = (
+        LIGHT_VIEWS if trace.n_phases <= 16 else tuple(v for v in LIGHT_VIEWS if v != "counters")
+    )
     return tuple(v for v in views if v in light)
+
 
 _LAZY = {
     "Scene": "Scene",

@@ -71,8 +71,20 @@ __all__ = [
 ]
 
 #: Every view a :class:`Scene` can show.
-VIEWS = ("caption", "M", "N", "P", "Mds", "Nds", "threads", "legend", "source", "counters",
-         "blocks", "table")
+VIEWS = (
+    "caption",
+    "M",
+    "N",
+    "P",
+    "Mds",
+    "Nds",
+    "threads",
+    "legend",
+    "source",
+    "counters",
+    "blocks",
+    "table",
+)
 
 #: The sources each view draws from (keys of :func:`frame_columns`).
 SOURCE_NAMES = {
@@ -200,13 +212,13 @@ def _static_grid(trace: Trace, name: str) -> dict[str, list]:
 @lru_cache(maxsize=16)
 def _table(trace: Trace, block: tuple[int, int]):
     T = trace.tile_width
-    return build_table(trace, block, values=True, p_write=True,
-                       max_terms=None if T <= 2 else 3)
+    return build_table(trace, block, values=True, p_write=True, max_terms=None if T <= 2 else 3)
 
 
 # ------------------------------------------------------------------ frames
-def frame_columns(frame: Frame, trace: Trace,
-                  sources: Iterable[str] | None = None) -> dict[str, dict[str, list]]:
+def frame_columns(
+    frame: Frame, trace: Trace, sources: Iterable[str] | None = None
+) -> dict[str, dict[str, list]]:
     """The data of every glyph of the scene for one frame (pure).
 
     Parameters
@@ -266,7 +278,7 @@ def _caption_columns(frame: Frame) -> dict[str, list]:
     title = f"Step {frame.index + 1} of {frame.count} · {frame.title}"
     lines = [(line, "bold", pal.TEXT) for line in textwrap.wrap(title, CAPTION_CHARS)[:2]]
     caption = textwrap.wrap(frame.caption, CAPTION_CHARS, break_on_hyphens=False)
-    for line in caption[:4 - len(lines)]:
+    for line in caption[: 4 - len(lines)]:
         lines.append((line, "normal", pal.TEXT))
     while len(lines) < 4:
         lines.append(("", "normal", pal.TEXT))
@@ -300,11 +312,15 @@ def matrix_palette(n_threads: int) -> tuple[list[str], list[str], list[str]]:
     fills, texts, words : list of str
         Indexed by ``code`` (see :func:`frame_columns`).
     """
-    fills = [pal.CELL_COLORS[c] for c in CellState] + [_P_WRITTEN] + list(
-        pal.thread_colors(n_threads))
+    fills = (
+        [pal.CELL_COLORS[c] for c in CellState] + [_P_WRITTEN] + list(pal.thread_colors(n_threads))
+    )
     texts = [pal.text_on(c) for c in fills]
-    words = [pal.CELL_LABELS[c] for c in CellState] + ["written by this block"] + [
-        "being loaded by its thread" for _ in range(n_threads)]
+    words = (
+        [pal.CELL_LABELS[c] for c in CellState]
+        + ["written by this block"]
+        + ["being loaded by its thread" for _ in range(n_threads)]
+    )
     return fills, texts, words
 
 
@@ -343,17 +359,29 @@ def _pvalue_columns(frame: Frame, trace: Trace) -> dict[str, list]:
             cols["name"].append(names[r * l + c])
             cols["text"].append(_fmt(frame.pvalue[ty, tx]))
             cols["thread"].append(f"thread ({ty},{tx})")
-            cols["code"].append(P_WRITTEN if pstate[r, c] == CellState.DONE
-                                else int(pstate[r, c]))
+            cols["code"].append(P_WRITTEN if pstate[r, c] == CellState.DONE else int(pstate[r, c]))
     return cols
 
 
 def _ghost_columns(frame: Frame, trace: Trace, name: str) -> dict[str, list]:
     j, k, l = trace.shape
     T = trace.tile_width
-    cols: dict[str, list] = {key: [] for key in (
-        "x", "y", "row", "col", "name", "fill", "line_color", "text", "text_color", "state",
-        "loader")}
+    cols: dict[str, list] = {
+        key: []
+        for key in (
+            "x",
+            "y",
+            "row",
+            "col",
+            "name",
+            "fill",
+            "line_color",
+            "text",
+            "text_color",
+            "state",
+            "loader",
+        )
+    }
     if name == "P":
         row0, col0 = frame.tiles["P"]
         for ty in range(T):
@@ -412,9 +440,12 @@ def _tile_columns(frame: Frame, T: int, name: str) -> dict[str, list]:
 def _grid_positions(T: int) -> dict[str, list]:
     ty, tx = np.divmod(np.arange(T * T), T)
     return {
-        "x": (tx + 0.5).tolist(), "y": (ty + 0.5).tolist(),
-        "ty": ty.tolist(), "tx": tx.tolist(),
-        "sx": (tx + 0.16).tolist(), "sy": (ty + 0.16).tolist(),
+        "x": (tx + 0.5).tolist(),
+        "y": (ty + 0.5).tolist(),
+        "ty": ty.tolist(),
+        "tx": tx.tolist(),
+        "sx": (tx + 0.16).tolist(),
+        "sy": (ty + 0.16).tolist(),
         "loader": [f"thread ({a},{b})" for a, b in zip(ty.tolist(), tx.tolist(), strict=True)],
     }
 
@@ -424,17 +455,39 @@ _SHOW_VALUE = (SlotState.LOADED, SlotState.WRONG, SlotState.STALE)
 
 def _shared_columns(frame: Frame, matrix: str) -> dict[str, list]:
     if matrix == "M":
-        state, src, value, now, read, focus = (frame.mds_state, frame.mds_src, frame.mds_value,
-                                               frame.mds_now, frame.mds_read, frame.mds_focus)
+        state, src, value, now, read, focus = (
+            frame.mds_state,
+            frame.mds_src,
+            frame.mds_value,
+            frame.mds_now,
+            frame.mds_read,
+            frame.mds_focus,
+        )
     else:
-        state, src, value, now, read, focus = (frame.nds_state, frame.nds_src, frame.nds_value,
-                                               frame.nds_now, frame.nds_read, frame.nds_focus)
+        state, src, value, now, read, focus = (
+            frame.nds_state,
+            frame.nds_src,
+            frame.nds_value,
+            frame.nds_now,
+            frame.nds_read,
+            frame.nds_focus,
+        )
     T = state.shape[0]
     tcol = pal.thread_colors(T * T)
     pos = _grid_positions(T)
-    cols: dict[str, list] = {key: [] for key in (
-        "fill", "line_color", "line_width", "text", "text_color", "state", "element",
-        "value")}
+    cols: dict[str, list] = {
+        key: []
+        for key in (
+            "fill",
+            "line_color",
+            "line_width",
+            "text",
+            "text_color",
+            "state",
+            "element",
+            "value",
+        )
+    }
     states = state.ravel().tolist()
     rows = src[..., 0].ravel().tolist()
     colsrc = src[..., 1].ravel().tolist()
@@ -465,13 +518,20 @@ def _shared_columns(frame: Frame, matrix: str) -> dict[str, list]:
         cols["line_color"].append(line)
         cols["line_width"].append(width)
         cols["text"].append(shown)
-        cols["text_color"].append(pal.MUTED if st in (SlotState.STALE, SlotState.EMPTY)
-                                  else _text_on(fill))
+        cols["text_color"].append(
+            pal.MUTED if st in (SlotState.STALE, SlotState.EMPTY) else _text_on(fill)
+        )
         cols["state"].append(pal.SLOT_LABELS[st])
         cols["element"].append(label)
         cols["value"].append(_fmt(v))
-    return {"x": pos["x"], "y": pos["y"], "ty": pos["ty"], "tx": pos["tx"], **cols,
-            "loader": pos["loader"]}
+    return {
+        "x": pos["x"],
+        "y": pos["y"],
+        "ty": pos["ty"],
+        "tx": pos["tx"],
+        **cols,
+        "loader": pos["loader"],
+    }
 
 
 def _thread_columns(frame: Frame) -> dict[str, list]:
@@ -481,9 +541,20 @@ def _thread_columns(frame: Frame) -> dict[str, list]:
     pos = _grid_positions(T)
     k = frame.step.k
     focus = -1 if frame.focus is None else frame.focus[0] * T + frame.focus[1]
-    cols: dict[str, list] = {key: [] for key in (
-        "fill", "line_color", "line_width", "text", "text_color", "state", "word", "pvalue",
-        "valid")}
+    cols: dict[str, list] = {
+        key: []
+        for key in (
+            "fill",
+            "line_color",
+            "line_width",
+            "text",
+            "text_color",
+            "state",
+            "word",
+            "pvalue",
+            "valid",
+        )
+    }
     # Arrival ranks only while a barrier fills up in recorded order (as the GIF frames do)
     arriving = frame.step.arrived is not None and frame.step.arrived < T * T
     ranks = frame.thread_rank.ravel().tolist() if arriving else [-1] * (T * T)
@@ -501,8 +572,16 @@ def _thread_columns(frame: Frame) -> dict[str, list]:
         cols["word"].append(word)
         cols["pvalue"].append(_fmt(pvs[t]))
         cols["valid"].append("yes" if valid[t] else "no (idle at the end)")
-    return {"x": pos["x"], "y": pos["y"], "sx": pos["sx"], "sy": pos["sy"], "ty": pos["ty"],
-            "tx": pos["tx"], "ident": tcol, **cols}
+    return {
+        "x": pos["x"],
+        "y": pos["y"],
+        "sx": pos["sx"],
+        "sy": pos["sy"],
+        "ty": pos["ty"],
+        "tx": pos["tx"],
+        "ident": tcol,
+        **cols,
+    }
 
 
 @lru_cache(maxsize=16)
@@ -547,7 +626,7 @@ def _counter_columns(frame: Frame, trace: Trace) -> tuple[dict[str, list], dict[
     ]
     per_line = 3
     for i in range(0, max(1, len(pvs)), per_line):
-        lines.append(("  " + "   ".join(pvs[i:i + per_line]), "normal", pal.TEXT))
+        lines.append(("  " + "   ".join(pvs[i : i + per_line]), "normal", pal.TEXT))
     counters = {
         "x": [0.0] * len(lines),
         "y": [i + 0.5 for i in range(len(lines))],
@@ -559,10 +638,18 @@ def _counter_columns(frame: Frame, trace: Trace) -> tuple[dict[str, list], dict[
     j, k, l = trace.shape
     total = max(1, 2 * int(frame.thread_valid.sum()) * k)
     width = COUNTER_CHARS - 2
-    bars: dict[str, list] = {"x": [], "y": [], "w": [], "fill": [], "label": [], "lx": [],
-                             "label_color": []}
-    for row, (count, color, label) in enumerate(((loads, pal.FOCUS, "tiled"),
-                                                 (naive, pal.MUTED, "naive"))):
+    bars: dict[str, list] = {
+        "x": [],
+        "y": [],
+        "w": [],
+        "fill": [],
+        "label": [],
+        "lx": [],
+        "label_color": [],
+    }
+    for row, (count, color, label) in enumerate(
+        ((loads, pal.FOCUS, "tiled"), (naive, pal.MUTED, "naive"))
+    ):
         w = width * min(1.0, count / total)
         text = f"{label} {count}"
         inside = w > len(text) + 1.5
@@ -578,9 +665,21 @@ def _counter_columns(frame: Frame, trace: Trace) -> tuple[dict[str, list], dict[
 
 def _block_columns(frame: Frame, trace: Trace) -> dict[str, list]:
     gy, gx = trace.grid
-    cols: dict[str, list] = {key: [] for key in (
-        "x", "y", "by", "bx", "fill", "line_color", "line_width", "text", "text_color",
-        "status")}
+    cols: dict[str, list] = {
+        key: []
+        for key in (
+            "x",
+            "y",
+            "by",
+            "bx",
+            "fill",
+            "line_color",
+            "line_width",
+            "text",
+            "text_color",
+            "status",
+        )
+    }
     for by in range(gy):
         for bx in range(gx):
             chosen = (by, bx) == tuple(frame.block)
@@ -596,9 +695,14 @@ def _block_columns(frame: Frame, trace: Trace) -> dict[str, list]:
             cols["text"].append(f"{by},{bx}")
             cols["text_color"].append(pal.text_on(fill))
             cols["status"].append(
-                "replayed now" if chosen else
-                ("recorded per thread: tap to replay" if detailed else
-                 "not recorded per thread (aggregated only)"))
+                "replayed now"
+                if chosen
+                else (
+                    "recorded per thread: tap to replay"
+                    if detailed
+                    else "not recorded per thread (aggregated only)"
+                )
+            )
     return cols
 
 
@@ -635,8 +739,12 @@ def _table_layout(trace: Trace, block: tuple[int, int]):
     heads = []
     for i in keep:
         c = table.columns[i]
-        short = {"pvalue": "Pvalue +=", "value": "Pvalue", "p_write": "P store",
-                 "thread": "thread"}.get(c.role, c.short)
+        short = {
+            "pvalue": "Pvalue +=",
+            "value": "Pvalue",
+            "p_write": "P store",
+            "thread": "thread",
+        }.get(c.role, c.short)
         heads.append(_uni(short))
     widths = []
     for n in range(len(keep)):
@@ -690,8 +798,11 @@ def _table_columns(frame: Frame, trace: Trace) -> dict[str, list]:
     columns = [table.columns[i] for i in keep]
     # Phases shown: all, or a window of TABLE_PHASES around the current phase.
     nph = len(table.phases)
-    cur_ph = frame.step.phase if frame.step.phase is not None else (
-        nph - 1 if frame.step.sub == Sub.WRITE_P else 0)
+    cur_ph = (
+        frame.step.phase
+        if frame.step.phase is not None
+        else (nph - 1 if frame.step.sub == Sub.WRITE_P else 0)
+    )
     first = min(max(0, cur_ph - TABLE_PHASES + 2), max(0, nph - TABLE_PHASES))
     shown_ph = set(range(first, first + TABLE_PHASES))
     show = [n for n, c in enumerate(columns) if c.phase is None or c.phase in shown_ph]
@@ -707,8 +818,21 @@ def _table_columns(frame: Frame, trace: Trace) -> dict[str, list]:
     current, done = _table_progress(frame)
     focus_row = (frame.focus[0] * T + frame.focus[1]) if frame.focus is not None else -1
 
-    cols: dict[str, list] = {key: [] for key in (
-        "x", "y", "w", "h", "tx", "fill", "line_color", "text", "text_color", "font_style")}
+    cols: dict[str, list] = {
+        key: []
+        for key in (
+            "x",
+            "y",
+            "w",
+            "h",
+            "tx",
+            "fill",
+            "line_color",
+            "text",
+            "text_color",
+            "font_style",
+        )
+    }
 
     def add(x0, w, y, text, fill, color, style="normal", line=pal.GRID_LINE):
         cols["x"].append(x0 + w / 2)
@@ -756,15 +880,23 @@ def _table_columns(frame: Frame, trace: Trace) -> dict[str, list]:
             if not (past or is_current) and fill != pal.BACKGROUND and c.role != "thread":
                 fill = pal.BACKGROUND  # future cells: plain, muted text
                 color = pal.MUTED
-            line = pal.TILE_OUTLINE if is_current else (
-                pal.FOCUS if r == focus_row else pal.GRID_LINE)
+            line = (
+                pal.TILE_OUTLINE if is_current else (pal.FOCUS if r == focus_row else pal.GRID_LINE)
+            )
             style = "bold" if (r == focus_row or is_current) else "normal"
             add(xs[n], widths[n], y, texts[r][n], fill, color, style, line)
     if more:
         y = len(rows) + 2
         total = sum(widths[n] for n in show)
-        add(0.0, total, y, f"… {more} more threads: click a thread to show its row",
-            pal.BACKGROUND, pal.MUTED, "italic")
+        add(
+            0.0,
+            total,
+            y,
+            f"… {more} more threads: click a thread to show its row",
+            pal.BACKGROUND,
+            pal.MUTED,
+            "italic",
+        )
     return cols
 
 
@@ -775,7 +907,7 @@ def _table_extent(trace: Trace) -> tuple[float, int]:
     widest, rows = 0.0, 0
     blocks = trace.detail_blocks.tolist()
     # first and last blocks have the shortest and longest indices; edges the odd loads
-    sample = {tuple(b) for b in (blocks[:2] + blocks[-2:] + blocks[len(blocks) // 2:][:1])}
+    sample = {tuple(b) for b in (blocks[:2] + blocks[-2:] + blocks[len(blocks) // 2 :][:1])}
     for b in sorted(sample):
         table, keep, texts, heads, widths = _table_layout(trace, tuple(b))
         columns = [table.columns[i] for i in keep]
@@ -813,9 +945,16 @@ class _Sizes:
         cell = int(min(60 * s, max(5, (290 * s) // ext)))
         scell = int(min(78 * s, max(12, (170 * s) // T)))
         mono = int(round(12 * s))
-        return cls(cell=cell, scell=scell, font=int(round(13 * s)), mono=mono,
-                   char=0.61 * mono, line=int(round(mono * 1.55)),
-                   matrix_text=cell >= 24, shared_text=scell >= 36)
+        return cls(
+            cell=cell,
+            scell=scell,
+            font=int(round(13 * s)),
+            mono=mono,
+            char=0.61 * mono,
+            line=int(round(mono * 1.55)),
+            matrix_text=cell >= 24,
+            shared_text=scell >= 36,
+        )
 
 
 class Scene:
@@ -846,15 +985,15 @@ class Scene:
         For an unknown view name.
     """
 
-    def __init__(self, trace: Trace, views: Iterable[str] | None = None,
-                 presenter: bool = False):
+    def __init__(self, trace: Trace, views: Iterable[str] | None = None, presenter: bool = False):
         from bokeh.models import ColumnDataSource
 
         views = tuple(VIEWS if views is None else views)
         unknown = [v for v in views if v not in VIEWS]
         if unknown:
-            raise ValueError(f"unknown view(s) {', '.join(map(repr, unknown))}; "
-                             f"choose from {', '.join(VIEWS)}")
+            raise ValueError(
+                f"unknown view(s) {', '.join(map(repr, unknown))}; choose from {', '.join(VIEWS)}"
+            )
         self.trace = trace
         self.views = views
         self.presenter = bool(presenter)
@@ -923,11 +1062,20 @@ class Scene:
     def _fig(self, width, height, x_range, y_range, title=None, tools=""):
         from bokeh.plotting import figure
 
-        f = figure(width=int(width), height=int(height), x_range=x_range, y_range=y_range,
-                   tools=tools, toolbar_location=None, title=title, min_border=4,
-                   x_axis_location="above",
-                   outline_line_color=None, background_fill_color=pal.BACKGROUND,
-                   border_fill_color=pal.BACKGROUND)
+        f = figure(
+            width=int(width),
+            height=int(height),
+            x_range=x_range,
+            y_range=y_range,
+            tools=tools,
+            toolbar_location=None,
+            title=title,
+            min_border=4,
+            x_axis_location="above",
+            outline_line_color=None,
+            background_fill_color=pal.BACKGROUND,
+            border_fill_color=pal.BACKGROUND,
+        )
         f.grid.visible = False
         if title is not None:
             f.title.text_font = SANS
@@ -939,8 +1087,12 @@ class Scene:
         from bokeh.models import Range1d
 
         s = self.sizes
-        f = self._fig(width_chars * s.char + 12, lines * s.line + 8,
-                      Range1d(-0.5, width_chars + 0.5), Range1d(lines, 0))
+        f = self._fig(
+            width_chars * s.char + 12,
+            lines * s.line + 8,
+            Range1d(-0.5, width_chars + 0.5),
+            Range1d(lines, 0),
+        )
         f.axis.visible = False
         self.figures[name] = f
         return f
@@ -979,8 +1131,13 @@ class Scene:
         s = self.sizes
         title_px = 40 + len(title) * 0.62 * (s.font + 1)
         extra = max(0, math.ceil((title_px - (cols * cell + 30)) / cell))
-        f = self._fig((cols + extra) * cell + 30, rows * cell + 30 + 2 * s.font,
-                      Range1d(0, cols + extra), Range1d(rows, 0), title=title)
+        f = self._fig(
+            (cols + extra) * cell + 30,
+            rows * cell + 30 + 2 * s.font,
+            Range1d(0, cols + extra),
+            Range1d(rows, 0),
+            title=title,
+        )
         self._grid_axes(f, *(labelled or (rows, cols)))
         self.figures[name] = f
         return f
@@ -1007,68 +1164,164 @@ class Scene:
         T = tr.tile_width
         gy, gx = tr.grid
         nph = max(tr.n_phases, 1)
-        ext = {"M": (max(j, gy * T), max(k, nph * T)), "N": (max(k, nph * T), max(l, gx * T)),
-               "P": (max(j, gy * T), max(l, gx * T))}
+        ext = {
+            "M": (max(j, gy * T), max(k, nph * T)),
+            "N": (max(k, nph * T), max(l, gx * T)),
+            "P": (max(j, gy * T), max(l, gx * T)),
+        }
         shape = {"M": (j, k), "N": (k, l), "P": (j, l)}
         fills, texts, words = matrix_palette(T * T)
         fill_map = linear_cmap("code", fills, low=-0.5, high=len(fills) - 0.5)
         text_map = linear_cmap("code", texts, low=-0.5, high=len(texts) - 0.5)
-        word = CustomJSHover(args={"words": words, "first": THREAD_CODE, "T": T}, code="""
+        word = CustomJSHover(
+            args={"words": words, "first": THREAD_CODE, "T": T},
+            code="""
             const c = Math.round(value);
             if (c >= first) {
               const t = c - first;
               return "being loaded by thread (" + Math.floor(t / T) + "," + (t % T) + ")";
             }
             return words[c];
-        """)
+        """,
+        )
         figs = {}
         for name in ("M", "N", "P"):
             if name not in v:
                 continue
             rows, cols = ext[name]
-            f = self._grid_fig(name, rows, cols, s.cell,
-                               f"{name} ({shape[name][0]} × {shape[name][1]})",
-                               labelled=shape[name])
+            f = self._grid_fig(
+                name,
+                rows,
+                cols,
+                s.cell,
+                f"{name} ({shape[name][0]} × {shape[name][1]})",
+                labelled=shape[name],
+            )
             src = self.sources[name]
             # outlines of small cells cost more to paint than they show
-            r = f.rect("x", "y", 1, 1, source=src, fill_color=fill_map,
-                       line_color=pal.GRID_LINE if s.cell >= 10 else None, line_width=1)
+            r = f.rect(
+                "x",
+                "y",
+                1,
+                1,
+                source=src,
+                fill_color=fill_map,
+                line_color=pal.GRID_LINE if s.cell >= 10 else None,
+                line_width=1,
+            )
             # the matrix's own edge, so ghost cells read as outside it
-            f.rect(shape[name][1] / 2, shape[name][0] / 2, shape[name][1], shape[name][0],
-                   fill_alpha=0, line_color=pal.TEXT, line_width=1.5)
-            g = f.rect("x", "y", 1, 1, source=self.sources[f"{name}_ghost"], fill_color="fill",
-                       line_color="line_color", line_dash="dashed", line_width=1.5,
-                       hatch_pattern="/", hatch_color=pal.MUTED, hatch_alpha=0.35, hatch_scale=8)
-            f.rect("x", "y", "w", "h", source=self.sources[f"{name}_tile"], fill_alpha=0,
-                   line_color=pal.TILE_OUTLINE, line_width=3)
-            f.rect("x", "y", 1, 1, source=self.sources[f"{name}_focus"], fill_alpha=0,
-                   line_color=pal.FOCUS, line_width=3)
+            f.rect(
+                shape[name][1] / 2,
+                shape[name][0] / 2,
+                shape[name][1],
+                shape[name][0],
+                fill_alpha=0,
+                line_color=pal.TEXT,
+                line_width=1.5,
+            )
+            g = f.rect(
+                "x",
+                "y",
+                1,
+                1,
+                source=self.sources[f"{name}_ghost"],
+                fill_color="fill",
+                line_color="line_color",
+                line_dash="dashed",
+                line_width=1.5,
+                hatch_pattern="/",
+                hatch_color=pal.MUTED,
+                hatch_alpha=0.35,
+                hatch_scale=8,
+            )
+            f.rect(
+                "x",
+                "y",
+                "w",
+                "h",
+                source=self.sources[f"{name}_tile"],
+                fill_alpha=0,
+                line_color=pal.TILE_OUTLINE,
+                line_width=3,
+            )
+            f.rect(
+                "x",
+                "y",
+                1,
+                1,
+                source=self.sources[f"{name}_focus"],
+                fill_alpha=0,
+                line_color=pal.FOCUS,
+                line_width=3,
+            )
             pv = None
             if name == "P":  # Pvalue so far of the block's elements (hover; text if room)
-                pv = f.rect("x", "y", 1, 1, source=self.sources["P_pvalue"], fill_alpha=0,
-                            line_alpha=0)
+                pv = f.rect(
+                    "x", "y", 1, 1, source=self.sources["P_pvalue"], fill_alpha=0, line_alpha=0
+                )
             if s.matrix_text:
                 fs = f"{max(9, min(s.font + 2, int(s.cell * 0.32)))}px"
-                texts = [(self.sources["P_pvalue"] if name == "P" else src, text_map),
-                         (self.sources[f"{name}_ghost"], "text_color")]
+                texts = [
+                    (self.sources["P_pvalue"] if name == "P" else src, text_map),
+                    (self.sources[f"{name}_ghost"], "text_color"),
+                ]
                 for source, color in texts:
-                    f.text("x", "y", "text", source=source, text_color=color,
-                           text_align="center", text_baseline="middle", text_font_size=fs,
-                           text_font=value(SANS))
+                    f.text(
+                        "x",
+                        "y",
+                        "text",
+                        source=source,
+                        text_color=color,
+                        text_align="center",
+                        text_baseline="middle",
+                        text_font_size=fs,
+                        text_font=value(SANS),
+                    )
             if name == "P":
-                f.add_tools(HoverTool(renderers=[r], tooltips=[
-                    ("element", "@name"), ("P after the launch", "@final"),
-                    ("state", "@code{state}")], formatters={"@code": word}))
-                f.add_tools(HoverTool(renderers=[pv], tooltips=[
-                    ("element", "@name"), ("Pvalue so far", "@text"),
-                    ("computed by", "@thread")]))
+                f.add_tools(
+                    HoverTool(
+                        renderers=[r],
+                        tooltips=[
+                            ("element", "@name"),
+                            ("P after the launch", "@final"),
+                            ("state", "@code{state}"),
+                        ],
+                        formatters={"@code": word},
+                    )
+                )
+                f.add_tools(
+                    HoverTool(
+                        renderers=[pv],
+                        tooltips=[
+                            ("element", "@name"),
+                            ("Pvalue so far", "@text"),
+                            ("computed by", "@thread"),
+                        ],
+                    )
+                )
             else:
-                f.add_tools(HoverTool(renderers=[r], tooltips=[
-                    ("element", "@name"), ("value", "@final"), ("state", "@code{state}")],
-                    formatters={"@code": word}))
-            f.add_tools(HoverTool(renderers=[g], tooltips=[
-                ("position", "@name (outside the matrix)"), ("what happened", "@state"),
-                ("thread", "@loader"), ("slot holds", "@text")]))
+                f.add_tools(
+                    HoverTool(
+                        renderers=[r],
+                        tooltips=[
+                            ("element", "@name"),
+                            ("value", "@final"),
+                            ("state", "@code{state}"),
+                        ],
+                        formatters={"@code": word},
+                    )
+                )
+            f.add_tools(
+                HoverTool(
+                    renderers=[g],
+                    tooltips=[
+                        ("position", "@name (outside the matrix)"),
+                        ("what happened", "@state"),
+                        ("thread", "@loader"),
+                        ("slot holds", "@text"),
+                    ],
+                )
+            )
             figs[name] = f
         top = [Spacer(width=figs["M"].width, height=10)] if "M" in figs else []
         parts = []
@@ -1087,15 +1340,41 @@ class Scene:
         T, s = self.trace.tile_width, self.sizes
         f = self._grid_fig(name, T, T, s.scell, f"{name} (shared)")
         src = self.sources[name]
-        r = f.rect("x", "y", 1, 1, source=src, fill_color="fill", line_color="line_color",
-                   line_width="line_width")
+        r = f.rect(
+            "x",
+            "y",
+            1,
+            1,
+            source=src,
+            fill_color="fill",
+            line_color="line_color",
+            line_width="line_width",
+        )
         if s.shared_text:
-            f.text("x", "y", "text", source=src, text_color="text_color", text_align="center",
-                   text_baseline="middle", text_font=value(SANS), text_line_height=1.15,
-                   text_font_size=f"{max(10, min(s.font + 3, int(s.scell * 0.22)))}px")
-        f.add_tools(HoverTool(renderers=[r], tooltips=[
-            ("slot", f"{name}[@ty][@tx]"), ("holds", "@element"), ("value", "@value"),
-            ("state", "@state"), ("written by", "@loader")]))
+            f.text(
+                "x",
+                "y",
+                "text",
+                source=src,
+                text_color="text_color",
+                text_align="center",
+                text_baseline="middle",
+                text_font=value(SANS),
+                text_line_height=1.15,
+                text_font_size=f"{max(10, min(s.font + 3, int(s.scell * 0.22)))}px",
+            )
+        f.add_tools(
+            HoverTool(
+                renderers=[r],
+                tooltips=[
+                    ("slot", f"{name}[@ty][@tx]"),
+                    ("holds", "@element"),
+                    ("value", "@value"),
+                    ("state", "@state"),
+                    ("written by", "@loader"),
+                ],
+            )
+        )
         self.figures[name] = f
         return f
 
@@ -1105,19 +1384,55 @@ class Scene:
         T, s = self.trace.tile_width, self.sizes
         f = self._grid_fig("threads", T, T, s.scell, "threads (ty, tx)")
         src = self.sources["threads"]
-        r = f.rect("x", "y", 0.94, 0.94, source=src, fill_color="fill", line_color="line_color",
-                   line_width="line_width", nonselection_fill_alpha=1.0,
-                   nonselection_line_alpha=1.0, selection_fill_alpha=1.0)
+        r = f.rect(
+            "x",
+            "y",
+            0.94,
+            0.94,
+            source=src,
+            fill_color="fill",
+            line_color="line_color",
+            line_width="line_width",
+            nonselection_fill_alpha=1.0,
+            nonselection_line_alpha=1.0,
+            selection_fill_alpha=1.0,
+        )
         if s.scell >= 20:
-            f.rect("sx", "sy", 0.2, 0.2, source=src, fill_color="ident", line_color=pal.TEXT,
-                   line_width=0.5, nonselection_fill_alpha=1.0)
+            f.rect(
+                "sx",
+                "sy",
+                0.2,
+                0.2,
+                source=src,
+                fill_color="ident",
+                line_color=pal.TEXT,
+                line_width=0.5,
+                nonselection_fill_alpha=1.0,
+            )
         if s.shared_text:
-            f.text("x", "y", "text", source=src, text_color="text_color", text_align="center",
-                   text_baseline="middle", text_font=value(SANS), text_line_height=1.15,
-                   text_font_size=f"{max(10, min(s.font + 2, int(s.scell * 0.2)))}px")
-        f.add_tools(HoverTool(renderers=[r], tooltips=[
-            ("thread", "(@ty, @tx)"), ("state", "@state"), ("Pvalue", "@pvalue"),
-            ("valid P element", "@valid")]))
+            f.text(
+                "x",
+                "y",
+                "text",
+                source=src,
+                text_color="text_color",
+                text_align="center",
+                text_baseline="middle",
+                text_font=value(SANS),
+                text_line_height=1.15,
+                text_font_size=f"{max(10, min(s.font + 2, int(s.scell * 0.2)))}px",
+            )
+        f.add_tools(
+            HoverTool(
+                renderers=[r],
+                tooltips=[
+                    ("thread", "(@ty, @tx)"),
+                    ("state", "@state"),
+                    ("Pvalue", "@pvalue"),
+                    ("valid P element", "@valid"),
+                ],
+            )
+        )
         f.add_tools(TapTool(renderers=[r]))
         self.figures["threads"] = f
         return f
@@ -1132,8 +1447,14 @@ class Scene:
                 continue
             entries.append((label, pal.THREAD_STATE_COLORS[st]))
         entries.append(("Mds / Nds slots", None))
-        for st in (SlotState.LOADED, SlotState.STALE, SlotState.ZERO, SlotState.WRONG,
-                   SlotState.SKIPPED, SlotState.EMPTY):
+        for st in (
+            SlotState.LOADED,
+            SlotState.STALE,
+            SlotState.ZERO,
+            SlotState.WRONG,
+            SlotState.SKIPPED,
+            SlotState.EMPTY,
+        ):
             entries.append((pal.SLOT_LABELS[st], pal.SLOT_COLORS[st]))
         entries.append(("M, N, P elements", None))
         entries += [
@@ -1177,16 +1498,39 @@ class Scene:
         line_h = fs * 1.6
         from bokeh.plotting import figure
 
-        f = figure(width=int(cols * width_chars * char + 10), height=int(per_col * line_h + 8),
-                   x_range=Range1d(0, cols * width_chars), y_range=Range1d(per_col, 0),
-                   tools="", toolbar_location=None, min_border=2, outline_line_color=None)
+        f = figure(
+            width=int(cols * width_chars * char + 10),
+            height=int(per_col * line_h + 8),
+            x_range=Range1d(0, cols * width_chars),
+            y_range=Range1d(per_col, 0),
+            tools="",
+            toolbar_location=None,
+            min_border=2,
+            outline_line_color=None,
+        )
         f.axis.visible = False
         f.grid.visible = False
-        f.rect("x", "y", 1.8, 0.7, source=ColumnDataSource(data), fill_color="fill",
-               line_color="line", line_width=2)
-        f.text("x", "y", "text", source=ColumnDataSource(text), text_baseline="middle",
-               text_font_size=f"{fs}px", text_font=value(SANS), text_color=pal.TEXT,
-               text_font_style="style")
+        f.rect(
+            "x",
+            "y",
+            1.8,
+            0.7,
+            source=ColumnDataSource(data),
+            fill_color="fill",
+            line_color="line",
+            line_width=2,
+        )
+        f.text(
+            "x",
+            "y",
+            "text",
+            source=ColumnDataSource(text),
+            text_baseline="middle",
+            text_font_size=f"{fs}px",
+            text_font=value(SANS),
+            text_color=pal.TEXT,
+            text_font_style="style",
+        )
         self.figures["legend"] = f
         return f
 
@@ -1197,12 +1541,37 @@ class Scene:
         f = self._text_fig(width + 2, len(lines), "source")
         f.x_range.start = -2.2
         src = self.sources["source"]
-        f.rect(width / 2 - 0.5, "y", width + 1, 1, source=src, fill_color="bg",
-               fill_alpha="bg_alpha", line_color=None)
-        f.text("x", "y", "text", source=src, text_baseline="middle", text_font=value(MONO),
-               text_font_size=f"{s.mono}px", text_color=pal.TEXT, text_font_style="font_style")
-        f.text(-1.9, "y", "marker", source=src, text_baseline="middle", text_font=value(MONO),
-               text_font_size=f"{s.mono}px", text_color=pal.TILE_OUTLINE)
+        f.rect(
+            width / 2 - 0.5,
+            "y",
+            width + 1,
+            1,
+            source=src,
+            fill_color="bg",
+            fill_alpha="bg_alpha",
+            line_color=None,
+        )
+        f.text(
+            "x",
+            "y",
+            "text",
+            source=src,
+            text_baseline="middle",
+            text_font=value(MONO),
+            text_font_size=f"{s.mono}px",
+            text_color=pal.TEXT,
+            text_font_style="font_style",
+        )
+        f.text(
+            -1.9,
+            "y",
+            "marker",
+            source=src,
+            text_baseline="middle",
+            text_font=value(MONO),
+            text_font_size=f"{s.mono}px",
+            text_color=pal.TILE_OUTLINE,
+        )
         f.title = None
         return f
 
@@ -1210,14 +1579,30 @@ class Scene:
         s = self.sizes
         lines = 6 + max(1, math.ceil(self.trace.n_phases / 3)) + 2
         f = self._text_fig(COUNTER_CHARS, lines, "counters")
-        f.text("x", "y", "text", source=self.sources["counters"], text_baseline="middle",
-               text_font=value(MONO), text_font_size=f"{s.mono}px", text_color="color",
-               text_font_style="font_style")
+        f.text(
+            "x",
+            "y",
+            "text",
+            source=self.sources["counters"],
+            text_baseline="middle",
+            text_font=value(MONO),
+            text_font_size=f"{s.mono}px",
+            text_color="color",
+            text_font_style="font_style",
+        )
         bars = self.sources["bars"]
         f.rect("x", "y", "w", 0.7, source=bars, fill_color="fill", line_color=None)
-        f.text("lx", "y", "label", source=bars, text_baseline="middle", text_font=value(MONO),
-               text_font_size=f"{max(9, s.mono - 1)}px", text_color="label_color",
-               text_font_style="bold")
+        f.text(
+            "lx",
+            "y",
+            "label",
+            source=bars,
+            text_baseline="middle",
+            text_font=value(MONO),
+            text_font_size=f"{max(9, s.mono - 1)}px",
+            text_color="label_color",
+            text_font_style="bold",
+        )
         return f
 
     def _blocks(self):
@@ -1228,15 +1613,32 @@ class Scene:
         cell = int(max(10, min(44 * (1.3 if self.presenter else 1), 200 // max(gy, gx))))
         f = self._grid_fig("blocks", gy, gx, cell, "blocks (by, bx)")
         src = self.sources["blocks"]
-        r = f.rect("x", "y", 0.92, 0.92, source=src, fill_color="fill", line_color="line_color",
-                   line_width="line_width", nonselection_fill_alpha=1.0,
-                   nonselection_line_alpha=1.0, selection_fill_alpha=1.0)
+        r = f.rect(
+            "x",
+            "y",
+            0.92,
+            0.92,
+            source=src,
+            fill_color="fill",
+            line_color="line_color",
+            line_width="line_width",
+            nonselection_fill_alpha=1.0,
+            nonselection_line_alpha=1.0,
+            selection_fill_alpha=1.0,
+        )
         if cell >= 34:
-            f.text("x", "y", "text", source=src, text_color="text_color", text_align="center",
-                   text_baseline="middle", text_font=value(SANS),
-                   text_font_size=f"{max(9, min(s.font, cell // 3))}px")
-        f.add_tools(HoverTool(renderers=[r], tooltips=[("block", "(@by, @bx)"),
-                                                       ("", "@status")]))
+            f.text(
+                "x",
+                "y",
+                "text",
+                source=src,
+                text_color="text_color",
+                text_align="center",
+                text_baseline="middle",
+                text_font=value(SANS),
+                text_font_size=f"{max(9, min(s.font, cell // 3))}px",
+            )
+        f.add_tools(HoverTool(renderers=[r], tooltips=[("block", "(@by, @bx)"), ("", "@status")]))
         f.add_tools(TapTool(renderers=[r]))
         self.figures["blocks"] = f
         return f
@@ -1247,9 +1649,17 @@ class Scene:
         # proportional font: about 0.6 em per character, bold included
         f.width = int(CAPTION_CHARS * 0.6 * (s.font + 1) + 20)
         f.x_range.end = (f.width - 12) / (0.6 * (s.font + 1))
-        f.text("x", "y", "text", source=self.sources["caption"], text_baseline="middle",
-               text_font=value(SANS), text_font_size=f"{s.font + 1}px", text_color="color",
-               text_font_style="font_style")
+        f.text(
+            "x",
+            "y",
+            "text",
+            source=self.sources["caption"],
+            text_baseline="middle",
+            text_font=value(SANS),
+            text_font_size=f"{s.font + 1}px",
+            text_color="color",
+            text_font_style="font_style",
+        )
         return f
 
     def _table_fig(self):
@@ -1258,15 +1668,25 @@ class Scene:
         s = self.sizes
         width, lines = _table_extent(self.trace)
         lines += 1
-        f = self._fig(width * s.char + 12, lines * s.line + 8, Range1d(-0.2, width + 0.2),
-                      Range1d(lines, 0))
+        f = self._fig(
+            width * s.char + 12, lines * s.line + 8, Range1d(-0.2, width + 0.2), Range1d(lines, 0)
+        )
         f.axis.visible = False
         src = self.sources["table"]
-        f.rect("x", "y", "w", "h", source=src, fill_color="fill", line_color="line_color",
-               line_width=1)
-        f.text("tx", "y", "text", source=src, text_baseline="middle", text_font=value(MONO),
-               text_font_size=f"{s.mono}px", text_color="text_color",
-               text_font_style="font_style")
+        f.rect(
+            "x", "y", "w", "h", source=src, fill_color="fill", line_color="line_color", line_width=1
+        )
+        f.text(
+            "tx",
+            "y",
+            "text",
+            source=src,
+            text_baseline="middle",
+            text_font=value(MONO),
+            text_font_size=f"{s.mono}px",
+            text_color="text_color",
+            text_font_style="font_style",
+        )
         self.figures["table"] = f
         return f
 
@@ -1276,20 +1696,69 @@ _EMPTY_COLUMNS = {
     "M": ("x", "y", "row", "col", "name", "final", "text", "code"),
     "focus": ("x", "y"),
     "P_pvalue": ("x", "y", "name", "text", "thread", "code"),
-    "ghost": ("x", "y", "row", "col", "name", "fill", "line_color", "text", "text_color",
-              "state", "loader"),
+    "ghost": (
+        "x",
+        "y",
+        "row",
+        "col",
+        "name",
+        "fill",
+        "line_color",
+        "text",
+        "text_color",
+        "state",
+        "loader",
+    ),
     "tile": ("x", "y", "w", "h"),
-    "Mds": ("x", "y", "ty", "tx", "fill", "line_color", "line_width", "text", "text_color",
-            "state", "element", "value", "loader"),
-    "threads": ("x", "y", "sx", "sy", "ty", "tx", "ident", "fill", "line_color", "line_width",
-                "text", "text_color", "state", "word", "pvalue", "valid"),
+    "Mds": (
+        "x",
+        "y",
+        "ty",
+        "tx",
+        "fill",
+        "line_color",
+        "line_width",
+        "text",
+        "text_color",
+        "state",
+        "element",
+        "value",
+        "loader",
+    ),
+    "threads": (
+        "x",
+        "y",
+        "sx",
+        "sy",
+        "ty",
+        "tx",
+        "ident",
+        "fill",
+        "line_color",
+        "line_width",
+        "text",
+        "text_color",
+        "state",
+        "word",
+        "pvalue",
+        "valid",
+    ),
     "source": ("x", "y", "text", "bg", "bg_alpha", "marker", "font_style"),
     "counters": ("x", "y", "text", "font_style", "color"),
     "bars": ("x", "y", "w", "fill", "label", "lx", "label_color"),
-    "blocks": ("x", "y", "by", "bx", "fill", "line_color", "line_width", "text", "text_color",
-               "status"),
-    "table": ("x", "y", "w", "h", "tx", "fill", "line_color", "text", "text_color",
-              "font_style"),
+    "blocks": (
+        "x",
+        "y",
+        "by",
+        "bx",
+        "fill",
+        "line_color",
+        "line_width",
+        "text",
+        "text_color",
+        "status",
+    ),
+    "table": ("x", "y", "w", "h", "tx", "fill", "line_color", "text", "text_color", "font_style"),
 }
 
 
@@ -1312,4 +1781,3 @@ def _length(cols: dict[str, list]) -> int:
     for v in cols.values():
         return len(v)
     return 0
-

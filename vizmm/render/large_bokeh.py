@@ -137,8 +137,7 @@ def gantt_columns(m: LargeModel) -> dict[str, np.ndarray]:
     g = m.gantt
     k, _ = time_scale(m)
     bottom, top = g.bounds()
-    wave = (m.waves.wave[g.by, g.bx] if m.waves is not None
-            else np.full(len(g), -1, np.int32))
+    wave = m.waves.wave[g.by, g.bx] if m.waves is not None else np.full(len(g), -1, np.int32)
     return {
         "left": g.start * k,
         "right": g.end * k,
@@ -176,8 +175,7 @@ def wave_columns(m: LargeModel) -> dict[str, list]:
     """Shaded bands, one per wave: from its first start to the next wave's first start."""
     w = m.waves
     if w is None:
-        return {key: [] for key in ("left", "right", "top", "fill", "wave", "size", "start",
-                                    "end")}
+        return {key: [] for key in ("left", "right", "top", "fill", "wave", "size", "start", "end")}
     k, _ = time_scale(m)
     n = len(w.start)
     right = np.r_[w.start[1:], w.end[-1]] if n else np.zeros(0)
@@ -213,8 +211,15 @@ def read_columns(rm: ReadMap) -> dict[str, list]:
     r1 = np.repeat(re_[1:, None] - 1, w, axis=1)
     c0 = np.repeat(ce[None, :-1], h, axis=0)
     c1 = np.repeat(ce[None, 1:] - 1, h, axis=0)
-    return {"image": [rm.mean], "low": [rm.low], "high": [rm.high], "r0": [r0], "r1": [r1],
-            "c0": [c0], "c1": [c1]}
+    return {
+        "image": [rm.mean],
+        "low": [rm.low],
+        "high": [rm.high],
+        "r0": [r0],
+        "r1": [r1],
+        "c0": [c0],
+        "c1": [c1],
+    }
 
 
 def wait_columns(dist: WaitDistribution) -> dict[str, list]:
@@ -223,8 +228,9 @@ def wait_columns(dist: WaitDistribution) -> dict[str, list]:
     Columns: ``left``, ``right``, ``top`` (blocks), ``fill``, ``barrier``
     (label), ``cycles`` (bin range), ``blocks``.
     """
-    cols: dict[str, list] = {key: [] for key in ("left", "right", "top", "fill", "barrier",
-                                                 "cycles", "blocks")}
+    cols: dict[str, list] = {
+        key: [] for key in ("left", "right", "top", "fill", "barrier", "cycles", "blocks")
+    }
     for b in range(2):
         for i in range(WAIT_BINS):
             c = int(dist.counts[b, i])
@@ -245,8 +251,7 @@ def slowest_columns(slow: SlowBlocks) -> dict[str, list]:
     ``mean``, ``detail``.
     """
     return {
-        "block": [f"({a}, {b})" for a, b in zip(slow.by.tolist(), slow.bx.tolist(),
-                                                 strict=True)],
+        "block": [f"({a}, {b})" for a, b in zip(slow.by.tolist(), slow.bx.tolist(), strict=True)],
         "by": slow.by.tolist(),
         "bx": slow.bx.tolist(),
         "sm": [s if s >= 0 else "–" for s in slow.sm.tolist()],
@@ -299,8 +304,11 @@ class LargeScene:
         self.barrier = 0
         self.block: tuple[int, int] | None = None
         self._block_callbacks: list[Callable[[int, int], None]] = []
-        self.panels = {"timeline": self._timeline_panel(), "reads": self._reads_panel(),
-                       "waits": self._waits_panel()}
+        self.panels = {
+            "timeline": self._timeline_panel(),
+            "reads": self._reads_panel(),
+            "waits": self._waits_panel(),
+        }
         self.layout = column(*self.panels.values(), spacing=16)
         self.set_time(0.0)
         self.set_waits(None, 0)
@@ -316,8 +324,11 @@ class LargeScene:
         for span in self._now:
             span.location = t * k
         counts = m.timeline.counts_at(t)
-        parts = [f"{counts[BlockState.RUNNING]:,} running", f"{counts[BlockState.DONE]:,} done",
-                 f"{counts[BlockState.WAITING]:,} waiting"]
+        parts = [
+            f"{counts[BlockState.RUNNING]:,} running",
+            f"{counts[BlockState.DONE]:,} done",
+            f"{counts[BlockState.WAITING]:,} waiting",
+        ]
         if counts[BlockState.NO_DATA]:
             parts.append(f"{counts[BlockState.NO_DATA]:,} not simulated")
         self.figures["grid"].title.text = f"Blocks {m.timeline.label(t)}"
@@ -339,20 +350,26 @@ class LargeScene:
         self.figures["waits"].title.text = f"Barrier waits · {where}"
         if dist.available:
             med = [dist.median_bin(b) for b in (0, 1)]
-            meds = ", ".join(f"{wait_bin_label(x)} at barrier {b + 1}"
-                             for b, x in enumerate(med) if x is not None)
+            meds = ", ".join(
+                f"{wait_bin_label(x)} at barrier {b + 1}"
+                for b, x in enumerate(med)
+                if x is not None
+            )
             what = "blocks" if phase is not None else "blocks × phases"
             sub = f"{n:,} {what} · median {meds} (cycles)"
         else:
             sub = "no waits recorded"
         self._waits_sub.text = sub
-        self.figures["waits"].yaxis.axis_label = ("blocks" if phase is not None
-                                                  else "blocks × phases")
+        self.figures["waits"].yaxis.axis_label = (
+            "blocks" if phase is not None else "blocks × phases"
+        )
         self._waits_note.text = dist.note
         slow = slowest_blocks(self.trace, self.barrier, SLOWEST_ROWS, phase)
         self.sources["slowest"].data = slowest_columns(slow)
-        self._slowest_note.text = (f"<b>Slowest blocks</b> at {BARRIERS[self.barrier]}: "
-                                   f"{slow.note}. Click a row to select the block.")
+        self._slowest_note.text = (
+            f"<b>Slowest blocks</b> at {BARRIERS[self.barrier]}: "
+            f"{slow.note}. Click a row to select the block."
+        )
 
     def select(self, block: tuple[int, int] | None) -> None:
         """Outline ``block`` (by, bx) in the grid and the Gantt chart; None clears."""
@@ -395,8 +412,9 @@ class LargeScene:
     def bar_at(self, x: float, y: float) -> tuple[int, int] | None:
         """The block whose Gantt bar covers ``(x, y)`` (axis units), if any."""
         g = self.sources["gantt"].data
-        hit = np.flatnonzero((g["left"] <= x) & (x <= g["right"]) & (g["bottom"] <= y)
-                             & (y <= g["top"]))
+        hit = np.flatnonzero(
+            (g["left"] <= x) & (x <= g["right"]) & (g["bottom"] <= y) & (y <= g["top"])
+        )
         if not len(hit):
             return None
         i = int(hit[0])
@@ -425,12 +443,22 @@ class LargeScene:
     def _fig(self, width, height, x_range=None, y_range=None, title="", tools="", **kw):
         from bokeh.plotting import figure
 
-        ranges = {name: r for name, r in (("x_range", x_range), ("y_range", y_range))
-                  if r is not None}
-        f = figure(width=int(width), height=int(height), **ranges, tools=tools,
-                   toolbar_location="right" if tools else None, title=title, min_border=6,
-                   outline_line_color=None, background_fill_color=pal.BACKGROUND,
-                   border_fill_color=pal.BACKGROUND, **kw)
+        ranges = {
+            name: r for name, r in (("x_range", x_range), ("y_range", y_range)) if r is not None
+        }
+        f = figure(
+            width=int(width),
+            height=int(height),
+            **ranges,
+            tools=tools,
+            toolbar_location="right" if tools else None,
+            title=title,
+            min_border=6,
+            outline_line_color=None,
+            background_fill_color=pal.BACKGROUND,
+            border_fill_color=pal.BACKGROUND,
+            **kw,
+        )
         if tools:
             f.toolbar.autohide = True
         f.title.text_font = SANS
@@ -457,20 +485,41 @@ class LargeScene:
             # one invisible point: a legend draws its swatch from the first item's visuals
             src = ColumnDataSource({"x": [math.nan], "y": [math.nan]})
             if kind == "hatch":
-                r = f.rect("x", "y", 1, 1, source=src, fill_color=color, line_color=pal.MUTED,
-                           hatch_pattern="/", hatch_color=pal.MUTED, hatch_alpha=0.45,
-                           hatch_scale=6)
+                r = f.rect(
+                    "x",
+                    "y",
+                    1,
+                    1,
+                    source=src,
+                    fill_color=color,
+                    line_color=pal.MUTED,
+                    hatch_pattern="/",
+                    hatch_color=pal.MUTED,
+                    hatch_alpha=0.45,
+                    hatch_scale=6,
+                )
             elif kind == "outline":
-                r = f.rect("x", "y", 1, 1, source=src, fill_alpha=0, line_color=color,
-                           line_width=2.5)
+                r = f.rect(
+                    "x", "y", 1, 1, source=src, fill_alpha=0, line_color=color, line_width=2.5
+                )
             else:
                 r = f.rect("x", "y", 1, 1, source=src, fill_color=color, line_color=pal.MUTED)
             entries.append(LegendItem(label=label, renderers=[r]))
-        legend = Legend(items=entries, orientation="horizontal", location="center",
-                        label_text_font=SANS, label_text_font_size=f"{self._font - 1}px",
-                        label_text_color=pal.TEXT, border_line_color=None,
-                        background_fill_alpha=0, padding=2, spacing=10, margin=2,
-                        glyph_width=16, glyph_height=16)
+        legend = Legend(
+            items=entries,
+            orientation="horizontal",
+            location="center",
+            label_text_font=SANS,
+            label_text_font_size=f"{self._font - 1}px",
+            label_text_color=pal.TEXT,
+            border_line_color=None,
+            background_fill_alpha=0,
+            padding=2,
+            spacing=10,
+            margin=2,
+            glyph_width=16,
+            glyph_height=16,
+        )
         if columns:
             legend.ncols = columns
         f.add_layout(legend, location)
@@ -498,9 +547,15 @@ class LargeScene:
         # --- the grid of blocks, one image
         side = 470 if not self.presenter else 560
         cell = max(2.0, min(90.0, side / max(gy, gx)))
-        f = self._fig(max(gx * cell, 330) + 70, gy * cell + 130, Range1d(0, gx),
-                      Range1d(gy, 0), tools="pan,wheel_zoom,reset", x_axis_location="above",
-                      match_aspect=True)
+        f = self._fig(
+            max(gx * cell, 330) + 70,
+            gy * cell + 130,
+            Range1d(0, gx),
+            Range1d(gy, 0),
+            tools="pan,wheel_zoom,reset",
+            x_axis_location="above",
+            match_aspect=True,
+        )
         f.grid.visible = False
         f.xaxis.axis_label = "blockIdx.x"
         f.yaxis.axis_label = "blockIdx.y"
@@ -512,11 +567,27 @@ class LargeScene:
         self.sources["grid"] = src
         hatch = not tl.simulated.all()
         if hatch:  # blocks that did not run: hatched, seen through the image
-            f.rect(gx / 2, gy / 2, gx, gy, fill_color=pal.BLOCK_STATE_COLORS[BlockState.NO_DATA],
-                   line_color=None, hatch_pattern="/", hatch_color=pal.MUTED, hatch_alpha=0.45,
-                   hatch_scale=8)
-        img = f.image(image="state", x=0, y=0, dw=gx, dh=gy, source=src,
-                      color_mapper=_state_mapper("rgba(0, 0, 0, 0)" if hatch else None))
+            f.rect(
+                gx / 2,
+                gy / 2,
+                gx,
+                gy,
+                fill_color=pal.BLOCK_STATE_COLORS[BlockState.NO_DATA],
+                line_color=None,
+                hatch_pattern="/",
+                hatch_color=pal.MUTED,
+                hatch_alpha=0.45,
+                hatch_scale=8,
+            )
+        img = f.image(
+            image="state",
+            x=0,
+            y=0,
+            dw=gx,
+            dh=gy,
+            source=src,
+            color_mapper=_state_mapper("rgba(0, 0, 0, 0)" if hatch else None),
+        )
         if max(gy, gx) <= 32:
             f.grid.visible = True
             f.grid.ticker = FixedTicker(ticks=list(range(max(gy, gx) + 1)))
@@ -525,33 +596,74 @@ class LargeScene:
             f.grid.level = "overlay"
         f.rect(gx / 2, gy / 2, gx, gy, fill_alpha=0, line_color=pal.MUTED, line_width=1)
         hover_time = (
-            [("start", f"@start{{0,0.000}} {unit}"), ("end", f"@end{{0,0.000}} {unit}"),
-             ("ran for", f"@dur{{0,0.000}} {unit}"), ("SM", "@sm"), ("wave", "@wave")]
-            if tl.has_clock else [("completed", "@start{0} (order)")])
-        waits = ([("waited at barrier 1", "@w1 cycles (most, over the phases)"),
-                  ("waited at barrier 2", "@w2 cycles")]
-                 if (m.block_waits >= 0).any() else [])
-        per_thread = CustomJSHover(code="return value ? 'yes: select it, then open its "
-                                        "replay' : 'no'")
-        f.add_tools(HoverTool(renderers=[img], tooltips=[
-            ("block", "(@by, @bx)"), *hover_time, *waits, ("zero-filled slots", "@zf"),
-            ("recorded per thread", "@detail{custom}")], formatters={"@detail": per_thread}))
+            [
+                ("start", f"@start{{0,0.000}} {unit}"),
+                ("end", f"@end{{0,0.000}} {unit}"),
+                ("ran for", f"@dur{{0,0.000}} {unit}"),
+                ("SM", "@sm"),
+                ("wave", "@wave"),
+            ]
+            if tl.has_clock
+            else [("completed", "@start{0} (order)")]
+        )
+        waits = (
+            [
+                ("waited at barrier 1", "@w1 cycles (most, over the phases)"),
+                ("waited at barrier 2", "@w2 cycles"),
+            ]
+            if (m.block_waits >= 0).any()
+            else []
+        )
+        per_thread = CustomJSHover(
+            code="return value ? 'yes: select it, then open its replay' : 'no'"
+        )
+        f.add_tools(
+            HoverTool(
+                renderers=[img],
+                tooltips=[
+                    ("block", "(@by, @bx)"),
+                    *hover_time,
+                    *waits,
+                    ("zero-filled slots", "@zf"),
+                    ("recorded per thread", "@detail{custom}"),
+                ],
+                formatters={"@detail": per_thread},
+            )
+        )
         detail = self.trace.detail_blocks
-        dsrc = ColumnDataSource({"x": (detail[:, 1] + 0.5).tolist(),
-                                 "y": (detail[:, 0] + 0.5).tolist(),
-                                 "block": [f"({a}, {b})" for a, b in detail.tolist()]})
+        dsrc = ColumnDataSource(
+            {
+                "x": (detail[:, 1] + 0.5).tolist(),
+                "y": (detail[:, 0] + 0.5).tolist(),
+                "block": [f"({a}, {b})" for a, b in detail.tolist()],
+            }
+        )
         size = max(0.9, 11.0 / cell)  # at least 11 pixels, so the corners show
-        f.rect("x", "y", size, size, source=dsrc, fill_alpha=0, line_color=pal.FOCUS,
-               line_width=2)
+        f.rect("x", "y", size, size, source=dsrc, fill_alpha=0, line_color=pal.FOCUS, line_width=2)
         self.sources["grid_sel"] = ColumnDataSource({"x": [], "y": []})
-        f.rect("x", "y", max(1.0, 15.0 / cell), max(1.0, 15.0 / cell),
-               source=self.sources["grid_sel"], fill_alpha=0, line_color=pal.TILE_OUTLINE,
-               line_width=3)
-        items = [(pal.BLOCK_STATE_LABELS[s], pal.BLOCK_STATE_COLORS[s],
-                  "hatch" if s == BlockState.NO_DATA else "fill")
-                 for s in _STATES if s != BlockState.NO_DATA or hatch]
-        items += [("recorded per thread", pal.FOCUS, "outline"),
-                  ("selected", pal.TILE_OUTLINE, "outline")]
+        f.rect(
+            "x",
+            "y",
+            max(1.0, 15.0 / cell),
+            max(1.0, 15.0 / cell),
+            source=self.sources["grid_sel"],
+            fill_alpha=0,
+            line_color=pal.TILE_OUTLINE,
+            line_width=3,
+        )
+        items = [
+            (
+                pal.BLOCK_STATE_LABELS[s],
+                pal.BLOCK_STATE_COLORS[s],
+                "hatch" if s == BlockState.NO_DATA else "fill",
+            )
+            for s in _STATES
+            if s != BlockState.NO_DATA or hatch
+        ]
+        items += [
+            ("recorded per thread", pal.FOCUS, "outline"),
+            ("selected", pal.TILE_OUTLINE, "outline"),
+        ]
         self._legend(f, items, columns=3)
         f.name = "vizmm-block-grid"
         self._grid_sub = _subtitle("", fs)
@@ -564,8 +676,9 @@ class LargeScene:
         row_px = 4.0 if g.rows > 40 else max(4.0, 300 / g.rows)
         x_end = max(tl.duration * k, 1e-9)
         x_range = Range1d(-0.01 * x_end, x_end * 1.01, bounds=(-0.02 * x_end, x_end * 1.05))
-        gf = self._fig(gw, g.rows * row_px + 90, x_range, Range1d(g.rows, 0),
-                       tools="xpan,xwheel_zoom,reset")
+        gf = self._fig(
+            gw, g.rows * row_px + 90, x_range, Range1d(g.rows, 0), tools="xpan,xwheel_zoom,reset"
+        )
         gf.grid.visible = False
         gf.xaxis.axis_label = xlabel
         gf.yaxis.axis_label = "SM (%smid)" if tl.has_clock else ""
@@ -573,26 +686,50 @@ class LargeScene:
             gf.yaxis.visible = False
         gsrc = ColumnDataSource(gantt_columns(m))
         self.sources["gantt"] = gsrc
-        q = gf.quad(left="left", right="right", bottom="bottom", top="top", source=gsrc,
-                    fill_color={"field": "state", "transform": _state_mapper()},
-                    line_color=None)
-        tips = ([("block", "(@by, @bx)"), ("SM", "@sm (lane @lane)"),
-                 ("start", f"@left{{0,0.000}} {unit}"), ("end", f"@right{{0,0.000}} {unit}"),
-                 ("ran for", f"@dur{{0,0.000}} {unit}"), ("wave", "@wave")]
-                if tl.has_clock else [("block", "(@by, @bx)"), ("completed", "@left{0}")])
+        q = gf.quad(
+            left="left",
+            right="right",
+            bottom="bottom",
+            top="top",
+            source=gsrc,
+            fill_color={"field": "state", "transform": _state_mapper()},
+            line_color=None,
+        )
+        tips = (
+            [
+                ("block", "(@by, @bx)"),
+                ("SM", "@sm (lane @lane)"),
+                ("start", f"@left{{0,0.000}} {unit}"),
+                ("end", f"@right{{0,0.000}} {unit}"),
+                ("ran for", f"@dur{{0,0.000}} {unit}"),
+                ("wave", "@wave"),
+            ]
+            if tl.has_clock
+            else [("block", "(@by, @bx)"), ("completed", "@left{0}")]
+        )
         gf.add_tools(HoverTool(renderers=[q], tooltips=tips))
         self.sources["gantt_sel"] = ColumnDataSource(
-            {"left": [], "right": [], "bottom": [], "top": []})
-        gf.quad(left="left", right="right", bottom="bottom", top="top",
-                source=self.sources["gantt_sel"], fill_alpha=0, line_color=pal.TILE_OUTLINE,
-                line_width=2.5)
-        now = Span(location=0, dimension="height", line_color=pal.TEXT, line_width=1.5,
-                   line_dash="dashed")
+            {"left": [], "right": [], "bottom": [], "top": []}
+        )
+        gf.quad(
+            left="left",
+            right="right",
+            bottom="bottom",
+            top="top",
+            source=self.sources["gantt_sel"],
+            fill_alpha=0,
+            line_color=pal.TILE_OUTLINE,
+            line_width=2.5,
+        )
+        now = Span(
+            location=0, dimension="height", line_color=pal.TEXT, line_width=1.5, line_dash="dashed"
+        )
         gf.add_layout(now)
         w = m.waves
         if w is not None:
-            gf.title.text = (f"Blocks on the {g.rows} SMs of "
-                             f"{self.trace.meta.get('device_name') or 'the GPU'}")
+            gf.title.text = (
+                f"Blocks on the {g.rows} SMs of {self.trace.meta.get('device_name') or 'the GPU'}"
+            )
             sub = w.describe()
         else:
             gf.title.text = "Blocks in the order they completed"
@@ -609,31 +746,66 @@ class LargeScene:
         rf.ygrid.grid_line_color = pal.GRID_LINE
         wsrc = ColumnDataSource(wave_columns(m))
         self.sources["waves"] = wsrc
-        bands = rf.quad(left="left", right="right", bottom=0, top="top", source=wsrc,
-                        fill_color="fill", line_color=None)
+        bands = rf.quad(
+            left="left",
+            right="right",
+            bottom=0,
+            top="top",
+            source=wsrc,
+            fill_color="fill",
+            line_color=None,
+        )
         rsrc = ColumnDataSource(running_columns(m))
         self.sources["running"] = rsrc
-        rf.step("x", "y", source=rsrc, mode="after", line_color=pal.BLOCK_STATE_COLORS[
-            BlockState.RUNNING], line_width=2)
+        rf.step(
+            "x",
+            "y",
+            source=rsrc,
+            mode="after",
+            line_color=pal.BLOCK_STATE_COLORS[BlockState.RUNNING],
+            line_width=2,
+        )
         if w is not None:
-            rf.add_tools(HoverTool(renderers=[bands], tooltips=[
-                ("wave", "@wave"), ("blocks", "@size"),
-                ("from", f"@start{{0,0.000}} {unit}"), ("to", f"@end{{0,0.000}} {unit}")]))
-            cap = Span(location=w.slots, dimension="width", line_color=pal.MUTED,
-                       line_dash="dotted", line_width=1.5)
+            rf.add_tools(
+                HoverTool(
+                    renderers=[bands],
+                    tooltips=[
+                        ("wave", "@wave"),
+                        ("blocks", "@size"),
+                        ("from", f"@start{{0,0.000}} {unit}"),
+                        ("to", f"@end{{0,0.000}} {unit}"),
+                    ],
+                )
+            )
+            cap = Span(
+                location=w.slots,
+                dimension="width",
+                line_color=pal.MUTED,
+                line_dash="dotted",
+                line_width=1.5,
+            )
             rf.add_layout(cap)
-            rf.add_layout(Label(x=x_end * 0.01, y=w.slots, text=(
-                f"{w.slots} = {w.sms} SMs × {w.resident} resident blocks"),
-                text_font_size=f"{fs - 2}px", text_color=pal.MUTED, y_offset=3,
-                text_font=SANS))
-            rf.title.text = (f"Blocks running at once: {w.n_waves:.2f} waves of up to "
-                             f"{w.slots} blocks (shaded)")
+            rf.add_layout(
+                Label(
+                    x=x_end * 0.01,
+                    y=w.slots,
+                    text=(f"{w.slots} = {w.sms} SMs × {w.resident} resident blocks"),
+                    text_font_size=f"{fs - 2}px",
+                    text_color=pal.MUTED,
+                    y_offset=3,
+                    text_font=SANS,
+                )
+            )
+            rf.title.text = (
+                f"Blocks running at once: {w.n_waves:.2f} waves of up to {w.slots} blocks (shaded)"
+            )
             rf.y_range = Range1d(0, w.slots * 1.12)
         else:
             rf.title.text = "Blocks running at once (the simulator runs one at a time)"
             rf.y_range = Range1d(0, 1.5)
-        now2 = Span(location=0, dimension="height", line_color=pal.TEXT, line_width=1.5,
-                    line_dash="dashed")
+        now2 = Span(
+            location=0, dimension="height", line_color=pal.TEXT, line_width=1.5, line_dash="dashed"
+        )
         rf.add_layout(now2)
         self._now = (now, now2)
         self.figures["running"] = rf
@@ -656,65 +828,110 @@ class LargeScene:
         fs = self._font
         top = max(2.0, float(max(x.high.max() for x in (rc.m, rc.n, rc.m_naive, rc.n_naive))))
         # low 0.5: a single read still gets a visible colour; no read at all is NO_READS
-        mapper = LogColorMapper(palette=list(pal.READS_RAMP), low=0.5, high=top * 1.02,
-                                low_color=pal.NO_READS)
+        mapper = LogColorMapper(
+            palette=list(pal.READS_RAMP), low=0.5, high=top * 1.02, low_color=pal.NO_READS
+        )
         side = 300 if not self.presenter else 360
         j, k, l = self.trace.shape
         figs = {}
-        kname = {"tiled": "tiled kernel (Fig. 5.9)", "boundary": "tiled kernel (Fig. 5.13)",
-                 "general": "general tiled kernel", "naive": "naive kernel (Fig. 3.11)"}
-        for name, rm in (("M", rc.m), ("N", rc.n), ("M_naive", rc.m_naive),
-                         ("N_naive", rc.n_naive)):
+        kname = {
+            "tiled": "tiled kernel (Fig. 5.9)",
+            "boundary": "tiled kernel (Fig. 5.13)",
+            "general": "general tiled kernel",
+            "naive": "naive kernel (Fig. 3.11)",
+        }
+        for name, rm in (
+            ("M", rc.m),
+            ("N", rc.n),
+            ("M_naive", rc.m_naive),
+            ("N_naive", rc.n_naive),
+        ):
             rows, cols = rm.shape
             scale = side / max(rows, cols)
-            f = self._fig(max(cols * scale, 300) + 60, rows * scale + 80,
-                          Range1d(0, cols), Range1d(rows, 0), tools="pan,wheel_zoom,reset",
-                          x_axis_location="above")
+            f = self._fig(
+                max(cols * scale, 300) + 60,
+                rows * scale + 80,
+                Range1d(0, cols),
+                Range1d(rows, 0),
+                tools="pan,wheel_zoom,reset",
+                x_axis_location="above",
+            )
             f.grid.visible = False
             cell_r = int(rm.row_edges[1] - rm.row_edges[0]) if len(rm.row_edges) > 1 else 1
             cell_c = int(rm.col_edges[1] - rm.col_edges[0]) if len(rm.col_edges) > 1 else 1
             h, w = rm.mean.shape
             src = ColumnDataSource(read_columns(rm))
             self.sources[f"reads_{name}"] = src
-            r = f.image(image="image", x=0, y=0, dw=w * cell_c, dh=h * cell_r, source=src,
-                        color_mapper=mapper)
-            f.rect(cols / 2, rows / 2, cols, rows, fill_alpha=0, line_color=pal.TEXT,
-                   line_width=1)
-            f.add_tools(HoverTool(renderers=[r], tooltips=[
-                ("rows", "@r0 – @r1"), ("columns", "@c0 – @c1"),
-                ("reads per element", "@image{0,0.[0]} (fewest @low, most @high)")]))
+            r = f.image(
+                image="image",
+                x=0,
+                y=0,
+                dw=w * cell_c,
+                dh=h * cell_r,
+                source=src,
+                color_mapper=mapper,
+            )
+            f.rect(cols / 2, rows / 2, cols, rows, fill_alpha=0, line_color=pal.TEXT, line_width=1)
+            f.add_tools(
+                HoverTool(
+                    renderers=[r],
+                    tooltips=[
+                        ("rows", "@r0 – @r1"),
+                        ("columns", "@c0 – @c1"),
+                        ("reads per element", "@image{0,0.[0]} (fewest @low, most @high)"),
+                    ],
+                )
+            )
             matrix = name[0]
             naive = name.endswith("naive")
             what = kname["naive"] if naive else kname.get(self.trace.kernel, self.trace.kernel)
             f.title.text = f"{matrix} · {what}"
-            f.add_layout(_subtitle(_uniform_text(rm) + (
-                "" if naive else f" · {rc.reduction:.1f}× fewer"), fs), "above")
+            f.add_layout(
+                _subtitle(
+                    _uniform_text(rm) + ("" if naive else f" · {rc.reduction:.1f}× fewer"), fs
+                ),
+                "above",
+            )
             f.xaxis.axis_label = f"column of {matrix}"
             f.yaxis.axis_label = f"row of {matrix}"
             for axis in (f.xaxis, f.yaxis):
                 axis.formatter = NumeralTickFormatter(format="0")
             figs[name] = f
         self.figures.update(figs)
-        bar = ColorBar(color_mapper=mapper, ticker=LogTicker(), width=14,
-                       title="reads per element", title_text_font_size=f"{fs - 1}px",
-                       major_label_text_font_size=f"{fs - 2}px", label_standoff=6,
-                       title_text_font_style="normal", padding=4)
+        bar = ColorBar(
+            color_mapper=mapper,
+            ticker=LogTicker(),
+            width=14,
+            title="reads per element",
+            title_text_font_size=f"{fs - 1}px",
+            major_label_text_font_size=f"{fs - 2}px",
+            label_standoff=6,
+            title_text_font_style="normal",
+            padding=4,
+        )
         cb_fig = self._fig(110, side + 80, Range1d(0, 1), Range1d(0, 1))
         cb_fig.axis.visible = False
         cb_fig.grid.visible = False
         cb_fig.add_layout(bar, "left")
         cb_fig.rect("x", "y", 0, 0, source=ColumnDataSource({"x": [], "y": []}))
-        grid = column(row(figs["M"], figs["M_naive"], spacing=12),
-                      row(figs["N"], figs["N_naive"], spacing=12), spacing=8)
-        factor = (f"{rc.reduction:.1f}×" if math.isfinite(rc.reduction) else "–")
-        head = Div(text=(
-            f"<div style='font-family:{SANS};font-size:{fs + 2}px;color:{pal.TEXT}'>"
-            f"<b>Global reads of M and N: {rc.measured:,} by the "
-            f"{kname.get(self.trace.kernel, self.trace.kernel)} against {rc.naive:,} by the "
-            f"naive kernel: {factor} fewer</b> (TILE_WIDTH {rc.tile_width}).<br>"
-            f"<span style='font-size:{fs}px;color:{pal.TEXT}'>Each cell is "
-            f"{_cell_words(rc.m)}; its colour is the mean reads per element. "
-            f"{rc.note}</span></div>"), width=2 * side + 260)
+        grid = column(
+            row(figs["M"], figs["M_naive"], spacing=12),
+            row(figs["N"], figs["N_naive"], spacing=12),
+            spacing=8,
+        )
+        factor = f"{rc.reduction:.1f}×" if math.isfinite(rc.reduction) else "–"
+        head = Div(
+            text=(
+                f"<div style='font-family:{SANS};font-size:{fs + 2}px;color:{pal.TEXT}'>"
+                f"<b>Global reads of M and N: {rc.measured:,} by the "
+                f"{kname.get(self.trace.kernel, self.trace.kernel)} against {rc.naive:,} by the "
+                f"naive kernel: {factor} fewer</b> (TILE_WIDTH {rc.tile_width}).<br>"
+                f"<span style='font-size:{fs}px;color:{pal.TEXT}'>Each cell is "
+                f"{_cell_words(rc.m)}; its colour is the mean reads per element. "
+                f"{rc.note}</span></div>"
+            ),
+            width=2 * side + 260,
+        )
         return column(head, row(grid, cb_fig), spacing=6)
 
     def _waits_panel(self):
@@ -742,10 +959,25 @@ class LargeScene:
         f.ygrid.grid_line_color = pal.GRID_LINE
         src = ColumnDataSource(wait_columns(wait_distribution(self.trace, None)))
         self.sources["waits"] = src
-        bars = f.quad(left="left", right="right", bottom=0, top="top", source=src,
-                      fill_color="fill", line_color=None)
-        f.add_tools(HoverTool(renderers=[bars], tooltips=[
-            ("", "@barrier"), ("arrival spread", "@cycles cycles"), ("blocks", "@blocks")]))
+        bars = f.quad(
+            left="left",
+            right="right",
+            bottom=0,
+            top="top",
+            source=src,
+            fill_color="fill",
+            line_color=None,
+        )
+        f.add_tools(
+            HoverTool(
+                renderers=[bars],
+                tooltips=[
+                    ("", "@barrier"),
+                    ("arrival spread", "@cycles cycles"),
+                    ("blocks", "@blocks"),
+                ],
+            )
+        )
         ticks = list(range(max(lo, 0), hi + 1))
         f.xaxis.ticker = FixedTicker(ticks=ticks)
         f.xaxis.major_label_overrides = {i: _short_bin(i) for i in ticks}
@@ -754,11 +986,11 @@ class LargeScene:
         f.yaxis.formatter = NumeralTickFormatter(format="0,0")
         self._waits_sub = _subtitle("", fs)
         f.add_layout(self._waits_sub, "above")
-        self._legend(f, [(BARRIERS[b], pal.BARRIER_COLORS[b], "fill") for b in (0, 1)],
-                     columns=1)
+        self._legend(f, [(BARRIERS[b], pal.BARRIER_COLORS[b], "fill") for b in (0, 1)], columns=1)
         self.figures["waits"] = f
-        self._waits_note = Div(text="", width=700, styles={"font-size": f"{fs - 1}px",
-                                                           "color": pal.TEXT})
+        self._waits_note = Div(
+            text="", width=700, styles={"font-size": f"{fs - 1}px", "color": pal.TEXT}
+        )
         tsrc = ColumnDataSource(slowest_columns(slowest_blocks(self.trace, 0, 0)))
         self.sources["slowest"] = tsrc
         columns = [
@@ -769,11 +1001,19 @@ class LargeScene:
             TableColumn(field="mean", title="mean (cycles)", width=90),
             TableColumn(field="detail", title="per thread", width=90),
         ]
-        table = DataTable(source=tsrc, columns=columns, width=500, height=330,
-                          index_position=None, sortable=False, selectable=True)
+        table = DataTable(
+            source=tsrc,
+            columns=columns,
+            width=500,
+            height=330,
+            index_position=None,
+            sortable=False,
+            selectable=True,
+        )
         self.figures["slowest"] = table
-        self._slowest_note = Div(text="", width=500, styles={"font-size": f"{fs - 1}px",
-                                                             "color": pal.TEXT})
+        self._slowest_note = Div(
+            text="", width=500, styles={"font-size": f"{fs - 1}px", "color": pal.TEXT}
+        )
         if not len(used):  # no clocks (simulator) or no summaries: say so, draw nothing
             f.visible = table.visible = self._slowest_note.visible = False
         return row(column(f, self._waits_note), column(self._slowest_note, table), spacing=20)
@@ -782,8 +1022,13 @@ class LargeScene:
 def _subtitle(text: str, fs: int):
     from bokeh.models import Title
 
-    return Title(text=text, text_font_size=f"{fs - 1}px", text_font_style="normal",
-                 text_color=pal.TEXT, text_font=SANS)
+    return Title(
+        text=text,
+        text_font_size=f"{fs - 1}px",
+        text_font_style="normal",
+        text_color=pal.TEXT,
+        text_font=SANS,
+    )
 
 
 def _short_bin(b: int) -> str:

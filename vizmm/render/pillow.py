@@ -141,8 +141,9 @@ def check_views(views) -> tuple[str, ...]:
     views = list(views)
     unknown = [v for v in views if v not in VIEWS]
     if unknown:
-        raise ValueError(f"unknown view(s) {', '.join(map(repr, unknown))}; "
-                         f"choose from {', '.join(VIEWS)}")
+        raise ValueError(
+            f"unknown view(s) {', '.join(map(repr, unknown))}; choose from {', '.join(VIEWS)}"
+        )
     chosen = tuple(v for v in VIEWS if v in views)
     if not [v for v in chosen if v not in _HEADER]:
         raise ValueError("choose at least one of the views M, N, P, Mds, Nds, threads")
@@ -300,8 +301,14 @@ class FrameRenderer:
     >>> img = r.render(Replay(trace).frame(3))              # doctest: +SKIP
     """
 
-    def __init__(self, trace: Trace, size=DEFAULT_SIZE, views=None,
-                 granularity: str = "substep", focus: tuple[int, int] | None = None):
+    def __init__(
+        self,
+        trace: Trace,
+        size=DEFAULT_SIZE,
+        views=None,
+        granularity: str = "substep",
+        focus: tuple[int, int] | None = None,
+    ):
         self.trace = trace
         self.focus = None if focus is None else (int(focus[0]), int(focus[1]))
         self.size = check_size(size)
@@ -462,8 +469,9 @@ class FrameRenderer:
         has_s = any(n in self.views for n in _SHARED)
         splits = [("alone", 1.0)]
         if has_m and has_s:
-            splits = [(kind, float(f)) for f in np.linspace(0.2, 0.7, 21)
-                      for kind in ("right", "below")]
+            splits = [
+                (kind, float(f)) for f in np.linspace(0.2, 0.7, 21) for kind in ("right", "below")
+            ]
         best = None
         for kind, frac in splits:
             if kind == "right":
@@ -474,12 +482,18 @@ class FrameRenderer:
                 box_m, box_s = (W, H * (1 - frac) - g), (W, H * frac - g)
             else:
                 box_m = box_s = (W, H)
-            for mmode in (("cross", "row") if has_m else ("cross",)):
-                cm = (self._max_cell(lambda c, m=mmode: self._matrix_block(c, m)[:2], box_m)
-                      if has_m else 0)
-                for smode in (("grid", "column", "row") if has_s else ("grid",)):
-                    cs = (self._max_cell(lambda c, m=smode: self._shared_block(c, m)[:2], box_s)
-                          if has_s else 0)
+            for mmode in ("cross", "row") if has_m else ("cross",):
+                cm = (
+                    self._max_cell(lambda c, m=mmode: self._matrix_block(c, m)[:2], box_m)
+                    if has_m
+                    else 0
+                )
+                for smode in ("grid", "column", "row") if has_s else ("grid",):
+                    cs = (
+                        self._max_cell(lambda c, m=smode: self._shared_block(c, m)[:2], box_s)
+                        if has_s
+                        else 0
+                    )
                     # the book's cross unless the row gives much bigger cells; when the
                     # cells are too small for text either way, the bigger cells win
                     weight = 1.0 if mmode == "cross" or cm < 2.2 * self.fs_small else 0.6
@@ -511,8 +525,17 @@ class FrameRenderer:
         for n, (px, py) in mpos.items():
             r, c = self.padded[n]
             cross = len(mpos) == 3 and n == "P" and mmode == "cross"
-            panels[n] = _Panel(n, ox_m + px, oy_m + py, r, c, cm, self._heading(n),
-                               ticks=not cross, head_below=cross)
+            panels[n] = _Panel(
+                n,
+                ox_m + px,
+                oy_m + py,
+                r,
+                c,
+                cm,
+                self._heading(n),
+                ticks=not cross,
+                head_below=cross,
+            )
         for n, (px, py) in spos.items():
             panels[n] = _Panel(n, ox_s + px, oy_s + py, self.T, self.T, cs, self._heading(n))
         return panels
@@ -562,17 +585,28 @@ class FrameRenderer:
             if self.granularity == "phase":
                 st = [ThreadState.READY, ThreadState.DONE, ThreadState.WRITING_P]
             else:
-                st = [ThreadState.READY, ThreadState.LOADING, ThreadState.WAITING_1,
-                      ThreadState.RELEASED, ThreadState.COMPUTING, ThreadState.WAITING_2,
-                      ThreadState.WRITING_P]
+                st = [
+                    ThreadState.READY,
+                    ThreadState.LOADING,
+                    ThreadState.WAITING_1,
+                    ThreadState.RELEASED,
+                    ThreadState.COMPUTING,
+                    ThreadState.WAITING_2,
+                    ThreadState.WRITING_P,
+                ]
             if not bool(self._all_valid()):
                 st.append(ThreadState.IDLE)
-            sections.append(("Threads", [("fill", pal.THREAD_STATE_COLORS[s],
-                                          pal.THREAD_STATE_LABELS[s]) for s in st]))
+            sections.append(
+                (
+                    "Threads",
+                    [("fill", pal.THREAD_STATE_COLORS[s], pal.THREAD_STATE_LABELS[s]) for s in st],
+                )
+            )
         if self.focus is not None:
             fy, fx = self.focus
-            sections.append(("Followed", [("outline", pal.FOCUS,
-                                           f"thread ({fy},{fx}): its loads and reads")]))
+            sections.append(
+                ("Followed", [("outline", pal.FOCUS, f"thread ({fy},{fx}): its loads and reads")])
+            )
         return sections
 
     def _all_valid(self) -> bool:
@@ -592,8 +626,13 @@ class FrameRenderer:
         x_start = m + head_w + fs * 0.8
         for name, entries in self.legend_entries:
             if draw is not None:
-                draw.text((m, y + row_h / 2), name + ":", font=_font(fs, "bold"),
-                          fill=_rgb(pal.TEXT), anchor="lm")
+                draw.text(
+                    (m, y + row_h / 2),
+                    name + ":",
+                    font=_font(fs, "bold"),
+                    fill=_rgb(pal.TEXT),
+                    anchor="lm",
+                )
             x = x_start
             for kind, color, label in entries:
                 w = sw + fs * 0.4 + _text_w(label, fs) + fs * 1.3
@@ -602,8 +641,13 @@ class FrameRenderer:
                     y += row_h
                 if draw is not None:
                     self._swatch(draw, kind, color, x, y + (row_h - sw) / 2, sw)
-                    draw.text((x + sw + fs * 0.4, y + row_h / 2), label, font=_font(fs),
-                              fill=_rgb(pal.TEXT), anchor="lm")
+                    draw.text(
+                        (x + sw + fs * 0.4, y + row_h / 2),
+                        label,
+                        font=_font(fs),
+                        fill=_rgb(pal.TEXT),
+                        anchor="lm",
+                    )
                 x += w
             y += row_h
         return y if measure_only else y - self.legend_y
@@ -614,23 +658,31 @@ class FrameRenderer:
         if kind == "fill":
             draw.rectangle(box, fill=_rgb(color), outline=_rgb(pal.GRID_LINE), width=1)
         elif kind == "outline":
-            draw.rectangle(box, fill=_rgb(pal.BACKGROUND), outline=_rgb(color),
-                           width=max(2, s // 5))
+            draw.rectangle(
+                box, fill=_rgb(pal.BACKGROUND), outline=_rgb(color), width=max(2, s // 5)
+            )
         elif kind == "ghost":
             draw.rectangle(box, fill=_rgb(color))
             self._dashed_rect(draw, box, _rgb(pal.MUTED), max(1, s // 10), max(2, s // 5))
         elif kind == "threads":
             n = 4
-            cols = self.thread_colors[:n] if len(self.thread_colors) >= n else (
-                [_rgb(c) for c in pal.thread_colors(n)])
+            cols = (
+                self.thread_colors[:n]
+                if len(self.thread_colors) >= n
+                else ([_rgb(c) for c in pal.thread_colors(n)])
+            )
             for i, c in enumerate(cols):
                 draw.rectangle((x + i * s // n, y, x + (i + 1) * s // n - 1, y + s - 1), fill=c)
 
     @staticmethod
     def _dashed_rect(draw, box, color, width, dash):
         x0, y0, x1, y1 = box
-        for a, b, horizontal, fixed in ((x0, x1, True, y0), (x0, x1, True, y1),
-                                        (y0, y1, False, x0), (y0, y1, False, x1)):
+        for a, b, horizontal, fixed in (
+            (x0, x1, True, y0),
+            (x0, x1, True, y1),
+            (y0, y1, False, x0),
+            (y0, y1, False, x1),
+        ):
             p = a
             while p < b:
                 q = min(b, p + dash)
@@ -682,8 +734,13 @@ class FrameRenderer:
         fs = _fit_size(frame.title, self.fs_title, W - 2 * m - rw - m, "bold")
         title = _ellipsize(frame.title, fs, W - 2 * m - rw - m, "bold")
         draw.text((m, self.title_y), title, font=_font(fs, "bold"), fill=text, anchor="la")
-        draw.text((W - m, self.title_y + self.fs_title * 0.15), right, font=_font(self.fs_body),
-                  fill=muted, anchor="ra")
+        draw.text(
+            (W - m, self.title_y + self.fs_title * 0.15),
+            right,
+            font=_font(self.fs_body),
+            fill=muted,
+            anchor="ra",
+        )
         # caption: wrapped in at most `caption_lines` lines (smaller type if needed)
         fs = self.fs_body
         lines: list[str] = []
@@ -694,23 +751,40 @@ class FrameRenderer:
             fs -= 1
         lh = round(self.fs_body * 1.3)
         for i, line in enumerate(lines[: self.caption_lines]):
-            draw.text((m, self.caption_y + i * lh), _ellipsize(line, fs, W - 2 * m),
-                      font=_font(fs), fill=text, anchor="la")
+            draw.text(
+                (m, self.caption_y + i * lh),
+                _ellipsize(line, fs, W - 2 * m),
+                font=_font(fs),
+                fill=text,
+                anchor="la",
+            )
         # the kernel line being executed, and the counters
         cw = 0
         if "counters" in self.views:
-            counters = (f"global loads {frame.loads_so_far} (naive kernel "
-                        f"{frame.naive_loads_so_far}) · CGMA {frame.cgma:.2f}")
+            counters = (
+                f"global loads {frame.loads_so_far} (naive kernel "
+                f"{frame.naive_loads_so_far}) · CGMA {frame.cgma:.2f}"
+            )
             cw = _text_w(counters, self.fs_small)
-            draw.text((W - m, self.code_y + self.fs_body * 0.1), counters,
-                      font=_font(self.fs_small), fill=muted, anchor="ra")
+            draw.text(
+                (W - m, self.code_y + self.fs_body * 0.1),
+                counters,
+                font=_font(self.fs_small),
+                fill=muted,
+                anchor="ra",
+            )
         line = frame.source_line
         if "source" in self.views and line is not None and 0 <= line < len(self.source):
             code = "▶ " + self.source[line].strip()
             avail = W - 2 * m - cw - m
             fs = _fit_size(code, self.fs_body, avail, "mono", min_size=max(8, self.fs_small - 2))
-            draw.text((m, self.code_y), _ellipsize(code, fs, avail, "mono"),
-                      font=_font(fs, "mono"), fill=_rgb(pal.FOCUS), anchor="la")
+            draw.text(
+                (m, self.code_y),
+                _ellipsize(code, fs, avail, "mono"),
+                font=_font(fs, "mono"),
+                fill=_rgb(pal.FOCUS),
+                anchor="la",
+            )
 
     def _draw_heading(self, draw, p: _Panel, max_w: float | None = None):
         hh = self._head_h()
@@ -720,11 +794,21 @@ class FrameRenderer:
         fs = _fit_size(p.heading, self.fs_head, max_w, "bold", min_size=8)
         text = _ellipsize(p.heading, fs, max_w, "bold")
         if p.head_below:
-            draw.text((p.x, p.y + p.h + hh * 0.2), text, font=_font(fs, "bold"),
-                      fill=_rgb(pal.TEXT), anchor="la")
+            draw.text(
+                (p.x, p.y + p.h + hh * 0.2),
+                text,
+                font=_font(fs, "bold"),
+                fill=_rgb(pal.TEXT),
+                anchor="la",
+            )
         else:
-            draw.text((p.x, p.y - tick_h - hh * 0.15), text, font=_font(fs, "bold"),
-                      fill=_rgb(pal.TEXT), anchor="ld")
+            draw.text(
+                (p.x, p.y - tick_h - hh * 0.15),
+                text,
+                font=_font(fs, "bold"),
+                fill=_rgb(pal.TEXT),
+                anchor="ld",
+            )
 
     def _paint_cells(self, img: Image.Image, p: _Panel, colors: np.ndarray):
         """Fill the panel's cells from an (rows, cols, 3) uint8 array in one paste."""
@@ -788,8 +872,13 @@ class FrameRenderer:
         bg = np.array(_rgb(pal.BACKGROUND), np.uint8)
         colors = np.empty((p.rows, p.cols, 3), np.uint8)
         colors[:] = bg
-        lut = np.array([_rgb(pal.CELL_COLORS.get(CellState(s), pal.BACKGROUND))
-                        for s in range(max(CellState) + 1)], np.uint8)
+        lut = np.array(
+            [
+                _rgb(pal.CELL_COLORS.get(CellState(s), pal.BACKGROUND))
+                for s in range(max(CellState) + 1)
+            ],
+            np.uint8,
+        )
         colors[:nr, :nc] = lut[state]
         if loader is not None:
             rr, cc = np.nonzero(loader >= 0)
@@ -815,8 +904,11 @@ class FrameRenderer:
             elif p.cell >= 6:
                 self._dashed_rect(draw, box, _rgb(pal.MUTED), 1, max(2, p.cell // 8))
         # matrix border
-        draw.rectangle((p.x - lw, p.y - lw, p.x + nc * p.cell - 1 + lw, p.y + nr * p.cell - 1 + lw),
-                       outline=_rgb(pal.TEXT), width=lw)
+        draw.rectangle(
+            (p.x - lw, p.y - lw, p.x + nc * p.cell - 1 + lw, p.y + nr * p.cell - 1 + lw),
+            outline=_rgb(pal.TEXT),
+            width=lw,
+        )
         # text in cells
         self._matrix_text(draw, frame, p, state, ghosts)
         # focus, then the tile outline on top
@@ -825,8 +917,9 @@ class FrameRenderer:
             self._outline(draw, p, int(r), int(c), 1, 1, _rgb(pal.FOCUS), tw)
         corner = frame.tiles.get(name)
         if corner is not None:
-            self._outline(draw, p, corner[0], corner[1], T, T, _rgb(pal.TILE_OUTLINE),
-                          max(2, tw + 1))
+            self._outline(
+                draw, p, corner[0], corner[1], T, T, _rgb(pal.TILE_OUTLINE), max(2, tw + 1)
+            )
         if p.ticks:
             self._ticks(draw, p, nr, nc)
         self._draw_heading(draw, p)
@@ -847,8 +940,13 @@ class FrameRenderer:
                 show_value = name != "P" or state[r, c] == CellState.DONE
                 if two is not None and show_value:
                     self._sub_text(draw, cx, y0 + p.cell * 0.34, name, f"{r},{c}", two, ink)
-                    draw.text((cx, y0 + p.cell * 0.72), _fmt_value(float(values[r, c])),
-                              font=_font(max(9, round(two * 0.9))), fill=ink, anchor="mm")
+                    draw.text(
+                        (cx, y0 + p.cell * 0.72),
+                        _fmt_value(float(values[r, c])),
+                        font=_font(max(9, round(two * 0.9))),
+                        fill=ink,
+                        anchor="mm",
+                    )
                 else:
                     self._sub_text(draw, cx, (y0 + y1) / 2, name, f"{r},{c}", one, ink)
         zs = self._cell_fonts(p, lambda fs: _text_w("0.0", fs))[0]
@@ -857,8 +955,13 @@ class FrameRenderer:
         for gr, gc, code, _t, _now in ghosts:
             if code == Access.ZERO_FILL and 0 <= gr < p.rows and 0 <= gc < p.cols:
                 x0, y0, x1, y1 = p.cell_box(gr, gc)
-                draw.text(((x0 + x1) / 2, (y0 + y1) / 2), "0.0", font=_font(zs),
-                          fill=_rgb(pal.TEXT), anchor="mm")
+                draw.text(
+                    ((x0 + x1) / 2, (y0 + y1) / 2),
+                    "0.0",
+                    font=_font(zs),
+                    fill=_rgb(pal.TEXT),
+                    anchor="mm",
+                )
 
     def _cell_rgb(self, frame: Frame, name: str, state, r: int, c: int):
         loader = {"M": frame.m_thread, "N": frame.n_thread}.get(name)
@@ -877,14 +980,22 @@ class FrameRenderer:
         tw, th = self._tick_extent(p.cell)
         for c in range(0, p.cols, step):
             x = p.x + c * p.cell + (p.cell / 2 if step == 1 else 0)
-            draw.text((x, p.y - max(2, fs * 0.2)), str(c), font=f,
-                      fill=muted if c < nc else _rgb(pal.GRID_LINE),
-                      anchor="md" if step == 1 else "ld")
+            draw.text(
+                (x, p.y - max(2, fs * 0.2)),
+                str(c),
+                font=f,
+                fill=muted if c < nc else _rgb(pal.GRID_LINE),
+                anchor="md" if step == 1 else "ld",
+            )
         for r in range(0, p.rows, step):
             y = p.y + r * p.cell + (p.cell / 2 if step == 1 else 0)
-            draw.text((p.x - max(3, fs * 0.3), y), str(r), font=f,
-                      fill=muted if r < nr else _rgb(pal.GRID_LINE),
-                      anchor="rm" if step == 1 else "rt")
+            draw.text(
+                (p.x - max(3, fs * 0.3), y),
+                str(r),
+                font=f,
+                fill=muted if r < nr else _rgb(pal.GRID_LINE),
+                anchor="rm" if step == 1 else "rt",
+            )
 
     def _draw_shared(self, img, draw, frame: Frame, p: _Panel):
         which = p.name[0]  # 'M' or 'N'
@@ -902,8 +1013,11 @@ class FrameRenderer:
         self._paint_cells(img, p, colors)
         self._grid_lines(draw, p, T, T, color=_rgb(pal.MUTED))
         lw = self.lw
-        draw.rectangle((p.x - lw, p.y - lw, p.x + p.w - 1 + lw, p.y + p.h - 1 + lw),
-                       outline=_rgb(pal.TEXT), width=lw)
+        draw.rectangle(
+            (p.x - lw, p.y - lw, p.x + p.w - 1 + lw, p.y + p.h - 1 + lw),
+            outline=_rgb(pal.TEXT),
+            width=lw,
+        )
         # labels: the element held (M_{0,2}) or 0.0; its value underneath
         big = self._max_index()
         one, two = self._cell_fonts(p, lambda fs: self._sub_w(which, f"{big},{big}", fs))
@@ -919,22 +1033,35 @@ class FrameRenderer:
                         ink = _rgb(pal.MUTED)
                     cy = y0 + p.cell * (0.34 if two is not None else 0.5)
                     if s == SlotState.ZERO:
-                        draw.text((cx, (y0 + y1) / 2), "0.0", font=_font(fs), fill=ink,
-                                  anchor="mm")
+                        draw.text((cx, (y0 + y1) / 2), "0.0", font=_font(fs), fill=ink, anchor="mm")
                         continue
                     if src[ty, tx, 0] >= 0:
-                        self._sub_text(draw, cx, cy, which, f"{src[ty, tx, 0]},{src[ty, tx, 1]}",
-                                       fs, ink)
+                        self._sub_text(
+                            draw, cx, cy, which, f"{src[ty, tx, 0]},{src[ty, tx, 1]}", fs, ink
+                        )
                     else:
                         draw.text((cx, cy), "?", font=_font(fs), fill=ink, anchor="mm")
                     if two is not None and src[ty, tx, 0] >= 0:
-                        draw.text((cx, y0 + p.cell * 0.72), _fmt_value(float(val[ty, tx])),
-                                  font=_font(max(9, round(two * 0.9))), fill=ink, anchor="mm")
+                        draw.text(
+                            (cx, y0 + p.cell * 0.72),
+                            _fmt_value(float(val[ty, tx])),
+                            font=_font(max(9, round(two * 0.9))),
+                            fill=ink,
+                            anchor="mm",
+                        )
         tw = max(2, min(round(p.cell * 0.09), round(self.fs_body * 0.35)))
         rr, cc = np.nonzero(read)
         if len(rr):  # the column / row read at this k, outlined as one band
-            self._outline(draw, p, int(rr.min()), int(cc.min()), int(rr.max() - rr.min() + 1),
-                          int(cc.max() - cc.min() + 1), _rgb(pal.READ), tw + 1)
+            self._outline(
+                draw,
+                p,
+                int(rr.min()),
+                int(cc.min()),
+                int(rr.max() - rr.min() + 1),
+                int(cc.max() - cc.min() + 1),
+                _rgb(pal.READ),
+                tw + 1,
+            )
         for r, c in zip(*np.nonzero(focus), strict=True):
             self._outline(draw, p, int(r), int(c), 1, 1, _rgb(pal.FOCUS), tw)
         self._draw_heading(draw, p)
@@ -961,12 +1088,16 @@ class FrameRenderer:
             for ty in range(T):
                 for tx in range(T):
                     x0, y0, x1, _ = p.cell_box(ty, tx)
-                    draw.rectangle((x0, y0, x1 - 1, y0 + band - 1),
-                                   fill=self.thread_colors[ty * T + tx])
+                    draw.rectangle(
+                        (x0, y0, x1 - 1, y0 + band - 1), fill=self.thread_colors[ty * T + tx]
+                    )
         self._grid_lines(draw, p, T, T, color=_rgb(pal.MUTED))
         lw = self.lw
-        draw.rectangle((p.x - lw, p.y - lw, p.x + p.w - 1 + lw, p.y + p.h - 1 + lw),
-                       outline=_rgb(pal.TEXT), width=lw)
+        draw.rectangle(
+            (p.x - lw, p.y - lw, p.x + p.w - 1 + lw, p.y + p.h - 1 + lw),
+            outline=_rgb(pal.TEXT),
+            width=lw,
+        )
         one, two = self._cell_fonts(p, lambda fs: _text_w("Pv 9999.0", fs))
         if one is not None:
             for ty in range(T):
@@ -978,24 +1109,43 @@ class FrameRenderer:
                     h = y1 - inner
                     rank = int(frame.thread_rank[ty, tx])
                     if two is not None:
-                        draw.text((cx, inner + h * 0.3), f"({ty},{tx})", font=_font(two),
-                                  fill=ink, anchor="mm")
+                        draw.text(
+                            (cx, inner + h * 0.3),
+                            f"({ty},{tx})",
+                            font=_font(two),
+                            fill=ink,
+                            anchor="mm",
+                        )
                         pv = "Pv " + _fmt_value(float(frame.pvalue[ty, tx]))
                         if not frame.thread_valid[ty, tx]:
                             pv = "no P"
-                        draw.text((cx, inner + h * 0.72), pv, font=_font(two), fill=ink,
-                                  anchor="mm")
+                        draw.text(
+                            (cx, inner + h * 0.72), pv, font=_font(two), fill=ink, anchor="mm"
+                        )
                     else:
-                        draw.text((cx, inner + h / 2), f"{ty},{tx}", font=_font(one), fill=ink,
-                                  anchor="mm")
-                    if rank >= 0 and two is not None and frame.step.arrived is not None and (
-                            frame.step.arrived < T * T):
-                        draw.text((x1 - 3, inner + 2), f"#{rank + 1}",
-                                  font=_font(max(8, two - 3)), fill=ink, anchor="rt")
+                        draw.text(
+                            (cx, inner + h / 2),
+                            f"{ty},{tx}",
+                            font=_font(one),
+                            fill=ink,
+                            anchor="mm",
+                        )
+                    if (
+                        rank >= 0
+                        and two is not None
+                        and frame.step.arrived is not None
+                        and (frame.step.arrived < T * T)
+                    ):
+                        draw.text(
+                            (x1 - 3, inner + 2),
+                            f"#{rank + 1}",
+                            font=_font(max(8, two - 3)),
+                            fill=ink,
+                            anchor="rt",
+                        )
         if frame.focus is not None:
             fy, fx = frame.focus
-            self._outline(draw, p, fy, fx, 1, 1, _rgb(pal.FOCUS),
-                          max(2, round(p.cell * 0.09)))
+            self._outline(draw, p, fy, fx, 1, 1, _rgb(pal.FOCUS), max(2, round(p.cell * 0.09)))
         self._draw_heading(draw, p)
 
 
