@@ -1,0 +1,326 @@
+"""Memory transactions of the tiles, checked against addresses derived by hand.
+
+Oracles: the book's index expressions (Fig. 5.9 lines 19-20, 24) and the
+contrast kernels' own, turned into byte addresses and bank words here, in
+plain Python loops, and counted by the rules of the hardware (32-byte sectors,
+128-byte segments, 32 banks of 4-byte words, one word broadcast to any
+number of lanes). The counts under test come from ``vizmm.analysis``.
+"""
+
+import numpy as np
+import pytest
+
+from vizmm import Access, Trace
+from vizmm.analysis.transactions import (
+    LAYOUTS,
+    TransactionsError,
+    bank_wavefronts,
+    memory_transactions,
+    sector_spans,
+)
+
+
+# ----------------------------------------------------------------- oracles
+def oracle_global(addresses):
+    """(sectors, segments) touched by one warp request: distinct byte address // 32, // 128."""
+    return len({a // 32 for a in addresses}), len({a // 128 for a in addresses})
+
+
+def oracle_way(words):
+    """n of the n-way bank conflict: the most distinct words any bank is asked for."""
+    per_bank = {}
+    for w in words:
+        per_bank.setdefault(w % 32, set()).add(w)
+    return max(len(s) for s in per_bank.values())
+
+
+def book_read_words(T, k, ty, tx):
+    """Fig. 5.9 line 24: Mds[ty][k] and Nds[k][tx], row-major T x T arrays of floats."""
+    return ty * T + k, k * T + tx
+
+
+def conflict_read_words(T, k, ty, tx, pitch):
+    """The contrast kernels' k loop: Mds[ty][k] and Nds[tx][k] (Nds has ``pitch`` columns)."""
+    return ty * T + k, tx * pitch + k
+
+
+def warps(T):
+    """Threads (ty, tx) of each warp: thread index ty*T + tx, 32 to a warp."""
+    threads = [(t // T, t % T) for t in range(T * T)]
+    return [threads[i : i + 32] for i in range(0, T * T, 32)]
+
+
+# ---------------------------------------------------------- synthetic trace
+def synthetic_trace(kernel, width, T, m_elem, n_elem):
+    """A fully detailed trace whose loads are given by index functions of (by, bx, ph, ty, tx).
+
+    ``m_elem`` / ``n_elem`` return the (row, col) the thread loads; out-of-matrix
+    elements are recorded as zero-fills (the boundary-checked kernels).
+    """
+    g = -(-width // T)
+    nph = g
+    loads = np.zeros((g * g, nph, T, T, 6), np.int32)
+    blocks = []
+    for by in range(g):
+        for bx in range(g):
+            s = len(blocks)
+            blocks.append((by, bx))
+            for ph in range(nph):
+                for ty in range(T):
+                    for tx in range(T):
+                        for base, fn in ((0, m_elem), (3, n_elem)):
+                            r, c = fn(by, bx, ph, ty, tx)
+                            inside = r < width and c < width
+                            kind = Access.LOADED if inside else Access.ZERO_FILL
+                            loads[s, ph, ty, tx, base : base + 3] = (kind, r, c)
+    nd = len(blocks)
+    M = np.ones((width, width), np.float32)
+    meta = dict(
+        kernel=kernel,
+        tile_width=T,
+        j=width,
+        k=width,
+        l=width,
+        backend="simulator",
+        n_detail=nd,
+        aggregated=False,
+    )
+    return Trace(
+        meta=meta,
+        M=M,
+        N=M.copy(),
+        P=M @ M,
+        detail_blocks=np.array(blocks, np.int32).reshape(nd, 2),
+        loads=loads,
+        pvalue=np.zeros((nd, nph, T, T), np.float32),
+        barrier_tick=np.full((nd, nph, 2, 2, T, T), -1, np.int32),
+        barrier_clock=np.full((nd, nph, 2, 2, T, T), -1, np.int64),
+        p_write=np.ones((nd, T, T), np.int8),
+        block_info=np.full((g, g, 6), -1, np.int64),
+        m_reads=np.zeros((width, width), np.int32),
+        n_reads=np.zeros((width, width), np.int32),
+        barrier_spread=np.zeros((0, 0, nph, 2, 2), np.int32),
+        zero_fills=np.zeros((g, g, nph, 2), np.int32),
+        wait_hist=np.zeros((0, 2, 32), np.int32),
+        block_wait=np.zeros((0, 0, 2, 3), np.int32),
+    )
+
+
+def book_m(T):
+    return lambda by, bx, ph, ty, tx: (by * T + ty, ph * T + tx)
+
+
+def book_n(T):
+    return lambda by, bx, ph, ty, tx: (ph * T + ty, bx * T + tx)
+
+
+def swapped_m(T):
+    return lambda by, bx, ph, ty, tx: (by * T + tx, ph * T + ty)
+
+
+def swapped_n(T):
+    return lambda by, bx, ph, ty, tx: (ph * T + tx, bx * T + ty)
+
+
+# ------------------------------------------------------------ global loads
+def _check_global_against_oracle(trace, mt, m_elem, n_elem, width):
+    T = trace.tile_width
+    for s, (by, bx) in enumerate(trace.detail_blocks.tolist()):
+        for ph in range(trace.n_phases):
+            for w, lanes in enumerate(warps(T)):
+                for i, fn in enumerate((m_elem, n_elem)):
+                    addrs = []
+                    for ty, tx in lanes:
+                        r, c = fn(by, bx, ph, ty, tx)
+                        if r < width and c < width:
+                            addrs.append(4 * (r * width + c))
+                    sectors, segments = oracle_global(addrs) if addrs else (0, 0)
+                    assert mt.global_sectors[s, ph, w, i] == sectors
+                    assert mt.global_segments[s, ph, w, i] == segments
+                    assert mt.global_requests[s, ph, w, i] == (1 if addrs else 0)
+                    assert mt.global_bytes[s, ph, w, i] == 4 * len(addrs)
+
+
+def test_book_kernel_one_segment_per_warp_request_at_tile_width_32():
+    # A warp of a 32 x 32 block is one row ty; its lanes tx = 0..31 load
+    # M[Row][ph*32 + tx]: 32 consecutive floats starting at byte
+    # 4*(Row*64 + ph*32), a multiple of 128 -> one 128-byte segment, 4 sectors.
+    T, width = 32, 64
+    trace = synthetic_trace("tiled", width, T, book_m(T), book_n(T))
+    mt = memory_transactions(trace)
+    assert (mt.global_segments == 1).all()
+    assert (mt.global_sectors == 4).all()
+    assert (mt.global_sectors == mt.ideal_sectors).all()
+    assert mt.sectors_per_request == 4.0
+    assert mt.segments_per_request == 1.0
+    _check_global_against_oracle(trace, mt, book_m(T), book_n(T), width)
+
+
+def test_column_walking_loads_touch_32_segments_per_request():
+    # Swapped roles: lanes tx = 0..31 of warp ty load M[by*32 + tx][ph*32 + ty],
+    # 4*64 = 256 bytes apart: every lane in its own sector and segment.
+    T, width = 32, 64
+    trace = synthetic_trace("boundary", width, T, swapped_m(T), swapped_n(T))
+    mt = memory_transactions(trace)
+    assert (mt.global_segments == 32).all()
+    assert (mt.global_sectors == 32).all()
+    assert (mt.ideal_sectors == 4).all()
+    assert mt.sectors_per_request == 32.0
+    _check_global_against_oracle(trace, mt, swapped_m(T), swapped_n(T), width)
+
+
+@pytest.mark.parametrize("T,width", [(16, 32), (8, 20), (3, 7), (5, 10)])
+def test_global_counts_match_hand_derived_addresses(T, width):
+    # Partial warps (T*T not a multiple of 32), warps spanning several rows,
+    # rows not multiples of 8 floats and zero-filled edges.
+    for m_elem, n_elem in ((book_m(T), book_n(T)), (swapped_m(T), swapped_n(T))):
+        trace = synthetic_trace("boundary", width, T, m_elem, n_elem)
+        _check_global_against_oracle(trace, memory_transactions(trace), m_elem, n_elem, width)
+
+
+def test_tile_width_16_warp_reads_two_half_rows():
+    # T = 16: a warp is rows ty, ty+1 of the block: two runs of 16 floats (64
+    # bytes, each in its own 64-byte-aligned half segment): 4 sectors, 2 segments.
+    T, width = 16, 64
+    mt = memory_transactions(synthetic_trace("tiled", width, T, book_m(T), book_n(T)))
+    assert (mt.global_sectors == 4).all() and (mt.global_segments == 2).all()
+
+
+def test_recorded_book_kernel_t32_in_the_simulator(record_sim):
+    trace = record_sim(width=32, tile_width=32, kernel="tiled")
+    mt = memory_transactions(trace)
+    assert mt.global_requests.sum() == 32 * 2  # 32 warps, one phase, M and N
+    assert (mt.global_segments == 1).all() and mt.sectors_per_request == 4.0
+    _check_global_against_oracle(trace, mt, book_m(32), book_n(32), 32)
+
+
+# ------------------------------------------------------------ shared banks
+@pytest.mark.parametrize("T", [32, 16, 8, 4, 3])
+def test_book_reads_broadcast_mds_and_conflict_free_nds(T):
+    mt = memory_transactions(synthetic_trace("tiled", T, T, book_m(T), book_n(T)))
+    for k in range(T):
+        for w, lanes in enumerate(warps(T)):
+            m_words = [book_read_words(T, k, ty, tx)[0] for ty, tx in lanes]
+            n_words = [book_read_words(T, k, ty, tx)[1] for ty, tx in lanes]
+            if T == 32:  # one row of threads: Mds[ty][k] is one word for all 32 lanes
+                assert len(set(m_words)) == 1
+            assert list(mt.shared_read_words[k, w, : len(lanes), 0]) == m_words
+            assert list(mt.shared_read_words[k, w, : len(lanes), 1]) == n_words
+            assert mt.shared_read_wavefronts[k, w, 0] == oracle_way(m_words) == 1
+            assert mt.shared_read_wavefronts[k, w, 1] == oracle_way(n_words) == 1
+    assert mt.bank_conflicts_per_request == 0.0
+
+
+@pytest.mark.parametrize("T,way", [(32, 32), (16, 8), (8, 2), (4, 1)])
+def test_nds_tx_k_gives_the_hand_derived_n_way_conflict(T, way):
+    # Nds[tx][k] is word tx*T + k. T = 32: a warp is one row ty, lanes tx 0..31
+    # ask for words k, 32+k, ..., 992+k: all in bank k, 32 distinct -> 32-way.
+    # T = 16: a warp is rows ty, ty+1 (same 16 words: broadcast); words tx*16 + k
+    # fall in bank k (tx even) or k+16 (tx odd), 8 each -> 8-way. T = 8: 4 rows
+    # of threads, words tx*8 + k in banks k, k+8, k+16, k+24, 2 each -> 2-way.
+    lay = LAYOUTS["conflict"]
+    rm, rn = lay.read_words(T)
+    for k in range(T):
+        for lanes in warps(T):
+            n_words = [conflict_read_words(T, k, ty, tx, T)[1] for ty, tx in lanes]
+            assert oracle_way(n_words) == way
+            got = bank_wavefronts(np.array([rn[k, ty, tx] for ty, tx in lanes]))
+            assert got == way
+            m_words = [rm[k, ty, tx] for ty, tx in lanes]
+            assert m_words == [conflict_read_words(T, k, ty, tx, T)[0] for ty, tx in lanes]
+
+
+@pytest.mark.parametrize("T", [32, 16, 8, 4])
+def test_padding_removes_the_conflict(T):
+    lay = LAYOUTS["padded"]
+    _, rn = lay.read_words(T)
+    for k in range(T):
+        for lanes in warps(T):
+            words = [conflict_read_words(T, k, ty, tx, T + 1)[1] for ty, tx in lanes]
+            assert [rn[k, ty, tx] for ty, tx in lanes] == words
+            assert oracle_way(words) == 1
+            assert bank_wavefronts(np.array(words)) == 1
+
+
+def test_bank_wavefronts_broadcast_and_idle_lanes():
+    assert bank_wavefronts(np.full(32, 5)) == 1  # one word for all: broadcast
+    assert bank_wavefronts(np.array([0, 32, 0, 32] + [-1] * 28)) == 2  # 2 words, bank 0
+    assert bank_wavefronts(np.full(32, -1)) == 0  # no lane accesses
+    assert bank_wavefronts(np.arange(32) * 33) == 1  # stride 33: all banks
+
+
+def test_layout_slot_words_place_the_logical_tile():
+    # The conflict kernel stores N[ph*T + r][bx*T + c] (logical Nds[r][c]) at
+    # physical Nds[c][r]: word c*T + r; the padded one at c*(T + 1) + r.
+    T = 4
+    _, nds = LAYOUTS["conflict"].slot_words(T)
+    _, pad = LAYOUTS["padded"].slot_words(T)
+    for r in range(T):
+        for c in range(T):
+            assert nds[r, c] == c * T + r
+            assert pad[r, c] == c * (T + 1) + r
+    # Thread (ty, tx) of the uncoalesced kernel fills logical Mds[tx][ty].
+    ms, _ = LAYOUTS["uncoalesced"].store_slots(T)
+    assert tuple(ms[1, 2]) == (2, 1)
+
+
+def test_sector_spans_split_at_row_ends():
+    # 5 x 6 matrix: sector 1 holds elements 8..15 = row 1 cols 2..5, row 2 cols 0..3.
+    assert sector_spans([1], 8, 6, 30) == [(1, 2, 6), (2, 0, 4)]
+    assert sector_spans([3], 8, 6, 30) == [(4, 0, 6)]  # 24..31, cut at the end (30)
+
+
+# ----------------------------------------------------------------- errors
+def test_naive_kernel_is_refused(record_sim):
+    trace = record_sim(width=2, tile_width=1, kernel="naive")
+    with pytest.raises(TransactionsError, match="naive kernel"):
+        memory_transactions(trace)
+
+
+def test_trace_without_per_thread_records_is_refused():
+    T, width = 2, 4
+    full = synthetic_trace("tiled", width, T, book_m(T), book_n(T))
+    arrays = {
+        name: getattr(full, name)
+        for name in ("M", "N", "P", "block_info", "m_reads", "n_reads", "zero_fills")
+    }
+    nph = full.n_phases
+    empty = Trace(
+        meta=dict(full.meta, n_detail=0, aggregated=True),
+        detail_blocks=np.zeros((0, 2), np.int32),
+        loads=np.zeros((0, nph, T, T, 6), np.int32),
+        pvalue=np.zeros((0, nph, T, T), np.float32),
+        barrier_tick=np.zeros((0, nph, 2, 2, T, T), np.int32),
+        barrier_clock=np.zeros((0, nph, 2, 2, T, T), np.int64),
+        p_write=np.zeros((0, T, T), np.int8),
+        barrier_spread=np.zeros((2, 2, nph, 2, 2), np.int32),
+        wait_hist=np.zeros((nph, 2, 32), np.int32),
+        block_wait=np.zeros((2, 2, 2, 3), np.int32),
+        **arrays,
+    )
+    with pytest.raises(TransactionsError, match="no block recorded per thread"):
+        memory_transactions(empty)
+
+
+def test_not_a_trace_is_refused():
+    with pytest.raises(TransactionsError, match="needs a vizmm Trace"):
+        memory_transactions("fig58.vizmm")
+
+
+# ------------------------------------------------------- contrast kernels
+@pytest.mark.parametrize("name", ["uncoalesced", "conflict", "padded"])
+@pytest.mark.parametrize("width,T", [(4, 2), (5, 2), (7, 4), (6, 3)])
+def test_plain_contrast_kernels_compute_p(name, width, T):
+    import importlib
+
+    from numba import cuda
+
+    kern = importlib.import_module(f"vizmm_kernels.{name}").make_plain(T)
+    rng = np.random.default_rng(width * 10 + T)
+    M = rng.integers(-9, 10, size=(width, width)).astype(np.float32)
+    N = rng.integers(-9, 10, size=(width, width)).astype(np.float32)
+    P = np.full(width * width, np.nan, np.float32)
+    g = -(-width // T)
+    kern[(g, g), (T, T)](M.ravel(), N.ravel(), P, width)
+    cuda.synchronize()
+    np.testing.assert_array_equal(P.reshape(width, width), M.astype(np.float64) @ N)

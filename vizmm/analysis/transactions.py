@@ -1,0 +1,579 @@
+"""Memory transactions of the tiles: global sectors and segments, shared-memory banks.
+
+PMPP (4th ed.) Section 5.4 (Fig. 5.9/5.13) has the threads of a block copy
+one tile of M and one of N into shared memory per phase; the lecture slides
+add two rules: *coalesce global memory accesses* and *avoid shared-memory bank
+conflicts* ("single cycle if no bank conflicts"). This module counts, from a
+trace's records, what the hardware sees of those accesses, per block, phase
+and warp, and in total the two figures Nsight Compute reports: sectors per
+request (global loads of the tiles) and bank conflicts per request (shared
+loads of the k loop).
+
+The model
+---------
+*Warps.* Thread ``(ty, tx)`` of a ``T x T`` block is thread ``t = ty*T + tx``;
+warp ``w`` holds threads ``32w .. 32w + 31`` (the last warp is partial when
+``T*T`` is not a multiple of 32).
+
+*Global loads.* Each warp executes one load instruction per tile and phase
+(``M[...]`` and ``N[...]``): one *request* when at least one of its threads
+performs the load (kind ``LOADED`` or ``WRONG_ELEMENT``; a zero-fill or an
+out-of-allocation load is no access). The address of a thread's load comes
+from its record: element ``(row, col)`` of M (``j x k``) or N (``k x l``),
+row-major, 4-byte floats, at byte ``4 * (row * ncols + col)`` from the start
+of the array (``cudaMalloc`` aligns arrays to 256 bytes, so sector and
+segment boundaries are multiples of 32 and 128 bytes from the start).
+A request touches the distinct 32-byte *sectors* and 128-byte *segments*
+(cache lines) of its threads' addresses; the *ideal* for the bytes it moves
+(4 per active thread) is ``ceil(bytes / 32)`` sectors and
+``ceil(bytes / 128)`` segments.
+
+*Shared memory.* 32 banks of 4-byte words; word ``w`` of an array lies in
+bank ``w mod 32`` (banks are counted from the start of each array: Mds and
+Nds are laid out by the compiler, and a shift of the whole array changes no
+count). A warp's shared access needs as many *wavefronts* as the largest
+number of *distinct* words any one bank is asked for: threads reading the
+same word share it (a broadcast, counted once). ``n``-way conflict:
+``n = wavefronts``; it costs ``n - 1`` replays, which Nsight Compute counts as
+bank conflicts (``l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld``).
+
+Which word a thread reads or writes depends on the kernel's Mds/Nds layout,
+known from the kernel variant (not recorded; :data:`LAYOUTS`):
+
+================  ================  ================  ==================  ========
+kernel            thread (ty, tx)   thread (ty, tx)   k loop reads        Nds
+                  stores M into     stores N into                         columns
+================  ================  ================  ==================  ========
+tiled, boundary,  ``Mds[ty][tx]``   ``Nds[ty][tx]``   ``Mds[ty][k]``,     ``T``
+general                                               ``Nds[k][tx]``
+uncoalesced       ``Mds[tx][ty]``   ``Nds[tx][ty]``   as Fig. 5.9         ``T``
+conflict          ``Mds[ty][tx]``   ``Nds[tx][ty]``   ``Mds[ty][k]``,     ``T``
+                                                      ``Nds[tx][k]``
+padded            ``Mds[ty][tx]``   ``Nds[tx][ty]``   as conflict         ``T + 1``
+================  ================  ================  ==================  ========
+
+Every thread of a block runs the k loop (also threads without a P element),
+so each warp makes ``T`` reads of Mds and ``T`` of Nds per phase; the loads
+into shared memory are one store request per warp and tile (Fig. 5.13's
+zero-fill stores too: the compiler merges the two branches' stores).
+
+The *logical slot* of an element is where Fig. 5.9 puts it: ``Mds[r][c]``
+holds ``M[by*T + r][ph*T + c]``, ``Nds[r][c]`` holds ``N[ph*T + r][bx*T + c]``.
+Every kernel here puts the same elements into the same logical slots; the
+layout says in which *physical word* a logical slot lies
+(:meth:`Layout.slot_words`) and which thread fills it.
+
+NumPy only; imports :mod:`vizmm.trace` and nothing else of vizmm.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from vizmm.trace import Access, Trace
+
+__all__ = [
+    "BANKS",
+    "LAYOUTS",
+    "SECTOR_BYTES",
+    "SEGMENT_BYTES",
+    "WARP_SIZE",
+    "WORD_BYTES",
+    "Layout",
+    "MemoryTransactions",
+    "TransactionsError",
+    "bank_wavefronts",
+    "layout_of",
+    "memory_transactions",
+    "sector_spans",
+]
+
+WARP_SIZE = 32  #: threads per warp
+WORD_BYTES = 4  #: bytes per shared-memory bank word (and per float32 element)
+BANKS = 32  #: shared-memory banks
+SECTOR_BYTES = 32  #: bytes per global-memory sector
+SEGMENT_BYTES = 128  #: bytes per global-memory segment (an L1 cache line)
+_ELEMS_PER_SECTOR = SECTOR_BYTES // WORD_BYTES
+_ELEMS_PER_SEGMENT = SEGMENT_BYTES // WORD_BYTES
+
+
+class TransactionsError(ValueError):
+    """The trace cannot give memory transactions; the message says why and what would."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """How one kernel variant maps threads to Mds/Nds words (see the module's table).
+
+    Attributes
+    ----------
+    kernel : str
+    m_store_transposed, n_store_transposed : bool
+        Thread ``(ty, tx)`` fills logical slot ``[tx][ty]`` instead of ``[ty][tx]``
+        (the uncoalesced kernel's swapped roles).
+    nds_transposed : bool
+        Logical ``Nds[r][c]`` is stored at physical ``Nds[c][r]`` (the conflict and
+        padded kernels: the k loop then reads ``Nds[tx][k]``).
+    nds_pad : int
+        Extra columns of the physical Nds (1 for the padded kernel).
+    """
+
+    kernel: str
+    m_store_transposed: bool = False
+    n_store_transposed: bool = False
+    nds_transposed: bool = False
+    nds_pad: int = 0
+
+    def slot_words(self, tile_width: int) -> tuple[np.ndarray, np.ndarray]:
+        """Physical word of each logical slot of Mds and of Nds.
+
+        Parameters
+        ----------
+        tile_width : int
+            ``T``.
+
+        Returns
+        -------
+        mds, nds : ndarray of int64, (T, T)
+            ``[r, c]``: the word (4-byte units from the array's start) that holds
+            logical ``Mds[r][c]`` / ``Nds[r][c]``; its bank is ``word % 32``.
+        """
+        T = tile_width
+        r, c = np.indices((T, T), dtype=np.int64)
+        mds = r * T + c
+        pitch = T + self.nds_pad
+        nds = c * pitch + r if self.nds_transposed else r * pitch + c
+        return mds, nds
+
+    def store_slots(self, tile_width: int) -> tuple[np.ndarray, np.ndarray]:
+        """Logical slot each thread fills: ``(T, T, 2)`` arrays ``[ty, tx] -> (r, c)``, M then N."""
+        T = tile_width
+        ty, tx = np.indices((T, T), dtype=np.int64)
+        straight = np.stack([ty, tx], axis=-1)
+        swapped = np.stack([tx, ty], axis=-1)
+        return (
+            swapped if self.m_store_transposed else straight,
+            swapped if self.n_store_transposed else straight,
+        )
+
+    def read_words(self, tile_width: int) -> tuple[np.ndarray, np.ndarray]:
+        """Words each thread reads in the k loop: ``(T, T, T)`` arrays ``[k, ty, tx]``, Mds, Nds.
+
+        Thread ``(ty, tx)`` multiplies logical ``Mds[ty][k]`` by logical ``Nds[k][tx]``
+        (Fig. 5.9 line 24); the layout places them.
+        """
+        T = tile_width
+        mds, nds = self.slot_words(T)
+        k = np.arange(T)[:, None, None]
+        ty = np.arange(T)[None, :, None]
+        tx = np.arange(T)[None, None, :]
+        return (
+            np.broadcast_to(mds[ty, k], (T, T, T)).copy(),
+            np.broadcast_to(nds[k, tx], (T, T, T)).copy(),
+        )
+
+    def store_words(self, tile_width: int) -> tuple[np.ndarray, np.ndarray]:
+        """Word each thread writes when it loads its tile elements: ``(T, T)`` arrays, Mds, Nds."""
+        mds, nds = self.slot_words(tile_width)
+        ms, ns = self.store_slots(tile_width)
+        return mds[ms[..., 0], ms[..., 1]], nds[ns[..., 0], ns[..., 1]]
+
+
+#: Layout of each tiled kernel (the naive kernel has no shared memory).
+LAYOUTS = {
+    "tiled": Layout("tiled"),
+    "boundary": Layout("boundary"),
+    "general": Layout("general"),
+    "uncoalesced": Layout("uncoalesced", m_store_transposed=True, n_store_transposed=True),
+    "conflict": Layout("conflict", nds_transposed=True),
+    "padded": Layout("padded", nds_transposed=True, nds_pad=1),
+}
+
+
+def layout_of(kernel: str) -> Layout:
+    """The :class:`Layout` of kernel ``kernel``.
+
+    Raises
+    ------
+    TransactionsError
+        For the naive kernel (no tiles in shared memory) or an unknown name.
+    """
+    if kernel == "naive":
+        raise TransactionsError(
+            "the naive kernel (Fig. 3.11) loads no tiles into shared memory; memory "
+            f"transactions of the tiles need one of: {', '.join(LAYOUTS)}"
+        )
+    if kernel not in LAYOUTS:
+        raise TransactionsError(
+            f"no Mds/Nds layout is known for kernel {kernel!r}; known: {', '.join(LAYOUTS)}"
+        )
+    return LAYOUTS[kernel]
+
+
+def _warps(n_threads: int) -> np.ndarray:
+    """``(n_warps, 32)`` thread index of each lane, -1 past the last thread."""
+    nw = -(-n_threads // WARP_SIZE)
+    lanes = np.arange(nw * WARP_SIZE, dtype=np.int64)
+    return np.where(lanes < n_threads, lanes, -1).reshape(nw, WARP_SIZE)
+
+
+def _by_warp(a: np.ndarray, fill) -> np.ndarray:
+    """Regroup the last axis (``T*T`` threads) into ``(n_warps, 32)`` lanes, padding ``fill``."""
+    n = a.shape[-1]
+    nw = -(-n // WARP_SIZE)
+    pad = nw * WARP_SIZE - n
+    if pad:
+        a = np.concatenate([a, np.full(a.shape[:-1] + (pad,), fill, a.dtype)], axis=-1)
+    return a.reshape(a.shape[:-1] + (nw, WARP_SIZE))
+
+
+def _distinct(ids: np.ndarray) -> np.ndarray:
+    """Distinct non-negative values along the last axis (-1 entries ignored)."""
+    s = np.sort(ids, axis=-1)
+    new = np.ones(s.shape, bool)
+    new[..., 1:] = s[..., 1:] != s[..., :-1]
+    return (new & (s >= 0)).sum(axis=-1)
+
+
+def bank_wavefronts(words: np.ndarray) -> np.ndarray:
+    """Wavefronts of shared accesses: the most distinct words asked of one bank.
+
+    Parameters
+    ----------
+    words : ndarray of int, (..., 32)
+        Word (4-byte units) each lane of a warp accesses; -1 for a lane that
+        makes no access.
+
+    Returns
+    -------
+    ndarray of int64, (...)
+        ``n`` of the ``n``-way bank conflict (1: conflict-free, including any
+        broadcast of one word to many lanes); 0 where no lane accesses. The
+        access costs ``n - 1`` replays (Nsight Compute's bank conflicts).
+    """
+    words = np.asarray(words, np.int64)
+    active = words >= 0
+    # Distinct (bank, word) pairs: sort by word, drop repeats, count per bank.
+    s = np.sort(np.where(active, words, -1), axis=-1)
+    first = np.ones(s.shape, bool)
+    first[..., 1:] = s[..., 1:] != s[..., :-1]
+    keep = first & (s >= 0)
+    bank = np.where(keep, s % BANKS, BANKS)  # BANKS: a bin for dropped lanes
+    flat = bank.reshape(-1, bank.shape[-1])
+    counts = np.zeros((flat.shape[0], BANKS + 1), np.int64)
+    np.add.at(counts, (np.arange(flat.shape[0])[:, None], flat), 1)
+    return counts[:, :BANKS].max(axis=-1).reshape(words.shape[:-1])
+
+
+def sector_spans(ids, unit_elems: int, ncols: int, size: int) -> list[tuple[int, int, int]]:
+    """Where sectors (or segments) lie in a row-major matrix, as row spans.
+
+    Parameters
+    ----------
+    ids : iterable of int
+        Sector (``unit_elems`` = 8) or segment (32) numbers: byte address // 32
+        (or // 128) from the array's start.
+    unit_elems : int
+        Elements (4-byte floats) per sector or segment.
+    ncols : int
+        Columns of the matrix (elements).
+    size : int
+        Elements of the matrix (``nrows * ncols``).
+
+    Returns
+    -------
+    list of (row, col0, col1)
+        Elements ``row, col0 .. col1 - 1`` of each sector, split where it wraps
+        to the next row; parts past the end of the matrix are left out.
+    """
+    out = []
+    for s in sorted({int(i) for i in ids}):
+        a, b = s * unit_elems, min(size, (s + 1) * unit_elems)
+        while a < b:
+            row, col = divmod(a, ncols)
+            end = min(b, (row + 1) * ncols)
+            out.append((row, col, col + end - a))
+            a = end
+    return out
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class MemoryTransactions:
+    """The memory transactions of a trace's tile loads and k loops (see the module docstring).
+
+    Shapes: ``nd`` blocks recorded per thread (:attr:`blocks`), ``nph`` phases,
+    ``nw = ceil(T*T / 32)`` warps, ``T`` = TILE_WIDTH; a last axis of 2 is
+    ``[M, N]`` (global) or ``[Mds, Nds]`` (shared).
+
+    Attributes
+    ----------
+    kernel : str
+    tile_width : int
+    layout : Layout
+    blocks : ndarray of int32, (nd, 2)
+        ``(by, bx)`` of each block counted (the trace's detailed blocks).
+    warp_threads : ndarray of int64, (nw, 32)
+        Thread index ``ty*T + tx`` of each lane; -1 for lanes past the block.
+    global_requests : ndarray of int64, (nd, nph, nw, 2)
+        1 where the warp's tile load was performed by at least one lane, else 0.
+    global_bytes : ndarray of int64, (nd, nph, nw, 2)
+        Bytes the request moves (4 per lane that loads).
+    global_sectors, global_segments : ndarray of int64, (nd, nph, nw, 2)
+        Distinct 32-byte sectors / 128-byte segments the request touches.
+    ideal_sectors, ideal_segments : ndarray of int64, (nd, nph, nw, 2)
+        ``ceil(bytes / 32)`` / ``ceil(bytes / 128)``: the fewest that could move them.
+    global_sector_ids, global_segment_ids : ndarray of int64, (nd, nph, nw, 32, 2)
+        Sector (byte address // 32) and segment (// 128) of each lane's load;
+        -1 where the lane performs none.
+    shared_read_words : ndarray of int64, (T, nw, 32, 2)
+        Word each lane reads at each ``k`` (the same in every block and phase).
+    shared_read_wavefronts : ndarray of int64, (T, nw, 2)
+        ``n`` of the ``n``-way conflict of each warp's read at each ``k``.
+    shared_store_words : ndarray of int64, (nw, 32, 2)
+        Word each lane writes when it fills its Mds / Nds slot.
+    shared_store_wavefronts : ndarray of int64, (nw, 2)
+    n_phases : int
+    """
+
+    kernel: str
+    tile_width: int
+    layout: Layout
+    blocks: np.ndarray
+    warp_threads: np.ndarray
+    global_requests: np.ndarray
+    global_bytes: np.ndarray
+    global_sectors: np.ndarray
+    global_segments: np.ndarray
+    ideal_sectors: np.ndarray
+    ideal_segments: np.ndarray
+    global_sector_ids: np.ndarray
+    global_segment_ids: np.ndarray
+    shared_read_words: np.ndarray
+    shared_read_wavefronts: np.ndarray
+    shared_store_words: np.ndarray
+    shared_store_wavefronts: np.ndarray
+    n_phases: int
+
+    @property
+    def n_warps(self) -> int:
+        """Warps per block, ``ceil(T*T / 32)``."""
+        return self.warp_threads.shape[0]
+
+    def counters(self) -> dict[str, int]:
+        """Totals over the counted blocks, named after Nsight Compute's metrics.
+
+        Returns
+        -------
+        dict
+            ``global_ld_requests``, ``global_ld_sectors``, ``global_ld_segments``,
+            ``global_ld_ideal_sectors``, ``global_ld_bytes`` (tile loads of M and N);
+            ``shared_ld_requests``, ``shared_ld_wavefronts``,
+            ``shared_ld_bank_conflicts`` (k-loop reads of Mds and Nds);
+            ``shared_st_requests``, ``shared_st_wavefronts``,
+            ``shared_st_bank_conflicts`` (the stores into Mds and Nds). Counts.
+        """
+        nd = len(self.blocks)
+        reps = nd * self.n_phases
+        rd_req = int((self.shared_read_wavefronts > 0).sum()) * reps
+        rd_wf = int(self.shared_read_wavefronts.sum()) * reps
+        st_req = int((self.shared_store_wavefronts > 0).sum()) * reps
+        st_wf = int(self.shared_store_wavefronts.sum()) * reps
+        return {
+            "global_ld_requests": int(self.global_requests.sum()),
+            "global_ld_sectors": int(self.global_sectors.sum()),
+            "global_ld_segments": int(self.global_segments.sum()),
+            "global_ld_ideal_sectors": int(self.ideal_sectors.sum()),
+            "global_ld_bytes": int(self.global_bytes.sum()),
+            "shared_ld_requests": rd_req,
+            "shared_ld_wavefronts": rd_wf,
+            "shared_ld_bank_conflicts": rd_wf - rd_req,
+            "shared_st_requests": st_req,
+            "shared_st_wavefronts": st_wf,
+            "shared_st_bank_conflicts": st_wf - st_req,
+        }
+
+    @property
+    def sectors_per_request(self) -> float:
+        """32-byte sectors per global load request of the tiles (Nsight Compute's figure).
+
+        4.0 for the book's kernel with TILE_WIDTH 32 (one 128-byte row segment per
+        warp), 32.0 for the column-walking kernel; NaN when no load was recorded.
+        """
+        c = self.counters()
+        n = c["global_ld_requests"]
+        return c["global_ld_sectors"] / n if n else np.nan
+
+    @property
+    def segments_per_request(self) -> float:
+        """128-byte segments per global load request of the tiles; NaN without loads."""
+        c = self.counters()
+        return (
+            c["global_ld_segments"] / c["global_ld_requests"] if c["global_ld_requests"] else np.nan
+        )
+
+    @property
+    def bank_conflicts_per_request(self) -> float:
+        """Bank conflicts (replays) per shared load request of the k loop (Nsight's figure)."""
+        c = self.counters()
+        return (
+            c["shared_ld_bank_conflicts"] / c["shared_ld_requests"]
+            if c["shared_ld_requests"]
+            else np.nan
+        )
+
+    def block_index(self, block) -> int:
+        """Row of ``block = (by, bx)`` in the per-block arrays.
+
+        Raises
+        ------
+        KeyError
+            When the block was not counted (not recorded per thread).
+        """
+        key = (int(block[0]), int(block[1]))
+        hits = np.flatnonzero((self.blocks[:, 0] == key[0]) & (self.blocks[:, 1] == key[1]))
+        if not len(hits):
+            raise KeyError(f"block {key} was not recorded per thread; no transactions for it")
+        return int(hits[0])
+
+    def warp_of(self, thread) -> int:
+        """Warp of thread ``(ty, tx)``: ``(ty*T + tx) // 32``."""
+        return (int(thread[0]) * self.tile_width + int(thread[1])) // WARP_SIZE
+
+    def warp_rows(self, block, phase: int, k: int | None = None) -> list[dict]:
+        """One row per warp of a block and phase, for tables and views.
+
+        Returns
+        -------
+        list of dict
+            Per warp ``w``: ``warp``, ``threads`` (first, last thread index), and
+            for M and N ``{m,n}_requests``, ``{m,n}_sectors``, ``{m,n}_segments``,
+            ``{m,n}_ideal_sectors``; with ``k`` also ``mds_way`` / ``nds_way`` (the
+            n-way conflict of the warp's read at that k, 0 when none).
+        """
+        b = self.block_index(block)
+        rows = []
+        for w in range(self.n_warps):
+            lanes = self.warp_threads[w]
+            row = {"warp": w, "threads": (int(lanes[0]), int(lanes[lanes >= 0].max()))}
+            for i, name in enumerate("mn"):
+                row[f"{name}_requests"] = int(self.global_requests[b, phase, w, i])
+                row[f"{name}_sectors"] = int(self.global_sectors[b, phase, w, i])
+                row[f"{name}_segments"] = int(self.global_segments[b, phase, w, i])
+                row[f"{name}_ideal_sectors"] = int(self.ideal_sectors[b, phase, w, i])
+            if k is not None:
+                row["mds_way"] = int(self.shared_read_wavefronts[k, w, 0])
+                row["nds_way"] = int(self.shared_read_wavefronts[k, w, 1])
+            rows.append(row)
+        return rows
+
+    def summary(self) -> str:
+        """A few lines of totals (used by ``vizmm info`` style output)."""
+        c = self.counters()
+        return "\n".join(
+            [
+                f"global loads  {c['global_ld_requests']} requests, {c['global_ld_sectors']} "
+                f"sectors ({self.sectors_per_request:.2f} per request; ideal "
+                f"{c['global_ld_ideal_sectors']}), {c['global_ld_segments']} segments",
+                f"shared reads  {c['shared_ld_requests']} requests, "
+                f"{c['shared_ld_bank_conflicts']} bank conflicts "
+                f"({self.bank_conflicts_per_request:.2f} per request)",
+                f"shared stores {c['shared_st_requests']} requests, "
+                f"{c['shared_st_bank_conflicts']} bank conflicts",
+            ]
+        )
+
+
+def memory_transactions(trace: Trace) -> MemoryTransactions:
+    """Global sectors/segments of the tile loads and shared banks of the k loop, per warp.
+
+    PMPP 4th ed., Section 5.4 (Fig. 5.9 / 5.13), with the lecture slides' rules
+    on coalescing and bank conflicts; the model is in the module docstring.
+
+    Parameters
+    ----------
+    trace : Trace
+        A trace of a tiled kernel with blocks recorded per thread. Only those
+        blocks are counted (all of them unless the trace was recorded with a
+        window).
+
+    Returns
+    -------
+    MemoryTransactions
+
+    Raises
+    ------
+    TransactionsError
+        For the naive kernel, a kernel without a known layout, or a trace that
+        recorded no block per thread (aggregated counts hold no addresses).
+    """
+    if not isinstance(trace, Trace):
+        raise TransactionsError(
+            f"memory_transactions needs a vizmm Trace, got {type(trace).__name__}"
+        )
+    layout = layout_of(trace.kernel)
+    if len(trace.detail_blocks) == 0:
+        raise TransactionsError(
+            "this trace holds no block recorded per thread, so no addresses of single loads: "
+            "record with every block detailed or name blocks with window=[(by, bx), ...]"
+        )
+    T = trace.tile_width
+    _, k, l = trace.shape
+    nd, nph = trace.loads.shape[:2]
+    warp_threads = _warps(T * T)
+
+    # Global loads: element (row, col) -> linear index -> sector, segment.
+    sector_ids, segment_ids, requests, nbytes = [], [], [], []
+    for base, ncols in ((0, k), (3, l)):
+        rec = trace.loads[..., base : base + 3].reshape(nd, nph, T * T, 3).astype(np.int64)
+        kind, row, col = rec[..., 0], rec[..., 1], rec[..., 2]
+        active = (kind == Access.LOADED) | (kind == Access.WRONG_ELEMENT)
+        lin = np.where(active, row * ncols + col, -1)
+        lin = _by_warp(lin, -1)  # (nd, nph, nw, 32)
+        act = lin >= 0
+        sector_ids.append(np.where(act, lin // _ELEMS_PER_SECTOR, -1))
+        segment_ids.append(np.where(act, lin // _ELEMS_PER_SEGMENT, -1))
+        requests.append(act.any(axis=-1).astype(np.int64))
+        nbytes.append(act.sum(axis=-1).astype(np.int64) * WORD_BYTES)
+    sec = np.stack(sector_ids, axis=-1)  # (nd, nph, nw, 32, 2)
+    seg = np.stack(segment_ids, axis=-1)
+    gbytes = np.stack(nbytes, axis=-1)
+    g_sectors = np.stack([_distinct(sec[..., i]) for i in range(2)], axis=-1)
+    g_segments = np.stack([_distinct(seg[..., i]) for i in range(2)], axis=-1)
+
+    # Shared memory: words from the layout, the same in every block and phase.
+    rd_m, rd_n = layout.read_words(T)  # (T, T, T) [k, ty, tx]
+    rd = np.stack(
+        [_by_warp(w.reshape(T, T * T), -1) for w in (rd_m, rd_n)], axis=-1
+    )  # (T, nw, 32, 2)
+    st_m, st_n = layout.store_words(T)
+    st = np.stack([_by_warp(w.reshape(T * T), -1) for w in (st_m, st_n)], axis=-1)  # (nw, 32, 2)
+    rd_wf = np.stack([bank_wavefronts(rd[..., i]) for i in range(2)], axis=-1)
+    st_wf = np.stack([bank_wavefronts(st[..., i]) for i in range(2)], axis=-1)
+
+    def ro(a):
+        a = np.ascontiguousarray(a)
+        a.setflags(write=False)
+        return a
+
+    return MemoryTransactions(
+        kernel=trace.kernel,
+        tile_width=T,
+        layout=layout,
+        blocks=ro(trace.detail_blocks.copy()),
+        warp_threads=ro(warp_threads),
+        global_requests=ro(np.stack(requests, axis=-1)),
+        global_bytes=ro(gbytes),
+        global_sectors=ro(g_sectors),
+        global_segments=ro(g_segments),
+        ideal_sectors=ro(-(-gbytes // SECTOR_BYTES)),
+        ideal_segments=ro(-(-gbytes // SEGMENT_BYTES)),
+        global_sector_ids=ro(sec),
+        global_segment_ids=ro(seg),
+        shared_read_words=ro(rd),
+        shared_read_wavefronts=ro(rd_wf),
+        shared_store_words=ro(st),
+        shared_store_wavefronts=ro(st_wf),
+        n_phases=nph,
+    )
