@@ -324,3 +324,28 @@ def test_plain_contrast_kernels_compute_p(name, width, T):
     kern[(g, g), (T, T)](M.ravel(), N.ravel(), P, width)
     cuda.synchronize()
     np.testing.assert_array_equal(P.reshape(width, width), M.astype(np.float64) @ N)
+
+
+def test_warp_detail_of_the_book_kernel_at_tile_width_32():
+    from vizmm.analysis.transactions import warp_detail
+
+    T, width = 32, 64
+    trace = synthetic_trace("tiled", width, T, book_m(T), book_n(T))
+    mt = memory_transactions(trace)
+    # Block (1, 0), phase 1, warp 5 = thread row ty = 5: M row 32 + 5, cols 32..63.
+    d = warp_detail(mt, trace, (1, 0), 1, 5, k=7)
+    assert d.threads[5].all() and d.threads.sum() == 32
+    assert sorted(map(tuple, d.m_elements.tolist())) == [(37, c) for c in range(32, 64)]
+    assert d.m_sectors == [(37, c, c + 8) for c in range(32, 64, 8)]
+    assert d.m_segments == [(37, 32, 64)]
+    assert d.m_counts == {"requests": 1, "sectors": 4, "segments": 1, "ideal_sectors": 4,
+                          "bytes": 128}  # fmt: skip
+    # N: row ph*32 + 5 = 37, cols bx*32 .. = 0..31.
+    assert d.n_segments == [(37, 0, 32)]
+    # k = 7: the warp reads Mds[5][7] (one slot, broadcast) and Nds[7][0..31].
+    assert np.argwhere(d.mds_read).tolist() == [[5, 7]]
+    assert np.argwhere(d.nds_read).tolist() == [[7, c] for c in range(32)]
+    assert not d.mds_conflict.any() and not d.nds_conflict.any()
+    assert d.mds_way == d.nds_way == 1
+    # Row-major T = 32 arrays: slot (r, c) is word 32r + c, in bank c.
+    assert (d.nds_bank == np.arange(32)[None, :]).all()

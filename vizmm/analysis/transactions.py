@@ -84,10 +84,12 @@ __all__ = [
     "Layout",
     "MemoryTransactions",
     "TransactionsError",
+    "WarpDetail",
     "bank_wavefronts",
     "layout_of",
     "memory_transactions",
     "sector_spans",
+    "warp_detail",
 ]
 
 WARP_SIZE = 32  #: threads per warp
@@ -576,4 +578,156 @@ def memory_transactions(trace: Trace) -> MemoryTransactions:
         shared_store_words=ro(st),
         shared_store_wavefronts=ro(st_wf),
         n_phases=nph,
+    )
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class WarpDetail:
+    """What one warp does to memory in one phase (and at one ``k``), for views.
+
+    Attributes
+    ----------
+    warp : int
+        Warp number in the block (threads ``32*warp ..``).
+    threads : ndarray of bool, (T, T)
+        ``[ty, tx]``: the thread is a lane of this warp.
+    m_elements, n_elements : ndarray of int64, (n, 2)
+        ``(row, col)`` of the M / N elements the warp's lanes load in the phase
+        (lanes that load nothing are left out).
+    m_sectors, n_sectors, m_segments, n_segments : list of (row, col0, col1)
+        The 32-byte sectors / 128-byte segments those loads touch, as row spans
+        of the matrix (:func:`sector_spans`).
+    m_counts, n_counts : dict
+        ``requests``, ``sectors``, ``segments``, ``ideal_sectors``, ``bytes`` of the
+        warp's request.
+    mds_bank, nds_bank : ndarray of int64, (T, T)
+        Bank of the word holding each logical slot (``word % 32``).
+    k : int or None
+    mds_read, nds_read : ndarray of bool, (T, T)
+        Logical slots this warp reads at ``k`` (all False without ``k``).
+    mds_conflict, nds_conflict : ndarray of bool, (T, T)
+        Read slots whose bank is asked for more than one distinct word.
+    mds_way, nds_way : int
+        The n-way conflict of the warp's read at ``k`` (0 without ``k``).
+    """
+
+    warp: int
+    threads: np.ndarray
+    m_elements: np.ndarray
+    n_elements: np.ndarray
+    m_sectors: list
+    n_sectors: list
+    m_segments: list
+    n_segments: list
+    m_counts: dict
+    n_counts: dict
+    mds_bank: np.ndarray
+    nds_bank: np.ndarray
+    k: int | None
+    mds_read: np.ndarray
+    nds_read: np.ndarray
+    mds_conflict: np.ndarray
+    nds_conflict: np.ndarray
+    mds_way: int
+    nds_way: int
+
+
+def _conflicted(words: np.ndarray) -> np.ndarray:
+    """Lanes whose bank is asked for more than one distinct word (``words``: (32,), -1 idle)."""
+    out = np.zeros(words.shape, bool)
+    active = words >= 0
+    for bank in np.unique(words[active] % BANKS):
+        lanes = active & (words % BANKS == bank)
+        if len(np.unique(words[lanes])) > 1:
+            out |= lanes
+    return out
+
+
+def warp_detail(
+    mt: MemoryTransactions, trace: Trace, block, phase: int, warp: int, k: int | None = None
+) -> WarpDetail:
+    """The loads of one warp in one phase, and its Mds/Nds reads at ``k``, for drawing.
+
+    Parameters
+    ----------
+    mt : MemoryTransactions
+        ``memory_transactions(trace)``.
+    trace : Trace
+    block : (by, bx)
+        A block recorded per thread.
+    phase : int
+        ``ph``, 0 to ``n_phases - 1``.
+    warp : int
+        0 to ``ceil(T*T / 32) - 1``.
+    k : int, optional
+        A step of the k loop (0 to T - 1).
+
+    Returns
+    -------
+    WarpDetail
+
+    Raises
+    ------
+    KeyError
+        When the block was not recorded per thread.
+    IndexError
+        For a phase, warp or k out of range.
+    """
+    T = mt.tile_width
+    b = mt.block_index(block)
+    if not 0 <= phase < mt.n_phases:
+        raise IndexError(f"phase must be 0..{mt.n_phases - 1}, got {phase}")
+    if not 0 <= warp < mt.n_warps:
+        raise IndexError(f"warp must be 0..{mt.n_warps - 1}, got {warp}")
+    if k is not None and not 0 <= k < T:
+        raise IndexError(f"k must be 0..{T - 1}, got {k}")
+    _, kk, l = trace.shape
+    lanes = mt.warp_threads[warp]
+    lanes = lanes[lanes >= 0]
+    threads = np.zeros(T * T, bool)
+    threads[lanes] = True
+    threads = threads.reshape(T, T)
+    rec = trace.loads[trace.slot(block), phase].reshape(T * T, 6)[lanes]
+    out = {}
+    for i, (name, base, ncols, nrows) in enumerate((("m", 0, kk, trace.shape[0]), ("n", 3, l, kk))):
+        kind = rec[:, base]
+        act = (kind == Access.LOADED) | (kind == Access.WRONG_ELEMENT)
+        lin = rec[act, base + 1].astype(np.int64) * ncols + rec[act, base + 2]
+        out[f"{name}_elements"] = np.stack(np.divmod(lin, ncols), axis=-1).reshape(-1, 2)
+        out[f"{name}_sectors"] = sector_spans(lin // _ELEMS_PER_SECTOR, _ELEMS_PER_SECTOR, ncols,
+                                              nrows * ncols)  # fmt: skip
+        out[f"{name}_segments"] = sector_spans(
+            lin // _ELEMS_PER_SEGMENT, _ELEMS_PER_SEGMENT, ncols, nrows * ncols
+        )
+        out[f"{name}_counts"] = {
+            "requests": int(mt.global_requests[b, phase, warp, i]),
+            "sectors": int(mt.global_sectors[b, phase, warp, i]),
+            "segments": int(mt.global_segments[b, phase, warp, i]),
+            "ideal_sectors": int(mt.ideal_sectors[b, phase, warp, i]),
+            "bytes": int(mt.global_bytes[b, phase, warp, i]),
+        }
+    mds_w, nds_w = mt.layout.slot_words(T)
+    reads = {}
+    for i, name in enumerate(("mds", "nds")):
+        read = np.zeros((T, T), bool)
+        conflict = np.zeros((T, T), bool)
+        way = 0
+        if k is not None:
+            words = mt.shared_read_words[k, warp, :, i]
+            conf = _conflicted(words)
+            ty, tx = np.divmod(lanes, T)
+            # Logical slot each lane reads: Mds[ty][k] and Nds[k][tx].
+            r, c = (ty, np.full_like(ty, k)) if i == 0 else (np.full_like(tx, k), tx)
+            read[r, c] = True
+            conflict[r[conf[: len(lanes)]], c[conf[: len(lanes)]]] = True
+            way = int(mt.shared_read_wavefronts[k, warp, i])
+        reads[f"{name}_read"], reads[f"{name}_conflict"], reads[f"{name}_way"] = read, conflict, way
+    return WarpDetail(
+        warp=warp,
+        threads=threads,
+        mds_bank=mds_w % BANKS,
+        nds_bank=nds_w % BANKS,
+        k=k,
+        **out,
+        **reads,
     )
