@@ -39,9 +39,10 @@ if _ROOT not in sys.path:  # `panel serve apps/large_view.py` runs this file as 
     sys.path.insert(0, _ROOT)
 
 import vizmm  # noqa: E402
-from vizmm import large, render  # noqa: E402
+from vizmm import render  # noqa: E402
 from vizmm.record import DEFAULT_MAX_BYTES  # noqa: E402
 from vizmm.render.large_bokeh import LargeScene  # noqa: E402
+from vizmm.replay import large  # noqa: E402
 from vizmm.trace import Trace, TraceError, from_bytes  # noqa: E402
 
 __all__ = [

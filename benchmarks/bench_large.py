@@ -4,7 +4,7 @@ Measures, for a large trace (default: the shipped ``gpu-4096-t32-tiled.vizmm``):
 
 * the trace file's size and the time to load it (``vizmm.load``: P is rebuilt
   from M @ N and every array is checked against its checksum);
-* the models (:func:`vizmm.large.model`) and the Bokeh figures
+* the models (:func:`vizmm.replay.large.model`) and the Bokeh figures
   (:class:`~vizmm.render.large_bokeh.LargeScene`), built once per trace;
 * one timeline step, as the server does it: :meth:`LargeScene.set_time`
   (the block grid's state image, the Gantt chart's state column, the time
@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import vizmm  # noqa: E402
-from vizmm import large  # noqa: E402
+from vizmm.replay import large  # noqa: E402
 
 DEFAULT = os.path.join(ROOT, "vizmm", "data", "gpu-4096-t32-tiled.vizmm")
 

@@ -28,7 +28,7 @@ import vizmm_kernels as K  # noqa: E402
 
 import vizmm  # noqa: E402
 
-rec_mod = sys.modules["vizmm.record"]
+rec_mod = sys.modules["vizmm.record.simulator"]
 
 
 def timed(fn, repeats):

@@ -172,7 +172,7 @@ def _event_time(fn, reps):
 
 def _record_arrays(kernel, W, T, detail_all, aggregated):
     """Device copies of the record arrays ``vizmm.record`` would pass (flat)."""
-    from vizmm.record import allocate_records
+    from vizmm.record.launcher import allocate_records
 
     g = -(-W // T)
     blocks = [(by, bx) for by in range(g) for bx in range(g)] if detail_all else [(0, 0)]

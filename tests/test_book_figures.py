@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from vizmm import Access, PWrite
-from vizmm.table import build_table, format_table, render_text
+from vizmm.render.text import format_table, render_text
+from vizmm.replay.table import build_table
 
 # Fig. 5.8, "Execution phases of a tiled matrix multiplication" (4 x 4 matrices
 # of Fig. 5.7, TILE_WIDTH 2, block_{0,0}), typed in row by row: thread, then

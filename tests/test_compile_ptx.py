@@ -33,7 +33,7 @@ SCRIPT = textwrap.dedent(
     from numba import config, cuda, typeof
 
     import vizmm_kernels as K
-    from vizmm.record import allocate_records
+    from vizmm.record.launcher import allocate_records
 
     assert not config.ENABLE_CUDASIM
     LOOK_FOR = ("%clock64", "%smid", "%globaltimer", "bar.sync", ".target sm_90")

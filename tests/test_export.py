@@ -17,8 +17,8 @@ from PIL import Image
 
 from vizmm import Access
 from vizmm import export as ex
-from vizmm import palette as pal
 from vizmm.cli import main
+from vizmm.render import palette as pal
 from vizmm.render.pillow import FrameRenderer, check_size, check_views
 from vizmm.replay import CellState, Replay, SlotState, Sub, ThreadState
 

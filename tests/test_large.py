@@ -21,9 +21,10 @@ import pytest
 from served import ARGS, CHROMIUM, SHOTS, read_status, serve
 
 import vizmm
-from vizmm import large
-from vizmm.large import BlockState
-from vizmm.trace import WAIT_BINS, Trace, _array_specs
+from vizmm.replay import large
+from vizmm.replay.large import BlockState
+from vizmm.trace import WAIT_BINS, Trace
+from vizmm.trace.model import _array_specs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LARGE_DIR = os.environ.get("VIZMM_LARGE_TRACES") or os.path.join(ROOT, "vizmm", "data")

@@ -2,7 +2,8 @@
 
 import pytest
 
-from vizmm.table import CELL_KINDS, build_table, format_table, render_text
+from vizmm.render.text import format_table, render_text
+from vizmm.replay.table import CELL_KINDS, build_table
 
 
 @pytest.fixture(scope="module")

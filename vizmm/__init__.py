@@ -7,6 +7,7 @@ a versioned file (``Trace.save`` / ``load``), replay it phase by phase
 Importing vizmm does not import numba; only :func:`record` does.
 """
 
+from ._version import __version__
 from .record import (
     BACKENDS,
     Estimate,
@@ -17,14 +18,14 @@ from .record import (
     gpu_available,
     record,
 )
-from .trace import Access, LoadRecord, PWrite, Trace, TraceError, load
-
-__version__ = "0.1.0"
+from .trace import Access, LaunchShape, LoadRecord, PWrite, Trace, TraceError, load
 
 __all__ = [
+    "__version__",
     "Access",
     "BACKENDS",
     "Estimate",
+    "LaunchShape",
     "GPUUnavailableError",
     "LoadRecord",
     "PWrite",

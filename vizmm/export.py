@@ -16,7 +16,7 @@ text, HTML and SVG): a :class:`~vizmm.replay.Replay` gives one neutral
 
 :func:`export_bytes` returns the file's bytes and writes nothing;
 :func:`export` writes them through a temporary file and a rename, so a failed
-export leaves no file behind. ``vizmm export`` (:func:`add_export_parser`)
+export leaves no file behind. ``vizmm export`` (in :mod:`vizmm.cli`)
 is the command-line face of both.
 
 Examples
@@ -30,7 +30,6 @@ Examples
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import math
@@ -42,7 +41,7 @@ from collections.abc import Callable, Iterable, Iterator
 import numpy as np
 
 from .replay import GRANULARITIES, ORDERS, Replay
-from .trace import Trace, atomic_write, human_bytes
+from .trace import Trace, atomic_write
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -58,8 +57,6 @@ __all__ = [
     "gif_sample_steps",
     "html_frame_data",
     "format_from_path",
-    "add_export_parser",
-    "cmd_export",
 ]
 
 #: File formats :func:`export` writes.
@@ -837,145 +834,3 @@ def export(trace: Trace, path: str | os.PathLike, fmt: str | None = None, **kwar
         raise FileNotFoundError(2, "no such folder", folder)
     data = export_bytes(trace, fmt, **kwargs)
     return atomic_write(path, data)
-
-
-# --------------------------------------------------------------------- cli
-def _parse_pair(text: str, what: str, example: str, sep=",") -> tuple[int, int]:
-    parts = [p.strip() for p in text.replace("x", sep).replace("X", sep).split(sep)]
-    try:
-        a, b = (int(p) for p in parts)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{what} must be two integers like {example}, got {text!r}"
-        ) from None
-    return a, b
-
-
-def _parse_block(text: str) -> tuple[int, int]:
-    return _parse_pair(text, "--block", "0,1 (by,bx)")
-
-
-def _parse_focus(text: str) -> tuple[int, int]:
-    return _parse_pair(text, "--focus", "1,0 (ty,tx)")
-
-
-def _parse_size(text: str) -> tuple[int, int]:
-    return _parse_pair(text, "--size", "1920x1080 (width x height)")
-
-
-def _parse_fps(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        v = float("nan")
-    if not math.isfinite(v) or v <= 0:
-        raise argparse.ArgumentTypeError(f"--fps must be a number > 0, got {text!r}")
-    return v
-
-
-def add_export_parser(subparsers) -> None:
-    """Add ``vizmm export`` to the ``vizmm`` command's subparsers."""
-    p = subparsers.add_parser(
-        "export",
-        help="write a block's replay as a GIF, an MP4 video or one offline HTML file",
-        description=(
-            "Replay one block of a trace and write it as an animated GIF, an H.264 MP4 "
-            "(for slides) or one self-contained HTML file that works offline (play, step, "
-            "scrub; keys ← → space Home End). One frame per step."
-        ),
-    )
-    p.add_argument("file", metavar="TRACE", help="a trace written by 'vizmm record'")
-    p.add_argument(
-        "-o",
-        "--output",
-        metavar="FILE",
-        help="where to write (default: TRACE with the format's suffix)",
-    )
-    p.add_argument(
-        "--format",
-        "-f",
-        choices=EXPORT_FORMATS,
-        dest="fmt",
-        help="gif, mp4 or html (default: from the suffix of -o)",
-    )
-    p.add_argument(
-        "--block",
-        type=_parse_block,
-        metavar="BY,BX",
-        help="the block (blockIdx.y, blockIdx.x); default: the first block recorded per thread",
-    )
-    p.add_argument(
-        "--granularity",
-        choices=GRANULARITIES,
-        default="substep",
-        help="one frame per sub-step of the loop or per phase (default: substep)",
-    )
-    p.add_argument(
-        "--order",
-        choices=ORDERS,
-        default="lockstep",
-        help="barrier arrivals all at once or in the recorded order (default: lockstep)",
-    )
-    p.add_argument(
-        "--views", metavar="V1,V2,...", help="views to draw, e.g. M,N,P,Mds,Nds (default: all)"
-    )
-    p.add_argument("--fps", type=_parse_fps, default=2.0, help="steps per second (default: 2)")
-    p.add_argument(
-        "--size",
-        type=_parse_size,
-        default=(1280, 720),
-        metavar="WxH",
-        help="GIF / MP4 frame size in pixels (default: 1280x720; 1920x1080 for full HD)",
-    )
-    p.add_argument(
-        "--focus",
-        type=_parse_focus,
-        metavar="TY,TX",
-        help="follow one thread: outline its loads and reads",
-    )
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_export)
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    """``vizmm export``: write the export and say where, how big, how many frames."""
-    from .trace import load
-
-    if not os.path.exists(args.file):
-        raise ExportError(f"{args.file}: no such file")
-    if os.path.isdir(args.file):
-        raise ExportError(f"{args.file} is a folder, not a trace file")
-    if args.output is None and args.fmt is None:
-        raise ExportError("give -o FILE (.gif, .mp4 or .html) or --format")
-    fmt = args.fmt or format_from_path(args.output)
-    out = args.output or os.path.splitext(args.file)[0] + "." + fmt
-    if args.output is not None and args.fmt is not None:
-        suffix = os.path.splitext(out)[1].lower().lstrip(".")
-        suffix = "html" if suffix == "htm" else suffix
-        if suffix in EXPORT_FORMATS and suffix != fmt:
-            raise ExportError(f"--format {fmt} does not match the suffix of {out}")
-    trace = load(args.file)
-    if len(trace.detail_blocks) == 0:
-        raise ExportError(f"{args.file} recorded no block per thread")
-    block = args.block if args.block is not None else tuple(trace.detail_blocks[0].tolist())
-    export(
-        trace,
-        out,
-        fmt=fmt,
-        block=block,
-        granularity=args.granularity,
-        order=args.order,
-        views=args.views,
-        fps=args.fps,
-        size=args.size,
-        focus=args.focus,
-        progress=False if args.quiet else None,
-    )
-    n = len(Replay(trace, block, granularity=args.granularity, order=args.order))
-    size = os.path.getsize(out)
-    what = f"{args.size[0]}x{args.size[1]}, " if fmt != "html" else ""
-    print(
-        f"wrote {out} ({human_bytes(size)}): {fmt} of block ({block[0]},{block[1]}), {n} frames "
-        f"({args.granularity}, {args.order}), {what}{args.fps:g} fps"
-    )
-    return 0

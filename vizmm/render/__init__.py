@@ -5,6 +5,10 @@
   turns one frame into the data of every glyph, :class:`Scene` builds the
   figures once and :meth:`Scene.update` assigns new data.
 * :mod:`vizmm.render.pillow`: the same views as Pillow images (GIF / MP4).
+* :mod:`vizmm.render.large_bokeh`: the large-matrix figures.
+* :mod:`vizmm.render.text`: the Fig. 5.8 table as text; the one value formatter.
+* :mod:`vizmm.render.palette`: every colour, by state.
+* :mod:`vizmm.render.policy`: which views a trace's size affords (one size policy).
 
 Importing this package imports neither Bokeh nor Pillow; the names below are
 loaded from :mod:`vizmm.render.bokeh_scene` on first use.
@@ -26,37 +30,7 @@ __all__ = [
     "LIGHT_VIEWS",
 ]
 
-#: M, N and P elements (together) up to which the matrices are drawn element by element.
-LARGE_ELEMENTS = 40_000
-
-#: The per-thread views of a large trace: the block's shared memory and threads,
-#: no element-by-element M, N, P (the large views show those at block granularity).
-LIGHT_VIEWS = ("caption", "Mds", "Nds", "threads", "legend", "source", "counters")
-
-
-def is_large(trace) -> bool:
-    """True when drawing M, N and P element by element would be too slow or too small to read.
-
-    That is when M, N and P hold more than :data:`LARGE_ELEMENTS` elements together.
-    """
-    j, k, l = trace.shape
-    return j * k + k * l + j * l > LARGE_ELEMENTS
-
-
-def affordable_views(trace, views: tuple[str, ...]) -> tuple[str, ...]:
-    """Of ``views`` (a renderer's view names), those a trace of this size can afford.
-
-    Small traces keep every view. Large ones keep :data:`LIGHT_VIEWS`, and
-    drop the counters past 16 phases (they list Pvalue after every phase).
-    The dashboard and every export use this, so they agree.
-    """
-    if not is_large(trace):
-        return tuple(views)
-    light = (
-        LIGHT_VIEWS if trace.n_phases <= 16 else tuple(v for v in LIGHT_VIEWS if v != "counters")
-    )
-    return tuple(v for v in views if v in light)
-
+from .policy import LARGE_ELEMENTS, LIGHT_VIEWS, affordable_views, is_large
 
 _LAZY = {
     "Scene": "Scene",

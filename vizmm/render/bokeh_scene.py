@@ -54,10 +54,11 @@ from functools import lru_cache
 import numpy as np
 from bokeh.core.properties import value
 
-from .. import palette as pal
 from ..replay import CellState, Frame, SlotState, Sub, ThreadState
-from ..table import build_table, render_text
+from ..replay.table import build_table
 from ..trace import Access, Trace
+from . import palette as pal
+from .text import format_value, render_text
 
 __all__ = [
     "VIEWS",
@@ -120,15 +121,7 @@ def _sub(name: str, a: int, b: int) -> str:
     return f"{name}_{{{a},{b}}}"
 
 
-@lru_cache(maxsize=1 << 14)
-def _fmt(v: float) -> str:
-    """A value as the book writes it: integers without decimals, '?' for NaN."""
-    v = float(v)
-    if math.isnan(v):
-        return _NAN_TEXT
-    if v == int(v) and abs(v) < 1e9:
-        return str(int(v))
-    return f"{v:.4g}"
+_fmt = format_value  # the one value formatter (vizmm.render.text)
 
 
 def slot_label(state: int, src: Sequence[int], matrix: str) -> str:

@@ -38,8 +38,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .. import palette as pal
-from ..large import (
+from ..replay.large import (
     BARRIERS,
     BlockState,
     LargeModel,
@@ -52,6 +51,7 @@ from ..large import (
     wait_distribution,
 )
 from ..trace import WAIT_BINS, Trace
+from . import palette as pal
 
 __all__ = [
     "LargeScene",

@@ -30,16 +30,16 @@ dashboard never differ.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from functools import lru_cache
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from .. import palette as pal
 from ..replay import CellState, Frame, SlotState, ThreadState
 from ..trace import Access, Trace
+from . import palette as pal
+from .text import format_value
 
 __all__ = [
     "VIEWS",
@@ -230,14 +230,6 @@ def _rgb(color: str) -> tuple[int, int, int]:
 def _ink_on(fill: tuple[int, int, int]) -> tuple[int, int, int]:
     """Dark text on light fills, white text on dark ones (:func:`vizmm.palette.text_on`)."""
     return _rgb(pal.text_on("#{:02x}{:02x}{:02x}".format(*(int(v) for v in fill))))
-
-
-def _fmt_value(v: float) -> str:
-    if not math.isfinite(v):
-        return "?"
-    if float(v).is_integer() and abs(v) < 1e6:
-        return f"{v:.1f}"
-    return f"{v:.4g}"
 
 
 def _label_parts(prefix: str, rc) -> tuple[str, str]:
@@ -942,7 +934,7 @@ class FrameRenderer:
                     self._sub_text(draw, cx, y0 + p.cell * 0.34, name, f"{r},{c}", two, ink)
                     draw.text(
                         (cx, y0 + p.cell * 0.72),
-                        _fmt_value(float(values[r, c])),
+                        format_value(float(values[r, c])),
                         font=_font(max(9, round(two * 0.9))),
                         fill=ink,
                         anchor="mm",
@@ -1044,7 +1036,7 @@ class FrameRenderer:
                     if two is not None and src[ty, tx, 0] >= 0:
                         draw.text(
                             (cx, y0 + p.cell * 0.72),
-                            _fmt_value(float(val[ty, tx])),
+                            format_value(float(val[ty, tx])),
                             font=_font(max(9, round(two * 0.9))),
                             fill=ink,
                             anchor="mm",
@@ -1116,7 +1108,7 @@ class FrameRenderer:
                             fill=ink,
                             anchor="mm",
                         )
-                        pv = "Pv " + _fmt_value(float(frame.pvalue[ty, tx]))
+                        pv = "Pv " + format_value(float(frame.pvalue[ty, tx]))
                         if not frame.thread_valid[ty, tx]:
                             pv = "no P"
                         draw.text(

@@ -1,4 +1,4 @@
-"""The trace: what one launch of an instrumented kernel recorded, and its file format.
+"""The trace model: what one launch of an instrumented kernel recorded.
 
 A :class:`Trace` is immutable and validated when it is made. It holds the
 inputs M and N, the result P, the launch configuration and the records of
@@ -7,11 +7,7 @@ thread, which M element went into ``Mds[ty][tx]`` and which N element into
 ``Nds[ty][tx]`` (or the zero-fill), each ``__syncthreads`` arrival and release,
 Pvalue after each phase and the P write.
 
-Files are a pickle-free ``.npz`` (a zip of ``.npy`` arrays) with a JSON
-manifest stored as a ``uint8`` array named ``manifest``: the format name, its
-version, the metadata and, for every array, its dtype, shape and SHA-256. A
-file whose version is unknown, whose arrays do not match the manifest, or
-that is truncated or not a trace at all is refused with :class:`TraceError`.
+The file format lives in :mod:`vizmm.trace.fileformat`.
 
 This module imports NumPy only: traces are replayed anywhere, no numba.
 """
@@ -20,20 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import hashlib
-import io
-import json
-import math
 import os
-import tempfile
-import zipfile
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-FORMAT = "vizmm-trace"
-VERSION = 1
+from .launch import KERNELS, LaunchShape
 
 __all__ = [
     "Access",
@@ -41,14 +30,12 @@ __all__ = [
     "Trace",
     "TraceError",
     "LoadRecord",
-    "load",
-    "FORMAT",
-    "VERSION",
-    "NO_CLOCK",
     "KERNELS",
+    "ARRAY_NAMES",
+    "BLOCK_FIELDS",
+    "WAIT_BINS",
 ]
 
-KERNELS = ("naive", "tiled", "boundary", "general")
 # Barrier waits are summarised in log2 bins of cycles: bin b holds waits w with
 # 2**(b-1) <= w < 2**b (bin 0: w == 0); the last bin holds everything larger.
 WAIT_BINS = 32
@@ -56,8 +43,6 @@ WAIT_BINS = 32
 # Full per-(block, phase) barrier spreads are kept when there are at most this
 # many (block, phase) pairs; larger traces keep the summaries only.
 MAX_STORED_SPREAD = 1 << 20
-
-NO_CLOCK = -1  # sentinel of every clock, SM id and tick field that was not read
 
 
 class TraceError(ValueError):
@@ -109,9 +94,9 @@ class LoadRecord:
 
 # name -> (dtype, shape builder given the trace's dims)
 def _array_specs(meta: Mapping[str, Any]) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
-    j, k, l, T = meta["j"], meta["k"], meta["l"], meta["tile_width"]
-    gy, gx = -(-j // T), -(-l // T)
-    nph = 0 if meta["kernel"] == "naive" else -(-k // T)
+    launch = LaunchShape.of(meta, error=TraceError)
+    j, k, l, T = launch.j, launch.k, launch.l, launch.tile_width
+    (gy, gx), nph = launch.grid, launch.n_phases
     nd = meta["n_detail"]
     nsp = gy if meta.get("spread_stored", meta["aggregated"]) else 0
     nagg = 1 if meta["aggregated"] else 0
@@ -233,6 +218,10 @@ class Trace:
         Per block and phase, how many Mds (``[..., 0]``) and Nds
         (``[..., 1]``) slots were zero-filled (Fig. 5.13, lines 21 and 24).
 
+    launch : LaunchShape
+        The launch (kernel, sizes, TILE_WIDTH, grid, phases), made from
+        ``meta`` and validated once; read-only.
+
     Raises
     ------
     TraceError
@@ -269,13 +258,7 @@ class Trace:
                 raise TraceError(
                     f"trace metadata {key!r} must be {typ.__name__}, got {meta[key]!r}"
                 )
-        if meta["kernel"] not in KERNELS:
-            raise TraceError(f"unknown kernel {meta['kernel']!r} (known: {', '.join(KERNELS)})")
-        if not 1 <= meta["tile_width"] <= 32:
-            raise TraceError(f"tile_width must be 1..32, got {meta['tile_width']}")
-        for dim in ("j", "k", "l"):
-            if meta[dim] < 1:
-                raise TraceError(f"matrix size {dim} must be >= 1, got {meta[dim]}")
+        object.__setattr__(self, "launch", LaunchShape.of(meta, error=TraceError))
         object.__setattr__(self, "meta", _FrozenDict(meta))
         for name, (dtype, shape) in _array_specs(meta).items():
             arr = getattr(self, name)
@@ -322,14 +305,12 @@ class Trace:
     @property
     def grid(self) -> tuple[int, int]:
         """``(gy, gx)``: blocks along P's rows (blockIdx.y) and columns (blockIdx.x)."""
-        j, _, l = self.shape
-        T = self.tile_width
-        return -(-j // T), -(-l // T)
+        return self.launch.grid
 
     @property
     def n_phases(self) -> int:
         """Phases per block, ``ceil(k / TILE_WIDTH)`` (0 for the naive kernel)."""
-        return self.loads.shape[1]
+        return self.launch.n_phases
 
     @property
     def backend(self) -> str:
@@ -496,53 +477,18 @@ class Trace:
         return {name: getattr(self, name) for name in ARRAY_NAMES}
 
     def to_bytes(self) -> bytes:
-        """The trace file's bytes (see the module docstring for the format).
+        """The trace file's bytes (see :mod:`vizmm.trace.fileformat`)."""
+        from .fileformat import to_bytes
 
-        Large inputs are stored compactly when that is exact: M and N made by
-        :func:`seeded_inputs` are stored as their seed, and P as the XOR of its
-        bits with NumPy's ``M @ N`` when M and N hold integers small enough
-        for every float32 sum to be exact. The manifest keeps each real
-        array's checksum, and loading verifies it.
-        """
-        arrays = self.arrays()
-        stored = dict(arrays)
-        encoding = {}
-        j, k, l = self.shape
-        seed = self.meta.get("seed")
-        if self.meta.get("inputs") == "seeded" and isinstance(seed, int):
-            M0, N0 = seeded_inputs(j, k, l, seed)
-            for name, ref in (("M", M0), ("N", N0)):
-                if np.array_equal(arrays[name], ref):
-                    stored[name] = np.zeros((0, 0), np.float32)
-                    encoding[name] = "seeded"
-        if _exact_product(self.M, self.N):
-            ref = _product(self.M, self.N)
-            stored["P"] = self.P.view(np.uint32) ^ ref.view(np.uint32)
-            encoding["P"] = "xor-product"
-        manifest = {
-            "format": FORMAT,
-            "version": VERSION,
-            "meta": _jsonable(dict(self.meta)),
-            "arrays": {
-                name: {
-                    "dtype": a.dtype.str,
-                    "shape": list(a.shape),
-                    "sha256": _digest(a),
-                    **({"encoding": encoding[name]} if name in encoding else {}),
-                }
-                for name, a in arrays.items()
-            },
-        }
-        buf = io.BytesIO()
-        blob = np.frombuffer(json.dumps(manifest).encode(), dtype=np.uint8)
-        np.savez_compressed(buf, manifest=blob, **stored)
-        return buf.getvalue()
+        return to_bytes(self)
 
     def save(self, path: str | os.PathLike) -> str:
         """Write the trace to ``path`` atomically (temporary file, then rename).
 
         Returns the path written. Nothing is left at ``path`` if writing fails.
         """
+        from .fileformat import atomic_write
+
         return atomic_write(path, self.to_bytes())
 
 
@@ -553,162 +499,3 @@ class _FrozenDict(dict):
         raise TypeError("trace metadata is read-only")
 
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore
-
-
-def human_bytes(n: float) -> str:
-    """A size in bytes for people: ``'512 B'``, ``'2.7 MiB'`` (powers of 1024)."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{int(n)} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"  # pragma: no cover
-
-
-def _digest(a: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
-
-
-def _jsonable(obj):
-    if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
-def atomic_write(path: str | os.PathLike, data: bytes) -> str:
-    """Write ``data`` to ``path`` through a temporary file in the same folder, then rename.
-
-    Raises
-    ------
-    OSError
-        When the folder does not exist or is not writable; no file is left.
-    """
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".vizmm-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
-
-
-def from_bytes(data: bytes, name: str = "<bytes>") -> Trace:
-    """Read a trace from the bytes of a trace file (see :func:`load`)."""
-    try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            if "manifest" not in npz.files:
-                raise TraceError(f"{name} is not a vizmm trace (no manifest)")
-            try:
-                manifest = json.loads(npz["manifest"].tobytes().decode())
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise TraceError(f"{name}: the manifest is not valid JSON ({exc})") from None
-            if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-                raise TraceError(f"{name} is not a vizmm trace (format {manifest.get('format')!r})")
-            version = manifest.get("version")
-            if version != VERSION:
-                raise TraceError(
-                    f"{name} has trace format version {version!r}; this vizmm reads version "
-                    f"{VERSION} only"
-                )
-            declared = manifest.get("arrays", {})
-            missing = set(ARRAY_NAMES) - set(npz.files)
-            if missing:
-                raise TraceError(f"{name} lacks arrays: {', '.join(sorted(missing))}")
-            meta = manifest.get("meta", {})
-            if not isinstance(meta, dict):
-                raise TraceError(f"{name}: the manifest's metadata is not a mapping")
-            arrays = {}
-            for key in ARRAY_NAMES:
-                a = npz[key]
-                d = declared.get(key)
-                if d is None:
-                    raise TraceError(f"{name}: the manifest does not describe array {key!r}")
-                a = _decode(key, a, d.get("encoding"), meta, arrays, name)
-                if a.dtype.str != d["dtype"] or list(a.shape) != d["shape"]:
-                    raise TraceError(
-                        f"{name}: array {key!r} is {a.dtype.str} {list(a.shape)} but the "
-                        f"manifest says {d['dtype']} {d['shape']}"
-                    )
-                if _digest(a) != d["sha256"]:
-                    raise TraceError(
-                        f"{name}: array {key!r} does not match its checksum "
-                        "(the file was changed or damaged)"
-                    )
-                arrays[key] = a
-    except TraceError:
-        raise
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as exc:
-        raise TraceError(
-            f"{name} is not a readable vizmm trace (truncated or damaged file: {exc})"
-        ) from None
-    return Trace(meta=meta, **arrays)
-
-
-def seeded_inputs(j: int, k: int, l: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The default inputs: M (j x k) and N (k x l) of random integers 0..9, float32.
-
-    Small integers keep every product exact in float32 and readable in a
-    tooltip. ``numpy.random.default_rng(seed)`` draws M first, then N.
-    """
-    rng = np.random.default_rng(seed)
-    M = rng.integers(0, 10, size=(j, k)).astype(np.float32)
-    N = rng.integers(0, 10, size=(k, l)).astype(np.float32)
-    return M, N
-
-
-def _exact_product(M: np.ndarray, N: np.ndarray) -> bool:
-    """True when M and N hold integers small enough for float32 ``M @ N`` to be exact."""
-    if M.size == 0 or N.size == 0:
-        return False
-    if not (np.all(M == np.round(M)) and np.all(N == np.round(N))):
-        return False
-    bound = float(np.abs(M).max()) * float(np.abs(N).max()) * M.shape[1]
-    return bound < 2**24
-
-
-def _product(M: np.ndarray, N: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(np.matmul(M, N, dtype=np.float32))
-
-
-def _decode(key, stored, encoding, meta, done, name):
-    """Undo the compact encodings of :meth:`Trace.to_bytes`."""
-    if encoding is None:
-        return stored
-    try:
-        if encoding == "seeded":
-            j, k, l, seed = meta["j"], meta["k"], meta["l"], meta["seed"]
-            M, N = seeded_inputs(j, k, l, seed)
-            return M if key == "M" else N
-        if encoding == "xor-product" and key == "P":
-            ref = _product(done["M"], done["N"])
-            return (stored.view(np.uint32) ^ ref.view(np.uint32)).view(np.float32)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise TraceError(f"{name}: cannot rebuild array {key!r} ({exc})") from None
-    raise TraceError(f"{name}: array {key!r} has an unknown encoding {encoding!r}")
-
-
-def load(path: str | os.PathLike) -> Trace:
-    """Read a trace file written by :meth:`Trace.save`.
-
-    Raises
-    ------
-    FileNotFoundError
-        When ``path`` does not exist.
-    TraceError
-        For an unknown version, a truncated, tampered or foreign file, or
-        arrays whose shapes disagree with the metadata.
-    """
-    path = os.fspath(path)
-    with open(path, "rb") as f:
-        data = f.read()
-    return from_bytes(data, name=os.path.basename(path))

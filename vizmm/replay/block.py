@@ -36,7 +36,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .trace import Access, PWrite, Trace
+from ..trace import Access, PWrite, Trace
 
 __all__ = [
     "Sub",

@@ -1,6 +1,6 @@
 """Run one recording in a fresh process (used when the caller's numba is in the other mode).
 
-Usage: ``python -m vizmm._worker IN.npz OUT.vizmm key=value ...``; the
+Usage: ``python -m vizmm.record.worker IN.npz OUT.vizmm key=value ...``; the
 environment's ``NUMBA_ENABLE_CUDASIM`` picks the backend.
 """
 
@@ -8,10 +8,12 @@ import sys
 
 import numpy as np
 
-from .record import _LOCK, _launch
+from .launcher import launch
+from .recorder import _LOCK
 
 
 def main(argv):
+    """Record the job described by ``argv`` (see the module docstring); 0 on success."""
     inp, out, *pairs = argv
     opts = dict(p.split("=", 1) for p in pairs)
     with np.load(inp, allow_pickle=False) as z:
@@ -29,7 +31,7 @@ def main(argv):
         "inputs": opts.get("inputs", "given"),
     }
     with _LOCK:
-        trace = _launch(job, M, N, show=False)
+        trace = launch(job, M, N, show=False)
     trace.save(out)
     return 0
 

@@ -1,0 +1,221 @@
+"""The folders are the layers: each imports only what its room allows.
+
+kernels -> record -> trace -> replay / analysis -> render -> export / cli -> apps.
+The rules are read from the source with ``ast`` (every ``import`` and
+``from ... import`` anywhere in a file, inside functions too), so a lazy import
+cannot slip past them.
+"""
+
+import ast
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _imports(path: Path) -> set[str]:
+    """Absolute module names imported by one file (relative imports resolved)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    rel = path.relative_to(REPO).with_suffix("")
+    parts = list(rel.parts)
+    if parts[0] == "kernels":
+        parts[0] = "vizmm_kernels"
+    package = parts[:-1] if parts[-1] != "__init__" else parts[:-1]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            out.add(mod)
+            out.update(f"{mod}.{a.name}" for a in node.names)
+    return out
+
+
+def _files(folder: str):
+    return sorted((REPO / folder).rglob("*.py"))
+
+
+def _violations(folder: str, forbidden: tuple[str, ...]) -> list[str]:
+    bad = []
+    for path in _files(folder):
+        for mod in _imports(path):
+            if any(mod == f or mod.startswith(f + ".") for f in forbidden):
+                bad.append(f"{path.relative_to(REPO)} imports {mod}")
+    return bad
+
+
+def test_the_rules_see_imports_inside_functions(tmp_path):
+    # The oracle of the rule itself: a lazy import is found.
+    f = REPO / "vizmm" / "record" / "launcher.py"
+    assert "numba" in _imports(f) or "numba.config" in _imports(f)
+
+
+def test_kernels_import_nothing_of_vizmm():
+    assert _violations("kernels", ("vizmm",)) == []
+
+
+def test_only_record_imports_numba():
+    bad = [
+        v
+        for v in _violations("vizmm", ("numba", "llvmlite", "vizmm_kernels"))
+        if not v.startswith("vizmm/record/")
+    ]
+    assert bad == []
+
+
+@pytest.mark.parametrize(
+    "folder, forbidden",
+    [
+        (
+            "vizmm/trace",
+            (
+                "vizmm.record",
+                "vizmm.replay",
+                "vizmm.analysis",
+                "vizmm.render",
+                "vizmm.export",
+                "vizmm.cli",
+                "apps",
+                "bokeh",
+                "panel",
+                "PIL",
+            ),
+        ),
+        (
+            "vizmm/replay",
+            (
+                "vizmm.record",
+                "vizmm.render",
+                "vizmm.export",
+                "vizmm.cli",
+                "apps",
+                "bokeh",
+                "panel",
+                "PIL",
+            ),
+        ),
+        (
+            "vizmm/analysis",
+            (
+                "vizmm.record",
+                "vizmm.render",
+                "vizmm.export",
+                "vizmm.cli",
+                "apps",
+                "bokeh",
+                "panel",
+                "PIL",
+            ),
+        ),
+        ("vizmm/render", ("vizmm.record", "vizmm.export", "vizmm.cli", "apps", "panel")),
+        (
+            "vizmm/record",
+            (
+                "vizmm.replay",
+                "vizmm.analysis",
+                "vizmm.render",
+                "vizmm.export",
+                "vizmm.cli",
+                "apps",
+                "bokeh",
+                "panel",
+                "PIL",
+            ),
+        ),
+    ],
+)
+def test_each_layer_imports_only_what_it_may(folder, forbidden):
+    assert _violations(folder, forbidden) == []
+
+
+def test_kernel_codes_are_the_trace_enums():
+    # The kernels write plain integers (they know nothing of vizmm); the trace
+    # names them. Same names, same values, both ways.
+    from vizmm_kernels import codes
+
+    from vizmm.trace import Access, PWrite
+
+    for member in Access:
+        assert getattr(codes, member.name) == member.value
+    assert {n: getattr(codes, n) for n in Access.__members__} == {m.name: m.value for m in Access}
+    assert PWrite.NOT_RECORDED == codes.NOT_RECORDED
+    # The field orders of the record arrays agree with the trace's tables.
+    from vizmm.trace import BLOCK_FIELDS
+
+    assert len(BLOCK_FIELDS) == codes.BLK_FIELDS
+    assert BLOCK_FIELDS.index("smid") == codes.BLK_SMID
+    assert BLOCK_FIELDS.index("t0_ns") == codes.BLK_T0
+    assert BLOCK_FIELDS.index("t1_ns") == codes.BLK_T1
+    assert BLOCK_FIELDS.index("clock0") == codes.BLK_CLK0
+    assert BLOCK_FIELDS.index("clock1") == codes.BLK_CLK1
+    assert BLOCK_FIELDS.index("seq") == codes.BLK_SEQ
+
+
+def test_one_kernel_list():
+    import vizmm_kernels
+
+    from vizmm.trace import KERNELS, MAX_TILE_WIDTH
+
+    assert tuple(vizmm_kernels.KERNEL_NAMES) == tuple(KERNELS)
+    assert vizmm_kernels.MAX_TILE_WIDTH == MAX_TILE_WIDTH
+
+
+def test_launch_shape_is_the_books_arithmetic():
+    from vizmm.trace import LaunchError, LaunchShape
+
+    # Section 5.5: ceil(Width / TILE_WIDTH) blocks per dimension and phases.
+    s = LaunchShape.make("boundary", 3, 3, 3, 2)
+    assert s.grid == (2, 2) and s.n_phases == 2 and s.padded == (4, 4, 4)
+    g = LaunchShape.make("general", 37, 29, 45, 8)
+    assert g.grid == (math.ceil(37 / 8), math.ceil(45 / 8)) and g.n_phases == math.ceil(29 / 8)
+    assert LaunchShape.make("naive", 4, 4, 4, 2).n_phases == 0
+    for bad in (0, 33, 2.0, True, "2"):
+        with pytest.raises(LaunchError, match="TILE_WIDTH"):
+            LaunchShape.make("tiled", 4, 4, 4, bad)
+    with pytest.raises(LaunchError, match="square"):
+        LaunchShape.make("tiled", 4, 5, 4, 2)
+    with pytest.raises(LaunchError, match="unknown kernel"):
+        LaunchShape.make("tiles", 4, 4, 4, 2)
+    # Sizes alone: a launch far too large to list is described instantly.
+    huge = LaunchShape.make("boundary", 10**6, 10**6, 10**6, 1)
+    assert huge.n_blocks == 10**12
+
+
+def test_gif_frames_and_dashboard_print_a_value_alike(record_sim, monkeypatch):
+    from PIL import ImageDraw
+
+    from vizmm.render.bokeh_scene import frame_columns
+    from vizmm.render.pillow import FrameRenderer
+    from vizmm.replay import Replay
+
+    M = np.array([[0.5, 2], [1, 3]], np.float32)
+    N = np.array([[2, 1], [0.25, 4]], np.float32)
+    trace = record_sim(M=M, N=N, tile_width=2, kernel="tiled")
+    replay = Replay(trace, (0, 0))
+    frame = replay.frame(len(replay) - 1)
+    cols = frame_columns(frame, trace)
+    drawn = []
+    real_text = ImageDraw.ImageDraw.text
+
+    def spy(self, xy, text, *args, **kwargs):
+        drawn.append(str(text))
+        return real_text(self, xy, text, *args, **kwargs)
+
+    monkeypatch.setattr(ImageDraw.ImageDraw, "text", spy)
+    FrameRenderer(trace, size=(1280, 720), granularity=replay.granularity).render(frame)
+    # By hand: P = M @ N = [[0.5*2 + 2*0.25, 0.5 + 8], [2 + 0.75, 1 + 12]].
+    want = ["1.5", "8.5", "2.75", "13"]
+    assert cols["P_pvalue"]["text"] == want
+    assert cols["threads"]["pvalue"] == want
+    assert cols["M"]["text"] == ["0.5", "2", "1", "3"]
+    text = "\n".join(drawn)
+    assert "13" in text and "13.0" not in text  # the GIF prints 13 as the dashboard does
+    assert "2.75" in text and "0.25" in text

@@ -1,0 +1,5 @@
+"""Analyses: pure NumPy functions over a trace (hazards, occupancy, memory transactions).
+
+Same layer as the replay: they read a :class:`~vizmm.trace.Trace` (or sizes
+alone) and import neither numba nor a renderer.
+"""

@@ -1,0 +1,254 @@
+"""Launching an instrumented kernel: record arrays sized before the launch, the run, the Trace.
+
+Imports numba (through :mod:`vizmm_kernels`) inside the functions that
+launch, so that importing this module does not fix numba's mode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import importlib.metadata
+import sys
+import time
+
+import numpy as np
+
+from ..trace import MAX_STORED_SPREAD, WAIT_BINS, LaunchShape, Trace
+from .simulator import simulate
+
+__all__ = ["allocate_records", "launch", "plain_source"]
+
+
+def _versions() -> dict[str, str]:
+    from .._version import __version__
+
+    out = {"python": sys.version.split()[0], "vizmm": __version__}
+    for dist in ("numpy", "numba", "numba-cuda"):
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            out[dist] = importlib.metadata.version(dist)
+    return out
+
+
+def _progress_reporter(show, total):
+    if callable(show):
+        return show, lambda: None
+    if not show:
+        return (lambda done, tot: None), lambda: None
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, unit="block", desc="simulating", leave=False)
+
+    def update(done, tot):
+        bar.update(done - bar.n)
+
+    return update, bar.close
+
+
+def allocate_records(j, k, l, T, kernel, blocks, aggregated):
+    """The record arrays an instrumented kernel fills, sized before the launch.
+
+    Returns ``(rec, shapes)``: ``rec`` maps each kernel argument name after
+    (M, N, P, dims) to a flat NumPy array (``detail`` stays (gy, gx)), in the
+    kernels' argument order, filled with its "not recorded" sentinel;
+    ``shapes`` gives the shape each flat array has in the trace.
+    """
+    from vizmm_kernels import codes
+
+    shape = LaunchShape(kernel, j, k, l, T)
+    (gy, gx), nph = shape.grid, shape.n_phases
+    nd = len(blocks)
+    detail = np.full((gy, gx), -1, np.int32)
+    for i, (by, bx) in enumerate(blocks):
+        detail[by, bx] = i
+    shapes = dict(
+        ld=(nd, nph, T, T, codes.LOAD_FIELDS),
+        pv=(nd, nph, T, T),
+        bar=(nd, nph, 2, 2, T, T),
+        bclk=(nd, nph, 2, 2, T, T),
+        ticks=(max(nd, 1),),
+        spread=(gy, gx, nph, 2, codes.SPREAD_FIELDS) if aggregated else (0,),
+        pw=(nd, T, T),
+        blk=(gy, gx, codes.BLK_FIELDS),
+        seq=(1,),
+        mcount=(j * k,),
+        ncount=(k * l,),
+        zf=(gy, gx, nph, 2),
+    )
+    int64_min, int64_max = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    spread0 = np.zeros((0,), np.int64)
+    if aggregated:  # first arrival (a min), last arrival and last release (maxima)
+        spread0 = np.empty(shapes["spread"], np.int64)
+        spread0[..., codes.SPREAD_FIRST_ARRIVE] = int64_max
+        spread0[..., codes.SPREAD_LAST_ARRIVE] = int64_min
+        spread0[..., codes.SPREAD_LAST_RELEASE] = int64_min
+    # The kernels take every record array flat (one dimension, C order).
+    rec = dict(
+        detail=detail,
+        ld=np.zeros(shapes["ld"], np.int32).ravel(),
+        pv=np.full(shapes["pv"], np.nan, np.float32).ravel(),
+        bar=np.full(shapes["bar"], -1, np.int32).ravel(),
+        bclk=np.full(shapes["bclk"], codes.NO_CLOCK, np.int64).ravel(),
+        ticks=np.zeros(shapes["ticks"], np.int32),
+        spread=spread0.ravel(),
+        pw=np.zeros(shapes["pw"], np.int8).ravel(),
+        blk=np.full(shapes["blk"], codes.NO_CLOCK, np.int64).ravel(),
+        seq=np.zeros(1, np.int32),
+        mcount=np.zeros(j * k, np.int32),
+        ncount=np.zeros(k * l, np.int32),
+        zf=np.zeros(shapes["zf"], np.int32).ravel(),
+    )
+    return rec, shapes
+
+
+def launch(job, M, N, show) -> Trace:
+    """Allocate the record arrays, run the kernel, wrap the result in a Trace."""
+    import vizmm_kernels as K
+    from numba import config, cuda
+    from vizmm_kernels import codes
+
+    j, k, l, T, kernel = job["j"], job["k"], job["l"], job["T"], job["kernel"]
+    blocks, aggregated = job["blocks"], job["aggregated"]
+    shape = LaunchShape(kernel, j, k, l, T)
+    (gy, gx), nph = shape.grid, shape.n_phases
+    nd = len(blocks)
+    rec, shapes = allocate_records(j, k, l, T, kernel, blocks, aggregated)
+    P = np.full(j * l, np.nan, np.float32)
+    kern = K.get_kernel(kernel, T, instrumented=True)
+    (grid, block) = K.grid_dims(j, l, T)
+    scalars = K.launch_dims(kernel, j, k, l)
+    meta = {
+        "kernel": kernel,
+        "figure": K.FIGURES[kernel],
+        "source": plain_source(kernel),
+        "tile_width": T,
+        "j": j,
+        "k": k,
+        "l": l,
+        "n_detail": nd,
+        "aggregated": aggregated,
+        "seed": job["seed"],
+        "inputs": job.get("inputs", "given"),
+        "versions": _versions(),
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    update, close = _progress_reporter(
+        show, nd if aggregated and config.ENABLE_CUDASIM else gy * gx
+    )
+    t0 = time.perf_counter()
+    try:
+        if config.ENABLE_CUDASIM:
+            meta["backend"] = "simulator"
+            sim_blocks = blocks if aggregated else None
+            simulate(
+                kern, grid, block, [M.ravel(), N.ravel(), P, *scalars], rec, sim_blocks, update
+            )
+            meta["simulated_blocks"] = [list(b) for b in blocks] if aggregated else "all"
+        else:
+            meta["backend"] = "gpu"
+            dev = cuda.get_current_device()
+            meta["device_name"] = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
+            meta["sm_count"] = int(dev.MULTIPROCESSOR_COUNT)
+            meta["compute_capability"] = list(dev.compute_capability)
+            d_args = [cuda.to_device(a) for a in (M.ravel(), N.ravel(), P)]
+            d_rec = {name: cuda.to_device(a) for name, a in rec.items()}
+            kern[grid, block](*d_args, *scalars, *d_rec.values())
+            cuda.synchronize()
+            P = d_args[2].copy_to_host()
+            rec = {name: a.copy_to_host() for name, a in d_rec.items()}
+            update(gy * gx, gy * gx)
+    finally:
+        close()
+    meta["elapsed_s"] = round(time.perf_counter() - t0, 3)
+    rec = {name: (a if name == "detail" else a.reshape(shapes[name])) for name, a in rec.items()}
+    summaries = _summarise_spread(rec["spread"], codes, aggregated, meta, (gy, gx, nph))
+    return Trace(
+        meta=meta,
+        M=M,
+        N=N,
+        P=P.reshape(j, l),
+        detail_blocks=np.asarray(blocks, np.int32).reshape(-1, 2),
+        loads=rec["ld"],
+        pvalue=rec["pv"],
+        barrier_tick=rec["bar"],
+        barrier_clock=rec["bclk"],
+        p_write=rec["pw"],
+        block_info=rec["blk"],
+        m_reads=rec["mcount"].reshape(j, k),
+        n_reads=rec["ncount"].reshape(k, l),
+        zero_fills=rec["zf"],
+        **summaries,
+    )
+
+
+def _summarise_spread(raw: np.ndarray, codes, aggregated: bool, meta: dict, dims) -> dict:
+    """The trace's barrier fields from the kernel's raw (min, max) warp clocks."""
+    gy, gx, nph = dims
+    if not aggregated:
+        meta["spread_stored"] = False
+        return {
+            "barrier_spread": np.zeros((0, 0, nph, 2, 2), np.int32),
+            "wait_hist": np.zeros((0, 2, WAIT_BINS), np.int32),
+            "block_wait": np.zeros((0, 0, 2, 3), np.int32),
+        }
+    spread = _reduce_spread(raw, codes)  # (gy, gx, nph, 2, 2)
+    wait = spread[..., 0].astype(np.int64)  # arrival spread, -1 without clocks
+    has = wait >= 0
+    bins = np.where(wait > 0, np.floor(np.log2(np.maximum(wait, 1))).astype(np.int64) + 1, 0)
+    bins = np.minimum(bins, WAIT_BINS - 1)
+    hist = np.zeros((nph, 2, WAIT_BINS), np.int32)
+    for b in range(2):
+        for ph in range(nph):
+            sel = has[:, :, ph, b]
+            hist[ph, b] = np.bincount(bins[:, :, ph, b][sel], minlength=WAIT_BINS)[:WAIT_BINS]
+    block_wait = np.full((gy, gx, 2, 3), codes.NO_CLOCK, np.int32)
+    if nph:
+        w = np.where(has, wait, -1)  # (gy, gx, nph, 2)
+        any_clock = has.any(axis=2)  # (gy, gx, 2)
+        mx = w.max(axis=2)
+        arg = w.argmax(axis=2)
+        mean = np.where(
+            any_clock, np.where(has, wait, 0).sum(axis=2) / np.maximum(has.sum(axis=2), 1), -1
+        )
+        block_wait[..., 0] = np.where(any_clock, mx, -1)
+        block_wait[..., 1] = np.where(any_clock, np.rint(mean), -1)
+        block_wait[..., 2] = np.where(any_clock, arg, -1)
+    stored = gy * gx * nph <= MAX_STORED_SPREAD
+    meta["spread_stored"] = bool(stored)
+    return {
+        "barrier_spread": spread if stored else np.zeros((0, 0, nph, 2, 2), np.int32),
+        "wait_hist": hist,
+        "block_wait": block_wait,
+    }
+
+
+def _reduce_spread(spread: np.ndarray, codes) -> np.ndarray:
+    """(first, last) warp arrival and release clocks -> (arrival spread, release lag), int32.
+
+    Blocks or barriers whose clocks were not read (the simulator, or a block
+    outside a simulated window) get -1.
+    """
+    fa = spread[..., codes.SPREAD_FIRST_ARRIVE]
+    la = spread[..., codes.SPREAD_LAST_ARRIVE]
+    lr = spread[..., codes.SPREAD_LAST_RELEASE]
+    ok = (fa >= 0) & (la >= fa) & (lr >= la) & (fa != np.iinfo(np.int64).max)
+    out = np.full(spread.shape[:-1] + (2,), codes.NO_CLOCK, np.int32)
+    big = np.iinfo(np.int32).max
+    out[..., 0] = np.where(ok, np.minimum(la - fa, big), codes.NO_CLOCK)
+    out[..., 1] = np.where(ok, np.minimum(lr - la, big), codes.NO_CLOCK)
+    return out
+
+
+def plain_source(kernel: str) -> str:
+    """The plain kernel's source as a student reads it (the body of ``make_plain``)."""
+    import textwrap
+
+    import vizmm_kernels as K
+
+    with open(K.source_file(kernel), encoding="utf-8") as f:
+        text = f.read()
+    start = text.index("def make_plain")
+    body = text[start : text.index("    return matrixMulKernel", start)]
+    lines = body.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.strip().startswith("@cuda.jit"))
+    return textwrap.dedent("\n".join(lines[first:])).rstrip() + "\n"

@@ -1,0 +1,37 @@
+"""The replay layer: a trace turned into what every view draws (NumPy only).
+
+* :mod:`.block`: the block replay, :class:`Replay` and its neutral
+  :class:`Frame` (what each cell, slot and thread is doing at a step), the
+  steps at phase or sub-step granularity in lockstep or recorded order.
+* :mod:`.large`: launch-level models of large traces (block timeline, SM
+  residency, waves, read counts, barrier waits).
+* :mod:`.table`: the book's Fig. 5.8 table for any block.
+
+No colours, no Bokeh, no Pillow: renderers draw what these say.
+"""
+
+from .block import (
+    GRANULARITIES,
+    ORDERS,
+    CellState,
+    Frame,
+    Replay,
+    SlotState,
+    Step,
+    Sub,
+    ThreadState,
+    source_lines,
+)
+
+__all__ = [
+    "GRANULARITIES",
+    "ORDERS",
+    "CellState",
+    "Frame",
+    "Replay",
+    "SlotState",
+    "Step",
+    "Sub",
+    "ThreadState",
+    "source_lines",
+]

@@ -1,0 +1,50 @@
+"""The trace layer: the immutable model of a recording, its launch shape and its file.
+
+* :mod:`.launch`: :class:`LaunchShape`, the one validated description of a
+  launch (kernel, sizes, TILE_WIDTH, grid, phase count).
+* :mod:`.model`: :class:`Trace` and the record codes (:class:`Access`,
+  :class:`PWrite`).
+* :mod:`.fileformat`: the versioned, pickle-free file (``to_bytes``,
+  ``from_bytes``, ``load``, atomic writes).
+
+NumPy only: traces are replayed anywhere, no numba.
+"""
+
+from .fileformat import FORMAT, VERSION, atomic_write, from_bytes, load, seeded_inputs
+from .launch import KERNELS, MAX_TILE_WIDTH, SQUARE_KERNELS, LaunchError, LaunchShape
+from .model import (
+    ARRAY_NAMES,
+    BLOCK_FIELDS,
+    MAX_STORED_SPREAD,
+    WAIT_BINS,
+    Access,
+    LoadRecord,
+    PWrite,
+    Trace,
+    TraceError,
+)
+from .units import human_bytes
+
+__all__ = [
+    "ARRAY_NAMES",
+    "BLOCK_FIELDS",
+    "FORMAT",
+    "KERNELS",
+    "MAX_STORED_SPREAD",
+    "MAX_TILE_WIDTH",
+    "SQUARE_KERNELS",
+    "VERSION",
+    "WAIT_BINS",
+    "Access",
+    "LaunchError",
+    "LaunchShape",
+    "LoadRecord",
+    "PWrite",
+    "Trace",
+    "TraceError",
+    "atomic_write",
+    "from_bytes",
+    "human_bytes",
+    "load",
+    "seeded_inputs",
+]

@@ -1,0 +1,40 @@
+"""Numbers for people: the one byte formatter and the one value formatter of every layer.
+
+Every view (dashboard, GIF/MP4 frames, HTML export, terminal table) prints
+sizes with :func:`human_bytes` and matrix values with :func:`format_value`, so
+they print the same number alike.
+"""
+
+import math
+from functools import lru_cache
+
+
+def human_bytes(n: float) -> str:
+    """A size in bytes for people: ``'512 B'``, ``'2.7 MiB'`` (powers of 1024)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{int(n)} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+@lru_cache(maxsize=1 << 14)
+def format_value(v: float, missing: str = "?") -> str:
+    """A matrix value as the book writes it: ``'2'``, ``'-3'``, ``'0.5'``, ``'1.235e+07'``.
+
+    Integers print without decimals (up to 1e9 in magnitude), other values
+    with 4 significant digits.
+
+    Parameters
+    ----------
+    v : float
+        The value (float32 values arrive as Python floats).
+    missing : str
+        What NaN and infinities print as (a value not recorded).
+    """
+    v = float(v)
+    if not math.isfinite(v):
+        return missing
+    if v == int(v) and abs(v) < 1e9:
+        return str(int(v))
+    return f"{v:.4g}"
