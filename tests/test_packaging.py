@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -112,3 +114,21 @@ def test_tests_run_the_simulator_in_process():
 
     mode = sys.modules["vizmm.record.recorder"]._numba_mode()
     assert mode in (None, "gpu" if GPU_RUN else "simulator")
+
+
+def test_every_package_folder_is_in_the_wheel():
+    # A sub-package left out of pyproject.toml's list installs fine in
+    # editable mode and breaks in a wheel; list every folder that has an
+    # __init__.py and compare.
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    listed = set(
+        tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(p.parent.relative_to(REPO).parts)
+        for p in (REPO / "vizmm").rglob("__init__.py")
+        if "__pycache__" not in p.parts
+    }
+    assert found <= listed, f"add to pyproject.toml's packages: {sorted(found - listed)}"
+    assert "vizmm_kernels" in listed
