@@ -1,0 +1,266 @@
+"""The tiled kernel with dynamically sized shared memory, Fig. 5.14 (PMPP 4th ed., Section 5.6).
+
+Fig. 5.13 (boundary checks) with its two fixed ``__shared__`` arrays replaced
+by one ``extern __shared__ float Mds_Nds[]`` whose size in bytes is set at
+launch. In Numba a zero-sized shared array is the ``extern`` array and the
+byte count is the launch's fourth configuration parameter::
+
+    size = shared_bytes(TILE_WIDTH)                  # 2 * TILE_WIDTH**2 * 4 bytes
+    kernel[grid, block, 0, size](M, N, P, Width, size // 2, size // 2)
+
+``Mds`` and ``Nds`` are two sections of that array, indexed
+``ty*TILE_WIDTH + tx`` as the book says. As in the figure (line 01,
+``#define TILE_WIDTH 16``) ``TILE_WIDTH`` stays a compile-time constant of
+each compiled kernel; Numba compiles when it is first asked for, so the host
+can pick ``TILE_WIDTH`` at run time from the device's properties and size the
+shared memory to match, with no rebuild of the program (the book's complaint
+about Fig. 5.9).
+
+:func:`make_plain_any_width` goes one step further: ``TILE_WIDTH`` is a kernel
+argument, so one compiled kernel serves every width. Its inner ``k`` loop can
+then not be unrolled nor its shared-memory offsets folded into the
+instructions; ``benchmarks/gpu_speed.py`` measures what that costs.
+
+Two slips of the printed figure are not copied: ``extern __shared__ char
+float Mds_Nds[]`` names two types (``float`` is meant), and ``Mds_Nds +
+Mds_sz`` advances by ``Mds_sz`` *floats* while the text passes ``Mds_sz`` in
+*bytes* (``size/2 = 1024`` would put ``Nds`` 4096 bytes into a 2048-byte
+array). Here ``Mds_sz`` and ``Nds_sz`` are bytes, as the text says, and the
+section boundary is ``Mds_sz // 4`` floats.
+"""
+
+import functools
+
+from numba import cuda, float32
+
+from ._hw import instrumented_kernel
+from ._record import rec_block_end, rec_block_start, rec_load, rec_pvalue, rec_pwrite, rec_sync
+from .codes import LOADED, M_KIND, N_KIND, ZERO_FILL
+
+FLOAT_BYTES = 4  # sizeof(float)
+
+
+def shared_bytes(TILE_WIDTH):
+    """Bytes of dynamic shared memory a block needs: Mds and Nds, ``2 * TILE_WIDTH**2 * 4``."""
+    return 2 * TILE_WIDTH * TILE_WIDTH * FLOAT_BYTES
+
+
+def launch_args(Width, TILE_WIDTH):
+    """The scalars after (M, N, P): ``Width, Mds_sz, Nds_sz`` (section sizes in bytes)."""
+    half = shared_bytes(TILE_WIDTH) // 2
+    return (Width, half, half)
+
+
+def make_plain(TILE_WIDTH):
+    """Fig. 5.14 for one ``TILE_WIDTH`` (a compile-time constant, line 01's ``#define``)."""
+
+    @cuda.jit
+    def matrixMulKernel(M, N, P, Width, Mds_sz, Nds_sz):
+        # extern __shared__ float Mds_Nds[];  (bytes: the launch's 4th parameter)
+        Mds_Nds = cuda.shared.array(0, float32)
+        Mds = Mds_Nds[: Mds_sz // 4]
+        Nds = Mds_Nds[Mds_sz // 4 : (Mds_sz + Nds_sz) // 4]
+
+        bx = cuda.blockIdx.x
+        by = cuda.blockIdx.y
+        tx = cuda.threadIdx.x
+        ty = cuda.threadIdx.y
+
+        # Identify the row and column of the P element to work on
+        Row = by * TILE_WIDTH + ty
+        Col = bx * TILE_WIDTH + tx
+
+        # Loop over the M and N tiles required to compute P element
+        Pvalue = float32(0)
+        for ph in range((Width + TILE_WIDTH - 1) // TILE_WIDTH):
+            # Collaborative loading of M and N tiles into shared memory
+            if Row < Width and (ph * TILE_WIDTH + tx) < Width:
+                Mds[ty * TILE_WIDTH + tx] = M[Row * Width + ph * TILE_WIDTH + tx]
+            else:
+                Mds[ty * TILE_WIDTH + tx] = float32(0)
+            if (ph * TILE_WIDTH + ty) < Width and Col < Width:
+                Nds[ty * TILE_WIDTH + tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
+            else:
+                Nds[ty * TILE_WIDTH + tx] = float32(0)
+            cuda.syncthreads()
+
+            for k in range(TILE_WIDTH):
+                Pvalue += Mds[ty * TILE_WIDTH + k] * Nds[k * TILE_WIDTH + tx]
+            cuda.syncthreads()
+        if Row < Width and Col < Width:
+            P[Row * Width + Col] = Pvalue
+
+    return matrixMulKernel
+
+
+def make_instrumented(TILE_WIDTH):
+    """Fig. 5.14 plus recording (see ``kernels.codes`` for the record arrays)."""
+
+    @instrumented_kernel
+    def matrixMulKernel(
+        M,
+        N,
+        P,
+        Width,
+        Mds_sz,
+        Nds_sz,
+        detail,
+        ld,
+        pv,
+        bar,
+        bclk,
+        ticks,
+        spread,
+        pw,
+        blk,
+        seq,
+        mcount,
+        ncount,
+        zf,
+    ):
+        Mds_Nds = cuda.shared.array(0, float32)
+        Mds = Mds_Nds[: Mds_sz // 4]
+        Nds = Mds_Nds[Mds_sz // 4 : (Mds_sz + Nds_sz) // 4]
+
+        bx = cuda.blockIdx.x
+        by = cuda.blockIdx.y
+        tx = cuda.threadIdx.x
+        ty = cuda.threadIdx.y
+        slot = detail[by, bx]  # this block's row in the detailed records, or -1
+        bid = by * cuda.gridDim.x + bx
+        tk = ty * TILE_WIDTH + tx
+        nph = (Width + TILE_WIDTH - 1) // TILE_WIDTH
+        rec_block_start(blk, bid, tk)
+
+        # Identify the row and column of the P element to work on
+        Row = by * TILE_WIDTH + ty
+        Col = bx * TILE_WIDTH + tx
+
+        # Loop over the M and N tiles required to compute P element
+        Pvalue = float32(0)
+        for ph in range((Width + TILE_WIDTH - 1) // TILE_WIDTH):
+            # Collaborative loading of M and N tiles into shared memory
+            if Row < Width and (ph * TILE_WIDTH + tx) < Width:
+                Mds[ty * TILE_WIDTH + tx] = M[Row * Width + ph * TILE_WIDTH + tx]
+                rec_load(
+                    ld,
+                    mcount,
+                    zf,
+                    slot,
+                    bid,
+                    nph,
+                    ph,
+                    tk,
+                    M_KIND,
+                    LOADED,
+                    Row,
+                    ph * TILE_WIDTH + tx,
+                    Width,
+                )
+            else:
+                Mds[ty * TILE_WIDTH + tx] = float32(0)
+                rec_load(
+                    ld,
+                    mcount,
+                    zf,
+                    slot,
+                    bid,
+                    nph,
+                    ph,
+                    tk,
+                    M_KIND,
+                    ZERO_FILL,
+                    Row,
+                    ph * TILE_WIDTH + tx,
+                    Width,
+                )
+            if (ph * TILE_WIDTH + ty) < Width and Col < Width:
+                Nds[ty * TILE_WIDTH + tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
+                rec_load(
+                    ld,
+                    ncount,
+                    zf,
+                    slot,
+                    bid,
+                    nph,
+                    ph,
+                    tk,
+                    N_KIND,
+                    LOADED,
+                    ph * TILE_WIDTH + ty,
+                    Col,
+                    Width,
+                )
+            else:
+                Nds[ty * TILE_WIDTH + tx] = float32(0)
+                rec_load(
+                    ld,
+                    ncount,
+                    zf,
+                    slot,
+                    bid,
+                    nph,
+                    ph,
+                    tk,
+                    N_KIND,
+                    ZERO_FILL,
+                    ph * TILE_WIDTH + ty,
+                    Col,
+                    Width,
+                )
+            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 0)
+            cuda.syncthreads()
+            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 1)
+
+            for k in range(TILE_WIDTH):
+                Pvalue += Mds[ty * TILE_WIDTH + k] * Nds[k * TILE_WIDTH + tx]
+            rec_pvalue(pv, slot, nph, ph, tk, Pvalue)
+            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 1, 0)
+            cuda.syncthreads()
+            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 1, 1)
+        if Row < Width and Col < Width:
+            P[Row * Width + Col] = Pvalue
+            rec_pwrite(pw, slot, tk, LOADED)
+        else:
+            rec_pwrite(pw, slot, tk, ZERO_FILL)
+        rec_block_end(blk, seq, bid, tk)
+
+    return matrixMulKernel
+
+
+@functools.cache
+def make_plain_any_width():
+    """Fig. 5.14 with ``TILE_WIDTH`` as an argument: one compiled kernel for every width.
+
+    Launch as ``kernel[grid, (T, T), 0, shared_bytes(T)](M, N, P, Width, T, Mds_sz, Nds_sz)``.
+    """
+
+    @cuda.jit
+    def matrixMulKernel(M, N, P, Width, TILE_WIDTH, Mds_sz, Nds_sz):
+        Mds_Nds = cuda.shared.array(0, float32)
+        Mds = Mds_Nds[: Mds_sz // 4]
+        Nds = Mds_Nds[Mds_sz // 4 : (Mds_sz + Nds_sz) // 4]
+        bx = cuda.blockIdx.x
+        by = cuda.blockIdx.y
+        tx = cuda.threadIdx.x
+        ty = cuda.threadIdx.y
+        Row = by * TILE_WIDTH + ty
+        Col = bx * TILE_WIDTH + tx
+        Pvalue = float32(0)
+        for ph in range((Width + TILE_WIDTH - 1) // TILE_WIDTH):
+            if Row < Width and (ph * TILE_WIDTH + tx) < Width:
+                Mds[ty * TILE_WIDTH + tx] = M[Row * Width + ph * TILE_WIDTH + tx]
+            else:
+                Mds[ty * TILE_WIDTH + tx] = float32(0)
+            if (ph * TILE_WIDTH + ty) < Width and Col < Width:
+                Nds[ty * TILE_WIDTH + tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
+            else:
+                Nds[ty * TILE_WIDTH + tx] = float32(0)
+            cuda.syncthreads()
+            for k in range(TILE_WIDTH):
+                Pvalue += Mds[ty * TILE_WIDTH + k] * Nds[k * TILE_WIDTH + tx]
+            cuda.syncthreads()
+        if Row < Width and Col < Width:
+            P[Row * Width + Col] = Pvalue
+
+    return matrixMulKernel
