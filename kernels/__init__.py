@@ -8,25 +8,34 @@ NumPy-shaped record arrays whose codes are documented in :mod:`.codes`.
 The same source runs on an NVIDIA GPU and in Numba's CUDA simulator
 (``NUMBA_ENABLE_CUDASIM=1``, set before numba is first imported).
 
-=============  =========================================  ======================
-name           what                                       dims after (M, N, P)
-=============  =========================================  ======================
-``naive``      Fig. 3.11: one thread per P element        ``Width``
-``tiled``      Fig. 5.9: shared-memory tiles, no checks   ``Width``
-``boundary``   Fig. 5.13: tiles with boundary checks      ``Width``
-``general``    Section 5.5 exercise: ``j x k . k x l``    ``j, k, l``
-=============  =========================================  ======================
+===============  =========================================  ======================
+name             what                                       dims after (M, N, P)
+===============  =========================================  ======================
+``naive``        Fig. 3.11: one thread per P element        ``Width``
+``tiled``        Fig. 5.9: shared-memory tiles, no checks   ``Width``
+``boundary``     Fig. 5.13: tiles with boundary checks      ``Width``
+``general``      Section 5.5 exercise: ``j x k . k x l``    ``j, k, l``
+``uncoalesced``  Fig. 5.13, thread roles swapped in loads   ``Width``
+``conflict``     Fig. 5.13, N tile transposed, Nds[tx][k]   ``Width``
+``padded``       conflict, Nds with TILE_WIDTH + 1 columns  ``Width``
+===============  =========================================  ======================
+
+The last three are contrast kernels for the memory rules of the chapter's
+slides (coalescing, bank conflicts); see ``vizmm.analysis.transactions``.
 """
 
 import functools
 import importlib
 
-KERNEL_NAMES = ("naive", "tiled", "boundary", "general")
+KERNEL_NAMES = ("naive", "tiled", "boundary", "general", "uncoalesced", "conflict", "padded")
 FIGURES = {
     "naive": "Fig. 3.11",
     "tiled": "Fig. 5.9",
     "boundary": "Fig. 5.13",
     "general": "Section 5.5 (j x k . k x l exercise)",
+    "uncoalesced": "Fig. 5.13, loads with the thread roles swapped (uncoalesced)",
+    "conflict": "Fig. 5.13, Nds read as Nds[tx][k] (bank conflict)",
+    "padded": "Fig. 5.13, Nds[tx][k] with TILE_WIDTH + 1 columns (padding fix)",
 }
 MAX_TILE_WIDTH = 32  # 32 x 32 = 1024 threads, the CUDA block limit
 

@@ -117,24 +117,36 @@ def available_metrics(ncu):
         return set()
 
 
-def run_ncu(outdir):
-    """Profile :func:`launch_all` under ``ncu``; the metrics of each launch by its key."""
-    ncu = shutil.which("ncu")
-    if ncu is None:
-        raise SystemExit("ncu (Nsight Compute) is not on PATH")
-    known = available_metrics(ncu)
-    names = {k: m for k, m in METRICS.items() if not known or m.rsplit(".", 1)[0] in known}
-    missing = sorted(set(METRICS) - set(names))
+def _profile(ncu, names, outdir):
     cmd = [
         ncu, "--csv", "--print-units", "base", "--kernel-name", "regex:matrixMulKernel",
         "--metrics", ",".join(names.values()), sys.executable, __file__, "--launch",
     ]  # fmt: skip
     log("running:", " ".join(cmd[:8]), "...")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     with open(os.path.join(outdir, "ncu_raw.csv"), "w") as f:
         f.write(proc.stdout)
+    log(proc.stderr[-1500:])
+    return proc
+
+
+def run_ncu(outdir):
+    """Profile :func:`launch_all` under ``ncu``; the metrics of each launch by its key."""
+    ncu = shutil.which("ncu")
+    if ncu is None:
+        raise SystemExit("ncu (Nsight Compute) is not on PATH")
+    names = dict(METRICS)
+    proc = _profile(ncu, names, outdir)
+    missing = []
+    if proc.returncode != 0 or '"ID"' not in proc.stdout:
+        log(proc.stdout[-3000:])
+        known = available_metrics(ncu)
+        names = {k: m for k, m in METRICS.items() if m.rsplit(".", 1)[0] in known}
+        missing = sorted(set(METRICS) - set(names))
+        log("retrying without", missing)
+        proc = _profile(ncu, names, outdir)
     if proc.returncode != 0:
-        log(proc.stdout[-3000:], proc.stderr[-3000:])
+        log(proc.stdout[-3000:])
         raise SystemExit(f"ncu failed with code {proc.returncode}")
     launch = {}
     rows = []

@@ -17,7 +17,7 @@ import textwrap
 import pytest
 
 TILE_WIDTHS = (1, 16, 32)
-KERNELS = ("naive", "tiled", "boundary", "general")
+KERNELS = ("naive", "tiled", "boundary", "general", "uncoalesced", "conflict", "padded")
 REGISTERS = ("%clock64", "%smid", "%globaltimer")
 
 SCRIPT = textwrap.dedent(

@@ -349,3 +349,65 @@ def test_warp_detail_of_the_book_kernel_at_tile_width_32():
     assert d.mds_way == d.nds_way == 1
     # Row-major T = 32 arrays: slot (r, c) is word 32r + c, in bank c.
     assert (d.nds_bank == np.arange(32)[None, :]).all()
+
+
+# --------------------------------------------- recorded contrast kernels
+@pytest.mark.parametrize("kernel", ["uncoalesced", "conflict", "padded"])
+@pytest.mark.parametrize("width,T", [(5, 2), (4, 4), (7, 3)])
+def test_recorded_contrast_kernels_compute_p(record_sim, kernel, width, T):
+    trace = record_sim(width=width, tile_width=T, kernel=kernel, seed=width + T)
+    np.testing.assert_array_equal(trace.P, trace.M.astype(np.float64) @ trace.N)
+    assert trace.kernel == kernel and trace.is_detailed
+
+
+def test_recorded_uncoalesced_kernel_walks_columns(record_sim):
+    T = 32
+    trace = record_sim(width=32, tile_width=T, kernel="uncoalesced")
+    mt = memory_transactions(trace)
+    # Rows of a 32 x 32 float matrix are 128 bytes apart: every lane of a
+    # warp in its own segment.
+    assert (mt.global_segments == 32).all() and mt.sectors_per_request == 32.0
+    _check_global_against_oracle(trace, mt, swapped_m(T), swapped_n(T), 32)
+
+
+@pytest.mark.parametrize("kernel,per_request,store_conflicts", [
+    # Per phase and warp: T reads of Mds (0 conflicts) and T of Nds (31 each
+    # at T = 32): (0 + 31) / 2 per request. Stores: Nds[tx][ty] is 32-way too
+    # (31 conflicts per warp, 32 warps); the padded kernel has none.
+    ("conflict", 15.5, 31 * 32),
+    ("padded", 0.0, 0),
+    ("tiled", 0.0, 0),
+])  # fmt: skip
+def test_recorded_bank_conflicts_per_request(record_sim, kernel, per_request, store_conflicts):
+    trace = record_sim(width=32, tile_width=32, kernel=kernel)
+    mt = memory_transactions(trace)
+    assert mt.bank_conflicts_per_request == per_request
+    c = mt.counters()
+    assert c["shared_ld_requests"] == 32 * 32 * 2  # warps x k x (Mds, Nds)
+    assert c["shared_st_bank_conflicts"] == store_conflicts
+    assert mt.sectors_per_request == 4.0  # their loads are Fig. 5.9's
+
+
+def test_replay_puts_uncoalesced_loads_in_their_tile_slots(record_sim):
+    from vizmm.replay import Replay, Sub
+
+    T = 2
+    book = record_sim(width=4, tile_width=T, kernel="boundary")
+    swap = record_sim(width=4, tile_width=T, kernel="uncoalesced")
+    for block in ((0, 0), (1, 0)):
+        rb, rs = Replay(book, block), Replay(swap, block)
+        for ph in range(2):
+            fb = rb.frame(rb.index_of(ph, Sub.LOAD_N))
+            fs = rs.frame(rs.index_of(ph, Sub.LOAD_N))
+            # Same tiles in Mds / Nds ...
+            np.testing.assert_array_equal(fb.mds_src, fs.mds_src)
+            np.testing.assert_array_equal(fb.nds_src, fs.nds_src)
+            # ... filled by other threads: slot (r, c) by thread (c, r) = c*T + r.
+            r, c = np.indices((T, T))
+            np.testing.assert_array_equal(fs.nds_loader, c * T + r)
+            np.testing.assert_array_equal(fb.nds_loader, r * T + c)
+            # N element (ph*T + r, bx*T + c) is loaded by thread (c, r).
+            bx = block[1]
+            for rr in range(T):
+                for cc in range(T):
+                    assert fs.n_thread[ph * T + rr, bx * T + cc] == cc * T + rr

@@ -468,6 +468,8 @@ def _shared_columns(frame: Frame, matrix: str) -> dict[str, list]:
     T = state.shape[0]
     tcol = pal.thread_colors(T * T)
     pos = _grid_positions(T)
+    loader = frame.mds_loader if matrix == "M" else frame.nds_loader
+    who = np.arange(T * T) if loader is None else loader.ravel()
     cols: dict[str, list] = {
         key: []
         for key in (
@@ -492,7 +494,7 @@ def _shared_columns(frame: Frame, matrix: str) -> dict[str, list]:
         label = _slot_label(st, rows[t], colsrc[t], matrix)
         fill = pal.SLOT_COLORS[st]
         if nows[t] and st == SlotState.LOADED:
-            fill = tcol[t]  # the colour of the thread storing it, as in M / N
+            fill = tcol[who[t]]  # the colour of the thread storing it, as in M / N
         if focuses[t]:
             line, width = pal.FOCUS, 4.0
         elif reads[t]:
@@ -523,7 +525,11 @@ def _shared_columns(frame: Frame, matrix: str) -> dict[str, list]:
         "ty": pos["ty"],
         "tx": pos["tx"],
         **cols,
-        "loader": pos["loader"],
+        "loader": (
+            pos["loader"]
+            if loader is None
+            else [f"thread ({t // T},{t % T})" for t in who.tolist()]
+        ),
     }
 
 

@@ -998,10 +998,12 @@ class FrameRenderer:
         read = frame.mds_read if which == "M" else frame.nds_read
         focus = frame.mds_focus if which == "M" else frame.nds_focus
         T = self.T
+        loader = frame.mds_loader if which == "M" else frame.nds_loader
         colors = np.empty((T, T, 3), np.uint8)
         for ty in range(T):
             for tx in range(T):
-                colors[ty, tx] = self._slot_rgb(st[ty, tx], now[ty, tx], ty * T + tx)
+                t = ty * T + tx if loader is None else int(loader[ty, tx])
+                colors[ty, tx] = self._slot_rgb(st[ty, tx], now[ty, tx], t)
         self._paint_cells(img, p, colors)
         self._grid_lines(draw, p, T, T, color=_rgb(pal.MUTED))
         lw = self.lw

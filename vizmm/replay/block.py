@@ -191,6 +191,11 @@ class Frame:
         Each thread's recorded Pvalue after every phase the block has
         finished at this step (its k loop done); NaN for phases not finished
         yet. None only for frames made by code that predates this field.
+    mds_loader, nds_loader : ndarray of int16, (T, T), or None
+        Thread index ``ty*T + tx`` of the thread that fills each slot in the
+        current phase: the slot's own index in Fig. 5.9 (thread (ty, tx) fills
+        ``Mds[ty][tx]``); the transposed index for the uncoalesced kernel, whose
+        thread (ty, tx) fills ``Mds[tx][ty]``. None: the slot's own index.
     """
 
     index: int
@@ -233,6 +238,8 @@ class Frame:
     source_line: int | None
     table_focus: tuple[int, str] | None
     phase_pvalues: np.ndarray | None = None
+    mds_loader: np.ndarray | None = None
+    nds_loader: np.ndarray | None = None
 
     @property
     def cgma(self) -> float:
@@ -255,14 +262,30 @@ _SLOT_OF_ACCESS = {
 
 _LINE_PATTERNS = {
     "phase": r"for ph in",
-    Sub.LOAD_M: r"Mds\[ty, tx\] = M\[",
-    Sub.LOAD_N: r"Nds\[ty, tx\] = N\[",
+    Sub.LOAD_M: r"Mds\[t[xy], t[xy]\] = M\[",
+    Sub.LOAD_N: r"Nds\[t[xy], t[xy]\] = N\[",
     "sync": r"cuda\.syncthreads\(\)",
     Sub.K: r"Pvalue \+=",
     Sub.WRITE_P: r"P\[.*\] = Pvalue",
-    "zero_m": r"Mds\[ty, tx\] = float32\(0\)",
-    "zero_n": r"Nds\[ty, tx\] = float32\(0\)",
+    "zero_m": r"Mds\[t[xy], t[xy]\] = float32\(0\)",
+    "zero_n": r"Nds\[t[xy], t[xy]\] = float32\(0\)",
 }
+
+
+def _loaders(r: np.ndarray, c: np.ndarray, kind: np.ndarray, T: int) -> np.ndarray:
+    """Thread index ``ty*T + tx`` that fills each slot, from the recorded tile offsets.
+
+    ``r``, ``c``: (T, T) offset of each thread's element in its tile. When the
+    offsets are not a permutation of the slots (a record missing), each thread
+    keeps its own slot (Fig. 5.9).
+    """
+    flat = (r * T + c).ravel()
+    ok = (kind != Access.NOT_RECORDED).all() and ((r >= 0) & (r < T) & (c >= 0) & (c < T)).all()
+    if not ok or len(np.unique(flat)) != T * T:
+        return np.arange(T * T).reshape(T, T)
+    loader = np.empty(T * T, np.int64)
+    loader[flat] = np.arange(T * T)
+    return loader.reshape(T, T)
 
 
 def source_lines(source: str) -> dict:
@@ -429,7 +452,17 @@ class Replay:
                 src[..., 1] = np.where(read, ac, -1)
                 val[read] = mat[ar[read], ac[read]]
                 val[kind == Access.ZERO_FILL] = 0.0
-                entry[name] = (state, src, val, kind, row, col)
+                # Records are per thread; a slot is where the element belongs in
+                # the tile (Mds[r][c] holds M[by*T + r][ph*T + c]). Fig. 5.9's
+                # thread (ty, tx) fills slot (ty, tx); the uncoalesced kernel's
+                # fills (tx, ty).
+                origin = (self.block[0] * T, ph * T) if name == "M" else (ph * T, self.block[1] * T)
+                loader = _loaders(row - origin[0], col - origin[1], kind, T)
+                by_slot = np.unravel_index(loader, (T, T))
+                state, src, val, kind, row, col = (
+                    a[by_slot] for a in (state, src, val, kind, row, col)
+                )
+                entry[name] = (state, src, val, kind, row, col, loader.astype(np.int16))
             out.append(entry)
         return out
 
@@ -498,6 +531,14 @@ class Replay:
 
         # Shared memory
         slots = {}
+        loaders = {
+            name: (
+                self._per_phase[cur][name][6].copy()
+                if cur is not None
+                else np.arange(T * T, dtype=np.int16).reshape(T, T)
+            )
+            for name in ("M", "N")
+        }
         for name, loaded in (("M", m_loaded), ("N", n_loaded)):
             state = np.zeros((T, T), np.int8)
             src = np.full((T, T, 2), -1, np.int32)
@@ -586,7 +627,6 @@ class Replay:
         p_state = np.zeros((j, l), np.int8)
         m_thread = np.full((j, k), -1, np.int16)
         n_thread = np.full((k, l), -1, np.int16)
-        tidx = np.arange(T * T, dtype=np.int16).reshape(T, T)
         ghosts = {"M": [], "N": []}
         last = cur if cur is not None else -1
         for p in range(last + 1):
@@ -594,7 +634,7 @@ class Replay:
                 ("M", m_state, m_thread),
                 ("N", n_state, n_thread),
             ):
-                st, src, val, kind, row, col = self._per_phase[p][name]
+                st, src, val, kind, row, col, loader = self._per_phase[p][name]
                 read = src[..., 0] >= 0
                 rr, cc = src[..., 0][read], src[..., 1][read]
                 if p < last:
@@ -609,7 +649,7 @@ class Replay:
                 if loaded:
                     grid_state[rr, cc] = CellState.LOADING if loading_now else CellState.TILE
                     if loading_now:
-                        grid_thread[rr, cc] = tidx[read]
+                        grid_thread[rr, cc] = loader[read]
                 # ghost slots: the tile's positions outside the matrix
                 nrows, ncols = (j, k) if name == "M" else (k, l)
                 outside = (row >= nrows) | (col >= ncols)
@@ -619,7 +659,7 @@ class Replay:
                             int(row[ty, tx]),
                             int(col[ty, tx]),
                             int(kind[ty, tx]) if loaded else int(Access.NOT_RECORDED),
-                            int(tidx[ty, tx]),
+                            int(loader[ty, tx]),
                             bool(loaded and loading_now),
                         )
                     )
@@ -657,16 +697,17 @@ class Replay:
             fy, fx = self.focus
             if Row0 + fy < j and Col0 + fx < l:
                 p_focus[Row0 + fy, Col0 + fx] = True
-            if sub in (Sub.LOAD_M, Sub.PHASE) and cur is not None:
-                mds_focus[fy, fx] = True
-                r, c = slots["M"][1][fy, fx]
-                if r >= 0:
-                    m_focus[r, c] = True
-            if sub in (Sub.LOAD_N, Sub.PHASE) and cur is not None:
-                nds_focus[fy, fx] = True
-                r, c = slots["N"][1][fy, fx]
-                if r >= 0:
-                    n_focus[r, c] = True
+            for name, subs, sfocus, mfocus in (
+                ("M", (Sub.LOAD_M, Sub.PHASE), mds_focus, m_focus),
+                ("N", (Sub.LOAD_N, Sub.PHASE), nds_focus, n_focus),
+            ):
+                if sub in subs and cur is not None:
+                    # the slot the followed thread fills
+                    sy, sx = np.argwhere(self._per_phase[cur][name][6] == fy * T + fx)[0]
+                    sfocus[sy, sx] = True
+                    r, c = slots[name][1][sy, sx]
+                    if r >= 0:
+                        mfocus[r, c] = True
             if sub == Sub.K:
                 mds_focus[fy, step.k] = True
                 nds_focus[step.k, fx] = True
@@ -734,6 +775,8 @@ class Replay:
             source_line=line,
             table_focus=self._table_focus(step),
             phase_pvalues=phase_pvalues,
+            mds_loader=loaders["M"],
+            nds_loader=loaders["N"],
         )
 
     def frames(self):

@@ -247,6 +247,9 @@ _FIGURES = {
     "tiled": "Fig. 5.9",
     "boundary": "Fig. 5.13",
     "general": "Section 5.5, j x k . k x l",
+    "uncoalesced": "Fig. 5.13, uncoalesced loads",
+    "conflict": "Fig. 5.13, Nds[tx][k]",
+    "padded": "Fig. 5.13, padded Nds[tx][k]",
 }
 
 

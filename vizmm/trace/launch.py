@@ -25,9 +25,9 @@ __all__ = [
 
 #: Kernel names, in the order menus list them; equal to ``vizmm_kernels.KERNEL_NAMES``
 #: (a test says so).
-KERNELS = ("naive", "tiled", "boundary", "general")
+KERNELS = ("naive", "tiled", "boundary", "general", "uncoalesced", "conflict", "padded")
 #: Kernels that multiply square ``Width x Width`` matrices (the book's figures).
-SQUARE_KERNELS = ("naive", "tiled", "boundary")
+SQUARE_KERNELS = ("naive", "tiled", "boundary", "uncoalesced", "conflict", "padded")
 #: The largest TILE_WIDTH: 32 x 32 = 1024 threads, CUDA's limit per block.
 MAX_TILE_WIDTH = 32
 
