@@ -444,6 +444,12 @@ def add_export_parser(subparsers) -> None:
         metavar="TY,TX",
         help="follow one thread: outline its loads and reads",
     )
+    p.add_argument(
+        "--theme",
+        choices=("light", "dark"),
+        default="light",
+        help="colours: light (default) or dark for dim rooms; both survive colour-blindness",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_export)
 
@@ -478,6 +484,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         fps=args.fps,
         size=args.size,
         focus=args.focus,
+        theme=args.theme,
         progress=False if args.quiet else None,
     )
     n = len(Replay(trace, block, granularity=args.granularity, order=args.order))

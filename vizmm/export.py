@@ -246,6 +246,7 @@ def render_frames(
     views=None,
     size=(1280, 720),
     focus: tuple[int, int] | None = None,
+    theme: str = "light",
 ) -> Iterator:
     """The frames of a GIF / MP4 export, one RGB :class:`PIL.Image.Image` per replay step.
 
@@ -259,17 +260,27 @@ def render_frames(
     Raises
     ------
     ExportError
-        For a bad block, granularity, order, size or view (before any frame is drawn).
+        For a bad block, granularity, order, size, view or theme (before any frame is drawn).
     """
     from .render.pillow import FrameRenderer
 
     replay = _replay(trace, block, granularity, order, focus)
     views = _check_views(views, "gif", trace)
     size = _check_size(size, "gif")
+    theme = _check_theme(theme)
     renderer = FrameRenderer(
-        trace, size=size, views=views, granularity=granularity, focus=replay.focus
+        trace, size=size, views=views, granularity=granularity, focus=replay.focus, theme=theme
     )
     return (renderer.render(replay.frame(i)) for i in range(len(replay)))
+
+
+def _check_theme(theme) -> str:
+    from .render.palette import palette
+
+    try:
+        return palette(theme).name
+    except ValueError as exc:
+        raise ExportError(str(exc)) from None
 
 
 def _check_size(size, fmt: str) -> tuple[int, int]:
@@ -599,8 +610,9 @@ _ENGINE_JS = r"""
 _HTML_TEMPLATE = """{% extends base %}
 {% block postamble %}
 <style>
-  body { font-family: 'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif; margin: 12px; }
-  .vizmm-help { color: #57606a; font-size: 13px; margin: 4px 0 8px 0; }
+  body { font-family: 'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif; margin: 12px;
+         background: {{ background }}; color: {{ text }}; }
+  .vizmm-help { color: {{ muted }}; font-size: 13px; margin: 4px 0 8px 0; }
 </style>
 {% endblock %}
 {% block inner_body %}
@@ -641,7 +653,9 @@ def _self_contained_resources():
     return SelfContained(mode="inline")
 
 
-def _html_bytes(trace: Trace, replay: Replay, views, fps: float, progress: _Progress) -> bytes:
+def _html_bytes(
+    trace: Trace, replay: Replay, views, fps: float, progress: _Progress, theme: str = "light"
+) -> bytes:
     from bokeh.embed import file_html
     from bokeh.layouts import column, row
     from bokeh.models import Button, CustomJS, Div, Slider
@@ -650,10 +664,10 @@ def _html_bytes(trace: Trace, replay: Replay, views, fps: float, progress: _Prog
     from .render.bokeh_scene import Scene, frame_columns
 
     n = len(replay)
-    scene = Scene(trace, views=views)
+    scene = Scene(trace, views=views, theme=theme)
     per_frame = []
     for i in range(n):
-        per_frame.append(frame_columns(replay.frame(i), trace))
+        per_frame.append(frame_columns(replay.frame(i), trace, theme=scene.palette))
         progress.step()
     scene.update(replay.frame(0))
     pack = html_frame_data(per_frame, names=scene.sources.keys())
@@ -706,6 +720,9 @@ def _html_bytes(trace: Trace, replay: Replay, views, fps: float, progress: _Prog
             "frames_json": frames_json,
             "engine_js": _ENGINE_JS,
             "help_text": help_text,
+            "background": scene.palette.BACKGROUND,
+            "text": scene.palette.TEXT,
+            "muted": scene.palette.MUTED,
         },
         suppress_callback_warning=True,
     )
@@ -724,6 +741,7 @@ def export_bytes(
     size=(1280, 720),
     focus: tuple[int, int] | None = None,
     progress: ProgressArg = None,
+    theme: str = "light",
 ) -> bytes:
     """The bytes of an export of one block's replay; writes no file.
 
@@ -756,6 +774,9 @@ def export_bytes(
         None: a tqdm bar on a terminal for exports of more than
         :data:`PROGRESS_AFTER_FRAMES` frames; True: always a bar; False:
         none; a callable is called as ``progress(done, total)`` after each frame.
+    theme : {'light', 'dark'}
+        The colours (:mod:`vizmm.render.palette`), the same in every format
+        and in the dashboard; ``'dark'`` for dim rooms.
 
     Returns
     -------
@@ -766,9 +787,10 @@ def export_bytes(
     ------
     ExportError
         (a ValueError) for an unknown format, a block that was not recorded,
-        a bad granularity, order, view, size or fps, a naive-kernel trace.
+        a bad granularity, order, view, size, fps or theme, a naive-kernel trace.
     """
     fmt = _check_format(fmt)
+    theme = _check_theme(theme)
     fps = _check_fps(fps)
     replay = _replay(trace, block, granularity, order, focus)
     views = _check_views(views, fmt, trace)
@@ -778,11 +800,11 @@ def export_bytes(
     bar = _Progress(progress, n, f"vizmm export {fmt}")
     try:
         if fmt == "html":
-            return _html_bytes(trace, replay, views, fps, bar)
+            return _html_bytes(trace, replay, views, fps, bar, theme)
         from .render.pillow import FrameRenderer
 
         renderer = FrameRenderer(
-            trace, size=size, views=views, granularity=granularity, focus=replay.focus
+            trace, size=size, views=views, granularity=granularity, focus=replay.focus, theme=theme
         )
 
         def render(i):

@@ -180,7 +180,6 @@ def _slot_label(state: int, r: int, c: int, matrix: str) -> str:
 
 
 # ---------------------------------------------------------- static lookups
-_P_WRITTEN = pal.THREAD_STATE_COLORS[ThreadState.WRITING_P]
 
 
 @lru_cache(maxsize=16)
@@ -210,7 +209,10 @@ def _table(trace: Trace, block: tuple[int, int]):
 
 # ------------------------------------------------------------------ frames
 def frame_columns(
-    frame: Frame, trace: Trace, sources: Iterable[str] | None = None
+    frame: Frame,
+    trace: Trace,
+    sources: Iterable[str] | None = None,
+    theme: str | pal.Palette = "light",
 ) -> dict[str, dict[str, list]]:
     """The data of every glyph of the scene for one frame (pure).
 
@@ -224,6 +226,8 @@ def frame_columns(
     sources : iterable of str, optional
         Compute only these sources (a scene with fewer views needs fewer;
         the matrices of a 4096 x 4096 trace are costly). All by default.
+    theme : {'light', 'dark'} or Palette
+        The colours (:func:`vizmm.render.palette.palette`).
 
     Returns
     -------
@@ -236,28 +240,29 @@ def frame_columns(
         :func:`matrix_palette`).
     """
     want = ALL_SOURCES if sources is None else frozenset(sources)
+    th = pal.palette(theme)
     out: dict[str, dict[str, list]] = {}
     T = trace.tile_width
     makers = {
-        "caption": lambda: _caption_columns(frame),
+        "caption": lambda: _caption_columns(frame, th),
         "P_pvalue": lambda: _pvalue_columns(frame, trace),
-        "Mds": lambda: _shared_columns(frame, "M"),
-        "Nds": lambda: _shared_columns(frame, "N"),
-        "threads": lambda: _thread_columns(frame),
-        "source": lambda: _source_columns(frame, trace),
-        "blocks": lambda: _block_columns(frame, trace),
-        "table": lambda: _table_columns(frame, trace),
+        "Mds": lambda: _shared_columns(frame, "M", th),
+        "Nds": lambda: _shared_columns(frame, "N", th),
+        "threads": lambda: _thread_columns(frame, th),
+        "source": lambda: _source_columns(frame, trace, th),
+        "blocks": lambda: _block_columns(frame, trace, th),
+        "table": lambda: _table_columns(frame, trace, th),
     }
     for name in ("M", "N", "P"):
         makers[name] = lambda name=name: _matrix_columns(frame, trace, name)
-        makers[f"{name}_ghost"] = lambda name=name: _ghost_columns(frame, trace, name)
+        makers[f"{name}_ghost"] = lambda name=name: _ghost_columns(frame, trace, name, th)
         makers[f"{name}_tile"] = lambda name=name: _tile_columns(frame, T, name)
         makers[f"{name}_focus"] = lambda name=name: _focus_columns(frame, name)
     for name in SOURCE_ORDER:
         if name in want and name in makers:
             out[name] = makers[name]()
     if want & {"counters", "bars"}:
-        counters, bars = _counter_columns(frame, trace)
+        counters, bars = _counter_columns(frame, trace, th)
         for name, cols in (("counters", counters), ("bars", bars)):
             if name in want:
                 out[name] = cols
@@ -267,14 +272,14 @@ def frame_columns(
     return out
 
 
-def _caption_columns(frame: Frame) -> dict[str, list]:
+def _caption_columns(frame: Frame, th: pal.Palette) -> dict[str, list]:
     title = f"Step {frame.index + 1} of {frame.count} · {frame.title}"
-    lines = [(line, "bold", pal.TEXT) for line in textwrap.wrap(title, CAPTION_CHARS)[:2]]
+    lines = [(line, "bold", th.TEXT) for line in textwrap.wrap(title, CAPTION_CHARS)[:2]]
     caption = textwrap.wrap(frame.caption, CAPTION_CHARS, break_on_hyphens=False)
     for line in caption[: 4 - len(lines)]:
-        lines.append((line, "normal", pal.TEXT))
+        lines.append((line, "normal", th.TEXT))
     while len(lines) < 4:
-        lines.append(("", "normal", pal.TEXT))
+        lines.append(("", "normal", th.TEXT))
     return {
         "x": [0.0] * len(lines),
         "y": [i + 0.5 for i in range(len(lines))],
@@ -292,25 +297,31 @@ P_WRITTEN = len(CellState)
 THREAD_CODE = P_WRITTEN + 1
 
 
-def matrix_palette(n_threads: int) -> tuple[list[str], list[str], list[str]]:
+def matrix_palette(
+    n_threads: int, theme: str | pal.Palette = "light"
+) -> tuple[list[str], list[str], list[str]]:
     """Fill colours, text colours and hover words of every matrix cell ``code``.
 
     Parameters
     ----------
     n_threads : int
         Threads per block (T * T).
+    theme : {'light', 'dark'} or Palette
 
     Returns
     -------
     fills, texts, words : list of str
         Indexed by ``code`` (see :func:`frame_columns`).
     """
+    th = pal.palette(theme)
     fills = (
-        [pal.CELL_COLORS[c] for c in CellState] + [_P_WRITTEN] + list(pal.thread_colors(n_threads))
+        [th.CELL_COLORS[c] for c in CellState]
+        + [th.P_WRITTEN_COLOR]
+        + list(th.thread_colors(n_threads))
     )
-    texts = [pal.text_on(c) for c in fills]
+    texts = [th.text_on(c) for c in fills]
     words = (
-        [pal.CELL_LABELS[c] for c in CellState]
+        [th.CELL_LABELS[c] for c in CellState]
         + ["written by this block"]
         + ["being loaded by its thread" for _ in range(n_threads)]
     )
@@ -356,7 +367,7 @@ def _pvalue_columns(frame: Frame, trace: Trace) -> dict[str, list]:
     return cols
 
 
-def _ghost_columns(frame: Frame, trace: Trace, name: str) -> dict[str, list]:
+def _ghost_columns(frame: Frame, trace: Trace, name: str, th: pal.Palette) -> dict[str, list]:
     j, k, l = trace.shape
     T = trace.tile_width
     cols: dict[str, list] = {
@@ -387,25 +398,25 @@ def _ghost_columns(frame: Frame, trace: Trace, name: str) -> dict[str, list]:
                 cols["row"].append(r)
                 cols["col"].append(c)
                 cols["name"].append(_uni(_sub("P", r, c)))
-                fill = pal.THREAD_STATE_COLORS[ThreadState.IDLE]
+                fill = th.THREAD_STATE_COLORS[ThreadState.IDLE]
                 cols["fill"].append(fill)
-                cols["line_color"].append(pal.MUTED)
+                cols["line_color"].append(th.MUTED)
                 cols["text"].append("")
-                cols["text_color"].append(pal.text_on(fill))
+                cols["text_color"].append(th.text_on(fill))
                 cols["state"].append("outside P: this thread has no P element")
                 cols["loader"].append(f"thread ({ty},{tx})")
         return cols
     ncols = k if name == "M" else l
     n = T * T
     for r, c, code, t, now in frame.ghosts.get(name, []):
-        fill = pal.GHOST_COLORS[int(code)]
+        fill = th.GHOST_COLORS[int(code)]
         cols["x"].append(c + 0.5)
         cols["y"].append(r + 0.5)
         cols["row"].append(r)
         cols["col"].append(c)
         cols["name"].append(_uni(_sub(name, r, c)))
         cols["fill"].append(fill)
-        cols["line_color"].append(pal.thread_color(t, n) if now else pal.MUTED)
+        cols["line_color"].append(th.thread_color(t, n) if now else th.MUTED)
         if code == Access.ZERO_FILL:
             text = "0.0"
         elif code == Access.WRONG_ELEMENT:
@@ -415,8 +426,8 @@ def _ghost_columns(frame: Frame, trace: Trace, name: str) -> dict[str, list]:
         else:
             text = ""
         cols["text"].append(text)
-        cols["text_color"].append(pal.text_on(fill))
-        cols["state"].append(pal.GHOST_LABELS[int(code)])
+        cols["text_color"].append(th.text_on(fill))
+        cols["state"].append(th.GHOST_LABELS[int(code)])
         cols["loader"].append(f"thread ({t // T},{t % T})")
     return cols
 
@@ -446,7 +457,7 @@ def _grid_positions(T: int) -> dict[str, list]:
 _SHOW_VALUE = (SlotState.LOADED, SlotState.WRONG, SlotState.STALE)
 
 
-def _shared_columns(frame: Frame, matrix: str) -> dict[str, list]:
+def _shared_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, list]:
     if matrix == "M":
         state, src, value, now, read, focus = (
             frame.mds_state,
@@ -466,7 +477,7 @@ def _shared_columns(frame: Frame, matrix: str) -> dict[str, list]:
             frame.nds_focus,
         )
     T = state.shape[0]
-    tcol = pal.thread_colors(T * T)
+    tcol = th.thread_colors(T * T)
     pos = _grid_positions(T)
     loader = frame.mds_loader if matrix == "M" else frame.nds_loader
     who = np.arange(T * T) if loader is None else loader.ravel()
@@ -492,17 +503,17 @@ def _shared_columns(frame: Frame, matrix: str) -> dict[str, list]:
     focuses = focus.ravel().tolist()
     for t, st in enumerate(states):
         label = _slot_label(st, rows[t], colsrc[t], matrix)
-        fill = pal.SLOT_COLORS[st]
+        fill = th.SLOT_COLORS[st]
         if nows[t] and st == SlotState.LOADED:
             fill = tcol[who[t]]  # the colour of the thread storing it, as in M / N
         if focuses[t]:
-            line, width = pal.FOCUS, 4.0
+            line, width = th.FOCUS, 4.0
         elif reads[t]:
-            line, width = pal.READ, 4.0
+            line, width = th.READ, 4.0
         elif nows[t]:
             line, width = tcol[t], 3.0
         else:
-            line, width = pal.GRID_LINE, 1.0
+            line, width = th.GRID_LINE, 1.0
         v = values[t]
         shown = _uni(label) if label != _NAN_TEXT else label
         if st == SlotState.SKIPPED:
@@ -514,9 +525,9 @@ def _shared_columns(frame: Frame, matrix: str) -> dict[str, list]:
         cols["line_width"].append(width)
         cols["text"].append(shown)
         cols["text_color"].append(
-            pal.MUTED if st in (SlotState.STALE, SlotState.EMPTY) else _text_on(fill)
+            th.MUTED if st in (SlotState.STALE, SlotState.EMPTY) else _text_on(fill)
         )
-        cols["state"].append(pal.SLOT_LABELS[st])
+        cols["state"].append(th.SLOT_LABELS[st])
         cols["element"].append(label)
         cols["value"].append(_fmt(v))
     return {
@@ -533,10 +544,10 @@ def _shared_columns(frame: Frame, matrix: str) -> dict[str, list]:
     }
 
 
-def _thread_columns(frame: Frame) -> dict[str, list]:
+def _thread_columns(frame: Frame, th: pal.Palette) -> dict[str, list]:
     state = frame.thread_state
     T = state.shape[0]
-    tcol = list(pal.thread_colors(T * T))
+    tcol = list(th.thread_colors(T * T))
     pos = _grid_positions(T)
     k = frame.step.k
     focus = -1 if frame.focus is None else frame.focus[0] * T + frame.focus[1]
@@ -560,14 +571,14 @@ def _thread_columns(frame: Frame) -> dict[str, list]:
     pvs = frame.pvalue.ravel().tolist()
     valid = frame.thread_valid.ravel().tolist()
     for t, st in enumerate(state.ravel().tolist()):
-        fill = pal.THREAD_STATE_COLORS[st]
+        fill = th.THREAD_STATE_COLORS[st]
         word = thread_label(st, k, ranks[t])
         cols["fill"].append(fill)
-        cols["line_color"].append(pal.FOCUS if t == focus else pal.BACKGROUND)
+        cols["line_color"].append(th.FOCUS if t == focus else th.BACKGROUND)
         cols["line_width"].append(4.0 if t == focus else 1.5)
         cols["text"].append(f"{pos['ty'][t]},{pos['tx'][t]}\n{word}")
         cols["text_color"].append(_text_on(fill))
-        cols["state"].append(pal.THREAD_STATE_LABELS[st])
+        cols["state"].append(th.THREAD_STATE_LABELS[st])
         cols["word"].append(word)
         cols["pvalue"].append(_fmt(pvs[t]))
         cols["valid"].append("yes" if valid[t] else "no (idle at the end)")
@@ -590,21 +601,23 @@ def _source_lines(source: str) -> tuple[str, ...]:
     return tuple(f"{i + 1:>{width}}  {line}" for i, line in enumerate(lines))
 
 
-def _source_columns(frame: Frame, trace: Trace) -> dict[str, list]:
+def _source_columns(frame: Frame, trace: Trace, th: pal.Palette) -> dict[str, list]:
     lines = _source_lines(trace.meta.get("source", "") or "")
     cur = frame.source_line
     return {
         "x": [0.0] * len(lines),
         "y": [i + 0.5 for i in range(len(lines))],
         "text": list(lines),
-        "bg": [pal.READ if i == cur else pal.BACKGROUND for i in range(len(lines))],
+        "bg": [th.READ if i == cur else th.BACKGROUND for i in range(len(lines))],
         "bg_alpha": [0.45 if i == cur else 0.0 for i in range(len(lines))],
         "marker": ["▶" if i == cur else "" for i in range(len(lines))],
         "font_style": ["bold" if i == cur else "normal" for i in range(len(lines))],
     }
 
 
-def _counter_columns(frame: Frame, trace: Trace) -> tuple[dict[str, list], dict[str, list]]:
+def _counter_columns(
+    frame: Frame, trace: Trace, th: pal.Palette
+) -> tuple[dict[str, list], dict[str, list]]:
     T = trace.tile_width
     loads, naive = frame.loads_so_far, frame.naive_loads_so_far
     ratio = f"{naive / loads:.1f}x fewer" if loads else "-"
@@ -616,16 +629,16 @@ def _counter_columns(frame: Frame, trace: Trace) -> tuple[dict[str, list], dict[
             v = float(frame.phase_pvalues[ph, fy, fx])
             pvs.append(f"ph {ph}: {'-' if math.isnan(v) else _fmt(v)}")
     lines = [
-        ("Global loads of M, N (this block)", "bold", pal.TEXT),
-        (f"  tiled kernel so far   {loads:>7d}", "normal", pal.TEXT),
-        (f"  naive kernel, same    {naive:>7d}", "normal", pal.MUTED),
-        (f"  -> {ratio} (TILE_WIDTH = {T})", "normal", pal.TEXT),
-        (f"CGMA so far {frame.cgma:.2f} FLOP/load (naive 1.00)", "bold", pal.TEXT),
-        (f"Pvalue of {who} ({fy},{fx}) after", "bold", pal.TEXT),
+        ("Global loads of M, N (this block)", "bold", th.TEXT),
+        (f"  tiled kernel so far   {loads:>7d}", "normal", th.TEXT),
+        (f"  naive kernel, same    {naive:>7d}", "normal", th.MUTED),
+        (f"  -> {ratio} (TILE_WIDTH = {T})", "normal", th.TEXT),
+        (f"CGMA so far {frame.cgma:.2f} FLOP/load (naive 1.00)", "bold", th.TEXT),
+        (f"Pvalue of {who} ({fy},{fx}) after", "bold", th.TEXT),
     ]
     per_line = 3
     for i in range(0, max(1, len(pvs)), per_line):
-        lines.append(("  " + "   ".join(pvs[i : i + per_line]), "normal", pal.TEXT))
+        lines.append(("  " + "   ".join(pvs[i : i + per_line]), "normal", th.TEXT))
     counters = {
         "x": [0.0] * len(lines),
         "y": [i + 0.5 for i in range(len(lines))],
@@ -647,7 +660,7 @@ def _counter_columns(frame: Frame, trace: Trace) -> tuple[dict[str, list], dict[
         "label_color": [],
     }
     for row, (count, color, label) in enumerate(
-        ((loads, pal.FOCUS, "tiled"), (naive, pal.MUTED, "naive"))
+        ((loads, th.FOCUS, "tiled"), (naive, th.MUTED, "naive"))
     ):
         w = width * min(1.0, count / total)
         text = f"{label} {count}"
@@ -658,11 +671,11 @@ def _counter_columns(frame: Frame, trace: Trace) -> tuple[dict[str, list], dict[
         bars["fill"].append(color)
         bars["label"].append(text)
         bars["lx"].append(1.4 if inside else 1.6 + w)
-        bars["label_color"].append(pal.text_on(color) if inside else pal.TEXT)
+        bars["label_color"].append(th.text_on(color) if inside else th.TEXT)
     return counters, bars
 
 
-def _block_columns(frame: Frame, trace: Trace) -> dict[str, list]:
+def _block_columns(frame: Frame, trace: Trace, th: pal.Palette) -> dict[str, list]:
     gy, gx = trace.grid
     cols: dict[str, list] = {
         key: []
@@ -683,16 +696,16 @@ def _block_columns(frame: Frame, trace: Trace) -> dict[str, list]:
         for bx in range(gx):
             chosen = (by, bx) == tuple(frame.block)
             detailed = trace.has_block((by, bx))
-            fill = pal.TILE_OUTLINE if chosen else (pal.BACKGROUND if detailed else pal.GRID_LINE)
+            fill = th.TILE_OUTLINE if chosen else (th.BACKGROUND if detailed else th.GRID_LINE)
             cols["x"].append(bx + 0.5)
             cols["y"].append(by + 0.5)
             cols["by"].append(by)
             cols["bx"].append(bx)
             cols["fill"].append(fill)
-            cols["line_color"].append(pal.TEXT if chosen else pal.MUTED)
+            cols["line_color"].append(th.TEXT if chosen else th.MUTED)
             cols["line_width"].append(2.0 if chosen else 1.0)
             cols["text"].append(f"{by},{bx}")
-            cols["text_color"].append(pal.text_on(fill))
+            cols["text_color"].append(th.text_on(fill))
             cols["status"].append(
                 "replayed now"
                 if chosen
@@ -706,15 +719,16 @@ def _block_columns(frame: Frame, trace: Trace) -> dict[str, list]:
 
 
 # ------------------------------------------------------------------- table
-_TABLE_KIND_FILL = {
-    "zero_fill": pal.SLOT_COLORS[SlotState.ZERO],
-    "wrong_element": pal.SLOT_COLORS[SlotState.WRONG],
-    "out_of_allocation": pal.SLOT_COLORS[SlotState.SKIPPED],
-    "skipped": pal.THREAD_STATE_COLORS[ThreadState.IDLE],
-    "written": pal.BACKGROUND,
-}
-_HEADER_FILL = "#f6f8fa"
-_CURRENT_FILL = "#fff8c5"
+def _table_kind_fill(th: pal.Palette) -> dict[str, str]:
+    return {
+        "zero_fill": th.SLOT_COLORS[SlotState.ZERO],
+        "wrong_element": th.SLOT_COLORS[SlotState.WRONG],
+        "out_of_allocation": th.SLOT_COLORS[SlotState.SKIPPED],
+        "skipped": th.THREAD_STATE_COLORS[ThreadState.IDLE],
+        "written": th.BACKGROUND,
+    }
+
+
 _ROLE_OF_FOCUS = {"M": "m_load", "N": "n_load", "P": "pvalue"}
 
 
@@ -789,7 +803,7 @@ def _table_progress(frame: Frame):
     return current, done
 
 
-def _table_columns(frame: Frame, trace: Trace) -> dict[str, list]:
+def _table_columns(frame: Frame, trace: Trace, th: pal.Palette) -> dict[str, list]:
     block = tuple(frame.block)
     table, keep, texts, heads, widths = _table_layout(trace, block)
     T = trace.tile_width
@@ -815,6 +829,7 @@ def _table_columns(frame: Frame, trace: Trace) -> dict[str, list]:
         rows = list(range(start, start + TABLE_ROWS - 1))
         more = nrows - len(rows)
     current, done = _table_progress(frame)
+    kind_fill = _table_kind_fill(th)
     focus_row = (frame.focus[0] * T + frame.focus[1]) if frame.focus is not None else -1
 
     cols: dict[str, list] = {
@@ -833,7 +848,7 @@ def _table_columns(frame: Frame, trace: Trace) -> dict[str, list]:
         )
     }
 
-    def add(x0, w, y, text, fill, color, style="normal", line=pal.GRID_LINE):
+    def add(x0, w, y, text, fill, color, style="normal", line=th.GRID_LINE):
         cols["x"].append(x0 + w / 2)
         cols["y"].append(y + 0.5)
         cols["w"].append(float(w))
@@ -858,10 +873,10 @@ def _table_columns(frame: Frame, trace: Trace) -> dict[str, list]:
             group_done.add(c.group)
             span = [m for m in show if columns[m].group == c.group]
             w = sum(widths[m] for m in span)
-            add(xs[n], w, 0, c.group, _HEADER_FILL, pal.TEXT, "bold")
+            add(xs[n], w, 0, c.group, th.HEADER_FILL, th.TEXT, "bold")
         elif not c.group:
-            add(xs[n], widths[n], 0, "", _HEADER_FILL, pal.TEXT)
-        add(xs[n], widths[n], 1, heads[n], _HEADER_FILL, pal.TEXT, "bold")
+            add(xs[n], widths[n], 0, "", th.HEADER_FILL, th.TEXT)
+        add(xs[n], widths[n], 1, heads[n], th.HEADER_FILL, th.TEXT, "bold")
     # body
     for y, r in enumerate(rows, start=2):
         row = table.rows[r]
@@ -870,18 +885,16 @@ def _table_columns(frame: Frame, trace: Trace) -> dict[str, list]:
             cell, c = row[i], columns[n]
             is_current = current is not None and (c.phase, c.role) == current
             past = done(c.phase, c.role)
-            fill = _TABLE_KIND_FILL.get(cell.kind, pal.BACKGROUND)
+            fill = kind_fill.get(cell.kind, th.BACKGROUND)
             if c.role == "thread":
-                fill = _HEADER_FILL
+                fill = th.HEADER_FILL
             if is_current:
-                fill = _CURRENT_FILL if fill == pal.BACKGROUND else fill
-            color = pal.text_on(fill) if (past or is_current) else pal.MUTED
-            if not (past or is_current) and fill != pal.BACKGROUND and c.role != "thread":
-                fill = pal.BACKGROUND  # future cells: plain, muted text
-                color = pal.MUTED
-            line = (
-                pal.TILE_OUTLINE if is_current else (pal.FOCUS if r == focus_row else pal.GRID_LINE)
-            )
+                fill = th.CURRENT_FILL if fill == th.BACKGROUND else fill
+            color = th.text_on(fill) if (past or is_current) else th.MUTED
+            if not (past or is_current) and fill != th.BACKGROUND and c.role != "thread":
+                fill = th.BACKGROUND  # future cells: plain, muted text
+                color = th.MUTED
+            line = th.TILE_OUTLINE if is_current else (th.FOCUS if r == focus_row else th.GRID_LINE)
             style = "bold" if (r == focus_row or is_current) else "normal"
             add(xs[n], widths[n], y, texts[r][n], fill, color, style, line)
     if more:
@@ -892,8 +905,8 @@ def _table_columns(frame: Frame, trace: Trace) -> dict[str, list]:
             total,
             y,
             f"… {more} more threads: click a thread to show its row",
-            pal.BACKGROUND,
-            pal.MUTED,
+            th.BACKGROUND,
+            th.MUTED,
             "italic",
         )
     return cols
@@ -967,6 +980,8 @@ class Scene:
         Which of :data:`VIEWS` to show; all by default.
     presenter : bool
         Large cells and fonts for a projector.
+    theme : {'light', 'dark'} or Palette
+        The colours (:func:`vizmm.render.palette.palette`); ``'dark'`` for dim rooms.
 
     Attributes
     ----------
@@ -981,10 +996,16 @@ class Scene:
     Raises
     ------
     ValueError
-        For an unknown view name.
+        For an unknown view name or theme.
     """
 
-    def __init__(self, trace: Trace, views: Iterable[str] | None = None, presenter: bool = False):
+    def __init__(
+        self,
+        trace: Trace,
+        views: Iterable[str] | None = None,
+        presenter: bool = False,
+        theme: str | pal.Palette = "light",
+    ):
         from bokeh.models import ColumnDataSource
 
         views = tuple(VIEWS if views is None else views)
@@ -996,6 +1017,8 @@ class Scene:
         self.trace = trace
         self.views = views
         self.presenter = bool(presenter)
+        self.palette = pal.palette(theme)
+        self.theme = self.palette.name
         self.sizes = _Sizes.of(trace, self.presenter)
         names = [s for v in views for s in SOURCE_NAMES[v]]
         self.sources = {name: ColumnDataSource(data=_empty(name)) for name in names}
@@ -1013,7 +1036,7 @@ class Scene:
         Only columns whose values changed since the last update are sent
         (whole columns; a source whose length changes is replaced whole).
         """
-        data = frame_columns(frame, self.trace, self.sources)
+        data = frame_columns(frame, self.trace, self.sources, self.palette)
         for name, source in self.sources.items():
             new = data[name]
             old = self._last.get(name)
@@ -1072,14 +1095,14 @@ class Scene:
             min_border=4,
             x_axis_location="above",
             outline_line_color=None,
-            background_fill_color=pal.BACKGROUND,
-            border_fill_color=pal.BACKGROUND,
+            background_fill_color=self.palette.BACKGROUND,
+            border_fill_color=self.palette.BACKGROUND,
         )
         f.grid.visible = False
         if title is not None:
             f.title.text_font = SANS
             f.title.text_font_size = f"{self.sizes.font + 1}px"
-            f.title.text_color = pal.TEXT
+            f.title.text_color = self.palette.TEXT
         return f
 
     def _text_fig(self, width_chars, lines, name):
@@ -1113,9 +1136,9 @@ class Scene:
             axis.ticker = FixedTicker(ticks=ticks)
             axis.major_label_overrides = labels
             axis.major_label_text_font_size = f"{max(9, s.font - 3)}px"
-            axis.major_label_text_color = pal.MUTED
+            axis.major_label_text_color = self.palette.MUTED
             axis.axis_line_color = None
-            axis.major_tick_line_color = None if n <= 16 else pal.MUTED
+            axis.major_tick_line_color = None if n <= 16 else self.palette.MUTED
             axis.minor_tick_line_color = None
             axis.major_label_standoff = 2
 
@@ -1169,7 +1192,7 @@ class Scene:
             "P": (max(j, gy * T), max(l, gx * T)),
         }
         shape = {"M": (j, k), "N": (k, l), "P": (j, l)}
-        fills, texts, words = matrix_palette(T * T)
+        fills, texts, words = matrix_palette(T * T, self.palette)
         fill_map = linear_cmap("code", fills, low=-0.5, high=len(fills) - 0.5)
         text_map = linear_cmap("code", texts, low=-0.5, high=len(texts) - 0.5)
         word = CustomJSHover(
@@ -1205,7 +1228,7 @@ class Scene:
                 1,
                 source=src,
                 fill_color=fill_map,
-                line_color=pal.GRID_LINE if s.cell >= 10 else None,
+                line_color=self.palette.GRID_LINE if s.cell >= 10 else None,
                 line_width=1,
             )
             # the matrix's own edge, so ghost cells read as outside it
@@ -1215,7 +1238,7 @@ class Scene:
                 shape[name][1],
                 shape[name][0],
                 fill_alpha=0,
-                line_color=pal.TEXT,
+                line_color=self.palette.TEXT,
                 line_width=1.5,
             )
             g = f.rect(
@@ -1229,7 +1252,7 @@ class Scene:
                 line_dash="dashed",
                 line_width=1.5,
                 hatch_pattern="/",
-                hatch_color=pal.MUTED,
+                hatch_color=self.palette.MUTED,
                 hatch_alpha=0.35,
                 hatch_scale=8,
             )
@@ -1240,7 +1263,7 @@ class Scene:
                 "h",
                 source=self.sources[f"{name}_tile"],
                 fill_alpha=0,
-                line_color=pal.TILE_OUTLINE,
+                line_color=self.palette.TILE_OUTLINE,
                 line_width=3,
             )
             f.rect(
@@ -1250,7 +1273,7 @@ class Scene:
                 1,
                 source=self.sources[f"{name}_focus"],
                 fill_alpha=0,
-                line_color=pal.FOCUS,
+                line_color=self.palette.FOCUS,
                 line_width=3,
             )
             pv = None
@@ -1404,7 +1427,7 @@ class Scene:
                 0.2,
                 source=src,
                 fill_color="ident",
-                line_color=pal.TEXT,
+                line_color=self.palette.TEXT,
                 line_width=0.5,
                 nonselection_fill_alpha=1.0,
             )
@@ -1441,10 +1464,10 @@ class Scene:
 
         s = self.sizes
         entries = [("Threads", None)]
-        for st, label in pal.THREAD_STATE_LABELS.items():
+        for st, label in self.palette.THREAD_STATE_LABELS.items():
             if st in (ThreadState.READY, ThreadState.DONE):
                 continue
-            entries.append((label, pal.THREAD_STATE_COLORS[st]))
+            entries.append((label, self.palette.THREAD_STATE_COLORS[st]))
         entries.append(("Mds / Nds slots", None))
         for st in (
             SlotState.LOADED,
@@ -1454,15 +1477,21 @@ class Scene:
             SlotState.SKIPPED,
             SlotState.EMPTY,
         ):
-            entries.append((pal.SLOT_LABELS[st], pal.SLOT_COLORS[st]))
+            entries.append((self.palette.SLOT_LABELS[st], self.palette.SLOT_COLORS[st]))
         entries.append(("M, N, P elements", None))
         entries += [
-            ("being loaded: colour of its thread", pal.thread_colors(4)[1]),
-            (pal.CELL_LABELS[CellState.TILE], pal.CELL_COLORS[CellState.TILE]),
-            (pal.CELL_LABELS[CellState.READING], pal.CELL_COLORS[CellState.READING]),
-            ("loaded in an earlier phase", pal.CELL_COLORS[CellState.DONE]),
-            (pal.CELL_LABELS[CellState.COMPUTING], pal.CELL_COLORS[CellState.COMPUTING]),
-            ("P element written", _P_WRITTEN),
+            ("being loaded: colour of its thread", self.palette.thread_colors(4)[1]),
+            (self.palette.CELL_LABELS[CellState.TILE], self.palette.CELL_COLORS[CellState.TILE]),
+            (
+                self.palette.CELL_LABELS[CellState.READING],
+                self.palette.CELL_COLORS[CellState.READING],
+            ),
+            ("loaded in an earlier phase", self.palette.CELL_COLORS[CellState.DONE]),
+            (
+                self.palette.CELL_LABELS[CellState.COMPUTING],
+                self.palette.CELL_COLORS[CellState.COMPUTING],
+            ),
+            ("P element written", self.palette.P_WRITTEN_COLOR),
             ("current tile (outline)", "outline"),
             ("followed thread (outline)", "focus"),
         ]
@@ -1478,11 +1507,11 @@ class Scene:
                 text["x"].append(x0)
                 text["style"].append("bold")
             else:
-                fill, line = color, pal.MUTED
+                fill, line = color, self.palette.MUTED
                 if color == "outline":
-                    fill, line = pal.BACKGROUND, pal.TILE_OUTLINE
+                    fill, line = self.palette.BACKGROUND, self.palette.TILE_OUTLINE
                 elif color == "focus":
-                    fill, line = pal.BACKGROUND, pal.FOCUS
+                    fill, line = self.palette.BACKGROUND, self.palette.FOCUS
                 data["x"].append(x0 + 1.2)
                 data["y"].append(r + 0.5)
                 data["fill"].append(fill)
@@ -1506,6 +1535,8 @@ class Scene:
             toolbar_location=None,
             min_border=2,
             outline_line_color=None,
+            background_fill_color=self.palette.BACKGROUND,
+            border_fill_color=self.palette.BACKGROUND,
         )
         f.axis.visible = False
         f.grid.visible = False
@@ -1527,7 +1558,7 @@ class Scene:
             text_baseline="middle",
             text_font_size=f"{fs}px",
             text_font=value(SANS),
-            text_color=pal.TEXT,
+            text_color=self.palette.TEXT,
             text_font_style="style",
         )
         self.figures["legend"] = f
@@ -1558,7 +1589,7 @@ class Scene:
             text_baseline="middle",
             text_font=value(MONO),
             text_font_size=f"{s.mono}px",
-            text_color=pal.TEXT,
+            text_color=self.palette.TEXT,
             text_font_style="font_style",
         )
         f.text(
@@ -1569,7 +1600,7 @@ class Scene:
             text_baseline="middle",
             text_font=value(MONO),
             text_font_size=f"{s.mono}px",
-            text_color=pal.TILE_OUTLINE,
+            text_color=self.palette.TILE_OUTLINE,
         )
         f.title = None
         return f

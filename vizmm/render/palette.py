@@ -3,22 +3,52 @@
 Colours are ``#rrggbb`` strings (Bokeh and Pillow both take them). Threads are
 coloured by their index ``t = ty * TILE_WIDTH + tx``; states by the codes of
 :mod:`vizmm.replay`.
+
+Colours that survive colour-blindness
+-------------------------------------
+Every pair of states a student must tell apart in one view (thread states,
+Mds / Nds slot states, M / N / P cell states, the large view's block states,
+the outlines) stays apart under simulated deuteranopia, protanopia and
+tritanopia (Machado et al. 2009 at full severity, as colorspacious simulates
+them): their CAM02-UCS distance is at least that of the closest pair of the
+Okabe-Ito palette (Okabe & Ito 2002, the usual colour-blind-safe set) under
+the same simulation, about 11. The colours come from Okabe-Ito and Paul
+Tol's sets with lightness spread between them, so a pair that a deficiency
+brings to one hue still differs in lightness (and prints in grey).
+``tests/test_palette.py`` measures every pair.
+
+Themes
+------
+:data:`LIGHT` (the default, for screens and print) and :data:`DARK` (for dim
+rooms): a :class:`Palette` holds every colour of one theme under the names
+this module exports (``BACKGROUND``, ``THREAD_STATE_COLORS`` ...). The
+module-level names are :data:`LIGHT`'s. Renderers take ``theme="light"`` or
+``"dark"`` and read their colours from :func:`palette`.
 """
 
 from __future__ import annotations
 
 import colorsys
+import dataclasses
+from collections.abc import Mapping
 from functools import lru_cache
+from types import MappingProxyType
 
 from ..replay import CellState, SlotState, ThreadState
 from ..replay.large import BlockState
 
 __all__ = [
+    "Palette",
+    "LIGHT",
+    "DARK",
+    "THEMES",
+    "palette",
     "thread_color",
     "thread_colors",
     "SLOT_COLORS",
     "THREAD_STATE_COLORS",
     "CELL_COLORS",
+    "P_WRITTEN_COLOR",
     "GHOST_COLORS",
     "FOCUS",
     "READ",
@@ -44,14 +74,9 @@ __all__ = [
     "sequential",
 ]
 
-BACKGROUND = "#ffffff"
-TEXT = "#1f2328"
-MUTED = "#8c959f"
-GRID_LINE = "#d0d7de"
-TILE_OUTLINE = "#cf222e"  # current tile of M, N, P
-FOCUS = "#0969da"  # the followed thread's elements
-READ = "#f0b400"  # slots / elements read at this k
 FONT_FAMILY = "DejaVu Sans"
+INK = "#1f2328"  # text on light fills, in either theme
+WHITE = "#ffffff"
 
 
 def _hsl(h: float, s: float, l: float) -> str:
@@ -64,6 +89,12 @@ def thread_color(t: int, n: int) -> str:
 
     Hues step by the golden ratio so neighbouring threads differ; lightness
     alternates in three bands so that 256 or 1024 threads stay tellable apart.
+    The same in both themes.
+
+    Raises
+    ------
+    ValueError
+        If ``t`` is outside ``0 .. n - 1``.
     """
     if not 0 <= t < n:
         raise ValueError(f"thread index must be 0..{n - 1}, got {t}")
@@ -77,26 +108,18 @@ def thread_colors(n: int) -> tuple[str, ...]:
     return tuple(_hsl(0.07 + t * golden, 0.62, (0.62, 0.52, 0.72)[t % 3]) for t in range(n))
 
 
-SLOT_COLORS = {
-    SlotState.EMPTY: "#f6f8fa",
-    SlotState.STALE: "#d8dee4",
-    SlotState.LOADED: "#a5d6a7",
-    SlotState.ZERO: "#fff1c2",
-    SlotState.WRONG: "#ff8182",
-    SlotState.SKIPPED: "#8250df",
-}
+def hex_to_rgb(color: str) -> tuple[int, int, int]:
+    """``'#rrggbb'`` to an (r, g, b) tuple of 0..255 ints."""
+    c = color.lstrip("#")
+    return int(c[0:2], 16), int(c[2:4], 16), int(c[4:6], 16)
 
-THREAD_STATE_COLORS = {
-    ThreadState.READY: "#eaeef2",
-    ThreadState.LOADING: "#54aeff",
-    ThreadState.WAITING_1: "#fd8c73",
-    ThreadState.RELEASED: "#4ac26b",
-    ThreadState.COMPUTING: "#ffd33d",
-    ThreadState.WAITING_2: "#e16f24",
-    ThreadState.WRITING_P: "#2da44e",
-    ThreadState.IDLE: "#afb8c1",
-    ThreadState.DONE: "#b6e3ff",
-}
+
+def text_on(color: str) -> str:
+    """A readable text colour (dark ink or white) on a ``'#rrggbb'`` fill (either theme)."""
+    r, g, b = hex_to_rgb(color)
+    luminance = (0.299 * r + 0.587 * g + 0.114 * b) / 255
+    return INK if luminance > 0.55 else WHITE
+
 
 THREAD_STATE_LABELS = {
     ThreadState.READY: "ready",
@@ -132,25 +155,6 @@ SLOT_LABELS = {
     SlotState.SKIPPED: "load skipped (outside allocation)",
 }
 
-CELL_COLORS = {
-    CellState.NONE: "#ffffff",
-    CellState.DONE: "#d0d7de",
-    CellState.TILE: "#ddf4ff",
-    CellState.LOADING: "#54aeff",  # overridden by the loading thread's colour
-    CellState.READING: READ,
-    CellState.COMPUTING: "#fff8c5",
-}
-
-# Ghost cells (tile slots outside a matrix), by replay Access code
-GHOST_COLORS = {
-    0: "#f6f8fa",  # not yet loaded in this phase
-    1: "#a5d6a7",
-    2: "#fff1c2",  # zero-fill
-    3: "#ff8182",  # wrong element
-    4: "#8250df",  # outside the allocation
-}
-
-
 CELL_LABELS = {
     CellState.NONE: "not used by this block yet",
     CellState.DONE: "loaded in an earlier phase / P written",
@@ -168,51 +172,12 @@ GHOST_LABELS = {
     4: "outside the allocation: not read",
 }
 
-
-def text_on(color: str) -> str:
-    """A readable text colour (:data:`TEXT` or white) on a ``'#rrggbb'`` fill."""
-    r, g, b = hex_to_rgb(color)
-    luminance = (0.299 * r + 0.587 * g + 0.114 * b) / 255
-    return TEXT if luminance > 0.55 else "#ffffff"
-
-
-def hex_to_rgb(color: str) -> tuple[int, int, int]:
-    """``'#rrggbb'`` to an (r, g, b) tuple of 0..255 ints."""
-    c = color.lstrip("#")
-    return int(c[0:2], 16), int(c[2:4], 16), int(c[4:6], 16)
-
-
-# ------------------------------------------------------------ large views
-# Blocks of a whole launch at one moment (vizmm.large.BlockState).
-BLOCK_STATE_COLORS = {
-    BlockState.WAITING: "#d0d7de",
-    BlockState.RUNNING: "#fb8f44",
-    BlockState.DONE: "#2da44e",
-    BlockState.NO_DATA: "#ffffff",
-}
-
 BLOCK_STATE_LABELS = {
     BlockState.WAITING: "not started yet",
     BlockState.RUNNING: "running",
     BlockState.DONE: "done",
     BlockState.NO_DATA: "not simulated (no data)",
 }
-
-# Barrier 1 (after the loads) and barrier 2 (after the k loop): the colours of
-# threads waiting at them in the block replay.
-BARRIER_COLORS = (
-    THREAD_STATE_COLORS[ThreadState.WAITING_1],
-    THREAD_STATE_COLORS[ThreadState.WAITING_2],
-)
-
-# Alternate shading of the waves of blocks behind the running-blocks curve.
-WAVE_BANDS = ("#f6f8fa", "#eaeef2")
-
-# Cells with no reads at all (blocks that did not run) in the read-count heatmaps.
-NO_READS = "#f6f8fa"
-
-# Few reads (light) to many (dark): the read-count heatmaps.
-_READS_ANCHORS = ("#fff7d1", "#fed976", "#fd8d3c", "#e8452c", "#b10026", "#4a0012")
 
 
 def sequential(anchors: tuple[str, ...], n: int) -> tuple[str, ...]:
@@ -230,4 +195,255 @@ def sequential(anchors: tuple[str, ...], n: int) -> tuple[str, ...]:
     return tuple(out)
 
 
-READS_RAMP = sequential(_READS_ANCHORS, 256)
+# Few reads (light) to many (dark): the read-count heatmaps.
+_READS_ANCHORS = ("#fff7d1", "#fed976", "#fd8d3c", "#e8452c", "#b10026", "#4a0012")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Palette:
+    """Every colour of one theme, under the names :mod:`vizmm.render.palette` exports.
+
+    Renderers read ``palette(theme).BACKGROUND``, ``.THREAD_STATE_COLORS[state]``
+    and so on; the labels, :meth:`text_on` and :meth:`thread_colors` are the
+    same in every theme. Colours are ``'#rrggbb'`` strings.
+
+    Attributes
+    ----------
+    name : str
+        ``'light'`` or ``'dark'``.
+    BACKGROUND, TEXT, MUTED, GRID_LINE : str
+        Page and figure background, body text, secondary text, grid lines.
+    TILE_OUTLINE, FOCUS, READ : str
+        Outlines: the current tile of M, N, P; the followed thread's
+        elements; the slots / elements read at this k.
+    HEADER_FILL, CURRENT_FILL : str
+        The Fig. 5.8 table's header cells and its current cell.
+    THREAD_STATE_COLORS, SLOT_COLORS, CELL_COLORS, BLOCK_STATE_COLORS : Mapping
+        Fill by :class:`~vizmm.replay.ThreadState`, :class:`~vizmm.replay.SlotState`,
+        :class:`~vizmm.replay.CellState`, :class:`~vizmm.replay.large.BlockState`.
+    P_WRITTEN_COLOR : str
+        A P element this block has stored (the colour of "writing P").
+    GHOST_COLORS : Mapping of int to str
+        Tile slots outside a matrix, by :class:`~vizmm.trace.Access` code
+        (the colours of the matching slot states).
+    WAVE_BANDS : tuple of str
+        Alternate shading of the waves of blocks (large view).
+    NO_READS : str
+        Cells with no reads in the read-count heatmaps.
+    """
+
+    name: str
+    BACKGROUND: str
+    TEXT: str
+    MUTED: str
+    GRID_LINE: str
+    TILE_OUTLINE: str
+    FOCUS: str
+    READ: str
+    HEADER_FILL: str
+    CURRENT_FILL: str
+    THREAD_STATE_COLORS: Mapping
+    SLOT_COLORS: Mapping
+    CELL_COLORS: Mapping
+    BLOCK_STATE_COLORS: Mapping
+    WAVE_BANDS: tuple[str, str]
+    NO_READS: str
+
+    FONT_FAMILY = FONT_FAMILY
+    THREAD_STATE_LABELS = MappingProxyType(THREAD_STATE_LABELS)
+    THREAD_STATE_SHORT = MappingProxyType(THREAD_STATE_SHORT)
+    SLOT_LABELS = MappingProxyType(SLOT_LABELS)
+    CELL_LABELS = MappingProxyType(CELL_LABELS)
+    GHOST_LABELS = MappingProxyType(GHOST_LABELS)
+    BLOCK_STATE_LABELS = MappingProxyType(BLOCK_STATE_LABELS)
+    READS_RAMP = sequential(_READS_ANCHORS, 256)
+    text_on = staticmethod(text_on)
+    hex_to_rgb = staticmethod(hex_to_rgb)
+    thread_color = staticmethod(thread_color)
+    thread_colors = staticmethod(thread_colors)
+
+    @property
+    def P_WRITTEN_COLOR(self) -> str:  # noqa: N802 - named as the module's constants
+        """A P element this block has stored."""
+        return self.THREAD_STATE_COLORS[ThreadState.WRITING_P]
+
+    @property
+    def GHOST_COLORS(self) -> Mapping:  # noqa: N802
+        """Tile slots outside a matrix, by Access code (0 not loaded yet .. 4 outside)."""
+        s = self.SLOT_COLORS
+        return MappingProxyType(
+            {
+                0: s[SlotState.EMPTY],
+                1: s[SlotState.LOADED],
+                2: s[SlotState.ZERO],
+                3: s[SlotState.WRONG],
+                4: s[SlotState.SKIPPED],
+            }
+        )
+
+    @property
+    def BARRIER_COLORS(self) -> tuple[str, str]:  # noqa: N802
+        """Threads waiting at barrier 1 (after the loads) and barrier 2 (after the k loop)."""
+        t = self.THREAD_STATE_COLORS
+        return (t[ThreadState.WAITING_1], t[ThreadState.WAITING_2])
+
+
+# The state colours: Okabe-Ito orange #e69f00 and vermillion #d55e00, bluish
+# green #009e73 and blue #0072b2; Paul Tol's indigo #332288, wine #aa3377,
+# green #117733, light blue #77aadd, light cyan #99ddff, sand #eedd88, pale blue
+# #bbccee; greys between. Dark: the neutral states become dark greys and the
+# two darkest fills (released, skipped) lighter, so that nothing sinks into the
+# background.
+LIGHT = Palette(
+    name="light",
+    BACKGROUND="#ffffff",
+    TEXT=INK,
+    MUTED="#6e7781",
+    GRID_LINE="#d0d7de",
+    TILE_OUTLINE="#cf222e",
+    FOCUS="#0969da",
+    READ="#e69f00",
+    HEADER_FILL="#f6f8fa",
+    CURRENT_FILL="#fff8c5",
+    THREAD_STATE_COLORS=MappingProxyType(
+        {
+            ThreadState.READY: "#e4e4e4",
+            ThreadState.LOADING: "#77aadd",
+            ThreadState.WAITING_1: "#e69f00",
+            ThreadState.RELEASED: "#332288",
+            ThreadState.COMPUTING: "#eedd88",
+            ThreadState.WAITING_2: "#aa3377",
+            ThreadState.WRITING_P: "#117733",
+            ThreadState.IDLE: "#999999",
+            ThreadState.DONE: "#bbccee",
+        }
+    ),
+    SLOT_COLORS=MappingProxyType(
+        {
+            SlotState.EMPTY: "#f6f8fa",
+            SlotState.STALE: "#bbbbbb",
+            SlotState.LOADED: "#99ddff",
+            SlotState.ZERO: "#eedd88",
+            SlotState.WRONG: "#d55e00",
+            SlotState.SKIPPED: "#4b0082",
+        }
+    ),
+    CELL_COLORS=MappingProxyType(
+        {
+            CellState.NONE: "#ffffff",
+            CellState.DONE: "#bbbbbb",
+            CellState.TILE: "#99ddff",
+            CellState.LOADING: "#77aadd",  # drawn in the loading thread's colour
+            CellState.READING: "#e69f00",
+            CellState.COMPUTING: "#eedd88",
+        }
+    ),
+    BLOCK_STATE_COLORS=MappingProxyType(
+        {
+            BlockState.WAITING: "#bbbbbb",
+            BlockState.RUNNING: "#ee7733",
+            BlockState.DONE: "#0072b2",
+            BlockState.NO_DATA: "#ffffff",
+        }
+    ),
+    WAVE_BANDS=("#f6f8fa", "#eaeef2"),
+    NO_READS="#f6f8fa",
+)
+
+DARK = Palette(
+    name="dark",
+    BACKGROUND="#1b1f24",
+    TEXT="#e6edf3",
+    MUTED="#8b949e",
+    GRID_LINE="#3d444d",
+    TILE_OUTLINE="#ff6a69",
+    FOCUS="#f0f6fc",
+    READ="#e69f00",
+    HEADER_FILL="#2d333b",
+    CURRENT_FILL="#5c5424",
+    THREAD_STATE_COLORS=MappingProxyType(
+        {
+            ThreadState.READY: "#545d68",
+            ThreadState.LOADING: "#77aadd",
+            ThreadState.WAITING_1: "#e69f00",
+            ThreadState.RELEASED: "#6677dd",
+            ThreadState.COMPUTING: "#eedd88",
+            ThreadState.WAITING_2: "#dd5599",
+            ThreadState.WRITING_P: "#117733",
+            ThreadState.IDLE: "#adbac7",
+            ThreadState.DONE: "#373e47",
+        }
+    ),
+    SLOT_COLORS=MappingProxyType(
+        {
+            SlotState.EMPTY: "#22272e",
+            SlotState.STALE: "#768390",
+            SlotState.LOADED: "#99ddff",
+            SlotState.ZERO: "#eedd88",
+            SlotState.WRONG: "#d55e00",
+            SlotState.SKIPPED: "#8855cc",
+        }
+    ),
+    CELL_COLORS=MappingProxyType(
+        {
+            CellState.NONE: "#1b1f24",
+            CellState.DONE: "#444c56",
+            CellState.TILE: "#99ddff",
+            CellState.LOADING: "#77aadd",
+            CellState.READING: "#e69f00",
+            CellState.COMPUTING: "#eedd88",
+        }
+    ),
+    BLOCK_STATE_COLORS=MappingProxyType(
+        {
+            BlockState.WAITING: "#405060",
+            BlockState.RUNNING: "#ee7733",
+            BlockState.DONE: "#0077bb",
+            BlockState.NO_DATA: "#1b1f24",
+        }
+    ),
+    WAVE_BANDS=("#22272e", "#2d333b"),
+    NO_READS="#22272e",
+)
+
+#: The themes by name.
+THEMES = MappingProxyType({"light": LIGHT, "dark": DARK})
+
+
+def palette(theme: str | Palette = "light") -> Palette:
+    """The :class:`Palette` of ``theme`` (``'light'`` or ``'dark'``; a Palette is returned as is).
+
+    Raises
+    ------
+    ValueError
+        For another name.
+    """
+    if isinstance(theme, Palette):
+        return theme
+    try:
+        return THEMES[theme]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unknown theme {theme!r}; choose from {', '.join(map(repr, THEMES))}"
+        ) from None
+
+
+# The light theme's colours under the module's names (renderers that take a
+# theme read them from palette(theme) instead).
+BACKGROUND = LIGHT.BACKGROUND
+TEXT = LIGHT.TEXT
+MUTED = LIGHT.MUTED
+GRID_LINE = LIGHT.GRID_LINE
+TILE_OUTLINE = LIGHT.TILE_OUTLINE  # current tile of M, N, P
+FOCUS = LIGHT.FOCUS  # the followed thread's elements
+READ = LIGHT.READ  # slots / elements read at this k
+SLOT_COLORS = LIGHT.SLOT_COLORS
+THREAD_STATE_COLORS = LIGHT.THREAD_STATE_COLORS
+CELL_COLORS = LIGHT.CELL_COLORS
+P_WRITTEN_COLOR = LIGHT.P_WRITTEN_COLOR
+GHOST_COLORS = LIGHT.GHOST_COLORS
+BLOCK_STATE_COLORS = LIGHT.BLOCK_STATE_COLORS
+BARRIER_COLORS = LIGHT.BARRIER_COLORS
+WAVE_BANDS = LIGHT.WAVE_BANDS
+NO_READS = LIGHT.NO_READS
+READS_RAMP = Palette.READS_RAMP

@@ -280,11 +280,13 @@ class FrameRenderer:
         Only chooses which thread states the legend lists.
     focus : (ty, tx), optional
         The thread the replay follows (adds its entry to the legend).
+    theme : {'light', 'dark'} or Palette
+        The colours (:func:`vizmm.render.palette.palette`), as the dashboard's.
 
     Raises
     ------
     ValueError
-        For a bad size or view name.
+        For a bad size, view name or theme.
 
     Examples
     --------
@@ -300,7 +302,9 @@ class FrameRenderer:
         views=None,
         granularity: str = "substep",
         focus: tuple[int, int] | None = None,
+        theme: str | pal.Palette = "light",
     ):
+        self.pal = pal.palette(theme)
         self.trace = trace
         self.focus = None if focus is None else (int(focus[0]), int(focus[1]))
         self.size = check_size(size)
@@ -323,7 +327,7 @@ class FrameRenderer:
         self.fs_small = max(8, round(u * 0.019))
         self.fs_head = max(9, round(u * 0.022))
         self.lw = max(1, round(u / 300))  # thin line width
-        self.thread_colors = [_rgb(c) for c in pal.thread_colors(T * T)]
+        self.thread_colors = [_rgb(c) for c in self.pal.thread_colors(T * T)]
 
         m = self.margin
         y = m
@@ -556,13 +560,13 @@ class FrameRenderer:
         if any(n in v for n in _MATRICES):
             # short words: a frame has no room for the dashboard's long legend
             cells = [
-                ("outline", pal.TILE_OUTLINE, "current tile"),
+                ("outline", self.pal.TILE_OUTLINE, "current tile"),
                 ("threads", "", "being loaded (thread colour)"),
-                ("fill", pal.CELL_COLORS[CellState.TILE], "in Mds / Nds"),
-                ("fill", pal.CELL_COLORS[CellState.READING], "read at this k"),
-                ("fill", pal.CELL_COLORS[CellState.DONE], "loaded earlier"),
-                ("fill", pal.CELL_COLORS[CellState.COMPUTING], "P being accumulated"),
-                ("ghost", pal.GHOST_COLORS[Access.ZERO_FILL], "outside (as its slot)"),
+                ("fill", self.pal.CELL_COLORS[CellState.TILE], "in Mds / Nds"),
+                ("fill", self.pal.CELL_COLORS[CellState.READING], "read at this k"),
+                ("fill", self.pal.CELL_COLORS[CellState.DONE], "loaded earlier"),
+                ("fill", self.pal.CELL_COLORS[CellState.COMPUTING], "P being accumulated"),
+                ("ghost", self.pal.GHOST_COLORS[Access.ZERO_FILL], "outside (as its slot)"),
             ]
             sections.append(("Matrices", cells))
         if "Mds" in v or "Nds" in v:
@@ -570,8 +574,8 @@ class FrameRenderer:
             if self.trace.kernel == "tiled":
                 states += [SlotState.WRONG, SlotState.SKIPPED]
             slots = [("threads", "", "written now (by thread)")]
-            slots += [("fill", pal.SLOT_COLORS[s], pal.SLOT_LABELS[s]) for s in states]
-            slots.append(("outline", pal.READ, "read at this k"))
+            slots += [("fill", self.pal.SLOT_COLORS[s], self.pal.SLOT_LABELS[s]) for s in states]
+            slots.append(("outline", self.pal.READ, "read at this k"))
             sections.append(("Mds / Nds", slots))
         if "threads" in v:
             if self.granularity == "phase":
@@ -591,13 +595,19 @@ class FrameRenderer:
             sections.append(
                 (
                     "Threads",
-                    [("fill", pal.THREAD_STATE_COLORS[s], pal.THREAD_STATE_LABELS[s]) for s in st],
+                    [
+                        ("fill", self.pal.THREAD_STATE_COLORS[s], self.pal.THREAD_STATE_LABELS[s])
+                        for s in st
+                    ],
                 )
             )
         if self.focus is not None:
             fy, fx = self.focus
             sections.append(
-                ("Followed", [("outline", pal.FOCUS, f"thread ({fy},{fx}): its loads and reads")])
+                (
+                    "Followed",
+                    [("outline", self.pal.FOCUS, f"thread ({fy},{fx}): its loads and reads")],
+                )
             )
         return sections
 
@@ -622,7 +632,7 @@ class FrameRenderer:
                     (m, y + row_h / 2),
                     name + ":",
                     font=_font(fs, "bold"),
-                    fill=_rgb(pal.TEXT),
+                    fill=_rgb(self.pal.TEXT),
                     anchor="lm",
                 )
             x = x_start
@@ -637,7 +647,7 @@ class FrameRenderer:
                         (x + sw + fs * 0.4, y + row_h / 2),
                         label,
                         font=_font(fs),
-                        fill=_rgb(pal.TEXT),
+                        fill=_rgb(self.pal.TEXT),
                         anchor="lm",
                     )
                 x += w
@@ -648,20 +658,20 @@ class FrameRenderer:
         x, y, s = round(x), round(y), round(s)
         box = (x, y, x + s - 1, y + s - 1)
         if kind == "fill":
-            draw.rectangle(box, fill=_rgb(color), outline=_rgb(pal.GRID_LINE), width=1)
+            draw.rectangle(box, fill=_rgb(color), outline=_rgb(self.pal.GRID_LINE), width=1)
         elif kind == "outline":
             draw.rectangle(
-                box, fill=_rgb(pal.BACKGROUND), outline=_rgb(color), width=max(2, s // 5)
+                box, fill=_rgb(self.pal.BACKGROUND), outline=_rgb(color), width=max(2, s // 5)
             )
         elif kind == "ghost":
             draw.rectangle(box, fill=_rgb(color))
-            self._dashed_rect(draw, box, _rgb(pal.MUTED), max(1, s // 10), max(2, s // 5))
+            self._dashed_rect(draw, box, _rgb(self.pal.MUTED), max(1, s // 10), max(2, s // 5))
         elif kind == "threads":
             n = 4
             cols = (
                 self.thread_colors[:n]
                 if len(self.thread_colors) >= n
-                else ([_rgb(c) for c in pal.thread_colors(n)])
+                else ([_rgb(c) for c in self.pal.thread_colors(n)])
             )
             for i, c in enumerate(cols):
                 draw.rectangle((x + i * s // n, y, x + (i + 1) * s // n - 1, y + s - 1), fill=c)
@@ -699,7 +709,7 @@ class FrameRenderer:
             RGB image of :attr:`size` pixels.
         """
         W, H = self.size
-        img = Image.new("RGB", (W, H), _rgb(pal.BACKGROUND))
+        img = Image.new("RGB", (W, H), _rgb(self.pal.BACKGROUND))
         draw = ImageDraw.Draw(img)
         self._draw_header(draw, frame)
         for n in _MATRICES:
@@ -719,8 +729,8 @@ class FrameRenderer:
     def _draw_header(self, draw, frame: Frame):
         W, _ = self.size
         m = self.margin
-        text = _rgb(pal.TEXT)
-        muted = _rgb(pal.MUTED)
+        text = _rgb(self.pal.TEXT)
+        muted = _rgb(self.pal.MUTED)
         right = f"step {frame.index + 1} / {frame.count}"
         rw = _text_w(right, self.fs_body)
         fs = _fit_size(frame.title, self.fs_title, W - 2 * m - rw - m, "bold")
@@ -774,7 +784,7 @@ class FrameRenderer:
                 (m, self.code_y),
                 _ellipsize(code, fs, avail, "mono"),
                 font=_font(fs, "mono"),
-                fill=_rgb(pal.FOCUS),
+                fill=_rgb(self.pal.FOCUS),
                 anchor="la",
             )
 
@@ -790,7 +800,7 @@ class FrameRenderer:
                 (p.x, p.y + p.h + hh * 0.2),
                 text,
                 font=_font(fs, "bold"),
-                fill=_rgb(pal.TEXT),
+                fill=_rgb(self.pal.TEXT),
                 anchor="la",
             )
         else:
@@ -798,7 +808,7 @@ class FrameRenderer:
                 (p.x, p.y - tick_h - hh * 0.15),
                 text,
                 font=_font(fs, "bold"),
-                fill=_rgb(pal.TEXT),
+                fill=_rgb(self.pal.TEXT),
                 anchor="ld",
             )
 
@@ -810,7 +820,7 @@ class FrameRenderer:
     def _grid_lines(self, draw, p: _Panel, rows: int, cols: int, color=None):
         if p.cell < 9:
             return
-        color = color or _rgb(pal.GRID_LINE)
+        color = color or _rgb(self.pal.GRID_LINE)
         for r in range(1, rows):
             y = p.y + r * p.cell
             draw.line((p.x, y, p.x + cols * p.cell - 1, y), fill=color, width=1)
@@ -861,12 +871,12 @@ class FrameRenderer:
         state = {"M": frame.m_state, "N": frame.n_state, "P": frame.p_state}[name]
         loader = {"M": frame.m_thread, "N": frame.n_thread}.get(name)
         focus = {"M": frame.m_focus, "N": frame.n_focus, "P": frame.p_focus}[name]
-        bg = np.array(_rgb(pal.BACKGROUND), np.uint8)
+        bg = np.array(_rgb(self.pal.BACKGROUND), np.uint8)
         colors = np.empty((p.rows, p.cols, 3), np.uint8)
         colors[:] = bg
         lut = np.array(
             [
-                _rgb(pal.CELL_COLORS.get(CellState(s), pal.BACKGROUND))
+                _rgb(self.pal.CELL_COLORS.get(CellState(s), self.pal.BACKGROUND))
                 for s in range(max(CellState) + 1)
             ],
             np.uint8,
@@ -880,7 +890,7 @@ class FrameRenderer:
         ghosts = frame.ghosts.get(name, [])
         for gr, gc, code, _t, _now in ghosts:
             if 0 <= gr < p.rows and 0 <= gc < p.cols:
-                colors[gr, gc] = _rgb(pal.GHOST_COLORS.get(code, pal.BACKGROUND))
+                colors[gr, gc] = _rgb(self.pal.GHOST_COLORS.get(code, self.pal.BACKGROUND))
         self._paint_cells(img, p, colors)
         self._grid_lines(draw, _Panel(name, p.x, p.y, nr, nc, p.cell, ""), nr, nc)
         lw = self.lw
@@ -894,11 +904,11 @@ class FrameRenderer:
                 w = max(2, round(p.cell * 0.1))
                 draw.rectangle(box, outline=self.thread_colors[t], width=w)
             elif p.cell >= 6:
-                self._dashed_rect(draw, box, _rgb(pal.MUTED), 1, max(2, p.cell // 8))
+                self._dashed_rect(draw, box, _rgb(self.pal.MUTED), 1, max(2, p.cell // 8))
         # matrix border
         draw.rectangle(
             (p.x - lw, p.y - lw, p.x + nc * p.cell - 1 + lw, p.y + nr * p.cell - 1 + lw),
-            outline=_rgb(pal.TEXT),
+            outline=_rgb(self.pal.TEXT),
             width=lw,
         )
         # text in cells
@@ -906,11 +916,11 @@ class FrameRenderer:
         # focus, then the tile outline on top
         tw = max(2, min(round(p.cell * 0.1), round(self.fs_body * 0.3)))
         for r, c in zip(*np.nonzero(focus), strict=True):
-            self._outline(draw, p, int(r), int(c), 1, 1, _rgb(pal.FOCUS), tw)
+            self._outline(draw, p, int(r), int(c), 1, 1, _rgb(self.pal.FOCUS), tw)
         corner = frame.tiles.get(name)
         if corner is not None:
             self._outline(
-                draw, p, corner[0], corner[1], T, T, _rgb(pal.TILE_OUTLINE), max(2, tw + 1)
+                draw, p, corner[0], corner[1], T, T, _rgb(self.pal.TILE_OUTLINE), max(2, tw + 1)
             )
         if p.ticks:
             self._ticks(draw, p, nr, nc)
@@ -951,7 +961,7 @@ class FrameRenderer:
                     ((x0 + x1) / 2, (y0 + y1) / 2),
                     "0.0",
                     font=_font(zs),
-                    fill=_rgb(pal.TEXT),
+                    fill=_rgb(self.pal.TEXT),
                     anchor="mm",
                 )
 
@@ -959,12 +969,12 @@ class FrameRenderer:
         loader = {"M": frame.m_thread, "N": frame.n_thread}.get(name)
         if loader is not None and loader[r, c] >= 0:
             return self.thread_colors[int(loader[r, c])]
-        return _rgb(pal.CELL_COLORS.get(CellState(int(state[r, c])), pal.BACKGROUND))
+        return _rgb(self.pal.CELL_COLORS.get(CellState(int(state[r, c])), self.pal.BACKGROUND))
 
     def _ticks(self, draw, p: _Panel, nr: int, nc: int):
         fs = self._tick_size(p.cell)
         f = _font(fs)
-        muted = _rgb(pal.MUTED)
+        muted = _rgb(self.pal.MUTED)
         widest = _text_w(str(max(p.rows, p.cols)), fs)
         step = 1 if widest + fs * 0.3 <= p.cell and p.cell >= fs * 1.1 else self.T
         while step < max(p.rows, p.cols) and (widest + fs * 0.5) > step * p.cell:
@@ -976,7 +986,7 @@ class FrameRenderer:
                 (x, p.y - max(2, fs * 0.2)),
                 str(c),
                 font=f,
-                fill=muted if c < nc else _rgb(pal.GRID_LINE),
+                fill=muted if c < nc else _rgb(self.pal.GRID_LINE),
                 anchor="md" if step == 1 else "ld",
             )
         for r in range(0, p.rows, step):
@@ -985,7 +995,7 @@ class FrameRenderer:
                 (p.x - max(3, fs * 0.3), y),
                 str(r),
                 font=f,
-                fill=muted if r < nr else _rgb(pal.GRID_LINE),
+                fill=muted if r < nr else _rgb(self.pal.GRID_LINE),
                 anchor="rm" if step == 1 else "rt",
             )
 
@@ -1005,11 +1015,11 @@ class FrameRenderer:
                 t = ty * T + tx if loader is None else int(loader[ty, tx])
                 colors[ty, tx] = self._slot_rgb(st[ty, tx], now[ty, tx], t)
         self._paint_cells(img, p, colors)
-        self._grid_lines(draw, p, T, T, color=_rgb(pal.MUTED))
+        self._grid_lines(draw, p, T, T, color=_rgb(self.pal.MUTED))
         lw = self.lw
         draw.rectangle(
             (p.x - lw, p.y - lw, p.x + p.w - 1 + lw, p.y + p.h - 1 + lw),
-            outline=_rgb(pal.TEXT),
+            outline=_rgb(self.pal.TEXT),
             width=lw,
         )
         # labels: the element held (M_{0,2}) or 0.0; its value underneath
@@ -1024,7 +1034,7 @@ class FrameRenderer:
                     s = SlotState(int(st[ty, tx]))
                     ink = _ink_on(tuple(int(v) for v in colors[ty, tx]))
                     if s == SlotState.STALE:
-                        ink = _rgb(pal.MUTED)
+                        ink = _rgb(self.pal.MUTED)
                     cy = y0 + p.cell * (0.34 if two is not None else 0.5)
                     if s == SlotState.ZERO:
                         draw.text((cx, (y0 + y1) / 2), "0.0", font=_font(fs), fill=ink, anchor="mm")
@@ -1053,11 +1063,11 @@ class FrameRenderer:
                 int(cc.min()),
                 int(rr.max() - rr.min() + 1),
                 int(cc.max() - cc.min() + 1),
-                _rgb(pal.READ),
+                _rgb(self.pal.READ),
                 tw + 1,
             )
         for r, c in zip(*np.nonzero(focus), strict=True):
-            self._outline(draw, p, int(r), int(c), 1, 1, _rgb(pal.FOCUS), tw)
+            self._outline(draw, p, int(r), int(c), 1, 1, _rgb(self.pal.FOCUS), tw)
         self._draw_heading(draw, p)
 
     def _max_index(self) -> int:
@@ -1067,11 +1077,11 @@ class FrameRenderer:
         s = SlotState(int(state))
         if now and s == SlotState.LOADED:
             return self.thread_colors[t]
-        return _rgb(pal.SLOT_COLORS[s])
+        return _rgb(self.pal.SLOT_COLORS[s])
 
     def _draw_threads(self, img, draw, frame: Frame, p: _Panel):
         T = self.T
-        lut = {s: _rgb(c) for s, c in pal.THREAD_STATE_COLORS.items()}
+        lut = {s: _rgb(c) for s, c in self.pal.THREAD_STATE_COLORS.items()}
         colors = np.empty((T, T, 3), np.uint8)
         for ty in range(T):
             for tx in range(T):
@@ -1085,11 +1095,11 @@ class FrameRenderer:
                     draw.rectangle(
                         (x0, y0, x1 - 1, y0 + band - 1), fill=self.thread_colors[ty * T + tx]
                     )
-        self._grid_lines(draw, p, T, T, color=_rgb(pal.MUTED))
+        self._grid_lines(draw, p, T, T, color=_rgb(self.pal.MUTED))
         lw = self.lw
         draw.rectangle(
             (p.x - lw, p.y - lw, p.x + p.w - 1 + lw, p.y + p.h - 1 + lw),
-            outline=_rgb(pal.TEXT),
+            outline=_rgb(self.pal.TEXT),
             width=lw,
         )
         one, two = self._cell_fonts(p, lambda fs: _text_w("Pv 9999.0", fs))
@@ -1139,11 +1149,13 @@ class FrameRenderer:
                         )
         if frame.focus is not None:
             fy, fx = frame.focus
-            self._outline(draw, p, fy, fx, 1, 1, _rgb(pal.FOCUS), max(2, round(p.cell * 0.09)))
+            self._outline(draw, p, fy, fx, 1, 1, _rgb(self.pal.FOCUS), max(2, round(p.cell * 0.09)))
         self._draw_heading(draw, p)
 
 
-def render_frame(frame: Frame, trace: Trace, size=DEFAULT_SIZE, views=None) -> Image.Image:
+def render_frame(
+    frame: Frame, trace: Trace, size=DEFAULT_SIZE, views=None, theme: str = "light"
+) -> Image.Image:
     """Draw one frame (a one-off :class:`FrameRenderer`; reuse one for many frames).
 
     Parameters
@@ -1155,10 +1167,14 @@ def render_frame(frame: Frame, trace: Trace, size=DEFAULT_SIZE, views=None) -> I
         Pixels.
     views : iterable of str, optional
         From :data:`VIEWS` (default all).
+    theme : {'light', 'dark'}
+        The colours.
 
     Returns
     -------
     PIL.Image.Image
         RGB, ``size`` pixels.
     """
-    return FrameRenderer(trace, size=size, views=views, focus=frame.focus).render(frame)
+    return FrameRenderer(trace, size=size, views=views, focus=frame.focus, theme=theme).render(
+        frame
+    )
