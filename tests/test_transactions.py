@@ -17,6 +17,7 @@ from vizmm.analysis.transactions import (
     bank_wavefronts,
     memory_transactions,
     sector_spans,
+    vector_wavefronts,
 )
 
 
@@ -411,3 +412,47 @@ def test_replay_puts_uncoalesced_loads_in_their_tile_slots(record_sim):
             for rr in range(T):
                 for cc in range(T):
                     assert fs.n_thread[ph * T + rr, bx * T + cc] == cc * T + rr
+
+
+# ------------------------------------------ against Nsight Compute's counters
+def _ncu_launches():
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "ncu_transactions_h200.json"
+    return json.loads(path.read_text())["launches"]
+
+
+@pytest.mark.parametrize(
+    "launch", _ncu_launches(), ids=lambda e: f"{e['kernel']}-{e['width']}-T{e['tile_width']}"
+)
+def test_counts_agree_with_nsight_compute_on_an_h200(launch):
+    # Oracle: the GPU's own counters (Nsight Compute on the plain kernels, the
+    # same launches; docs/ncu_transactions_h200.json). Every kernel here loads
+    # the book's elements except the uncoalesced one (roles swapped).
+    kernel, W, T = launch["kernel"], launch["width"], launch["tile_width"]
+    fns = (swapped_m(T), swapped_n(T)) if kernel == "uncoalesced" else (book_m(T), book_n(T))
+    trace = synthetic_trace(kernel, W, T, *fns)
+    ncu = {k: int(v) for k, v in launch["ncu"].items()}
+    source = memory_transactions(trace).counters()
+    for key in ("global_ld_requests", "global_ld_sectors", "shared_st_requests",
+                "shared_st_wavefronts", "shared_st_bank_conflicts"):  # fmt: skip
+        assert source[key] == ncu[key], key
+    # The k loop's loads as compiled (128-bit loads where the SASS has LDS.128).
+    compiled = memory_transactions(trace, vector_loads=True).counters()
+    for key in ("shared_ld_requests", "shared_ld_wavefronts", "shared_ld_bank_conflicts"):
+        assert compiled[key] == ncu[key], key
+    # The source's 32-bit reads: zero conflicts exactly where the GPU has none.
+    assert (source["shared_ld_bank_conflicts"] == 0) == (ncu["shared_ld_bank_conflicts"] == 0)
+
+
+def test_vector_wavefronts_of_hand_made_warps():
+    # 32 lanes reading one 16-byte chunk: one wavefront per half-warp.
+    wf, conf = vector_wavefronts(np.zeros(32, np.int64))
+    assert (wf, conf) == (2, 0)
+    # Lane i reads chunk i (words 4i..4i+3): 8 quarters' worth of banks, no conflict.
+    wf, conf = vector_wavefronts(np.arange(32) * 4)
+    assert (wf, conf) == (4, 0)
+    # Lane i reads words 32i..: every lane in banks 0..3 -> 8 per quarter.
+    wf, conf = vector_wavefronts(np.arange(32) * 32)
+    assert (wf, conf) == (32, 28)

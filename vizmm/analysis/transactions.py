@@ -86,6 +86,7 @@ __all__ = [
     "TransactionsError",
     "WarpDetail",
     "bank_wavefronts",
+    "vector_wavefronts",
     "layout_of",
     "memory_transactions",
     "sector_spans",
@@ -336,6 +337,14 @@ class MemoryTransactions:
     shared_store_words : ndarray of int64, (nw, 32, 2)
         Word each lane writes when it fills its Mds / Nds slot.
     shared_store_wavefronts : ndarray of int64, (nw, 2)
+    shared_ld : ndarray of int64, (T, nw, 2, 3)
+        What the k loop's shared loads count, per ``k`` at which an instruction
+        is issued, warp and array: ``[requests, wavefronts, bank conflicts]``. With
+        ``vector_loads=False`` one 32-bit request per ``k`` (wavefronts = the
+        n-way conflict, conflicts ``n - 1``); with ``vector_loads=True`` the
+        128-bit requests of :func:`vector_wavefronts` sit at their first ``k``.
+    vector_loads : bool
+        Whether :attr:`shared_ld` models the compiler's 128-bit shared loads.
     n_phases : int
     """
 
@@ -356,6 +365,8 @@ class MemoryTransactions:
     shared_read_wavefronts: np.ndarray
     shared_store_words: np.ndarray
     shared_store_wavefronts: np.ndarray
+    shared_ld: np.ndarray
+    vector_loads: bool
     n_phases: int
 
     @property
@@ -378,8 +389,7 @@ class MemoryTransactions:
         """
         nd = len(self.blocks)
         reps = nd * self.n_phases
-        rd_req = int((self.shared_read_wavefronts > 0).sum()) * reps
-        rd_wf = int(self.shared_read_wavefronts.sum()) * reps
+        rd_req, rd_wf, rd_conf = (int(v) * reps for v in self.shared_ld.sum(axis=(0, 1, 2)))
         st_req = int((self.shared_store_wavefronts > 0).sum()) * reps
         st_wf = int(self.shared_store_wavefronts.sum()) * reps
         return {
@@ -390,7 +400,7 @@ class MemoryTransactions:
             "global_ld_bytes": int(self.global_bytes.sum()),
             "shared_ld_requests": rd_req,
             "shared_ld_wavefronts": rd_wf,
-            "shared_ld_bank_conflicts": rd_wf - rd_req,
+            "shared_ld_bank_conflicts": rd_conf,
             "shared_st_requests": st_req,
             "shared_st_wavefronts": st_wf,
             "shared_st_bank_conflicts": st_wf - st_req,
@@ -487,7 +497,80 @@ class MemoryTransactions:
         )
 
 
-def memory_transactions(trace: Trace) -> MemoryTransactions:
+def vector_wavefronts(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Wavefronts and bank conflicts of 128-bit shared loads (``LDS.128``) of one warp.
+
+    Each lane reads 16 bytes: words ``w .. w + 3`` (``w`` a multiple of 4), one
+    *chunk* ``w // 4`` covering banks ``w % 32 .. w % 32 + 3``. The rule, fitted to
+    Nsight Compute on an H200 (sm_90; ``docs/ncu_transactions.md``): the warp is
+    served by quarter-warps (8 lanes, 128 bytes); a quarter needs as many
+    wavefronts as the most distinct chunks in one group of 4 banks (a chunk read
+    by several lanes counts once), and its bank conflicts are that number minus
+    1; the two quarters of a half-warp share one wavefront when together they
+    ask no bank group for two distinct chunks.
+
+    Parameters
+    ----------
+    words : ndarray of int, (..., 32)
+        First word of each lane's 16 bytes; -1 for a lane that makes no access.
+
+    Returns
+    -------
+    wavefronts, conflicts : ndarray of int64, (...)
+    """
+    words = np.asarray(words, np.int64)
+    chunk = np.where(words >= 0, words // 4, -1).reshape(words.shape[:-1] + (4, 8))
+    group = np.where(chunk >= 0, chunk % (BANKS // 4), BANKS)
+
+    def most(ch, gr):
+        # the most distinct chunks in one bank group, per row of lanes
+        key = np.where(ch >= 0, gr * (1 << 40) + ch, -1)
+        s = np.sort(key, axis=-1)
+        first = np.ones(s.shape, bool)
+        first[..., 1:] = s[..., 1:] != s[..., :-1]
+        g = np.where(first & (s >= 0), s >> 40, BANKS // 4)
+        flat = g.reshape(-1, g.shape[-1])
+        counts = np.zeros((flat.shape[0], BANKS // 4 + 1), np.int64)
+        np.add.at(counts, (np.arange(flat.shape[0])[:, None], flat), 1)
+        return counts[:, : BANKS // 4].max(axis=-1).reshape(g.shape[:-1])
+
+    q = most(chunk, group)  # (..., 4) per quarter
+    halves = most(
+        chunk.reshape(words.shape[:-1] + (2, 16)), group.reshape(words.shape[:-1] + (2, 16))
+    )  # (..., 2)
+    qq = q.reshape(q.shape[:-1] + (2, 2))
+    merged = (halves <= 1) & (qq.sum(axis=-1) > 0)
+    wavefronts = np.where(merged, 1, qq.sum(axis=-1)).sum(axis=-1)
+    conflicts = np.maximum(q - 1, 0).sum(axis=-1)
+    return wavefronts, conflicts
+
+
+def _shared_ld(rd: np.ndarray, rd_wf: np.ndarray, T: int, vector: bool) -> np.ndarray:
+    """``(T, nw, 2, 3)`` requests, wavefronts and conflicts of the k loop's loads."""
+    out = np.zeros(rd_wf.shape + (3,), np.int64)
+    active = rd_wf > 0
+    out[..., 0] = active
+    out[..., 1] = rd_wf
+    out[..., 2] = np.maximum(rd_wf - 1, 0)
+    if not vector or T % 4:
+        return out
+    for i in range(2):
+        w = rd[..., i]  # (T, nw, 32)
+        groups = w.reshape(T // 4, 4, *w.shape[1:])  # (G, 4, nw, 32)
+        base = groups[:, :1]
+        lanes = base >= 0
+        contiguous = (groups == base + np.arange(4)[None, :, None, None]) | ~lanes
+        if not (contiguous.all() and ((base % 4 == 0) | ~lanes).all()):
+            continue  # the compiler keeps 32-bit loads (not provably 16-byte runs)
+        wf, conf = vector_wavefronts(groups[:, 0])  # (G, nw)
+        out[..., i, :] = 0
+        out[::4, :, i, 0] = active[::4, :, i]
+        out[::4, :, i, 1] = wf
+        out[::4, :, i, 2] = conf
+    return out
+
+
+def memory_transactions(trace: Trace, vector_loads: bool = False) -> MemoryTransactions:
     """Global sectors/segments of the tile loads and shared banks of the k loop, per warp.
 
     PMPP 4th ed., Section 5.4 (Fig. 5.9 / 5.13), with the lecture slides' rules
@@ -499,6 +582,15 @@ def memory_transactions(trace: Trace) -> MemoryTransactions:
         A trace of a tiled kernel with blocks recorded per thread. Only those
         blocks are counted (all of them unless the trace was recorded with a
         window).
+    vector_loads : bool
+        Count the k loop's shared loads as the compiler issues them for sm_90
+        (seen in the SASS of every kernel here at TILE_WIDTH 8, 16 and 32): four
+        consecutive ``k`` whose words are one 16-byte-aligned run for every lane
+        (``Mds[ty][k]``; ``Nds[tx][k]`` of the conflict kernel) become one
+        128-bit load (:func:`vector_wavefronts`); other reads stay 32-bit. By
+        default (False) every read of the source is one 32-bit request, as the
+        book's code says. Only :attr:`MemoryTransactions.shared_ld` and the
+        totals change.
 
     Returns
     -------
@@ -577,6 +669,8 @@ def memory_transactions(trace: Trace) -> MemoryTransactions:
         shared_read_wavefronts=ro(rd_wf),
         shared_store_words=ro(st),
         shared_store_wavefronts=ro(st_wf),
+        shared_ld=ro(_shared_ld(rd, rd_wf, T, bool(vector_loads))),
+        vector_loads=bool(vector_loads),
         n_phases=nph,
     )
 
