@@ -456,3 +456,12 @@ def test_vector_wavefronts_of_hand_made_warps():
     # Lane i reads words 32i..: every lane in banks 0..3 -> 8 per quarter.
     wf, conf = vector_wavefronts(np.arange(32) * 32)
     assert (wf, conf) == (32, 28)
+
+
+def test_the_api_is_vizmm_memory_transactions():
+    import vizmm
+
+    T = 4
+    trace = synthetic_trace("tiled", 8, T, book_m(T), book_n(T))
+    assert vizmm.memory_transactions is memory_transactions
+    assert isinstance(vizmm.memory_transactions(trace), vizmm.MemoryTransactions)

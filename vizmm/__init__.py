@@ -8,6 +8,7 @@ Importing vizmm does not import numba; only :func:`record` does.
 """
 
 from ._version import __version__
+from .analysis.transactions import MemoryTransactions, TransactionsError, memory_transactions
 from .record import (
     BACKENDS,
     Estimate,
@@ -37,4 +38,7 @@ __all__ = [
     "gpu_available",
     "load",
     "record",
+    "MemoryTransactions",
+    "TransactionsError",
+    "memory_transactions",
 ]
