@@ -517,9 +517,10 @@ class RecordForm(pn.viewable.Viewer):
 
     kernel = param.Selector(
         default="boundary",
-        objects=["boundary", "tiled", "general", "uncoalesced", "conflict", "padded"],
+        objects=["boundary", "tiled", "general", "uncoalesced", "conflict", "padded", "dynamic"],
         doc="'boundary' Fig. 5.13, 'tiled' Fig. 5.9 (no checks), 'general' j x k . k x l; "
-        "contrast kernels: 'uncoalesced' loads, 'conflict' (Nds[tx][k]), 'padded'",
+        "contrast kernels: 'uncoalesced' loads, 'conflict' (Nds[tx][k]), 'padded'; "
+        "'dynamic' Fig. 5.14 (dynamically sized shared memory)",
     )
     j = param.Integer(default=6, bounds=(1, 4096), label="rows of M (j) / Width")
     k = param.Integer(default=5, bounds=(1, 4096), label="columns of M = rows of N (k)")

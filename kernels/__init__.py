@@ -8,9 +8,9 @@ NumPy-shaped record arrays whose codes are documented in :mod:`.codes`.
 The same source runs on an NVIDIA GPU and in Numba's CUDA simulator
 (``NUMBA_ENABLE_CUDASIM=1``, set before numba is first imported).
 
-===============  =========================================  ======================
+===============  =========================================  ==========================
 name             what                                       dims after (M, N, P)
-===============  =========================================  ======================
+===============  =========================================  ==========================
 ``naive``        Fig. 3.11: one thread per P element        ``Width``
 ``tiled``        Fig. 5.9: shared-memory tiles, no checks   ``Width``
 ``boundary``     Fig. 5.13: tiles with boundary checks      ``Width``
@@ -18,16 +18,28 @@ name             what                                       dims after (M, N, P)
 ``uncoalesced``  Fig. 5.13, thread roles swapped in loads   ``Width``
 ``conflict``     Fig. 5.13, N tile transposed, Nds[tx][k]   ``Width``
 ``padded``       conflict, Nds with TILE_WIDTH + 1 columns  ``Width``
-===============  =========================================  ======================
+``dynamic``      Fig. 5.14: Fig. 5.13 with one dynamically  ``Width, Mds_sz, Nds_sz``
+                 sized shared array (4th launch parameter)
+===============  =========================================  ==========================
 
-The last three are contrast kernels for the memory rules of the chapter's
-slides (coalescing, bank conflicts); see ``vizmm.analysis.transactions``.
+``uncoalesced``, ``conflict`` and ``padded`` are contrast kernels for the
+memory rules of the chapter's slides (coalescing, bank conflicts); see
+``vizmm.analysis.transactions``.
 """
 
 import functools
 import importlib
 
-KERNEL_NAMES = ("naive", "tiled", "boundary", "general", "uncoalesced", "conflict", "padded")
+KERNEL_NAMES = (
+    "naive",
+    "tiled",
+    "boundary",
+    "general",
+    "uncoalesced",
+    "conflict",
+    "padded",
+    "dynamic",
+)
 FIGURES = {
     "naive": "Fig. 3.11",
     "tiled": "Fig. 5.9",
@@ -36,6 +48,7 @@ FIGURES = {
     "uncoalesced": "Fig. 5.13, loads with the thread roles swapped (uncoalesced)",
     "conflict": "Fig. 5.13, Nds read as Nds[tx][k] (bank conflict)",
     "padded": "Fig. 5.13, Nds[tx][k] with TILE_WIDTH + 1 columns (padding fix)",
+    "dynamic": "Fig. 5.14",
 }
 MAX_TILE_WIDTH = 32  # 32 x 32 = 1024 threads, the CUDA block limit
 
@@ -68,7 +81,7 @@ def get_kernel(name, tile_width, instrumented=False):
 
     Parameters
     ----------
-    name : {'naive', 'tiled', 'boundary', 'general'}
+    name : {'naive', 'tiled', 'boundary', 'general', 'dynamic'}
     tile_width : int
         TILE_WIDTH, 1 to 32; the block is TILE_WIDTH x TILE_WIDTH threads.
     instrumented : bool
@@ -86,9 +99,30 @@ def get_kernel(name, tile_width, instrumented=False):
     return factory(tile_width)
 
 
-def launch_dims(name, j, k, l):
-    """The scalar arguments that follow (M, N, P) for kernel ``name``."""
+def launch_dims(name, j, k, l, tile_width=None):
+    """The scalar arguments that follow (M, N, P) for kernel ``name``.
+
+    The Fig. 5.14 kernel (``dynamic``) also takes the byte sizes of its Mds
+    and Nds sections, so it needs ``tile_width``.
+    """
+    if name == "dynamic":
+        from .dynamic import launch_args
+
+        return launch_args(k, check_tile_width(tile_width))
     return (j, k, l) if name == "general" else (k,)
+
+
+def dynamic_shared_bytes(name, tile_width):
+    """Bytes of dynamic shared memory a launch of ``name`` needs (its 4th launch parameter).
+
+    ``2 * TILE_WIDTH**2 * 4`` for the Fig. 5.14 kernel, 0 for the others
+    (their shared arrays are sized at compile time).
+    """
+    if name == "dynamic":
+        from .dynamic import shared_bytes
+
+        return shared_bytes(check_tile_width(tile_width))
+    return 0
 
 
 def grid_dims(j, l, tile_width):

@@ -51,6 +51,47 @@ def launch_args(Width, TILE_WIDTH):
     return (Width, half, half)
 
 
+def choose_tile_width(props):
+    """Fig. 5.14's host code: the TILE_WIDTH to launch with, from the device's properties.
+
+    The book leaves ``calculate_appropriate_SM_usage(devProp.sharedMemPerBlock, ...)``
+    as an exercise. This answer: of the widths whose block fits the device
+    (``TILE_WIDTH**2`` threads, :func:`shared_bytes` within the shared memory a
+    block may use), the one that keeps the most threads resident on an SM
+    (limited by its thread slots, block slots and shared memory, with the
+    per-block reservation), and the largest of those (larger tiles read
+    global memory fewer times).
+
+    Parameters
+    ----------
+    props : mapping
+        CUDA device attributes (``CU_DEVICE_ATTRIBUTE_`` names without the
+        prefix): ``MAX_THREADS_PER_BLOCK``, ``MAX_SHARED_MEMORY_PER_BLOCK``,
+        ``MAX_THREADS_PER_MULTIPROCESSOR``, ``MAX_BLOCKS_PER_MULTIPROCESSOR``,
+        ``MAX_SHARED_MEMORY_PER_MULTIPROCESSOR`` and optionally
+        ``RESERVED_SHARED_MEMORY_PER_BLOCK`` (bytes).
+
+    Returns
+    -------
+    int
+        TILE_WIDTH, 1 to 32.
+    """
+    reserved = props.get("RESERVED_SHARED_MEMORY_PER_BLOCK", 0)
+    best_threads, best = -1, 1
+    for T in range(1, 33):
+        threads, smem = T * T, shared_bytes(T)
+        if threads > props["MAX_THREADS_PER_BLOCK"] or smem > props["MAX_SHARED_MEMORY_PER_BLOCK"]:
+            continue
+        blocks = min(
+            props["MAX_THREADS_PER_MULTIPROCESSOR"] // threads,
+            props["MAX_BLOCKS_PER_MULTIPROCESSOR"],
+            props["MAX_SHARED_MEMORY_PER_MULTIPROCESSOR"] // (smem + reserved),
+        )
+        if blocks * threads >= best_threads:
+            best_threads, best = blocks * threads, T
+    return best
+
+
 def make_plain(TILE_WIDTH):
     """Fig. 5.14 for one ``TILE_WIDTH`` (a compile-time constant, line 01's ``#define``)."""
 

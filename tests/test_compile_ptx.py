@@ -17,7 +17,7 @@ import textwrap
 import pytest
 
 TILE_WIDTHS = (1, 16, 32)
-KERNELS = ("naive", "tiled", "boundary", "general", "uncoalesced", "conflict", "padded")
+KERNELS = ("naive", "tiled", "boundary", "general", "uncoalesced", "conflict", "padded", "dynamic")
 REGISTERS = ("%clock64", "%smid", "%globaltimer")
 
 SCRIPT = textwrap.dedent(
@@ -36,7 +36,7 @@ SCRIPT = textwrap.dedent(
     from vizmm.record.launcher import allocate_records
 
     assert not config.ENABLE_CUDASIM
-    LOOK_FOR = ("%clock64", "%smid", "%globaltimer", "bar.sync", ".target sm_90")
+    LOOK_FOR = ("%clock64", "%smid", "%globaltimer", "bar.sync", ".target sm_90", ".extern .shared")
 
     out = {}
     for name in sys.argv[1].split(","):
@@ -46,7 +46,7 @@ SCRIPT = textwrap.dedent(
                 # The arguments of a launch, as vizmm.record passes them: M, N and P
                 # flattened row-major (as in the book), the sizes, the record arrays.
                 args = [np.zeros(j * k, np.float32), np.zeros(k * l, np.float32),
-                        np.zeros(j * l, np.float32), *K.launch_dims(name, j, k, l)]
+                        np.zeros(j * l, np.float32), *K.launch_dims(name, j, k, l, tile_width)]
                 if instrumented:
                     rec, _ = allocate_records(j, k, l, tile_width, name, [(0, 0)], False)
                     args += list(rec.values())
@@ -82,6 +82,8 @@ def test_plain_kernel_compiles(ptx_features, kernel, tile_width):
     assert not any(found[r] for r in REGISTERS)
     # __syncthreads() is bar.sync; the naive kernel (Fig. 3.11) has none.
     assert found["bar.sync"] == (kernel != "naive")
+    # Fig. 5.14's extern __shared__ array: a zero-sized shared array in Numba.
+    assert found[".extern .shared"] == (kernel == "dynamic")
 
 
 @pytest.mark.parametrize("tile_width", TILE_WIDTHS)

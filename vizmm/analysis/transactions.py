@@ -192,6 +192,7 @@ LAYOUTS = {
     "uncoalesced": Layout("uncoalesced", m_store_transposed=True, n_store_transposed=True),
     "conflict": Layout("conflict", nds_transposed=True),
     "padded": Layout("padded", nds_transposed=True, nds_pad=1),
+    "dynamic": Layout("dynamic"),  # Fig. 5.14: Mds[ty*TILE_WIDTH+tx], the same words
 }
 
 

@@ -116,7 +116,8 @@ def launch(job, M, N, show) -> Trace:
     P = np.full(j * l, np.nan, np.float32)
     kern = K.get_kernel(kernel, T, instrumented=True)
     (grid, block) = K.grid_dims(j, l, T)
-    scalars = K.launch_dims(kernel, j, k, l)
+    scalars = K.launch_dims(kernel, j, k, l, T)
+    dyn_shared = K.dynamic_shared_bytes(kernel, T)  # the launch's 4th parameter (Fig. 5.14)
     meta = {
         "kernel": kernel,
         "figure": K.FIGURES[kernel],
@@ -129,6 +130,7 @@ def launch(job, M, N, show) -> Trace:
         "aggregated": aggregated,
         "seed": job["seed"],
         "inputs": job.get("inputs", "given"),
+        **({"tile_width_from": job["tile_width_from"]} if "tile_width_from" in job else {}),
         "versions": _versions(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
@@ -141,7 +143,14 @@ def launch(job, M, N, show) -> Trace:
             meta["backend"] = "simulator"
             sim_blocks = blocks if aggregated else None
             simulate(
-                kern, grid, block, [M.ravel(), N.ravel(), P, *scalars], rec, sim_blocks, update
+                kern,
+                grid,
+                block,
+                [M.ravel(), N.ravel(), P, *scalars],
+                rec,
+                sim_blocks,
+                update,
+                dyn_shared,
             )
             meta["simulated_blocks"] = [list(b) for b in blocks] if aggregated else "all"
         else:
@@ -152,7 +161,7 @@ def launch(job, M, N, show) -> Trace:
             meta["compute_capability"] = list(dev.compute_capability)
             d_args = [cuda.to_device(a) for a in (M.ravel(), N.ravel(), P)]
             d_rec = {name: cuda.to_device(a) for name, a in rec.items()}
-            kern[grid, block](*d_args, *scalars, *d_rec.values())
+            kern[grid, block, 0, dyn_shared](*d_args, *scalars, *d_rec.values())
             cuda.synchronize()
             P = d_args[2].copy_to_host()
             rec = {name: a.copy_to_host() for name, a in d_rec.items()}

@@ -256,9 +256,10 @@ def record(
     k: int | None = None,
     l: int | None = None,
     *,
-    tile_width: int = 2,
+    tile_width: int | None = 2,
     kernel: str = "boundary",
     backend: str = "auto",
+    device: str = "A100",
     M=None,
     N=None,
     width: int | None = None,
@@ -275,16 +276,24 @@ def record(
     j, k, l : int, optional
         M is j x k, N is k x l, P is j x l (elements). Taken from ``M`` and
         ``N`` when those are given, or from ``width`` for square matrices.
-    tile_width : int
+    tile_width : int or None
         TILE_WIDTH, 1 to 32 (blocks of TILE_WIDTH x TILE_WIDTH threads).
-    kernel : {'boundary', 'tiled', 'general', 'naive'}
+        None only with ``kernel='dynamic'``: the host chooses it from the
+        device's properties as Section 5.6 describes
+        (:func:`vizmm.analysis.occupancy.choose_tile_width`): the real GPU's
+        on the GPU, the preset ``device``'s in the simulator.
+    kernel : {'boundary', 'tiled', 'general', 'naive', 'dynamic'}
         'tiled' is Fig. 5.9 (no boundary checks: on a Width that is not a
         multiple of TILE_WIDTH its wrong-element and out-of-allocation
         accesses are recorded), 'boundary' Fig. 5.13, 'general' the
-        j x k . k x l form, 'naive' Fig. 3.11.
+        j x k . k x l form, 'naive' Fig. 3.11, 'dynamic' Fig. 5.14 (Fig. 5.13
+        with its Mds and Nds in one dynamically sized shared array).
     backend : {'auto', 'simulator', 'gpu'}
         'auto' takes a GPU when numba can use one, else the simulator, and
         says which on stderr (unless ``quiet``).
+    device : {'A100', 'H100', 'H200'}
+        The device preset whose properties choose TILE_WIDTH for the
+        'dynamic' kernel in the simulator (``tile_width=None``).
     M, N : array_like, optional
         Inputs (cast to float32). By default seeded random integers 0..9,
         exact in float32.
@@ -345,6 +354,16 @@ def record(
         k, l = N.shape
     if j is None or k is None or l is None:
         raise RecordError("give the sizes j, k, l (or width, or the matrices M and N)")
+    chosen_from = None
+    if tile_width is None:
+        if kernel != "dynamic":
+            raise RecordError(
+                f"tile_width is required for kernel {kernel!r}; only kernel='dynamic' "
+                "(Fig. 5.14) chooses its TILE_WIDTH from the device"
+            )
+        from .device import tile_width_from_device
+
+        tile_width, chosen_from = tile_width_from_device(backend, device)
     launch, blocks = _normalize(j, k, l, tile_width, kernel, window)
     j, k, l, T = launch.j, launch.k, launch.l, launch.tile_width
     est = estimate(j, k, l, T, kernel, blocks)
@@ -385,6 +404,8 @@ def record(
         backend=backend,
         inputs=inputs,
     )
+    if chosen_from is not None:
+        job["tile_width_from"] = chosen_from
     mode = _numba_mode()
     want = backend
     if mode is not None and mode != want:
@@ -414,6 +435,7 @@ def _record_in_subprocess(job, M, N, quiet):
                 f"{key}={job[key]}"
                 for key in ("j", "k", "l", "T", "kernel", "aggregated", "seed", "backend", "inputs")
             ),
+            *([f"tile_width_from={job['tile_width_from']}"] if "tile_width_from" in job else []),
         ]
         proc = subprocess.run(args, env=env, stderr=None if not quiet else subprocess.DEVNULL)
         if proc.returncode != 0 or not os.path.exists(out):

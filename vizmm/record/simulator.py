@@ -23,8 +23,19 @@ __all__ = ["SIM_SWITCH_INTERVAL", "simulate"]
 SIM_SWITCH_INTERVAL = 1e-3  # seconds; the interpreter's default is 5e-3
 
 
-def simulate(kern, grid, block, args, rec, blocks: Iterable[tuple[int, int]] | None, update):
+def simulate(
+    kern,
+    grid,
+    block,
+    args,
+    rec,
+    blocks: Iterable[tuple[int, int]] | None,
+    update,
+    dynamic_shared: int = 0,
+):
     """Run ``kern`` in Numba's simulator one block at a time, reporting progress.
+
+    ``dynamic_shared`` is the launch's dynamic shared memory (bytes; Fig. 5.14).
 
     Mirrors what the simulator's own launch does (one ``BlockManager`` per
     block) but lets vizmm choose the blocks and count them. Falls back to a
@@ -45,10 +56,10 @@ def simulate(kern, grid, block, args, rec, blocks: Iterable[tuple[int, int]] | N
                 FakeWithinKernelCUDAArray,
             )
 
-            fake_module = simk.FakeCUDAModule((gx, gy, 1), (*block, 1), 0)
+            fake_module = simk.FakeCUDAModule((gx, gy, 1), (*block, 1), dynamic_shared)
             bm_cls = simk.BlockManager
         except (ImportError, AttributeError, TypeError):
-            kern[grid, block](*all_args)
+            kern[grid, block, 0, dynamic_shared](*all_args)
             update(len(order), len(order))
             return
         # M, N and P go in as the simulator's device arrays, as in its own

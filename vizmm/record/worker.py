@@ -30,6 +30,8 @@ def main(argv):
         "blocks": blocks,
         "inputs": opts.get("inputs", "given"),
     }
+    if "tile_width_from" in opts:
+        job["tile_width_from"] = opts["tile_width_from"]
     with _LOCK:
         trace = launch(job, M, N, show=False)
     trace.save(out)

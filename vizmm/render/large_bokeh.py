@@ -839,6 +839,7 @@ class LargeScene:
             "boundary": "tiled kernel (Fig. 5.13)",
             "general": "general tiled kernel",
             "naive": "naive kernel (Fig. 3.11)",
+            "dynamic": "tiled kernel (Fig. 5.14)",
         }
         for name, rm in (
             ("M", rc.m),

@@ -262,13 +262,15 @@ _SLOT_OF_ACCESS = {
 
 _LINE_PATTERNS = {
     "phase": r"for ph in",
-    Sub.LOAD_M: r"Mds\[t[xy], t[xy]\] = M\[",
-    Sub.LOAD_N: r"Nds\[t[xy], t[xy]\] = N\[",
+    # Fig. 5.9 / 5.13 index Mds[ty, tx] (the contrast kernels Mds[tx, ty]); Fig. 5.14's
+    # sections Mds[ty * TILE_WIDTH + tx].
+    Sub.LOAD_M: r"Mds\[(t[xy], t[xy]|ty \* TILE_WIDTH \+ tx)\] = M\[",
+    Sub.LOAD_N: r"Nds\[(t[xy], t[xy]|ty \* TILE_WIDTH \+ tx)\] = N\[",
     "sync": r"cuda\.syncthreads\(\)",
     Sub.K: r"Pvalue \+=",
     Sub.WRITE_P: r"P\[.*\] = Pvalue",
-    "zero_m": r"Mds\[t[xy], t[xy]\] = float32\(0\)",
-    "zero_n": r"Nds\[t[xy], t[xy]\] = float32\(0\)",
+    "zero_m": r"Mds\[(t[xy], t[xy]|ty \* TILE_WIDTH \+ tx)\] = float32\(0\)",
+    "zero_n": r"Nds\[(t[xy], t[xy]|ty \* TILE_WIDTH \+ tx)\] = float32\(0\)",
 }
 
 

@@ -250,6 +250,7 @@ _FIGURES = {
     "uncoalesced": "Fig. 5.13, uncoalesced loads",
     "conflict": "Fig. 5.13, Nds[tx][k]",
     "padded": "Fig. 5.13, padded Nds[tx][k]",
+    "dynamic": "Fig. 5.14",
 }
 
 

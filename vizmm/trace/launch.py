@@ -25,9 +25,17 @@ __all__ = [
 
 #: Kernel names, in the order menus list them; equal to ``vizmm_kernels.KERNEL_NAMES``
 #: (a test says so).
-KERNELS = ("naive", "tiled", "boundary", "general", "uncoalesced", "conflict", "padded")
+KERNELS = ("naive", "tiled", "boundary", "general", "uncoalesced", "conflict", "padded", "dynamic")
 #: Kernels that multiply square ``Width x Width`` matrices (the book's figures).
-SQUARE_KERNELS = ("naive", "tiled", "boundary", "uncoalesced", "conflict", "padded")
+SQUARE_KERNELS = (
+    "naive",
+    "tiled",
+    "boundary",
+    "uncoalesced",
+    "conflict",
+    "padded",
+    "dynamic",
+)
 #: The largest TILE_WIDTH: 32 x 32 = 1024 threads, CUDA's limit per block.
 MAX_TILE_WIDTH = 32
 
@@ -74,7 +82,8 @@ class LaunchShape:
     ----------
     kernel : str
         One of :data:`KERNELS`: 'naive' (Fig. 3.11), 'tiled' (Fig. 5.9),
-        'boundary' (Fig. 5.13) or 'general' (Section 5.5's ``j x k . k x l``).
+        'boundary' (Fig. 5.13), 'general' (Section 5.5's ``j x k . k x l``) or
+        'dynamic' (Fig. 5.14: Fig. 5.13 with dynamically sized shared memory).
     j, k, l : int
         M is j x k, N is k x l, P is j x l (elements); ``j == k == l`` (the
         book's ``Width``) for the square kernels.

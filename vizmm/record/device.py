@@ -1,0 +1,163 @@
+"""Device properties for the recording: the live GPU's, the compiler's registers, the presets'.
+
+The occupancy arithmetic is NumPy-only (:mod:`vizmm.analysis.occupancy`);
+this module gives what only numba can tell: the attributes of the GPU numba
+drives (``cuda.get_current_device()``) and the registers per thread of a
+kernel as numba-cuda compiles it for that GPU. It imports numba only when
+asked, and asks a fresh process when this one already runs the simulator.
+The presets' attributes (the book's A100, the measured H100 and H200) are
+read from ``vizmm/data`` for the Fig. 5.14 kernel's choice of TILE_WIDTH in
+the simulator.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+
+from .recorder import GPUUnavailableError, RecordError, _numba_mode, gpu_available
+
+__all__ = [
+    "LIVE",
+    "PRESETS",
+    "compiled_registers",
+    "live_attributes",
+    "preset_attributes",
+    "tile_width_from_device",
+]
+
+#: Device presets (their attributes ship in ``vizmm/data``).
+PRESETS = {
+    "A100": "device-presets.json",
+    "H100": "gpu-speed-h100.json",
+    "H200": "gpu-speed-h200.json",
+}
+_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+
+#: The device name that means "the GPU numba drives here".
+LIVE = "live"
+
+#: CUDA device attributes read from the live GPU (``CU_DEVICE_ATTRIBUTE_`` names).
+ATTRIBUTES = (
+    "MULTIPROCESSOR_COUNT",
+    "MAX_THREADS_PER_MULTIPROCESSOR",
+    "MAX_BLOCKS_PER_MULTIPROCESSOR",
+    "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR",
+    "MAX_SHARED_MEMORY_PER_BLOCK",
+    "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
+    "RESERVED_SHARED_MEMORY_PER_BLOCK",
+    "MAX_REGISTERS_PER_MULTIPROCESSOR",
+    "MAX_REGISTERS_PER_BLOCK",
+    "MAX_THREADS_PER_BLOCK",
+    "WARP_SIZE",
+    "CLOCK_RATE",
+)
+
+
+def _read_attributes() -> dict:
+    """The attributes of numba's current GPU (this process must drive a GPU)."""
+    from numba import cuda
+
+    dev = cuda.get_current_device()
+    out = {
+        "name": dev.name.decode() if isinstance(dev.name, bytes) else dev.name,
+        "compute_capability": list(dev.compute_capability),
+    }
+    for a in ATTRIBUTES:
+        try:
+            out[a] = int(getattr(dev, a))
+        except Exception:  # noqa: BLE001 - an attribute this driver does not know
+            pass
+    return out
+
+
+@functools.cache
+def live_attributes() -> dict:
+    """CUDA attributes of the GPU numba drives here (read in a fresh process when simulating).
+
+    Raises
+    ------
+    GPUUnavailableError
+        When numba can use no CUDA GPU here.
+    """
+    if not gpu_available():
+        raise GPUUnavailableError(
+            "device='live' needs a CUDA GPU that numba can use, and there is none here; "
+            f"use a preset: {', '.join(PRESETS)}"
+        )
+    if _numba_mode() != "simulator":
+        return _read_attributes()
+    code = (
+        "import json; from vizmm.record.device import _read_attributes as r; print(json.dumps(r()))"
+    )
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    if proc.returncode != 0:
+        raise GPUUnavailableError("could not read the GPU's attributes: " + proc.stderr[-500:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@functools.cache
+def compiled_registers(kernel: str, tile_width: int, instrumented: bool = False) -> int | None:
+    """Registers per thread of ``kernel`` as numba-cuda compiles it for the live GPU.
+
+    Returns None when this process cannot compile for a GPU (the simulator,
+    or no GPU): callers then use the measured values.
+    """
+    if _numba_mode() == "simulator" or not gpu_available():
+        return None
+    import numpy as np
+    import vizmm_kernels as K
+    from numba import typeof
+
+    from .launcher import allocate_records
+
+    W = 2 * tile_width
+    args = [np.zeros(W * W, np.float32) for _ in range(3)]
+    args += list(K.launch_dims(kernel, W, W, W, tile_width))
+    if instrumented:
+        rec, _ = allocate_records(W, W, W, tile_width, kernel, [(0, 0)], True)
+        args += list(rec.values())
+    kern = K.get_kernel(kernel, tile_width, instrumented)
+    return int(kern.compile(tuple(typeof(a) for a in args)).regs_per_thread)
+
+
+@functools.cache
+def preset_attributes(name: str) -> dict:
+    """CUDA attributes of a device preset, with ``source`` (where they come from).
+
+    Raises
+    ------
+    RecordError
+        For an unknown preset.
+    """
+    if name not in PRESETS:
+        raise RecordError(f"unknown device {name!r}; choose one of {', '.join(PRESETS)}")
+    with open(os.path.join(_DATA, PRESETS[name]), encoding="utf-8") as f:
+        data = json.load(f)
+    if name in data:  # the presets file: the book's figures
+        return dict(data[name]["device"], source=data[name]["source"])
+    measured = f"measured on an {data['device']['name']}, {data['date'][:10]}"
+    return dict(data["device"], source=measured)
+
+
+def tile_width_from_device(backend: str, device: str) -> tuple[int, str]:
+    """Fig. 5.14's host code: TILE_WIDTH from the device's properties, and which device.
+
+    On the GPU (``backend='gpu'``, or 'auto' with a usable GPU) the real
+    device's attributes; in the simulator the preset ``device``'s.
+    """
+    from vizmm_kernels.dynamic import choose_tile_width
+
+    if backend == "gpu" or (backend == "auto" and gpu_available()):
+        attrs, where = live_attributes(), "this machine's GPU"
+    else:
+        attrs = preset_attributes(device)
+        where = f"the {device} preset ({attrs['source']})"
+    T = choose_tile_width(attrs)
+    return T, f"TILE_WIDTH {T} chosen from the properties of {attrs['name']}, {where}"
