@@ -633,7 +633,11 @@ def _counter_columns(
         (f"  tiled kernel so far   {loads:>7d}", "normal", th.TEXT),
         (f"  naive kernel, same    {naive:>7d}", "normal", th.MUTED),
         (f"  -> {ratio} (TILE_WIDTH = {T})", "normal", th.TEXT),
-        (f"CGMA so far {frame.cgma:.2f} FLOP/load (naive 1.00)", "bold", th.TEXT),
+        (
+            f"CGMA {frame.cgma / 4:.2f} OP/B, {frame.cgma:.2f} FLOP/load (naive 0.25 OP/B)",
+            "bold",
+            th.TEXT,
+        ),
         (f"Pvalue of {who} ({fy},{fx}) after", "bold", th.TEXT),
     ]
     per_line = 3

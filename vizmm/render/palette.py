@@ -72,6 +72,7 @@ __all__ = [
     "NO_READS",
     "WAVE_BANDS",
     "sequential",
+    "KERNEL_COLORS",
 ]
 
 FONT_FAMILY = "DejaVu Sans"
@@ -447,3 +448,15 @@ BARRIER_COLORS = LIGHT.BARRIER_COLORS
 WAVE_BANDS = LIGHT.WAVE_BANDS
 NO_READS = LIGHT.NO_READS
 READS_RAMP = Palette.READS_RAMP
+
+# One colour per timed kernel (roofline points and speed curves): Okabe-Ito hues,
+# the same in both themes.
+KERNEL_COLORS = {
+    "naive": "#d55e00",
+    "tiled": "#0072b2",
+    "boundary": "#009e73",
+    "dynamic": "#cc79a7",
+    "dynamic_any": "#e69f00",
+    "cublas": "#000000",
+    "book": "#8c959f",
+}

@@ -765,7 +765,7 @@ class FrameRenderer:
         if "counters" in self.views:
             counters = (
                 f"global loads {frame.loads_so_far} (naive kernel "
-                f"{frame.naive_loads_so_far}) · CGMA {frame.cgma:.2f}"
+                f"{frame.naive_loads_so_far}) · CGMA {frame.cgma / 4:.2f} OP/B"
             )
             cw = _text_w(counters, self.fs_small)
             draw.text(

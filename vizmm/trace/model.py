@@ -430,9 +430,17 @@ class Trace:
         return 2 * j * k * l
 
     def cgma(self) -> float:
-        """Compute-to-global-memory-access ratio: 2 FLOPs per term per global read (Section 5.1)."""
+        """Compute-to-global-memory-access ratio: 2 FLOPs per term per global read (Section 5.1).
+
+        In FLOP per element read (1.0 for the naive kernel); :meth:`cgma_op_per_byte`
+        gives the book's OP/B.
+        """
         j, k, l = self.shape
         return 2.0 * j * k * l / max(1, self.global_loads())
+
+    def cgma_op_per_byte(self) -> float:
+        """CGMA in the book's unit, FLOP per byte read (OP/B): 0.25 naive, 4 with TILE_WIDTH 16."""
+        return self.cgma() / 4.0
 
     def summary(self) -> str:
         """A few lines saying what the trace holds (used by ``vizmm info``)."""
@@ -461,7 +469,7 @@ class Trace:
             f"loads       {self.global_loads()} global reads of M and N "
             f"(naive kernel: {self.naive_loads()}, "
             f"{self.naive_loads() / max(1, self.global_loads()):.1f}x fewer), "
-            f"CGMA {self.cgma():.2f}",
+            f"CGMA {self.cgma_op_per_byte():.2f} OP/B ({self.cgma():.2f} FLOP per load)",
         ]
         if m.get("created"):
             lines.append(f"created     {m['created']}")

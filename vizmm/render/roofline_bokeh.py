@@ -1,0 +1,224 @@
+"""Bokeh figures of the book's GFLOPS argument: the roofline and measured speed against size.
+
+:class:`RooflineView` draws a measured roofline (:func:`vizmm.analysis.roofline.measured_roofline`)
+with each kernel's point, the book's A100 example beside it (Section 5.4:
+1555 GB/s, 19,500 GFLOPS; 0.25 OP/B -> 389 and 4 OP/B -> 6220 GFLOPS) and
+the intensity of the trace on screen as a marker on the roof;
+:meth:`RooflineView.set_current` moves that marker. :func:`speed_figure`
+draws measured GFLOP/s against the square size for every timed kernel and
+cuBLAS. Both only draw what the analysis computed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, Label, Legend, LegendItem
+from bokeh.plotting import figure
+
+from ..analysis.roofline import Roofline
+from . import palette as pal
+
+__all__ = ["RooflineView", "roof_columns", "point_columns", "speed_figure"]
+
+X_RANGE = (0.1, 100.0)  # OP/B
+
+
+def _color(kernel: str) -> str:
+    return pal.KERNEL_COLORS.get(kernel, pal.MUTED)
+
+
+def roof_columns(roof: Roofline, n: int = 200) -> dict[str, np.ndarray]:
+    """The roof ``min(peak, bandwidth x I)`` sampled over :data:`X_RANGE` (log-spaced)."""
+    x = np.geomspace(*X_RANGE, n)
+    return {"x": x, "y": roof.attainable(x)}
+
+
+def point_columns(roof: Roofline) -> dict[str, list]:
+    """One row per kernel point: intensity, GFLOP/s, label, colour, roof and fraction of it."""
+    p = roof.points
+    return {
+        "x": [q.op_per_byte for q in p],
+        "y": [q.gflops for q in p],
+        "label": [q.label for q in p],
+        "color": [_color(q.kernel) for q in p],
+        "bound": [q.bound_gflops for q in p],
+        "fraction": [q.fraction_of_bound for q in p],
+        "width": [q.width or 0 for q in p],
+    }
+
+
+class RooflineView:
+    """A log-log roofline: measured roof and points, the book's A100 example, the current trace.
+
+    Parameters
+    ----------
+    roof : Roofline
+        The measured device's roofline with its kernel points.
+    book : Roofline, optional
+        Drawn in grey beside it (the book's A100).
+    height, width : int
+        Pixels.
+
+    Attributes
+    ----------
+    figure : bokeh.plotting.figure
+    current : ColumnDataSource
+        ``x`` (OP/B), ``y`` (the roof there, GFLOP/s), ``label``: the trace on screen.
+    """
+
+    def __init__(self, roof: Roofline, book: Roofline | None = None, height=360, width=560):
+        top = max(roof.peak_gflops, roof.spec_peak_gflops or 0, book.peak_gflops if book else 0)
+        f = figure(
+            x_axis_type="log",
+            y_axis_type="log",
+            x_range=X_RANGE,
+            y_range=(50, top * 2),
+            height=height,
+            width=width,
+            title=f"Roofline: {roof.device} (measured) and the book's A100",
+            x_axis_label="arithmetic intensity, CGMA (OP/B: FLOP per byte read)",
+            y_axis_label="GFLOP/s",
+            toolbar_location=None,
+            name="roofline",
+        )
+        f.title.text_font_size = "12pt"
+        items = []
+        if book is not None:
+            bl = f.line(
+                "x",
+                "y",
+                source=ColumnDataSource(roof_columns(book)),
+                color=pal.MUTED,
+                line_width=2,
+                line_dash="dashed",
+            )
+            bp = f.scatter(
+                "x",
+                "y",
+                source=ColumnDataSource(point_columns(book)),
+                size=10,
+                marker="square",
+                color=pal.MUTED,
+            )
+            for q in book.points:
+                f.add_layout(
+                    Label(
+                        x=q.op_per_byte,
+                        y=q.gflops,
+                        text=f"{q.gflops:,.0f}",
+                        text_color=pal.MUTED,
+                        text_font_size="9pt",
+                        x_offset=6,
+                        y_offset=-14,
+                    )
+                )
+            items.append(
+                LegendItem(label=f"{book.device}: 1555 GB/s, 19,500 GFLOPS", renderers=[bl, bp])
+            )
+        rl = f.line(
+            "x", "y", source=ColumnDataSource(roof_columns(roof)), color=pal.TEXT, line_width=2
+        )
+        items.append(
+            LegendItem(
+                label=f"{roof.device} measured: {roof.bandwidth_gb_s:,.0f} GB/s, "
+                f"{roof.peak_gflops:,.0f} GFLOP/s",
+                renderers=[rl],
+            )
+        )
+        if roof.spec_peak_gflops:
+            sl = f.line(
+                list(X_RANGE), [roof.spec_peak_gflops] * 2, color=pal.TEXT, line_dash="dotted"
+            )
+            items.append(
+                LegendItem(label=f"data-sheet peak {roof.spec_peak_gflops:,.0f}", renderers=[sl])
+            )
+        pts = ColumnDataSource(point_columns(roof))
+        pr = f.scatter(
+            "x", "y", source=pts, size=9, color="color", line_color=pal.TEXT, name="points"
+        )
+        items.append(LegendItem(label="kernels, measured (GFLOP/s at Width 4096)", renderers=[pr]))
+        self.current = ColumnDataSource({"x": [], "y": [], "label": []})
+        cr = f.scatter(
+            "x",
+            "y",
+            source=self.current,
+            size=16,
+            marker="inverted_triangle",
+            fill_color=pal.FOCUS,
+            line_color=pal.TEXT,
+            name="current",
+        )
+        items.append(LegendItem(label="this trace's CGMA on the roof", renderers=[cr]))
+        f.add_tools(
+            HoverTool(
+                renderers=[pr],
+                tooltips=[
+                    ("kernel", "@label"),
+                    ("CGMA", "@x{0.00} OP/B"),
+                    ("measured", "@y{0,0} GFLOP/s"),
+                    ("roof", "@bound{0,0} GFLOP/s"),
+                    ("of roof", "@fraction{0%}"),
+                ],
+            )
+        )
+        f.add_tools(HoverTool(renderers=[cr], tooltips=[("", "@label")]))
+        f.add_layout(Legend(items=items, label_text_font_size="8pt", spacing=0), "below")
+        self.figure = f
+        self.roof = roof
+
+    def set_current(self, op_per_byte: float | None, label: str = "") -> None:
+        """Put the trace on screen at ``op_per_byte`` on the measured roof (None: hide it)."""
+        if op_per_byte is None or not np.isfinite(op_per_byte) or op_per_byte <= 0:
+            self.current.data = {"x": [], "y": [], "label": []}
+            return
+        y = float(self.roof.attainable(op_per_byte))
+        self.current.data = {"x": [op_per_byte], "y": [y], "label": [label]}
+
+
+def speed_figure(series: dict[str, list[tuple[int, float]]], device: str, height=360, width=560):
+    """Measured GFLOP/s against the square size (log-log), one line per kernel and cuBLAS.
+
+    Parameters
+    ----------
+    series : dict
+        ``{'tiled T=16': [(Width, GFLOP/s), ...], 'cuBLAS': [...]}`` as
+        :func:`vizmm.analysis.roofline.speed_series` returns.
+    device : str
+        For the title.
+    """
+    f = figure(
+        x_axis_type="log",
+        y_axis_type="log",
+        height=height,
+        width=width,
+        title=f"Measured speed on the {device} (CUDA events, median)",
+        x_axis_label="Width (square matrices)",
+        y_axis_label="GFLOP/s",
+        toolbar_location=None,
+        name="speed",
+    )
+    f.title.text_font_size = "12pt"
+    items = []
+    dashes = {8: "dotted", 16: "solid", 32: "dashed"}
+    for label, pts in series.items():
+        kernel = "cublas" if label == "cuBLAS" else label.split(" ")[0]
+        T = int(label.split("=")[1]) if "=" in label else 16
+        src = ColumnDataSource(
+            {"x": [p[0] for p in pts], "y": [p[1] for p in pts], "label": [label] * len(pts)}
+        )
+        line = f.line(
+            "x",
+            "y",
+            source=src,
+            color=_color(kernel),
+            line_width=2,
+            line_dash=dashes.get(T, "solid"),
+        )
+        dots = f.scatter("x", "y", source=src, color=_color(kernel), size=5)
+        items.append(LegendItem(label=label, renderers=[line, dots]))
+    f.add_tools(HoverTool(tooltips=[("", "@label"), ("Width", "@x"), ("GFLOP/s", "@y{0,0}")]))
+    sizes = sorted({p[0] for pts in series.values() for p in pts})
+    f.xaxis.ticker = FixedTicker(ticks=sizes)
+    f.xaxis.major_label_orientation = 0.6
+    f.add_layout(Legend(items=items, label_text_font_size="8pt", spacing=0), "right")
+    return f
