@@ -40,7 +40,7 @@ if _ROOT not in sys.path:  # `panel serve apps/dashboard.py` runs this file as a
 
 import vizmm  # noqa: E402
 from apps import large_view, traces  # noqa: E402
-from apps.keys import KeyboardShortcuts  # noqa: E402
+from apps.keys import KeyboardShortcuts, PageTheme  # noqa: E402
 from vizmm.record import DEFAULT_MAX_BYTES  # noqa: E402
 from vizmm.render.bokeh_scene import Scene, slot_label  # noqa: E402
 from vizmm.replay import GRANULARITIES, ORDERS, Replay, SlotState, Step, Sub, ThreadState  # noqa: E402
@@ -59,6 +59,7 @@ URL_PARAMS = {
     "granularity": "granularity",
     "order": "order",
     "presenter": "presenter",
+    "theme": "theme",
 }
 
 #: Keyboard shortcuts: key -> what it does (shown in the help card).
@@ -92,6 +93,9 @@ class DashboardState(param.Parameterized):
     granularity = param.Selector(default="substep", objects=list(GRANULARITIES))
     order = param.Selector(default="lockstep", objects=list(ORDERS))
     presenter = param.Boolean(default=False, doc="Large fonts, controls tucked away.")
+    theme = param.Selector(
+        default="light", objects=["light", "dark"], doc="Colours: light, or dark for dim rooms."
+    )
     playing = param.Boolean(default=False)
     speed = param.Number(default=2.0, bounds=(0.25, 20.0), doc="Steps per second when playing.")
 
@@ -412,6 +416,8 @@ class DashboardState(param.Parameterized):
             "cgma": round(float(f.cgma), 4),
             "pvalue": None if f.focus is None else _num(f.pvalue[f.focus]),
             "title": f.title,
+            "presenter": self.presenter,
+            "theme": self.theme,
             "message": self.message,
             "busy": self.busy,
         }
@@ -628,17 +634,20 @@ class Dashboard(pn.viewable.Viewer):
         super().__init__(state=state or DashboardState(), **params)
         self._served = served
         self._scene: Scene | None = None
+        self._scenes: dict[tuple[bool, str], Scene] = {}  # of the trace below, by mode
+        self._scenes_of: Trace | None = None
         self._play_cb = None
         self._job = None
         self._job_cb = None
         if served:
             self.state._loader = self._load_in_background
         self._build_widgets()
-        self.state.param.watch(self._draw, ["frame", "presenter"])
+        self.state.param.watch(self._draw, ["frame", "presenter", "theme"])
         self.state.param.watch(self._on_trace, ["trace"])
         self.state.param.watch(self._on_message, ["message", "message_kind", "busy", "progress"])
         self.state.param.watch(self._on_playing, ["playing", "speed"])
         self.state.param.watch(self._on_presenter, ["presenter"])
+        self.state.param.watch(self._on_theme, ["theme"])
         self.state.param.watch(self._on_source_changed, ["source"])
         if served and pn.state.location is not None:
             pn.state.location.sync(self.state, URL_PARAMS, on_error=self.state.apply_values)
@@ -647,6 +656,10 @@ class Dashboard(pn.viewable.Viewer):
         self._draw()
         self._on_message()
         self._on_presenter()
+        if served:
+            # Panel sizes a new page's rows from every child, hidden ones included
+            # (see _on_presenter): set presenter mode's widths again once it is shown
+            pn.state.onload(self._resize)
 
     # -------------------------------------------------------- extension
     @classmethod
@@ -702,6 +715,11 @@ class Dashboard(pn.viewable.Viewer):
         self.presenter = pn.widgets.Toggle.from_param(
             s.param.presenter, label="Presenter mode", width=140, color="primary"
         )
+        self.theme = pn.widgets.Toggle(label="Dark", value=s.theme == "dark", width=70)
+        self.theme.param.watch(lambda e: setattr(s, "theme", "dark" if e.new else "light"), "value")
+        # Panel draws its widgets in the theme the page was opened with (?theme=):
+        # a change of theme in a served page opens it again in the new one.
+        self.page_theme = PageTheme(theme=s.theme)
         self.unfollow = pn.widgets.Button(label="stop following", width=120, visible=False)
         self.unfollow.on_click(lambda e: s.param.update(ty=-1, tx=-1))
         self.status_pane = pn.pane.HTML("", sizing_mode="stretch_width", height=22, margin=(0, 10))
@@ -712,6 +730,9 @@ class Dashboard(pn.viewable.Viewer):
             value=-1, active=False, visible=False, width=300, bar_color="primary"
         )
         self.scene_pane = pn.pane.Bokeh(None, sizing_mode="fixed", margin=(0, 10))
+        # presenter mode: the caption, M, N, P, Mds, Nds and threads, sized for a projector
+        self.presenter_pane = pn.pane.Bokeh(None, sizing_mode="fixed", margin=(0, 10))
+        self.presenter_view = pn.Column(self.presenter_pane, visible=False)
         self.keys = KeyboardShortcuts(on_key=s.handle_key, keys=list(KEYS) + ["G"])
 
         # Loading: record form, upload, export
@@ -765,6 +786,7 @@ class Dashboard(pn.viewable.Viewer):
             self.order,
             self.unfollow,
             self.presenter,
+            self.theme,
             sizing_mode="stretch_width",
             align="center",
         )
@@ -780,7 +802,9 @@ class Dashboard(pn.viewable.Viewer):
             self.alert,
             pn.Row(self.status_pane, self.progress, sizing_mode="stretch_width"),
             self.tabs,
+            self.presenter_view,
             self.keys,
+            self.page_theme,
             sizing_mode="stretch_width",
         )
 
@@ -872,7 +896,26 @@ class Dashboard(pn.viewable.Viewer):
         p = self.state.presenter
         self.more.visible = not p
         self.header.visible = not p
-        self.speed.visible = self.order.visible = not p
+        self.tabs.visible = not p
+        self.presenter_view.visible = p
+        # Panel gives the page the width of its widest child, hidden ones included
+        # (the normal scene's 1300 pixels): in presenter mode, the window's width
+        for box in (self.layout, self.controls):
+            box.min_width = 320 if p else None
+        for w in (self.slider, self.speed, self.granularity, self.order):
+            w.visible = not p
+        self.unfollow.visible = (
+            not p and self.state.frame is not None and (self.state.frame.focus is not None)
+        )
+
+    def _resize(self) -> None:
+        for box in (self.layout, self.controls):
+            box.param.trigger("min_width")
+
+    def _on_theme(self, *events) -> None:
+        self.theme.value = self.state.theme == "dark"
+        if self._served:
+            self.page_theme.theme = self.state.theme
 
     def _on_playing(self, *events) -> None:
         s = self.state
@@ -895,23 +938,37 @@ class Dashboard(pn.viewable.Viewer):
         s = self.state
         frame = s.frame
         if frame is not None and s.trace is not None:
-            scene = self._scene
-            if scene is None or scene.trace is not s.trace or scene.presenter != s.presenter:
-                # large traces: no element-by-element M, N, P (apps/large_view.py)
-                scene = large_view.replay_scene(s.trace, presenter=s.presenter)
-                scene.update(frame)
-                self._attach_taps(scene)
-                self._scene = scene
-                self.scene_pane.object = scene.layout
-            else:
-                scene.update(frame)
+            scene = self._scene_for(s.presenter, s.theme)
+            scene.update(frame)
+            pane = self.presenter_pane if s.presenter else self.scene_pane
+            if pane.object is not scene.layout:
+                pane.object = scene.layout
+            self._scene = scene
             end = max(2, s.n_steps)
             if self.slider.end != end:
                 self.slider.end = end
             self.slider.value = s.step + 1
-            self.unfollow.visible = frame.focus is not None
+            self.unfollow.visible = frame.focus is not None and not s.presenter
             self._export_name()
         self.status_pane.object = self._status_html()
+
+    def _scene_for(self, presenter: bool, theme: str) -> Scene:
+        """The scene of the current trace for a mode, built once per trace and mode.
+
+        Toggling presenter mode or the theme back and forth then swaps built
+        scenes instead of building one each time (a second or more on a
+        loaded server, during which the page seemed not to react).
+        """
+        trace = self.state.trace
+        if self._scenes_of is not trace:
+            self._scenes, self._scenes_of = {}, trace
+        scene = self._scenes.get((presenter, theme))
+        if scene is None:
+            # large traces: no element-by-element M, N, P (apps/large_view.py)
+            scene = large_view.replay_scene(trace, presenter=presenter, theme=theme)
+            self._attach_taps(scene)
+            self._scenes[(presenter, theme)] = scene
+        return scene
 
     def _attach_taps(self, scene: Scene) -> None:
         blocks = scene.sources.get("blocks")

@@ -7,10 +7,15 @@ called with the key's name (``"ArrowRight"``, ``" "``, ``"g"`` ...). Keys
 typed into inputs, text areas, selects and editable elements are left alone,
 and so are keys with Ctrl, Alt or Meta.
 
-A key travels as a change of two synchronised parameters (``key``, then the
-counter ``pressed``) rather than as a custom message: Panel runs custom
-messages on the next tick of the server, and the changes they make then
-reached the browser only with the next message.
+Keys travel in one synchronised parameter, ``queue``: the last
+:data:`QUEUE_LENGTH` keys pressed, each with its sequence number; Python acts
+on every entry newer than the last it handled, in order. (A key sent as a
+change of ``key`` and of the counter ``pressed`` could be lost: while the
+server is busy, say building the presenter's scene after a ``p``, Panel keeps
+only the newest value of each property that arrives, so two quick ``p``
+presses arrived as one change of ``pressed`` and toggled once. Custom messages
+are no better: Panel runs them on the next tick of the server, and the changes
+they make then reached the browser only with the next message.)
 """
 
 from __future__ import annotations
@@ -21,7 +26,11 @@ import param
 from panel.custom import JSComponent
 from panel.io import hold
 
-__all__ = ["KeyboardShortcuts"]
+__all__ = ["KeyboardShortcuts", "PageTheme", "QUEUE_LENGTH"]
+
+#: Keys the browser keeps in :attr:`KeyboardShortcuts.queue` (presses the
+#: server may fall behind by and still act on, each of them).
+QUEUE_LENGTH = 64
 
 
 class KeyboardShortcuts(JSComponent):
@@ -42,8 +51,12 @@ class KeyboardShortcuts(JSComponent):
         item_type=str,
         doc="KeyboardEvent.key values to send to Python.",
     )
-    key = param.String(default="", doc="The last watched key pressed.")
-    pressed = param.Integer(default=0, doc="How many watched keys were pressed.")
+    queue = param.List(
+        default=[],
+        doc="The last watched keys pressed, oldest first, as [sequence number, key] pairs.",
+    )
+    key = param.String(default="", doc="The last key acted on.")
+    pressed = param.Integer(default=0, doc="Sequence number of the last key acted on.")
 
     # Panel waits this long (ms) to batch changes from the browser; a key
     # should act at once.
@@ -61,20 +74,24 @@ class KeyboardShortcuts(JSComponent):
       return false;
     }
 
+    const QUEUE_LENGTH = __QUEUE_LENGTH__;
+
     export function render({ model, el }) {
       const handler = (event) => {
         if (event.ctrlKey || event.altKey || event.metaKey) return;
         if (!model.keys.includes(event.key) || typing(event)) return;
         event.preventDefault();
         event.stopPropagation();
-        model.key = event.key;
-        model.pressed = model.pressed + 1;
+        const queue = model.queue.slice(-(QUEUE_LENGTH - 1));
+        const last = queue.length ? queue[queue.length - 1][0] : model.pressed;
+        queue.push([Math.max(last, model.pressed) + 1, event.key]);
+        model.queue = queue;  // one property: a newer value holds the older keys too
       };
       document.addEventListener("keydown", handler, true);
       model.on("remove", () => document.removeEventListener("keydown", handler, true));
       el.style.display = "none";
     }
-    """
+    """.replace("__QUEUE_LENGTH__", str(QUEUE_LENGTH))
 
     def __init__(self, on_key: Callable[[str], None] | None = None, **params):
         params.setdefault("height", 0)
@@ -82,14 +99,48 @@ class KeyboardShortcuts(JSComponent):
         params.setdefault("margin", 0)
         super().__init__(**params)
         self.on_key = on_key
-        self.param.watch(self._pressed, "pressed")
+        self.param.watch(self._queued, "queue")
 
     def press(self, key: str) -> None:
         """Act as if ``key`` was pressed in the page (tests, scripted demos)."""
-        self.key = key
-        self.pressed += 1
+        last = self.queue[-1][0] if self.queue else self.pressed
+        seq = max(last, self.pressed) + 1
+        self.queue = [*self.queue[-(QUEUE_LENGTH - 1) :], [seq, key]]
 
-    def _pressed(self, event) -> None:
-        if self.key in self.keys and self.on_key is not None:
-            with hold():  # every change the key makes leaves in one batch
-                self.on_key(self.key)
+    def _queued(self, event) -> None:
+        new = [(int(seq), str(key)) for seq, key in self.queue if int(seq) > self.pressed]
+        for seq, key in new:
+            self.param.update(key=key, pressed=seq)
+            if key in self.keys and self.on_key is not None:
+                with hold():  # every change the key makes leaves in one batch
+                    self.on_key(key)
+
+
+class PageTheme(JSComponent):
+    """Open the page again in another theme when :attr:`theme` changes.
+
+    Panel draws a served page's widgets in the theme the page was opened with
+    (the ``theme`` URL query: ``?theme=dark``); this invisible component opens
+    the same URL with the new ``theme`` when Python changes :attr:`theme`.
+    """
+
+    theme = param.Selector(default="light", objects=["light", "dark"])
+
+    _esm = """
+    export function render({ model, el }) {
+      el.style.display = "none";
+      const opened = new URL(window.location.href).searchParams.get("theme") || "light";
+      model.on("theme", () => {
+        if (model.theme === opened) return;
+        const url = new URL(window.location.href);
+        url.searchParams.set("theme", model.theme);
+        window.location.replace(url.toString());
+      });
+    }
+    """
+
+    def __init__(self, **params):
+        params.setdefault("height", 0)
+        params.setdefault("width", 0)
+        params.setdefault("margin", 0)
+        super().__init__(**params)

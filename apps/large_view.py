@@ -343,20 +343,22 @@ def _make_scene(trace: Trace):
 is_large = render.is_large
 
 
-def replay_scene(trace: Trace, presenter: bool = False):
+def replay_scene(trace: Trace, presenter: bool = False, theme: str = "light"):
     """The per-thread :class:`~vizmm.render.bokeh_scene.Scene` a trace can afford.
 
     Small traces get every view. Large ones (more than 40,000 elements of M,
     N and P) get the caption, Mds, Nds, the threads, the legend and the source
     (and the counters with up to 16 phases): drawing 4096 x 4096 matrices
-    element by element is what the large views avoid.
+    element by element is what the large views avoid. A presenter scene shows
+    :data:`~vizmm.render.bokeh_scene.PRESENTER_VIEWS` (of those), sized to fit a
+    projector; ``theme`` is ``'light'`` or ``'dark'``.
     """
     from vizmm.render import bokeh_scene
 
-    if not is_large(trace):
-        return bokeh_scene.Scene(trace, presenter=presenter)
-    views = render.affordable_views(trace, bokeh_scene.VIEWS)
-    return bokeh_scene.Scene(trace, views=views, presenter=presenter)
+    views = bokeh_scene.PRESENTER_VIEWS if presenter else bokeh_scene.VIEWS
+    if is_large(trace):
+        views = render.affordable_views(trace, views)
+    return bokeh_scene.Scene(trace, views=views, presenter=presenter, theme=theme)
 
 
 # -------------------------------------------------------------------- view

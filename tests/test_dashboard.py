@@ -315,11 +315,32 @@ def test_keyboard_component_drives_the_state(dash):
     assert dash.state.step == 2 and dash.keys.pressed == 3
 
 
-def test_presenter_mode_rebuilds_a_larger_scene(dash):
-    small = dash._scene.figures["M"].width
+def test_presenter_mode_shows_the_step_in_large_type(dash):
+    normal = dash._scene
     dash.state.handle_key("p")
-    assert dash.state.presenter and not dash.more.visible
-    assert dash._scene.presenter and dash._scene.figures["M"].width > small
+    assert dash.state.presenter and not dash.more.visible and not dash.tabs.visible
+    scene = dash._scene
+    assert scene.presenter and dash.presenter_view.visible
+    assert set(scene.figures) == {"caption", "M", "N", "P", "Mds", "Nds", "threads"}
+    assert scene.sizes.font > normal.sizes.font
+    assert not (dash.slider.visible or dash.speed.visible or dash.granularity.visible)
+    # back and forth: the scenes are built once, then swapped
+    dash.state.handle_key("p")
+    assert dash._scene is normal and not dash.presenter_view.visible and dash.tabs.visible
+    dash.state.handle_key("p")
+    assert dash._scene is scene
+
+
+def test_dark_theme_from_the_url_and_the_control(dash):
+    from vizmm.render import palette as pal
+
+    dash.state.apply_query("trace=fig5-8&theme=dark")
+    assert dash.state.theme == "dark" and dash.theme.value
+    assert dash._scene.palette is pal.DARK
+    assert dash._scene.figures["M"].background_fill_color == pal.DARK.BACKGROUND
+    assert "theme=dark" in dash.state.url_query() and dash.state.status()["theme"] == "dark"
+    dash.theme.value = False
+    assert dash.state.theme == "light" and dash._scene.palette is pal.LIGHT
 
 
 def test_extra_views_become_tabs():

@@ -62,6 +62,8 @@ from .text import format_value, render_text
 
 __all__ = [
     "VIEWS",
+    "PRESENTER_VIEWS",
+    "PRESENTER_BOX",
     "SOURCE_NAMES",
     "SOURCE_ORDER",
     "matrix_palette",
@@ -108,6 +110,11 @@ SOURCE_ORDER = tuple(n for names in SOURCE_NAMES.values() for n in names)
 ALL_SOURCES = frozenset(SOURCE_ORDER)
 
 CAPTION_CHARS = 120  # title and caption lines are wrapped at this many characters
+#: The views of a presenter scene: what a class must see on a projector.
+PRESENTER_VIEWS = ("caption", "M", "N", "P", "Mds", "Nds", "threads")
+#: Pixels (width, height) a presenter scene fits in: a 1024 x 768 or 1280 x 720
+#: projector less the page's one row of controls and its status line.
+PRESENTER_BOX = (990, 610)
 TABLE_ROWS = 9  # the table shows every thread when T*T <= this, else a window
 TABLE_PHASES = 3  # ... and at most this many phases around the current one
 COUNTER_CHARS = 46
@@ -213,6 +220,7 @@ def frame_columns(
     trace: Trace,
     sources: Iterable[str] | None = None,
     theme: str | pal.Palette = "light",
+    caption_chars: int = CAPTION_CHARS,
 ) -> dict[str, dict[str, list]]:
     """The data of every glyph of the scene for one frame (pure).
 
@@ -228,6 +236,8 @@ def frame_columns(
         the matrices of a 4096 x 4096 trace are costly). All by default.
     theme : {'light', 'dark'} or Palette
         The colours (:func:`vizmm.render.palette.palette`).
+    caption_chars : int
+        Characters per line of the caption (a presenter scene's are fewer).
 
     Returns
     -------
@@ -244,7 +254,7 @@ def frame_columns(
     out: dict[str, dict[str, list]] = {}
     T = trace.tile_width
     makers = {
-        "caption": lambda: _caption_columns(frame, th),
+        "caption": lambda: _caption_columns(frame, th, caption_chars),
         "P_pvalue": lambda: _pvalue_columns(frame, trace),
         "Mds": lambda: _shared_columns(frame, "M", th),
         "Nds": lambda: _shared_columns(frame, "N", th),
@@ -272,10 +282,10 @@ def frame_columns(
     return out
 
 
-def _caption_columns(frame: Frame, th: pal.Palette) -> dict[str, list]:
+def _caption_columns(frame: Frame, th: pal.Palette, chars: int = CAPTION_CHARS) -> dict[str, list]:
     title = f"Step {frame.index + 1} of {frame.count} · {frame.title}"
-    lines = [(line, "bold", th.TEXT) for line in textwrap.wrap(title, CAPTION_CHARS)[:2]]
-    caption = textwrap.wrap(frame.caption, CAPTION_CHARS, break_on_hyphens=False)
+    lines = [(line, "bold", th.TEXT) for line in textwrap.wrap(title, chars)[:2]]
+    caption = textwrap.wrap(frame.caption, chars, break_on_hyphens=False)
     for line in caption[: 4 - len(lines)]:
         lines.append((line, "normal", th.TEXT))
     while len(lines) < 4:
@@ -952,24 +962,74 @@ class _Sizes:
     matrix_text: bool
     shared_text: bool
 
+    caption_chars: int = CAPTION_CHARS
+
     @classmethod
-    def of(cls, trace: Trace, presenter: bool) -> _Sizes:
-        s = 1.3 if presenter else 1.0
+    def of(cls, trace: Trace, presenter: bool, views: Iterable[str] = VIEWS) -> _Sizes:
+        if presenter:
+            return cls._fit(trace, set(views), *PRESENTER_BOX)
         T = trace.tile_width
         gy, gx = trace.grid
         ext = max(gy * T, max(trace.n_phases, 1) * T, gx * T)
-        cell = int(min(60 * s, max(5, (290 * s) // ext)))
-        scell = int(min(78 * s, max(12, (170 * s) // T)))
-        mono = int(round(12 * s))
+        cell = int(min(60, max(5, 290 // ext)))
+        scell = int(min(78, max(12, 170 // T)))
+        mono = 12
         return cls(
             cell=cell,
             scell=scell,
-            font=int(round(13 * s)),
+            font=13,
             mono=mono,
             char=0.61 * mono,
             line=int(round(mono * 1.55)),
             matrix_text=cell >= 24,
             shared_text=scell >= 36,
+        )
+
+    @classmethod
+    def _fit(cls, trace: Trace, v: set[str], width: int, height: int) -> _Sizes:
+        """Large type, and cells as large as fit in ``width`` x ``height`` pixels."""
+        font, mono = 18, 16
+        line = int(round(mono * 1.55))
+        T = trace.tile_width
+        j, k, l = trace.shape
+        gy, gx = trace.grid
+        nph = max(trace.n_phases, 1)
+        head = 30 + 2 * font  # a grid figure's title and axis labels
+        grid_h = height - ((4 * line + 8 + 10) if "caption" in v else 0)
+        # middle column: Mds and Nds side by side, the threads below
+        shared = len(v & {"Mds", "Nds"})
+        mid_rows = (shared > 0) + ("threads" in v)
+        scell, mid_w = 0, 0
+        if mid_rows:
+            scell = int(min(90, (grid_h - mid_rows * head - 8 * (mid_rows - 1)) // (mid_rows * T)))
+            mid_w = max(shared * (T * scell + 30) + 10 * max(0, shared - 1), T * scell + 40) + 22
+        # matrices: N above P, M left of P (Fig. 5.10)
+        ext_rows = {"M": max(j, gy * T), "N": max(k, nph * T), "P": max(j, gy * T)}
+        ext_cols = {"M": max(k, nph * T), "N": max(l, gx * T), "P": max(l, gx * T)}
+        rows = (ext_rows["N"] if "N" in v else 0) + (ext_rows["P"] if v & {"M", "P"} else 0)
+        cols = (ext_cols["M"] if "M" in v else 0) + (ext_cols["P"] if v & {"N", "P"} else 0)
+        cell = 60
+        if rows:
+            n_fig_rows = ("N" in v) + bool(v & {"M", "P"})
+            n_fig_cols = ("M" in v) + bool(v & {"N", "P"})
+            cell = int(
+                min(
+                    60,
+                    (grid_h - n_fig_rows * head) / rows,
+                    (width - mid_w - 30 * n_fig_cols) / cols,
+                )
+            )
+        cell, scell = max(2, cell), max(6, scell)
+        return cls(
+            cell=cell,
+            scell=scell,
+            font=font,
+            mono=mono,
+            char=0.61 * mono,
+            line=line,
+            matrix_text=cell >= 24,
+            shared_text=scell >= 36,
+            caption_chars=int((width - 20) / (0.6 * (font + 1))),
         )
 
 
@@ -983,7 +1043,9 @@ class Scene:
     views : iterable of str, optional
         Which of :data:`VIEWS` to show; all by default.
     presenter : bool
-        Large cells and fonts for a projector.
+        Large type and cells as large as fit in :data:`PRESENTER_BOX` (use
+        ``views=PRESENTER_VIEWS``: the caption, M, N, P, Mds, Nds and threads
+        then fit a 1024 x 768 or 1280 x 720 projector without scrolling).
     theme : {'light', 'dark'} or Palette
         The colours (:func:`vizmm.render.palette.palette`); ``'dark'`` for dim rooms.
 
@@ -1023,7 +1085,7 @@ class Scene:
         self.presenter = bool(presenter)
         self.palette = pal.palette(theme)
         self.theme = self.palette.name
-        self.sizes = _Sizes.of(trace, self.presenter)
+        self.sizes = _Sizes.of(trace, self.presenter, views)
         names = [s for v in views for s in SOURCE_NAMES[v]]
         self.sources = {name: ColumnDataSource(data=_empty(name)) for name in names}
         self.figures = {}
@@ -1040,7 +1102,9 @@ class Scene:
         Only columns whose values changed since the last update are sent
         (whole columns; a source whose length changes is replaced whole).
         """
-        data = frame_columns(frame, self.trace, self.sources, self.palette)
+        data = frame_columns(
+            frame, self.trace, self.sources, self.palette, self.sizes.caption_chars
+        )
         for name, source in self.sources.items():
             new = data[name]
             old = self._last.get(name)
@@ -1679,9 +1743,9 @@ class Scene:
 
     def _caption(self):
         s = self.sizes
-        f = self._text_fig(CAPTION_CHARS, 4, "caption")
+        f = self._text_fig(s.caption_chars, 4, "caption")
         # proportional font: about 0.6 em per character, bold included
-        f.width = int(CAPTION_CHARS * 0.6 * (s.font + 1) + 20)
+        f.width = int(s.caption_chars * 0.6 * (s.font + 1) + 20)
         f.x_range.end = (f.width - 12) / (0.6 * (s.font + 1))
         f.text(
             "x",
