@@ -986,9 +986,9 @@ class _Sizes:
         )
 
     @classmethod
-    def _fit(cls, trace: Trace, v: set[str], width: int, height: int) -> _Sizes:
-        """Large type, and cells as large as fit in ``width`` x ``height`` pixels."""
-        font, mono = 18, 16
+    def _fit(cls, trace: Trace, v: set[str], width: int, height: int, large: bool = True) -> _Sizes:
+        """Cells as large as fit in ``width`` x ``height`` pixels; large type if ``large``."""
+        font, mono = (18, 16) if large else (14, 13)
         line = int(round(mono * 1.55))
         T = trace.tile_width
         j, k, l = trace.shape
@@ -1048,6 +1048,11 @@ class Scene:
         then fit a 1024 x 768 or 1280 x 720 projector without scrolling).
     theme : {'light', 'dark'} or Palette
         The colours (:func:`vizmm.render.palette.palette`); ``'dark'`` for dim rooms.
+    caption_chars : int, optional
+        Characters per caption line (narrower scenes, e.g. two side by side).
+    fit : (width, height), optional
+        Pixels the caption, matrices, Mds, Nds and threads must fit in (cells
+        are sized to fill them), e.g. half a page for two scenes side by side.
 
     Attributes
     ----------
@@ -1071,6 +1076,8 @@ class Scene:
         views: Iterable[str] | None = None,
         presenter: bool = False,
         theme: str | pal.Palette = "light",
+        caption_chars: int | None = None,
+        fit: tuple[int, int] | None = None,
     ):
         from bokeh.models import ColumnDataSource
 
@@ -1086,6 +1093,10 @@ class Scene:
         self.palette = pal.palette(theme)
         self.theme = self.palette.name
         self.sizes = _Sizes.of(trace, self.presenter, views)
+        if fit is not None:
+            self.sizes = _Sizes._fit(trace, set(views), int(fit[0]), int(fit[1]), self.presenter)
+        if caption_chars is not None:
+            self.sizes = dataclasses.replace(self.sizes, caption_chars=int(caption_chars))
         names = [s for v in views for s in SOURCE_NAMES[v]]
         self.sources = {name: ColumnDataSource(data=_empty(name)) for name in names}
         self.figures = {}

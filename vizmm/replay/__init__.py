@@ -6,6 +6,7 @@
 * :mod:`.large`: launch-level models of large traces (block timeline, SM
   residency, waves, read counts, barrier waits).
 * :mod:`.table`: the book's Fig. 5.8 table for any block.
+* :mod:`.lockstep`: two replays stepped together (same phase and sub-step).
 
 No colours, no Bokeh, no Pillow: renderers draw what these say.
 """
@@ -22,6 +23,7 @@ from .block import (
     ThreadState,
     source_lines,
 )
+from .lockstep import Lockstep, matching_step, moment
 
 __all__ = [
     "GRANULARITIES",
@@ -34,4 +36,7 @@ __all__ = [
     "Sub",
     "ThreadState",
     "source_lines",
+    "Lockstep",
+    "matching_step",
+    "moment",
 ]

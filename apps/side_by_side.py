@@ -1,0 +1,321 @@
+"""Two replays side by side, in lockstep, with their counters next to each other.
+
+Serve it with::
+
+    panel serve apps/side_by_side.py         # http://localhost:5006/side_by_side
+
+Pairs (``?pair=``): ``tile-width`` (TILE_WIDTH 2 against 4 on the book's 4 x 4
+example), ``boundary`` (the boundary-checked kernel of Fig. 5.13 against the
+unchecked one of Fig. 5.9 on 3 x 3), ``naive`` (the tiled kernel against the
+naive kernel of Fig. 3.11: the naive kernel has no tiles to draw, so its side
+shows its global loads at the same moment). Step with the buttons or the
+keys (← → Home End); both sides stay at the same phase and sub-step where
+both have one (:class:`vizmm.replay.Lockstep`). ``?theme=dark`` for dim rooms.
+
+The app only holds choices: the joint timeline is the replay layer's, the
+pictures are the dashboard's :class:`~vizmm.render.bokeh_scene.Scene`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+import os
+import sys
+import threading
+
+import panel as pn
+import param
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:  # `panel serve apps/side_by_side.py` runs this file as a script
+    sys.path.insert(0, _ROOT)
+
+from apps import traces  # noqa: E402
+from apps.keys import KeyboardShortcuts  # noqa: E402
+from vizmm.render.bokeh_scene import Scene  # noqa: E402
+from vizmm.replay import Lockstep, Replay  # noqa: E402
+
+__all__ = ["PAIRS", "Pair", "SideBySideState", "SideBySide", "create_app"]
+
+#: The views each side shows.
+SIDE_VIEWS = ("caption", "M", "N", "P", "Mds", "Nds", "threads")
+#: Pixels each side fits in (two of them fit a 1600-pixel-wide page).
+SIDE_BOX = (770, 600)
+
+
+@dataclasses.dataclass(frozen=True)
+class Pair:
+    """Two traces to compare (trace keys of :mod:`apps.traces`; right None: the naive kernel)."""
+
+    label: str
+    left: str
+    right: str | None
+    note: str
+
+
+PAIRS = {
+    "tile-width": Pair(
+        "TILE_WIDTH 2 against 4 · 4×4 (Fig. 5.7)",
+        "fig5-8",
+        "rec:boundary:4x4x4:T4:s0:simulator",
+        "Twice the tile width: half the phases, each with twice the k steps; "
+        "global loads halve again.",
+    ),
+    "boundary": Pair(
+        "Boundary checks (Fig. 5.13) against none (Fig. 5.9) · 3×3",
+        "fig5-11",
+        "fig5-9-3x3",
+        "Where the checked kernel zero-fills, the unchecked one reads a wrong element "
+        "(row wrap) or past the end of N.",
+    ),
+    "naive": Pair(
+        "Tiled (Fig. 5.9) against naive (Fig. 3.11) · 4×4",
+        "fig5-8",
+        None,
+        "The naive kernel has no tiles: every thread reads its row of M and column of N "
+        "from global memory, k elements of each.",
+    ),
+}
+
+_KEYS = ["ArrowRight", "ArrowLeft", "Home", "End"]
+
+
+class SideBySideState(param.Parameterized):
+    """The pair shown and the joint step; :attr:`lockstep` once both traces are loaded."""
+
+    pair = param.Selector(default="tile-width", objects=list(PAIRS))
+    step = param.Integer(default=0, bounds=(0, None), doc="Joint step (both sides).")
+    theme = param.Selector(default="light", objects=["light", "dark"])
+    lockstep = param.ClassSelector(class_=Lockstep, default=None, allow_None=True, precedence=-1)
+    message = param.String(default="", precedence=-1)
+
+    def load(self) -> None:
+        """Load the pair's traces (recording any not yet cached) and build the lockstep."""
+        pair = PAIRS[self.pair]
+        try:
+            left = Replay(traces.get_trace(pair.left))
+            right = Replay(traces.get_trace(pair.right)) if pair.right else left
+        except Exception as exc:  # noqa: BLE001 - shown on the page
+            self.param.update(lockstep=None, message=f"Could not load the pair: {exc}")
+            return
+        both = Lockstep(left, right)
+        self.param.update(lockstep=both, step=min(self.step, len(both) - 1), message="")
+
+    def go(self, step: int) -> None:
+        """Go to joint step ``step`` (clamped)."""
+        if self.lockstep is not None:
+            self.step = max(0, min(int(step), len(self.lockstep) - 1))
+
+    def handle_key(self, key: str) -> None:
+        """← → Home End, as in the dashboard."""
+        n = len(self.lockstep) if self.lockstep is not None else 1
+        target = {
+            "ArrowRight": self.step + 1,
+            "ArrowLeft": self.step - 1,
+            "Home": 0,
+            "End": n - 1,
+        }.get(key)
+        if target is not None:
+            self.go(target)
+
+    def status(self) -> dict:
+        """What the page shows, as plain data (the page puts it in ``#vizmm-pair-status``)."""
+        both = self.lockstep
+        if both is None:
+            return {"ready": False, "pair": self.pair, "message": self.message}
+        fl, fr = both.frames(self.step)
+        naive = PAIRS[self.pair].right is None
+
+        def side(frame, replay, is_naive=False):
+            s = frame.step
+            if is_naive:  # no tiles, no phases: the reads for the terms the left has fed
+                return {
+                    "kernel": "naive",
+                    "tile_width": None,
+                    "step": frame.index,
+                    "phase": None,
+                    "sub": "the same terms of Pvalue as the left",
+                    "k": None,
+                    "loads": int(frame.naive_loads_so_far),
+                }
+            return {
+                "kernel": replay.trace.kernel,
+                "tile_width": replay.trace.tile_width,
+                "step": frame.index,
+                "phase": s.phase,
+                "sub": s.sub.value,
+                "k": s.k,
+                "loads": int(frame.loads_so_far),
+            }
+
+        return {
+            "ready": True,
+            "pair": self.pair,
+            "step": self.step,
+            "count": len(both),
+            "left": side(fl, both.left),
+            "right": side(fr, both.right, naive),
+            "message": self.message,
+        }
+
+
+class SideBySide(pn.viewable.Viewer):
+    """The page: a pair menu, one row of controls, the two scenes and their counters."""
+
+    state = param.ClassSelector(class_=SideBySideState)
+
+    def __init__(self, state: SideBySideState | None = None, served: bool | None = None, **params):
+        served = bool(pn.state.served) if served is None else served
+        super().__init__(state=state or SideBySideState(), **params)
+        s = self.state
+        self._served = served
+        self._scenes: tuple[Scene, Scene | None] | None = None
+        self.pair_select = pn.widgets.Select(
+            name="Compare", options={p.label: k for k, p in PAIRS.items()}, value=s.pair, width=420
+        )
+        self.pair_select.param.watch(lambda e: setattr(s, "pair", e.new), "value")
+
+        def button(label, action):
+            b = pn.widgets.Button(label=label, width=54, margin=(5, 2))
+            b.on_click(lambda e: action())
+            return b
+
+        self.buttons = pn.Row(
+            button("|◀", lambda: s.handle_key("Home")),
+            button("◀", lambda: s.handle_key("ArrowLeft")),
+            button("▶", lambda: s.handle_key("ArrowRight")),
+            button("▶|", lambda: s.handle_key("End")),
+        )
+        self.note = pn.pane.Markdown("", margin=(0, 10))
+        self.status_pane = pn.pane.HTML("", height=22, sizing_mode="stretch_width")
+        self.counters = pn.pane.HTML("", margin=(0, 10))
+        self.left_pane = pn.pane.Bokeh(None, sizing_mode="fixed")
+        self.right_pane = pn.pane.Bokeh(None, sizing_mode="fixed")
+        self.keys = KeyboardShortcuts(on_key=s.handle_key, keys=_KEYS)
+        self.layout = pn.Column(
+            pn.Row(
+                pn.pane.Markdown("### vizmm · side by side", margin=(10, 10, 0, 10)),
+                self.pair_select,
+                self.buttons,
+                align="center",
+            ),
+            self.note,
+            self.status_pane,
+            self.counters,
+            pn.Row(self.left_pane, self.right_pane, styles={"gap": "20px"}),
+            self.keys,
+        )
+        if served and pn.state.location is not None:  # before the watchers: ?step= stays
+            pn.state.location.sync(s, {"pair": "pair", "step": "step", "theme": "theme"})
+        s.param.watch(self._on_pair, ["pair"])
+        s.param.watch(self._on_lockstep, ["lockstep"])
+        s.param.watch(self._draw, ["step"])
+        self._on_pair()
+
+    # ---------------------------------------------------------- loading
+    def _on_pair(self, *events) -> None:
+        s = self.state
+        self.pair_select.value = s.pair
+        self.note.object = PAIRS[s.pair].note
+        if events:
+            s.step = 0
+        if not self._served:
+            s.load()
+            return
+        # recording a pair's trace can take seconds: off the event loop
+        doc = pn.state.curdoc
+        self.status_pane.object = '<div id="vizmm-pair-status" data-ready="false">Loading…</div>'
+
+        def work():
+            both_state = SideBySideState(pair=s.pair, step=s.step)
+            both_state.load()
+
+            def apply():
+                s.param.update(lockstep=both_state.lockstep, message=both_state.message)
+
+            if doc is not None:
+                doc.add_next_tick_callback(apply)
+
+        threading.Thread(target=work, name="vizmm-side-by-side", daemon=True).start()
+
+    def _on_lockstep(self, *events) -> None:
+        s, both = self.state, self.state.lockstep
+        if both is None:
+            self._scenes = None
+            self.left_pane.object = self.right_pane.object = None
+            self._draw()
+            return
+        s.step = min(s.step, len(both) - 1)
+        left = Scene(both.left.trace, views=SIDE_VIEWS, theme=s.theme, fit=SIDE_BOX)
+        right = None
+        if PAIRS[s.pair].right is not None:
+            right = Scene(both.right.trace, views=SIDE_VIEWS, theme=s.theme, fit=SIDE_BOX)
+        self._scenes = (left, right)
+        self._draw()
+        self.left_pane.object = left.layout
+        self.right_pane.object = right.layout if right is not None else None
+        self.right_pane.visible = right is not None
+
+    # ---------------------------------------------------------- drawing
+    def _draw(self, *events) -> None:
+        s = self.state
+        st = s.status()
+        if st["ready"] and self._scenes is not None:
+            fl, fr = s.lockstep.frames(s.step)
+            left, right = self._scenes
+            left.update(fl)
+            if right is not None:
+                right.update(fr)
+        self.counters.object = _counters_html(st)
+        attrs = " ".join(
+            f'data-{k}="{html.escape(v if isinstance(v, str) else json.dumps(v), quote=True)}"'
+            for k, v in st.items()
+        )
+        text = (
+            f"<b>Step {st['step'] + 1} / {st['count']}</b> · both sides at the same phase and "
+            "sub-step where both have one"
+            if st["ready"]
+            else html.escape(st.get("message") or "Loading…")
+        )
+        self.status_pane.object = f'<div id="vizmm-pair-status" {attrs}>{text}</div>'
+
+    def __panel__(self):
+        return self.layout
+
+
+def _counters_html(st: dict) -> str:
+    """The two sides' counters in one table."""
+    if not st.get("ready"):
+        return ""
+
+    def where(side):
+        if side["phase"] is None:
+            return side["sub"]
+        k = f", k = {side['k']}" if side["k"] is not None else ""
+        return f"phase {side['phase']} · {side['sub']}{k}"
+
+    rows = [
+        ("kernel", *(s["kernel"] for s in (st["left"], st["right"]))),
+        ("TILE_WIDTH", *(s["tile_width"] or "-" for s in (st["left"], st["right"]))),
+        ("now", *(where(s) for s in (st["left"], st["right"]))),
+        ("global loads of M, N so far", *(s["loads"] for s in (st["left"], st["right"]))),
+    ]
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return (
+        "<table style='font-size:16px;border-collapse:collapse' cellpadding='4'>"
+        "<tr><th></th><th>left</th><th>right</th></tr>" + body + "</table>"
+    )
+
+
+def create_app() -> SideBySide:
+    """A side-by-side page for one browser session."""
+    pn.extension(notifications=False)
+    return SideBySide()
+
+
+if pn.state.served:
+    create_app().servable(title="vizmm · side by side")
