@@ -39,7 +39,7 @@ if _ROOT not in sys.path:  # `panel serve apps/dashboard.py` runs this file as a
     sys.path.insert(0, _ROOT)
 
 import vizmm  # noqa: E402
-from apps import large_view, traces  # noqa: E402
+from apps import large_view, occupancy_view, traces  # noqa: E402
 from apps.keys import KeyboardShortcuts, PageTheme  # noqa: E402
 from vizmm.record import DEFAULT_MAX_BYTES  # noqa: E402
 from vizmm.render.bokeh_scene import Scene, slot_label  # noqa: E402
@@ -1109,6 +1109,8 @@ def create_app() -> Dashboard:
     pn.extension(notifications=False)
     # large matrices (apps/large_view.py): the GPU presets and a tab for aggregated traces
     large_view.install(Dashboard, traces)
+    # Section 5.6 and the GFLOPS argument: occupancy, CGMA, roofline, measured speed
+    occupancy_view.install(Dashboard)
     return Dashboard()
 
 

@@ -121,7 +121,7 @@ class RooflineView:
         items.append(
             LegendItem(
                 label=f"{roof.device} measured: {roof.bandwidth_gb_s:,.0f} GB/s, "
-                f"{roof.peak_gflops:,.0f} GFLOP/s",
+                f"{roof.peak_gflops:,.0f} GFLOP/s (best FP32 measured)",
                 renderers=[rl],
             )
         )
@@ -149,6 +149,18 @@ class RooflineView:
             name="current",
         )
         items.append(LegendItem(label="this trace's CGMA on the roof", renderers=[cr]))
+        self.chosen = ColumnDataSource({"x": [], "y": [], "label": []})
+        chr_ = f.scatter(
+            "x",
+            "y",
+            source=self.chosen,
+            size=14,
+            marker="diamond",
+            fill_color=pal.READ,
+            line_color=pal.TEXT,
+            name="chosen",
+        )
+        items.append(LegendItem(label="the TILE_WIDTH chosen, on the roof", renderers=[chr_]))
         f.add_tools(
             HoverTool(
                 renderers=[pr],
@@ -161,18 +173,24 @@ class RooflineView:
                 ],
             )
         )
-        f.add_tools(HoverTool(renderers=[cr], tooltips=[("", "@label")]))
-        f.add_layout(Legend(items=items, label_text_font_size="8pt", spacing=0), "below")
+        f.add_tools(HoverTool(renderers=[cr, chr_], tooltips=[("", "@label")]))
+        f.add_layout(Legend(items=items, label_text_font_size="8pt", spacing=0), "right")
         self.figure = f
         self.roof = roof
 
+    def _marker(self, op_per_byte: float | None, label: str) -> dict:
+        if op_per_byte is None or not np.isfinite(op_per_byte) or op_per_byte <= 0:
+            return {"x": [], "y": [], "label": []}
+        y = float(self.roof.attainable(op_per_byte))
+        return {"x": [op_per_byte], "y": [y], "label": [label]}
+
     def set_current(self, op_per_byte: float | None, label: str = "") -> None:
         """Put the trace on screen at ``op_per_byte`` on the measured roof (None: hide it)."""
-        if op_per_byte is None or not np.isfinite(op_per_byte) or op_per_byte <= 0:
-            self.current.data = {"x": [], "y": [], "label": []}
-            return
-        y = float(self.roof.attainable(op_per_byte))
-        self.current.data = {"x": [op_per_byte], "y": [y], "label": [label]}
+        self.current.data = self._marker(op_per_byte, label)
+
+    def set_chosen(self, op_per_byte: float | None, label: str = "") -> None:
+        """Put the chosen TILE_WIDTH's intensity on the measured roof (None: hide it)."""
+        self.chosen.data = self._marker(op_per_byte, label)
 
 
 def speed_figure(series: dict[str, list[tuple[int, float]]], device: str, height=360, width=560):
