@@ -85,3 +85,21 @@ def test_only_the_dynamic_kernel_chooses_its_tile_width():
         vizmm.record(width=4, tile_width=None, kernel="tiled", backend="simulator", quiet=True)
     with pytest.raises(vizmm.RecordError, match="unknown device 'B200'"):
         vizmm.record(width=4, tile_width=None, kernel="dynamic", backend="simulator", device="B200")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("width, tile_width", [(37, 8), (64, 16), (100, 32)])
+def test_on_the_gpu_its_records_equal_fig_5_13s(width, tile_width):
+    kw = dict(width=width, tile_width=tile_width, backend="gpu", seed=3, quiet=True)
+    dyn = vizmm.record(kernel="dynamic", **kw)
+    ref = vizmm.record(kernel="boundary", **kw)
+    for field in FIELDS:
+        assert np.array_equal(getattr(dyn, field), getattr(ref, field), equal_nan=True), field
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_tile_width_comes_from_the_device():
+    t = vizmm.record(width=40, tile_width=None, kernel="dynamic", backend="gpu", quiet=True)
+    assert "this machine's GPU" in t.meta["tile_width_from"]
+    assert 1 <= t.tile_width <= 32
+    assert np.array_equal(t.P, t.M.astype(np.float64) @ t.N)

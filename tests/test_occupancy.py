@@ -235,3 +235,17 @@ def test_bad_input_gets_a_clear_error(kwargs, words):
 def test_a_device_from_attributes_needs_the_limits():
     with pytest.raises(occ.OccupancyError, match="MAX_THREADS_PER_MULTIPROCESSOR"):
         occ.Device.from_attributes({"name": "x"}, source="test")
+
+
+def test_command_line(capsys):
+    from vizmm.cli import main
+
+    assert main(["occupancy", "--book"]) == 0
+    out = capsys.readouterr().out
+    assert "32 KB / 256 threads = 128 B/thread (book: 132)" in out
+    assert "4 blocks, 1024 threads, occupancy 50%" in out
+    assert main(["occupancy", "--device", "H200", "-t", "32", "--kernel", "boundary"]) == 0
+    out = capsys.readouterr().out
+    assert "occupancy 50.0%, limited by registers" in out
+    assert main(["occupancy", "--device", "B200", "-t", "2"]) == 2
+    assert "unknown device 'B200'" in capsys.readouterr().err

@@ -497,6 +497,66 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- occupancy
+def add_occupancy_parser(subparsers) -> None:
+    """Add ``vizmm occupancy``."""
+    p = subparsers.add_parser(
+        "occupancy",
+        help="blocks per SM, what limits them and the occupancy (Section 5.6)",
+        description="How many blocks of a kernel fit on one SM of a device, limited by thread "
+        "slots, block slots, shared memory and registers, and the occupancy. Give a kernel and "
+        "--tile-width, or --threads and --shared for a kernel of your own (the book's 32 KB, "
+        "256-thread example: --threads 256 --shared 32768). --book redoes Section 5.6's "
+        "arithmetic.",
+    )
+    p.add_argument(
+        "--device",
+        default="A100",
+        help="A100 (the book's figures), H100 or H200 (measured), or live (this GPU); default A100",
+    )
+    p.add_argument("--kernel", default="tiled", help="tiled (default), boundary, dynamic, ...")
+    p.add_argument("-t", "--tile-width", type=int, help="TILE_WIDTH, 1 to 32")
+    p.add_argument("--threads", type=int, help="threads per block (raw resources)")
+    p.add_argument("--shared", type=int, help="shared memory per block, bytes (raw resources)")
+    p.add_argument("--registers", type=int, help="registers per thread (default: measured)")
+    p.add_argument("--book", action="store_true", help="print Section 5.6's arithmetic, checked")
+    p.set_defaults(func=cmd_occupancy)
+
+
+def cmd_occupancy(args: argparse.Namespace) -> int:
+    """``vizmm occupancy``: the calculator's lines (and Section 5.6's check)."""
+    from . import occupancy
+    from .analysis.occupancy import section_5_6
+
+    if args.book:
+        s = section_5_6()
+        e = s.example
+        print(
+            f"164 KB / 2048 threads = {s.budget_per_thread:g} B/thread (book: 82)\n"
+            f"tiled kernel: {s.tiled_per_thread:g} B/thread (book: 8)\n"
+            f"32 KB / 256 threads = {s.example_per_thread:g} B/thread (book: 132)\n"
+            f"164 KB / {s.example_per_thread:g} B = {s.example_threads_by_division:g} threads "
+            "(book: 164 KB / 132 B = 1272)\n"
+            f"whole blocks: {s.example_blocks_whole} x 256 threads = "
+            f"{s.example_occupancy_whole:.1%} (book: 62%)\n"
+            f"with the 1 KB reserved per block: {e.blocks_per_sm} blocks, "
+            f"{e.threads_per_sm} threads, occupancy {e.occupancy:.0%}"
+        )
+        if args.tile_width is None and args.threads is None:
+            return EXIT_OK
+    raw = args.threads is not None or args.shared is not None
+    o = occupancy(
+        args.device,
+        None if raw else (16 if args.tile_width is None else args.tile_width),
+        args.kernel,
+        args.threads,
+        args.shared,
+        args.registers,
+    )
+    print("\n".join(o.describe()))
+    return EXIT_OK
+
+
 # --------------------------------------------------------------------- main
 #: One function per subcommand, each ``add(subparsers)``; see the module docstring.
 SUBCOMMANDS: list[Callable] = [
@@ -504,6 +564,7 @@ SUBCOMMANDS: list[Callable] = [
     add_info_parser,
     add_table_parser,
     add_export_parser,
+    add_occupancy_parser,
 ]
 
 

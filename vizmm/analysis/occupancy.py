@@ -324,8 +324,8 @@ def get_device(name: str | Device) -> Device:
     if name in SPEED_FILES:
         return _measured_device(name)
     raise OccupancyError(
-        f"unknown device {name!r}; choose one of {', '.join(DEVICES)} (or pass a Device, "
-        "e.g. the live GPU's from vizmm.record)"
+        f"unknown device {name!r}; choose one of {', '.join(DEVICES)} ('live', this machine's "
+        "GPU, in vizmm.occupancy), or pass a Device"
     )
 
 
