@@ -42,6 +42,8 @@ def test_a_simulated_window_counts_its_own_blocks():
     # One 2 x 2 block: 4 P elements x 2 x 6 FLOP; it reads 2 x (2 x 6) elements.
     assert (ai.flop, ai.global_reads) == (48, 24)
     assert ai.op_per_byte == 0.5  # TILE_WIDTH / 4
+    # The trace's own CGMA and naive count (vizmm info) cover the window too.
+    assert t.cgma_op_per_byte() == 0.5 and t.naive_loads() == 48
 
 
 @pytest.mark.parametrize("key", list(rl.ROOFLINE_TRACES))

@@ -104,19 +104,6 @@ class Intensity:
         return self.naive_reads / self.global_reads if self.global_reads else float("inf")
 
 
-def _computed_elements(trace: Trace) -> int:
-    """P elements the trace's run computed: every one, or those of a simulated window."""
-    j, _, l = trace.shape
-    blocks = trace.meta.get("simulated_blocks")
-    if not isinstance(blocks, list):
-        return j * l
-    T = trace.tile_width
-    b = np.asarray(blocks, np.int64).reshape(-1, 2)
-    rows = np.clip(j - b[:, 0] * T, 0, T)
-    cols = np.clip(l - b[:, 1] * T, 0, T)
-    return int((rows * cols).sum())
-
-
 def intensity(trace: Trace) -> Intensity:
     """FLOP per global byte of a recorded launch, from its read counts (not a formula).
 
@@ -130,7 +117,7 @@ def intensity(trace: Trace) -> Intensity:
     Intensity
     """
     k = trace.shape[1]
-    n = _computed_elements(trace)
+    n = trace.computed_elements()
     return Intensity(
         flop=2 * k * n,
         global_reads=int(trace.m_reads.sum()) + int(trace.n_reads.sum()),

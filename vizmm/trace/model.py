@@ -424,19 +424,35 @@ class Trace:
         """Global-memory reads of M and N elements by the whole launch (elements)."""
         return int(self.m_reads.sum()) + int(self.n_reads.sum())
 
+    def computed_elements(self) -> int:
+        """P elements the run computed: ``j * l``, or those of the simulated window's blocks.
+
+        The simulator runs only the window of an aggregated recording; its
+        read counts then cover those blocks alone, and so must what they are
+        compared with.
+        """
+        j, _, l = self.shape
+        blocks = self.meta.get("simulated_blocks")
+        if not isinstance(blocks, list):
+            return j * l
+        T = self.tile_width
+        b = np.asarray(blocks, np.int64).reshape(-1, 2)
+        return int((np.clip(j - b[:, 0] * T, 0, T) * np.clip(l - b[:, 1] * T, 0, T)).sum())
+
     def naive_loads(self) -> int:
-        """Reads the naive kernel (Fig. 3.11) makes for the same P: ``2 * j * k * l``."""
-        j, k, l = self.shape
-        return 2 * j * k * l
+        """Reads the naive kernel (Fig. 3.11) makes for the same P elements: ``2 k`` each.
+
+        ``2 * j * k * l`` for a whole launch; a simulated window counts its blocks only.
+        """
+        return 2 * self.shape[1] * self.computed_elements()
 
     def cgma(self) -> float:
         """Compute-to-global-memory-access ratio: 2 FLOPs per term per global read (Section 5.1).
 
         In FLOP per element read (1.0 for the naive kernel); :meth:`cgma_op_per_byte`
-        gives the book's OP/B.
+        gives the book's OP/B. A simulated window counts its own blocks' FLOPs.
         """
-        j, k, l = self.shape
-        return 2.0 * j * k * l / max(1, self.global_loads())
+        return 2.0 * self.shape[1] * self.computed_elements() / max(1, self.global_loads())
 
     def cgma_op_per_byte(self) -> float:
         """CGMA in the book's unit, FLOP per byte read (OP/B): 0.25 naive, 4 with TILE_WIDTH 16."""
