@@ -103,3 +103,16 @@ def test_on_the_gpu_tile_width_comes_from_the_device():
     assert "this machine's GPU" in t.meta["tile_width_from"]
     assert 1 <= t.tile_width <= 32
     assert np.array_equal(t.P, t.M.astype(np.float64) @ t.N)
+
+
+def test_command_line_chooses_tile_width_from_a_preset(tmp_path, capsys):
+    from vizmm.cli import main
+
+    out = tmp_path / "d.vizmm"
+    args = ["record", "--width", "3", "--kernel", "dynamic", "-t", "device", "--device", "A100"]
+    assert main([*args, "--backend", "simulator", "-o", str(out)]) == 0
+    assert "TILE_WIDTH 32 chosen from the properties of A100" in capsys.readouterr().out
+    assert vizmm.load(str(out)).tile_width == 32
+    bad = ["record", "--width", "3", "--kernel", "tiled", "-t", "device", "-o", str(out)]
+    assert main(bad) == 2
+    assert "needs --kernel dynamic" in capsys.readouterr().err

@@ -95,6 +95,18 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     return _ints(text, 3, "--shape", "3,4,5 (M is 3x4, N is 4x5)")  # type: ignore[return-value]
 
 
+def parse_tile_width(text: str) -> int | None:
+    """``'16'`` -> 16; ``'device'`` -> None (the Fig. 5.14 kernel chooses from the device)."""
+    if text.strip().lower() == "device":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer from 1 to 32 or 'device', got {text!r}"
+        ) from None
+
+
 def parse_block(text: str) -> tuple[int, int]:
     """``"BY,BX"`` to ``(by, bx)``."""
     return _ints(text, 2, "a block", "1,0 (by,bx)")  # type: ignore[return-value]
@@ -168,10 +180,11 @@ def add_record_parser(subparsers) -> None:
     p.add_argument(
         "--tile-width",
         "-t",
-        type=int,
+        type=parse_tile_width,
         default=2,
         metavar="T",
-        help="TILE_WIDTH, 1 to 32: blocks of T x T threads (default: 2)",
+        help="TILE_WIDTH, 1 to 32: blocks of T x T threads (default: 2); 'device' with "
+        "--kernel dynamic: chosen from the device's properties (Fig. 5.14)",
     )
     p.add_argument(
         "--kernel",
@@ -179,7 +192,14 @@ def add_record_parser(subparsers) -> None:
         choices=KERNELS,
         default="boundary",
         help="naive (Fig. 3.11), tiled (Fig. 5.9, no boundary checks), boundary "
-        "(Fig. 5.13), general (j x k . k x l); default: boundary",
+        "(Fig. 5.13), general (j x k . k x l), dynamic (Fig. 5.14, dynamically sized "
+        "shared memory); default: boundary",
+    )
+    p.add_argument(
+        "--device",
+        default="A100",
+        help="with --tile-width device in the simulator: the preset whose properties choose "
+        "TILE_WIDTH, A100 (the book's), H100 or H200 (default: A100); on a GPU its own",
     )
     p.add_argument(
         "--backend",
@@ -233,7 +253,19 @@ def cmd_record(args: argparse.Namespace) -> int:
         raise CLIError(f"cannot write {args.output}: the folder {folder} does not exist")
     if os.path.isdir(args.output):
         raise CLIError(f"cannot write {args.output}: it is a folder")
-    est = estimate(j, k, l, args.tile_width, args.kernel, args.window)
+    T = args.tile_width
+    if T is None:
+        if args.kernel != "dynamic":
+            raise CLIError(
+                "--tile-width device needs --kernel dynamic: only Fig. 5.14 chooses its "
+                "TILE_WIDTH from the device"
+            )
+        from .record.device import tile_width_from_device
+
+        T, why = tile_width_from_device(args.backend, args.device)
+        if not args.quiet:
+            print(why, flush=True)
+    est = estimate(j, k, l, T, args.kernel, args.window)
     limit = DEFAULT_MAX_BYTES if args.max_bytes is None else args.max_bytes
     if not args.quiet:
         print(f"estimate: {est.describe()} (limit {human_bytes(limit)})", flush=True)
@@ -242,6 +274,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         k,
         l,
         tile_width=args.tile_width,
+        device=args.device,
         kernel=args.kernel,
         backend=args.backend,
         seed=args.seed,
