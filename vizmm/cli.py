@@ -115,6 +115,16 @@ _UNITS = {
 }
 
 
+def parse_drop_barrier(text: str) -> tuple[int, ...]:
+    """``'1'``, ``'2'`` or ``'1,2'`` -> the barriers to remove."""
+    parts = [p.strip() for p in text.split(",")]
+    if any(p not in ("1", "2") for p in parts):
+        raise argparse.ArgumentTypeError(
+            f"expected 1 (the barrier after the loads), 2 (after the k loop) or 1,2; got {text!r}"
+        )
+    return tuple(sorted({int(p) for p in parts}))
+
+
 def parse_bytes(text: str) -> int:
     """``"1000"``, ``"64K"``, ``"256M"``, ``"1G"`` (binary units) to a number of bytes."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
@@ -151,7 +161,9 @@ def add_record_parser(subparsers) -> None:
             "  vizmm record --width 4 --tile-width 2 --kernel tiled -o fig58.vizmm   (Fig. 5.8)\n"
             "  vizmm record --width 3 --tile-width 2 --kernel boundary -o fig511.vizmm\n"
             "  vizmm record --shape 100,70,90 --tile-width 16 --kernel general "
-            "--window 0,0 --window 6,5 -o big.vizmm"
+            "--window 0,0 --window 6,5 -o big.vizmm\n"
+            "  vizmm record --width 4 --tile-width 2 --kernel tiled --drop-barrier 1 "
+            "-o race.vizmm   (barrier lab)"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -201,6 +213,13 @@ def add_record_parser(subparsers) -> None:
         "count reads and times, and the simulator runs only these blocks",
     )
     p.add_argument(
+        "--drop-barrier",
+        type=parse_drop_barrier,
+        metavar="B",
+        help="barrier lab (tiled, boundary): remove __syncthreads() 1 (after the loads), "
+        "2 (after the k loop) or 1,2 (both); every k-loop read is recorded",
+    )
+    p.add_argument(
         "--max-bytes",
         type=parse_bytes,
         metavar="SIZE",
@@ -233,7 +252,9 @@ def cmd_record(args: argparse.Namespace) -> int:
         raise CLIError(f"cannot write {args.output}: the folder {folder} does not exist")
     if os.path.isdir(args.output):
         raise CLIError(f"cannot write {args.output}: it is a folder")
-    est = estimate(j, k, l, args.tile_width, args.kernel, args.window)
+    est = estimate(
+        j, k, l, args.tile_width, args.kernel, args.window, reads=bool(args.drop_barrier)
+    )
     limit = DEFAULT_MAX_BYTES if args.max_bytes is None else args.max_bytes
     if not args.quiet:
         print(f"estimate: {est.describe()} (limit {human_bytes(limit)})", flush=True)
@@ -249,6 +270,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         max_bytes=limit,
         progress=not args.quiet,
         quiet=args.quiet,
+        drop_barrier=args.drop_barrier,
     )
     path = trace.save(args.output)
     if not args.quiet:

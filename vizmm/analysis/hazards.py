@@ -43,6 +43,8 @@ import re
 
 import numpy as np
 
+from ..trace.model import register_analysis
+
 __all__ = [
     "HAZARD_DTYPE",
     "WRONG_READ_DTYPE",
@@ -418,3 +420,6 @@ def analyse(trace) -> BarrierReport:
         wrong_p=wrong_p(trace),
         has_reads=bool(reads is not None and reads.size > 0),
     )
+
+
+register_analysis("hazards", hazards)
