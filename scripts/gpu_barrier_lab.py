@@ -26,6 +26,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -42,6 +43,8 @@ CASES = [
 ]
 DROPS = [(1,), (2,), (1, 2), ()]
 SEED = 5
+# A dry run of the script's logic without a GPU: VIZMM_LAB_BACKEND=simulator.
+BACKEND = os.environ.get("VIZMM_LAB_BACKEND", "gpu")
 
 
 def drop_name(drop) -> str:
@@ -95,6 +98,8 @@ def run_racecheck(kernel, width, T, drop, seed, out_txt, timeout):
             f.write(" ".join(["compute-sanitizer --tool racecheck", *opts]) + " <plain launch>\n")
             f.flush()
             try:
+                if shutil.which("compute-sanitizer") is None:
+                    return None, None, 0.0, "no compute-sanitizer"
                 proc = subprocess.run(
                     ["compute-sanitizer", "--tool", "racecheck", *opts, *script],
                     stdout=f,
@@ -150,7 +155,7 @@ def lab_main(outdir, deadline_s=330.0):
                 width=width,
                 tile_width=T,
                 kernel=kernel,
-                backend="gpu",
+                backend=BACKEND,
                 drop_barrier=drop or None,
                 seed=SEED,
                 window=window,
@@ -270,10 +275,11 @@ def _write(outdir, results, versions):
     from numba import cuda
 
     dev = cuda.get_current_device()
+    name = getattr(dev, "name", BACKEND)
     doc = {
         "what": "vizmm barrier lab on a GPU: recordings and compute-sanitizer racecheck",
-        "device": dev.name.decode() if isinstance(dev.name, bytes) else dev.name,
-        "compute_capability": list(dev.compute_capability),
+        "device": name.decode() if isinstance(name, bytes) else str(name),
+        "compute_capability": list(getattr(dev, "compute_capability", ())),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "versions": {
             **versions,
