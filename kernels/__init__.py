@@ -110,7 +110,7 @@ def check_drop_barrier(name, drop_barrier):
     return out
 
 
-def get_kernel(name, tile_width, instrumented=False, drop_barrier=None):
+def get_kernel(name, tile_width, instrumented=False, drop_barrier=None, reads=False):
     """The ``cuda.jit`` kernel ``name`` compiled for one ``TILE_WIDTH``.
 
     Parameters
@@ -123,6 +123,9 @@ def get_kernel(name, tile_width, instrumented=False, drop_barrier=None):
     drop_barrier : None, 1, 2 or (1, 2)
         Barrier lab ('tiled' and 'boundary' only): remove the
         ``__syncthreads()`` after the loads (1), after the k loop (2) or both.
+    reads : bool
+        Barrier lab, instrumented 'tiled' and 'boundary': also record every
+        k-loop read of Mds / Nds (which element, which value).
 
     Raises
     ------
@@ -131,16 +134,24 @@ def get_kernel(name, tile_width, instrumented=False, drop_barrier=None):
     """
     check_kernel_name(name)
     check_tile_width(tile_width)
-    return _get_kernel(name, tile_width, bool(instrumented), check_drop_barrier(name, drop_barrier))
+    drop = check_drop_barrier(name, drop_barrier)
+    if reads and not (instrumented and name in BARRIER_KERNELS):
+        raise ValueError(
+            f"reads are recorded by the instrumented {' and '.join(BARRIER_KERNELS)} kernels only"
+        )
+    return _get_kernel(name, tile_width, bool(instrumented), drop, bool(reads))
 
 
 @functools.cache
-def _get_kernel(name, tile_width, instrumented, drop):
+def _get_kernel(name, tile_width, instrumented, drop, reads):
     module = importlib.import_module(f"{__name__}.{name}")
     factory = module.make_instrumented if instrumented else module.make_plain
     if name not in BARRIER_KERNELS:
         return factory(tile_width)
-    return factory(tile_width, BARRIER_1=1 not in drop, BARRIER_2=2 not in drop)
+    flags = dict(BARRIER_1=1 not in drop, BARRIER_2=2 not in drop)
+    if instrumented:
+        flags["READS"] = reads
+    return factory(tile_width, **flags)
 
 
 def launch_dims(name, j, k, l, tile_width=None):

@@ -150,9 +150,10 @@ def rec_tags_init(mtag, ntag, ty, tx):
 
 
 @device
-def rec_tag(tag, ty, tx, value):
-    """Barrier lab: write the tag of slot (ty, tx) right after the value."""
-    tag[ty, tx] = value
+def rec_tag(reads, tag, ty, tx, value):
+    """Barrier lab: write the tag of slot (ty, tx) right after the value (if ``reads``)."""
+    if reads:
+        tag[ty, tx] = value
 
 
 @device

@@ -69,8 +69,15 @@ def make_plain(TILE_WIDTH, BARRIER_1=True, BARRIER_2=True):
     return matrixMulKernel
 
 
-def make_instrumented(TILE_WIDTH, BARRIER_1=True, BARRIER_2=True):
-    """Fig. 5.13 plus recording (see ``kernels.codes`` for the record arrays)."""
+def make_instrumented(TILE_WIDTH, BARRIER_1=True, BARRIER_2=True, READS=False):
+    """Fig. 5.13 plus recording (see ``kernels.codes`` for the record arrays).
+
+    ``READS`` (compile-time, the barrier lab) also records every k-loop read:
+    a tag beside each Mds / Nds slot, written with the value, tells which
+    element the reader found (``rd`` / ``rv``). Without it the k loop is the
+    book's line and the tags are a 1 x 1 placeholder never touched.
+    """
+    TAGS = (TILE_WIDTH, TILE_WIDTH) if READS else (1, 1)
 
     @instrumented_kernel
     def matrixMulKernel(
@@ -96,8 +103,8 @@ def make_instrumented(TILE_WIDTH, BARRIER_1=True, BARRIER_2=True):
     ):
         Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
         Nds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
-        Mtag = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), int32)
-        Ntag = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), int32)
+        Mtag = cuda.shared.array(TAGS, int32)
+        Ntag = cuda.shared.array(TAGS, int32)
 
         bx = cuda.blockIdx.x
         by = cuda.blockIdx.y
@@ -108,7 +115,8 @@ def make_instrumented(TILE_WIDTH, BARRIER_1=True, BARRIER_2=True):
         tk = ty * TILE_WIDTH + tx
         nph = (Width + TILE_WIDTH - 1) // TILE_WIDTH
         rec_block_start(blk, bid, tk)
-        rec_tags_init(Mtag, Ntag, ty, tx)
+        if READS:
+            rec_tags_init(Mtag, Ntag, ty, tx)
 
         # Identify the row and column of the P element to work on
         Row = by * TILE_WIDTH + ty
@@ -120,7 +128,7 @@ def make_instrumented(TILE_WIDTH, BARRIER_1=True, BARRIER_2=True):
             # Collaborative loading of M and N tiles into shared memory
             if Row < Width and (ph * TILE_WIDTH + tx) < Width:
                 Mds[ty, tx] = M[Row * Width + ph * TILE_WIDTH + tx]
-                rec_tag(Mtag, ty, tx, Row * Width + ph * TILE_WIDTH + tx)
+                rec_tag(READS, Mtag, ty, tx, Row * Width + ph * TILE_WIDTH + tx)
                 rec_load(
                     ld,
                     mcount,
@@ -138,7 +146,7 @@ def make_instrumented(TILE_WIDTH, BARRIER_1=True, BARRIER_2=True):
                 )
             else:
                 Mds[ty, tx] = float32(0)
-                rec_tag(Mtag, ty, tx, TAG_ZERO_FILL)
+                rec_tag(READS, Mtag, ty, tx, TAG_ZERO_FILL)
                 rec_load(
                     ld,
                     mcount,
@@ -156,7 +164,7 @@ def make_instrumented(TILE_WIDTH, BARRIER_1=True, BARRIER_2=True):
                 )
             if (ph * TILE_WIDTH + ty) < Width and Col < Width:
                 Nds[ty, tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
-                rec_tag(Ntag, ty, tx, (ph * TILE_WIDTH + ty) * Width + Col)
+                rec_tag(READS, Ntag, ty, tx, (ph * TILE_WIDTH + ty) * Width + Col)
                 rec_load(
                     ld,
                     ncount,
@@ -174,7 +182,7 @@ def make_instrumented(TILE_WIDTH, BARRIER_1=True, BARRIER_2=True):
                 )
             else:
                 Nds[ty, tx] = float32(0)
-                rec_tag(Ntag, ty, tx, TAG_ZERO_FILL)
+                rec_tag(READS, Ntag, ty, tx, TAG_ZERO_FILL)
                 rec_load(
                     ld,
                     ncount,
@@ -196,9 +204,12 @@ def make_instrumented(TILE_WIDTH, BARRIER_1=True, BARRIER_2=True):
                 rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 1)
 
             for k in range(TILE_WIDTH):
-                Pvalue += rec_read(
-                    rd, rv, slot, nph, ph, tk, k, READ_M, Mds, Mtag, ty, k
-                ) * rec_read(rd, rv, slot, nph, ph, tk, k, READ_N, Nds, Ntag, k, tx)
+                if READS:
+                    Pvalue += rec_read(
+                        rd, rv, slot, nph, ph, tk, k, READ_M, Mds, Mtag, ty, k
+                    ) * rec_read(rd, rv, slot, nph, ph, tk, k, READ_N, Nds, Ntag, k, tx)
+                else:
+                    Pvalue += Mds[ty, k] * Nds[k, tx]
             rec_pvalue(pv, slot, nph, ph, tk, Pvalue)
             if BARRIER_2:
                 rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 1, 0)

@@ -6,14 +6,17 @@ Usage (on a machine with an NVIDIA GPU, numba-cuda and compute-sanitizer)::
 
 For every case (kernel, Width, TILE_WIDTH, barriers removed) it
 
-1. records the instrumented kernel on the GPU with ``vizmm.record`` and saves
+1. starts the *plain* kernel on the same inputs under ``compute-sanitizer
+   --tool racecheck --racecheck-report hazard`` (this script, in its
+   ``plain`` mode; all cases at once, each in its own process), the report
+   going to ``OUTDIR/racecheck/*.txt``;
+2. records the instrumented kernel on the GPU with ``vizmm.record`` and saves
    the trace (``OUTDIR/traces/*.vizmm``);
-2. runs the *plain* kernel on the same inputs under ``compute-sanitizer
-   --tool racecheck`` (this script, in its ``plain`` mode) and keeps the
-   report (``OUTDIR/racecheck/*.txt``);
 3. writes ``OUTDIR/barrier_lab_gpu.json``: per case, vizmm's hazards by kind
-   and block, racecheck's, the wrong reads and wrong P elements of the
-   recording, and whether the recorded reads explain P.
+   and block, racecheck's (read from its report by
+   :mod:`vizmm.analysis.racecheck`), the (block, array, slot) each names,
+   the wrong reads and wrong P elements of the recording, and whether the
+   recorded reads explain P.
 
 ``python scripts/gpu_barrier_lab.py plain KERNEL WIDTH T DROP SEED`` launches
 the plain kernel once (``DROP``: ``-``, ``1``, ``2`` or ``1,2``).
@@ -38,18 +41,37 @@ import numpy as np
 CASES = [
     ("tiled", 4, 2, None),  # Fig. 5.8's example: one warp per block
     ("boundary", 5, 2, None),  # Fig. 5.13 with zero-fills
+    ("tiled", 32, 16, None),  # 4 blocks of 8 warps
     ("tiled", 64, 16, None),  # 16 blocks of 8 warps
     ("boundary", 100, 16, [(0, 0), (3, 5), (6, 6)]),  # larger: 49 blocks, three recorded
 ]
 DROPS = [(1,), (2,), (1, 2), ()]
 SEED = 5
+RACECHECK = [
+    "compute-sanitizer",
+    "--tool",
+    "racecheck",
+    "--racecheck-report",
+    "hazard",
+    "--print-limit",
+    "0",
+    "--show-backtrace",
+    "no",
+]
 # A dry run of the script's logic without a GPU: VIZMM_LAB_BACKEND=simulator.
 BACKEND = os.environ.get("VIZMM_LAB_BACKEND", "gpu")
+START = time.perf_counter()
 
 
 def drop_name(drop) -> str:
     """``(1, 2)`` -> ``'1,2'``; ``()`` -> ``'-'``."""
     return ",".join(map(str, drop)) or "-"
+
+
+def case_name(kernel, width, T, drop) -> str:
+    """File name of a case: ``gpu-barrier-tiled-64-t16-drop1`` (``-both``: none removed)."""
+    tail = "drop" + drop_name(drop).replace(",", "") if drop else "both"
+    return f"gpu-barrier-{kernel}-{width}-t{T}-{tail}"
 
 
 def plain_main(kernel, width, T, drop, seed):
@@ -71,55 +93,74 @@ def plain_main(kernel, width, T, drop, seed):
     print(f"plain {kernel} {width} T{T} drop {drop}: {int((P != ref).sum())} wrong P elements")
 
 
-RACECHECK_OPTIONS = [
-    ["--racecheck-report", "hazard", "--print-limit", "0"],
-    ["--racecheck-report", "hazard"],
-    [],
-]
+def start_racecheck(kernel, width, T, drop, out_txt):
+    """Start racecheck on the plain launch in the background; its report goes to ``out_txt``."""
+    if shutil.which("compute-sanitizer") is None:
+        return None
+    script = [sys.executable, os.path.abspath(__file__), "plain", kernel, str(width), str(T)]
+    f = open(out_txt, "w")  # noqa: SIM115 - closed by finish_racecheck
+    f.write(" ".join(RACECHECK) + " <plain launch>\n")
+    f.flush()
+    proc = subprocess.Popen(
+        [*RACECHECK, *script, drop_name(drop), str(SEED)], stdout=f, stderr=subprocess.STDOUT
+    )
+    return proc, f, time.perf_counter()
 
 
-def run_racecheck(kernel, width, T, drop, seed, out_txt, timeout):
-    """Racecheck the plain kernel's launch; the report goes to ``out_txt``, parsed from there."""
+def finish_racecheck(job, deadline):
+    """Wait for a racecheck job until ``deadline`` (perf_counter s); ``(exit, seconds)``."""
+    if job is None:
+        return "no compute-sanitizer", 0.0
+    proc, f, t0 = job
+    try:
+        code = proc.wait(timeout=max(1.0, deadline - time.perf_counter()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        code = "timeout (report cut short)"
+    f.close()
+    return code, round(time.perf_counter() - t0, 1)
+
+
+def _viz_blocks(rows):
+    out = {}
+    for row in rows:
+        out.setdefault(str(row["kind"]), {}).setdefault(f"{row['block'][0]},{row['block'][1]}", 0)
+        out[str(row["kind"])][f"{row['block'][0]},{row['block'][1]}"] += 1
+    return {k: dict(sorted(v.items())) for k, v in sorted(out.items())}
+
+
+def _compare(rows, parsed, T, detailed):
+    """Racecheck's (block, array, slot) against vizmm's, in the blocks vizmm analysed."""
     from vizmm.analysis import racecheck as rc
 
-    script = [
-        sys.executable,
-        os.path.abspath(__file__),
-        "plain",
-        kernel,
-        str(width),
-        str(T),
-        drop_name(drop),
-        str(seed),
-    ]
-    for opts in RACECHECK_OPTIONS:
-        t0 = time.perf_counter()
-        with open(out_txt, "w") as f:
-            f.write(" ".join(["compute-sanitizer --tool racecheck", *opts]) + " <plain launch>\n")
-            f.flush()
-            try:
-                if shutil.which("compute-sanitizer") is None:
-                    return None, None, 0.0, "no compute-sanitizer"
-                proc = subprocess.run(
-                    ["compute-sanitizer", "--tool", "racecheck", *opts, *script],
-                    stdout=f,
-                    stderr=subprocess.STDOUT,
-                    timeout=timeout,
-                )
-                code = proc.returncode
-            except subprocess.TimeoutExpired:
-                code = "timeout"
-        with open(out_txt, errors="replace") as f:
-            head = f.read(3000)
-        if "nrecognized" in head or "nknown option" in head:
+    viz = {}
+    for row in rows:
+        key = (tuple(int(v) for v in row["block"]), str(row["array"]), tuple(row["slot"]))
+        viz.setdefault(key, set()).add(str(row["kind"]))
+    rc_slots, unmapped, outside = {}, 0, 0
+    for kind, block, address in parsed["addresses"]:
+        where = rc.slot_of(address, T)
+        if where is None:
+            unmapped += 1
             continue
-        with open(out_txt, errors="replace") as f:
-            parsed = rc.parse(f)
-        return parsed, opts, round(time.perf_counter() - t0, 2), code
-    return None, None, 0.0, None
+        key = (block, where[0], tuple(where[1]))
+        if block not in detailed:
+            outside += 1
+            continue
+        rc_slots.setdefault(key, set()).add(kind)
+    missing = [k for k in rc_slots if k not in viz]
+    return {
+        "vizmm_slots": len(viz),
+        "racecheck_slots": len(rc_slots),
+        "racecheck_slots_not_in_vizmm": len(missing),
+        "vizmm_slots_not_in_racecheck": len([k for k in viz if k not in rc_slots]),
+        "racecheck_addresses_unmapped": unmapped,
+        "racecheck_addresses_outside_recorded_blocks": outside,
+    }
 
 
-def lab_main(outdir, deadline_s=330.0):
+def lab_main(outdir, deadline_s=380.0):
     """Record every case on the GPU, racecheck it, write the JSON summary (see the module doc)."""
     import vizmm
     from vizmm.analysis import hazards as hz
@@ -127,89 +168,34 @@ def lab_main(outdir, deadline_s=330.0):
 
     os.makedirs(os.path.join(outdir, "traces"), exist_ok=True)
     os.makedirs(os.path.join(outdir, "racecheck"), exist_ok=True)
-    versions = {}
-    try:
-        versions["compute-sanitizer"] = (
-            subprocess.run(["compute-sanitizer", "--version"], capture_output=True, text=True)
-            .stdout.strip()
-            .splitlines()[-1]
-        )
-    except (OSError, IndexError):
-        versions["compute-sanitizer"] = None
-    try:
-        versions["driver"] = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-    except OSError:
-        versions["driver"] = None
+    versions = _tool_versions()
+    cases = [(*c, d) for c in CASES for d in DROPS]
+    jobs = {}
+    for kernel, width, T, _window, drop in cases:
+        name = case_name(kernel, width, T, drop)
+        txt = os.path.join(outdir, "racecheck", name + ".txt")
+        jobs[name] = start_racecheck(kernel, width, T, drop, txt)
     results = []
-    for kernel, width, T, window in CASES:
-        for drop in DROPS:
-            name = f"gpu-barrier-{kernel}-{width}-t{T}-drop{drop_name(drop).replace(',', '')}"
-            if not drop:
-                name = f"gpu-barrier-{kernel}-{width}-t{T}-both"
-            t0 = time.perf_counter()
-            trace = vizmm.record(
-                width=width,
-                tile_width=T,
-                kernel=kernel,
-                backend=BACKEND,
-                drop_barrier=drop or None,
-                seed=SEED,
-                window=window,
-                reads=True,
-                quiet=True,
-            )
-            rec_s = round(time.perf_counter() - t0, 2)
-            trace.save(os.path.join(outdir, "traces", name + ".vizmm"))
-            rep = hz.analyse(trace)
-            M, N = trace.M.astype(np.float64), trace.N.astype(np.float64)
-            wrong_all = int((trace.P != (M @ N)).sum())
-            # The recorded reads explain each stored P element of the detailed blocks.
-            prod = trace.read_values[..., 0].astype(np.float64) * trace.read_values[..., 1]
-            sums = prod.sum(axis=(1, 4))  # (nd, ty, tx)
-            explained, checked = 0, 0
-            for s, (by, bx) in enumerate(trace.detail_blocks.tolist()):
-                for ty in range(T):
-                    for tx in range(T):
-                        r, c = by * T + ty, bx * T + tx
-                        if r < width and c < width and trace.p_write[s, ty, tx] == 1:
-                            checked += 1
-                            p = float(trace.P[r, c])
-                            ok = np.isclose(sums[s, ty, tx], p, rtol=1e-5, atol=1e-3) or (
-                                np.isnan(p) and np.isnan(sums[s, ty, tx])
-                            )
-                            explained += bool(ok)
-            left = deadline_s - (time.perf_counter() - START)
-            parsed, opts, rc_s, rc_code = (None, None, 0.0, "skipped: out of time")
-            if left > 20:
-                parsed, opts, rc_s, rc_code = run_racecheck(
-                    kernel,
-                    width,
-                    T,
-                    drop,
-                    SEED,
-                    os.path.join(outdir, "racecheck", name + ".txt"),
-                    timeout=min(90, left),
-                )
-            if parsed is None:
-                parsed = rc.parse("")
-            detailed = {tuple(b) for b in trace.detail_blocks.tolist()}
-            rc_counts = rc.summary_counts(parsed)
-            rc_detailed = {
-                kind: {
-                    b: n for b, n in per.items() if tuple(int(v) for v in b.split(",")) in detailed
-                }
-                for kind, per in rc_counts.items()
-            }
-            viz = {}
-            for row in rep.hazards:
-                b = f"{row['block'][0]},{row['block'][1]}"
-                viz.setdefault(str(row["kind"]), {}).setdefault(b, 0)
-                viz[str(row["kind"])][b] += 1
-            res = {
+    for kernel, width, T, window, drop in cases:
+        name = case_name(kernel, width, T, drop)
+        t0 = time.perf_counter()
+        trace = vizmm.record(
+            width=width,
+            tile_width=T,
+            kernel=kernel,
+            backend=BACKEND,
+            drop_barrier=drop or None,
+            seed=SEED,
+            window=window,
+            reads=True,
+            quiet=True,
+        )
+        rec_s = round(time.perf_counter() - t0, 2)
+        trace.save(os.path.join(outdir, "traces", name + ".vizmm"))
+        rep = hz.analyse(trace)
+        ref = trace.M.astype(np.float64) @ trace.N.astype(np.float64)
+        results.append(
+            {
                 "trace": name,
                 "kernel": kernel,
                 "width": width,
@@ -218,57 +204,86 @@ def lab_main(outdir, deadline_s=330.0):
                 "window": window,
                 "seed": SEED,
                 "record_s": rec_s,
-                "wrong_p": wrong_all,
-                "wrong_p_detailed": int(rep.wrong_p.sum()),
+                "wrong_p": int((trace.P != ref).sum()),
+                "wrong_p_recorded_blocks": int(rep.wrong_p.sum()),
                 "wrong_reads": len(rep.wrong_reads),
-                "reads_explain_p": f"{explained}/{checked}",
-                "vizmm_hazards": viz,
-                "racecheck_options": opts,
-                "racecheck_s": rc_s,
-                "racecheck_exit": rc_code,
-                "racecheck_summary": parsed["summary"],
-                "racecheck_analysis_lines": parsed["analysis_lines"],
-                "racecheck_hazards": rc_counts,
-                "racecheck_hazards_in_detailed_blocks": rc_detailed,
-                "racecheck_slots": _slots(parsed, T),
-                "racecheck_first": [{**h, "block": list(h["block"])} for h in parsed["first"][:12]],
-                "vizmm_slots": _viz_slots(rep.hazards),
+                "reads": int(trace.shared_reads.size),
+                "reads_explain_p": _explained(trace),
+                "vizmm_hazards": _viz_blocks(rep.hazards),
+                "_rows": rep.hazards,
+                "_detailed": {tuple(b) for b in trace.detail_blocks.tolist()},
             }
-            results.append(res)
-            _write(outdir, results, versions)
-            print(
-                json.dumps(
-                    {
-                        k: res[k]
-                        for k in (
-                            "trace",
-                            "wrong_p",
-                            "wrong_reads",
-                            "reads_explain_p",
-                            "racecheck_summary",
-                        )
-                    }
-                ),
-                flush=True,
-            )
+        )
+        print(name, "recorded", flush=True)
+    for res in results:
+        name = res["trace"]
+        code, secs = finish_racecheck(jobs[name], START + deadline_s)
+        txt = os.path.join(outdir, "racecheck", name + ".txt")
+        parsed = rc.parse("")
+        if os.path.exists(txt):
+            with open(txt, errors="replace") as f:
+                parsed = rc.parse(f)
+        rows, detailed = res.pop("_rows"), res.pop("_detailed")
+        res.update(
+            {
+                "racecheck_exit": code,
+                "racecheck_s": secs,
+                "racecheck_summary": parsed["summary"],
+                "racecheck_reports": sum(sum(v.values()) for v in parsed["counts"].values()),
+                "racecheck_warp_level": parsed["warp_level"],
+                "racecheck_hazards": rc.summary_counts(parsed),
+                "slots": _compare(rows, parsed, res["tile_width"], detailed),
+                "racecheck_first": [{**h, "block": list(h["block"])} for h in parsed["first"][:4]],
+            }
+        )
+        print(
+            json.dumps(
+                {
+                    k: res[k]
+                    for k in (
+                        "trace",
+                        "wrong_p",
+                        "wrong_reads",
+                        "racecheck_exit",
+                        "racecheck_summary",
+                        "slots",
+                    )
+                }
+            ),
+            flush=True,
+        )
     _write(outdir, results, versions)
 
 
-def _slots(parsed, T):
-    """Racecheck's hazards as ``{kind: number of distinct (block, shared byte offset)}``."""
+def _explained(trace) -> str:
+    """How many stored P elements equal the sum of the recorded products (GPU: FMA rounding)."""
+    T = trace.tile_width
+    j, _, l = trace.shape
+    prod = trace.read_values[..., 0].astype(np.float64) * trace.read_values[..., 1]
+    sums = prod.sum(axis=(1, 4))  # (nd, ty, tx)
+    ok = checked = 0
+    for s, (by, bx) in enumerate(trace.detail_blocks.tolist()):
+        for ty in range(T):
+            for tx in range(T):
+                r, c = by * T + ty, bx * T + tx
+                if r < j and c < l and trace.p_write[s, ty, tx] == 1:
+                    checked += 1
+                    ok += bool(np.isclose(sums[s, ty, tx], trace.P[r, c], rtol=1e-6, atol=1e-3))
+    return f"{ok}/{checked}"
+
+
+def _tool_versions():
     out = {}
-    for kind, _block, _addr in parsed["addresses"]:
-        out[kind] = out.get(kind, 0) + 1
+    for key, cmd in (
+        ("compute-sanitizer", ["compute-sanitizer", "--version"]),
+        ("driver", ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]),
+    ):
+        try:
+            lines = subprocess.run(cmd, capture_output=True, text=True).stdout.strip().splitlines()
+            out[key] = lines[-1] if lines else None
+        except OSError:
+            out[key] = None
     return out
-
-
-def _viz_slots(rows):
-    """The hazards vizmm finds, as ``{kind: number of distinct (block, array, slot)}``."""
-    seen = {}
-    for row in rows:
-        key = (tuple(row["block"]), str(row["array"]), tuple(row["slot"]))
-        seen.setdefault(str(row["kind"]), set()).add(key)
-    return {kind: len(v) for kind, v in sorted(seen.items())}
 
 
 def _write(outdir, results, versions):
@@ -281,6 +296,7 @@ def _write(outdir, results, versions):
         "device": name.decode() if isinstance(name, bytes) else str(name),
         "compute_capability": list(getattr(dev, "compute_capability", ())),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "racecheck_command": " ".join(RACECHECK),
         "versions": {
             **versions,
             **{d: importlib.metadata.version(d) for d in ("numpy", "numba", "numba-cuda")},
@@ -291,9 +307,6 @@ def _write(outdir, results, versions):
     }
     with open(os.path.join(outdir, "barrier_lab_gpu.json"), "w") as f:
         json.dump(doc, f, indent=1)
-
-
-START = time.perf_counter()
 
 
 if __name__ == "__main__":

@@ -1,17 +1,24 @@
 """Read compute-sanitizer's racecheck reports, to compare them with the barrier lab's hazards.
 
-``compute-sanitizer --tool racecheck --racecheck-report hazard`` prints one
-report per hazard it saw on shared memory, e.g.::
+``compute-sanitizer --tool racecheck --racecheck-report hazard`` (2025.3)
+prints one report per byte of shared memory on which it saw a hazard, e.g.::
 
-    ========= Error: Potential RAW hazard detected at __shared__ 0x8 in block (1, 0, 0) :
-    =========     Write Thread (0, 1, 0) at 0x1f0 in matrixMulKernel...
-    =========     Read Thread (1, 1, 0) at 0x2a0 in matrixMulKernel...
+    ========= Error: Potential RAW hazard detected at __shared__ 0x840 in block (3,0,0) :
+    =========     Write Thread (0,1,0) at matrixMulKernel...+0x630
+    =========     Read Thread (0,0,0) at matrixMulKernel...+0x660
 
-and a closing ``RACECHECK SUMMARY: N hazards displayed (E errors, W
-warnings)``. Racecheck names a hazard by the order in which it saw the two
-accesses (a read it saw after a write is RAW), while
+(``Warning: (Warp Level Programming) Potential ...`` when both threads are
+in one warp), threads and blocks as ``(x, y, z)``, and a closing
+``RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)``. A float
+slot is four bytes, so one hazard on a slot is four reports. Addresses
+count from the start of the block's shared window, whose first 1 KiB the
+system reserves on Hopper (:data:`SHARED_BASE`): Mds, then Nds.
+
+Racecheck names a hazard by the order in which it saw the two accesses (a
+read it saw after the write is RAW, before it WAR), while
 :mod:`vizmm.analysis.hazards` names it by the order the book's kernel
-intends; the blocks are the same.
+intends; and it keeps a short history per byte, so it reports a subset of
+the conflicting pairs.
 
 Text only; no NumPy, no numba.
 """
@@ -21,12 +28,17 @@ from __future__ import annotations
 import collections
 import re
 
-__all__ = ["parse", "summary_counts"]
+__all__ = ["SHARED_BASE", "parse", "slot_of", "summary_counts"]
+
+#: Byte address of the first user shared array in racecheck's reports on Hopper
+#: (sm_90 reserves the first 1 KiB of a block's shared memory).
+SHARED_BASE = 0x400
 
 _HEAD = re.compile(
-    r"(?P<sev>Error|Warning|Info|ERROR|WARNING|INFO)\w*:?\s+Potential\s+(?P<kind>RAW|WAR|WAW)\s+"
-    r"hazard detected at __shared__ (?P<addr>0x[0-9a-fA-F]+) in block "
-    r"\((?P<bx>\d+),\s*(?P<by>\d+),\s*(?P<bz>\d+)\)"
+    r"(?P<sev>Error|Warning|Info)\s*:\s*(?:\((?P<qual>[^)]*)\)\s*)?Potential\s+(?P<kind>RAW|WAR|WAW)"
+    r"\s+hazard detected at __shared__ (?P<addr>0x[0-9a-fA-F]+) in block "
+    r"\((?P<bx>\d+),\s*(?P<by>\d+),\s*(?P<bz>\d+)\)",
+    re.IGNORECASE,
 )
 _THREAD = re.compile(
     r"(?P<access>Read|Write)\s+Thread\s+\((?P<tx>\d+),\s*(?P<ty>\d+),\s*(?P<tz>\d+)\)"
@@ -55,7 +67,8 @@ def parse(lines, keep: int = 50) -> dict:
     -------
     dict
         ``counts``: ``{kind: {(by, bx): n}}`` with kind 'RAW', 'WAR' or
-        'WAW' (racecheck prints blocks as ``(x, y, z)``); ``addresses``: the
+        'WAW' (racecheck prints blocks as ``(x, y, z)``); ``warp_level``:
+        ``{kind: n}`` of those between threads of one warp; ``addresses``: the
         set of ``(kind, (by, bx), address)`` (byte offset in the block's
         shared memory); ``first``: the first ``keep`` hazards as dicts with
         ``kind``, ``severity``, ``address``, ``block`` and ``threads``
@@ -67,6 +80,7 @@ def parse(lines, keep: int = 50) -> dict:
     if isinstance(lines, str):
         lines = lines.splitlines()
     counts: dict = collections.defaultdict(collections.Counter)
+    warp_level = collections.Counter()
     addresses = set()
     first = []
     current = None
@@ -78,6 +92,8 @@ def parse(lines, keep: int = 50) -> dict:
             block = (int(head["by"]), int(head["bx"]))
             address = int(head["addr"], 16)
             counts[head["kind"]][block] += 1
+            if head["qual"] and "warp" in head["qual"].lower():
+                warp_level[head["kind"]] += 1
             addresses.add((head["kind"], block, address))
             current = None
             if len(first) < keep:
@@ -105,6 +121,7 @@ def parse(lines, keep: int = 50) -> dict:
             n_analysis += 1
     return {
         "counts": {kind: dict(c) for kind, c in counts.items()},
+        "warp_level": dict(warp_level),
         "addresses": addresses,
         "first": first,
         "summary": summary,
@@ -118,3 +135,17 @@ def summary_counts(parsed: dict) -> dict:
         kind: {f"{b[0]},{b[1]}": n for b, n in sorted(per.items())}
         for kind, per in sorted(parsed["counts"].items())
     }
+
+
+def slot_of(address: int, tile_width: int, base: int = SHARED_BASE):
+    """``('Mds' | 'Nds', (row, col))`` of a byte address in racecheck's report, or None.
+
+    The tiled kernels hold two ``TILE_WIDTH x TILE_WIDTH`` float32 arrays,
+    Mds then Nds, from ``base`` on (row-major).
+    """
+    T = tile_width
+    index = (address - base) // 4
+    if not 0 <= index < 2 * T * T:
+        return None
+    array = "Mds" if index < T * T else "Nds"
+    return array, divmod(index % (T * T), T)

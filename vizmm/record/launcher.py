@@ -122,7 +122,7 @@ def launch(job, M, N, show) -> Trace:
     drop, reads = tuple(job.get("drop", ())), bool(job.get("reads", False))
     rec, shapes = allocate_records(j, k, l, T, kernel, blocks, aggregated, reads)
     P = np.full(j * l, np.nan, np.float32)
-    kern = K.get_kernel(kernel, T, instrumented=True, drop_barrier=drop)
+    kern = K.get_kernel(kernel, T, instrumented=True, drop_barrier=drop, reads=reads)
     (grid, block) = K.grid_dims(j, l, T)
     scalars = K.launch_dims(kernel, j, k, l, T)
     dyn_shared = K.dynamic_shared_bytes(kernel, T)  # the launch's 4th parameter (Fig. 5.14)
