@@ -160,7 +160,7 @@ def _compare(rows, parsed, T, detailed):
     }
 
 
-def lab_main(outdir, deadline_s=380.0):
+def lab_main(outdir, deadline_s=320.0):
     """Record every case on the GPU, racecheck it, write the JSON summary (see the module doc)."""
     import vizmm
     from vizmm.analysis import hazards as hz
