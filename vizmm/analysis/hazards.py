@@ -54,9 +54,12 @@ __all__ = [
     "BarrierReport",
     "analyse",
     "barriers_kept",
+    "book_p",
+    "book_reads",
     "epochs",
     "expected_tags",
     "hazards",
+    "wrong_read_mask",
     "wrong_reads",
     "wrong_p",
     "describe_tag",
@@ -176,8 +179,13 @@ def expected_tags(trace) -> np.ndarray:
     return out
 
 
-def _book_reads(trace) -> np.ndarray:
-    """Expected tag of every read: ``(nd, nph, T(ty), T(tx), T(k), 2)`` like ``shared_reads``."""
+def book_reads(trace) -> np.ndarray:
+    """What every k-loop read of the book's kernel finds: int64 ``(nd, nph, T, T, T, 2)``.
+
+    Indexed like ``Trace.shared_reads`` (block slot, phase, ty, tx, k, array):
+    the tag of the element in ``Mds[ty][k]`` / ``Nds[k][tx]`` with both
+    barriers (:func:`expected_tags`).
+    """
     exp = expected_tags(trace)  # (nd, nph, 2, T, T)
     m = exp[:, :, 0]  # Mds[ty][k]: (nd, nph, ty, k)
     n = exp[:, :, 1]  # Nds[k][tx]: (nd, nph, k, tx)
@@ -255,11 +263,19 @@ def hazards(trace) -> np.ndarray:
     return rows[order]
 
 
+def wrong_read_mask(trace) -> np.ndarray | None:
+    """Bool ``(nd, nph, T, T, T, 2)``: recorded reads that found another element.
+
+    Compared with :func:`book_reads`; None when the trace holds no read records.
+    """
+    return _wrong_mask(trace)
+
+
 def _wrong_mask(trace) -> np.ndarray | None:
     reads = getattr(trace, "shared_reads", None)
     if reads is None or reads.size == 0:
         return None
-    return (reads != TAG_NOT_RECORDED) & (reads != _book_reads(trace))
+    return (reads != TAG_NOT_RECORDED) & (reads != book_reads(trace))
 
 
 def wrong_reads(trace) -> np.ndarray:
@@ -277,7 +293,7 @@ def wrong_reads(trace) -> np.ndarray:
     mask = _wrong_mask(trace)
     if mask is None:
         return np.zeros(0, WRONG_READ_DTYPE)
-    exp = _book_reads(trace)
+    exp = book_reads(trace)
     s, ph, rty, rtx, rk, a = np.nonzero(mask)
     rows = np.zeros(len(s), WRONG_READ_DTYPE)
     rows["block"] = trace.detail_blocks[s]
@@ -303,7 +319,7 @@ def book_p(trace) -> np.ndarray:
     read a never-written slot.
     """
     _, k, l = trace.shape
-    exp = _book_reads(trace)  # (nd, nph, ty, tx, k, 2)
+    exp = book_reads(trace)  # (nd, nph, ty, tx, k, 2)
     mflat = trace.M.ravel()
     nflat = trace.N.ravel()
 
@@ -351,7 +367,7 @@ def describe_tag(tag: int, array: str, ncols: int, phase: int | None = None) -> 
     if tag == TAG_ZERO_FILL:
         return "0.0 (zero-fill)"
     if tag == TAG_NEVER_WRITTEN:
-        return "nothing yet (never written)"
+        return "a slot not written yet"
     if tag < 0:
         return "not recorded"
     row, col = divmod(tag, ncols)
