@@ -39,7 +39,7 @@ if _ROOT not in sys.path:  # `panel serve apps/dashboard.py` runs this file as a
     sys.path.insert(0, _ROOT)
 
 import vizmm  # noqa: E402
-from apps import large_view, occupancy_view, traces  # noqa: E402
+from apps import barrier_view, large_view, occupancy_view, traces  # noqa: E402
 from apps.keys import KeyboardShortcuts, PageTheme  # noqa: E402
 from vizmm.record import DEFAULT_MAX_BYTES  # noqa: E402
 from vizmm.render.bokeh_scene import Scene, slot_label  # noqa: E402
@@ -373,7 +373,10 @@ class DashboardState(param.Parameterized):
             / ``nds_state`` (:class:`~vizmm.replay.SlotState` names), ``threads``
             (T x T :class:`~vizmm.replay.ThreadState` names in lower case),
             ``loads``, ``naive``, ``cgma``, ``pvalue`` (followed thread's,
-            or None), ``title``, ``message``.
+            or None), ``wrong`` (barrier lab: T x T, 1 where the thread's
+            read at this step found the wrong element; None without read
+            records), ``struck`` (1-based source lines of the removed
+            ``__syncthreads()``), ``title``, ``message``.
         """
         f = self.frame
         if f is None or self._trace_key != self.source:  # nothing, or the previous trace
@@ -415,6 +418,9 @@ class DashboardState(param.Parameterized):
             "naive": int(f.naive_loads_so_far),
             "cgma": round(float(f.cgma), 4),
             "pvalue": None if f.focus is None else _num(f.pvalue[f.focus]),
+            # barrier lab: threads whose read at this step found the wrong element
+            "wrong": None if f.thread_wrong is None else f.thread_wrong.astype(int).tolist(),
+            "struck": [i + 1 for i in f.struck_lines],
             "title": f.title,
             "presenter": self.presenter,
             "theme": self.theme,
@@ -531,6 +537,13 @@ class RecordForm(pn.viewable.Viewer):
     j = param.Integer(default=6, bounds=(1, 4096), label="rows of M (j) / Width")
     k = param.Integer(default=5, bounds=(1, 4096), label="columns of M = rows of N (k)")
     l = param.Integer(default=7, bounds=(1, 4096), label="columns of N (l)")  # noqa: E741
+    barriers = param.Selector(
+        default="both",
+        objects=["both", "no barrier 1", "no barrier 2", "none"],
+        label="__syncthreads()",
+        doc="Barrier lab ('tiled', 'boundary'): keep both barriers (the book), or remove "
+        "barrier 1 (after the loads), barrier 2 (after the k loop) or both",
+    )
     tile_width = param.Integer(default=2, bounds=(1, 32), label="TILE_WIDTH")
     seed = param.Integer(default=0, bounds=(0, 2**31 - 1), label="seed of the inputs")
     backend = param.Selector(default="simulator", objects=["simulator", "auto", "gpu"])
@@ -553,13 +566,21 @@ class RecordForm(pn.viewable.Viewer):
             j, k, l = self.j, self.k, self.l
         else:
             j = k = l = self.j
-        return traces.RecordSpec(self.kernel, j, k, l, self.tile_width, self.seed, self.backend)
+        drop = {"no barrier 1": (1,), "no barrier 2": (2,), "none": (1, 2)}.get(self.barriers, ())
+        return traces.RecordSpec(
+            self.kernel, j, k, l, self.tile_width, self.seed, self.backend, drop
+        )
 
-    @param.depends("kernel", "j", "k", "l", "tile_width", "seed", "backend", watch=True)
+    @param.depends("kernel", "barriers", "j", "k", "l", "tile_width", "seed", "backend", watch=True)
     def _update_estimate(self) -> None:
         s = self.spec()
         try:
-            est = vizmm.estimate(s.j, s.k, s.l, s.tile_width, s.kernel)
+            if s.drop and s.kernel not in ("tiled", "boundary"):
+                raise vizmm.RecordError(
+                    f"kernel {s.kernel!r} has no __syncthreads() to remove; the barrier lab "
+                    "runs 'tiled' and 'boundary'"
+                )
+            est = vizmm.estimate(s.j, s.k, s.l, s.tile_width, s.kernel, reads=bool(s.drop))
         except vizmm.RecordError as exc:
             self.param.update(estimate=f"⚠ {exc}", valid=False)
         else:
@@ -589,9 +610,10 @@ class RecordForm(pn.viewable.Viewer):
         square = pn.bind(lambda kernel: kernel == "general", self.param.kernel)
         widgets = pn.Param(
             self.param,
-            parameters=["kernel", "j", "tile_width", "seed", "backend"],
+            parameters=["kernel", "barriers", "j", "tile_width", "seed", "backend"],
             widgets={
                 "kernel": pn.widgets.RadioButtonGroup,
+                "barriers": pn.widgets.RadioButtonGroup,
                 "backend": pn.widgets.RadioButtonGroup,
                 "j": pn.widgets.IntInput,
                 "tile_width": pn.widgets.IntInput,
@@ -790,7 +812,8 @@ class Dashboard(pn.viewable.Viewer):
             sizing_mode="stretch_width",
             align="center",
         )
-        tabs = [("Block replay", pn.Column(self.scene_pane, scroll=False))]
+        self.hazards = barrier_view.HazardPanel(self.state)
+        tabs = [("Block replay", pn.Column(self.scene_pane, self.hazards, scroll=False))]
         for title, factory in self.EXTRA_VIEWS:
             tabs.append((title, factory(self.state)))
         self.tabs = pn.Tabs(*tabs, dynamic=True) if len(tabs) > 1 else tabs[0][1]
@@ -1111,6 +1134,7 @@ def create_app() -> Dashboard:
     large_view.install(Dashboard, traces)
     # Section 5.6 and the GFLOPS argument: occupancy, CGMA, roofline, measured speed
     occupancy_view.install(Dashboard)
+    barrier_view.install(Dashboard, traces)  # the barrier lab's presets
     return Dashboard()
 
 

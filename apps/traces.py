@@ -56,6 +56,9 @@ class RecordSpec:
     seed : int
         Seed of the random integer inputs 0..9.
     backend : {'simulator', 'gpu', 'auto'}
+    drop : tuple of int
+        Barrier lab: the ``__syncthreads()`` removed (1 after the loads, 2 after
+        the k loop); empty keeps both.
     """
 
     kernel: str
@@ -65,6 +68,7 @@ class RecordSpec:
     tile_width: int
     seed: int = 0
     backend: str = "simulator"
+    drop: tuple = ()
 
     @property
     def key(self) -> str:
@@ -72,6 +76,7 @@ class RecordSpec:
         return (
             f"rec:{self.kernel}:{self.j}x{self.k}x{self.l}:T{self.tile_width}:"
             f"s{self.seed}:{self.backend}"
+            + (f":d{''.join(map(str, self.drop))}" if self.drop else "")
         )
 
     def record_kwargs(self) -> dict:
@@ -84,6 +89,7 @@ class RecordSpec:
             kernel=self.kernel,
             seed=self.seed,
             backend=self.backend,
+            **({"drop_barrier": tuple(self.drop)} if self.drop else {}),
         )
 
     def describe(self) -> str:
@@ -93,7 +99,11 @@ class RecordSpec:
             if self.j == self.k == self.l
             else f"M {self.j}×{self.k} · N {self.k}×{self.l}"
         )
-        return f"{self.kernel} · {shape} · TILE_WIDTH {self.tile_width} · seed {self.seed}"
+        lab = {(1,): " · no barrier 1", (2,): " · no barrier 2", (1, 2): " · no barriers"}
+        return (
+            f"{self.kernel} · {shape} · TILE_WIDTH {self.tile_width} · seed {self.seed}"
+            + lab.get(tuple(self.drop), "")
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,7 +172,7 @@ DEFAULT = "fig5-8"
 
 _REC = re.compile(
     r"^rec:(?P<kernel>[a-z]+):(?P<j>\d+)x(?P<k>\d+)x(?P<l>\d+):T(?P<T>\d+):"
-    r"s(?P<seed>\d+):(?P<backend>[a-z]+)$"
+    r"s(?P<seed>\d+):(?P<backend>[a-z]+)(?::d(?P<drop>1|2|12))?$"
 )
 _UPLOAD = re.compile(r"^upload:[0-9a-f]{12}$")
 MAX_CACHED = 24  # recordings and uploads kept (presets are always kept)
@@ -193,12 +203,13 @@ def parse_key(key: str) -> Preset | RecordSpec | str:
             int(m["T"]),
             int(m["seed"]),
             m["backend"],
+            tuple(int(c) for c in m["drop"] or ""),
         )
     if _UPLOAD.match(key):
         return key
     raise ValueError(
         f"unknown trace {key!r}: use a preset ({', '.join(PRESETS)}), a recording "
-        "'rec:KERNEL:JxKxL:T<tile>:s<seed>:<backend>' or an uploaded file"
+        "'rec:KERNEL:JxKxL:T<tile>:s<seed>:<backend>[:d1|:d2|:d12]' or an uploaded file"
     )
 
 
@@ -241,6 +252,8 @@ def _packaged(preset: Preset) -> Trace | None:
         return None
     s = preset.spec
     if (trace.kernel, trace.shape, trace.tile_width) != (s.kernel, (s.j, s.k, s.l), s.tile_width):
+        return None
+    if tuple(trace.meta.get("drop_barrier", ())) != tuple(s.drop):
         return None
     return trace
 

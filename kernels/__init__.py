@@ -50,6 +50,8 @@ FIGURES = {
     "padded": "Fig. 5.13, Nds[tx][k] with TILE_WIDTH + 1 columns (padding fix)",
     "dynamic": "Fig. 5.14",
 }
+# Kernels with the two __syncthreads() of Section 5.4 (the barrier lab can remove them).
+BARRIER_KERNELS = ("tiled", "boundary")
 MAX_TILE_WIDTH = 32  # 32 x 32 = 1024 threads, the CUDA block limit
 
 
@@ -75,8 +77,40 @@ def check_kernel_name(name):
     return name
 
 
-@functools.cache
-def get_kernel(name, tile_width, instrumented=False):
+def check_drop_barrier(name, drop_barrier):
+    """The barriers to remove as a sorted tuple: ``()``, ``(1,)``, ``(2,)`` or ``(1, 2)``.
+
+    ``drop_barrier`` is ``None`` (keep both), 1 (the ``__syncthreads()`` after
+    the loads), 2 (the one after the k loop) or a collection of them. Only
+    the tiled kernels (:data:`BARRIER_KERNELS`) have barriers to remove.
+
+    Raises
+    ------
+    ValueError
+        For anything else, or a barrier removed from a kernel without one.
+    """
+    if drop_barrier is None:
+        return ()
+    items = [drop_barrier] if isinstance(drop_barrier, int) else drop_barrier
+    try:
+        items = list(items)
+    except TypeError:
+        items = [drop_barrier]
+    if not all(isinstance(b, int) and not isinstance(b, bool) and b in (1, 2) for b in items):
+        raise ValueError(
+            "drop_barrier must be None (keep both __syncthreads), 1 (the one after the loads), "
+            f"2 (the one after the k loop) or (1, 2); got {drop_barrier!r}"
+        )
+    out = tuple(sorted(set(items)))
+    if out and name not in BARRIER_KERNELS:
+        raise ValueError(
+            f"kernel {name!r} has no __syncthreads() to remove; the barrier lab runs "
+            f"{' and '.join(BARRIER_KERNELS)}"
+        )
+    return out
+
+
+def get_kernel(name, tile_width, instrumented=False, drop_barrier=None, reads=False):
     """The ``cuda.jit`` kernel ``name`` compiled for one ``TILE_WIDTH``.
 
     Parameters
@@ -86,17 +120,38 @@ def get_kernel(name, tile_width, instrumented=False):
         TILE_WIDTH, 1 to 32; the block is TILE_WIDTH x TILE_WIDTH threads.
     instrumented : bool
         The recording variant (extra record-array arguments, see :mod:`.codes`).
+    drop_barrier : None, 1, 2 or (1, 2)
+        Barrier lab ('tiled' and 'boundary' only): remove the
+        ``__syncthreads()`` after the loads (1), after the k loop (2) or both.
+    reads : bool
+        Barrier lab, instrumented 'tiled' and 'boundary': also record every
+        k-loop read of Mds / Nds (which element, which value).
 
     Raises
     ------
     ValueError
-        For an unknown name or a TILE_WIDTH outside 1..32.
+        For an unknown name, a TILE_WIDTH outside 1..32 or a bad ``drop_barrier``.
     """
     check_kernel_name(name)
     check_tile_width(tile_width)
+    drop = check_drop_barrier(name, drop_barrier)
+    if reads and not (instrumented and name in BARRIER_KERNELS):
+        raise ValueError(
+            f"reads are recorded by the instrumented {' and '.join(BARRIER_KERNELS)} kernels only"
+        )
+    return _get_kernel(name, tile_width, bool(instrumented), drop, bool(reads))
+
+
+@functools.cache
+def _get_kernel(name, tile_width, instrumented, drop, reads):
     module = importlib.import_module(f"{__name__}.{name}")
     factory = module.make_instrumented if instrumented else module.make_plain
-    return factory(tile_width)
+    if name not in BARRIER_KERNELS:
+        return factory(tile_width)
+    flags = dict(BARRIER_1=1 not in drop, BARRIER_2=2 not in drop)
+    if instrumented:
+        flags["READS"] = reads
+    return factory(tile_width, **flags)
 
 
 def launch_dims(name, j, k, l, tile_width=None):

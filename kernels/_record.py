@@ -26,6 +26,7 @@ from .codes import (
     BLK_T1,
     LOADED,
     OUT_OF_ALLOCATION,
+    TAG_NEVER_WRITTEN,
     WRONG_ELEMENT,
     ZERO_FILL,
 )
@@ -131,3 +132,46 @@ def rec_block_end(blk, seq, bid, tk):
         blk[bid * 6 + BLK_CLK1] = clock64()
         blk[bid * 6 + BLK_T1] = globaltimer()
         blk[bid * 6 + BLK_SEQ] = cuda.atomic.add(seq, 0, 1)
+
+
+@device
+def rec_tags_init(mtag, ntag, ty, tx):
+    """Barrier lab: mark this thread's Mds / Nds slot as never written, then wait.
+
+    The tags live in shared memory beside Mds and Nds (int32, T x T) and start
+    as whatever the last block left there; every thread stamps its own slot
+    with ``TAG_NEVER_WRITTEN`` and the block waits once (a barrier of the
+    recording only, before the phase loop), so a read that comes too early
+    reads the sentinel and not a stale tag.
+    """
+    mtag[ty, tx] = TAG_NEVER_WRITTEN
+    ntag[ty, tx] = TAG_NEVER_WRITTEN
+    cuda.syncthreads()
+
+
+@device
+def rec_tag(reads, tag, ty, tx, value):
+    """Barrier lab: write the tag of slot (ty, tx) right after the value (if ``reads``)."""
+    if reads:
+        tag[ty, tx] = value
+
+
+@device
+def rec_read(rd, rv, slot, nph, ph, tk, k, field, ds, tag, r, c):
+    """Barrier lab: read ``ds[r, c]`` once, record it with its tag, return it.
+
+    The kernel multiplies the returned value, so the record is the value the
+    thread really used. ``rd`` (int32 tags) and ``rv`` (float32 values) are
+    flat ``(nd, nph, T, T, T, 2)``: per block slot, phase, thread, ``k`` and
+    ``field`` (``READ_M`` for Mds[ty][k], ``READ_N`` for Nds[k][tx]). Skipped
+    when ``rd`` is empty or the block is not recorded (``slot < 0``). The tag
+    is read after the value; on a GPU a write landing between the two loads
+    would pair the old value with the new tag (not seen in our runs).
+    """
+    v = ds[r, c]
+    if slot >= 0 and rd.shape[0] > 0:
+        T = cuda.blockDim.x
+        i = ((((slot * nph + ph) * (T * cuda.blockDim.y) + tk) * T + k) * 2) + field
+        rd[i] = tag[r, c]
+        rv[i] = v
+    return v

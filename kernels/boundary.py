@@ -5,15 +5,30 @@ element lies outside the matrix stores 0.0 into its Mds / Nds slot (the
 zero-fill), and only threads with a valid (Row, Col) store P.
 """
 
-from numba import cuda, float32
+from numba import cuda, float32, int32
 
 from ._hw import instrumented_kernel
-from ._record import rec_block_end, rec_block_start, rec_load, rec_pvalue, rec_pwrite, rec_sync
-from .codes import LOADED, M_KIND, N_KIND, ZERO_FILL
+from ._record import (
+    rec_block_end,
+    rec_block_start,
+    rec_load,
+    rec_pvalue,
+    rec_pwrite,
+    rec_read,
+    rec_sync,
+    rec_tag,
+    rec_tags_init,
+)
+from .codes import LOADED, M_KIND, N_KIND, READ_M, READ_N, TAG_ZERO_FILL, ZERO_FILL
 
 
-def make_plain(TILE_WIDTH):
-    """Fig. 5.13 for one ``TILE_WIDTH``."""
+def make_plain(TILE_WIDTH, BARRIER_1=True, BARRIER_2=True):
+    """Fig. 5.13 for one ``TILE_WIDTH``.
+
+    ``BARRIER_1`` / ``BARRIER_2``: keep (True, the book) or remove (False, the
+    barrier lab) the ``__syncthreads()`` after the loads / after the k loop
+    (compile-time constants, as in ``tiled.make_plain``).
+    """
 
     @cuda.jit
     def matrixMulKernel(M, N, P, Width):
@@ -41,26 +56,55 @@ def make_plain(TILE_WIDTH):
                 Nds[ty, tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
             else:
                 Nds[ty, tx] = float32(0)
-            cuda.syncthreads()
+            if BARRIER_1:
+                cuda.syncthreads()
 
             for k in range(TILE_WIDTH):
                 Pvalue += Mds[ty, k] * Nds[k, tx]
-            cuda.syncthreads()
+            if BARRIER_2:
+                cuda.syncthreads()
         if Row < Width and Col < Width:
             P[Row * Width + Col] = Pvalue
 
     return matrixMulKernel
 
 
-def make_instrumented(TILE_WIDTH):
-    """Fig. 5.13 plus recording (see ``kernels.codes`` for the record arrays)."""
+def make_instrumented(TILE_WIDTH, BARRIER_1=True, BARRIER_2=True, READS=False):
+    """Fig. 5.13 plus recording (see ``kernels.codes`` for the record arrays).
+
+    ``READS`` (compile-time, the barrier lab) also records every k-loop read:
+    a tag beside each Mds / Nds slot, written with the value, tells which
+    element the reader found (``rd`` / ``rv``). Without it the k loop is the
+    book's line and the tags are a 1 x 1 placeholder never touched.
+    """
+    TAGS = (TILE_WIDTH, TILE_WIDTH) if READS else (1, 1)
 
     @instrumented_kernel
     def matrixMulKernel(
-        M, N, P, Width, detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount, zf
+        M,
+        N,
+        P,
+        Width,
+        detail,
+        ld,
+        pv,
+        bar,
+        bclk,
+        ticks,
+        spread,
+        pw,
+        blk,
+        seq,
+        mcount,
+        ncount,
+        zf,
+        rd,
+        rv,
     ):
         Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
         Nds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+        Mtag = cuda.shared.array(TAGS, int32)
+        Ntag = cuda.shared.array(TAGS, int32)
 
         bx = cuda.blockIdx.x
         by = cuda.blockIdx.y
@@ -71,6 +115,8 @@ def make_instrumented(TILE_WIDTH):
         tk = ty * TILE_WIDTH + tx
         nph = (Width + TILE_WIDTH - 1) // TILE_WIDTH
         rec_block_start(blk, bid, tk)
+        if READS:
+            rec_tags_init(Mtag, Ntag, ty, tx)
 
         # Identify the row and column of the P element to work on
         Row = by * TILE_WIDTH + ty
@@ -82,6 +128,7 @@ def make_instrumented(TILE_WIDTH):
             # Collaborative loading of M and N tiles into shared memory
             if Row < Width and (ph * TILE_WIDTH + tx) < Width:
                 Mds[ty, tx] = M[Row * Width + ph * TILE_WIDTH + tx]
+                rec_tag(READS, Mtag, ty, tx, Row * Width + ph * TILE_WIDTH + tx)
                 rec_load(
                     ld,
                     mcount,
@@ -99,6 +146,7 @@ def make_instrumented(TILE_WIDTH):
                 )
             else:
                 Mds[ty, tx] = float32(0)
+                rec_tag(READS, Mtag, ty, tx, TAG_ZERO_FILL)
                 rec_load(
                     ld,
                     mcount,
@@ -116,6 +164,7 @@ def make_instrumented(TILE_WIDTH):
                 )
             if (ph * TILE_WIDTH + ty) < Width and Col < Width:
                 Nds[ty, tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
+                rec_tag(READS, Ntag, ty, tx, (ph * TILE_WIDTH + ty) * Width + Col)
                 rec_load(
                     ld,
                     ncount,
@@ -133,6 +182,7 @@ def make_instrumented(TILE_WIDTH):
                 )
             else:
                 Nds[ty, tx] = float32(0)
+                rec_tag(READS, Ntag, ty, tx, TAG_ZERO_FILL)
                 rec_load(
                     ld,
                     ncount,
@@ -148,16 +198,23 @@ def make_instrumented(TILE_WIDTH):
                     Col,
                     Width,
                 )
-            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 0)
-            cuda.syncthreads()
-            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 1)
+            if BARRIER_1:
+                rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 0)
+                cuda.syncthreads()
+                rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 1)
 
             for k in range(TILE_WIDTH):
-                Pvalue += Mds[ty, k] * Nds[k, tx]
+                if READS:
+                    Pvalue += rec_read(
+                        rd, rv, slot, nph, ph, tk, k, READ_M, Mds, Mtag, ty, k
+                    ) * rec_read(rd, rv, slot, nph, ph, tk, k, READ_N, Nds, Ntag, k, tx)
+                else:
+                    Pvalue += Mds[ty, k] * Nds[k, tx]
             rec_pvalue(pv, slot, nph, ph, tk, Pvalue)
-            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 1, 0)
-            cuda.syncthreads()
-            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 1, 1)
+            if BARRIER_2:
+                rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 1, 0)
+                cuda.syncthreads()
+                rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 1, 1)
         if Row < Width and Col < Width:
             P[Row * Width + Col] = Pvalue
             rec_pwrite(pw, slot, tk, LOADED)

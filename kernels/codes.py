@@ -47,3 +47,18 @@ SPREAD_FIELDS = 3
 
 # Sentinel for clock-like fields that were not read (the simulator has no clocks).
 NO_CLOCK = -1
+
+# Barrier lab (tiled and boundary kernels). Each shared slot Mds[ty][tx] /
+# Nds[ty][tx] has a tag beside it (int32, in shared memory, written with the
+# value): the linearized index ``row * ncols + col`` of the M / N element
+# stored there, or one of these sentinels.
+TAG_ZERO_FILL = -1  # the boundary check stored 0.0 (Fig. 5.13)
+TAG_NEVER_WRITTEN = -2  # no thread of this block has written the slot yet
+# Sentinel of the read records where nothing was recorded (block not recorded).
+TAG_NOT_RECORDED = -3
+# Last axis of the read records ``rd`` / ``rv`` (nd, nph, T, T, T, 2): the
+# read of Mds[ty][k], then the read of Nds[k][tx].
+READ_M, READ_N = 0, 1
+READ_FIELDS = 2
+# The two __syncthreads() of a phase, as numbered in the barrier lab.
+BARRIER_LOAD, BARRIER_COMPUTE = 1, 2

@@ -14,7 +14,7 @@ e.g. M_{0,3} reads M_{1,0}); one past the end of the allocation is recorded
 as ``OUT_OF_ALLOCATION`` and not performed, and the thread keeps running.
 """
 
-from numba import cuda, float32
+from numba import cuda, float32, int32
 
 from ._hw import instrumented_kernel
 from ._record import (
@@ -24,13 +24,22 @@ from ._record import (
     rec_load,
     rec_pvalue,
     rec_pwrite,
+    rec_read,
     rec_sync,
+    rec_tag,
+    rec_tags_init,
 )
-from .codes import M_KIND, N_KIND, OUT_OF_ALLOCATION
+from .codes import M_KIND, N_KIND, OUT_OF_ALLOCATION, READ_M, READ_N
 
 
-def make_plain(TILE_WIDTH):
-    """Fig. 5.9 for one ``TILE_WIDTH`` (a compile-time constant, as the book's ``#define``)."""
+def make_plain(TILE_WIDTH, BARRIER_1=True, BARRIER_2=True):
+    """Fig. 5.9 for one ``TILE_WIDTH`` (a compile-time constant, as the book's ``#define``).
+
+    ``BARRIER_1`` / ``BARRIER_2`` keep (True, the book's kernel) or remove
+    (False, the barrier lab) the ``__syncthreads()`` after the loads and the
+    one after the k loop; they are compile-time constants too, so a removed
+    barrier is not in the compiled kernel at all.
+    """
 
     @cuda.jit
     def matrixMulKernel(M, N, P, Width):
@@ -52,25 +61,54 @@ def make_plain(TILE_WIDTH):
             # Collaborative loading of M and N tiles into shared memory
             Mds[ty, tx] = M[Row * Width + ph * TILE_WIDTH + tx]
             Nds[ty, tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
-            cuda.syncthreads()
+            if BARRIER_1:
+                cuda.syncthreads()
 
             for k in range(TILE_WIDTH):
                 Pvalue += Mds[ty, k] * Nds[k, tx]
-            cuda.syncthreads()
+            if BARRIER_2:
+                cuda.syncthreads()
         P[Row * Width + Col] = Pvalue
 
     return matrixMulKernel
 
 
-def make_instrumented(TILE_WIDTH):
-    """Fig. 5.9 plus recording (see ``kernels.codes`` for the record arrays)."""
+def make_instrumented(TILE_WIDTH, BARRIER_1=True, BARRIER_2=True, READS=False):
+    """Fig. 5.9 plus recording (see ``kernels.codes`` for the record arrays).
+
+    ``READS`` (compile-time, the barrier lab) also records every k-loop read:
+    a tag beside each Mds / Nds slot, written with the value, tells which
+    element the reader found (``rd`` / ``rv``). Without it the k loop is the
+    book's line and the tags are a 1 x 1 placeholder never touched.
+    """
+    TAGS = (TILE_WIDTH, TILE_WIDTH) if READS else (1, 1)
 
     @instrumented_kernel
     def matrixMulKernel(
-        M, N, P, Width, detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount, zf
+        M,
+        N,
+        P,
+        Width,
+        detail,
+        ld,
+        pv,
+        bar,
+        bclk,
+        ticks,
+        spread,
+        pw,
+        blk,
+        seq,
+        mcount,
+        ncount,
+        zf,
+        rd,
+        rv,
     ):
         Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
         Nds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+        Mtag = cuda.shared.array(TAGS, int32)
+        Ntag = cuda.shared.array(TAGS, int32)
 
         bx = cuda.blockIdx.x
         by = cuda.blockIdx.y
@@ -81,6 +119,8 @@ def make_instrumented(TILE_WIDTH):
         tk = ty * TILE_WIDTH + tx
         nph = (Width + TILE_WIDTH - 1) // TILE_WIDTH
         rec_block_start(blk, bid, tk)
+        if READS:
+            rec_tags_init(Mtag, Ntag, ty, tx)
 
         # Identify the row and column of the P element to work on
         Row = by * TILE_WIDTH + ty
@@ -108,6 +148,7 @@ def make_instrumented(TILE_WIDTH):
             )
             if mkind != OUT_OF_ALLOCATION:
                 Mds[ty, tx] = M[Row * Width + ph * TILE_WIDTH + tx]
+                rec_tag(READS, Mtag, ty, tx, Row * Width + ph * TILE_WIDTH + tx)
             nkind = classify_unchecked(ph * TILE_WIDTH + ty, Col, Width, Width)
             rec_load(
                 ld,
@@ -126,16 +167,24 @@ def make_instrumented(TILE_WIDTH):
             )
             if nkind != OUT_OF_ALLOCATION:
                 Nds[ty, tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
-            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 0)
-            cuda.syncthreads()
-            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 1)
+                rec_tag(READS, Ntag, ty, tx, (ph * TILE_WIDTH + ty) * Width + Col)
+            if BARRIER_1:
+                rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 0)
+                cuda.syncthreads()
+                rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 1)
 
             for k in range(TILE_WIDTH):
-                Pvalue += Mds[ty, k] * Nds[k, tx]
+                if READS:
+                    Pvalue += rec_read(
+                        rd, rv, slot, nph, ph, tk, k, READ_M, Mds, Mtag, ty, k
+                    ) * rec_read(rd, rv, slot, nph, ph, tk, k, READ_N, Nds, Ntag, k, tx)
+                else:
+                    Pvalue += Mds[ty, k] * Nds[k, tx]
             rec_pvalue(pv, slot, nph, ph, tk, Pvalue)
-            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 1, 0)
-            cuda.syncthreads()
-            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 1, 1)
+            if BARRIER_2:
+                rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 1, 0)
+                cuda.syncthreads()
+                rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 1, 1)
         pkind = classify_unchecked(Row, Col, Width, Width)
         rec_pwrite(pw, slot, tk, pkind)
         if pkind != OUT_OF_ALLOCATION:

@@ -23,7 +23,11 @@ sys.path.insert(0, ROOT)
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 import vizmm  # noqa: E402
-from apps.traces import PRESETS  # noqa: E402
+from apps import barrier_view, traces  # noqa: E402
+
+barrier_view.install(None, traces)  # the barrier lab's simulator presets too
+# Presets recorded on a GPU ship as they came back from it (scripts/gpu_barrier_lab.py).
+PRESETS = {k: p for k, p in traces.PRESETS.items() if p.spec.backend != "gpu"}
 
 DATA = os.path.join(ROOT, "vizmm", "data")
 

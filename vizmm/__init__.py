@@ -8,6 +8,7 @@ Importing vizmm does not import numba; only :func:`record` does.
 """
 
 from ._version import __version__
+from .analysis import hazards as _hazards  # noqa: F401 - registers Trace.hazards()
 from .analysis.occupancy import Device, Occupancy, OccupancyError
 from .analysis.transactions import MemoryTransactions, TransactionsError, memory_transactions
 from .record import (

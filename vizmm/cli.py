@@ -127,6 +127,16 @@ _UNITS = {
 }
 
 
+def parse_drop_barrier(text: str) -> tuple[int, ...]:
+    """``'1'``, ``'2'`` or ``'1,2'`` -> the barriers to remove."""
+    parts = [p.strip() for p in text.split(",")]
+    if any(p not in ("1", "2") for p in parts):
+        raise argparse.ArgumentTypeError(
+            f"expected 1 (the barrier after the loads), 2 (after the k loop) or 1,2; got {text!r}"
+        )
+    return tuple(sorted({int(p) for p in parts}))
+
+
 def parse_bytes(text: str) -> int:
     """``"1000"``, ``"64K"``, ``"256M"``, ``"1G"`` (binary units) to a number of bytes."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
@@ -163,7 +173,9 @@ def add_record_parser(subparsers) -> None:
             "  vizmm record --width 4 --tile-width 2 --kernel tiled -o fig58.vizmm   (Fig. 5.8)\n"
             "  vizmm record --width 3 --tile-width 2 --kernel boundary -o fig511.vizmm\n"
             "  vizmm record --shape 100,70,90 --tile-width 16 --kernel general "
-            "--window 0,0 --window 6,5 -o big.vizmm"
+            "--window 0,0 --window 6,5 -o big.vizmm\n"
+            "  vizmm record --width 4 --tile-width 2 --kernel tiled --drop-barrier 1 "
+            "-o race.vizmm   (barrier lab)"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -221,6 +233,13 @@ def add_record_parser(subparsers) -> None:
         "count reads and times, and the simulator runs only these blocks",
     )
     p.add_argument(
+        "--drop-barrier",
+        type=parse_drop_barrier,
+        metavar="B",
+        help="barrier lab (tiled, boundary): remove __syncthreads() 1 (after the loads), "
+        "2 (after the k loop) or 1,2 (both); every k-loop read is recorded",
+    )
+    p.add_argument(
         "--max-bytes",
         type=parse_bytes,
         metavar="SIZE",
@@ -265,7 +284,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         T, why = tile_width_from_device(args.backend, args.device)
         if not args.quiet:
             print(why, flush=True)
-    est = estimate(j, k, l, T, args.kernel, args.window)
+    est = estimate(j, k, l, T, args.kernel, args.window, reads=bool(args.drop_barrier))
     limit = DEFAULT_MAX_BYTES if args.max_bytes is None else args.max_bytes
     if not args.quiet:
         print(f"estimate: {est.describe()} (limit {human_bytes(limit)})", flush=True)
@@ -282,6 +301,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         max_bytes=limit,
         progress=not args.quiet,
         quiet=args.quiet,
+        drop_barrier=args.drop_barrier,
     )
     path = trace.save(args.output)
     if not args.quiet:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import importlib.metadata
+import re
 import sys
 import time
 
@@ -45,13 +46,15 @@ def _progress_reporter(show, total):
     return update, bar.close
 
 
-def allocate_records(j, k, l, T, kernel, blocks, aggregated):
+def allocate_records(j, k, l, T, kernel, blocks, aggregated, reads=False):
     """The record arrays an instrumented kernel fills, sized before the launch.
 
     Returns ``(rec, shapes)``: ``rec`` maps each kernel argument name after
     (M, N, P, dims) to a flat NumPy array (``detail`` stays (gy, gx)), in the
     kernels' argument order, filled with its "not recorded" sentinel;
-    ``shapes`` gives the shape each flat array has in the trace.
+    ``shapes`` gives the shape each flat array has in the trace. The tiled
+    kernels ('tiled', 'boundary') also take the barrier lab's read records
+    ``rd`` / ``rv``: ``(nd, nph, T, T, T, 2)`` with ``reads``, else empty.
     """
     from vizmm_kernels import codes
 
@@ -98,6 +101,10 @@ def allocate_records(j, k, l, T, kernel, blocks, aggregated):
         ncount=np.zeros(k * l, np.int32),
         zf=np.zeros(shapes["zf"], np.int32).ravel(),
     )
+    if kernel in ("tiled", "boundary"):
+        shapes["rd"] = shapes["rv"] = (nd, nph, T, T, T, 2) if reads else (0,)
+        rec["rd"] = np.full(shapes["rd"], codes.TAG_NOT_RECORDED, np.int32).ravel()
+        rec["rv"] = np.full(shapes["rv"], np.nan, np.float32).ravel()
     return rec, shapes
 
 
@@ -112,9 +119,10 @@ def launch(job, M, N, show) -> Trace:
     shape = LaunchShape(kernel, j, k, l, T)
     (gy, gx), nph = shape.grid, shape.n_phases
     nd = len(blocks)
-    rec, shapes = allocate_records(j, k, l, T, kernel, blocks, aggregated)
+    drop, reads = tuple(job.get("drop", ())), bool(job.get("reads", False))
+    rec, shapes = allocate_records(j, k, l, T, kernel, blocks, aggregated, reads)
     P = np.full(j * l, np.nan, np.float32)
-    kern = K.get_kernel(kernel, T, instrumented=True)
+    kern = K.get_kernel(kernel, T, instrumented=True, drop_barrier=drop, reads=reads)
     (grid, block) = K.grid_dims(j, l, T)
     scalars = K.launch_dims(kernel, j, k, l, T)
     dyn_shared = K.dynamic_shared_bytes(kernel, T)  # the launch's 4th parameter (Fig. 5.14)
@@ -134,6 +142,9 @@ def launch(job, M, N, show) -> Trace:
         "versions": _versions(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
+    if drop or reads:
+        meta["drop_barrier"] = list(drop)
+        meta["reads_recorded"] = reads
     update, close = _progress_reporter(
         show, nd if aggregated and config.ENABLE_CUDASIM else gy * gx
     )
@@ -142,6 +153,8 @@ def launch(job, M, N, show) -> Trace:
         if config.ENABLE_CUDASIM:
             meta["backend"] = "simulator"
             sim_blocks = blocks if aggregated else None
+            if reads or drop:
+                meta["sim_schedule"] = "turns"
             simulate(
                 kern,
                 grid,
@@ -151,6 +164,7 @@ def launch(job, M, N, show) -> Trace:
                 sim_blocks,
                 update,
                 dyn_shared,
+                turns=bool(reads or drop),
             )
             meta["simulated_blocks"] = [list(b) for b in blocks] if aggregated else "all"
         else:
@@ -187,6 +201,7 @@ def launch(job, M, N, show) -> Trace:
         n_reads=rec["ncount"].reshape(k, l),
         zero_fills=rec["zf"],
         **summaries,
+        **({"shared_reads": rec["rd"], "read_values": rec["rv"]} if reads else {}),
     )
 
 
@@ -260,4 +275,7 @@ def plain_source(kernel: str) -> str:
     body = text[start : text.index("    return matrixMulKernel", start)]
     lines = body.splitlines()
     first = next(i for i, line in enumerate(lines) if line.strip().startswith("@cuda.jit"))
-    return textwrap.dedent("\n".join(lines[first:])).rstrip() + "\n"
+    text = textwrap.dedent("\n".join(lines[first:])).rstrip() + "\n"
+    # The barrier lab's flags stay out of the book's text: "if BARRIER_1:" over an
+    # indented "cuda.syncthreads()" reads as the book's line.
+    return re.sub(r"^( *)if BARRIER_\d:\n +(cuda\.syncthreads\(\))", r"\1\2", text, flags=re.M)

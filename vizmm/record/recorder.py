@@ -141,6 +141,7 @@ def estimate(
     kernel: str = "boundary",
     window: Sequence[tuple[int, int]] | None = None,
     simulate_window_only: bool = True,
+    reads: bool = False,
 ) -> Estimate:
     """Estimate a recording's trace size and simulator time before launching it.
 
@@ -155,6 +156,10 @@ def estimate(
         Blocks recorded per thread; ``None`` records every block.
     simulate_window_only : bool
         Whether the simulator runs only the window (True) or the whole grid.
+    reads : bool
+        Barrier lab: whether every k-loop read of Mds / Nds is recorded (a tag
+        and a value per thread, phase, k and array: 16 * TILE_WIDTH bytes per
+        thread and phase more).
 
     Raises
     ------
@@ -172,6 +177,7 @@ def estimate(
         + gy * gx * 6 * 8
         + gy * gx * nph * 2 * 4
         + (gy * gx * nph * 2 * 2 * 4 if window is not None else 0)
+        + (nd * nph * T**3 * 2 * (4 + 4) if reads else 0)
     )
     sim_blocks = nd if (window is not None and simulate_window_only) else gy * gx
     inner = k if kernel == "naive" else nph * T
@@ -268,6 +274,8 @@ def record(
     max_bytes: int | None = None,
     progress: bool | Callable[[int, int], None] | None = None,
     quiet: bool = False,
+    drop_barrier: int | Sequence[int] | None = None,
+    reads: bool | None = None,
 ) -> Trace:
     """Run an instrumented kernel once and return what it recorded.
 
@@ -314,6 +322,16 @@ def record(
         take more than 2 s.
     quiet : bool
         Say nothing on stderr.
+    drop_barrier : {None, 1, 2, (1, 2)}
+        Barrier lab ('tiled' and 'boundary'): remove the ``__syncthreads()``
+        after the loads (1), the one after the k loop (2), or both; ``None``
+        keeps both (the book's kernel). See ``Trace.hazards()``.
+    reads : bool, optional
+        Record every k-loop read of Mds / Nds (the element's tag and the
+        value: ``Trace.shared_reads`` / ``read_values``). By default on when
+        a barrier is removed. In the simulator such recordings run the
+        threads of a block in turns (see the README's barrier lab), so they
+        are the same on every run.
 
     Returns
     -------
@@ -322,7 +340,8 @@ def record(
     Raises
     ------
     RecordError
-        For bad sizes, shapes, tile width, kernel, backend or window.
+        For bad sizes, shapes, tile width, kernel, backend, window or
+        drop_barrier.
     TraceTooLargeError
         When the estimated trace exceeds ``max_bytes`` (nothing is launched).
     GPUUnavailableError
@@ -366,7 +385,14 @@ def record(
         tile_width, chosen_from = tile_width_from_device(backend, device)
     launch, blocks = _normalize(j, k, l, tile_width, kernel, window)
     j, k, l, T = launch.j, launch.k, launch.l, launch.tile_width
-    est = estimate(j, k, l, T, kernel, blocks)
+    drop = _check_drop_barrier(kernel, drop_barrier)
+    reads = bool(drop) if reads is None else bool(reads)
+    if reads and kernel not in ("tiled", "boundary"):
+        raise RecordError(
+            f"reads=True records the k loop's reads of Mds / Nds; kernel {kernel!r} has no "
+            "such reads (use 'tiled' or 'boundary')"
+        )
+    est = estimate(j, k, l, T, kernel, blocks, reads=reads)
     limit = DEFAULT_MAX_BYTES if max_bytes is None else int(max_bytes)
     if est.bytes > limit:
         raise TraceTooLargeError(
@@ -403,6 +429,8 @@ def record(
         seed=seed,
         backend=backend,
         inputs=inputs,
+        drop=drop,
+        reads=reads,
     )
     if chosen_from is not None:
         job["tile_width_from"] = chosen_from
@@ -417,6 +445,15 @@ def record(
         show = backend == "simulator" and est.simulator_seconds > PROGRESS_AFTER_S and not quiet
     with _LOCK:
         return launcher.launch(job, M, N, show)
+
+
+def _check_drop_barrier(kernel: str, drop_barrier) -> tuple[int, ...]:
+    from vizmm_kernels import check_drop_barrier
+
+    try:
+        return check_drop_barrier(kernel, drop_barrier)
+    except ValueError as exc:
+        raise RecordError(str(exc)) from None
 
 
 def _record_in_subprocess(job, M, N, quiet):
@@ -436,6 +473,8 @@ def _record_in_subprocess(job, M, N, quiet):
                 for key in ("j", "k", "l", "T", "kernel", "aggregated", "seed", "backend", "inputs")
             ),
             *([f"tile_width_from={job['tile_width_from']}"] if "tile_width_from" in job else []),
+            f"drop={','.join(map(str, job.get('drop', ()))) or '-'}",
+            f"reads={job.get('reads', False)}",
         ]
         proc = subprocess.run(args, env=env, stderr=None if not quiet else subprocess.DEVNULL)
         if proc.returncode != 0 or not os.path.exists(out):

@@ -29,6 +29,8 @@ def main(argv):
         "backend": opts["backend"],
         "blocks": blocks,
         "inputs": opts.get("inputs", "given"),
+        "drop": tuple(int(v) for v in opts.get("drop", "-").split(",") if v != "-"),
+        "reads": opts.get("reads") == "True",
     }
     if "tile_width_from" in opts:
         job["tile_width_from"] = opts["tile_width_from"]

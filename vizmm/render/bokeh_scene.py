@@ -371,7 +371,8 @@ def _pvalue_columns(frame: Frame, trace: Trace) -> dict[str, list]:
             cols["x"].append(c + 0.5)
             cols["y"].append(r + 0.5)
             cols["name"].append(names[r * l + c])
-            cols["text"].append(_fmt(frame.pvalue[ty, tx]))
+            wrong = frame.p_wrong is not None and bool(frame.p_wrong[r, c])
+            cols["text"].append(("✗ " if wrong else "") + _fmt(frame.pvalue[ty, tx]))
             cols["thread"].append(f"thread ({ty},{tx})")
             cols["code"].append(P_WRITTEN if pstate[r, c] == CellState.DONE else int(pstate[r, c]))
     return cols
@@ -511,12 +512,16 @@ def _shared_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, lis
     nows = now.ravel().tolist()
     reads = read.ravel().tolist()
     focuses = focus.ravel().tolist()
+    wrong_arr = frame.mds_wrong if matrix == "M" else frame.nds_wrong
+    wrongs = [False] * (T * T) if wrong_arr is None else wrong_arr.ravel().tolist()
     for t, st in enumerate(states):
         label = _slot_label(st, rows[t], colsrc[t], matrix)
         fill = th.SLOT_COLORS[st]
         if nows[t] and st == SlotState.LOADED:
             fill = tcol[who[t]]  # the colour of the thread storing it, as in M / N
-        if focuses[t]:
+        if wrongs[t]:  # barrier lab: a read of this slot found the wrong element
+            line, width = th.SLOT_COLORS[SlotState.WRONG], 5.0
+        elif focuses[t]:
             line, width = th.FOCUS, 4.0
         elif reads[t]:
             line, width = th.READ, 4.0
@@ -537,7 +542,12 @@ def _shared_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, lis
         cols["text_color"].append(
             th.MUTED if st in (SlotState.STALE, SlotState.EMPTY) else _text_on(fill)
         )
-        cols["state"].append(th.SLOT_LABELS[st])
+        cols["state"].append(
+            th.SLOT_LABELS[st]
+            + (" · read at this k while another thread's write raced with it" if wrongs[t] else "")
+        )
+        if wrongs[t]:
+            cols["text"][-1] = f"✗ {cols['text'][-1]}"
         cols["element"].append(label)
         cols["value"].append(_fmt(v))
     return {
@@ -580,15 +590,22 @@ def _thread_columns(frame: Frame, th: pal.Palette) -> dict[str, list]:
     ranks = frame.thread_rank.ravel().tolist() if arriving else [-1] * (T * T)
     pvs = frame.pvalue.ravel().tolist()
     valid = frame.thread_valid.ravel().tolist()
+    notes = frame.wrong_notes or {}
     for t, st in enumerate(state.ravel().tolist()):
         fill = th.THREAD_STATE_COLORS[st]
         word = thread_label(st, k, ranks[t])
+        note = notes.get((t // T, t % T))
         cols["fill"].append(fill)
-        cols["line_color"].append(th.FOCUS if t == focus else th.BACKGROUND)
-        cols["line_width"].append(4.0 if t == focus else 1.5)
+        if note:  # barrier lab: this thread's read found the wrong element
+            cols["line_color"].append(th.SLOT_COLORS[SlotState.WRONG])
+            cols["line_width"].append(5.0)
+            word = f"✗ {word}"
+        else:
+            cols["line_color"].append(th.FOCUS if t == focus else th.BACKGROUND)
+            cols["line_width"].append(4.0 if t == focus else 1.5)
         cols["text"].append(f"{pos['ty'][t]},{pos['tx'][t]}\n{word}")
         cols["text_color"].append(_text_on(fill))
-        cols["state"].append(th.THREAD_STATE_LABELS[st])
+        cols["state"].append(th.THREAD_STATE_LABELS[st] + (f" · {note}" if note else ""))
         cols["word"].append(word)
         cols["pvalue"].append(_fmt(pvs[t]))
         cols["valid"].append("yes" if valid[t] else "no (idle at the end)")
@@ -614,15 +631,30 @@ def _source_lines(source: str) -> tuple[str, ...]:
 def _source_columns(frame: Frame, trace: Trace, th: pal.Palette) -> dict[str, list]:
     lines = _source_lines(trace.meta.get("source", "") or "")
     cur = frame.source_line
+    struck = set(frame.struck_lines)
     return {
         "x": [0.0] * len(lines),
         "y": [i + 0.5 for i in range(len(lines))],
-        "text": list(lines),
+        "text": [struck_out(t) if i in struck else t for i, t in enumerate(lines)],
         "bg": [th.READ if i == cur else th.BACKGROUND for i in range(len(lines))],
         "bg_alpha": [0.45 if i == cur else 0.0 for i in range(len(lines))],
-        "marker": ["▶" if i == cur else "" for i in range(len(lines))],
-        "font_style": ["bold" if i == cur else "normal" for i in range(len(lines))],
+        "marker": ["▶" if i == cur else ("✗" if i in struck else "") for i in range(len(lines))],
+        "font_style": [
+            "bold" if i == cur else ("italic" if i in struck else "normal")
+            for i in range(len(lines))
+        ],
     }
+
+
+def struck_out(line: str) -> str:
+    """A source line drawn struck through (the barrier lab's removed ``__syncthreads()``).
+
+    The line number stays readable; the code gets U+0336 (combining long
+    stroke overlay) after each character, and "(removed)" at the end.
+    """
+    head, sep, code = line.partition("  ")
+    body = "".join(ch + "\u0336" if not ch.isspace() else ch for ch in code)
+    return f"{head}{sep}{body}   (removed)"
 
 
 def _counter_columns(

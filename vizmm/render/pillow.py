@@ -778,6 +778,16 @@ class FrameRenderer:
         line = frame.source_line
         if "source" in self.views and line is not None and 0 <= line < len(self.source):
             code = "▶ " + self.source[line].strip()
+            if frame.struck_lines:  # barrier lab: say which __syncthreads() is gone
+                code += (
+                    "   (removed: "
+                    + ", ".join(
+                        f"line {i + 1} {self.source[i].strip()}"
+                        for i in frame.struck_lines
+                        if 0 <= i < len(self.source)
+                    )
+                    + ")"
+                )
             avail = W - 2 * m - cw - m
             fs = _fit_size(code, self.fs_body, avail, "mono", min_size=max(8, self.fs_small - 2))
             draw.text(
@@ -917,6 +927,10 @@ class FrameRenderer:
         tw = max(2, min(round(p.cell * 0.1), round(self.fs_body * 0.3)))
         for r, c in zip(*np.nonzero(focus), strict=True):
             self._outline(draw, p, int(r), int(c), 1, 1, _rgb(self.pal.FOCUS), tw)
+        if name == "P" and frame.p_wrong is not None:  # barrier lab: wrong P elements
+            bad = _rgb(self.pal.SLOT_COLORS[SlotState.WRONG])
+            for r, c in zip(*np.nonzero(frame.p_wrong), strict=True):
+                self._outline(draw, p, int(r), int(c), 1, 1, bad, tw + 1)
         corner = frame.tiles.get(name)
         if corner is not None:
             self._outline(
@@ -1068,6 +1082,11 @@ class FrameRenderer:
             )
         for r, c in zip(*np.nonzero(focus), strict=True):
             self._outline(draw, p, int(r), int(c), 1, 1, _rgb(self.pal.FOCUS), tw)
+        wrong = frame.mds_wrong if which == "M" else frame.nds_wrong
+        if wrong is not None:  # barrier lab: a read of this slot found the wrong element
+            bad = _rgb(self.pal.SLOT_COLORS[SlotState.WRONG])
+            for r, c in zip(*np.nonzero(wrong), strict=True):
+                self._outline(draw, p, int(r), int(c), 1, 1, bad, tw + 1)
         self._draw_heading(draw, p)
 
     def _max_index(self) -> int:
@@ -1150,6 +1169,10 @@ class FrameRenderer:
         if frame.focus is not None:
             fy, fx = frame.focus
             self._outline(draw, p, fy, fx, 1, 1, _rgb(self.pal.FOCUS), max(2, round(p.cell * 0.09)))
+        if frame.thread_wrong is not None:  # barrier lab: read the wrong element here
+            bad = _rgb(self.pal.SLOT_COLORS[SlotState.WRONG])
+            for ty, tx in zip(*np.nonzero(frame.thread_wrong), strict=True):
+                self._outline(draw, p, int(ty), int(tx), 1, 1, bad, max(3, round(p.cell * 0.1)))
         self._draw_heading(draw, p)
 
 

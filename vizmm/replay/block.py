@@ -36,6 +36,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ..analysis import hazards as hz
 from ..trace import Access, PWrite, Trace
 
 __all__ = [
@@ -196,6 +197,19 @@ class Frame:
         current phase: the slot's own index in Fig. 5.9 (thread (ty, tx) fills
         ``Mds[ty][tx]``); the transposed index for the uncoalesced kernel, whose
         thread (ty, tx) fills ``Mds[tx][ty]``. None: the slot's own index.
+    mds_wrong, nds_wrong : ndarray of bool, (T, T), or None
+        Barrier lab: slots from which a read at this step returned another
+        element than the book's kernel reads (None: the trace holds no reads).
+    thread_wrong : ndarray of bool, (T, T), or None
+        Barrier lab: threads whose read at this step returned a wrong element.
+    wrong_notes : dict or None
+        ``{(ty, tx): "read M_{0,0} (phase 0) where the book's kernel reads
+        M_{0,2}"}`` for those threads (both reads, joined by "; ").
+    p_wrong : ndarray of bool, (j, l), or None
+        Barrier lab, at the P store: elements that came out wrong.
+    struck_lines : tuple of int
+        0-based lines of ``trace.meta["source"]`` whose ``__syncthreads()``
+        this recording removed (``meta["drop_barrier"]``).
     """
 
     index: int
@@ -240,6 +254,12 @@ class Frame:
     phase_pvalues: np.ndarray | None = None
     mds_loader: np.ndarray | None = None
     nds_loader: np.ndarray | None = None
+    mds_wrong: np.ndarray | None = None
+    nds_wrong: np.ndarray | None = None
+    thread_wrong: np.ndarray | None = None
+    wrong_notes: dict | None = None
+    p_wrong: np.ndarray | None = None
+    struck_lines: tuple = ()
 
     @property
     def cgma(self) -> float:
@@ -367,6 +387,7 @@ class Replay:
         self.granularity = granularity
         self.order = order
         self.focus = focus
+        self.dropped = tuple(trace.meta.get("drop_barrier", ()) or ())
         self.steps = self._build_steps()
 
     # ------------------------------------------------------------ structure
@@ -386,11 +407,13 @@ class Replay:
                 steps.append(Step(Sub.PHASE, ph))
                 continue
             steps += [Step(Sub.LOAD_M, ph), Step(Sub.LOAD_N, ph)]
-            steps += self._barrier_steps(Sub.ARRIVE_1, ph)
-            steps.append(Step(Sub.RELEASE_1, ph))
+            if 1 not in self.dropped:  # the barrier lab may have removed it
+                steps += self._barrier_steps(Sub.ARRIVE_1, ph)
+                steps.append(Step(Sub.RELEASE_1, ph))
             steps += [Step(Sub.K, ph, k) for k in range(T)]
-            steps += self._barrier_steps(Sub.ARRIVE_2, ph)
-            steps.append(Step(Sub.RELEASE_2, ph))
+            if 2 not in self.dropped:
+                steps += self._barrier_steps(Sub.ARRIVE_2, ph)
+                steps.append(Step(Sub.RELEASE_2, ph))
         steps.append(Step(Sub.WRITE_P))
         return steps
 
@@ -586,6 +609,12 @@ class Replay:
                 pvalue = pv_rec[cur].copy()
             elif terms_in_phase == 0:
                 pvalue = base.copy()
+            elif self._lab is not None:  # the values the threads really read
+                rv = self._lab["values"][cur]  # (T, T, T(k), 2)
+                acc = base.astype(np.float32).copy()
+                for kk in range(terms_in_phase):
+                    acc = (acc + rv[:, :, kk, 0] * rv[:, :, kk, 1]).astype(np.float32)
+                pvalue = acc
             else:
                 mv, nv = slots["M"][2], slots["N"][2]
                 acc = base.astype(np.float32).copy()
@@ -736,13 +765,21 @@ class Replay:
         naive = 2 * int(valid.sum()) * terms_loaded
 
         line = self._lines.get(sub)
+        lab = self._lab_marks(step)
+        caption = self._caption(step, rank)
+        if lab["thread_wrong"] is not None and lab["thread_wrong"].any():
+            n_bad = int(lab["thread_wrong"].sum())
+            caption += (
+                f" {n_bad} thread{'s' if n_bad > 1 else ''} read a wrong element: the barrier "
+                "that would have ordered the read and the write was removed."
+            )
         return Frame(
             index=index,
             count=n,
             step=step,
             block=self.block,
             title=self._title(step),
-            caption=self._caption(step, rank),
+            caption=caption,
             mds_state=slots["M"][0],
             nds_state=slots["N"][0],
             mds_src=slots["M"][1],
@@ -779,7 +816,85 @@ class Replay:
             phase_pvalues=phase_pvalues,
             mds_loader=loaders["M"],
             nds_loader=loaders["N"],
+            **lab,
         )
+
+    # ----------------------------------------------------------- barrier lab
+    @cached_property
+    def _lab(self) -> dict | None:
+        """The block's recorded reads and which of them were wrong (None without reads)."""
+        tr = self.trace
+        if tr.shared_reads.size == 0:
+            return None
+        wrong = hz.wrong_read_mask(tr)[self.slot]  # (nph, T, T, T, 2)
+        return {
+            "tags": tr.shared_reads[self.slot],
+            "values": tr.read_values[self.slot],
+            "expected": hz.book_reads(tr)[self.slot],
+            "wrong": wrong,
+            "p_wrong": hz.wrong_p(tr),
+        }
+
+    @cached_property
+    def _struck(self) -> tuple:
+        lines = self._lines
+        out = []
+        for b, key in ((1, Sub.ARRIVE_1), (2, Sub.ARRIVE_2)):
+            if b in self.dropped and key in lines:
+                out.append(lines[key])
+        return tuple(out)
+
+    def _lab_marks(self, step: Step) -> dict:
+        """The barrier lab's fields of a frame (see :class:`Frame`)."""
+        out = {
+            "struck_lines": self._struck,
+            "mds_wrong": None,
+            "nds_wrong": None,
+            "thread_wrong": None,
+            "wrong_notes": None,
+            "p_wrong": None,
+        }
+        lab = self._lab
+        if lab is None:
+            return out
+        T = self.trace.tile_width
+        j, k_dim, l = self.trace.shape
+        mds_wrong = np.zeros((T, T), bool)
+        nds_wrong = np.zeros((T, T), bool)
+        thread_wrong = np.zeros((T, T), bool)
+        notes = {}
+        if step.sub == Sub.K:
+            ph, k = step.phase, step.k
+            w = lab["wrong"][ph, :, :, k]  # (ty, tx, 2)
+            thread_wrong = w.any(axis=-1)
+            mds_wrong[:, k] = w[:, :, 0].any(axis=1)
+            nds_wrong[k, :] = w[:, :, 1].any(axis=0)
+            for ty, tx in zip(*np.nonzero(thread_wrong), strict=True):
+                parts = []
+                for a, (name, ncols) in enumerate((("Mds", k_dim), ("Nds", l))):
+                    if w[ty, tx, a]:
+                        got = int(lab["tags"][ph, ty, tx, k, a])
+                        want = int(lab["expected"][ph, ty, tx, k, a])
+                        seen = hz.describe_tag(got, name, ncols, _tag_phase(got, a, ncols, T))
+                        book = hz.describe_tag(want, name, ncols)
+                        parts.append(f"read {seen} where the book's kernel reads {book}")
+                notes[(int(ty), int(tx))] = "; ".join(parts)
+        out.update(
+            mds_wrong=mds_wrong, nds_wrong=nds_wrong, thread_wrong=thread_wrong, wrong_notes=notes
+        )
+        if step.sub == Sub.WRITE_P:
+            out["p_wrong"] = lab["p_wrong"].copy()
+        return out
+
+    def first_wrong_read(self) -> int | None:
+        """Step number of the first k step at which a read returned a wrong element, or None."""
+        lab = self._lab
+        if lab is None:
+            return None
+        for i, s in enumerate(self.steps):
+            if s.sub == Sub.K and lab["wrong"][s.phase, :, :, s.k].any():
+                return i
+        return None
 
     def frames(self):
         """Iterate over all frames in order."""
@@ -872,3 +987,11 @@ class Replay:
         if step.sub in (Sub.K, Sub.PHASE, Sub.ARRIVE_2, Sub.RELEASE_2):
             return (step.phase, "P")
         return None
+
+
+def _tag_phase(tag: int, array: int, ncols: int, T: int) -> int | None:
+    """The phase whose tile holds the element of ``tag`` (M: its column, N: its row)."""
+    if tag < 0:
+        return None
+    row, col = divmod(tag, ncols)
+    return (col if array == 0 else row) // T

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .model import ARRAY_NAMES, Trace, TraceError
+from .model import ARRAY_NAMES, OPTIONAL_ARRAYS, Trace, TraceError
 
 FORMAT = "vizmm-trace"
 VERSION = 1
@@ -132,7 +132,7 @@ def from_bytes(data: bytes, name: str = "<bytes>") -> Trace:
                     f"{VERSION} only"
                 )
             declared = manifest.get("arrays", {})
-            missing = set(ARRAY_NAMES) - set(npz.files)
+            missing = set(ARRAY_NAMES) - set(npz.files) - set(OPTIONAL_ARRAYS)
             if missing:
                 raise TraceError(f"{name} lacks arrays: {', '.join(sorted(missing))}")
             meta = manifest.get("meta", {})
@@ -140,6 +140,8 @@ def from_bytes(data: bytes, name: str = "<bytes>") -> Trace:
                 raise TraceError(f"{name}: the manifest's metadata is not a mapping")
             arrays = {}
             for key in ARRAY_NAMES:
+                if key in OPTIONAL_ARRAYS and key not in npz.files:
+                    continue  # written before the barrier lab: the Trace leaves it empty
                 a = npz[key]
                 d = declared.get(key)
                 if d is None:

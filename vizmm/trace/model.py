@@ -100,6 +100,7 @@ def _array_specs(meta: Mapping[str, Any]) -> dict[str, tuple[np.dtype, tuple[int
     nd = meta["n_detail"]
     nsp = gy if meta.get("spread_stored", meta["aggregated"]) else 0
     nagg = 1 if meta["aggregated"] else 0
+    reads = (nd, nph, T, T, T, 2) if meta.get("reads_recorded") else (0, 0, 0, 0, 0, 2)
     return {
         "M": (np.dtype(np.float32), (j, k)),
         "N": (np.dtype(np.float32), (k, l)),
@@ -117,7 +118,23 @@ def _array_specs(meta: Mapping[str, Any]) -> dict[str, tuple[np.dtype, tuple[int
         "zero_fills": (np.dtype(np.int32), (gy, gx, nph, 2)),
         "wait_hist": (np.dtype(np.int32), (nph if nagg else 0, 2, WAIT_BINS)),
         "block_wait": (np.dtype(np.int32), (gy * nagg, gx * nagg, 2, 3)),
+        "shared_reads": (np.dtype(np.int32), reads),
+        "read_values": (np.dtype(np.float32), reads),
     }
+
+
+# Arrays a trace file may lack (files written before they existed): empty then.
+OPTIONAL_ARRAYS = ("shared_reads", "read_values")
+
+# Analyses offered as Trace methods. The trace layer imports no analysis: the
+# analysis modules register their function here when imported (vizmm imports
+# them), e.g. ``Trace.hazards`` -> ``vizmm.analysis.hazards.hazards``.
+_ANALYSES: dict = {}
+
+
+def register_analysis(name: str, fn) -> None:
+    """Offer ``fn(trace)`` as the method ``Trace.<name>()`` (called by ``vizmm.analysis``)."""
+    _ANALYSES[name] = fn
 
 
 ARRAY_NAMES = tuple(
@@ -217,6 +234,16 @@ class Trace:
     zero_fills : ndarray of int32, (gy, gx, nph, 2)
         Per block and phase, how many Mds (``[..., 0]``) and Nds
         (``[..., 1]``) slots were zero-filled (Fig. 5.13, lines 21 and 24).
+    shared_reads : ndarray of int32, (nd, nph, T, T, T, 2), or empty (0, 0, 0, 0, 0, 2)
+        Barrier lab (meta ``reads_recorded``): ``[slot, ph, ty, tx, k, 0]``
+        is the tag the thread found beside ``Mds[ty][k]`` in the k loop,
+        ``[..., 1]`` beside ``Nds[k][tx]``: the linear index ``row * ncols +
+        col`` of the M / N element the slot held, -1 for the zero-fill's 0.0,
+        -2 for a slot no thread of the block had written yet, -3 where not
+        recorded. Meta ``drop_barrier`` lists the barriers removed (1 after
+        the loads, 2 after the k loop).
+    read_values : ndarray of float32, same shape as ``shared_reads``
+        The values those reads returned (what the thread multiplied).
 
     launch : LaunchShape
         The launch (kernel, sizes, TILE_WIDTH, grid, phases), made from
@@ -246,9 +273,15 @@ class Trace:
     zero_fills: np.ndarray
     wait_hist: np.ndarray
     block_wait: np.ndarray
+    shared_reads: np.ndarray | None = None
+    read_values: np.ndarray | None = None
 
     def __post_init__(self):
         meta = dict(self.meta)
+        for name in OPTIONAL_ARRAYS:
+            if getattr(self, name) is None and not meta.get("reads_recorded"):
+                dtype = np.int32 if name == "shared_reads" else np.float32
+                object.__setattr__(self, name, np.zeros((0, 0, 0, 0, 0, 2), dtype))
         for key, typ in _REQUIRED_META.items():
             if key not in meta:
                 raise TraceError(f"trace metadata lacks {key!r}")
@@ -282,6 +315,11 @@ class Trace:
             raise TraceError("loads holds an unknown access code")
         if self.p_write.size and (self.p_write.min() < 0 or self.p_write.max() > max(PWrite)):
             raise TraceError("p_write holds an unknown code")
+        drop = meta.get("drop_barrier", [])
+        if not isinstance(drop, (list, tuple)) or not set(drop) <= {1, 2}:
+            raise TraceError(f"drop_barrier must list barriers 1 and/or 2, got {drop!r}")
+        if self.shared_reads.size and self.shared_reads.min() < -3:
+            raise TraceError("shared_reads holds a tag below -3 (no such sentinel)")
         object.__setattr__(
             self, "_slot", {(int(b[0]), int(b[1])): i for i, b in enumerate(db.tolist())}
         )
@@ -457,6 +495,23 @@ class Trace:
     def cgma_op_per_byte(self) -> float:
         """CGMA in the book's unit, FLOP per byte read (OP/B): 0.25 naive, 4 with TILE_WIDTH 16."""
         return self.cgma() / 4.0
+
+    def hazards(self) -> np.ndarray:
+        """Barrier lab: every read-after-write and write-after-read hazard on Mds / Nds.
+
+        One row per hazard (a NumPy structured array, see
+        ``vizmm.analysis.hazards.HAZARD_DTYPE``): ``kind`` ('RAW' or 'WAR'),
+        ``block`` (by, bx), ``phase``, ``write_phase``, ``array`` ('Mds' or
+        'Nds'), ``slot`` (row, col), ``writer`` and ``reader`` (ty, tx),
+        ``k``, ``write_line`` and ``read_line`` (1-based lines of
+        ``meta['source']``) and ``wrong`` (the read returned a wrong element
+        in this run). Empty when both ``__syncthreads()`` were kept (Section
+        5.4). Covers the blocks recorded per thread.
+        """
+        fn = _ANALYSES.get("hazards")
+        if fn is None:  # only when the trace layer is used without the vizmm package
+            raise RuntimeError("import vizmm.analysis.hazards to analyse hazards")
+        return fn(self)
 
     def summary(self) -> str:
         """A few lines saying what the trace holds (used by ``vizmm info``)."""

@@ -1,0 +1,123 @@
+"""The barrier lab in the served dashboard, driven in headless Chromium as a person would.
+
+Choose the preset without the load barrier from the trace menu, step to the
+first wrong read and see it marked (the reading threads outlined, the hover
+text in the book's words, the removed line struck out); click a row of the
+hazard list and land on that step with that thread followed.
+"""
+
+import os
+
+import pytest
+from served import ARGS, CHROMIUM, SHOTS, read_status, serve
+
+pytestmark = pytest.mark.browser
+
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api")
+
+# The texts of the threads' glyphs and hover lines, as the page holds them.
+THREAD_DATA = """() => {
+  const doc = Bokeh.documents[0];
+  for (const m of doc.all_models) {
+    const d = m.data;
+    if (d && d.word && d.state && d.pvalue && d.valid) return {state: d.state, word: d.word,
+      line: d.line_color};
+  }
+  return null;
+}"""
+SOURCE_TEXT = """() => {
+  const doc = Bokeh.documents[0];
+  for (const m of doc.all_models) {
+    const d = m.data;
+    if (d && d.text && d.marker && d.bg_alpha) return d.text;
+  }
+  return null;
+}"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with serve("dashboard", tmp_path_factory.mktemp("serve")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def status(pg):
+    return read_status(pg, "#vizmm-status")
+
+
+def test_no_load_barrier_preset_marks_the_wrong_reads(browser, server):
+    import vizmm
+    from vizmm.analysis import hazards as hz
+
+    pg = browser.new_page(viewport={"width": 1600, "height": 1200})
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(server)
+    pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=60000)
+    # The trace menu, as a person uses it.
+    pg.locator("select").first.select_option(
+        label="Barrier lab · 4×4, TILE_WIDTH 2, no barrier 1 (after the loads)"
+    )
+    pg.wait_for_selector(
+        "#vizmm-status[data-source='lab-4x4-drop1'][data-ready='true']", timeout=60000
+    )
+    st = status(pg)
+    assert st["struck"] == [21]  # Fig. 5.9's first __syncthreads(), line 21 of the source
+    # The oracle: the first step whose k-loop reads the recorded trace says went wrong.
+    import importlib.resources
+
+    trace = vizmm.load(str(importlib.resources.files("vizmm") / "data" / "lab-4x4-drop1.vizmm"))
+    wrong = hz.wrong_read_mask(trace)[0]  # block (0, 0): (nph, ty, tx, k, 2)
+    ph, ty, tx, k, _a = (int(v[0]) for v in wrong.nonzero())
+    # Step by step with the keys until the page shows the first wrong read.
+    for _ in range(40):
+        st = status(pg)
+        if st.get("sub") == "k loop" and st["phase"] == ph and st["k"] == k:
+            break
+        before = st["step"]
+        pg.keyboard.press("ArrowRight")
+        pg.wait_for_selector(f"#vizmm-status[data-step='{before + 1}']", timeout=15000)
+    else:
+        pytest.fail("never reached the first wrong read")
+    want = wrong[ph, :, :, k].any(axis=-1).astype(int).tolist()
+    assert st["wrong"] == want and st["wrong"][ty][tx] == 1
+    pg.wait_for_timeout(400)
+    data = pg.evaluate(THREAD_DATA)
+    t = ty * 2 + tx
+    assert "where the book's kernel reads" in data["state"][t]
+    assert data["word"][t].startswith("✗")
+    src = pg.evaluate(SOURCE_TEXT)
+    assert "(removed)" in src[20] and "\u0336" in src[20]
+    os.makedirs(SHOTS, exist_ok=True)
+    pg.screenshot(path=os.path.join(SHOTS, "barrier-lab-first-wrong-read.png"), full_page=True)
+
+    # The hazard list: a row names the reader, phase and k; clicking it lands there.
+    rows = pg.locator(".vizmm-hazards .slick-row")
+    rows.first.wait_for(timeout=15000)
+    n = rows.count()
+    assert n > 0
+    last = rows.nth(n - 1)
+    cells = last.locator(".slick-cell")
+    texts = [cells.nth(i).inner_text() for i in range(cells.count())]
+    # kind, phase, k, thread, reads, writers, wrong
+    assert texts[0] == "RAW"
+    phase, kk, thread = int(texts[1]), int(texts[2]), texts[3]
+    a, b = (int(v) for v in thread.strip("()").split(","))
+    last.click()
+    pg.wait_for_selector(f"#vizmm-status[data-thread='[{a}, {b}]']", timeout=15000)
+    st = status(pg)
+    assert st["sub"] == "k loop" and st["phase"] == phase and st["k"] == kk
+    assert st["thread"] == [a, b]
+    pg.screenshot(path=os.path.join(SHOTS, "barrier-lab-hazard-row.png"), full_page=True)
+    assert errors == []
+    pg.close()

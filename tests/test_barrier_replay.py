@@ -1,0 +1,135 @@
+"""The barrier lab in the replay, the frames, the exports and the dashboard's model.
+
+Oracles: the step list of Fig. 5.9's loop counted by hand without the
+removed barrier; the hazard rows of a 2 x 2 block enumerated by hand; the
+simulator's "in turns" schedule (a preset shipped as a file is what a fresh
+recording gives); the recorded reads themselves (the hover text names the
+element the trace says was read).
+"""
+
+import importlib.resources
+
+import numpy as np
+import pytest
+
+import vizmm
+from vizmm.analysis import hazards as hz
+from vizmm.replay import Replay, Sub
+
+DATA = importlib.resources.files("vizmm") / "data"
+
+
+def _load(name):
+    return vizmm.load(str(DATA / f"{name}.vizmm"))
+
+
+@pytest.mark.parametrize(
+    "name, drop", [("lab-4x4-drop1", (1,)), ("lab-4x4-drop2", (2,)), ("lab-4x4-drop12", (1, 2))]
+)
+def test_shipped_presets_are_what_the_simulator_records(name, drop):
+    shipped = _load(name)
+    fresh = vizmm.record(
+        width=4,
+        tile_width=2,
+        kernel="tiled",
+        drop_barrier=drop,
+        seed=0,
+        backend="simulator",
+        quiet=True,
+    )
+    assert shipped.meta["drop_barrier"] == list(drop)
+    np.testing.assert_array_equal(shipped.shared_reads, fresh.shared_reads)
+    np.testing.assert_array_equal(shipped.P, fresh.P)
+
+
+@pytest.mark.parametrize("drop, per_phase", [((1,), 2 + 2 + 2), ((2,), 2 + 2 + 2), ((1, 2), 4)])
+def test_steps_skip_the_removed_barrier(drop, per_phase):
+    trace = _load({(1,): "lab-4x4-drop1", (2,): "lab-4x4-drop2", (1, 2): "lab-4x4-drop12"}[drop])
+    r = Replay(trace, (0, 0))
+    # start, per phase: load M, load N, [barrier 1, released], k = 0, 1, [barrier 2, released],
+    # then the P store. Two phases.
+    assert len(r) == 1 + 2 * per_phase + 1
+    subs = {s.sub for s in r.steps}
+    assert (Sub.ARRIVE_1 in subs) == (1 not in drop)
+    assert (Sub.ARRIVE_2 in subs) == (2 not in drop)
+
+
+def test_first_wrong_read_is_marked_with_the_element_read():
+    trace = _load("lab-4x4-drop1")
+    r = Replay(trace, (0, 0))
+    i = r.first_wrong_read()
+    f = r.frame(i)
+    assert f.step.sub == Sub.K
+    ph, k = f.step.phase, f.step.k
+    tags = trace.shared_reads[0, ph, :, :, k]  # (ty, tx, 2) what each thread found
+    wrong = hz.wrong_read_mask(trace)[0, ph, :, :, k]
+    np.testing.assert_array_equal(f.thread_wrong, wrong.any(axis=-1))
+    for (ty, tx), note in f.wrong_notes.items():
+        for a, name in enumerate(("Mds", "Nds")):
+            if wrong[ty, tx, a]:
+                assert hz.describe_tag(int(tags[ty, tx, a]), name, 4).split(" (")[0] in note
+        assert "where the book's kernel reads" in note
+    # Mds[ty][k] / Nds[k][tx]: the slots read wrongly lie in column k / row k.
+    assert not f.mds_wrong[:, [c for c in range(2) if c != k]].any()
+    assert not f.nds_wrong[[r_ for r_ in range(2) if r_ != k], :].any()
+    assert f.struck_lines == (20,)  # line 21 of the source: the first __syncthreads()
+    # Steps before the first wrong read mark nothing.
+    for j in range(i):
+        g = r.frame(j)
+        assert not g.thread_wrong.any()
+
+
+def test_pvalue_is_the_sum_of_what_was_really_read():
+    trace = _load("lab-4x4-drop12")
+    r = Replay(trace, (0, 0))
+    last = r.frame(len(r) - 1)
+    np.testing.assert_array_equal(last.pvalue, trace.P[:2, :2])
+    np.testing.assert_array_equal(last.p_wrong, trace.P != trace.M @ trace.N)
+
+
+def test_hazard_rows_of_a_two_by_two_block():
+    pytest.importorskip("panel")
+    from apps.barrier_view import hazard_rows
+
+    trace = _load("lab-4x4-drop1")
+    df = hazard_rows(trace, (0, 0))
+    # By hand: thread (ty, tx) reads Mds[ty][k] (another thread's when k != tx) and
+    # Nds[k][tx] (another's when k != ty); a row per thread, phase and such k.
+    want = {
+        (ph, k, ty, tx)
+        for ph in range(2)
+        for ty in range(2)
+        for tx in range(2)
+        for k in range(2)
+        if k != tx or k != ty
+    }
+    got = {(int(r.phase), int(r.k), int(r.ty), int(r.tx)) for r in df.itertuples()}
+    assert got == want and set(df["kind"]) == {"RAW"}
+    marked = {(int(r.phase), int(r.k), int(r.ty), int(r.tx)) for r in df.itertuples() if r.wrong}
+    mask = hz.wrong_read_mask(trace)[0].any(axis=-1)  # (nph, ty, tx, k)
+    assert marked == {(ph, k, ty, tx) for ph, ty, tx, k in zip(*np.nonzero(mask), strict=True)}
+
+
+def test_dashboard_state_opens_the_lab_presets():
+    pytest.importorskip("panel")
+    from apps import barrier_view, traces
+    from apps.dashboard import DashboardState
+
+    barrier_view.install(None, traces)
+    for key in barrier_view.LAB_PRESETS:
+        s = DashboardState(source=key).start()
+        st = s.status()
+        assert st["ready"], (key, st["message"])
+        assert st["struck"], key
+
+
+def test_gif_export_of_a_race_has_no_removed_barrier_steps(tmp_path):
+    from PIL import Image
+
+    from vizmm.export import export
+
+    trace = _load("lab-4x4-drop1")
+    path = export(trace, tmp_path / "race.gif", block=(0, 0))
+    with Image.open(path) as gif:
+        # 1 + 2 phases x (load M, load N, k = 0, 1, barrier 2, released) + write P
+        assert gif.n_frames == 1 + 2 * 6 + 1

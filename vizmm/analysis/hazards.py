@@ -1,0 +1,441 @@
+"""The barrier lab's happens-before analysis over shared memory (PMPP 4th ed., Section 5.4).
+
+The tiled kernels (Fig. 5.9, Fig. 5.13) have two ``__syncthreads()`` per
+phase ``ph``. Barrier 1, after the loads, orders a read-after-write (true)
+dependence: every thread must have written its ``Mds[ty][tx]`` and
+``Nds[ty][tx]`` before any thread reads the tile. Barrier 2, after the k
+loop, orders a write-after-read (false) dependence: every thread must have
+finished reading the tile before any thread overwrites it with the next one.
+
+Per thread the kernel runs, phase after phase::
+
+    W(ph): write Mds[ty][tx], Nds[ty][tx]     (line "Mds[ty, tx] = ...")
+    barrier 1                                  (if kept)
+    R(ph, k), k = 0..T-1: read Mds[ty][k], Nds[k][tx]   (line "Pvalue += ...")
+    barrier 2                                  (if kept)
+
+A ``__syncthreads()`` orders everything before it in every thread of the
+block before everything after it, so an access's *epoch* is the number of
+barriers the thread passed before it. Two accesses to one slot by different
+threads, at least one a write, are unordered -- a hazard -- exactly when
+they share an epoch. The hazard is a read-after-write (``"RAW"``) when the
+book's kernel does the write first (the write's phase is not after the
+read's: the read may see the old element or the new one) and a
+write-after-read (``"WAR"``) when the book's kernel does the read first (the
+write of a later phase may clobber the slot before the read). Each slot is
+written by one thread only, so there are no write-after-write hazards.
+
+This is a property of the program and the barriers kept, not of one run:
+the analysis lists the same hazards for every schedule, including a run
+that happened to read every right element ("passed by luck"). What one run
+actually did comes from the recorded reads (``Trace.shared_reads``: the tag
+of the element each thread found in the slot): :func:`wrong_reads` lists the
+reads that returned another element than the book's kernel reads, and
+:func:`wrong_p` the P elements that came out different.
+
+NumPy only; imports :mod:`vizmm.trace` and nothing else of vizmm.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+
+from ..trace.model import register_analysis
+
+__all__ = [
+    "HAZARD_DTYPE",
+    "WRONG_READ_DTYPE",
+    "TAG_ZERO_FILL",
+    "TAG_NEVER_WRITTEN",
+    "TAG_NOT_RECORDED",
+    "BarrierReport",
+    "analyse",
+    "barriers_kept",
+    "book_p",
+    "book_reads",
+    "epochs",
+    "expected_tags",
+    "hazards",
+    "wrong_read_mask",
+    "wrong_reads",
+    "wrong_p",
+    "describe_tag",
+]
+
+# Tags of the shared slots (the same values as vizmm_kernels.codes; this
+# module does not import the kernels).
+TAG_ZERO_FILL = -1  #: the slot holds the boundary check's 0.0 (Fig. 5.13)
+TAG_NEVER_WRITTEN = -2  #: no thread of the block had written the slot yet
+TAG_NOT_RECORDED = -3  #: the read was not recorded
+
+ARRAYS = ("Mds", "Nds")
+
+#: One row per hazard (a structured dtype; fields named as in the book).
+HAZARD_DTYPE = np.dtype(
+    [
+        ("kind", "U3"),  # 'RAW' or 'WAR'
+        ("block", np.int32, (2,)),  # (by, bx)
+        ("phase", np.int32),  # the reader's phase ph
+        ("write_phase", np.int32),  # the phase of the conflicting write
+        ("array", "U3"),  # 'Mds' or 'Nds'
+        ("slot", np.int32, (2,)),  # (row, col) of the shared slot
+        ("writer", np.int32, (2,)),  # (ty, tx) of the writing thread
+        ("reader", np.int32, (2,)),  # (ty, tx) of the reading thread
+        ("k", np.int32),  # the reader's k
+        ("write_line", np.int32),  # 1-based line of meta['source'] (-1: not found)
+        ("read_line", np.int32),  # 1-based line of meta['source'] (-1: not found)
+        ("wrong", np.bool_),  # this read returned a wrong element in this run
+    ]
+)
+
+#: One row per recorded read that returned another element than the book's kernel reads.
+WRONG_READ_DTYPE = np.dtype(
+    [
+        ("block", np.int32, (2,)),
+        ("phase", np.int32),
+        ("thread", np.int32, (2,)),  # (ty, tx) of the reader
+        ("k", np.int32),
+        ("array", "U3"),
+        ("slot", np.int32, (2,)),
+        ("tag", np.int32),  # what it read: linear index into M / N, or a TAG_* sentinel
+        ("expected", np.int32),  # what the book's kernel reads there
+        ("value", np.float32),  # the value it read
+    ]
+)
+
+
+def barriers_kept(trace) -> tuple[bool, bool]:
+    """``(barrier 1 kept, barrier 2 kept)`` of a trace (old traces keep both)."""
+    drop = tuple(trace.meta.get("drop_barrier", ()) or ())
+    return 1 not in drop, 2 not in drop
+
+
+def epochs(n_phases: int, kept: tuple[bool, bool]) -> tuple[np.ndarray, np.ndarray]:
+    """Epoch of each phase's writes and of its reads: barriers passed before them.
+
+    Returns two int arrays of shape ``(n_phases,)``: ``W(ph)`` comes after
+    ``ph * (b1 + b2)`` barriers, ``R(ph, k)`` after ``ph * (b1 + b2) + b1``
+    (``b1``, ``b2`` are 1 where the barrier is kept).
+    """
+    b1, b2 = (int(bool(b)) for b in kept)
+    ph = np.arange(n_phases)
+    return ph * (b1 + b2), ph * (b1 + b2) + b1
+
+
+def _lines(source: str) -> dict:
+    out = {}
+    pats = {
+        "Mds": r"Mds\[ty, tx\] = M\[",
+        "Nds": r"Nds\[ty, tx\] = N\[",
+        "Mds0": r"Mds\[ty, tx\] = float32\(0\)",
+        "Nds0": r"Nds\[ty, tx\] = float32\(0\)",
+        "read": r"Pvalue \+=",
+    }
+    for i, line in enumerate(source.splitlines()):
+        for key, pat in pats.items():
+            if key not in out and re.search(pat, line):
+                out[key] = i + 1
+    return out
+
+
+def _written(trace) -> np.ndarray:
+    """Bool ``(nd, nph, 2, T, T)``: thread (ty, tx) stored into its slot of array a in phase ph."""
+    kinds = trace.loads[..., [0, 3]]  # (nd, nph, T, T, 2): M kind, N kind
+    # NOT_RECORDED (0) and OUT_OF_ALLOCATION (4) store nothing.
+    done = (kinds != 0) & (kinds != 4)
+    return np.moveaxis(done, -1, 2)
+
+
+def _write_tags(trace) -> np.ndarray:
+    """Int ``(nd, nph, 2, T, T)``: the tag each thread stored into its slot (where written)."""
+    _, k, l = trace.shape
+    ld = trace.loads.astype(np.int64)
+    out = np.empty(ld.shape[:-1] + (2,), np.int64)
+    for a, (kc, rc, cc, ncols) in enumerate(((0, 1, 2, k), (3, 4, 5, l))):
+        kind = ld[..., kc]
+        lin = ld[..., rc] * ncols + ld[..., cc]
+        out[..., a] = np.where(kind == 2, TAG_ZERO_FILL, lin)
+    return np.moveaxis(out, -1, 2)
+
+
+def expected_tags(trace) -> np.ndarray:
+    """What each slot holds when the book's kernel (both barriers) reads it.
+
+    Returns int64 ``(nd, nph, 2, T, T)``: per detailed block, phase, array
+    (0 Mds, 1 Nds) and slot, the tag written in this phase, or the one kept
+    from an earlier phase where this phase stored nothing (an
+    out-of-allocation load of Fig. 5.9), or ``TAG_NEVER_WRITTEN``.
+    """
+    written = _written(trace)
+    tags = _write_tags(trace)
+    out = np.empty(tags.shape, np.int64)
+    prev = np.full(tags.shape[:1] + tags.shape[2:], TAG_NEVER_WRITTEN, np.int64)
+    for ph in range(tags.shape[1]):
+        prev = np.where(written[:, ph], tags[:, ph], prev)
+        out[:, ph] = prev
+    return out
+
+
+def book_reads(trace) -> np.ndarray:
+    """What every k-loop read of the book's kernel finds: int64 ``(nd, nph, T, T, T, 2)``.
+
+    Indexed like ``Trace.shared_reads`` (block slot, phase, ty, tx, k, array):
+    the tag of the element in ``Mds[ty][k]`` / ``Nds[k][tx]`` with both
+    barriers (:func:`expected_tags`).
+    """
+    exp = expected_tags(trace)  # (nd, nph, 2, T, T)
+    m = exp[:, :, 0]  # Mds[ty][k]: (nd, nph, ty, k)
+    n = exp[:, :, 1]  # Nds[k][tx]: (nd, nph, k, tx)
+    T = trace.tile_width
+    out = np.empty(exp.shape[:2] + (T, T, T, 2), np.int64)
+    out[..., 0] = m[:, :, :, None, :]  # broadcast over tx
+    out[..., 1] = np.moveaxis(n, 2, 3)[:, :, None, :, :]  # (nd, nph, 1, tx, k)
+    return out
+
+
+def hazards(trace) -> np.ndarray:
+    """Every RAW and WAR hazard on Mds / Nds in the detailed blocks of ``trace``.
+
+    Parameters
+    ----------
+    trace : vizmm.trace.Trace
+        A recording of 'tiled' (Fig. 5.9) or 'boundary' (Fig. 5.13); other
+        kernels use no shared memory and have no hazards. Barriers kept or
+        removed are read from ``meta['drop_barrier']`` (absent: both kept).
+
+    Returns
+    -------
+    ndarray of HAZARD_DTYPE, (n,)
+        One row per (write, read) pair of different threads on one slot in
+        one epoch, sorted by block, reader phase, array, reader, k. ``wrong``
+        is True where the recorded read returned another element than the
+        book's kernel reads (always False without read records). Empty with
+        both barriers kept.
+    """
+    if trace.kernel not in ("tiled", "boundary") or trace.n_phases == 0:
+        return np.zeros(0, HAZARD_DTYPE)
+    kept = barriers_kept(trace)
+    ew, er = epochs(trace.n_phases, kept)
+    written = _written(trace)  # (nd, nph, 2, T, T)
+    T = trace.tile_width
+    nd, nph = written.shape[:2]
+    lines = _lines(trace.meta.get("source", ""))
+    wrong_mask = _wrong_mask(trace)  # (nd, nph, ty, tx, k, 2) or None
+    zero_kind = np.moveaxis(trace.loads[..., [0, 3]], -1, 2) == 2  # (nd, nph, 2, T, T)
+    ty, tx, kk = np.meshgrid(np.arange(T), np.arange(T), np.arange(T), indexing="ij")
+    chunks = []
+    for a, name in enumerate(ARRAYS):
+        # The slot thread (ty, tx) reads at k, and who writes it.
+        srow, scol = (ty, kk) if a == 0 else (kk, tx)
+        other = (srow != ty) | (scol != tx)  # writer (srow, scol) is not the reader
+        for pr in range(nph):
+            for pw in np.nonzero(ew == er[pr])[0]:
+                w = written[:, pw, a][:, srow, scol] & other  # (nd, ty, tx, k)
+                s, rty, rtx, rk = np.nonzero(w)
+                if not len(s):
+                    continue
+                rows = np.zeros(len(s), HAZARD_DTYPE)
+                rows["kind"] = "RAW" if pw <= pr else "WAR"
+                rows["block"] = trace.detail_blocks[s]
+                rows["phase"] = pr
+                rows["write_phase"] = pw
+                rows["array"] = name
+                slot = np.stack([srow[rty, rtx, rk], scol[rty, rtx, rk]], axis=1)
+                rows["slot"] = slot
+                rows["writer"] = slot
+                rows["reader"] = np.stack([rty, rtx], axis=1)
+                rows["k"] = rk
+                zero = zero_kind[s, pw, a, slot[:, 0], slot[:, 1]]
+                wl_key = np.where(zero, f"{name}0", name)
+                rows["write_line"] = [lines.get(key, -1) for key in wl_key]
+                rows["read_line"] = lines.get("read", -1)
+                if wrong_mask is not None:
+                    rows["wrong"] = wrong_mask[s, pr, rty, rtx, rk, a]
+                chunks.append((s, pr, a, rty, rtx, rk, pw, rows))
+    if not chunks:
+        return np.zeros(0, HAZARD_DTYPE)
+    rows = np.concatenate([c[-1] for c in chunks])
+    key = [np.concatenate([np.broadcast_to(c[i], c[0].shape) for c in chunks]) for i in range(7)]
+    order = np.lexsort(tuple(reversed(key)))
+    return rows[order]
+
+
+def wrong_read_mask(trace) -> np.ndarray | None:
+    """Bool ``(nd, nph, T, T, T, 2)``: recorded reads that found another element.
+
+    Compared with :func:`book_reads`; None when the trace holds no read records.
+    """
+    return _wrong_mask(trace)
+
+
+def _wrong_mask(trace) -> np.ndarray | None:
+    reads = getattr(trace, "shared_reads", None)
+    if reads is None or reads.size == 0:
+        return None
+    return (reads != TAG_NOT_RECORDED) & (reads != book_reads(trace))
+
+
+def wrong_reads(trace) -> np.ndarray:
+    """The recorded reads that returned another element than the book's kernel reads.
+
+    Returns
+    -------
+    ndarray of WRONG_READ_DTYPE, (n,)
+        Sorted by block, phase, reader (ty, tx), k, array. ``tag`` is what the
+        thread found beside the slot (the linear index of an M / N element,
+        ``TAG_ZERO_FILL`` or ``TAG_NEVER_WRITTEN``), ``expected`` what the
+        book's kernel finds there. Empty when the trace holds no read
+        records (recorded without the barrier lab).
+    """
+    mask = _wrong_mask(trace)
+    if mask is None:
+        return np.zeros(0, WRONG_READ_DTYPE)
+    exp = book_reads(trace)
+    s, ph, rty, rtx, rk, a = np.nonzero(mask)
+    rows = np.zeros(len(s), WRONG_READ_DTYPE)
+    rows["block"] = trace.detail_blocks[s]
+    rows["phase"] = ph
+    rows["thread"] = np.stack([rty, rtx], axis=1)
+    rows["k"] = rk
+    rows["array"] = np.asarray(ARRAYS)[a]
+    rows["slot"] = np.where(
+        (a == 0)[:, None], np.stack([rty, rk], axis=1), np.stack([rk, rtx], axis=1)
+    )
+    rows["tag"] = trace.shared_reads[s, ph, rty, rtx, rk, a]
+    rows["expected"] = exp[s, ph, rty, rtx, rk, a]
+    rows["value"] = trace.read_values[s, ph, rty, rtx, rk, a]
+    return rows
+
+
+def book_p(trace) -> np.ndarray:
+    """P of the detailed blocks as the book's kernel computes it, in float32.
+
+    Sums, in the kernel's order (phase, then k), the products of the values
+    the book's kernel reads (from the expected tags: M / N elements, 0.0 for
+    a zero-fill). Returns float32 ``(nd, T, T)``; NaN where a thread would
+    read a never-written slot.
+    """
+    _, k, l = trace.shape
+    exp = book_reads(trace)  # (nd, nph, ty, tx, k, 2)
+    mflat = trace.M.ravel()
+    nflat = trace.N.ravel()
+
+    def values(tags, flat):
+        v = np.where(tags >= 0, flat[np.clip(tags, 0, flat.size - 1)], np.float32(0))
+        return np.where(tags == TAG_NEVER_WRITTEN, np.float32(np.nan), v).astype(np.float32)
+
+    mv = values(exp[..., 0], mflat)
+    nv = values(exp[..., 1], nflat)
+    nd, nph, T = exp.shape[0], exp.shape[1], trace.tile_width
+    acc = np.zeros((nd, T, T), np.float32)
+    for ph in range(nph):
+        for kk in range(T):
+            acc = (acc + mv[:, ph, :, :, kk] * nv[:, ph, :, :, kk]).astype(np.float32)
+    return acc
+
+
+def wrong_p(trace) -> np.ndarray:
+    """Bool ``(j, l)``: P elements of the detailed blocks that differ from the book's kernel.
+
+    An element is wrong when the thread stored it and its value differs from
+    :func:`book_p` (both NaN counts as equal). Elements outside the detailed
+    blocks, and elements no thread stored, are False.
+    """
+    j, _, l = trace.shape
+    T = trace.tile_width
+    out = np.zeros((j, l), bool)
+    if trace.kernel not in ("tiled", "boundary") or trace.n_phases == 0:
+        return out
+    ref = book_p(trace)
+    for s, (by, bx) in enumerate(trace.detail_blocks.tolist()):
+        r0, c0 = by * T, bx * T
+        r1, c1 = min(r0 + T, j), min(c0 + T, l)
+        got = trace.P[r0:r1, c0:c1]
+        want = ref[s, : r1 - r0, : c1 - c0]
+        stored = trace.p_write[s, : r1 - r0, : c1 - c0] == 1
+        same = (got == want) | (np.isnan(got) & np.isnan(want))
+        out[r0:r1, c0:c1] = stored & ~same
+    return out
+
+
+def describe_tag(tag: int, array: str, ncols: int, phase: int | None = None) -> str:
+    """A tag in the book's words: ``'M_{0,2}'``, ``'0.0 (zero-fill)'``, ``'never written'``."""
+    tag = int(tag)
+    if tag == TAG_ZERO_FILL:
+        return "0.0 (zero-fill)"
+    if tag == TAG_NEVER_WRITTEN:
+        return "a slot not written yet"
+    if tag < 0:
+        return "not recorded"
+    row, col = divmod(tag, ncols)
+    name = "M" if array == "Mds" else "N"
+    return f"{name}_{{{row},{col}}}" + (f" (phase {phase})" if phase is not None else "")
+
+
+@dataclasses.dataclass(frozen=True)
+class BarrierReport:
+    """The barrier lab's findings on one trace.
+
+    Attributes
+    ----------
+    kept : (bool, bool)
+        Barrier 1 (after the loads) and barrier 2 (after the k loop) kept.
+    hazards : ndarray of HAZARD_DTYPE
+    wrong_reads : ndarray of WRONG_READ_DTYPE
+    wrong_p : ndarray of bool, (j, l)
+    has_reads : bool
+        Whether the trace recorded the reads (else ``wrong_reads`` is empty).
+    """
+
+    kept: tuple[bool, bool]
+    hazards: np.ndarray
+    wrong_reads: np.ndarray
+    wrong_p: np.ndarray
+    has_reads: bool
+
+    def counts(self) -> dict:
+        """``{(kind, (by, bx)): number of hazards}``, plus ``('wrong reads', block)``."""
+        out: dict = {}
+        for row in self.hazards:
+            key = (str(row["kind"]), tuple(int(v) for v in row["block"]))
+            out[key] = out.get(key, 0) + 1
+        for row in self.wrong_reads:
+            key = ("wrong reads", tuple(int(v) for v in row["block"]))
+            out[key] = out.get(key, 0) + 1
+        return out
+
+    def summary(self) -> str:
+        """A few lines for people."""
+        kinds = {k: int((self.hazards["kind"] == k).sum()) for k in ("RAW", "WAR")}
+        lines = [
+            "barriers: "
+            + ", ".join(
+                f"{i} {'kept' if k else 'removed'}" for i, k in enumerate(self.kept, start=1)
+            ),
+            f"hazards: {kinds['RAW']} read-after-write, {kinds['WAR']} write-after-read "
+            f"(in {len({tuple(b) for b in self.hazards['block'].tolist()})} blocks)",
+        ]
+        if self.has_reads:
+            lines.append(
+                f"this run: {len(self.wrong_reads)} reads returned a wrong element, "
+                f"{int(self.wrong_p.sum())} P elements came out wrong"
+            )
+        return "\n".join(lines)
+
+
+def analyse(trace) -> BarrierReport:
+    """Hazards, wrong reads and wrong P elements of ``trace`` (see the module docstring)."""
+    reads = getattr(trace, "shared_reads", None)
+    return BarrierReport(
+        kept=barriers_kept(trace),
+        hazards=hazards(trace),
+        wrong_reads=wrong_reads(trace),
+        wrong_p=wrong_p(trace),
+        has_reads=bool(reads is not None and reads.size > 0),
+    )
+
+
+register_analysis("hazards", hazards)
