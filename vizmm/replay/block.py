@@ -36,6 +36,12 @@ from functools import cached_property
 
 import numpy as np
 
+from ..analysis.transactions import (
+    LAYOUTS,
+    TransactionsOverlay,
+    memory_transactions,
+    transactions_overlay,
+)
 from ..trace import Access, PWrite, Trace
 
 __all__ = [
@@ -196,6 +202,8 @@ class Frame:
         current phase: the slot's own index in Fig. 5.9 (thread (ty, tx) fills
         ``Mds[ty][tx]``); the transposed index for the uncoalesced kernel, whose
         thread (ty, tx) fills ``Mds[tx][ty]``. None: the slot's own index.
+    transactions : TransactionsOverlay or None
+        The memory-transactions view of this step (``Replay(transactions=True)``).
     """
 
     index: int
@@ -240,6 +248,7 @@ class Frame:
     phase_pvalues: np.ndarray | None = None
     mds_loader: np.ndarray | None = None
     nds_loader: np.ndarray | None = None
+    transactions: TransactionsOverlay | None = None
 
     @property
     def cgma(self) -> float:
@@ -329,12 +338,21 @@ class Replay:
         (``%clock64`` cycles when the trace has them, else the logical clock).
     focus : (ty, tx), optional
         A thread to follow: its loads and k-loop reads are marked in frames.
+    transactions : bool
+        Frames carry the memory-transactions view
+        (:class:`~vizmm.analysis.transactions.TransactionsOverlay`): the
+        current warp's sectors and segments, the banks at each ``k``, a row per
+        warp and the totals. Off by default.
+    warp : int
+        The current warp of that view when no thread is followed (a followed
+        thread's warp otherwise).
 
     Raises
     ------
     ValueError
         For an unknown granularity or order, a naive-kernel trace (it has no
-        tiles to replay), or a focus thread outside the block.
+        tiles to replay), a focus thread outside the block, or a warp outside
+        ``0 .. ceil(T*T / 32) - 1``.
     KeyError
         When the block was not recorded per thread.
     """
@@ -346,6 +364,8 @@ class Replay:
         granularity: str = "substep",
         order: str = "lockstep",
         focus: tuple[int, int] | None = None,
+        transactions: bool = False,
+        warp: int = 0,
     ):
         if granularity not in GRANULARITIES:
             raise ValueError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
@@ -367,6 +387,13 @@ class Replay:
         self.granularity = granularity
         self.order = order
         self.focus = focus
+        self.transactions = bool(transactions)
+        nw = -(-(T * T) // 32)
+        if isinstance(warp, bool) or not isinstance(warp, (int, np.integer)) or not 0 <= warp < nw:
+            raise ValueError(
+                f"warp must be an integer from 0 to {nw - 1} (32 threads each), got {warp!r}"
+            )
+        self.warp = int(warp)
         self.steps = self._build_steps()
 
     # ------------------------------------------------------------ structure
@@ -779,6 +806,22 @@ class Replay:
             phase_pvalues=phase_pvalues,
             mds_loader=loaders["M"],
             nds_loader=loaders["N"],
+            transactions=self._overlay(step, cur),
+        )
+
+    @cached_property
+    def _mt(self):
+        return memory_transactions(self.trace)
+
+    def _overlay(self, step: Step, cur: int | None) -> TransactionsOverlay | None:
+        if not self.transactions:
+            return None
+        T = self.trace.tile_width
+        warp = self.warp if self.focus is None else (self.focus[0] * T + self.focus[1]) // 32
+        loads = {Sub.LOAD_M: ("M",), Sub.LOAD_N: ("N",), Sub.PHASE: ("M", "N")}.get(step.sub, ())
+        k = step.k if step.sub == Sub.K else None
+        return transactions_overlay(
+            self._mt, self.trace, self.block, cur, loads=loads, k=k, warp=warp
         )
 
     def frames(self):
@@ -816,15 +859,28 @@ class Replay:
                 "Every thread starts with Pvalue = 0; Mds and Nds hold whatever shared "
                 "memory held (uninitialised)."
             )
+        lay = LAYOUTS.get(self.trace.kernel)
+        m_slot = "Mds[tx][ty]" if lay is not None and lay.m_store_transposed else "Mds[ty][tx]"
+        n_slot = (
+            "Nds[tx][ty]"
+            if lay is not None and (lay.n_store_transposed or lay.nds_transposed)
+            else "Nds[ty][tx]"
+        )
         if s == Sub.LOAD_M:
             return (
                 f"Phase {step.phase}: each thread (ty, tx) copies one M element into "
-                "Mds[ty][tx] (or 0.0 where the element is outside M)."
+                f"{m_slot} (or 0.0 where the element is outside M)."
+                + (" Roles swapped: a warp walks down columns of M." if "tx][ty" in m_slot else "")
             )
         if s == Sub.LOAD_N:
             return (
-                f"Phase {step.phase}: each thread copies one N element into Nds[ty][tx] "
+                f"Phase {step.phase}: each thread copies one N element into {n_slot} "
                 "(or 0.0 where the element is outside N)."
+                + (
+                    " The tile is stored transposed; Nds is drawn in the book's layout."
+                    if lay is not None and lay.nds_transposed
+                    else ""
+                )
             )
         if s in (Sub.ARRIVE_1, Sub.ARRIVE_2):
             which = 1 if s == Sub.ARRIVE_1 else 2
