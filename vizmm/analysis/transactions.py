@@ -45,7 +45,7 @@ kernel            thread (ty, tx)   thread (ty, tx)   k loop reads        Nds
                   stores M into     stores N into                         columns
 ================  ================  ================  ==================  ========
 tiled, boundary,  ``Mds[ty][tx]``   ``Nds[ty][tx]``   ``Mds[ty][k]``,     ``T``
-general                                               ``Nds[k][tx]``
+general, dynamic                                      ``Nds[k][tx]``
 uncoalesced       ``Mds[tx][ty]``   ``Nds[tx][ty]``   as Fig. 5.9         ``T``
 conflict          ``Mds[ty][tx]``   ``Nds[tx][ty]``   ``Mds[ty][k]``,     ``T``
                                                       ``Nds[tx][k]``
