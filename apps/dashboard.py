@@ -41,6 +41,7 @@ if _ROOT not in sys.path:  # `panel serve apps/dashboard.py` runs this file as a
 import vizmm  # noqa: E402
 from apps import barrier_view, large_view, occupancy_view, traces  # noqa: E402
 from apps.keys import KeyboardShortcuts, PageTheme  # noqa: E402
+from vizmm import TransactionsError, memory_transactions  # noqa: E402
 from vizmm.record import DEFAULT_MAX_BYTES  # noqa: E402
 from vizmm.render.bokeh_scene import Scene, slot_label  # noqa: E402
 from vizmm.replay import GRANULARITIES, ORDERS, Replay, SlotState, Step, Sub, ThreadState  # noqa: E402
@@ -60,6 +61,7 @@ URL_PARAMS = {
     "order": "order",
     "presenter": "presenter",
     "theme": "theme",
+    "transactions": "transactions",
 }
 
 #: Keyboard shortcuts: key -> what it does (shown in the help card).
@@ -77,6 +79,23 @@ _KEY_NAMES = {"ArrowRight": "→", "ArrowLeft": "←", " ": "space", "Home": "Ho
 
 
 # ------------------------------------------------------------------ state
+def _transactions_status(f) -> dict:
+    """What the page says of the transactions view (tests read the banks from here)."""
+    o = f.transactions
+    if o is None:
+        return {"transactions": False}
+    out = {"transactions": True, "warp": o.warp, "totals": list(o.totals)}
+    if o.nds_bank is not None:
+        out.update(
+            mds_bank=o.mds_bank.tolist(),
+            nds_bank=o.nds_bank.tolist(),
+            mds_way=o.mds_way,
+            nds_way=o.nds_way,
+            nds_conflicts=int(o.nds_conflict.sum()),
+        )
+    return out
+
+
 class DashboardState(param.Parameterized):
     """Everything the user chose, and the frame it leads to.
 
@@ -95,6 +114,11 @@ class DashboardState(param.Parameterized):
     presenter = param.Boolean(default=False, doc="Large fonts, controls tucked away.")
     theme = param.Selector(
         default="light", objects=["light", "dark"], doc="Colours: light, or dark for dim rooms."
+    )
+    transactions = param.Boolean(
+        default=False,
+        doc="Memory transactions: the current warp's sectors on M and N, the banks of Mds and "
+        "Nds at each k with its conflicts, a row per warp, the totals.",
     )
     playing = param.Boolean(default=False)
     speed = param.Number(default=2.0, bounds=(0.25, 20.0), doc="Steps per second when playing.")
@@ -118,6 +142,7 @@ class DashboardState(param.Parameterized):
         "granularity",
         "order",
         "step",
+        "transactions",
     ]
 
     def __init__(self, loader: Callable[[str], None] | None = None, **params):
@@ -258,7 +283,14 @@ class DashboardState(param.Parameterized):
         self._set_quietly(
             by=block[0], bx=block[1], ty=focus[0] if focus else -1, tx=focus[1] if focus else -1
         )
-        new = Replay(trace, block, self.granularity, self.order, focus)
+        transactions = self.transactions
+        if transactions:
+            try:
+                memory_transactions(trace)
+            except TransactionsError as exc:
+                self.show(f"No memory transactions for this trace: {exc}", "warning")
+                transactions = False
+        new = Replay(trace, block, self.granularity, self.order, focus, transactions=transactions)
         step = self.step
         if (
             old is not None
@@ -414,6 +446,7 @@ class DashboardState(param.Parameterized):
                 [ThreadState(int(f.thread_state[y, x])).name.lower() for x in range(T)]
                 for y in range(T)
             ],
+            **_transactions_status(f),
             "loads": int(f.loads_so_far),
             "naive": int(f.naive_loads_so_far),
             "cgma": round(float(f.cgma), 4),
@@ -742,6 +775,9 @@ class Dashboard(pn.viewable.Viewer):
         # Panel draws its widgets in the theme the page was opened with (?theme=):
         # a change of theme in a served page opens it again in the new one.
         self.page_theme = PageTheme(theme=s.theme)
+        self.transactions = pn.widgets.Toggle.from_param(
+            s.param.transactions, label="Memory transactions", width=170, color="primary"
+        )
         self.unfollow = pn.widgets.Button(label="stop following", width=120, visible=False)
         self.unfollow.on_click(lambda e: s.param.update(ty=-1, tx=-1))
         self.status_pane = pn.pane.HTML("", sizing_mode="stretch_width", height=22, margin=(0, 10))
@@ -809,6 +845,7 @@ class Dashboard(pn.viewable.Viewer):
             self.unfollow,
             self.presenter,
             self.theme,
+            self.transactions,
             sizing_mode="stretch_width",
             align="center",
         )
@@ -1027,7 +1064,7 @@ class Dashboard(pn.viewable.Viewer):
             # 256 threads: the labels would make every step's message ~40 KB; the
             # page keeps the summary (tests read the small presets' labels)
             for key in ("mds", "nds", "mds_state", "nds_state", "threads"):
-                st.pop(key)
+                st.pop(key, None)
         attrs = " ".join(
             f'data-{k}="{html.escape(v if isinstance(v, str) else json.dumps(v), quote=True)}"'
             for k, v in st.items()

@@ -45,9 +45,9 @@ FIGURES = {
     "tiled": "Fig. 5.9",
     "boundary": "Fig. 5.13",
     "general": "Section 5.5 (j x k . k x l exercise)",
-    "uncoalesced": "Fig. 5.13, loads with the thread roles swapped (uncoalesced)",
-    "conflict": "Fig. 5.13, Nds read as Nds[tx][k] (bank conflict)",
-    "padded": "Fig. 5.13, Nds[tx][k] with TILE_WIDTH + 1 columns (padding fix)",
+    "uncoalesced": "Fig. 5.13, thread roles swapped in the loads",
+    "conflict": "Fig. 5.13, Nds read as Nds[tx][k]",
+    "padded": "Fig. 5.13, Nds[tx][k], Nds padded to TILE_WIDTH + 1 columns",
     "dynamic": "Fig. 5.14",
 }
 # Kernels with the two __syncthreads() of Section 5.4 (the barrier lab can remove them).

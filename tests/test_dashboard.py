@@ -379,7 +379,11 @@ def test_frame_columns_are_json_ready(key):
 def test_scene_views_subset():
     tr = traces.get_trace("fig5-8")
     scene = Scene(tr, views=["M", "Mds", "threads"])
-    assert set(scene.sources) == {"M", "M_ghost", "M_tile", "M_focus", "Mds", "threads"}
+    assert set(scene.sources) == {
+        "M", "M_ghost", "M_tile", "M_focus", "M_sectors", "M_segments",  # + transactions view
+        "Mds", "Mds_bank",
+        "threads", "warp_threads", "warps",
+    }  # fmt: skip
     with pytest.raises(ValueError, match="unknown view"):
         Scene(tr, views=["nope"])
 

@@ -7,6 +7,8 @@ plain Python loops, and counted by the rules of the hardware (32-byte sectors,
 number of lanes). The counts under test come from ``vizmm.analysis``.
 """
 
+import os
+
 import numpy as np
 import pytest
 
@@ -465,3 +467,83 @@ def test_the_api_is_vizmm_memory_transactions():
     trace = synthetic_trace("tiled", 8, T, book_m(T), book_n(T))
     assert vizmm.memory_transactions is memory_transactions
     assert isinstance(vizmm.memory_transactions(trace), vizmm.MemoryTransactions)
+
+
+# ------------------------------------------------------------------ views
+def test_frames_carry_the_overlay_only_when_asked(record_sim):
+    from vizmm.replay import Replay, Sub
+
+    trace = record_sim(width=16, tile_width=8, kernel="conflict")
+    plain = Replay(trace, (0, 1))
+    assert plain.frame(plain.index_of(1, Sub.K, k=2)).transactions is None
+    r = Replay(trace, (0, 1), transactions=True, warp=1)
+    o = r.frame(r.index_of(1, Sub.K, k=2)).transactions
+    # T = 8: warp 1 is threads (4, 0)..(7, 7). Nds[tx][2] is word 8tx + 2: banks
+    # 2, 10, 18, 26, each asked for two words (tx and tx + 4) -> 2-way.
+    assert o.warp == 1 and o.nds_way == 2 and o.mds_way == 1
+    assert np.argwhere(o.nds_read).tolist() == [[2, c] for c in range(8)]
+    assert o.nds_conflict[2].all() and not o.mds_conflict.any()
+    assert o.warp_cost == [2, 2] and o.warp_ideal == [1, 1] and o.warp_unit == "-way"
+    # At the loads: the warp's sectors on M (rows 4..7 of the tile: 8 floats = 32
+    # bytes each, one sector per row), none on N yet.
+    o = r.frame(r.index_of(1, Sub.LOAD_M)).transactions
+    assert o.m_sectors == [(row, 8, 16) for row in range(4, 8)] and o.n_sectors == []
+    # Following a thread picks its warp.
+    f = Replay(trace, (0, 1), transactions=True, focus=(1, 3)).frame(5)
+    assert f.transactions.warp == 0
+
+
+def test_pillow_frame_paints_each_slot_with_its_bank(record_sim):
+    from vizmm.render.palette import palette
+    from vizmm.render.pillow import FrameRenderer
+    from vizmm.replay import Replay, Sub
+
+    T = 8
+    trace = record_sim(width=16, tile_width=T, kernel="conflict")
+    r = Replay(trace, (0, 0), transactions=True)
+    renderer = FrameRenderer(trace, size=(1280, 720), transactions=True)
+    img = renderer.render(r.frame(r.index_of(0, Sub.K, k=1)))
+    colors = [palette("light").hex_to_rgb(c) for c in palette("light").thread_colors(32)]
+    p = renderer.panels["Nds"]
+    for rr in range(T):
+        for cc in range(T):
+            x0, _, x1, y1 = p.cell_box(rr, cc)
+            # the band across the slot's foot: bank of physical word 8cc + rr
+            band = max(3, round(p.cell * 0.22))
+            px = img.getpixel((x0 + p.cell // 4, y1 - band + 1))
+            assert px == colors[(8 * cc + rr) % 32], (rr, cc)
+    off = FrameRenderer(trace, size=(1280, 720)).render(Replay(trace).frame(6))
+    assert off.size == img.size
+
+
+def test_dashboard_state_says_the_banks(record_sim):
+    pytest.importorskip("panel")
+    from apps.dashboard import DashboardState
+
+    st = DashboardState(source="padded").start()
+    st.transactions = True
+    st.go(8)  # phase 0, k = 3
+    s = st.status()
+    assert s["transactions"] is True and s["k"] == 3
+    assert s["nds_bank"] == [[(17 * c + r) % 32 for c in range(16)] for r in range(16)]
+    assert s["nds_way"] == 1
+    st.transactions = False
+    assert st.status()["transactions"] is False
+
+
+def test_export_with_transactions_and_cli(tmp_path, record_sim, capsys):
+    from vizmm.cli import main
+    from vizmm.export import export
+
+    trace = record_sim(width=8, tile_width=4, kernel="uncoalesced")
+    path = trace.save(tmp_path / "u.vizmm")
+    out = export(trace, tmp_path / "u.gif", transactions=True, size=(640, 360), progress=False)
+    assert os.path.getsize(out) > 0
+    assert main(["transactions", str(path), "--block", "0,1", "--phase", "1", "--k", "2"]) == 0
+    text = capsys.readouterr().out
+    # T = 4: one warp of 16 threads, which loads M[4 + tx][4 + ty] of an 8 x 8 M:
+    # 4 rows (32 bytes apart) of 4 floats -> 4 sectors, all in one 128-byte
+    # segment; the 64 bytes would fit in 2 sectors.
+    assert "warp  0 (threads 0-15): M 4 sectors 1 segments (ideal 2)" in text
+    assert "Mds 1-way, Nds 1-way" in text
+    assert main(["transactions", str(path), "--block", "9,9"]) == 2

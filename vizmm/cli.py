@@ -5,6 +5,7 @@
     vizmm record --width 4 --tile-width 2 --kernel tiled -o fig58.vizmm
     vizmm info fig58.vizmm
     vizmm table fig58.vizmm --block 0,0
+    vizmm transactions fig58.vizmm --block 0,0 --phase 0 --k 1
 
 Every subcommand has ``--help``. Bad input (sizes, tile width, kernel,
 backend, a damaged trace file, a missing folder...) gives one line on stderr
@@ -503,6 +504,19 @@ def add_export_parser(subparsers) -> None:
         default="light",
         help="colours: light (default) or dark for dim rooms; both survive colour-blindness",
     )
+    p.add_argument(
+        "--transactions",
+        action="store_true",
+        help="draw the memory-transactions view: the warp's sectors on M and N, the banks of "
+        "Mds and Nds at each k with its conflicts, a row per warp, the totals",
+    )
+    p.add_argument(
+        "--warp",
+        type=int,
+        default=0,
+        metavar="W",
+        help="the warp of that view (threads 32W..32W+31; default 0; --focus picks its own)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_export)
 
@@ -539,6 +553,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         focus=args.focus,
         theme=args.theme,
         progress=False if args.quiet else None,
+        transactions=args.transactions,
+        warp=args.warp,
     )
     n = len(Replay(trace, block, granularity=args.granularity, order=args.order))
     size = os.path.getsize(out)
@@ -610,6 +626,66 @@ def cmd_occupancy(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ------------------------------------------------------------- transactions
+def add_transactions_parser(subparsers) -> None:
+    """Add ``vizmm transactions``."""
+    p = subparsers.add_parser(
+        "transactions",
+        help="count the memory transactions of the tiles (sectors, banks)",
+        description="Count what each warp of the recorded blocks asks of memory: the 32-byte "
+        "sectors and 128-byte segments of its tile loads, and the shared-memory banks of its "
+        "Mds / Nds reads in the k loop (n-way conflicts). Prints the totals (sectors per "
+        "request, bank conflicts per request, as Nsight Compute reports them) and, with "
+        "--block, one row per warp.",
+    )
+    p.add_argument("file", metavar="FILE", help="a trace written by 'vizmm record'")
+    p.add_argument("--block", type=parse_block, metavar="BY,BX", help="one row per warp")
+    p.add_argument("--phase", type=int, default=0, help="phase of the rows (default 0)")
+    p.add_argument("--k", type=int, metavar="K", help="add each warp's n-way conflict at this k")
+    p.add_argument(
+        "--vector-loads",
+        action="store_true",
+        help="count the k loop's shared loads as compiled for sm_90 (128-bit loads of 4 k)",
+    )
+    p.set_defaults(func=cmd_transactions)
+
+
+def cmd_transactions(args: argparse.Namespace) -> int:
+    """``vizmm transactions``: totals, and a row per warp of one block."""
+    from .analysis.transactions import TransactionsError, memory_transactions
+
+    trace = _load(args.file)
+    try:
+        mt = memory_transactions(trace, vector_loads=args.vector_loads)
+    except TransactionsError as exc:
+        raise CLIError(str(exc)) from None
+    print(mt.summary())
+    if args.block is None:
+        return EXIT_OK
+    if not 0 <= args.phase < mt.n_phases:
+        raise CLIError(f"--phase must be 0..{mt.n_phases - 1}, got {args.phase}")
+    if args.k is not None and not 0 <= args.k < mt.tile_width:
+        raise CLIError(f"--k must be 0..{mt.tile_width - 1}, got {args.k}")
+    try:
+        rows = mt.warp_rows(args.block, args.phase, args.k)
+    except KeyError as exc:
+        raise CLIError(str(exc).strip("'\"")) from None
+    print(f"block ({args.block[0]},{args.block[1]}), phase {args.phase}"
+          + (f", k = {args.k}" if args.k is not None else ""))  # fmt: skip
+    for r in rows:
+        line = (
+            f"  warp {r['warp']:>2} (threads {r['threads'][0]}-{r['threads'][1]}): "
+            f"M {r['m_sectors']} sectors {r['m_segments']} segments "
+            f"(ideal {r['m_ideal_sectors']}), "
+            f"N {r['n_sectors']} sectors {r['n_segments']} segments "
+            f"(ideal {r['n_ideal_sectors']})"
+        )
+        if args.k is not None:
+            line += f", Mds {r['mds_way']}-way, Nds {r['nds_way']}-way"
+        print(line)
+    return EXIT_OK
+
+
 # --------------------------------------------------------------------- main
 #: One function per subcommand, each ``add(subparsers)``; see the module docstring.
 SUBCOMMANDS: list[Callable] = [
@@ -618,6 +694,7 @@ SUBCOMMANDS: list[Callable] = [
     add_table_parser,
     add_export_parser,
     add_occupancy_parser,
+    add_transactions_parser,
 ]
 
 

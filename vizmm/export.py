@@ -184,7 +184,7 @@ def _check_views(views, fmt: str, trace: Trace | None = None):
         raise ExportError(str(exc)) from None
 
 
-def _replay(trace, block, granularity, order, focus) -> Replay:
+def _replay(trace, block, granularity, order, focus, transactions=False, warp=0) -> Replay:
     if not isinstance(trace, Trace):
         raise ExportError(f"trace must be a vizmm Trace, got {type(trace).__name__}")
     if granularity not in GRANULARITIES:
@@ -200,7 +200,15 @@ def _replay(trace, block, granularity, order, focus) -> Replay:
         )
     block = _check_block(trace, block)
     try:
-        return Replay(trace, block, granularity=granularity, order=order, focus=focus)
+        return Replay(
+            trace,
+            block,
+            granularity=granularity,
+            order=order,
+            focus=focus,
+            transactions=transactions,
+            warp=warp,
+        )
     except (ValueError, TypeError) as exc:
         raise ExportError(str(exc)) from None
 
@@ -247,6 +255,8 @@ def render_frames(
     size=(1280, 720),
     focus: tuple[int, int] | None = None,
     theme: str = "light",
+    transactions: bool = False,
+    warp: int = 0,
 ) -> Iterator:
     """The frames of a GIF / MP4 export, one RGB :class:`PIL.Image.Image` per replay step.
 
@@ -264,12 +274,18 @@ def render_frames(
     """
     from .render.pillow import FrameRenderer
 
-    replay = _replay(trace, block, granularity, order, focus)
+    replay = _replay(trace, block, granularity, order, focus, transactions, warp)
     views = _check_views(views, "gif", trace)
     size = _check_size(size, "gif")
     theme = _check_theme(theme)
     renderer = FrameRenderer(
-        trace, size=size, views=views, granularity=granularity, focus=replay.focus, theme=theme
+        trace,
+        size=size,
+        views=views,
+        granularity=granularity,
+        focus=replay.focus,
+        theme=theme,
+        transactions=replay.transactions,
     )
     return (renderer.render(replay.frame(i)) for i in range(len(replay)))
 
@@ -742,6 +758,8 @@ def export_bytes(
     focus: tuple[int, int] | None = None,
     progress: ProgressArg = None,
     theme: str = "light",
+    transactions: bool = False,
+    warp: int = 0,
 ) -> bytes:
     """The bytes of an export of one block's replay; writes no file.
 
@@ -777,6 +795,13 @@ def export_bytes(
     theme : {'light', 'dark'}
         The colours (:mod:`vizmm.render.palette`), the same in every format
         and in the dashboard; ``'dark'`` for dim rooms.
+    transactions : bool
+        Draw the memory-transactions view (as the dashboard's toggle): the
+        current warp's sectors and segments on M and N at the loads, the banks
+        of Mds and Nds with the warp's conflicts at each ``k``, a row per warp
+        and the totals (:func:`vizmm.memory_transactions`).
+    warp : int
+        The current warp of that view (the followed thread's when ``focus``).
 
     Returns
     -------
@@ -792,7 +817,7 @@ def export_bytes(
     fmt = _check_format(fmt)
     theme = _check_theme(theme)
     fps = _check_fps(fps)
-    replay = _replay(trace, block, granularity, order, focus)
+    replay = _replay(trace, block, granularity, order, focus, transactions, warp)
     views = _check_views(views, fmt, trace)
     if fmt != "html":
         size = _check_size(size, fmt)
@@ -804,7 +829,13 @@ def export_bytes(
         from .render.pillow import FrameRenderer
 
         renderer = FrameRenderer(
-            trace, size=size, views=views, granularity=granularity, focus=replay.focus, theme=theme
+            trace,
+            size=size,
+            views=views,
+            granularity=granularity,
+            focus=replay.focus,
+            theme=theme,
+            transactions=replay.transactions,
         )
 
         def render(i):
@@ -834,7 +865,8 @@ def export(trace: Trace, path: str | os.PathLike, fmt: str | None = None, **kwar
         Default: from the suffix of ``path``.
     **kwargs
         ``block``, ``granularity``, ``order``, ``views``, ``fps``, ``size``,
-        ``focus``, ``progress``: see :func:`export_bytes`.
+        ``focus``, ``progress``, ``theme``, ``transactions``, ``warp``: see
+        :func:`export_bytes`.
 
     Returns
     -------

@@ -45,7 +45,7 @@ kernel            thread (ty, tx)   thread (ty, tx)   k loop reads        Nds
                   stores M into     stores N into                         columns
 ================  ================  ================  ==================  ========
 tiled, boundary,  ``Mds[ty][tx]``   ``Nds[ty][tx]``   ``Mds[ty][k]``,     ``T``
-general                                               ``Nds[k][tx]``
+general, dynamic                                      ``Nds[k][tx]``
 uncoalesced       ``Mds[tx][ty]``   ``Nds[tx][ty]``   as Fig. 5.9         ``T``
 conflict          ``Mds[ty][tx]``   ``Nds[tx][ty]``   ``Mds[ty][k]``,     ``T``
                                                       ``Nds[tx][k]``
@@ -84,12 +84,14 @@ __all__ = [
     "Layout",
     "MemoryTransactions",
     "TransactionsError",
+    "TransactionsOverlay",
     "WarpDetail",
     "bank_wavefronts",
     "vector_wavefronts",
     "layout_of",
     "memory_transactions",
     "sector_spans",
+    "transactions_overlay",
     "warp_detail",
 ]
 
@@ -825,4 +827,174 @@ def warp_detail(
         k=k,
         **out,
         **reads,
+    )
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class TransactionsOverlay:
+    """What the transactions view shows at one step of a block's replay (neutral data).
+
+    Attributes
+    ----------
+    warp : int
+        The current warp (the followed thread's, else the one asked for).
+    n_warps : int
+    warp_threads : ndarray of bool, (T, T)
+        Threads of the current warp.
+    m_sectors, n_sectors, m_segments, n_segments : list of (row, col0, col1)
+        Sectors (32 bytes) and segments (128 bytes) of the current warp's load
+        of M / N, as row spans of the matrix; empty where the step loads no
+        tile of that matrix.
+    mds_bank, nds_bank : ndarray of int64, (T, T), or None
+        At a step of the k loop: the bank of each logical slot's word; None
+        elsewhere.
+    mds_read, nds_read, mds_conflict, nds_conflict : ndarray of bool, (T, T)
+        At a step of the k loop: slots the current warp reads, and those of
+        them in a bank asked for several words (all False elsewhere).
+    mds_way, nds_way : int
+        The current warp's n-way conflict at this ``k`` (0 elsewhere).
+    warp_labels : list of str
+        One short line per warp: its load requests at a load step, its
+        n-way conflicts at a step of the k loop, both otherwise.
+    warp_cost, warp_ideal : list of int
+        Per warp, what the step costs and the ideal: sectors of the tiles
+        loaded at a load step (ideal: the fewest for the bytes), the larger
+        n of Mds's and Nds's n-way conflict at a step of the k loop (ideal 1);
+        0 where the step has neither.
+    warp_unit : str
+        ``'sectors'``, ``'-way'`` or ``''``.
+    totals : list of str
+        Lines for the counters: sectors per request of the tile loads and bank
+        conflicts per request of the k loop (whole trace; the model named).
+    """
+
+    warp: int
+    n_warps: int
+    warp_threads: np.ndarray
+    m_sectors: list
+    n_sectors: list
+    m_segments: list
+    n_segments: list
+    mds_bank: np.ndarray | None
+    nds_bank: np.ndarray | None
+    mds_read: np.ndarray
+    nds_read: np.ndarray
+    mds_conflict: np.ndarray
+    nds_conflict: np.ndarray
+    mds_way: int
+    nds_way: int
+    warp_labels: list
+    totals: list
+    warp_cost: list = dataclasses.field(default_factory=list)
+    warp_ideal: list = dataclasses.field(default_factory=list)
+    warp_unit: str = ""
+
+
+def transactions_overlay(
+    mt: MemoryTransactions,
+    trace: Trace,
+    block,
+    phase: int | None,
+    *,
+    loads: tuple[str, ...] = (),
+    k: int | None = None,
+    warp: int = 0,
+) -> TransactionsOverlay:
+    """The transactions view of one step: the current warp's sectors and banks, every warp's row.
+
+    Parameters
+    ----------
+    mt : MemoryTransactions
+        ``memory_transactions(trace)``.
+    trace : Trace
+    block : (by, bx)
+    phase : int or None
+        The current phase (None before the first).
+    loads : tuple of {'M', 'N'}
+        Tiles loaded at this step (their sectors are outlined).
+    k : int, optional
+        The step of the k loop (its banks are shown).
+    warp : int
+        The current warp, 0 to ``ceil(T*T / 32) - 1``.
+
+    Returns
+    -------
+    TransactionsOverlay
+
+    Raises
+    ------
+    IndexError
+        For a warp, phase or k out of range.
+    KeyError
+        When the block was not recorded per thread.
+    """
+    T = mt.tile_width
+    nw = mt.n_warps
+    if not 0 <= warp < nw:
+        raise IndexError(f"warp must be 0..{nw - 1}, got {warp}")
+    false = np.zeros((T, T), bool)
+    spans = {"m_sectors": [], "n_sectors": [], "m_segments": [], "n_segments": []}
+    shared = dict(
+        mds_bank=None, nds_bank=None, mds_read=false, nds_read=false, mds_conflict=false,
+        nds_conflict=false, mds_way=0, nds_way=0,
+    )  # fmt: skip
+    labels = [f"w{w}" for w in range(nw)]
+    cost, ideal, unit = [0] * nw, [0] * nw, ""
+    if phase is not None:
+        d = warp_detail(mt, trace, block, phase, warp, k)
+        for name in loads:
+            key = name.lower()
+            spans[f"{key}_sectors"] = getattr(d, f"{key}_sectors")
+            spans[f"{key}_segments"] = getattr(d, f"{key}_segments")
+        if k is not None:
+            shared = {
+                key: getattr(d, key)
+                for key in ("mds_bank", "nds_bank", "mds_read", "nds_read", "mds_conflict",
+                            "nds_conflict", "mds_way", "nds_way")
+            }  # fmt: skip
+        b = mt.block_index(block)
+        for w in range(nw):
+            parts = []
+            if k is not None:
+                way = mt.shared_read_wavefronts[k, w]
+                parts.append(f"Mds {way[0]}-way, Nds {way[1]}-way")
+                cost[w], ideal[w], unit = int(way.max()), 1, "-way"
+            else:
+                for i, name in enumerate("MN"):
+                    if loads and name not in loads:
+                        continue
+                    if not mt.global_requests[b, phase, w, i]:
+                        parts.append(f"{name}: no load")
+                        continue
+                    if loads:
+                        cost[w] += int(mt.global_sectors[b, phase, w, i])
+                        ideal[w] += int(mt.ideal_sectors[b, phase, w, i])
+                        unit = "sectors"
+                    parts.append(
+                        f"{name} {mt.global_sectors[b, phase, w, i]} sect "
+                        f"{mt.global_segments[b, phase, w, i]} seg "
+                        f"(ideal {mt.ideal_sectors[b, phase, w, i]})"
+                    )
+            labels[w] = f"w{w}: " + "; ".join(parts)
+    threads = np.zeros(T * T, bool)
+    lanes = mt.warp_threads[warp]
+    threads[lanes[lanes >= 0]] = True
+    c = mt.counters()
+    model = ", as compiled" if mt.vector_loads else ""
+    totals = [
+        f"sectors/request {mt.sectors_per_request:.2f} "
+        f"(ideal {c['global_ld_ideal_sectors'] / max(1, c['global_ld_requests']):.2f})",
+        f"bank conflicts/request {mt.bank_conflicts_per_request:.2f} (k loop{model})",
+    ]
+    return TransactionsOverlay(
+        warp=warp,
+        n_warps=nw,
+        warp_threads=threads.reshape(T, T),
+        **spans,
+        **shared,
+        warp_labels=labels,
+        totals=totals,
+        warp_cost=cost,
+        warp_ideal=ideal,
+        warp_unit=unit,
     )

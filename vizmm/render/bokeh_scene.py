@@ -92,12 +92,12 @@ VIEWS = (
 #: The sources each view draws from (keys of :func:`frame_columns`).
 SOURCE_NAMES = {
     "caption": ("caption",),
-    "M": ("M", "M_ghost", "M_tile", "M_focus"),
-    "N": ("N", "N_ghost", "N_tile", "N_focus"),
+    "M": ("M", "M_ghost", "M_tile", "M_focus", "M_sectors", "M_segments"),
+    "N": ("N", "N_ghost", "N_tile", "N_focus", "N_sectors", "N_segments"),
     "P": ("P", "P_ghost", "P_tile", "P_focus", "P_pvalue"),
-    "Mds": ("Mds",),
-    "Nds": ("Nds",),
-    "threads": ("threads",),
+    "Mds": ("Mds", "Mds_bank"),
+    "Nds": ("Nds", "Nds_bank"),
+    "threads": ("threads", "warp_threads", "warps"),
     "legend": (),
     "source": ("source",),
     "counters": ("counters", "bars"),
@@ -268,6 +268,13 @@ def frame_columns(
         makers[f"{name}_ghost"] = lambda name=name: _ghost_columns(frame, trace, name, th)
         makers[f"{name}_tile"] = lambda name=name: _tile_columns(frame, T, name)
         makers[f"{name}_focus"] = lambda name=name: _focus_columns(frame, name)
+    for name in ("M", "N"):
+        for what in ("sectors", "segments"):
+            makers[f"{name}_{what}"] = lambda n=name, w=what: _span_columns(frame, n, w)
+    makers["Mds_bank"] = lambda: _bank_columns(frame, "M", th)
+    makers["Nds_bank"] = lambda: _bank_columns(frame, "N", th)
+    makers["warp_threads"] = lambda: _warp_thread_columns(frame)
+    makers["warps"] = lambda: _warp_columns(frame, th)
     for name in SOURCE_ORDER:
         if name in want and name in makers:
             out[name] = makers[name]()
@@ -449,6 +456,89 @@ def _tile_columns(frame: Frame, T: int, name: str) -> dict[str, list]:
         return {"x": [], "y": [], "w": [], "h": []}
     r0, c0 = corner
     return {"x": [c0 + T / 2], "y": [r0 + T / 2], "w": [float(T)], "h": [float(T)]}
+
+
+def _span_columns(frame: Frame, name: str, what: str) -> dict[str, list]:
+    """Outlines of the current warp's sectors / segments in M or N (transactions view)."""
+    o = frame.transactions
+    spans = [] if o is None else getattr(o, f"{name.lower()}_{what}")
+    return {
+        "x": [(c0 + c1) / 2 for _, c0, c1 in spans],
+        "y": [r + 0.5 for r, _, _ in spans],
+        "w": [float(c1 - c0) for _, c0, c1 in spans],
+        "h": [1.0] * len(spans),
+    }
+
+
+def _bank_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, list]:
+    """The bank of every Mds / Nds slot at a step of the k loop; the current warp's conflicts."""
+    o = frame.transactions
+    bank = None if o is None else (o.mds_bank if matrix == "M" else o.nds_bank)
+    if bank is None:
+        return {c: [] for c in _EMPTY_COLUMNS["bank"]}
+    read = o.mds_read if matrix == "M" else o.nds_read
+    conflict = o.mds_conflict if matrix == "M" else o.nds_conflict
+    T = bank.shape[0]
+    pos = _grid_positions(T)
+    colors = th.thread_colors(32)
+    banks = bank.ravel().tolist()
+    reads = read.ravel().tolist()
+    conflicts = conflict.ravel().tolist()
+    return {
+        "x": pos["x"],
+        "y": [y + 0.36 for y in pos["y"]],
+        "fill": [colors[b] for b in banks],
+        "text": [f"b{b}" for b in banks],
+        "text_color": [th.text_on(colors[b]) for b in banks],
+        "line_color": [
+            th.TILE_OUTLINE if c else (th.TEXT if r else colors[b])
+            for c, r, b in zip(conflicts, reads, banks, strict=True)
+        ],
+        "line_width": [3.0 if c else 1.5 for c in conflicts],
+        "bank": banks,
+        "note": [
+            "bank conflict: this warp asks the bank for several words"
+            if c
+            else ("read by this warp" if r else "")
+            for c, r in zip(conflicts, reads, strict=True)
+        ],
+    }
+
+
+def _warp_thread_columns(frame: Frame) -> dict[str, list]:
+    """The threads of the current warp (outlined in the thread grid)."""
+    o = frame.transactions
+    if o is None:
+        return {"x": [], "y": []}
+    rr, cc = np.nonzero(o.warp_threads)
+    return {"x": (cc + 0.5).tolist(), "y": (rr + 0.5).tolist()}
+
+
+def _warp_columns(frame: Frame, th: pal.Palette) -> dict[str, list]:
+    """One cell per warp under the thread grid: its cost at this step against the ideal."""
+    o = frame.transactions
+    if o is None:
+        return {c: [] for c in _EMPTY_COLUMNS["warps"]}
+    n = o.n_warps
+    unit = o.warp_unit
+    text, fill = [], []
+    for cost, ideal in zip(o.warp_cost, o.warp_ideal, strict=True):
+        if not cost:
+            text.append("·")
+            fill.append(th.BACKGROUND)
+        else:
+            text.append(f"{cost}×" if unit == "-way" else str(cost))
+            fill.append(th.GRID_LINE if cost <= ideal else th.TILE_OUTLINE)
+    return {
+        "x": [w + 0.5 for w in range(n)],
+        "y": [0.5] * n,
+        "text": text,
+        "fill": fill,
+        "text_color": [th.text_on(f) for f in fill],
+        "line_color": [th.FOCUS if w == o.warp else th.MUTED for w in range(n)],
+        "line_width": [3.0 if w == o.warp else 1.0 for w in range(n)],
+        "label": list(o.warp_labels),
+    }
 
 
 @lru_cache(maxsize=32)
@@ -718,6 +808,17 @@ def _counter_columns(
         bars["label"].append(text)
         bars["lx"].append(1.4 if inside else 1.6 + w)
         bars["label_color"].append(th.text_on(color) if inside else th.TEXT)
+    o = frame.transactions
+    if o is not None:
+        y0 = len(lines) + 2
+        extra = [("Memory transactions (all recorded blocks)", "bold", th.TEXT)]
+        extra += [(f"  {t}", "normal", th.TEXT) for t in o.totals]
+        for i, (text, style, color) in enumerate(extra):
+            counters["x"].append(0.0)
+            counters["y"].append(y0 + i + 0.5)
+            counters["text"].append(text)
+            counters["font_style"].append(style)
+            counters["color"].append(color)
     return counters, bars
 
 
@@ -1158,6 +1259,9 @@ class Scene:
                 if changed:
                     source.data.update(changed)
             self._last[name] = new
+        warps = self.figures.get("warps")
+        if warps is not None and warps.visible != (frame.transactions is not None):
+            warps.visible = frame.transactions is not None
 
     # ---------------------------------------------------------------- build
     def _build(self):
@@ -1387,6 +1491,28 @@ class Scene:
                 line_color=self.palette.FOCUS,
                 line_width=3,
             )
+            if name in ("M", "N"):  # transactions view: the current warp's segments, sectors
+                f.rect(
+                    "x",
+                    "y",
+                    "w",
+                    "h",
+                    source=self.sources[f"{name}_segments"],
+                    fill_alpha=0,
+                    line_color=self.palette.READ,
+                    line_width=4,
+                    line_dash="dashed",
+                )
+                f.rect(
+                    "x",
+                    "y",
+                    "w",
+                    "h",
+                    source=self.sources[f"{name}_sectors"],
+                    fill_alpha=0,
+                    line_color=self.palette.TEXT,
+                    line_width=2,
+                )
             pv = None
             if name == "P":  # Pvalue so far of the block's elements (hover; text if room)
                 pv = f.rect(
@@ -1508,6 +1634,31 @@ class Scene:
                 ],
             )
         )
+        # Transactions view, at a step of the k loop: the bank of each slot's
+        # word (a band across the slot's foot), the current warp's conflicts.
+        bank = f.rect(
+            "x",
+            "y",
+            0.92,
+            0.22,
+            source=self.sources[f"{name}_bank"],
+            fill_color="fill",
+            line_color="line_color",
+            line_width="line_width",
+        )
+        if s.scell >= 24:
+            f.text(
+                "x",
+                "y",
+                "text",
+                source=self.sources[f"{name}_bank"],
+                text_color="text_color",
+                text_align="center",
+                text_baseline="middle",
+                text_font=value(SANS),
+                text_font_size=f"{max(8, min(s.font - 2, int(s.scell * 0.17)))}px",
+            )
+        f.add_tools(HoverTool(renderers=[bank], tooltips=[("bank", "@bank"), ("", "@note")]))
         self.figures[name] = f
         return f
 
@@ -1567,8 +1718,63 @@ class Scene:
             )
         )
         f.add_tools(TapTool(renderers=[r]))
+        f.rect(
+            "x",
+            "y",
+            1.0,
+            1.0,
+            source=self.sources["warp_threads"],
+            fill_alpha=0,
+            line_color=self.palette.FOCUS,
+            line_width=2,
+            line_dash="dashed",
+        )
         self.figures["threads"] = f
-        return f
+        return self._warps(f)
+
+    def _warps(self, threads):
+        """The per-warp transactions row under the thread grid (shown with the view on)."""
+        from bokeh.layouts import column
+        from bokeh.models import HoverTool, Range1d
+
+        s = self.sizes
+        T = self.trace.tile_width
+        nw = -(-(T * T) // 32)
+        cell = max(14, (threads.width - 30) / nw)
+        f = self._fig(
+            threads.width,
+            int(min(cell, 40)) + 2 * s.font + 16,
+            Range1d(0, nw),
+            Range1d(1, 0),
+            title="per warp",
+        )
+        f.axis.visible = False
+        src = self.sources["warps"]
+        r = f.rect(
+            "x",
+            "y",
+            0.96,
+            0.9,
+            source=src,
+            fill_color="fill",
+            line_color="line_color",
+            line_width="line_width",
+        )
+        f.text(
+            "x",
+            "y",
+            "text",
+            source=src,
+            text_color="text_color",
+            text_align="center",
+            text_baseline="middle",
+            text_font=value(SANS),
+            text_font_size=f"{max(8, min(s.font, int(cell * 0.4)))}px",
+        )
+        f.add_tools(HoverTool(renderers=[r], tooltips=[("", "@label")]))
+        f.visible = False  # until a frame carries the transactions view
+        self.figures["warps"] = f
+        return column(threads, f, spacing=2)
 
     def _legend(self):
         from bokeh.models import ColumnDataSource, Range1d
@@ -1718,7 +1924,7 @@ class Scene:
 
     def _counters(self):
         s = self.sizes
-        lines = 6 + max(1, math.ceil(self.trace.n_phases / 3)) + 2
+        lines = 6 + max(1, math.ceil(self.trace.n_phases / 3)) + 2 + 3  # + transactions
         f = self._text_fig(COUNTER_CHARS, lines, "counters")
         f.text(
             "x",
@@ -1851,6 +2057,8 @@ _EMPTY_COLUMNS = {
         "loader",
     ),
     "tile": ("x", "y", "w", "h"),
+    "bank": ("x", "y", "fill", "text", "text_color", "line_color", "line_width", "bank", "note"),
+    "warps": ("x", "y", "text", "fill", "text_color", "line_color", "line_width", "label"),
     "Mds": (
         "x",
         "y",
@@ -1911,8 +2119,12 @@ def _empty(name: str) -> dict[str, list]:
         key = "ghost"
     elif name.endswith("_tile"):
         key = "tile"
-    elif name.endswith("_focus"):
+    elif name.endswith("_focus") or name == "warp_threads":
         key = "focus"
+    elif name.endswith(("_sectors", "_segments")):
+        key = "tile"
+    elif name.endswith("_bank"):
+        key = "bank"
     elif name == "Nds":
         key = "Mds"
     return {c: [] for c in _EMPTY_COLUMNS[key]}

@@ -282,6 +282,9 @@ class FrameRenderer:
         The thread the replay follows (adds its entry to the legend).
     theme : {'light', 'dark'} or Palette
         The colours (:func:`vizmm.render.palette.palette`), as the dashboard's.
+    transactions : bool
+        Keep room under the thread grid for the per-warp row of the
+        memory-transactions view (frames of ``Replay(transactions=True)``).
 
     Raises
     ------
@@ -303,8 +306,10 @@ class FrameRenderer:
         granularity: str = "substep",
         focus: tuple[int, int] | None = None,
         theme: str | pal.Palette = "light",
+        transactions: bool = False,
     ):
         self.pal = pal.palette(theme)
+        self.transactions = bool(transactions)
         self.trace = trace
         self.focus = None if focus is None else (int(focus[0]), int(focus[1]))
         self.size = check_size(size)
@@ -422,14 +427,14 @@ class FrameRenderer:
             y = 0
             for n in names:
                 pos[n] = (0, y + hh)
-                y += hh + side + gap
+                y += hh + side + gap + (self._warp_row_h() if n == "threads" else 0)
             return max(wide.values()), y - gap, pos
         if mode == "row":
             x = 0
             for n in names:
                 pos[n] = (x, hh)
                 x += wide[n] + gap
-            return x - gap, hh + side, pos
+            return x - gap, hh + side + (self._warp_row_h() if "threads" in names else 0), pos
         x = 0
         for n in top:
             pos[n] = (x, hh)
@@ -438,8 +443,12 @@ class FrameRenderer:
         y = (hh + side + gap) if top else 0
         if "threads" in names:
             pos["threads"] = ((w - side) // 2, y + hh)
-            y += hh + side + gap
+            y += hh + side + gap + self._warp_row_h()
         return w, y - gap, pos
+
+    def _warp_row_h(self) -> int:
+        """Height kept under the thread grid for the per-warp transactions row."""
+        return round(self.fs_small * 2.4) if self.transactions else 0
 
     def _heading(self, name: str) -> str:
         j, k, l = self.trace.shape
@@ -598,6 +607,18 @@ class FrameRenderer:
                     [
                         ("fill", self.pal.THREAD_STATE_COLORS[s], self.pal.THREAD_STATE_LABELS[s])
                         for s in st
+                    ],
+                )
+            )
+        if self.transactions:
+            sections.append(
+                (
+                    "Memory",
+                    [
+                        ("outline", self.pal.TEXT, "sector (32 B) of the warp's load"),
+                        ("outline", self.pal.READ, "segment (128 B)"),
+                        ("threads", "", "bank of each slot (band)"),
+                        ("outline", self.pal.TILE_OUTLINE, "bank conflict / worse than ideal"),
                     ],
                 )
             )
@@ -767,6 +788,8 @@ class FrameRenderer:
                 f"global loads {frame.loads_so_far} (naive kernel "
                 f"{frame.naive_loads_so_far}) · CGMA {frame.cgma / 4:.2f} OP/B"
             )
+            if frame.transactions is not None:
+                counters += " · " + " · ".join(frame.transactions.totals)
             cw = _text_w(counters, self.fs_small)
             draw.text(
                 (W - m, self.code_y + self.fs_body * 0.1),
@@ -936,6 +959,19 @@ class FrameRenderer:
             self._outline(
                 draw, p, corner[0], corner[1], T, T, _rgb(self.pal.TILE_OUTLINE), max(2, tw + 1)
             )
+        o = frame.transactions
+        if o is not None and name in ("M", "N"):  # the current warp's segments and sectors
+            for r, c0, c1 in getattr(o, f"{name.lower()}_segments"):
+                self._dashed_rect(
+                    draw,
+                    (p.x + c0 * p.cell, p.y + r * p.cell, p.x + c1 * p.cell - 1,
+                     p.y + (r + 1) * p.cell - 1),
+                    _rgb(self.pal.READ),
+                    max(2, tw + 1),
+                    max(4, p.cell // 3),
+                )  # fmt: skip
+            for r, c0, c1 in getattr(o, f"{name.lower()}_sectors"):
+                self._outline(draw, p, r, c0, 1, c1 - c0, _rgb(self.pal.TEXT), max(1, tw - 1))
         if p.ticks:
             self._ticks(draw, p, nr, nc)
         self._draw_heading(draw, p)
@@ -1087,7 +1123,39 @@ class FrameRenderer:
             bad = _rgb(self.pal.SLOT_COLORS[SlotState.WRONG])
             for r, c in zip(*np.nonzero(wrong), strict=True):
                 self._outline(draw, p, int(r), int(c), 1, 1, bad, tw + 1)
+        self._draw_banks(draw, frame, p, which, tw)
         self._draw_heading(draw, p)
+
+    def _draw_banks(self, draw, frame: Frame, p: _Panel, which: str, tw: int):
+        """Transactions view at a step of the k loop: each slot's bank, the warp's conflicts."""
+        o = frame.transactions
+        bank = None if o is None else (o.mds_bank if which == "M" else o.nds_bank)
+        if bank is None:
+            return
+        conflict = o.mds_conflict if which == "M" else o.nds_conflict
+        read = o.mds_read if which == "M" else o.nds_read
+        colors = [_rgb(c) for c in self.pal.thread_colors(32)]
+        band = max(3, round(p.cell * 0.22))
+        fs = max(7, min(self.fs_small, round(band * 0.8)))
+        show = band >= 9 and _text_w("b31", fs) < p.cell * 0.9
+        for r in range(self.T):
+            for c in range(self.T):
+                x0, y0, x1, y1 = p.cell_box(r, c)
+                b = int(bank[r, c])
+                box = (x0 + 1, y1 - band, x1 - 1, y1 - 1)
+                draw.rectangle(box, fill=colors[b])
+                if show:
+                    draw.text(
+                        ((x0 + x1) / 2, y1 - band / 2),
+                        f"b{b}",
+                        font=_font(fs),
+                        fill=_ink_on(colors[b]),
+                        anchor="mm",
+                    )
+                if conflict[r, c]:
+                    self._outline(draw, p, r, c, 1, 1, _rgb(self.pal.TILE_OUTLINE), tw + 1)
+                elif read[r, c]:
+                    self._outline(draw, p, r, c, 1, 1, _rgb(self.pal.TEXT), max(1, tw - 1))
 
     def _max_index(self) -> int:
         return max(max(d) for d in self.dims.values()) - 1
@@ -1173,7 +1241,39 @@ class FrameRenderer:
             bad = _rgb(self.pal.SLOT_COLORS[SlotState.WRONG])
             for ty, tx in zip(*np.nonzero(frame.thread_wrong), strict=True):
                 self._outline(draw, p, int(ty), int(tx), 1, 1, bad, max(3, round(p.cell * 0.1)))
+        if frame.transactions is not None:
+            self._draw_warps(draw, frame.transactions, p)
         self._draw_heading(draw, p)
+
+    def _draw_warps(self, draw, o, p: _Panel):
+        """The current warp's threads (dashed) and one cell per warp under the thread grid."""
+        for r, c in zip(*np.nonzero(o.warp_threads), strict=True):
+            x0, y0, x1, y1 = p.cell_box(int(r), int(c))
+            self._dashed_rect(draw, (x0, y0, x1, y1), _rgb(self.pal.FOCUS), 2, 4)
+        n = o.n_warps
+        h = round(self.fs_small * 1.7)
+        y0 = p.y + p.h + round(self.fs_small * 0.5)
+        if not self.transactions or y0 + h > self.size[1] - 2:
+            return  # no room kept under the grid (FrameRenderer(transactions=False))
+        w = p.w / n
+        fs = max(7, min(self.fs_small, round(h * 0.6)))
+        for i, (cost, ideal) in enumerate(zip(o.warp_cost, o.warp_ideal, strict=True)):
+            box = (round(p.x + i * w), y0, round(p.x + (i + 1) * w) - 2, y0 + h)
+            bad = cost > ideal
+            fill = _rgb(self.pal.TILE_OUTLINE if bad else self.pal.GRID_LINE)
+            if not cost:
+                fill = _rgb(self.pal.BACKGROUND)
+            line = _rgb(self.pal.FOCUS if i == o.warp else self.pal.MUTED)
+            draw.rectangle(box, fill=fill, outline=line, width=3 if i == o.warp else 1)
+            text = "·" if not cost else (f"{cost}×" if o.warp_unit == "-way" else str(cost))
+            if _text_w(text, fs) < w - 2:
+                draw.text(
+                    ((box[0] + box[2]) / 2, y0 + h / 2),
+                    text,
+                    font=_font(fs),
+                    fill=_ink_on(fill),
+                    anchor="mm",
+                )
 
 
 def render_frame(

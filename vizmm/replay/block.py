@@ -37,6 +37,12 @@ from functools import cached_property
 import numpy as np
 
 from ..analysis import hazards as hz
+from ..analysis.transactions import (
+    LAYOUTS,
+    TransactionsOverlay,
+    memory_transactions,
+    transactions_overlay,
+)
 from ..trace import Access, PWrite, Trace
 
 __all__ = [
@@ -210,6 +216,8 @@ class Frame:
     struck_lines : tuple of int
         0-based lines of ``trace.meta["source"]`` whose ``__syncthreads()``
         this recording removed (``meta["drop_barrier"]``).
+    transactions : TransactionsOverlay or None
+        The memory-transactions view of this step (``Replay(transactions=True)``).
     """
 
     index: int
@@ -260,6 +268,7 @@ class Frame:
     wrong_notes: dict | None = None
     p_wrong: np.ndarray | None = None
     struck_lines: tuple = ()
+    transactions: TransactionsOverlay | None = None
 
     @property
     def cgma(self) -> float:
@@ -349,12 +358,21 @@ class Replay:
         (``%clock64`` cycles when the trace has them, else the logical clock).
     focus : (ty, tx), optional
         A thread to follow: its loads and k-loop reads are marked in frames.
+    transactions : bool
+        Frames carry the memory-transactions view
+        (:class:`~vizmm.analysis.transactions.TransactionsOverlay`): the
+        current warp's sectors and segments, the banks at each ``k``, a row per
+        warp and the totals. Off by default.
+    warp : int
+        The current warp of that view when no thread is followed (a followed
+        thread's warp otherwise).
 
     Raises
     ------
     ValueError
         For an unknown granularity or order, a naive-kernel trace (it has no
-        tiles to replay), or a focus thread outside the block.
+        tiles to replay), a focus thread outside the block, or a warp outside
+        ``0 .. ceil(T*T / 32) - 1``.
     KeyError
         When the block was not recorded per thread.
     """
@@ -366,6 +384,8 @@ class Replay:
         granularity: str = "substep",
         order: str = "lockstep",
         focus: tuple[int, int] | None = None,
+        transactions: bool = False,
+        warp: int = 0,
     ):
         if granularity not in GRANULARITIES:
             raise ValueError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
@@ -388,6 +408,13 @@ class Replay:
         self.order = order
         self.focus = focus
         self.dropped = tuple(trace.meta.get("drop_barrier", ()) or ())
+        self.transactions = bool(transactions)
+        nw = -(-(T * T) // 32)
+        if isinstance(warp, bool) or not isinstance(warp, (int, np.integer)) or not 0 <= warp < nw:
+            raise ValueError(
+                f"warp must be an integer from 0 to {nw - 1} (32 threads each), got {warp!r}"
+            )
+        self.warp = int(warp)
         self.steps = self._build_steps()
 
     # ------------------------------------------------------------ structure
@@ -817,6 +844,22 @@ class Replay:
             mds_loader=loaders["M"],
             nds_loader=loaders["N"],
             **lab,
+            transactions=self._overlay(step, cur),
+        )
+
+    @cached_property
+    def _mt(self):
+        return memory_transactions(self.trace)
+
+    def _overlay(self, step: Step, cur: int | None) -> TransactionsOverlay | None:
+        if not self.transactions:
+            return None
+        T = self.trace.tile_width
+        warp = self.warp if self.focus is None else (self.focus[0] * T + self.focus[1]) // 32
+        loads = {Sub.LOAD_M: ("M",), Sub.LOAD_N: ("N",), Sub.PHASE: ("M", "N")}.get(step.sub, ())
+        k = step.k if step.sub == Sub.K else None
+        return transactions_overlay(
+            self._mt, self.trace, self.block, cur, loads=loads, k=k, warp=warp
         )
 
     # ----------------------------------------------------------- barrier lab
@@ -931,15 +974,28 @@ class Replay:
                 "Every thread starts with Pvalue = 0; Mds and Nds hold whatever shared "
                 "memory held (uninitialised)."
             )
+        lay = LAYOUTS.get(self.trace.kernel)
+        m_slot = "Mds[tx][ty]" if lay is not None and lay.m_store_transposed else "Mds[ty][tx]"
+        n_slot = (
+            "Nds[tx][ty]"
+            if lay is not None and (lay.n_store_transposed or lay.nds_transposed)
+            else "Nds[ty][tx]"
+        )
         if s == Sub.LOAD_M:
             return (
                 f"Phase {step.phase}: each thread (ty, tx) copies one M element into "
-                "Mds[ty][tx] (or 0.0 where the element is outside M)."
+                f"{m_slot} (or 0.0 where the element is outside M)."
+                + (" Roles swapped: a warp walks down columns of M." if "tx][ty" in m_slot else "")
             )
         if s == Sub.LOAD_N:
             return (
-                f"Phase {step.phase}: each thread copies one N element into Nds[ty][tx] "
+                f"Phase {step.phase}: each thread copies one N element into {n_slot} "
                 "(or 0.0 where the element is outside N)."
+                + (
+                    " The tile is stored transposed; Nds is drawn in the book's layout."
+                    if lay is not None and lay.nds_transposed
+                    else ""
+                )
             )
         if s in (Sub.ARRIVE_1, Sub.ARRIVE_2):
             which = 1 if s == Sub.ARRIVE_1 else 2
