@@ -39,7 +39,7 @@ if _ROOT not in sys.path:  # `panel serve apps/dashboard.py` runs this file as a
     sys.path.insert(0, _ROOT)
 
 import vizmm  # noqa: E402
-from apps import large_view, occupancy_view, quiz, traces  # noqa: E402
+from apps import classroom, large_view, occupancy_view, quiz, traces  # noqa: E402
 from apps.keys import KeyboardShortcuts, PageTheme  # noqa: E402
 from vizmm.record import DEFAULT_MAX_BYTES  # noqa: E402
 from vizmm.render.bokeh_scene import Scene, slot_label  # noqa: E402
@@ -1166,6 +1166,8 @@ def create_app() -> Dashboard:
     occupancy_view.install(Dashboard)
     # predict, then reveal: questions answered by clicking in the views (apps/quiz.py)
     quiz.install(Dashboard)
+    # follow the instructor: /dashboard?class=new and ?class=CODE (apps/classroom.py)
+    classroom.install(Dashboard)
     return Dashboard()
 
 

@@ -73,6 +73,10 @@ class QuestionMode:
         self.index = -1
         self.answers: dict[int, list] = {}
         self.on_submit: Callable[[Question, set], None] | None = None
+        #: The instructor's page of a class: shows the question and the answer, answers nothing.
+        self.observer = False
+        #: Label of the question's number (a class sets "Question 2 of 7").
+        self.number = ""
         self.on_change: list[Callable[[], None]] = []
         from bokeh.models import ColumnDataSource
 
@@ -403,7 +407,8 @@ class QuestionMode:
             data["label"] += [""] * pad
             self.marks[view].data = data
         self.box.visible = q is not None
-        self.starters.visible = q is None or self.revealed
+        in_class = self.observer or self.on_submit is not None
+        self.starters.visible = (q is None or self.revealed) and not in_class
         if q is None:
             self.prompt.object = self._score_html()
             self.box.visible = bool(self.quiz) and self.index >= 0
@@ -417,6 +422,8 @@ class QuestionMode:
             return
         in_quiz = bool(self.quiz) and self.index >= 0
         number = f"Question {self.index + 1} of {len(self.quiz)} · " if in_quiz else ""
+        if self.number and not in_quiz:
+            number = f"{self.number} · "
         self.prompt.object = (
             f'<div id="vizmm-question" style="font-size:1.15em"><b>{number}</b>'
             f"{html.escape(q.prompt)}</div>"
@@ -427,22 +434,26 @@ class QuestionMode:
             else ("nothing yet" if not q.multiple else "none")
         )
         where = " or ".join(q.views) if q.views != ("choice",) else "the options above"
+        if self.observer:
+            mine, where = "(the students answer on their pages)", ""
         wait = " · sent, waiting for the reveal" if self.submitted and not self.revealed else ""
         self.picked.object = (
             f'<span id="vizmm-picks">Your answer: <b>{html.escape(mine)}</b>{wait}'
-            f"{'' if self.revealed else f' · click in {html.escape(where)}'}</span>"
+            f"{'' if self.revealed or not where else f' · click in {html.escape(where)}'}</span>"
         )
-        self.choices.disabled = self.revealed
-        self.submit_button.visible = self.skip_button.visible = not self.revealed
+        self.choices.disabled = self.revealed or self.observer
+        self.submit_button.visible = not self.revealed and not self.observer
         self.submit_button.label = "Send" if self.on_submit is not None else "Submit"
-        self.skip_button.visible = not self.revealed and self.on_submit is None
+        self.skip_button.visible = not self.revealed and not in_class
         more = bool(self.quiz) and self.index + 1 < len(self.quiz)
         self.next_button.visible = self.revealed and bool(self.quiz) and self.on_submit is None
         self.next_button.label = "Next question" if more else "Show the score"
         self.close_button.visible = self.revealed and self.on_submit is None
         if self.revealed:
-            if self.correct is None:
-                head, kind = "Skipped.", "secondary"
+            if self.observer:
+                head, kind = "Revealed.", "info"
+            elif self.correct is None:
+                head, kind = "Skipped." if not self.on_submit else "No answer sent.", "secondary"
             elif self.correct:
                 head, kind = "✓ Right.", "success"
             else:
@@ -513,6 +524,7 @@ def install(dashboard_cls) -> None:
     def factory(dash):
         dash.questions = QuestionMode(dash)
         dash.questions._sync_buttons()
+        dash.questions._show()
         return dash.questions.panel
 
     factory.__name__ = "question_mode"
