@@ -39,7 +39,14 @@ if _ROOT not in sys.path:  # `panel serve apps/dashboard.py` runs this file as a
     sys.path.insert(0, _ROOT)
 
 import vizmm  # noqa: E402
-from apps import barrier_view, large_view, occupancy_view, traces  # noqa: E402
+from apps import (  # noqa: E402
+    barrier_view,
+    classroom,
+    large_view,
+    occupancy_view,
+    quiz,
+    traces,
+)
 from apps.keys import KeyboardShortcuts, PageTheme  # noqa: E402
 from vizmm import TransactionsError, memory_transactions  # noqa: E402
 from vizmm.record import DEFAULT_MAX_BYTES  # noqa: E402
@@ -147,6 +154,9 @@ class DashboardState(param.Parameterized):
 
     def __init__(self, loader: Callable[[str], None] | None = None, **params):
         self.replay: Replay | None = None
+        #: ``pin() -> dict or None``: values of source, by, bx, granularity, order and step
+        #: the view must keep (a question is open: apps/quiz.py); None lets it move.
+        self.pin: Callable[[], dict | None] | None = None
         self._loader = loader
         self._guard = False
         self._started = False
@@ -163,6 +173,10 @@ class DashboardState(param.Parameterized):
         return self
 
     def _on_source(self, *events) -> None:
+        pinned = self.pin() if self.pin is not None else None
+        if pinned and "source" in pinned and self.source != pinned["source"]:
+            self._set_quietly(source=pinned["source"])
+            return
         if self._started:
             self._load(self.source)
 
@@ -225,6 +239,16 @@ class DashboardState(param.Parameterized):
         if self._guard:
             return
         names = {e.name for e in events}
+        pinned = self.pin() if self.pin is not None else None
+        if pinned:
+            moved = {
+                k: v
+                for k, v in pinned.items()
+                if k in self._WATCHED and k != "trace" and getattr(self, k) != v
+            }
+            if moved:
+                self._set_quietly(**moved)
+                names |= set(moved) | {"step"}
         if names == {"step"}:
             self._show_step()
             return
@@ -683,6 +707,9 @@ class Dashboard(pn.viewable.Viewer):
 
     #: Extra tabs: ``(title, factory(state) -> Panel object)``; see :meth:`add_view`.
     EXTRA_VIEWS: ClassVar[list[tuple[str, Callable[[DashboardState], object]]]] = []
+    #: Add-ons: ``factory(dashboard) -> Panel object or None`` shown under the controls
+    #: (question mode, class sessions); see :meth:`add_addon`.
+    ADDONS: ClassVar[list[Callable[[Dashboard], object]]] = []
 
     def __init__(self, state: DashboardState | None = None, served: bool | None = None, **params):
         served = bool(pn.state.served) if served is None else served
@@ -694,6 +721,12 @@ class Dashboard(pn.viewable.Viewer):
         self._play_cb = None
         self._job = None
         self._job_cb = None
+        #: ``hook(scene)`` for every new Bokeh scene, before it is shown (add-ons add glyphs).
+        self.scene_hooks: list[Callable[[Scene], None]] = []
+        #: ``claim(view, index) -> bool``: an add-on takes a tap on 'threads' or 'blocks'.
+        self.tap_claims: list[Callable[[str, int], bool]] = []
+        #: ``extra() -> dict``: more ``data-*`` attributes of ``#vizmm-status``.
+        self.status_extras: list[Callable[[], dict]] = []
         if served:
             self.state._loader = self._load_in_background
         self._build_widgets()
@@ -726,6 +759,21 @@ class Dashboard(pn.viewable.Viewer):
         ``state.select_block``.
         """
         cls.EXTRA_VIEWS.append((title, factory))
+
+    @classmethod
+    def add_addon(cls, factory: Callable[[Dashboard], object]) -> None:
+        """Add a panel under the controls of every dashboard made afterwards.
+
+        ``factory(dashboard)`` returns a Panel object (or None); it may use
+        :attr:`scene_hooks`, :attr:`tap_claims`, :attr:`status_extras` and
+        ``state.pin``. Adding the same factory twice adds it once.
+        """
+        if factory not in cls.ADDONS:
+            cls.ADDONS.append(factory)
+
+    def refresh_status(self) -> None:
+        """Write ``#vizmm-status`` again (an add-on's attributes changed)."""
+        self.status_pane.object = self._status_html()
 
     def show_replay(self) -> None:
         """Bring the block replay to the front (e.g. after a click in another tab)."""
@@ -855,10 +903,12 @@ class Dashboard(pn.viewable.Viewer):
             tabs.append((title, factory(self.state)))
         self.tabs = pn.Tabs(*tabs, dynamic=True) if len(tabs) > 1 else tabs[0][1]
         large_view.connect(self)  # its zoom into a block brings "Block replay" to the front
+        addons = [a for a in (factory(self) for factory in self.ADDONS) if a is not None]
         self.layout = pn.Column(
             self.header,
             self.controls,
             self.more,
+            *addons,
             self.alert,
             pn.Row(self.status_pane, self.progress, sizing_mode="stretch_width"),
             self.tabs,
@@ -1026,6 +1076,8 @@ class Dashboard(pn.viewable.Viewer):
         if scene is None:
             # large traces: no element-by-element M, N, P (apps/large_view.py)
             scene = large_view.replay_scene(trace, presenter=presenter, theme=theme)
+            for hook in self.scene_hooks:
+                hook(scene)
             self._attach_taps(scene)
             self._scenes[(presenter, theme)] = scene
         return scene
@@ -1043,6 +1095,9 @@ class Dashboard(pn.viewable.Viewer):
             return
         src = self._scene.sources["blocks"]
         i = new[0]
+        if any(claim("blocks", i) for claim in self.tap_claims):
+            src.selected.indices = []
+            return
         by, bx = src.data["by"][i], src.data["bx"][i]
         with pn.io.hold():
             src.selected.indices = []
@@ -1053,6 +1108,9 @@ class Dashboard(pn.viewable.Viewer):
             return
         src = self._scene.sources["threads"]
         i = new[0]
+        if any(claim("threads", i) for claim in self.tap_claims):
+            src.selected.indices = []
+            return
         ty, tx = src.data["ty"][i], src.data["tx"][i]
         with pn.io.hold():
             src.selected.indices = []
@@ -1060,6 +1118,8 @@ class Dashboard(pn.viewable.Viewer):
 
     def _status_html(self) -> str:
         st = self.state.status()
+        for extra in self.status_extras:
+            st.update(extra())
         if st.get("mds") is not None and len(st["mds"]) > 8:
             # 256 threads: the labels would make every step's message ~40 KB; the
             # page keeps the summary (tests read the small presets' labels)
@@ -1172,6 +1232,10 @@ def create_app() -> Dashboard:
     # Section 5.6 and the GFLOPS argument: occupancy, CGMA, roofline, measured speed
     occupancy_view.install(Dashboard)
     barrier_view.install(Dashboard, traces)  # the barrier lab's presets
+    # predict, then reveal: questions answered by clicking in the views (apps/quiz.py)
+    quiz.install(Dashboard)
+    # follow the instructor: /dashboard?class=new and ?class=CODE (apps/classroom.py)
+    classroom.install(Dashboard)
     return Dashboard()
 
 

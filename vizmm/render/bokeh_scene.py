@@ -221,6 +221,7 @@ def frame_columns(
     sources: Iterable[str] | None = None,
     theme: str | pal.Palette = "light",
     caption_chars: int = CAPTION_CHARS,
+    conceal: bool = False,
 ) -> dict[str, dict[str, list]]:
     """The data of every glyph of the scene for one frame (pure).
 
@@ -238,6 +239,9 @@ def frame_columns(
         The colours (:func:`vizmm.render.palette.palette`).
     caption_chars : int
         Characters per line of the caption (a presenter scene's are fewer).
+    conceal : bool
+        Leave the text of the Fig. 5.8 table's future cells out (a question
+        asked at this step must not find its answer in the page's data).
 
     Returns
     -------
@@ -261,7 +265,7 @@ def frame_columns(
         "threads": lambda: _thread_columns(frame, th),
         "source": lambda: _source_columns(frame, trace, th),
         "blocks": lambda: _block_columns(frame, trace, th),
-        "table": lambda: _table_columns(frame, trace, th),
+        "table": lambda: _table_columns(frame, trace, th, conceal),
     }
     for name in ("M", "N", "P"):
         makers[name] = lambda name=name: _matrix_columns(frame, trace, name)
@@ -950,7 +954,9 @@ def _table_progress(frame: Frame):
     return current, done
 
 
-def _table_columns(frame: Frame, trace: Trace, th: pal.Palette) -> dict[str, list]:
+def _table_columns(
+    frame: Frame, trace: Trace, th: pal.Palette, conceal: bool = False
+) -> dict[str, list]:
     block = tuple(frame.block)
     table, keep, texts, heads, widths = _table_layout(trace, block)
     T = trace.tile_width
@@ -1043,7 +1049,10 @@ def _table_columns(frame: Frame, trace: Trace, th: pal.Palette) -> dict[str, lis
                 color = th.MUTED
             line = th.TILE_OUTLINE if is_current else (th.FOCUS if r == focus_row else th.GRID_LINE)
             style = "bold" if (r == focus_row or is_current) else "normal"
-            add(xs[n], widths[n], y, texts[r][n], fill, color, style, line)
+            text = texts[r][n]
+            if conceal and not (past or is_current) and c.role != "thread":
+                text = ""
+            add(xs[n], widths[n], y, text, fill, color, style, line)
     if more:
         y = len(rows) + 2
         total = sum(widths[n] for n in show)
@@ -1235,6 +1244,8 @@ class Scene:
         self.figures = {}
         self._corner = None
         self._last: dict[str, dict[str, list]] = {}
+        #: Leave the Fig. 5.8 table's future cells blank (questions: see frame_columns).
+        self.conceal = False
         self.layout = self._build()
         for view, fig in self.figures.items():
             fig.name = f"vizmm-{view}"  # so pages and tests can find each figure
@@ -1247,7 +1258,7 @@ class Scene:
         (whole columns; a source whose length changes is replaced whole).
         """
         data = frame_columns(
-            frame, self.trace, self.sources, self.palette, self.sizes.caption_chars
+            frame, self.trace, self.sources, self.palette, self.sizes.caption_chars, self.conceal
         )
         for name, source in self.sources.items():
             new = data[name]

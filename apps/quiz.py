@@ -1,0 +1,532 @@
+"""Predict, then reveal: the dashboard's question mode.
+
+A question (:mod:`vizmm.replay.questions`) pins the page at its ``view_step``
+(the state before the answer: stepping, keys, block taps and the trace menu
+cannot move it), blanks the Fig. 5.8 table's future cells, and asks. The
+student answers by clicking in the views (Bokeh ``TapTool`` selections on the
+M, N, Mds, Nds and thread figures; an option button for counts) and submits;
+the reveal goes to ``reveal_step``, marks the right cells (✓) and the wrong
+picks (✗) and says why.
+
+The question, its answer and explanation stay in this Python object (the
+server's session state); the page receives the prompt and the student's own
+picks only, until the reveal.
+
+:func:`install` adds it to every dashboard (``Dashboard.add_addon``);
+:class:`QuestionMode` is also driven by a class session (apps/classroom.py):
+``on_submit`` sends the answer to the instructor instead of revealing it.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Callable
+from functools import partial
+
+import panel as pn
+
+from vizmm.replay import Replay
+from vizmm.replay.questions import Question, answer_label, pick_label, question_at, quiz, score
+
+__all__ = ["QuestionMode", "install", "PICK", "RIGHT", "WRONG"]
+
+PICK = "#8250df"  # the student's picks before the reveal (dotted)
+RIGHT = "#1a7f37"  # the answer, at the reveal (✓)
+WRONG = "#cf222e"  # a wrong pick, at the reveal (✗)
+_CLICK_VIEWS = ("M", "N", "Mds", "Nds", "threads")
+
+
+class QuestionMode:
+    """The question mode of one dashboard (one browser session).
+
+    (No ``pn.io.hold`` here: a held batch that both replaces a source whose
+    length changed and patches it again leaves BokehJS with columns of
+    different lengths.)
+
+    Parameters
+    ----------
+    dashboard : apps.dashboard.Dashboard
+
+    Attributes
+    ----------
+    question : Question or None
+        The open question (server-side only).
+    picks : set of tuple
+        The student's picks (see :mod:`vizmm.replay.questions`).
+    revealed : bool
+    on_submit : callable or None
+        ``on_submit(question, picks)``; when set (a class session) a submit
+        sends the answer and waits for the instructor's reveal.
+    """
+
+    def __init__(self, dashboard):
+        self.dash = dashboard
+        self.state = dashboard.state
+        self.question: Question | None = None
+        self._source = ""
+        self.picks: set[tuple] = set()
+        self.revealed = False
+        self.correct: bool | None = None
+        self.submitted = False
+        self.quiz: list[Question] = []
+        self.index = -1
+        self.answers: dict[int, list] = {}
+        self.on_submit: Callable[[Question, set], None] | None = None
+        #: The instructor's page of a class: shows the question and the answer, answers nothing.
+        self.observer = False
+        #: Label of the question's number (a class sets "Question 2 of 7").
+        self.number = ""
+        self.on_change: list[Callable[[], None]] = []
+        from bokeh.models import ColumnDataSource
+
+        self.marks = {
+            v: ColumnDataSource(data={"x": [], "y": [], "color": [], "dash": [], "label": []})
+            for v in _CLICK_VIEWS
+        }
+        self._build()
+        dashboard.scene_hooks.append(self._on_scene)
+        dashboard.tap_claims.append(self._claim)
+        dashboard.status_extras.append(self.status)
+        self.state.pin = self._pin
+        self.state.param.watch(lambda *e: self._sync_buttons(), ["trace", "by", "bx"])
+        self.state.param.watch(lambda *e: self._show(), ["presenter"])
+
+    # ------------------------------------------------------------ widgets
+    def _build(self) -> None:
+        self.ask_button = pn.widgets.Button(
+            label="Ask a question here",
+            description="A question about what comes next at this step",
+            width=170,
+        )
+        self.ask_button.on_click(lambda e: self.ask_here())
+        self.quiz_button = pn.widgets.Button(
+            label="Quiz on this block", description="5-10 questions in order", width=150
+        )
+        self.quiz_button.on_click(lambda e: self.start_quiz())
+        self.prompt = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
+        self.picked = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
+        self.choices = pn.widgets.RadioButtonGroup(options=[], visible=False, color="light")
+        self.choices.param.watch(self._on_choice, "value")
+        self.submit_button = pn.widgets.Button(label="Submit", color="primary", width=100)
+        self.submit_button.on_click(lambda e: self.submit())
+        self.skip_button = pn.widgets.Button(label="Skip", width=80)
+        self.skip_button.on_click(lambda e: self.skip())
+        self.next_button = pn.widgets.Button(label="Next question", width=130, visible=False)
+        self.next_button.on_click(lambda e: self.next())
+        self.close_button = pn.widgets.Button(label="Close", width=80, visible=False)
+        self.close_button.on_click(lambda e: self.close())
+        self.result = pn.pane.Alert(
+            "", alert_type="info", visible=False, sizing_mode="stretch_width"
+        )
+        self.box = pn.Column(
+            self.prompt,
+            self.choices,
+            self.picked,
+            pn.Row(self.submit_button, self.skip_button, self.next_button, self.close_button),
+            self.result,
+            visible=False,
+            sizing_mode="stretch_width",
+            styles={"border-left": f"4px solid {PICK}", "background": "#fbf8ff"},
+        )
+        self.starters = pn.Row(self.ask_button, self.quiz_button)
+        self.panel = pn.Column(
+            pn.Row(
+                pn.pane.Markdown("**Predict, then reveal**", margin=(12, 10, 0, 10)),
+                self.starters,
+            ),
+            self.box,
+            sizing_mode="stretch_width",
+        )
+
+    def _sync_buttons(self) -> None:
+        tr = self.state.trace
+        ok = tr is not None and tr.kernel != "naive" and len(tr.detail_blocks) > 0
+        self.ask_button.disabled = self.quiz_button.disabled = not ok
+
+    # -------------------------------------------------------------- scene
+    def _on_scene(self, scene) -> None:
+        """Make the views clickable for answers, with marks for the picks."""
+        from bokeh.events import Tap
+        from bokeh.models.glyphs import Rect
+
+        scene.conceal = self.question is not None and not self.revealed
+        for view in _CLICK_VIEWS:
+            fig, src = scene.figures.get(view), scene.sources.get(view)
+            if fig is None or src is None:
+                continue
+            rs = [r for r in fig.renderers if getattr(r, "data_source", None) is src]
+            rects = [r for r in rs if isinstance(r.glyph, Rect)]
+            if not rects:
+                continue
+            if view != "threads":  # threads already tap (to follow)
+                fig.on_event(Tap, partial(self._on_tap_event, view))
+            fig.rect(
+                "x",
+                "y",
+                0.82,
+                0.82,
+                source=self.marks[view],
+                fill_alpha=0,
+                line_color="color",
+                line_dash="dash",
+                line_width=5,
+            )
+            fig.text(
+                "x",
+                "y",
+                "label",
+                source=self.marks[view],
+                text_color="color",
+                text_font_size="22px",
+                text_font_style="bold",
+                x_offset=-14,
+                y_offset=-8,
+                text_align="right",
+            )
+
+    def _on_tap_event(self, view, event) -> None:
+        """A tap on M, N, Mds or Nds: the cell under it (data units: one per cell)."""
+        tr = self.state.trace
+        if tr is None or event.x is None or event.y is None:
+            return
+        j, k, l = tr.shape
+        T = tr.tile_width
+        rows, cols = {"M": (j, k), "N": (k, l)}.get(view, (T, T))
+        a, b = math.floor(event.y), math.floor(event.x)
+        if 0 <= a < rows and 0 <= b < cols:
+            self._pick_cell(view, a, b)
+
+    def _claim(self, view: str, i: int) -> bool:
+        if self.question is None or self.revealed:
+            return False
+        if view == "threads" and self.dash._scene is not None:
+            self._pick("threads", self.dash._scene.sources["threads"].data, i)
+        return True  # while asking, taps answer (no following, no other block)
+
+    def _pick(self, view: str, data, i: int) -> None:
+        q = self.question
+        if q is None or self.revealed or view not in q.views:
+            return
+        if view in ("M", "N"):
+            self._pick_cell(view, int(data["row"][i]), int(data["col"][i]))
+        else:
+            self._pick_cell(view, int(data["ty"][i]), int(data["tx"][i]))
+
+    def _pick_cell(self, view: str, a: int, b: int) -> None:
+        """Pick (or unpick) cell ``(a, b)`` of ``view``: (row, col) or (ty, tx)."""
+        q = self.question
+        if q is None or self.revealed or view not in q.views:
+            return
+        pick = (view, int(a), int(b))
+        if q.multiple:
+            self.picks ^= {pick}
+        else:
+            self.picks = set() if self.picks == {pick} else {pick}
+        self._show()
+
+    def _on_choice(self, event) -> None:
+        q = self.question
+        if q is None or self.revealed or event.new is None:
+            return
+        if event.new in q.choices:
+            self.picks = {("choice", q.choices.index(event.new))}
+            self._show()
+
+    # -------------------------------------------------------- questions
+    def _pin(self) -> dict | None:
+        q = self.question
+        if q is None or self.revealed:
+            return None
+        return {
+            "source": self._source,
+            "by": q.block[0],
+            "bx": q.block[1],
+            "granularity": q.granularity,
+            "order": q.order,
+            "step": q.view_step,
+        }
+
+    def _here(self) -> int:
+        """The current moment as a step of the block's lockstep sub-step replay."""
+        s = self.state
+        if s.granularity == "substep" and s.order == "lockstep" or s.frame is None:
+            return s.step
+        from apps.dashboard import _equivalent
+
+        return _equivalent(s.frame.step, Replay(s.trace, (s.by, s.bx)))
+
+    def ask_here(self) -> None:
+        """Ask the first question of this block at the current step or after it."""
+        s = self.state
+        if s.trace is None:
+            return
+        self.quiz, self.index = [], -1
+        q = question_at(s.trace, (s.by, s.bx), self._here())
+        if q is None:
+            q = question_at(s.trace, (s.by, s.bx), 0)
+        if q is None:
+            s.show("No question to ask about this block.", "info")
+            return
+        self.ask(q)
+
+    def start_quiz(self) -> None:
+        """A short quiz on the current block (5-10 questions, in the replay's order)."""
+        s = self.state
+        if s.trace is None:
+            return
+        try:
+            self.quiz = quiz(s.trace, (s.by, s.bx))
+        except (ValueError, KeyError) as exc:
+            s.show(f"No quiz for this trace: {exc}", "info")
+            return
+        self.answers = {}
+        self.index = 0
+        self.ask(self.quiz[0])
+
+    def ask(self, q: Question) -> None:
+        """Open ``q``: pin the view at its step, hide what comes next, wait for picks."""
+        self.question, self.picks, self.revealed = q, set(), False
+        self.correct, self.submitted = None, False
+        self._source = self.state.source
+        self._set_conceal(True)
+        self.state.param.update(
+            playing=False,
+            by=q.block[0],
+            bx=q.block[1],
+            granularity=q.granularity,
+            order=q.order,
+            step=q.view_step,
+        )
+        self.choices.value = None
+        self.choices.options = list(q.choices)
+        self.choices.visible = bool(q.choices)
+        self._show()
+
+    def submit(self) -> None:
+        """Hand in the picks: reveal now, or send them to the class (``on_submit``)."""
+        q = self.question
+        if q is None or self.revealed:
+            return
+        if self.on_submit is not None:
+            self.submitted = True
+            self.on_submit(q, set(self.picks))
+            self._show()
+            return
+        self.reveal()
+
+    def skip(self) -> None:
+        """Reveal without an answer (it scores as skipped)."""
+        if self.question is not None and not self.revealed:
+            self.reveal(skipped=True)
+
+    def reveal(self, skipped: bool = False) -> None:
+        """Show the answer: go to the reveal step, say right or wrong and why."""
+        q = self.question
+        if q is None:
+            return
+        self.revealed = True
+        self.correct = None if skipped else q.check(self.picks)
+        if 0 <= self.index < len(self.quiz):
+            self.answers[self.index] = None if skipped else sorted(self.picks)
+        self._set_conceal(False)
+        self.state.param.update(
+            by=q.block[0],
+            bx=q.block[1],
+            granularity=q.granularity,
+            order=q.order,
+            step=q.reveal_step,
+        )
+        self._show()
+
+    def next(self) -> None:
+        """The quiz's next question (or the score at the end)."""
+        if self.quiz and self.index + 1 < len(self.quiz):
+            self.index += 1
+            self.ask(self.quiz[self.index])
+        else:
+            self.close()
+
+    def close(self) -> None:
+        """Leave question mode (the quiz's score stays shown)."""
+        self.question, self.picks, self.revealed, self.correct = None, set(), False, None
+        self._set_conceal(False)
+        self._show()
+
+    def _set_conceal(self, on: bool) -> None:
+        for other in getattr(self.dash, "_scenes", {}).values():  # every mode's scene
+            other.conceal = on
+        scene = self.dash._scene
+        if scene is not None and scene.conceal != on:
+            scene.conceal = on
+        if scene is not None and self.state.frame is not None and scene.trace is self.state.trace:
+            scene.update(self.state.frame)
+
+    # ------------------------------------------------------------- views
+    def _marks(self) -> dict[str, dict[str, list]]:
+        out = {v: {"x": [], "y": [], "color": [], "dash": [], "label": []} for v in _CLICK_VIEWS}
+
+        def add(pick, color, label):
+            view = pick[0]
+            if view not in out:
+                return
+            a, b = pick[1], pick[2]
+            d = out[view]
+            d["x"].append(b + 0.5)
+            d["y"].append(a + 0.5)
+            d["color"].append(color)
+            d["dash"].append("solid")
+            d["label"].append(label)
+
+        q = self.question
+        if q is None:
+            return out
+        if not self.revealed:
+            for p in self.picks:
+                add(p, PICK, "")
+        else:
+            for p in q.answer:
+                add(p, RIGHT, "✓")
+            for p in self.picks - q.answer:
+                add(p, WRONG, "✗")
+        return out
+
+    def _show(self) -> None:
+        q = self.question
+        # presenter mode keeps the page to the projector: the panel only while asking
+        self.panel.visible = not self.state.presenter or q is not None
+        for view, data in self._marks().items():
+            # never shrink a source (BokehJS then fails on the glyphs' cached colours):
+            # pad with marks at NaN, which are not drawn
+            n = max(len(data["x"]), len(self.marks[view].data["x"]), 8)
+            pad = n - len(data["x"])
+            data["x"] += [float("nan")] * pad
+            data["y"] += [float("nan")] * pad
+            data["color"] += [PICK] * pad
+            data["dash"] += ["solid"] * pad
+            data["label"] += [""] * pad
+            self.marks[view].data = data
+        self.box.visible = q is not None
+        in_class = self.observer or self.on_submit is not None
+        self.starters.visible = (q is None or self.revealed) and not in_class
+        if q is None:
+            self.prompt.object = self._score_html()
+            self.box.visible = bool(self.quiz) and self.index >= 0
+            self.picked.object = ""
+            self.result.visible = False
+            for b in (self.submit_button, self.skip_button, self.next_button):
+                b.visible = False
+            self.close_button.visible = False
+            self.dash.refresh_status()
+            self._notify()
+            return
+        in_quiz = bool(self.quiz) and self.index >= 0
+        number = f"Question {self.index + 1} of {len(self.quiz)} · " if in_quiz else ""
+        if self.number and not in_quiz:
+            number = f"{self.number} · "
+        self.prompt.object = (
+            f'<div id="vizmm-question" style="font-size:1.15em"><b>{number}</b>'
+            f"{html.escape(q.prompt)}</div>"
+        )
+        mine = (
+            answer_label(q, self.picks)
+            if self.picks
+            else ("nothing yet" if not q.multiple else "none")
+        )
+        where = " or ".join(q.views) if q.views != ("choice",) else "the options above"
+        if self.observer:
+            mine, where = "(the students answer on their pages)", ""
+        wait = " · sent, waiting for the reveal" if self.submitted and not self.revealed else ""
+        self.picked.object = (
+            f'<span id="vizmm-picks">Your answer: <b>{html.escape(mine)}</b>{wait}'
+            f"{'' if self.revealed or not where else f' · click in {html.escape(where)}'}</span>"
+        )
+        self.choices.disabled = self.revealed or self.observer
+        self.submit_button.visible = not self.revealed and not self.observer
+        self.submit_button.label = "Send" if self.on_submit is not None else "Submit"
+        self.skip_button.visible = not self.revealed and not in_class
+        more = bool(self.quiz) and self.index + 1 < len(self.quiz)
+        self.next_button.visible = self.revealed and bool(self.quiz) and self.on_submit is None
+        self.next_button.label = "Next question" if more else "Show the score"
+        self.close_button.visible = self.revealed and self.on_submit is None
+        if self.revealed:
+            if self.observer:
+                head, kind = "Revealed.", "info"
+            elif self.correct is None:
+                head, kind = "Skipped." if not self.on_submit else "No answer sent.", "secondary"
+            elif self.correct:
+                head, kind = "✓ Right.", "success"
+            else:
+                head, kind = "✗ Not quite.", "danger"
+            self.result.object = (
+                f"<b>{head}</b> The answer: <b>{html.escape(q.answer_text)}</b>. "
+                f"{html.escape(q.explanation)}"
+            )
+            self.result.alert_type = kind
+            self.result.visible = True
+        else:
+            self.result.visible = False
+        self.dash.refresh_status()
+        self._notify()
+
+    def _score_html(self) -> str:
+        if not self.quiz:
+            return ""
+        s = score(self.quiz, self.answers)
+        return (
+            f'<div id="vizmm-score" style="font-size:1.15em"><b>Score: {s.correct} of '
+            f"{s.total}</b> ({s.answered} answered).</div>"
+        )
+
+    def _notify(self) -> None:
+        for cb in self.on_change:
+            cb()
+
+    def status(self) -> dict:
+        """``data-*`` of ``#vizmm-status``: the question's public part and the picks, no answer.
+
+        Returns
+        -------
+        dict
+            ``question`` ("asking", "revealed" or ""), ``question_kind``,
+            ``quiz_index``, ``quiz_count``, ``picks`` (labels), ``correct``
+            (True / False after the reveal, else None), ``score`` ("c/t").
+        """
+        q = self.question
+        s = score(self.quiz, self.answers) if self.quiz else None
+        return {
+            "question": "" if q is None else ("revealed" if self.revealed else "asking"),
+            "question_kind": "" if q is None else q.kind,
+            "quiz_index": self.index,
+            "quiz_count": len(self.quiz),
+            "picks": sorted(pick_label(p) for p in self.picks),
+            "correct": self.correct if self.revealed else None,
+            "score": "" if s is None else f"{s.correct}/{s.total}",
+        }
+
+    def __panel__(self):
+        return self.panel
+
+
+def _undimmed(renderer) -> None:
+    """Draw the renderer's unselected glyphs as its glyph (same alphas)."""
+    glyph, other = renderer.glyph, renderer.nonselection_glyph
+    if other is None or isinstance(other, str):
+        return
+    for attr in ("fill_alpha", "line_alpha", "text_alpha", "hatch_alpha"):
+        if hasattr(glyph, attr) and hasattr(other, attr):
+            setattr(other, attr, getattr(glyph, attr))
+
+
+def install(dashboard_cls) -> None:
+    """Give every dashboard made afterwards a question mode (``dashboard.questions``)."""
+
+    def factory(dash):
+        dash.questions = QuestionMode(dash)
+        dash.questions._sync_buttons()
+        dash.questions._show()
+        return dash.questions.panel
+
+    factory.__name__ = "question_mode"
+    if not any(getattr(f, "__name__", "") == "question_mode" for f in dashboard_cls.ADDONS):
+        dashboard_cls.add_addon(factory)

@@ -1,0 +1,145 @@
+"""Predict, then reveal, in headless Chromium: a quiz answered by clicking in the views.
+
+The page's Bokeh document is read in the browser (``Bokeh.documents[0]``)
+before the reveal: the explanation and the answer's slot labels are not in
+it. Screenshots go to ``test-output/screenshots/``.
+"""
+
+import os
+
+import pytest
+from served import ARGS, CHROMIUM, SHOTS, read_status, serve
+
+pytestmark = pytest.mark.browser
+
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api")
+
+# Where a figure's data point is on the screen (Bokeh's views know their scales).
+TO_SCREEN = """([name, x, y]) => {
+  const doc = Bokeh.documents[0];
+  const view = Bokeh.index.find_one_by_id(doc.get_model_by_name(name).id);
+  const box = view.canvas_view.el.getBoundingClientRect();
+  return [box.left + view.frame.x_scale.compute(x), box.top + view.frame.y_scale.compute(y)];
+}"""
+
+# Every property value of every model of the page's Bokeh document, as JSON text
+# (what the server sent and the browser holds; other models referenced by id).
+DOC_JSON = """() => {
+  const out = [];
+  const isModel = (v) => v !== null && typeof v === 'object' && 'properties' in v && 'id' in v;
+  for (const m of Bokeh.documents[0].all_models) {
+    for (const p of Object.values(m.properties)) {
+      let value;
+      try { value = p.get_value(); } catch (e) { continue; }
+      let text;
+      try {
+        text = JSON.stringify(value, function (k, v) {
+          if (k !== '' && isModel(v)) return v.id;
+          if (v instanceof Map) return Object.fromEntries(v);
+          if (typeof v === 'function') return undefined;
+          return v;
+        });
+      } catch (e) { continue; }  // views' internals, not data
+      if (text) out.push(text);
+    }
+  }
+  return out.join('\\n');
+}"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with serve("dashboard", tmp_path_factory.mktemp("serve")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def status(pg) -> dict:
+    return read_status(pg, "#vizmm-status")
+
+
+def shot(pg, name):
+    os.makedirs(SHOTS, exist_ok=True)
+    pg.wait_for_timeout(300)
+    pg.screenshot(path=os.path.join(SHOTS, f"{name}.png"), full_page=True)
+
+
+def click_cell(pg, figure, row, col):
+    pg.wait_for_timeout(600)  # as a person clicks: two quick taps make a double tap
+    x, y = pg.evaluate(TO_SCREEN, [figure, col + 0.5, row + 0.5])
+    pg.mouse.click(x, y)
+
+
+def wait_status(pg, key, value, timeout=15000):
+    attr = "data-" + key.replace("_", "_")
+    pg.wait_for_selector(f"#vizmm-status[{attr}='{value}']", timeout=timeout)
+
+
+def test_a_quiz_answered_by_clicking(browser, server):
+    pg = browser.new_page(viewport={"width": 1600, "height": 1100})
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(server + "?trace=fig5-11&by=1&bx=1")
+    pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=60000)
+    pg.get_by_role("button", name="Quiz on this block").click()
+    wait_status(pg, "question", "asking")
+    st = status(pg)
+    assert st["question_kind"] == "copy_m" and st["step"] == 0 and st["quiz_index"] == 0
+    prompt = pg.locator("#vizmm-question").inner_text()
+    # Fig. 5.12: block_{1,1}, phase 0; thread (0,0) copies M[Row = 2][0]
+    assert "thread (0,0)" in prompt and "Mds[0][0]" in prompt
+    # stepping is held while the question is open
+    pg.keyboard.press("ArrowRight")
+    pg.wait_for_timeout(500)
+    assert status(pg)["step"] == 0
+    click_cell(pg, "vizmm-M", 0, 0)  # a wrong pick first, then the right one
+    wait_status(pg, "picks", '["M_{0,0}"]')
+    click_cell(pg, "vizmm-M", 2, 0)
+    wait_status(pg, "picks", '["M_{2,0}"]')
+    shot(pg, "quiz-fig5-12-asking")
+    pg.get_by_role("button", name="Submit").click()
+    wait_status(pg, "question", "revealed")
+    st = status(pg)
+    assert st["correct"] is True and st["step"] == 1
+    assert st["mds"][0][0] == "M_{2,0}"  # the reveal step shows it loaded
+    assert "Right" in pg.get_by_text("The answer:").first.inner_text()
+    pg.get_by_role("button", name="Next question").click()
+    wait_status(pg, "quiz_index", "1")
+    # question 2: a copy of N; question 3: the zero-fills, clicked in Mds and Nds
+    assert status(pg)["question_kind"] == "copy_n"
+    pg.get_by_role("button", name="Skip").click()
+    wait_status(pg, "question", "revealed")
+    pg.get_by_role("button", name="Next question").click()
+    wait_status(pg, "quiz_index", "2")
+    assert status(pg)["question_kind"] == "zero_fill"
+    pg.get_by_text("which Mds and Nds slots are zero-filled").first.wait_for(timeout=15000)
+    page_json = pg.evaluate(DOC_JSON)
+    # the page's data before the reveal: no explanation, no zero-filled slot shown
+    assert "which Mds and Nds slots are zero-filled" in page_json  # the dump holds the page
+    assert "boundary test fails" not in page_json
+    assert status(pg)["mds_state"] == [["empty", "empty"], ["empty", "empty"]]
+    # Fig. 5.12: M_{3,0}, M_{3,1} (Mds[1][0], Mds[1][1]), N_{0,3}, N_{1,3} (Nds[0][1], Nds[1][1])
+    for fig, row, col in [("Mds", 1, 0), ("Mds", 1, 1), ("Nds", 0, 1), ("Nds", 1, 1)]:
+        click_cell(pg, f"vizmm-{fig}", row, col)
+        pg.wait_for_timeout(250)
+    wait_status(pg, "picks", '["Mds[1][0]", "Mds[1][1]", "Nds[0][1]", "Nds[1][1]"]')
+    shot(pg, "quiz-fig5-12-zero-fill-picks")
+    pg.get_by_role("button", name="Submit").click()
+    wait_status(pg, "question", "revealed")
+    st = status(pg)
+    assert st["correct"] is True
+    assert st["mds_state"][1] == ["zero", "zero"] and st["nds_state"][0][1] == "zero"
+    assert "boundary test fails" in pg.evaluate(DOC_JSON)
+    shot(pg, "quiz-fig5-12-zero-fill-revealed")
+    assert status(pg)["score"] == "2/8" or status(pg)["score"].startswith("2/")
+    pg.close()
+    assert errors == []

@@ -1,0 +1,145 @@
+"""Class sessions in process: an instructor's dashboard and students' dashboards.
+
+Pages are :class:`apps.dashboard.Dashboard` objects without a server; a
+student page's timer is called by hand (``poll``). The answers' oracle is the
+book (Fig. 5.8) and the questions' own public prompt; the counts are the
+picks the test made.
+"""
+
+import csv
+import io
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+pytest.importorskip("panel")
+
+from apps import classroom as C  # noqa: E402
+from apps import dashboard as D  # noqa: E402
+from apps import quiz as Q  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def memory_store(monkeypatch):
+    monkeypatch.setattr(C, "_store", C.MemoryStore())
+
+
+def page(code, key="", seat=""):
+    Q.install(D.Dashboard)
+    d = D.Dashboard(served=False)
+    d.classroom = C.Classroom(d, code, key, seat, served=False)
+    return d
+
+
+def test_students_follow_the_instructor_and_explore_alone():
+    teacher = page("new")
+    code = teacher.classroom.code
+    assert teacher.classroom.role == "instructor" and len(code) == 6
+    assert f'data-class="{code}"' in teacher._status_html()
+    a, b = page(code), page(code)
+    assert a.classroom.role == b.classroom.role == "student"
+    teacher.state.choose_source("fig5-11")
+    teacher.state.select_block(1, 1)
+    teacher.state.go(5)
+    for s in (a, b):
+        s.classroom.poll()
+        assert (s.state.source, s.state.by, s.state.bx, s.state.step) == ("fig5-11", 1, 1, 5)
+    # b explores alone: it stops following; a keeps following
+    b.state.go(9)
+    assert b.classroom.following is False
+    teacher.state.go(7)
+    a.classroom.poll()
+    b.classroom.poll()
+    assert a.state.step == 7 and b.state.step == 9
+    b.classroom.follow.value = True  # snap back
+    assert b.state.step == 7 and b.classroom.following
+
+
+def test_a_question_answered_counted_revealed_and_exported():
+    teacher = page("new")
+    code = teacher.classroom.code
+    a, b = page(code), page(code)
+    teacher.classroom.ask_next()
+    q = teacher.questions.question
+    assert q is not None and teacher.questions.observer
+    # Fig. 5.8, phase 0: thread (0,0) copies M_{0,0}
+    assert q.kind == "copy_m" and "thread (0,0)" in q.prompt
+    for s in (a, b):
+        s.classroom.poll()
+        assert s.questions.question is not None and s.questions.question.prompt == q.prompt
+        assert s.state.step == q.view_step
+        assert "Fig. 5.8" not in s.questions.result.object  # nothing of the explanation yet
+    a.questions._pick_cell("M", 0, 0)  # what a tap on M_{0,0} does
+    a.questions.submit()
+    b.questions._pick_cell("M", 1, 0)
+    b.questions.submit()
+    assert not a.questions.revealed  # waits for the instructor
+    teacher.classroom.poll()
+    st = teacher.classroom.status()
+    assert st["answered"] == 2
+    assert sorted(st["answers"]) == [["M_{0,0}", 1], ["M_{1,0}", 1]]
+    assert "students" in st and "answers" not in a.classroom.status()
+    teacher.classroom.reveal()
+    for s, right in ((a, True), (b, False)):
+        s.classroom.poll()
+        assert s.questions.revealed and s.questions.correct is right
+        assert s.state.step == q.reveal_step
+    rows = list(csv.DictReader(io.StringIO(C.results_csv(C.store().get(code)))))
+    assert {(r["answer"], r["correct"], r["seats"]) for r in rows} == {
+        ("M_{0,0}", "yes", "1"),
+        ("M_{1,0}", "no", "1"),
+    }
+    assert all(r["question"] == "1" and r["kind"] == "copy_m" for r in rows)
+    # the next question: a copy of N (Fig. 5.8, phase 0)
+    teacher.classroom.ask_next()
+    a.classroom.poll()
+    assert a.questions.question.kind == "copy_n" and not a.questions.revealed
+
+
+def test_a_reload_rejoins_the_seat():
+    teacher = page("new")
+    code = teacher.classroom.code
+    a = page(code)
+    teacher.classroom.ask_next()
+    a.classroom.poll()
+    a.questions._pick_cell("M", 0, 0)
+    a.questions.submit()
+    again = page(code, seat=a.classroom.seat)  # the same URL, reloaded
+    assert again.questions.question is not None
+    assert again.questions.picks == {("M", 0, 0)} and again.questions.submitted
+    teacher.classroom.poll()
+    assert teacher.classroom.status()["answered"] == 1
+    assert len(C.store().get(code)["seats"]) == 1
+
+
+def test_the_instructor_key_and_bad_codes():
+    teacher = page("new")
+    code, key = teacher.classroom.code, teacher.classroom.key
+    assert page(code, key=key).classroom.role == "instructor"
+    assert page(code, key="guess").classroom.role == "student"
+    bad = page("nope!")
+    assert "not a class code" in bad.classroom.error and bad.state.message
+    gone = page("ABCDEF")
+    assert "no class ABCDEF" in gone.classroom.error
+
+
+def test_the_file_store_is_shared_between_processes(tmp_path):
+    one, two = C.FileStore(str(tmp_path)), C.FileStore(str(tmp_path))  # as two processes
+    cls = one.create({"source": "fig5-8", "step": 0})
+    assert two.get(cls["code"])["view"]["source"] == "fig5-8"
+
+    def move(c):
+        c["view"]["step"] = 3
+        return True
+
+    two.update(cls["code"], move)
+    got = one.get(cls["code"])
+    assert got["view"]["step"] == 3 and got["version"] == 1
+    one._cleanup()  # the process that made it stops: the class ends
+    with pytest.raises(KeyError, match="no class"):
+        two.get(cls["code"])
