@@ -146,7 +146,6 @@ class HazardPanel(pn.viewable.Viewer):
             width=760,
             auto_edit=False,
             autosize_mode="fit_columns",
-            name="hazards",
             css_classes=["vizmm-hazards"],
         )
         self._rows = hazard_rows_empty()
