@@ -6,7 +6,9 @@ Serve it with::
 
 Pairs (``?pair=``): ``tile-width`` (TILE_WIDTH 2 against 4 on the book's 4 x 4
 example), ``boundary`` (the boundary-checked kernel of Fig. 5.13 against the
-unchecked one of Fig. 5.9 on 3 x 3), ``naive`` (the tiled kernel against the
+unchecked one of Fig. 5.9 on 3 x 3), ``barrier`` (Fig. 5.9's kernel with and
+without its first ``__syncthreads()``: the barrier lab, recorded in the
+simulator's turns), ``naive`` (the tiled kernel against the
 naive kernel of Fig. 3.11: the naive kernel has no tiles to draw, so its side
 shows its global loads at the same moment). Step with the buttons or the
 keys (← → Home End); both sides stay at the same phase and sub-step where
@@ -69,6 +71,14 @@ PAIRS = {
         "fig5-9-3x3",
         "Where the checked kernel zero-fills, the unchecked one reads a wrong element "
         "(row wrap) or past the end of N.",
+    ),
+    "barrier": Pair(
+        "With barrier 1 against without it · 4×4, TILE_WIDTH 2 (barrier lab)",
+        "rec:tiled:4x4x4:T2:s0:simulator",
+        "rec:tiled:4x4x4:T2:s0:simulator:d1",
+        "Without the first __syncthreads() (right) the threads go from loading straight to "
+        "the k loop and may read Mds / Nds before the others have written them "
+        "(read-after-write); the left waits at the barrier while the right does not.",
     ),
     "naive": Pair(
         "Tiled (Fig. 5.9) against naive (Fig. 3.11) · 4×4",

@@ -164,3 +164,18 @@ def test_themes_differ_where_they_should(fig58):
     assert light["caption"]["color"][0] == pal.LIGHT.TEXT != dark["caption"]["color"][0]
     with pytest.raises(ValueError, match="unknown theme"):
         frame_columns(frame, fig58, theme="blue")
+
+
+def test_cli_export_takes_the_theme(fig58, tmp_path, capsys):
+    from PIL import Image
+
+    from vizmm.cli import main
+
+    path = fig58.save(tmp_path / "fig58.vizmm")
+    out = tmp_path / "dark.gif"
+    assert main(["export", str(path), "-o", str(out), "--theme", "dark", "-q"]) == 0
+    with Image.open(out) as gif:
+        assert gif.convert("RGB").getpixel((2, 2)) == pal.hex_to_rgb(pal.DARK.BACKGROUND)
+    assert main(["export", str(path), "-o", str(tmp_path / "x.gif"), "--theme", "sepia"]) == 2
+    assert "invalid choice: 'sepia'" in capsys.readouterr().err
+    assert not (tmp_path / "x.gif").exists()

@@ -88,6 +88,24 @@ def test_same_shapes_go_step_for_step(record_sim):
     assert both.pairs == [(i, i) for i in range(n)]
 
 
+def test_with_and_without_barrier_1(record_sim):
+    # the barrier lab's kernel without its first __syncthreads() has no barrier-1 steps:
+    # while the left waits at barrier 1 and is released, the right stays at "load N"
+    kept = record_sim(width=4, tile_width=2, kernel="tiled")
+    dropped = record_sim(width=4, tile_width=2, kernel="tiled", drop_barrier=(1,))
+    both = Lockstep(Replay(kept), Replay(dropped))
+    left = by_hand(2, 2)
+    assert len(both) == len(left) == 18
+    for i, moment in enumerate(left):
+        fl, fr = both.frames(i)
+        assert where(fl) == moment
+        ph, sub, k = moment
+        if sub in ("barrier 1", "barrier 1 released"):
+            assert where(fr) == (ph, "load N", None)
+        else:
+            assert where(fr) == moment
+
+
 def test_matching_step_across_granularity_and_order(t2, t4):
     sub = Replay(t2)
     rec = Replay(t4, order="recorded")
@@ -146,6 +164,11 @@ def test_side_by_side_page_steps_both_in_lockstep(tmp_path):
             assert st["left"]["kernel"] == "boundary" and st["right"]["kernel"] == "tiled"
             pg.wait_for_timeout(500)
             pg.screenshot(path=os.path.join(SHOTS, "side-by-side-boundary.png"))
+            # with and without barrier 1 (the barrier lab): at barrier 1 the right is past it
+            pg.goto(url + "?pair=barrier&step=3")
+            pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
+            st = read_status(pg, "#vizmm-pair-status")
+            assert (st["left"]["sub"], st["right"]["sub"]) == ("barrier 1", "load N")
         finally:
             b.close()
         assert errors == []
