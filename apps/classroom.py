@@ -42,6 +42,7 @@ from collections.abc import Callable
 import panel as pn
 
 from apps import traces
+from vizmm.render.text import render_text
 from vizmm.replay.questions import Question, answer_label, quiz
 
 __all__ = ["ClassStore", "MemoryStore", "FileStore", "store", "Classroom", "install", "new_code"]
@@ -230,6 +231,38 @@ class FileStore(ClassStore):
 _store: ClassStore | None = None
 _store_lock = threading.Lock()
 
+# Pages of this process in each class: code -> {id: (document, callback)}. A change
+# made here is pushed to them at once (next tick of each page's document); the
+# timer still catches changes made by other processes (FileStore).
+_pages: dict[str, dict[int, tuple]] = {}
+_pages_lock = threading.Lock()
+
+
+def _listen(code: str, key: int, doc, callback: Callable[[], None]) -> None:
+    with _pages_lock:
+        _pages.setdefault(code, {})[key] = (doc, callback)
+
+
+def _unlisten(code: str, key: int) -> None:
+    with _pages_lock:
+        _pages.get(code, {}).pop(key, None)
+
+
+def _notify(code: str) -> None:
+    """Run every page's ``callback`` of class ``code`` in its own document, soon."""
+    from panel.io.state import set_curdoc
+
+    with _pages_lock:
+        pages = list(_pages.get(code, {}).values())
+
+    def run(doc, callback):
+        with set_curdoc(doc):
+            callback()
+
+    for doc, callback in pages:
+        with contextlib.suppress(Exception):  # a closing page
+            doc.add_next_tick_callback(lambda doc=doc, cb=callback: run(doc, cb))
+
 
 def store() -> ClassStore:
     """The process's class store: a :class:`FileStore` in ``VIZMM_CLASS_DIR``, else memory."""
@@ -367,7 +400,9 @@ class Classroom:
             )
             with contextlib.suppress(Exception):
                 pn.state.on_session_destroyed(lambda ctx: self._stop())
-            self._set_url()
+            if pn.state.curdoc is not None:
+                _listen(self.code, id(self), pn.state.curdoc, self.poll)
+            pn.state.onload(self._set_url)  # the page's URL is reachable once it has loaded
 
     # ------------------------------------------------------------ widgets
     def _build(self) -> None:
@@ -439,7 +474,8 @@ class Classroom:
             cls["view"] = view
             return True
 
-        self.store.update(self.code, change)
+        if self.store.update(self.code, change)["version"] != self._version:
+            _notify(self.code)
 
     def _instructor_moved(self, *events) -> None:
         self._publish_view()
@@ -471,6 +507,7 @@ class Classroom:
             return True
 
         self.store.update(self.code, change)
+        _notify(self.code)
         self.poll()
         self._publish_view()
 
@@ -500,6 +537,7 @@ class Classroom:
             return True
 
         self.store.update(self.code, change)
+        _notify(self.code)
         self.poll()
         self._publish_view()
 
@@ -532,6 +570,7 @@ class Classroom:
             return True
 
         self.store.update(self.code, change)
+        _notify(self.code)
 
     def _student_moved(self, *events) -> None:
         if not self._syncing and self.following and self.qm.question is None:
@@ -546,6 +585,7 @@ class Classroom:
         self.dash.refresh_status()
 
     def _stop(self) -> None:
+        _unlisten(self.code, id(self))
         if self._cb is not None:
             with contextlib.suppress(Exception):
                 self._cb.stop()
@@ -630,7 +670,8 @@ class Classroom:
             answered = len(cls["answers"])
             dist = distribution(cls, question)
             rows = "".join(
-                f"<tr><td>{_esc(label)}</td><td style='text-align:right'><b>{n}</b></td>"
+                f"<tr><td>{_esc(render_text(label, 'unicode'))}</td>"
+                f"<td style='text-align:right'><b>{n}</b></td>"
                 f"<td>{('✓' if ok else '✗') if cls['revealed'] else ''}</td></tr>"
                 for label, n, ok in dist
             )
@@ -684,7 +725,7 @@ def install(dashboard_cls) -> None:
     """Give every dashboard opened with ``?class=...`` its part in a class session."""
 
     def factory(dash):
-        code = _arg("class") if pn.state.served else ""
+        code = _arg("class") if dash._served else ""
         if not code or getattr(dash, "questions", None) is None:
             return None
         dash.classroom = Classroom(dash, code[:16], _arg("teach")[:40], _arg("seat")[:40])

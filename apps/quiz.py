@@ -26,6 +26,7 @@ from functools import partial
 
 import panel as pn
 
+from vizmm.render.text import render_text
 from vizmm.replay import Replay
 from vizmm.replay.questions import Question, answer_label, pick_label, question_at, quiz, score
 
@@ -437,8 +438,9 @@ class QuestionMode:
         if self.observer:
             mine, where = "(the students answer on their pages)", ""
         wait = " · sent, waiting for the reveal" if self.submitted and not self.revealed else ""
+        mine = html.escape(render_text(mine, "unicode"))
         self.picked.object = (
-            f'<span id="vizmm-picks">Your answer: <b>{html.escape(mine)}</b>{wait}'
+            f'<span id="vizmm-picks">Your answer: <b>{mine}</b>{wait}'
             f"{'' if self.revealed or not where else f' · click in {html.escape(where)}'}</span>"
         )
         self.choices.disabled = self.revealed or self.observer
@@ -458,9 +460,8 @@ class QuestionMode:
                 head, kind = "✓ Right.", "success"
             else:
                 head, kind = "✗ Not quite.", "danger"
-            self.result.object = (
-                f"<b>{head}</b> The answer: <b>{html.escape(q.answer_text)}</b>. "
-                f"{html.escape(q.explanation)}"
+            self.result.object = (  # a Markdown pane: the book's notation, '*' kept
+                f"<b>{head}</b> The answer: <b>{_md(q.answer_text)}</b>. {_md(q.explanation)}"
             )
             self.result.alert_type = kind
             self.result.visible = True
@@ -506,6 +507,14 @@ class QuestionMode:
 
     def __panel__(self):
         return self.panel
+
+
+def _md(text: str) -> str:
+    """Text for a Markdown pane: subscripts as Unicode, HTML and Markdown marks escaped."""
+    out = html.escape(render_text(text, "unicode"))
+    for mark in ("\\", "*", "_", "`", "[", "]"):
+        out = out.replace(mark, "\\" + mark)
+    return out
 
 
 def _undimmed(renderer) -> None:

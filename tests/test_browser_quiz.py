@@ -138,7 +138,8 @@ def test_a_quiz_answered_by_clicking(browser, server):
     st = status(pg)
     assert st["correct"] is True
     assert st["mds_state"][1] == ["zero", "zero"] and st["nds_state"][0][1] == "zero"
-    assert "boundary test fails" in pg.evaluate(DOC_JSON)
+    pg.get_by_text("boundary test fails").first.wait_for(timeout=15000)
+    assert "boundary test fails" in pg.evaluate(DOC_JSON)  # revealed: now in the page
     shot(pg, "quiz-fig5-12-zero-fill-revealed")
     assert status(pg)["score"] == "2/8" or status(pg)["score"].startswith("2/")
     pg.close()
