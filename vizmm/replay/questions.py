@@ -491,7 +491,7 @@ def _loads(b: _Block, ph: int) -> Question:
         granularity="substep",
         order="lockstep",
         view_step=b.before_loads(ph),
-        reveal_step=b.lock.index_of(ph, Sub.RELEASE_2),
+        reveal_step=max(i for i, st in enumerate(b.lock.steps) if st.phase == ph),
         prompt=(
             f"{b.where()}: after phase {ph}, how many global loads of M and N has the block "
             "made with the tiled kernel, and how many would the naive kernel (Fig. 3.11) "
