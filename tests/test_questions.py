@@ -258,3 +258,40 @@ def test_question_at_a_step(tr):
     late = question_at(t, (0, 0), 9)
     assert late.view_step >= 9 and late.phase == 1
     assert question_at(t, (0, 0), 17) is None
+
+
+def test_hazard_reads_are_the_recorded_wrong_reads():
+    # The barrier lab's 4 x 4 kernel without barrier 1: the threads that read a wrong
+    # element at k are those whose recorded tag is not the book's element (Fig. 5.9:
+    # Mds[ty][k] holds M[Row][ph*T + k], Nds[k][tx] holds N[ph*T + k][Col]).
+    barrier_view = pytest.importorskip("apps.barrier_view")
+    from apps import dashboard
+
+    barrier_view.install(dashboard.Dashboard, traces)
+    if "lab-4x4-drop1" not in traces.PRESETS:
+        pytest.skip("no barrier-lab preset")
+    t = traces.get_trace("lab-4x4-drop1")
+    T = t.tile_width
+    j, k, l = t.shape
+    asked = 0
+    for block in [tuple(b) for b in t.detail_blocks.tolist()]:
+        by, bx = block
+        s = t.slot(block)
+        for q in block_questions(t, block, ["hazard"]):
+            kk = Replay(t, block).steps[q.reveal_step].k
+            ph = q.phase
+            wrong = set()
+            for ty in range(T):
+                for tx in range(T):
+                    m_tag = (by * T + ty) * k + ph * T + kk
+                    n_tag = (ph * T + kk) * l + bx * T + tx
+                    got = t.shared_reads[s, ph, ty, tx, kk]
+                    if got[0] != m_tag or got[1] != n_tag:
+                        wrong.add(("threads", ty, tx))
+            assert q.answer == wrong and wrong, (block, ph, kk)
+            assert "barrier 1" in q.prompt and "read-after-write" in q.explanation
+            asked += 1
+    assert asked >= 2
+    assert "hazard" in {q.kind for q in quiz(t)}
+    # with both barriers kept there is nothing to ask
+    assert block_questions(traces.get_trace("fig5-8"), (0, 0), ["hazard"]) == []

@@ -25,6 +25,10 @@ Kinds of question (PMPP 4th ed., Section 5.3-5.5):
 ``barrier_wait``
     In the recorded order, which threads are still waiting at barrier 1
     when the last thread arrives and the barrier releases?
+``hazard``
+    Barrier lab, a kernel without barrier 1: which threads read a wrong
+    element of Mds or Nds at this k (read-after-write, Section 5.4)? From
+    ``Trace.hazards()`` and the recorded reads.
 ``loads``
     How many global loads has this block made after phase ph, with the
     tiled kernel and with the naive kernel (Fig. 3.11)?
@@ -57,7 +61,7 @@ __all__ = [
 ]
 
 #: Kinds of question, in the order a quiz asks them within a phase.
-KINDS = ("copy_m", "copy_n", "wrong_element", "zero_fill", "barrier_wait", "loads")
+KINDS = ("copy_m", "copy_n", "wrong_element", "zero_fill", "barrier_wait", "hazard", "loads")
 
 #: Views a student clicks in (names of the Bokeh scene's figures), and "choice".
 VIEWS = ("M", "N", "Mds", "Nds", "threads", "choice")
@@ -459,6 +463,69 @@ def _barrier_wait(b: _Block, ph: int) -> Question | None:
     )
 
 
+def _hazard(b: _Block, ph: int) -> Question | None:
+    tr = b.trace
+    if 1 not in (tr.meta.get("drop_barrier") or []):
+        return None
+    try:
+        rows = tr.hazards()
+    except (RuntimeError, AttributeError):  # the analysis is not installed
+        return None
+    if not len(rows):
+        return None
+    sel = rows[
+        rows["wrong"]
+        & (rows["kind"] == "RAW")
+        & (rows["phase"] == ph)
+        & (rows["block"][:, 0] == b.block[0])
+        & (rows["block"][:, 1] == b.block[1])
+    ]
+    if not len(sel):
+        return None
+    ks, counts = np.unique(sel["k"], return_counts=True)
+    k = int(ks[np.argmax(counts)])
+    at = sel[sel["k"] == k]
+    readers = sorted({(int(r[0]), int(r[1])) for r in at["reader"]})
+    if len(readers) > MAX_CLICKS:
+        return None
+    why: list[str] = []
+    for row in at:
+        (rty, rtx), (wty, wtx) = row["reader"], row["writer"]
+        sy, sx = row["slot"]
+        text = (
+            f"thread ({rty},{rtx}) read {row['array']}[{sy}][{sx}] before thread ({wty},{wtx}) "
+            "had stored this phase's element there"
+        )
+        if text not in why:
+            why.append(text)
+    return Question(
+        kind="hazard",
+        block=b.block,
+        phase=ph,
+        granularity="substep",
+        order="lockstep",
+        view_step=b.lock.index_of(ph, Sub.K, k) - 1,
+        reveal_step=b.lock.index_of(ph, Sub.K, k),
+        prompt=(
+            f"Phase {ph}, {b.where()}: this kernel has no barrier 1 (no __syncthreads() "
+            f"after the loads). At k = {k}, which threads read a wrong element of Mds or "
+            "Nds in this run? Click them."
+        ),
+        views=("threads",),
+        choices=(),
+        multiple=True,
+        answer=frozenset(("threads", ty, tx) for ty, tx in readers),
+        explanation=(
+            "Without barrier 1 nothing makes every thread's loads happen before the other "
+            "threads' reads (a read-after-write hazard, Section 5.4): "
+            + "; ".join(why[:4])
+            + (" …" if len(why) > 4 else "")
+            + ". Those reads found another element (or the previous phase's), and "
+            "Pvalue went wrong."
+        ),
+    )
+
+
 def _loads(b: _Block, ph: int) -> Question:
     tr, T = b.trace, b.T
     rec = tr.loads[b.slot, : ph + 1]
@@ -567,6 +634,8 @@ def block_questions(
                 qs = [_zero_fill(b, ph)]
             elif kind == "barrier_wait":
                 qs = [_barrier_wait(b, ph)]
+            elif kind == "hazard":
+                qs = [_hazard(b, ph)]
             else:
                 qs = [_loads(b, ph)]
             out += [q for q in qs if q is not None]
@@ -597,7 +666,7 @@ def quiz(trace: Trace, block: tuple[int, int] = (0, 0), n: int = QUIZ_MAX) -> li
             must.append(q)
         elif q.kind == "loads" and q.phase in (0, nph - 1):
             must.append(q)
-        elif q.kind in ("wrong_element", "zero_fill") and q.answer:
+        elif q.kind in ("wrong_element", "zero_fill", "hazard") and q.answer:
             if not any(m.kind == q.kind and m.phase != q.phase for m in must):
                 must.append(q)
         elif q.kind in ("copy_m", "copy_n") and q.phase == 0:
