@@ -150,13 +150,14 @@ class HazardPanel(pn.viewable.Viewer):
         )
         self._rows = hazard_rows_empty()
         self.table.param.watch(self._on_select, "selection")
-        self.layout = pn.Column(
+        self._parts = [
             pn.pane.Markdown("#### Barrier lab: hazards of this block", margin=(0, 10)),
             self.summary,
             self.table,
-            visible=False,
-            sizing_mode="stretch_width",
-        )
+        ]
+        # The panel holds the table only while it is shown: BokehJS fails to lay out a
+        # DataTable that is on the page but hidden (and then draws nothing at all).
+        self.layout = pn.Column(visible=False, sizing_mode="stretch_width")
         state.param.watch(self._refresh, ["trace", "by", "bx"])
         self._refresh()
 
@@ -165,7 +166,10 @@ class HazardPanel(pn.viewable.Viewer):
         lab = trace is not None and (trace.meta.get("drop_barrier") or trace.shared_reads.size)
         self.layout.visible = bool(lab)
         if not lab:
+            self.layout.objects = []
             return
+        if not self.layout.objects:
+            self.layout.objects = list(self._parts)
         block = (self.state.by, self.state.bx)
         if not trace.has_block(block):
             self._show(hazard_rows_empty())
