@@ -6,8 +6,8 @@
   recorded on an NVIDIA H200 (``vizmm/data/gpu-barrier-*.vizmm``).
 * :class:`HazardPanel` lists the hazards of the replayed block (from
   ``vizmm.analysis.hazards``), one row per reading thread, phase and ``k``;
-  clicking a row goes to that step and follows that thread. It shows only
-  for traces of the barrier lab.
+  clicking a row goes to that step and follows that thread. For traces with
+  both barriers it says there is no hazard.
 
 A view only: what is a hazard and what was read wrong is computed by
 ``vizmm.analysis.hazards``; the marks in Mds, Nds, the threads and P are the
@@ -136,40 +136,31 @@ class HazardPanel(pn.viewable.Viewer):
         super().__init__(**params)
         self.state = state
         self.summary = pn.pane.Markdown("", margin=(0, 10), sizing_mode="stretch_width")
-        # Bokeh's own table (no extra JavaScript to fetch): a click selects a row.
-        self.table = pn.widgets.DataFrame(
-            hazard_rows_empty().drop(columns=["ty", "tx"]),
-            selection=[],
-            disabled=True,
-            show_index=False,
-            height=260,
-            width=760,
-            auto_edit=False,
-            autosize_mode="fit_columns",
-            css_classes=["vizmm-hazards"],
+        # One line per row in a list box (a plain <select>; a click picks a row).
+        self.table = pn.widgets.Select(
+            options={}, size=12, width=760, css_classes=["vizmm-hazards"]
         )
         self._rows = hazard_rows_empty()
-        self.table.param.watch(self._on_select, "selection")
-        self._parts = [
+        self.table.param.watch(self._on_select, "value")
+        self.layout = pn.Column(
             pn.pane.Markdown("#### Barrier lab: hazards of this block", margin=(0, 10)),
             self.summary,
             self.table,
-        ]
-        # The panel holds the table only while it is shown: BokehJS fails to lay out a
-        # DataTable that is on the page but hidden (and then draws nothing at all).
-        self.layout = pn.Column(visible=False, sizing_mode="stretch_width")
+            sizing_mode="stretch_width",
+        )
         state.param.watch(self._refresh, ["trace", "by", "bx"])
         self._refresh()
 
     def _refresh(self, *events) -> None:
         trace = self.state.trace
         lab = trace is not None and (trace.meta.get("drop_barrier") or trace.shared_reads.size)
-        self.layout.visible = bool(lab)
-        if not lab:
-            self.layout.objects = []
+        if not lab:  # (a hidden table fails to draw in Bokeh: the panel stays, says why)
+            self.summary.object = (
+                "Both `__syncthreads()` kept: no hazard. Choose a *Barrier lab* trace, or "
+                "record with a barrier removed, to see what goes wrong without them."
+            )
+            self._show(hazard_rows_empty())
             return
-        if not self.layout.objects:
-            self.layout.objects = list(self._parts)
         block = (self.state.by, self.state.bx)
         if not trace.has_block(block):
             self._show(hazard_rows_empty())
@@ -199,14 +190,15 @@ class HazardPanel(pn.viewable.Viewer):
 
     def _show(self, df: pd.DataFrame) -> None:
         self._rows = df
-        self.table.param.update(value=df.drop(columns=["ty", "tx"]), selection=[])
+        self.table.options = {row_label(r): i for i, r in enumerate(df.itertuples())}
+        self.table.value = None
 
     def _on_select(self, event) -> None:
-        sel = event.new
+        i = event.new
         df = self._rows
-        if not sel or not 0 <= sel[0] < len(df):
+        if i is None or not 0 <= i < len(df):
             return
-        row = df.iloc[sel[0]]
+        row = df.iloc[i]
         replay = self.state.replay
         if replay is None:
             return
@@ -218,6 +210,14 @@ class HazardPanel(pn.viewable.Viewer):
 
     def __panel__(self):
         return self.layout
+
+
+def row_label(r) -> str:
+    """One hazard row in words: ``'RAW · phase 0 · k 1 · thread (0,0) reads Mds[0][1] ...'``."""
+    return (
+        f"{r.kind} · phase {r.phase} · k {r.k} · thread {r.thread} reads {r.reads} "
+        f"written by {r.writers}" + (" · ✗ read the wrong element" if r.wrong else "")
+    )
 
 
 def hazard_rows_empty() -> pd.DataFrame:

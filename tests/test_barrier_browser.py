@@ -19,21 +19,24 @@ sync_api = pytest.importorskip("playwright.sync_api")
 
 # The texts of the threads' glyphs and hover lines, as the page holds them.
 THREAD_DATA = """() => {
-  const doc = Bokeh.documents[0];
-  for (const m of doc.all_models) {
+  const get = (d, k) => (d instanceof Map ? d.get(k) : d[k]);
+  let found = null;
+  for (const m of Bokeh.documents[0].all_models) {
     const d = m.data;
-    if (d && d.word && d.state && d.pvalue && d.valid) return {state: d.state, word: d.word,
-      line: d.line_color};
+    if (d && Array.isArray(get(d, "word")) && Array.isArray(get(d, "pvalue")))
+      found = {state: Array.from(get(d, "state")), word: Array.from(get(d, "word"))};
   }
-  return null;
+  return found;
 }"""
 SOURCE_TEXT = """() => {
-  const doc = Bokeh.documents[0];
-  for (const m of doc.all_models) {
+  const get = (d, k) => (d instanceof Map ? d.get(k) : d[k]);
+  let found = null;  // the last one: the scene of the trace now shown
+  for (const m of Bokeh.documents[0].all_models) {
     const d = m.data;
-    if (d && d.text && d.marker && d.bg_alpha) return d.text;
+    if (d && Array.isArray(get(d, "marker")) && get(d, "bg_alpha"))
+      found = Array.from(get(d, "text"));
   }
-  return null;
+  return found;
 }"""
 
 
@@ -91,9 +94,13 @@ def test_no_load_barrier_preset_marks_the_wrong_reads(browser, server):
         pytest.fail("never reached the first wrong read")
     want = wrong[ph, :, :, k].any(axis=-1).astype(int).tolist()
     assert st["wrong"] == want and st["wrong"][ty][tx] == 1
-    pg.wait_for_timeout(400)
-    data = pg.evaluate(THREAD_DATA)
     t = ty * 2 + tx
+    # The drawing follows the status: wait until the threads' glyphs carry the hover text.
+    pg.wait_for_function(
+        f"() => {{ const d = ({THREAD_DATA})(); return d && d.state[{t}].includes('book'); }}",
+        timeout=15000,
+    )
+    data = pg.evaluate(THREAD_DATA)
     assert "where the book's kernel reads" in data["state"][t]
     assert data["word"][t].startswith("✗")
     src = pg.evaluate(SOURCE_TEXT)
@@ -101,19 +108,19 @@ def test_no_load_barrier_preset_marks_the_wrong_reads(browser, server):
     os.makedirs(SHOTS, exist_ok=True)
     pg.screenshot(path=os.path.join(SHOTS, "barrier-lab-first-wrong-read.png"), full_page=True)
 
-    # The hazard list: a row names the reader, phase and k; clicking it lands there.
-    rows = pg.locator(".vizmm-hazards .slick-row")
-    rows.first.wait_for(timeout=15000)
-    n = rows.count()
+    # The hazard list: a row names the reader, phase and k; choosing it lands there.
+    listbox = pg.locator(".vizmm-hazards select")
+    options = listbox.locator("option")
+    options.first.wait_for(state="attached", timeout=15000)
+    n = options.count()
     assert n > 0
-    last = rows.nth(n - 1)
-    cells = last.locator(".slick-cell")
-    texts = [cells.nth(i).inner_text() for i in range(cells.count())]
-    # kind, phase, k, thread, reads, writers, wrong
-    assert texts[0] == "RAW"
-    phase, kk, thread = int(texts[1]), int(texts[2]), texts[3]
-    a, b = (int(v) for v in thread.strip("()").split(","))
-    last.click()
+    label = options.nth(n - 1).inner_text()
+    # 'RAW · phase 1 · k 1 · thread (1,0) reads Mds[1][1] written by (1,1)'
+    parts = [p.strip() for p in label.split("·")]
+    assert parts[0] == "RAW"
+    phase, kk = int(parts[1].split()[1]), int(parts[2].split()[1])
+    a, b = (int(v) for v in parts[3].split("(")[1].split(")")[0].split(","))
+    listbox.select_option(index=n - 1)
     pg.wait_for_selector(f"#vizmm-status[data-thread='[{a}, {b}]']", timeout=15000)
     st = status(pg)
     assert st["sub"] == "k loop" and st["phase"] == phase and st["k"] == kk
