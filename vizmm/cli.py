@@ -43,7 +43,7 @@ from .record import (
 from .render.text import format_table
 from .replay import GRANULARITIES, ORDERS, Replay
 from .replay.table import build_table
-from .trace import KERNELS, TraceError, human_bytes, load
+from .trace import KERNELS, TraceError, human_bytes, load, read_info
 
 __all__ = ["CLIError", "INPUT_ERRORS", "SUBCOMMANDS", "build_parser", "main"]
 
@@ -148,6 +148,16 @@ def parse_bytes(text: str) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
+def _seed(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return v
+
+
 def _non_negative(text: str) -> int:
     try:
         v = int(text)
@@ -223,7 +233,10 @@ def add_record_parser(subparsers) -> None:
         "the GPU when one is usable (default: auto)",
     )
     p.add_argument(
-        "--seed", type=int, default=0, help="seed of the random integer inputs 0..9 (default: 0)"
+        "--seed",
+        type=_seed,
+        default=0,
+        help="seed of the random integer inputs 0..9, an integer >= 0 (default: 0)",
     )
     p.add_argument(
         "--window",
@@ -327,10 +340,16 @@ def add_info_parser(subparsers) -> None:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    """``vizmm info``: the trace's summary."""
-    trace = _load(args.file)
+    """``vizmm info``: the trace's summary, from the file's manifest alone when it can."""
+    if not os.path.exists(args.file):
+        raise CLIError(f"{args.file}: no such file")
+    if os.path.isdir(args.file):
+        raise CLIError(f"{args.file} is a folder, not a trace file")
+    text = read_info(args.file).summary()  # checks the manifest; decodes no array
+    if text is None:  # a version 1 file keeps no totals: read the arrays
+        text = load(args.file).summary()
     print(f"file        {args.file} ({human_bytes(os.path.getsize(args.file))})")
-    print(trace.summary())
+    print(text)
     return EXIT_OK
 
 
@@ -732,6 +751,31 @@ def _silence_stdout() -> None:
         pass
 
 
+#: Options whose values may start with a minus sign (``--window -1,0``).
+_PAIR_OPTIONS = ("--window", "--block", "--focus", "--shape", "--seed", "--phase")
+
+
+def _join_negative_values(argv: Sequence[str] | None) -> list[str]:
+    """``--window -1,0`` to ``--window=-1,0``, so that our own message answers it.
+
+    argparse takes a value starting with ``-`` for an option and would answer
+    "expected one argument".
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        nxt = args[i + 1] if i + 1 < len(args) else None
+        if a in _PAIR_OPTIONS and nxt is not None and re.match(r"^-\d", nxt):
+            out.append(f"{a}={nxt}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``vizmm`` command line; return the exit code.
 
@@ -747,7 +791,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else failed, 130 when interrupted.
     """
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(_join_negative_values(argv))
         return int(args.func(args))
     except SystemExit as exc:  # --help, --version
         if exc.code is None:

@@ -3,8 +3,10 @@
 The only package of vizmm that imports numba, and only when a recording is
 made: importing it does not import numba.
 
-* :mod:`.recorder`: :func:`record` and :func:`estimate`, the checks that
-  admit a recording, the choice of backend.
+* :mod:`.admission`: :func:`estimate` and :func:`admit`, the one place that
+  decides from sizes alone whether a recording may run (size, simulator
+  time, a server's :class:`Budget`).
+* :mod:`.recorder`: :func:`record`, the choice of backend.
 * :mod:`.launcher`: record arrays sized before the launch, the launch itself,
   the :class:`~vizmm.trace.Trace` it makes.
 * :mod:`.simulator`: driving Numba's simulator block by block.
@@ -12,25 +14,38 @@ made: importing it does not import numba.
   (numba fixes GPU or simulator once per process).
 """
 
-from .recorder import (
-    BACKENDS,
+from .admission import (
     DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_SIMULATOR_SECONDS,
+    Budget,
     Estimate,
-    GPUUnavailableError,
+    Limits,
     RecordError,
+    RecordingCancelled,
+    ServerBusyError,
+    TooSlowError,
     TraceTooLargeError,
+    admit,
     estimate,
-    gpu_available,
-    record,
+    normalize,
 )
+from .recorder import BACKENDS, GPUUnavailableError, gpu_available, record
 
 __all__ = [
     "BACKENDS",
     "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_SIMULATOR_SECONDS",
+    "Budget",
     "Estimate",
     "GPUUnavailableError",
+    "Limits",
     "RecordError",
+    "RecordingCancelled",
+    "ServerBusyError",
+    "TooSlowError",
     "TraceTooLargeError",
+    "admit",
+    "normalize",
     "estimate",
     "gpu_available",
     "record",

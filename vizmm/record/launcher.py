@@ -108,8 +108,12 @@ def allocate_records(j, k, l, T, kernel, blocks, aggregated, reads=False):
     return rec, shapes
 
 
-def launch(job, M, N, show) -> Trace:
-    """Allocate the record arrays, run the kernel, wrap the result in a Trace."""
+def launch(job, M, N, show, cancel=None) -> Trace:
+    """Allocate the record arrays, run the kernel, wrap the result in a Trace.
+
+    ``cancel`` (a ``threading.Event``) stops a simulator run before its next
+    block with :class:`~vizmm.record.admission.RecordingCancelled`.
+    """
     import vizmm_kernels as K
     from numba import config, cuda
     from vizmm_kernels import codes
@@ -165,6 +169,7 @@ def launch(job, M, N, show) -> Trace:
                 update,
                 dyn_shared,
                 turns=bool(reads or drop),
+                cancel=cancel,
             )
             meta["simulated_blocks"] = [list(b) for b in blocks] if aggregated else "all"
         else:

@@ -11,11 +11,13 @@ thread; vizmm drives it block by block itself, which gives a progress bar by
 block and lets it simulate only a window of blocks (blocks of these kernels
 are independent, so their records are exact). Only one simulated kernel runs
 per process at a time: recordings are serialized by a lock.
+
+What may be recorded is decided in :mod:`.admission`, from the sizes alone.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import os
 import subprocess
 import sys
@@ -25,14 +27,35 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..trace import LaunchShape, Trace, from_bytes, human_bytes, seeded_inputs
+from ..trace import Trace, from_bytes, seeded_inputs
 from . import launcher
+from .admission import (
+    DEFAULT_MAX_BYTES,
+    Budget,
+    Estimate,
+    Limits,
+    RecordError,
+    RecordingCancelled,
+    ServerBusyError,
+    TooSlowError,
+    TraceTooLargeError,
+    _int,
+    acquire,
+    admit,
+    estimate,
+    normalize,
+)
 
 __all__ = [
     "record",
     "estimate",
     "Estimate",
+    "Budget",
+    "Limits",
     "RecordError",
+    "RecordingCancelled",
+    "ServerBusyError",
+    "TooSlowError",
     "GPUUnavailableError",
     "TraceTooLargeError",
     "BACKENDS",
@@ -41,153 +64,13 @@ __all__ = [
 ]
 
 BACKENDS = ("simulator", "gpu", "auto")
-DEFAULT_MAX_BYTES = int(os.environ.get("VIZMM_MAX_TRACE_BYTES", 2**30))
 PROGRESS_AFTER_S = 2.0  # show a progress bar when the simulator is expected to take longer
-
-# Simulator cost model (seconds), fitted on a 2-core machine: a block costs
-# start-up per thread plus per-phase work per thread (k loop and barriers).
-_SIM_PER_THREAD = 3.0e-4
-_SIM_PER_THREAD_PHASE = 1.5e-4
-_SIM_PER_MAC = 6.0e-6
 
 _LOCK = threading.Lock()
 
 
-class RecordError(ValueError):
-    """The recording was asked with arguments it cannot take; the message says which."""
-
-
 class GPUUnavailableError(RuntimeError):
     """A GPU was asked for where numba sees none."""
-
-
-class TraceTooLargeError(RecordError):
-    """The trace would exceed the size limit; nothing was launched."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Estimate:
-    """What a recording will cost, known before the launch.
-
-    Attributes
-    ----------
-    bytes : int
-        Size of the trace's arrays in memory (bytes; the file is smaller,
-        compressed).
-    blocks : int
-        Blocks in the grid.
-    simulated_blocks : int
-        Blocks the simulator would run (the window, or the whole grid).
-    simulator_seconds : float
-        Expected wall time in the simulator on a 2-core machine (s).
-    """
-
-    bytes: int
-    blocks: int
-    simulated_blocks: int
-    simulator_seconds: float
-
-    def describe(self) -> str:
-        """One line for people: size and expected simulator time."""
-        return (
-            f"trace ~{human_bytes(self.bytes)}, {self.blocks} blocks"
-            + (
-                f" ({self.simulated_blocks} simulated)"
-                if self.simulated_blocks != self.blocks
-                else ""
-            )
-            + f", ~{self.simulator_seconds:.1f} s in the simulator"
-        )
-
-
-def _check_dim(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise RecordError(f"{name} must be a positive integer (elements), got {value!r}")
-    return int(value)
-
-
-def _normalize(j, k, l, tile_width, kernel, window):
-    """The validated launch shape and the window's blocks (``None``: every block).
-
-    Works from the sizes alone: no list of the grid's blocks is built here.
-    """
-    launch = LaunchShape.make(kernel, j, k, l, tile_width, error=RecordError)
-    gy, gx = launch.grid
-    if window is None:
-        return launch, None
-    blocks, seen = [], set()
-    for b in window:
-        try:
-            by, bx = (int(v) for v in b)
-        except (TypeError, ValueError):
-            raise RecordError(f"window entries must be (by, bx) pairs, got {b!r}") from None
-        if not (0 <= by < gy and 0 <= bx < gx):
-            raise RecordError(
-                f"window block ({by}, {bx}) is outside the {gy} x {gx} grid of blocks"
-            )
-        if (by, bx) not in seen:
-            seen.add((by, bx))
-            blocks.append((by, bx))
-    if not blocks:
-        raise RecordError("window is empty: name at least one (by, bx) block")
-    return launch, blocks
-
-
-def estimate(
-    j: int,
-    k: int,
-    l: int,
-    tile_width: int,
-    kernel: str = "boundary",
-    window: Sequence[tuple[int, int]] | None = None,
-    simulate_window_only: bool = True,
-    reads: bool = False,
-) -> Estimate:
-    """Estimate a recording's trace size and simulator time before launching it.
-
-    Parameters
-    ----------
-    j, k, l : int
-        M is j x k, N is k x l (elements).
-    tile_width : int
-        TILE_WIDTH, 1 to 32.
-    kernel : {'naive', 'tiled', 'boundary', 'general'}
-    window : sequence of (by, bx), optional
-        Blocks recorded per thread; ``None`` records every block.
-    simulate_window_only : bool
-        Whether the simulator runs only the window (True) or the whole grid.
-    reads : bool
-        Barrier lab: whether every k-loop read of Mds / Nds is recorded (a tag
-        and a value per thread, phase, k and array: 16 * TILE_WIDTH bytes per
-        thread and phase more).
-
-    Raises
-    ------
-    RecordError
-        For bad sizes, tile width, kernel or window.
-    """
-    launch, blocks = _normalize(j, k, l, tile_width, kernel, window)
-    j, k, l, T = launch.j, launch.k, launch.l, launch.tile_width
-    (gy, gx), nph = launch.grid, launch.n_phases
-    nd = launch.n_blocks if blocks is None else len(blocks)
-    per_thread_phase = 6 * 4 + 4 + 2 * 2 * (4 + 8)
-    nbytes = (
-        4 * (j * k + k * l + j * l) * 2  # M, N, P and the read counters
-        + nd * T * T * (nph * per_thread_phase + 1)
-        + gy * gx * 6 * 8
-        + gy * gx * nph * 2 * 4
-        + (gy * gx * nph * 2 * 2 * 4 if window is not None else 0)
-        + (nd * nph * T**3 * 2 * (4 + 4) if reads else 0)
-    )
-    sim_blocks = nd if (window is not None and simulate_window_only) else gy * gx
-    inner = k if kernel == "naive" else nph * T
-    secs = (
-        sim_blocks
-        * T
-        * T
-        * (_SIM_PER_THREAD + _SIM_PER_THREAD_PHASE * max(nph, 1) + _SIM_PER_MAC * inner)
-    )
-    return Estimate(int(nbytes), gy * gx, sim_blocks, float(secs))
 
 
 def _inputs(j, k, l, M, N, seed):
@@ -274,6 +157,9 @@ def record(
     max_bytes: int | None = None,
     progress: bool | Callable[[int, int], None] | None = None,
     quiet: bool = False,
+    max_seconds: float | None = None,
+    budget: Budget | None = None,
+    cancel: threading.Event | None = None,
     drop_barrier: int | Sequence[int] | None = None,
     reads: bool | None = None,
 ) -> Trace:
@@ -322,6 +208,17 @@ def record(
         take more than 2 s.
     quiet : bool
         Say nothing on stderr.
+    max_seconds : float, optional
+        Refuse simulator recordings expected to take longer (s); default
+        ``DEFAULT_MAX_SIMULATOR_SECONDS`` (no limit unless
+        ``$VIZMM_MAX_SIMULATOR_SECONDS`` is set).
+    budget : Budget, optional
+        A server's shared budget of simulator work (see
+        :class:`~vizmm.record.admission.Budget`).
+    cancel : threading.Event, optional
+        Set it to stop the recording: a simulator recording stops before its
+        next block (or while waiting for the simulator) and raises
+        :class:`RecordingCancelled`.
     drop_barrier : {None, 1, 2, (1, 2)}
         Barrier lab ('tiled' and 'boundary'): remove the ``__syncthreads()``
         after the loads (1), the one after the k loop (2), or both; ``None``
@@ -340,37 +237,48 @@ def record(
     Raises
     ------
     RecordError
-        For bad sizes, shapes, tile width, kernel, backend, window or
+        For bad sizes, shapes, tile width, kernel, backend, seed, window or
         drop_barrier.
     TraceTooLargeError
         When the estimated trace exceeds ``max_bytes`` (nothing is launched).
+    TooSlowError
+        When the simulator would take longer than ``max_seconds``.
+    ServerBusyError
+        When ``budget`` is full.
+    RecordingCancelled
+        When ``cancel`` was set before the recording finished.
     GPUUnavailableError
         When ``backend='gpu'`` and numba sees no usable GPU.
+
+    Notes
+    -----
+    Every limit is checked by :func:`~vizmm.record.admission.admit` from the
+    sizes alone, before the inputs, the record arrays or the list of blocks
+    are made.
     """
     if backend not in BACKENDS:
         raise RecordError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise RecordError(f"seed must be an integer >= 0, got {seed!r}")
     if width is not None:
-        w = _check_dim("width", width)
+        w = _int("width", width)
         if any(v is not None and v != w for v in (j, k, l)):
             raise RecordError("give either width or j, k, l, not both with different values")
         j = k = l = w
-    if M is not None:
-        M = _as_matrix("M", M)
-    if N is not None:
-        N = _as_matrix("N", N)
-    if M is not None:
-        if j is not None and j != M.shape[0] or k is not None and k != M.shape[1]:
-            raise RecordError(f"M has shape {M.shape}, which disagrees with j={j}, k={k}")
-        j, k = M.shape
-    if N is not None:
-        if k is not None and k != N.shape[0]:
+    m_shape, n_shape = _shape_of("M", M), _shape_of("N", N)
+    if m_shape is not None:
+        if j is not None and j != m_shape[0] or k is not None and k != m_shape[1]:
+            raise RecordError(f"M has shape {m_shape}, which disagrees with j={j}, k={k}")
+        j, k = m_shape
+    if n_shape is not None:
+        if k is not None and k != n_shape[0]:
             raise RecordError(
-                f"N has {N.shape[0]} rows but M has k={k} columns: M (j x k) . N (k x l) needs "
+                f"N has {n_shape[0]} rows but M has k={k} columns: M (j x k) . N (k x l) needs "
                 "the same k"
             )
-        if l is not None and l != N.shape[1]:
-            raise RecordError(f"N has shape {N.shape}, which disagrees with l={l}")
-        k, l = N.shape
+        if l is not None and l != n_shape[1]:
+            raise RecordError(f"N has shape {n_shape}, which disagrees with l={l}")
+        k, l = n_shape
     if j is None or k is None or l is None:
         raise RecordError("give the sizes j, k, l (or width, or the matrices M and N)")
     chosen_from = None
@@ -383,7 +291,7 @@ def record(
         from .device import tile_width_from_device
 
         tile_width, chosen_from = tile_width_from_device(backend, device)
-    launch, blocks = _normalize(j, k, l, tile_width, kernel, window)
+    launch, blocks = normalize(j, k, l, tile_width, kernel, window)
     j, k, l, T = launch.j, launch.k, launch.l, launch.tile_width
     drop = _check_drop_barrier(kernel, drop_barrier)
     reads = bool(drop) if reads is None else bool(reads)
@@ -392,16 +300,16 @@ def record(
             f"reads=True records the k loop's reads of Mds / Nds; kernel {kernel!r} has no "
             "such reads (use 'tiled' or 'boundary')"
         )
-    est = estimate(j, k, l, T, kernel, blocks, reads=reads)
-    limit = DEFAULT_MAX_BYTES if max_bytes is None else int(max_bytes)
-    if est.bytes > limit:
-        raise TraceTooLargeError(
-            f"this trace would take about {human_bytes(est.bytes)} ({est.bytes} bytes), over "
-            f"the limit of {human_bytes(limit)} ({limit} bytes); record a window of blocks "
-            "(window=[(by, bx), ...]), use smaller matrices, or raise max_bytes"
-        )
-    inputs = "seeded" if M is None and N is None else "given"
-    M, N = _inputs(j, k, l, M, N, seed)
+    limits = Limits()
+    limits = Limits(
+        limits.max_bytes if max_bytes is None else int(max_bytes),
+        limits.max_simulator_seconds if max_seconds is None else float(max_seconds),
+    )
+    est = admit(launch, blocks, backend, limits, reads=reads)  # every limit, from sizes alone
+    if M is not None:
+        M = _as_matrix("M", M)
+    if N is not None:
+        N = _as_matrix("N", N)
 
     if backend == "auto":
         backend = "gpu" if gpu_available() else "simulator"
@@ -417,34 +325,29 @@ def record(
             "backend='simulator' (or 'auto'), which runs the same kernels in Numba's CUDA "
             "simulator, slowly but everywhere"
         )
-    job = dict(
-        j=j,
-        k=k,
-        l=l,
-        T=T,
-        kernel=kernel,
-        # Built only now that the size is admitted (a list of every block).
-        blocks=blocks if blocks is not None else [(by, bx) for by, bx in np.ndindex(launch.grid)],
-        aggregated=window is not None,
-        seed=seed,
-        backend=backend,
-        inputs=inputs,
-        drop=drop,
-        reads=reads,
-    )
-    if chosen_from is not None:
-        job["tile_width_from"] = chosen_from
-    mode = _numba_mode()
-    want = backend
-    if mode is not None and mode != want:
-        return _record_in_subprocess(job, M, N, quiet=quiet)
-    if mode is None:
-        os.environ["NUMBA_ENABLE_CUDASIM"] = "1" if want == "simulator" else "0"
-    show = progress
-    if show is None:
-        show = backend == "simulator" and est.simulator_seconds > PROGRESS_AFTER_S and not quiet
-    with _LOCK:
-        return launcher.launch(job, M, N, show)
+    with budget.reserve(est) if budget is not None else contextlib.nullcontext():
+        inputs = "seeded" if M is None and N is None else "given"
+        M, N = _inputs(j, k, l, M, N, seed)
+        job = dict(
+            j=j,
+            k=k,
+            l=l,
+            T=T,
+            kernel=kernel,
+            # Built only now that the size is admitted (a list of every block).
+            blocks=blocks
+            if blocks is not None
+            else [(by, bx) for by, bx in np.ndindex(launch.grid)],
+            aggregated=window is not None,
+            seed=int(seed),
+            backend=backend,
+            inputs=inputs,
+            drop=drop,
+            reads=reads,
+        )
+        if chosen_from is not None:
+            job["tile_width_from"] = chosen_from
+        return _run(job, M, N, est, progress, quiet, cancel)
 
 
 def _check_drop_barrier(kernel: str, drop_barrier) -> tuple[int, ...]:
@@ -456,7 +359,38 @@ def _check_drop_barrier(kernel: str, drop_barrier) -> tuple[int, ...]:
         raise RecordError(str(exc)) from None
 
 
-def _record_in_subprocess(job, M, N, quiet):
+def _shape_of(name, a) -> tuple[int, int] | None:
+    """The shape of a matrix argument without copying it (None when not given)."""
+    if a is None:
+        return None
+    try:
+        shape = np.shape(a)
+    except Exception as exc:  # noqa: BLE001 - anything that is not array-like
+        raise RecordError(f"{name} must be a 2-D array of numbers: {exc}") from None
+    if len(shape) != 2 or 0 in shape:
+        raise RecordError(f"{name} must be a non-empty 2-D array, got shape {shape}")
+    return int(shape[0]), int(shape[1])
+
+
+def _run(job, M, N, est, progress, quiet, cancel) -> Trace:
+    backend = job["backend"]
+    mode = _numba_mode()
+    want = backend
+    if mode is not None and mode != want:
+        return _record_in_subprocess(job, M, N, quiet=quiet, cancel=cancel)
+    if mode is None:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1" if want == "simulator" else "0"
+    show = progress
+    if show is None:
+        show = backend == "simulator" and est.simulator_seconds > PROGRESS_AFTER_S and not quiet
+    acquire(_LOCK, cancel)
+    try:
+        return launcher.launch(job, M, N, show, cancel=cancel)
+    finally:
+        _LOCK.release()
+
+
+def _record_in_subprocess(job, M, N, quiet, cancel=None):
     with tempfile.TemporaryDirectory(prefix="vizmm-") as tmp:
         inp = os.path.join(tmp, "in.npz")
         out = os.path.join(tmp, "out.vizmm")
@@ -476,7 +410,16 @@ def _record_in_subprocess(job, M, N, quiet):
             f"drop={','.join(map(str, job.get('drop', ()))) or '-'}",
             f"reads={job.get('reads', False)}",
         ]
-        proc = subprocess.run(args, env=env, stderr=None if not quiet else subprocess.DEVNULL)
+        proc = subprocess.Popen(args, env=env, stderr=None if not quiet else subprocess.DEVNULL)
+        while True:
+            try:
+                proc.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                if cancel is not None and cancel.is_set():
+                    proc.kill()
+                    proc.wait()
+                    raise RecordingCancelled("the recording was cancelled") from None
         if proc.returncode != 0 or not os.path.exists(out):
             raise RuntimeError(
                 f"the {job['backend']} recording process failed (exit code {proc.returncode})"

@@ -41,6 +41,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from .admission import RecordingCancelled
+
 __all__ = ["SIM_SWITCH_INTERVAL", "run_block_in_turns", "zeroed_shared", "simulate"]
 
 SIM_SWITCH_INTERVAL = 1e-3  # seconds; the interpreter's default is 5e-3
@@ -56,6 +58,7 @@ def simulate(
     update,
     dynamic_shared: int = 0,
     turns: bool = False,
+    cancel=None,
 ):
     """Run ``kern`` in Numba's simulator one block at a time, reporting progress.
 
@@ -67,6 +70,11 @@ def simulate(
     With ``turns`` the threads of a block take turns between barriers and
     shared memory starts zeroed (see the module docstring): a run is the
     same every time, races included.
+
+    Raises
+    ------
+    RecordingCancelled
+        When ``cancel`` (a ``threading.Event``) is set: checked before each block.
     """
     gx, gy = grid
     all_args = [*args, *rec.values()]
@@ -101,6 +109,10 @@ def simulate(
             fake_module._shared = zeroed_shared(dynamic_shared)
         with simk._push_kernel_context(fake_module), simk.swapped_cuda_module(kern.fn, fake_module):
             for i, (by, bx) in enumerate(order):
+                if cancel is not None and cancel.is_set():
+                    raise RecordingCancelled(
+                        f"the recording was cancelled after {i} of {len(order)} blocks"
+                    )
                 if turns:
                     run_block_in_turns(kern.fn, (gx, gy, 1), (*block, 1), (bx, by, 0), fake_args)
                 else:
