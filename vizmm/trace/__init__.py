@@ -10,7 +10,17 @@
 NumPy only: traces are replayed anywhere, no numba.
 """
 
-from .fileformat import FORMAT, VERSION, atomic_write, from_bytes, load, seeded_inputs
+from .fileformat import (
+    DEFAULT_MAX_BYTES,
+    FORMAT,
+    VERSION,
+    TraceInfo,
+    atomic_write,
+    from_bytes,
+    load,
+    read_info,
+    seeded_inputs,
+)
 from .launch import KERNELS, MAX_TILE_WIDTH, SQUARE_KERNELS, LaunchError, LaunchShape
 from .model import (
     ARRAY_NAMES,
@@ -18,6 +28,8 @@ from .model import (
     MAX_STORED_SPREAD,
     WAIT_BINS,
     Access,
+    BlockError,
+    Deferred,
     LoadRecord,
     PWrite,
     Trace,
@@ -27,6 +39,11 @@ from .units import human_bytes
 
 __all__ = [
     "ARRAY_NAMES",
+    "BlockError",
+    "DEFAULT_MAX_BYTES",
+    "Deferred",
+    "TraceInfo",
+    "read_info",
     "BLOCK_FIELDS",
     "FORMAT",
     "KERNELS",

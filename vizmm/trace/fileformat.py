@@ -1,10 +1,26 @@
-"""The trace file format: encoding, decoding and atomic writes.
+"""The trace file format: encoding, validation before decoding, atomic writes.
 
 Files are a pickle-free ``.npz`` (a zip of ``.npy`` arrays) with a JSON
 manifest stored as a ``uint8`` array named ``manifest``: the format name, its
-version, the metadata and, for every array, its dtype, shape and SHA-256. A
-file whose version is unknown, whose arrays do not match the manifest, or
-that is truncated or not a trace at all is refused with :class:`TraceError`.
+version, the metadata, a few totals (``stats``: what ``vizmm info`` prints)
+and, for every array, its dtype, shape and SHA-256, and how it is stored.
+
+Reading checks, in this order, before any array is rebuilt:
+
+1. the file is a zip archive holding a manifest of at most 1 MiB;
+2. the manifest is ours (format, a version this vizmm reads), its metadata
+   describes a valid launch, and every array's dtype and shape is the one
+   that launch implies;
+3. the arrays' total size (the trace in memory) is within ``max_bytes``;
+4. every stored member has the size its description implies (no member
+   inflates beyond it), and the SHA-256 of what is stored matches.
+
+Only then are the compact encodings undone: ``seeded`` M and N (made again
+from the seed), ``xor-product`` / ``product`` P (from ``M @ N``) and
+``fill`` (an array of one value). M, N and P are rebuilt when first used
+(:class:`~vizmm.trace.model.Deferred`), and their own SHA-256 is checked then.
+A file that fails any check is refused with :class:`TraceError` saying what
+is wrong, in our words.
 
 The model (:class:`~vizmm.trace.model.Trace`) lives in :mod:`.model`; this
 module only turns it into bytes and back.
@@ -12,37 +28,74 @@ module only turns it into bytes and back.
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import hashlib
 import io
 import json
 import math
 import os
 import tempfile
+import threading
 import zipfile
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
-from .model import ARRAY_NAMES, OPTIONAL_ARRAYS, Trace, TraceError
+from .launch import LaunchShape
+from .model import OPTIONAL_ARRAYS, Deferred, Trace, TraceError, array_specs, check_meta, describe
+from .units import human_bytes
 
 FORMAT = "vizmm-trace"
-VERSION = 1
+VERSION = 2
+#: Versions this vizmm reads (1: no stored checksums, no stats, no fill).
+READABLE_VERSIONS = (1, 2)
+#: The largest manifest read (bytes).
+MAX_MANIFEST_BYTES = 2**20
+_NPY_HEADER = 4096  # an .npy header is at most this many bytes (ours: 128)
 
-__all__ = ["FORMAT", "VERSION", "atomic_write", "from_bytes", "load", "seeded_inputs", "to_bytes"]
+
+def _env_bytes(name: str, default: int) -> int:
+    try:
+        value = int(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+#: Largest trace (bytes of its arrays in memory) recorded or read by default:
+#: 1 GiB, or ``$VIZMM_MAX_TRACE_BYTES``.
+DEFAULT_MAX_BYTES = _env_bytes("VIZMM_MAX_TRACE_BYTES", 2**30)
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "FORMAT",
+    "READABLE_VERSIONS",
+    "VERSION",
+    "TraceInfo",
+    "atomic_write",
+    "from_bytes",
+    "load",
+    "read_info",
+    "seeded_inputs",
+    "to_bytes",
+]
 
 
 def to_bytes(trace: Trace) -> bytes:
     """The bytes of ``trace``'s file (see the module docstring for the format).
 
     Large inputs are stored compactly when that is exact: M and N made by
-    :func:`seeded_inputs` are stored as their seed, and P as the XOR of its
-    bits with NumPy's ``M @ N`` when M and N hold integers small enough
-    for every float32 sum to be exact. The manifest keeps each real
-    array's checksum, and loading verifies it.
+    :func:`seeded_inputs` are stored as their seed; P as the XOR of its bits
+    with NumPy's ``M @ N`` (nothing at all when they are equal) when M and N
+    hold integers small enough for every float32 sum to be exact; an integer
+    array of one value as that value. The manifest keeps each real array's
+    checksum and each stored array's, and loading verifies both.
     """
     arrays = trace.arrays()
     stored = dict(arrays)
-    encoding = {}
+    encoding: dict[str, dict] = {}
     j, k, l = trace.shape
     seed = trace.meta.get("seed")
     if trace.meta.get("inputs") == "seeded" and isinstance(seed, int):
@@ -50,21 +103,43 @@ def to_bytes(trace: Trace) -> bytes:
         for name, ref in (("M", M0), ("N", N0)):
             if np.array_equal(arrays[name], ref):
                 stored[name] = np.zeros((0, 0), np.float32)
-                encoding[name] = "seeded"
+                encoding[name] = {"encoding": "seeded"}
+        del M0, N0
     if _exact_product(trace.M, trace.N):
-        ref = _product(trace.M, trace.N)
-        stored["P"] = trace.P.view(np.uint32) ^ ref.view(np.uint32)
-        encoding["P"] = "xor-product"
+        xor = trace.P.view(np.uint32) ^ _product(trace.M, trace.N).view(np.uint32)
+        if not xor.any():
+            stored["P"] = np.zeros((0, 0), np.uint32)
+            encoding["P"] = {"encoding": "product"}
+        else:
+            stored["P"] = xor
+            encoding["P"] = {"encoding": "xor-product"}
+    for name, a in arrays.items():
+        if name in encoding or a.dtype.kind not in "iu" or a.size < 64:
+            continue
+        first = a.flat[0]
+        if (a == first).all():
+            stored[name] = np.zeros((0,), a.dtype)
+            encoding[name] = {"encoding": "fill", "fill": int(first)}
     manifest = {
         "format": FORMAT,
         "version": VERSION,
         "meta": _jsonable(dict(trace.meta)),
+        "stats": {
+            "m_reads": int(trace.m_reads.sum()),
+            "n_reads": int(trace.n_reads.sum()),
+            "has_clocks": trace.has_clocks,
+        },
         "arrays": {
             name: {
                 "dtype": a.dtype.str,
                 "shape": list(a.shape),
                 "sha256": _digest(a),
-                **({"encoding": encoding[name]} if name in encoding else {}),
+                **encoding.get(name, {}),
+                "stored": {
+                    "dtype": stored[name].dtype.str,
+                    "shape": list(stored[name].shape),
+                    "sha256": _digest(stored[name]),
+                },
             }
             for name, a in arrays.items()
         },
@@ -76,7 +151,8 @@ def to_bytes(trace: Trace) -> bytes:
 
 
 def _digest(a: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+    a = np.ascontiguousarray(a)
+    return hashlib.sha256(memoryview(a.reshape(-1)).cast("B") if a.size else b"").hexdigest()
 
 
 def _jsonable(obj):
@@ -91,21 +167,66 @@ def _jsonable(obj):
     return obj
 
 
+def _umask() -> int:
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+_UMASK_LOCK = threading.Lock()
+
+
+def check_path(path, what: str = "path") -> str:
+    """``path`` as a string, or :class:`TraceError` naming what was given instead."""
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, (str, os.PathLike)):
+        raise TraceError(
+            f"{what} must be a file path (a str or os.PathLike), got {type(path).__name__} "
+            f"{path!r}"[:200]
+        )
+    path = os.fspath(path)
+    if not path:
+        raise TraceError(f"{what} is empty: give a file name")
+    return path
+
+
 def atomic_write(path: str | os.PathLike, data: bytes) -> str:
     """Write ``data`` to ``path`` through a temporary file in the same folder, then rename.
 
+    The file gets the mode a new file gets here (``0o666`` less the umask,
+    usually ``0o644``: readable by the class), not the temporary file's 0600.
+
     Raises
     ------
-    OSError
-        When the folder does not exist or is not writable; no file is left.
+    TraceError
+        When ``path`` is not a path.
+    FileNotFoundError, IsADirectoryError, PermissionError
+        When the folder does not exist, ``path`` is a folder, or the folder
+        is not writable; the message names ``path``; no file is left.
     """
-    path = os.fspath(path)
+    path = check_path(path, "the file to write")
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".vizmm-", suffix=".tmp", dir=folder)
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(
+            errno.ENOENT, f"cannot write {path}: the folder {folder} does not exist", path
+        )
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, f"cannot write {path}: it is a folder", path)
     try:
+        fd, tmp = tempfile.mkstemp(prefix=".vizmm-", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise type(exc)(exc.errno, f"cannot write {path}: {exc.strerror or exc}", path) from None
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise type(exc)(exc.errno, f"cannot write {path}: {exc.strerror or exc}", path) from None
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -113,58 +234,327 @@ def atomic_write(path: str | os.PathLike, data: bytes) -> str:
     return path
 
 
-def from_bytes(data: bytes, name: str = "<bytes>") -> Trace:
+@dataclasses.dataclass(frozen=True)
+class TraceInfo:
+    """What a trace file's manifest says, read without decoding any array.
+
+    Attributes
+    ----------
+    meta : dict
+        The trace's metadata (see :class:`~vizmm.trace.model.Trace`).
+    launch : LaunchShape
+    version : int
+        The file format's version.
+    nbytes : int
+        Size of the trace's arrays in memory (bytes).
+    stats : dict or None
+        ``m_reads``, ``n_reads`` (global reads, elements) and ``has_clocks``
+        (version 2 files; ``None`` for version 1).
+    """
+
+    meta: Mapping[str, Any]
+    launch: LaunchShape
+    version: int
+    nbytes: int
+    stats: Mapping[str, Any] | None
+
+    def summary(self) -> str | None:
+        """The lines of :meth:`Trace.summary`, or None when the file keeps no totals (v1)."""
+        st = self.stats
+        if not st or not all(isinstance(st.get(k), int) for k in ("m_reads", "n_reads")):
+            return None
+        return describe(
+            self.meta,
+            self.launch,
+            self.meta["n_detail"],
+            st["m_reads"] + st["n_reads"],
+            bool(st.get("has_clocks")),
+        )
+
+
+def _refuse_non_zip(data: bytes, name: str) -> None:
+    if not data:
+        raise TraceError(f"{name} is empty, not a vizmm trace file")
+    if data[:4] != b"PK\x03\x04":
+        raise TraceError(
+            f"{name} is not a vizmm trace file (trace files are zip archives made by "
+            "'vizmm record' or Trace.save; this one starts with "
+            f"{data[:8]!r})"
+        )
+
+
+def _read_member(zf: zipfile.ZipFile, member: str, limit: int, name: str) -> np.ndarray:
+    info = zf.getinfo(member)
+    if info.file_size > limit:
+        raise TraceError(
+            f"{name}: {member} holds {info.file_size} bytes, more than its description allows "
+            f"({limit}); the file was changed or damaged"
+        )
+    with zf.open(info) as f:
+        return np.lib.format.read_array(f, allow_pickle=False)
+
+
+def _manifest_of(zf: zipfile.ZipFile, name: str) -> dict:
+    if "manifest.npy" not in zf.namelist():
+        raise TraceError(f"{name} is not a vizmm trace (a zip archive with no manifest)")
+    blob = _read_member(zf, "manifest.npy", MAX_MANIFEST_BYTES + _NPY_HEADER, name)
+    if blob.dtype != np.uint8 or blob.ndim != 1:
+        raise TraceError(f"{name}: the manifest is not text")
+    try:
+        manifest = json.loads(blob.tobytes().decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TraceError(f"{name}: the manifest is not valid JSON ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        what = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
+        raise TraceError(f"{name} is not a vizmm trace (format {what!r})")
+    version = manifest.get("version")
+    if version not in READABLE_VERSIONS:
+        raise TraceError(
+            f"{name} has trace format version {version!r}; this vizmm reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}"
+        )
+    return manifest
+
+
+def _check_manifest(manifest: dict, name: str, max_bytes: int) -> tuple[dict, dict, int]:
+    """The metadata and the arrays' specs, checked against each other and the limit."""
+    meta = manifest.get("meta")
+    if not isinstance(meta, dict):
+        raise TraceError(f"{name}: the manifest's metadata is not a mapping")
+    try:
+        check_meta(meta)
+        specs = array_specs(meta)
+    except TraceError as exc:
+        raise TraceError(f"{name}: {exc}") from None
+    nbytes = sum(int(np.prod(shape, dtype=object)) * dt.itemsize for dt, shape in specs.values())
+    if nbytes > max_bytes:
+        launch = LaunchShape.of(meta, error=TraceError)
+        raise TraceError(
+            f"{name} describes a trace of {human_bytes(nbytes)} in memory ({launch.label()}), "
+            f"over the limit of {human_bytes(max_bytes)}; it was not read"
+        )
+    declared = manifest.get("arrays")
+    if not isinstance(declared, dict):
+        raise TraceError(f"{name}: the manifest does not describe the arrays")
+    for key, (dtype, shape) in specs.items():
+        d = declared.get(key)
+        if not isinstance(d, dict):
+            raise TraceError(f"{name}: the manifest does not describe array {key!r}")
+        if d.get("dtype") != dtype.str or d.get("shape") != list(shape):
+            raise TraceError(
+                f"{name}: array {key!r} is described as {d.get('dtype')} of shape "
+                f"{d.get('shape')} but the metadata ({LaunchShape.of(meta).label()}) implies "
+                f"{dtype.str} of shape {list(shape)}"
+            )
+    return meta, specs, nbytes
+
+
+def _stored_spec(key: str, d: dict, dtype: np.dtype, shape, name: str):
+    """(dtype, shape, sha256 or None) of what the file stores for array ``key``."""
+    enc = d.get("encoding")
+    if enc is None:
+        expect = (dtype, tuple(shape))
+    elif enc == "seeded" and key in ("M", "N"):
+        expect = (np.dtype(np.float32), (0, 0))
+    elif enc == "product" and key == "P":
+        expect = (np.dtype(np.uint32), (0, 0))
+    elif enc == "xor-product" and key == "P":
+        expect = (np.dtype(np.uint32), tuple(shape))
+    elif enc == "fill" and dtype.kind in "iu":
+        fill = d.get("fill")
+        info = np.iinfo(dtype)
+        if isinstance(fill, bool) or not isinstance(fill, int) or not info.min <= fill <= info.max:
+            raise TraceError(f"{name}: array {key!r} has a fill value {fill!r} outside {dtype}")
+        expect = (dtype, (0,))
+    else:
+        raise TraceError(f"{name}: array {key!r} has an unknown encoding {enc!r}")
+    stored = d.get("stored")
+    digest = d.get("sha256") if enc is None else None
+    if isinstance(stored, dict):
+        if stored.get("dtype") != expect[0].str or stored.get("shape") != list(expect[1]):
+            raise TraceError(
+                f"{name}: the stored form of array {key!r} is described as "
+                f"{stored.get('dtype')} {stored.get('shape')}; its encoding implies "
+                f"{expect[0].str} {list(expect[1])}"
+            )
+        digest = stored.get("sha256")
+    return expect[0], expect[1], digest
+
+
+def _verified(key: str, a: np.ndarray, digest: str, name: str) -> np.ndarray:
+    if _digest(a) != digest:
+        raise TraceError(
+            f"{name}: array {key!r} does not match its checksum (the file was changed or damaged)"
+        )
+    a.setflags(write=False)
+    return a
+
+
+def _read(data: bytes, name: str, max_bytes: int | None, manifest_only: bool = False):
+    _refuse_non_zip(data, name)
+    limit = DEFAULT_MAX_BYTES if max_bytes is None else int(max_bytes)
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        manifest = _manifest_of(zf, name)
+        meta, specs, nbytes = _check_manifest(manifest, name, limit)
+        stats = manifest.get("stats") if manifest["version"] >= 2 else None
+        if manifest_only:
+            return TraceInfo(
+                meta=meta,
+                launch=LaunchShape.of(meta, error=TraceError),
+                version=manifest["version"],
+                nbytes=nbytes,
+                stats=stats if isinstance(stats, dict) else None,
+            )
+        declared = manifest["arrays"]
+        members = set(zf.namelist())
+        absent = {  # files written before these arrays existed: the Trace leaves them empty
+            key
+            for key in OPTIONAL_ARRAYS
+            if f"{key}.npy" not in members and key not in declared and 0 in specs[key][1]
+        }
+        specs = {key: v for key, v in specs.items() if key not in absent}
+        missing = [key for key in specs if f"{key}.npy" not in members]
+        if missing:
+            raise TraceError(f"{name} lacks arrays: {', '.join(sorted(missing))}")
+        # 1. what is stored: sizes, dtypes, shapes and checksums, before any rebuilding
+        stored = {}
+        for key, (dtype, shape) in specs.items():
+            d = declared[key]
+            sdtype, sshape, digest = _stored_spec(key, d, dtype, shape, name)
+            size = int(np.prod(sshape, dtype=object)) * sdtype.itemsize
+            a = _read_member(zf, f"{key}.npy", size + _NPY_HEADER, name)
+            if a.dtype != sdtype or a.shape != tuple(sshape):
+                raise TraceError(
+                    f"{name}: array {key!r} is stored as {a.dtype.str} {list(a.shape)} but the "
+                    f"manifest says {sdtype.str} {list(sshape)}"
+                )
+            if digest is not None:
+                a = _verified(key, a, digest, name)
+            stored[key] = a
+    # 2. rebuild the compact encodings (M, N and P when first used)
+    arrays: dict[str, Any] = {}
+    seeded: dict[str, np.ndarray] = {}
+    for key, (dtype, shape) in specs.items():
+        d, a = declared[key], stored[key]
+        enc = d.get("encoding")
+        if enc is None:
+            a.setflags(write=False)
+            arrays[key] = a
+        elif enc == "fill":
+            a = np.full(shape, d["fill"], dtype)
+            a.setflags(write=False)
+            arrays[key] = a
+        else:
+            arrays[key] = Deferred(
+                dtype, tuple(shape), _rebuild(key, enc, a, meta, arrays, d["sha256"], name, seeded)
+            )
+    return Trace(meta=meta, **arrays)
+
+
+def _rebuild(key, enc, stored, meta, arrays, digest, name, seeded):
+    def compute():
+        try:
+            if enc == "seeded":
+                # one draw makes both M and N (N follows M in the random stream)
+                if key not in seeded:
+                    M, N = seeded_inputs(meta["j"], meta["k"], meta["l"], meta["seed"])
+                    seeded.update(M=M, N=N)
+                    del M, N
+                out = seeded.pop(key)
+            else:
+                ref = _product(_value(arrays["M"]), _value(arrays["N"]))
+                out = ref if enc == "product" else (stored.view(np.uint32) ^ ref.view(np.uint32))
+                out = out.view(np.float32)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TraceError(f"{name}: cannot rebuild array {key!r} ({exc})") from None
+        return _verified(key, out, digest, name)
+
+    return compute
+
+
+def _value(a):
+    return a.value() if isinstance(a, Deferred) else a
+
+
+def from_bytes(data: bytes, name: str = "<bytes>", max_bytes: int | None = None) -> Trace:
     """Read a trace from the bytes of a trace file (see :func:`load`)."""
     try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            if "manifest" not in npz.files:
-                raise TraceError(f"{name} is not a vizmm trace (no manifest)")
-            try:
-                manifest = json.loads(npz["manifest"].tobytes().decode())
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise TraceError(f"{name}: the manifest is not valid JSON ({exc})") from None
-            if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-                raise TraceError(f"{name} is not a vizmm trace (format {manifest.get('format')!r})")
-            version = manifest.get("version")
-            if version != VERSION:
-                raise TraceError(
-                    f"{name} has trace format version {version!r}; this vizmm reads version "
-                    f"{VERSION} only"
-                )
-            declared = manifest.get("arrays", {})
-            missing = set(ARRAY_NAMES) - set(npz.files) - set(OPTIONAL_ARRAYS)
-            if missing:
-                raise TraceError(f"{name} lacks arrays: {', '.join(sorted(missing))}")
-            meta = manifest.get("meta", {})
-            if not isinstance(meta, dict):
-                raise TraceError(f"{name}: the manifest's metadata is not a mapping")
-            arrays = {}
-            for key in ARRAY_NAMES:
-                if key in OPTIONAL_ARRAYS and key not in npz.files:
-                    continue  # written before the barrier lab: the Trace leaves it empty
-                a = npz[key]
-                d = declared.get(key)
-                if d is None:
-                    raise TraceError(f"{name}: the manifest does not describe array {key!r}")
-                a = _decode(key, a, d.get("encoding"), meta, arrays, name)
-                if a.dtype.str != d["dtype"] or list(a.shape) != d["shape"]:
-                    raise TraceError(
-                        f"{name}: array {key!r} is {a.dtype.str} {list(a.shape)} but the "
-                        f"manifest says {d['dtype']} {d['shape']}"
-                    )
-                if _digest(a) != d["sha256"]:
-                    raise TraceError(
-                        f"{name}: array {key!r} does not match its checksum "
-                        "(the file was changed or damaged)"
-                    )
-                arrays[key] = a
+        return _read(bytes(data), name, max_bytes)
+    except TraceError:
+        raise
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        EOFError,
+        OSError,
+        ValueError,
+        KeyError,
+    ) as exc:
+        raise TraceError(
+            f"{name} is not a readable vizmm trace (truncated or damaged file: {_short(exc)})"
+        ) from None
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if "pickle" in text:  # NumPy's advice to load pickles is never ours to give
+        return "an array that is not plain numbers"
+    return text[:200]
+
+
+def _read_file(path, max_file_bytes: int | None = None) -> tuple[str, bytes]:
+    path = check_path(path, "the trace file")
+    if os.path.isdir(path):
+        raise TraceError(f"{path} is a folder, not a trace file")
+    if not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, f"{path}: no such file", path)
+    with open(path, "rb") as f:
+        data = f.read()
+    return path, data
+
+
+def load(path: str | os.PathLike, max_bytes: int | None = None) -> Trace:
+    """Read a trace file written by :meth:`Trace.save`, checking it before decoding it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    max_bytes : int, optional
+        Refuse traces whose arrays would take more memory (bytes); default
+        :data:`DEFAULT_MAX_BYTES`.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``path`` does not exist.
+    TraceError
+        When ``path`` is not a path or is a folder; for a file that is not a
+        zip archive, an unknown version, a manifest that disagrees with its
+        launch, a trace over ``max_bytes``, a truncated, tampered or foreign
+        file.
+    """
+    path, data = _read_file(path)
+    return from_bytes(data, name=os.path.basename(path), max_bytes=max_bytes)
+
+
+def read_info(path: str | os.PathLike, max_bytes: int | None = None) -> TraceInfo:
+    """What a trace file holds, from its manifest alone (no array is decoded).
+
+    Raises
+    ------
+    FileNotFoundError, TraceError
+        As :func:`load`, for the checks of the manifest.
+    """
+    path, data = _read_file(path)
+    name = os.path.basename(path)
+    try:
+        return _read(data, name, max_bytes, manifest_only=True)
     except TraceError:
         raise
     except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as exc:
         raise TraceError(
-            f"{name} is not a readable vizmm trace (truncated or damaged file: {exc})"
+            f"{name} is not a readable vizmm trace (truncated or damaged file: {_short(exc)})"
         ) from None
-    return Trace(meta=meta, **arrays)
 
 
 def seeded_inputs(j: int, k: int, l: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -191,37 +581,3 @@ def _exact_product(M: np.ndarray, N: np.ndarray) -> bool:
 
 def _product(M: np.ndarray, N: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.matmul(M, N, dtype=np.float32))
-
-
-def _decode(key, stored, encoding, meta, done, name):
-    """Undo the compact encodings of :meth:`Trace.to_bytes`."""
-    if encoding is None:
-        return stored
-    try:
-        if encoding == "seeded":
-            j, k, l, seed = meta["j"], meta["k"], meta["l"], meta["seed"]
-            M, N = seeded_inputs(j, k, l, seed)
-            return M if key == "M" else N
-        if encoding == "xor-product" and key == "P":
-            ref = _product(done["M"], done["N"])
-            return (stored.view(np.uint32) ^ ref.view(np.uint32)).view(np.float32)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise TraceError(f"{name}: cannot rebuild array {key!r} ({exc})") from None
-    raise TraceError(f"{name}: array {key!r} has an unknown encoding {encoding!r}")
-
-
-def load(path: str | os.PathLike) -> Trace:
-    """Read a trace file written by :meth:`Trace.save`.
-
-    Raises
-    ------
-    FileNotFoundError
-        When ``path`` does not exist.
-    TraceError
-        For an unknown version, a truncated, tampered or foreign file, or
-        arrays whose shapes disagree with the metadata.
-    """
-    path = os.fspath(path)
-    with open(path, "rb") as f:
-        data = f.read()
-    return from_bytes(data, name=os.path.basename(path))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import os
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +26,12 @@ import numpy as np
 from .launch import KERNELS, LaunchShape
 
 __all__ = [
+    "BlockError",
+    "Deferred",
+    "array_specs",
+    "check_meta",
+    "describe",
+    "naive_reads",
     "Access",
     "PWrite",
     "Trace",
@@ -47,6 +54,17 @@ MAX_STORED_SPREAD = 1 << 20
 
 class TraceError(ValueError):
     """A trace (in memory or on disk) is not valid; the message says what is wrong."""
+
+
+class BlockError(KeyError):
+    """A block that is outside the grid or was not recorded per thread.
+
+    A ``KeyError`` (blocks are looked up like keys) whose message reads as
+    a sentence, not as a quoted key.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "no such block"
 
 
 class Access(enum.IntEnum):
@@ -90,6 +108,74 @@ class LoadRecord:
     row: int
     col: int
     actual: tuple[int, int] | None
+
+
+class Deferred:
+    """An array made when first used: M and N from their seed, P from ``M @ N``.
+
+    A :class:`Trace` built with a ``Deferred`` field checks its dtype and shape
+    at once and calls ``compute()`` (once, under a lock) the first time the
+    field is read; the reader of a file checks the result's checksum then.
+
+    Parameters
+    ----------
+    dtype : numpy.dtype
+    shape : tuple of int
+    compute : callable
+        ``compute() -> ndarray`` of that dtype and shape.
+    """
+
+    def __init__(self, dtype, shape, compute):
+        self.dtype, self.shape, self._compute = np.dtype(dtype), tuple(shape), compute
+        self._value: np.ndarray | None = None
+        self._lock = threading.Lock()
+
+    def value(self) -> np.ndarray:
+        """The array (computed on the first call; read-only)."""
+        with self._lock:
+            if self._value is None:
+                out = self._compute()
+                if out.dtype != self.dtype or out.shape != self.shape:
+                    raise TraceError(
+                        f"a rebuilt array is {out.dtype} {out.shape}, not {self.dtype} {self.shape}"
+                    )
+                out.setflags(write=False)
+                self._value, self._compute = out, None
+            return self._value
+
+    @property
+    def ready(self) -> bool:
+        """Whether the array has been made."""
+        return self._value is not None
+
+
+def check_meta(meta: Mapping[str, Any]) -> LaunchShape:
+    """Check a trace's metadata (required keys and their types, the launch); its launch.
+
+    Raises
+    ------
+    TraceError
+        Naming the missing or wrong key.
+    """
+    for key, typ in _REQUIRED_META.items():
+        if key not in meta:
+            raise TraceError(f"trace metadata lacks {key!r}")
+        if typ is int and (isinstance(meta[key], bool) or not isinstance(meta[key], int)):
+            raise TraceError(f"trace metadata {key!r} must be an integer, got {meta[key]!r}")
+        if typ is not int and not isinstance(meta[key], typ):
+            raise TraceError(f"trace metadata {key!r} must be {typ.__name__}, got {meta[key]!r}")
+    launch = LaunchShape.of(meta, error=TraceError)
+    if not 0 <= meta["n_detail"] <= launch.n_blocks:
+        raise TraceError(
+            f"trace metadata n_detail must be 0..{launch.n_blocks} (blocks in the grid), "
+            f"got {meta['n_detail']}"
+        )
+    return launch
+
+
+def array_specs(meta: Mapping[str, Any]) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
+    """Every array's (dtype, shape) implied by a trace's metadata (from sizes alone)."""
+    return _array_specs(meta)
 
 
 # name -> (dtype, shape builder given the trace's dims)
@@ -282,19 +368,21 @@ class Trace:
             if getattr(self, name) is None and not meta.get("reads_recorded"):
                 dtype = np.int32 if name == "shared_reads" else np.float32
                 object.__setattr__(self, name, np.zeros((0, 0, 0, 0, 0, 2), dtype))
-        for key, typ in _REQUIRED_META.items():
-            if key not in meta:
-                raise TraceError(f"trace metadata lacks {key!r}")
-            if typ is int and (isinstance(meta[key], bool) or not isinstance(meta[key], int)):
-                raise TraceError(f"trace metadata {key!r} must be an integer, got {meta[key]!r}")
-            if typ is not int and not isinstance(meta[key], typ):
-                raise TraceError(
-                    f"trace metadata {key!r} must be {typ.__name__}, got {meta[key]!r}"
-                )
-        object.__setattr__(self, "launch", LaunchShape.of(meta, error=TraceError))
+        object.__setattr__(self, "launch", check_meta(meta))
         object.__setattr__(self, "meta", _FrozenDict(meta))
+        deferred: dict[str, Deferred] = {}
+        object.__setattr__(self, "_deferred", deferred)
         for name, (dtype, shape) in _array_specs(meta).items():
-            arr = getattr(self, name)
+            arr = self.__dict__[name]
+            if isinstance(arr, Deferred) and name in ("M", "N", "P"):
+                if arr.dtype != dtype or arr.shape != shape:
+                    raise TraceError(
+                        f"{name} must be {dtype} of shape {shape}, got {arr.dtype} of shape "
+                        f"{arr.shape}"
+                    )
+                deferred[name] = arr
+                del self.__dict__[name]  # made when first read (__getattr__)
+                continue
             if not isinstance(arr, np.ndarray):
                 raise TraceError(f"{name} must be a NumPy array, got {type(arr).__name__}")
             if arr.dtype != dtype or arr.shape != shape:
@@ -323,6 +411,15 @@ class Trace:
         object.__setattr__(
             self, "_slot", {(int(b[0]), int(b[1])): i for i, b in enumerate(db.tolist())}
         )
+
+    def __getattr__(self, name: str):
+        # Only called for attributes not found: the deferred M, N, P.
+        deferred = self.__dict__.get("_deferred")
+        if deferred is not None and name in deferred:
+            arr = deferred[name].value()
+            self.__dict__[name] = arr
+            return arr
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ----------------------------------------------------------------- shape
     @property
@@ -375,15 +472,27 @@ class Trace:
 
         Raises
         ------
-        KeyError
-            When the block is outside the grid or was not recorded in detail.
+        BlockError (a KeyError)
+            When ``block`` is not a (by, bx) pair of integers, is outside the
+            grid or was not recorded in detail.
         """
-        key = (int(block[0]), int(block[1]))
+        gy, gx = self.grid
+        try:
+            by, bx = block
+            key = (int(by), int(bx))
+            if key != (by, bx):
+                raise ValueError
+        except (TypeError, ValueError):
+            raise BlockError(
+                f"block must be a (by, bx) pair of integers (blockIdx.y, blockIdx.x), got {block!r}"
+            ) from None
         if key not in self._slot:
-            gy, gx = self.grid
             if not (0 <= key[0] < gy and 0 <= key[1] < gx):
-                raise KeyError(f"block {key} is outside the {gy} x {gx} grid of blocks")
-            raise KeyError(
+                raise BlockError(
+                    f"block {key} is outside the {gy} x {gx} grid of blocks: by is 0..{gy - 1}, "
+                    f"bx is 0..{gx - 1}"
+                )
+            raise BlockError(
                 f"block {key} was not recorded per thread; detailed blocks: "
                 f"{sorted(self._slot)[:8]}{' ...' if len(self._slot) > 8 else ''}"
             )
@@ -459,7 +568,11 @@ class Trace:
         return self.pvalue[self.slot(block), :, ty, tx].copy()
 
     def global_loads(self) -> int:
-        """Global-memory reads of M and N elements by the whole launch (elements)."""
+        """Global-memory reads of M and N elements by the launch (elements).
+
+        For a simulator window (meta ``simulated_blocks`` a list) only the
+        simulated blocks ran, so only their reads are counted.
+        """
         return int(self.m_reads.sum()) + int(self.n_reads.sum())
 
     def computed_elements(self) -> int:
@@ -485,7 +598,7 @@ class Trace:
         return 2 * self.shape[1] * self.computed_elements()
 
     def cgma(self) -> float:
-        """Compute-to-global-memory-access ratio: 2 FLOPs per term per global read (Section 5.1).
+        """Compute-to-global-memory-access ratio (Section 5.1), in FLOPs per element read.
 
         In FLOP per element read (1.0 for the naive kernel); :meth:`cgma_op_per_byte`
         gives the book's OP/B. A simulated window counts its own blocks' FLOPs.
@@ -515,40 +628,9 @@ class Trace:
 
     def summary(self) -> str:
         """A few lines saying what the trace holds (used by ``vizmm info``)."""
-        j, k, l = self.shape
-        gy, gx = self.grid
-        m = self.meta
-        lines = [
-            f"kernel      {self.kernel} (TILE_WIDTH {self.tile_width})",
-            f"shapes      M {j}x{k} . N {k}x{l} -> P {j}x{l}",
-            f"grid        {gy} x {gx} blocks of {self.tile_width} x {self.tile_width} threads, "
-            f"{self.n_phases} phases",
-            f"backend     {self.backend}"
-            + (f" on {m['device_name']}" if m.get("device_name") else "")
-            + (f" ({m['sm_count']} SMs)" if m.get("sm_count") else ""),
-            f"detail      {len(self.detail_blocks)} of {gy * gx} blocks recorded per thread"
-            + (" (aggregated mode)" if m["aggregated"] else ""),
-            *(
-                [
-                    f"simulated   only the {len(m['simulated_blocks'])} detailed blocks: counts, P "
-                    "and CGMA cover those blocks only"
-                ]
-                if isinstance(m.get("simulated_blocks"), list)
-                else []
-            ),
-            f"clocks      {'yes' if self.has_clocks else 'no (simulator)'}",
-            f"loads       {self.global_loads()} global reads of M and N "
-            f"(naive kernel: {self.naive_loads()}, "
-            f"{self.naive_loads() / max(1, self.global_loads()):.1f}x fewer), "
-            f"CGMA {self.cgma_op_per_byte():.2f} OP/B ({self.cgma():.2f} FLOP per load)",
-        ]
-        if m.get("created"):
-            lines.append(f"created     {m['created']}")
-        if m.get("elapsed_s") is not None:
-            lines.append(f"recorded in {m['elapsed_s']:.2f} s")
-        if m.get("versions"):
-            lines.append("versions    " + ", ".join(f"{a} {b}" for a, b in m["versions"].items()))
-        return "\n".join(lines)
+        return describe(
+            self.meta, self.launch, len(self.detail_blocks), self.global_loads(), self.has_clocks
+        )
 
     # ------------------------------------------------------------------ file
     def arrays(self) -> dict[str, np.ndarray]:
@@ -569,6 +651,85 @@ class Trace:
         from .fileformat import atomic_write
 
         return atomic_write(path, self.to_bytes())
+
+
+def naive_reads(launch: LaunchShape, blocks=None) -> int:
+    """Global reads of the naive kernel (Fig. 3.11) for the P elements of ``blocks`` (elements).
+
+    Parameters
+    ----------
+    launch : LaunchShape
+    blocks : sequence of (by, bx), or None / "all"
+        The blocks whose P elements count (those of a simulated window);
+        every block by default.
+
+    Returns
+    -------
+    int
+        ``2 * k`` reads per P element inside P (blocks at the edge hold fewer
+        than TILE_WIDTH^2): ``2 * j * k * l`` for the whole grid.
+    """
+    j, k, l, T = launch.j, launch.k, launch.l, launch.tile_width
+    if not isinstance(blocks, (list, tuple)):
+        return 2 * j * k * l
+    b = np.asarray(blocks, dtype=np.int64).reshape(-1, 2)
+    rows = np.clip(j - b[:, 0] * T, 0, T)
+    cols = np.clip(l - b[:, 1] * T, 0, T)
+    return int(2 * k * int((rows * cols).sum()))
+
+
+def describe(meta, launch: LaunchShape, n_detail: int, global_loads: int, has_clocks: bool) -> str:
+    """The lines of ``vizmm info`` / :meth:`Trace.summary` from the metadata and two totals.
+
+    Parameters
+    ----------
+    meta : mapping
+        The trace's metadata.
+    launch : LaunchShape
+    n_detail : int
+        Blocks recorded per thread.
+    global_loads : int
+        Global reads of M and N recorded (elements).
+    has_clocks : bool
+        Whether the trace holds GPU clocks.
+    """
+    j, k, l = launch.shape
+    gy, gx = launch.grid
+    T = launch.tile_width
+    m = meta
+    naive = naive_reads(launch, m.get("simulated_blocks"))
+    window = isinstance(m.get("simulated_blocks"), list)
+    lines = [
+        f"kernel      {launch.kernel} (TILE_WIDTH {T})",
+        f"shapes      M {j}x{k} . N {k}x{l} -> P {j}x{l}",
+        f"grid        {gy} x {gx} blocks of {T} x {T} threads, {launch.n_phases} phases",
+        f"backend     {m['backend']}"
+        + (f" on {m['device_name']}" if m.get("device_name") else "")
+        + (f" ({m['sm_count']} SMs)" if m.get("sm_count") else ""),
+        f"detail      {n_detail} of {gy * gx} blocks recorded per thread"
+        + (" (aggregated mode)" if m["aggregated"] else ""),
+        *(
+            [
+                f"simulated   only the {len(m['simulated_blocks'])} detailed blocks: counts, P "
+                "and CGMA cover those blocks only"
+            ]
+            if window
+            else []
+        ),
+        f"clocks      {'yes' if has_clocks else 'no (simulator)'}",
+        f"loads       {global_loads} global reads of M and N "
+        f"(naive kernel{' for the same blocks' if window else ''}: {naive}, "
+        f"{naive / max(1, global_loads):.1f}x fewer), "
+        f"CGMA {naive / max(1, global_loads) / 4:.2f} OP/B "
+        f"({naive / max(1, global_loads):.2f} FLOP per load)",
+    ]
+    if m.get("created"):
+        lines.append(f"created     {m['created']}")
+    if m.get("elapsed_s") is not None:
+        lines.append(f"recorded in {m['elapsed_s']:.2f} s")
+    if m.get("versions"):
+        lines.append("versions    " + ", ".join(f"{a} {b}" for a, b in m["versions"].items()))
+    return "\n".join(lines)
 
 
 class _FrozenDict(dict):
