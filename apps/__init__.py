@@ -1,6 +1,9 @@
-"""Panel apps of vizmm: ``panel serve apps/dashboard.py``.
+"""Panel apps of vizmm: ``vizmm serve`` (or ``panel serve apps/dashboard.py``).
+
+The traces they show come from :mod:`vizmm.catalogue` (presets, recordings,
+uploads; one cache per process).
 
 * :mod:`apps.dashboard`: the dashboard (state, controls, the Bokeh scene).
-* :mod:`apps.traces`: presets and the process-wide cache of recorded traces.
+* :mod:`apps.large_view`: the large-matrix view (also a tab of the dashboard).
 * :mod:`apps.keys`: keyboard shortcuts (a small JSComponent).
 """

@@ -22,59 +22,12 @@ import panel as pn
 import param
 
 from vizmm.analysis import hazards as hz
+from vizmm.catalogue import LAB_PRESETS
 from vizmm.replay import Sub
 
-#: key -> (label, kernel, Width, TILE_WIDTH, barriers removed, backend, note)
-LAB_PRESETS = {
-    "lab-4x4-drop1": (
-        "Barrier lab · 4×4, TILE_WIDTH 2, no barrier 1 (after the loads)",
-        ("tiled", 4, 2, (1,), "simulator"),
-        "Without the first __syncthreads() a thread may read Mds / Nds before the others "
-        "have written them (read-after-write). Step to the k loop: the marked threads read "
-        "an old or never-written slot.",
-    ),
-    "lab-4x4-drop2": (
-        "Barrier lab · 4×4, TILE_WIDTH 2, no barrier 2 (after the k loop)",
-        ("tiled", 4, 2, (2,), "simulator"),
-        "Without the second __syncthreads() a thread may load the next tile over a slot "
-        "others still read (write-after-read).",
-    ),
-    "lab-4x4-drop12": (
-        "Barrier lab · 4×4, TILE_WIDTH 2, no barriers",
-        ("tiled", 4, 2, (1, 2), "simulator"),
-        "Both barriers removed: reads too early and writes too early.",
-    ),
-    "gpu-barrier-tiled-4-t2-drop1": (
-        "Barrier lab on a GPU · 4×4, no barrier 1 (passed by luck)",
-        ("tiled", 4, 2, (1,), "gpu"),
-        "Recorded on an NVIDIA H200: a 2×2 block is one warp, its threads ran together, "
-        "and every read found the right element. The hazards are there all the same.",
-    ),
-    "gpu-barrier-tiled-32-t16-drop12": (
-        "Barrier lab on a GPU · 32×32, TILE_WIDTH 16, no barriers (race rife)",
-        ("tiled", 32, 16, (1, 2), "gpu"),
-        "Recorded on an NVIDIA H200: 8 warps per block race; 154 of 1,024 P elements "
-        "came out wrong.",
-    ),
-    "gpu-barrier-tiled-64-t16-drop1": (
-        "Barrier lab on a GPU · 64×64, TILE_WIDTH 16, no barrier 1",
-        ("tiled", 64, 16, (1,), "gpu"),
-        "Recorded on an NVIDIA H200: 72 of 4,096 P elements came out wrong.",
-    ),
-}
-SEED = {"simulator": 0, "gpu": 5}
+# LAB_PRESETS (key -> menu label) are defined with the other presets in vizmm.catalogue.
+__all__ = ["LAB_PRESETS", "HazardPanel", "hazard_rows"]
 MAX_ROWS = 400  # rows of the hazard list (the block's first ones, in step order)
-
-
-def install(dashboard_cls, traces_module) -> None:
-    """Add the barrier lab's presets to ``apps.traces.PRESETS`` (read from the package data)."""
-    for key, (label, (kernel, width, tile, drop, backend), note) in LAB_PRESETS.items():
-        if key in traces_module.PRESETS:
-            continue
-        spec = traces_module.RecordSpec(
-            kernel, width, width, width, tile, seed=SEED[backend], backend=backend, drop=drop
-        )
-        traces_module.PRESETS[key] = traces_module.Preset(key, label, spec, note=note)
 
 
 def hazard_rows(trace, block) -> pd.DataFrame:

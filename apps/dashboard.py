@@ -15,7 +15,14 @@ every choice and the current :class:`~vizmm.replay.Frame`;
 :class:`Dashboard` (a ``pn.viewable.Viewer``) builds the widgets and draws
 frames with the shared Bokeh :class:`~vizmm.render.bokeh_scene.Scene`. More
 tabs (views of a whole large launch, say) plug in through
-:meth:`Dashboard.add_view` without touching the rest.
+:class:`Dashboard`'s ``views`` parameter (Panel's ``App(views=...)``
+pattern) without touching the rest; :func:`create_app` passes the large view.
+
+Heavy work (reading a trace, recording, decoding an upload) runs in a thread
+off the server's event loop; traces come from the process's one
+:data:`vizmm.catalogue.CATALOGUE`, shared read-only by every session. A
+recording the session no longer needs (another trace was asked for, or the
+tab was closed) is cancelled.
 """
 
 from __future__ import annotations
@@ -39,20 +46,14 @@ if _ROOT not in sys.path:  # `panel serve apps/dashboard.py` runs this file as a
     sys.path.insert(0, _ROOT)
 
 import vizmm  # noqa: E402
-from apps import (  # noqa: E402
-    barrier_view,
-    classroom,
-    large_view,
-    occupancy_view,
-    quiz,
-    traces,
-)
+from apps import barrier_view, classroom, large_view, occupancy_view, quiz  # noqa: E402
 from apps.keys import KeyboardShortcuts, PageTheme  # noqa: E402
-from vizmm import TransactionsError, memory_transactions  # noqa: E402
-from vizmm.record import DEFAULT_MAX_BYTES  # noqa: E402
+from vizmm import TransactionsError, catalogue, memory_transactions  # noqa: E402
+from vizmm.catalogue import CATALOGUE  # noqa: E402
+from vizmm.record import RecordingCancelled  # noqa: E402
 from vizmm.render.bokeh_scene import Scene, slot_label  # noqa: E402
 from vizmm.replay import GRANULARITIES, ORDERS, Replay, SlotState, Step, Sub, ThreadState  # noqa: E402
-from vizmm.trace import Trace, TraceError  # noqa: E402
+from vizmm.trace import Trace  # noqa: E402
 
 __all__ = ["DashboardState", "Dashboard", "RecordForm", "URL_PARAMS", "KEYS", "create_app"]
 
@@ -110,7 +111,7 @@ class DashboardState(param.Parameterized):
     :attr:`frame` / :meth:`status`. Nothing here knows about widgets.
     """
 
-    source = param.String(default=traces.DEFAULT, doc="Trace key (see apps.traces).")
+    source = param.String(default=catalogue.DEFAULT, doc="Trace key (see vizmm.catalogue).")
     by = param.Integer(default=0, bounds=(0, None), doc="blockIdx.y of the replayed block.")
     bx = param.Integer(default=0, bounds=(0, None), doc="blockIdx.x of the replayed block.")
     ty = param.Integer(default=-1, bounds=(-1, None), doc="Followed thread's ty (-1: none).")
@@ -181,12 +182,12 @@ class DashboardState(param.Parameterized):
             self._load(self.source)
 
     def _load(self, key: str) -> None:
-        trace = traces.cached(key)
+        trace = CATALOGUE.cached(key)
         if trace is not None:
             self.set_trace(key, trace)
             return
         try:
-            traces.parse_key(key)
+            catalogue.parse_key(key)
         except ValueError as exc:
             self._fail(str(exc))
             return
@@ -195,8 +196,8 @@ class DashboardState(param.Parameterized):
     def load_now(self, key: str, progress: Callable[[int, int], None] | None = None) -> None:
         """Load or record ``key`` in this thread, then show it (errors go to :attr:`message`)."""
         try:
-            trace = traces.get_trace(key, progress=progress)
-        except (ValueError, KeyError, vizmm.RecordError, vizmm.GPUUnavailableError) as exc:
+            trace = CATALOGUE.get(key, progress=progress)
+        except (ValueError, KeyError, OSError, vizmm.RecordError, vizmm.GPUUnavailableError) as exc:
             self._fail(_plain(exc))
             return
         self.set_trace(key, trace)
@@ -225,10 +226,10 @@ class DashboardState(param.Parameterized):
         block = (0, 0)
         what = None
         try:
-            what = traces.parse_key(key)
+            what = catalogue.parse_key(key)
         except ValueError:
             pass
-        if isinstance(what, traces.Preset):
+        if isinstance(what, catalogue.Preset):
             block = what.block
         self.param.update(
             source=key, by=block[0], bx=block[1], ty=-1, tx=-1, step=0, playing=False, message=""
@@ -294,7 +295,14 @@ class DashboardState(param.Parameterized):
                 if old is not None and old.trace is trace and "trace" not in names
                 else tuple(int(v) for v in trace.detail_blocks[0])
             )
-            if 0 <= block[0] < gy and 0 <= block[1] < gx and "trace" not in names:
+            if not (0 <= block[0] < gy and 0 <= block[1] < gx):
+                self.show(
+                    f"Block ({block[0]},{block[1]}) is outside this trace's {gy} x {gx} grid "
+                    f"(by 0..{gy - 1}, bx 0..{gx - 1}); showing block "
+                    f"({fallback[0]},{fallback[1]}).",
+                    "warning",
+                )
+            elif "trace" not in names:
                 self.show(
                     f"Block ({block[0]},{block[1]}) was not recorded per thread "
                     f"(this trace keeps {len(trace.detail_blocks)} of {gy * gx} blocks "
@@ -513,25 +521,35 @@ class DashboardState(param.Parameterized):
             self.apply_values(values)
 
     def apply_values(self, values: dict) -> None:
-        """Set the valid values of a URL, ignore the others (``location.sync``'s ``on_error``).
+        """Set the valid values of a URL and name the others on the page (``on_error``).
 
-        The URL parser reads ``-1`` as a float; integral floats are taken as integers.
+        The URL parser reads ``-1`` as a float; integral floats are taken as
+        integers. A value that is not allowed (``?step=abc``, ``?by=-3``,
+        ``?granularity=zzz``) is left out and the page says which and what is
+        allowed; the rest of the URL still applies.
         """
-        clean = {}
+        clean, bad = {}, []
         for k, v in values.items():
-            if isinstance(self.param[k], param.Integer) and isinstance(v, float) and v.is_integer():
+            if k not in URL_PARAMS:
+                continue
+            p = self.param[k]
+            if isinstance(p, param.Integer) and isinstance(v, float) and v.is_integer():
                 v = int(v)
-            if isinstance(self.param[k], param.String) and not isinstance(v, str):
+            if isinstance(p, param.Integer) and isinstance(v, str):
+                try:
+                    v = int(v)
+                except ValueError:
+                    pass
+            if isinstance(p, param.String) and not isinstance(v, str):
                 v = str(v)
             clean[k] = v
-        try:
-            self.param.update(**clean)
-        except Exception:  # noqa: BLE001 - fall back to one by one
-            for k, v in clean.items():
-                try:
-                    self.param.update(**{k: v})
-                except Exception:  # noqa: BLE001 - a bad value is ignored
-                    continue
+        for k, v in clean.items():
+            try:
+                self.param.update(**{k: v})
+            except Exception:  # noqa: BLE001 - named on the page below
+                bad.append(f"{URL_PARAMS[k]}={_short(v)} ({_allowed(self.param[k])})")
+        if bad:
+            self.show("Ignored in the URL: " + "; ".join(bad) + ".", "warning")
 
 
 def _equivalent(step: Step, replay: Replay) -> int:
@@ -560,12 +578,29 @@ def _equivalent(step: Step, replay: Replay) -> int:
 def _what(key: str) -> str:
     """A trace key in words, for progress messages."""
     try:
-        what = traces.parse_key(key)
+        what = catalogue.parse_key(key)
     except ValueError:
         return key
-    if isinstance(what, traces.RecordSpec):
+    if isinstance(what, catalogue.RecordSpec):
         return what.describe()
-    return traces.label_of(key)
+    return catalogue.label_of(key)
+
+
+def _short(v) -> str:
+    text = str(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _allowed(p) -> str:
+    """What a URL parameter accepts, in words."""
+    if isinstance(p, param.Selector):
+        return "one of " + ", ".join(map(str, p.objects))
+    if isinstance(p, param.Boolean):
+        return "true or false"
+    if isinstance(p, param.Integer):
+        lo = (p.bounds or (None, None))[0]
+        return f"a whole number >= {lo}" if lo is not None else "a whole number"
+    return "text"
 
 
 def _num(v) -> float | None:
@@ -580,6 +615,57 @@ def _plain(exc: BaseException) -> str:
     return msg
 
 
+# ---------------------------------------------------------------- upload
+class UploadBox(pn.widgets.FileDropper):
+    """The trace-file upload: sent in 1 MB chunks, refused over the server's upload limit.
+
+    The page refuses a file over :data:`vizmm.catalogue.MAX_UPLOAD_BYTES`
+    before sending it; the server also refuses (and forgets) any upload whose
+    chunks add up to more, whatever the page says, and sets :attr:`refused`
+    to the message. Chunks keep every websocket message small (a single
+    message over Bokeh's 20 MB limit would close the session).
+    """
+
+    refused = param.String(default="", doc="Why the last upload was refused ('' if it was not).")
+
+    _rename: ClassVar[dict] = {**pn.widgets.FileDropper._rename, "refused": None}
+
+    def __init__(self, **params):
+        limit_mb = max(1, catalogue.MAX_UPLOAD_BYTES // 10**6)
+        params.setdefault("accepted_filetypes", [".vizmm", ".npz"])
+        params.setdefault("max_file_size", f"{limit_mb}MB")
+        params.setdefault("chunk_size", 1_000_000)
+        params.setdefault("multiple", False)
+        params.setdefault("layout", "compact")
+        super().__init__(**params)
+        self._received: dict[str, int] = {}
+
+    def _process_event(self, event) -> None:
+        data = getattr(event, "data", None) or {}
+        if getattr(event, "event_name", "") == "upload_event":
+            name = str(data.get("name", "upload"))
+            chunk = data.get("data") or b""
+            n = (0 if data.get("chunk") == 1 else self._received.get(name, 0)) + len(chunk)
+            self._received[name] = n
+            limit = catalogue.MAX_UPLOAD_BYTES
+            total = data.get("total_chunks") or 0
+            if n > limit or (isinstance(total, int) and (total - 1) * self.chunk_size > limit):
+                self._file_buffer.pop(name, None)
+                self._received.pop(name, None)
+                self.refused = (
+                    f"Could not load {name}: it is over this server's upload limit of "
+                    f"{vizmm.trace.human_bytes(limit)}"
+                )
+                return
+            if data.get("chunk") == total:
+                self._received.pop(name, None)
+                if not chunk and n == 0:
+                    self.refused = f"Could not load {name}: the file is empty"
+                    return
+            self.refused = ""
+        super()._process_event(event)
+
+
 # -------------------------------------------------------------- recorder
 class RecordForm(pn.viewable.Viewer):
     """Record any shape: kernel, sizes, TILE_WIDTH, seed, backend; estimate shown first."""
@@ -591,9 +677,11 @@ class RecordForm(pn.viewable.Viewer):
         "contrast kernels: 'uncoalesced' loads, 'conflict' (Nds[tx][k]), 'padded'; "
         "'dynamic' Fig. 5.14 (dynamically sized shared memory)",
     )
-    j = param.Integer(default=6, bounds=(1, 4096), label="rows of M (j) / Width")
-    k = param.Integer(default=5, bounds=(1, 4096), label="columns of M = rows of N (k)")
-    l = param.Integer(default=7, bounds=(1, 4096), label="columns of N (l)")  # noqa: E741
+    # No bounds here: a value out of range is kept and answered with a message
+    # (a bounded parameter would silently keep its old value and a stale estimate).
+    j = param.Integer(default=6, label="rows of M (j) / Width")
+    k = param.Integer(default=5, label="columns of M = rows of N (k)")
+    l = param.Integer(default=7, label="columns of N (l)")  # noqa: E741
     barriers = param.Selector(
         default="both",
         objects=["both", "no barrier 1", "no barrier 2", "none"],
@@ -601,15 +689,13 @@ class RecordForm(pn.viewable.Viewer):
         doc="Barrier lab ('tiled', 'boundary'): keep both barriers (the book), or remove "
         "barrier 1 (after the loads), barrier 2 (after the k loop) or both",
     )
-    tile_width = param.Integer(default=2, bounds=(1, 32), label="TILE_WIDTH")
-    seed = param.Integer(default=0, bounds=(0, 2**31 - 1), label="seed of the inputs")
+    tile_width = param.Integer(default=2, label="TILE_WIDTH")
+    seed = param.Integer(default=0, label="seed of the inputs")
     backend = param.Selector(default="simulator", objects=["simulator", "auto", "gpu"])
     estimate = param.String(default="", precedence=-1)
     valid = param.Boolean(default=True, precedence=-1)
 
-    MAX_SIM_SECONDS: ClassVar[float] = 900.0
-
-    def __init__(self, on_record: Callable[[traces.RecordSpec], None], **params):
+    def __init__(self, on_record: Callable[[catalogue.RecordSpec], None], **params):
         super().__init__(**params)
         self._on_record = on_record
         self._button = pn.widgets.Button(label="Record", color="primary", width=120)
@@ -617,44 +703,39 @@ class RecordForm(pn.viewable.Viewer):
         self._estimate_pane = pn.pane.Markdown("", margin=(0, 10), styles={"font-size": "0.9em"})
         self._update_estimate()
 
-    def spec(self) -> traces.RecordSpec:
+    def spec(self) -> catalogue.RecordSpec:
         """The recording the form describes (square kernels use j for all three sizes)."""
         if self.kernel == "general":
             j, k, l = self.j, self.k, self.l
         else:
             j = k = l = self.j
         drop = {"no barrier 1": (1,), "no barrier 2": (2,), "none": (1, 2)}.get(self.barriers, ())
-        return traces.RecordSpec(
+        return catalogue.RecordSpec(
             self.kernel, j, k, l, self.tile_width, self.seed, self.backend, drop
         )
 
     @param.depends("kernel", "barriers", "j", "k", "l", "tile_width", "seed", "backend", watch=True)
     def _update_estimate(self) -> None:
+        """The estimate, or why not, from :func:`vizmm.record.admit` (arithmetic: microseconds)."""
         s = self.spec()
         try:
+            if s.seed < 0 or s.seed > 2**32 - 1:
+                raise vizmm.RecordError(f"seed must be an integer from 0 to {2**32 - 1}")
             if s.drop and s.kernel not in ("tiled", "boundary"):
                 raise vizmm.RecordError(
                     f"kernel {s.kernel!r} has no __syncthreads() to remove; the barrier lab "
                     "runs 'tiled' and 'boundary'"
                 )
-            est = vizmm.estimate(s.j, s.k, s.l, s.tile_width, s.kernel, reads=bool(s.drop))
+            est = CATALOGUE.admit(
+                s.j, s.k, s.l, s.tile_width, s.kernel, None, s.backend, reads=bool(s.drop)
+            )
         except vizmm.RecordError as exc:
             self.param.update(estimate=f"⚠ {exc}", valid=False)
         else:
             text = f"Estimate: {est.describe()}."
-            valid = True
-            if est.bytes > DEFAULT_MAX_BYTES:
-                text += " Too large to record here."
-                valid = False
-            elif s.backend == "simulator" and est.simulator_seconds > self.MAX_SIM_SECONDS:
-                text += (
-                    " Too slow for the simulator here: record it on a GPU "
-                    "(backend 'gpu') or with the command line."
-                )
-                valid = False
-            elif s.backend != "gpu" and est.simulator_seconds > 30:
+            if s.backend != "gpu" and est.simulator_seconds > 30:
                 text += " This will take a while; a progress bar shows how far it is."
-            self.param.update(estimate=text, valid=valid)
+            self.param.update(estimate=text, valid=True)
         self._button.disabled = not self.valid
         self._estimate_pane.object = self.estimate
 
@@ -704,9 +785,13 @@ class Dashboard(pn.viewable.Viewer):
     """
 
     state = param.ClassSelector(class_=DashboardState)
-
-    #: Extra tabs: ``(title, factory(state) -> Panel object)``; see :meth:`add_view`.
-    EXTRA_VIEWS: ClassVar[list[tuple[str, Callable[[DashboardState], object]]]] = []
+    views = param.List(
+        default=[],
+        doc="Extra tabs after 'Block replay': ``(title, factory)`` pairs, ``factory(state)`` "
+        "returning a Panel object that reads (and may set) the shared DashboardState. An "
+        "object with an ``on_zoom`` attribute gets a callable that brings 'Block replay' to "
+        "the front.",
+    )
     #: Add-ons: ``factory(dashboard) -> Panel object or None`` shown under the controls
     #: (question mode, class sessions); see :meth:`add_addon`.
     ADDONS: ClassVar[list[Callable[[Dashboard], object]]] = []
@@ -714,6 +799,7 @@ class Dashboard(pn.viewable.Viewer):
     def __init__(self, state: DashboardState | None = None, served: bool | None = None, **params):
         served = bool(pn.state.served) if served is None else served
         super().__init__(state=state or DashboardState(), **params)
+        self._cancel: threading.Event | None = None
         self._served = served
         self._scene: Scene | None = None
         self._scenes: dict[tuple[bool, str], Scene] = {}  # of the trace below, by mode
@@ -739,6 +825,8 @@ class Dashboard(pn.viewable.Viewer):
         self.state.param.watch(self._on_source_changed, ["source"])
         if served and pn.state.location is not None:
             pn.state.location.sync(self.state, URL_PARAMS, on_error=self.state.apply_values)
+        if served and pn.state.curdoc is not None:
+            pn.state.on_session_destroyed(lambda ctx: self.cancel_jobs())
         self.state.start()
         self._on_trace()
         self._draw()
@@ -750,16 +838,6 @@ class Dashboard(pn.viewable.Viewer):
             pn.state.onload(self._resize)
 
     # -------------------------------------------------------- extension
-    @classmethod
-    def add_view(cls, title: str, factory: Callable[[DashboardState], object]) -> None:
-        """Add a tab to every dashboard made afterwards.
-
-        ``factory(state)`` returns a Panel object; it reads (and may set) the
-        shared :class:`DashboardState`, e.g. ``state.trace`` or
-        ``state.select_block``.
-        """
-        cls.EXTRA_VIEWS.append((title, factory))
-
     @classmethod
     def add_addon(cls, factory: Callable[[Dashboard], object]) -> None:
         """Add a panel under the controls of every dashboard made afterwards.
@@ -843,8 +921,9 @@ class Dashboard(pn.viewable.Viewer):
 
         # Loading: record form, upload, export
         self.record_form = RecordForm(on_record=self._record)
-        self.upload = pn.widgets.FileInput(accept=".vizmm,.npz", multiple=False, width=330)
+        self.upload = UploadBox(width=330)
         self.upload.param.watch(self._on_upload, "value")
+        self.upload.param.watch(lambda e: e.new and self.state.show(e.new), "refused")
         self.export_format, self.export_button, self.export_note = self._export_widgets()
         keys_md = "\n".join(f"| `{_KEY_NAMES.get(k, k)}` | {v} |" for k, v in KEYS.items())
         help_md = pn.pane.Markdown(
@@ -899,10 +978,13 @@ class Dashboard(pn.viewable.Viewer):
         )
         self.hazards = barrier_view.HazardPanel(self.state)
         tabs = [("Block replay", pn.Column(self.scene_pane, self.hazards, scroll=False))]
-        for title, factory in self.EXTRA_VIEWS:
-            tabs.append((title, factory(self.state)))
+        self.view_objects: dict[str, object] = {}  # title -> what its factory made
+        for title, factory in self.views:
+            view = self.view_objects[title] = factory(self.state)
+            if hasattr(view, "on_zoom"):  # its zoom into a block brings "Block replay" forward
+                view.on_zoom = lambda block: self.show_replay()
+            tabs.append((title, view))
         self.tabs = pn.Tabs(*tabs, dynamic=True) if len(tabs) > 1 else tabs[0][1]
-        large_view.connect(self)  # its zoom into a block brings "Block replay" to the front
         addons = [a for a in (factory(self) for factory in self.ADDONS) if a is not None]
         self.layout = pn.Column(
             self.header,
@@ -919,9 +1001,13 @@ class Dashboard(pn.viewable.Viewer):
         )
 
     def _trace_options(self) -> dict:
-        options = {p.label: key for key, p in traces.PRESETS.items()}
+        options = {
+            p.label: key
+            for key, p in catalogue.PRESETS.items()
+            if not p.large or CATALOGUE.installed(key)
+        }
         if self.state.source not in options.values():
-            options[traces.label_of(self.state.source)] = self.state.source
+            options[catalogue.label_of(self.state.source)] = self.state.source
         return options
 
     def _export_widgets(self):
@@ -970,27 +1056,35 @@ class Dashboard(pn.viewable.Viewer):
             self.trace_select.options = options
         self.trace_select.value = self.state.source
 
-    def _record(self, spec: traces.RecordSpec) -> None:
+    def _record(self, spec: catalogue.RecordSpec) -> None:
         self.state.choose_source(spec.key)
 
     def _on_upload(self, event) -> None:
-        data, name = event.new, self.upload.filename or "upload.vizmm"
-        if not data:
+        files = dict(event.new or {})
+        if not files:
             return
-        try:
-            key = traces.register_upload(data, name)
-        except TraceError as exc:
-            self.state.show(f"Could not load {name}: {exc}")
-            return
-        except Exception as exc:  # noqa: BLE001 - never a traceback on the page
-            self.state.show(f"Could not load {name}: {type(exc).__name__}: {exc}")
-            return
-        self.state.choose_source(key)
+        self.upload.value = {}  # the page keeps no copy; the catalogue keeps the trace
+        name, data = next(iter(files.items()))
+        if isinstance(data, str):
+            data = data.encode("utf-8", "surrogateescape")
+
+        def work(job):
+            return CATALOGUE.register_upload(data, name)
+
+        def done(key):
+            self.state.choose_source(key)
+
+        self._run_job(f"upload {name}", work, done, f"Reading {name} …")
 
     def _on_trace(self, *events) -> None:
         tr = self.state.trace
         if tr is not None:
             self._export_name()
+            if not tr.is_detailed and isinstance(self.tabs, pn.Tabs) and len(self.tabs) > 1:
+                # a launch recorded in aggregated mode opens on its large view
+                names = list(self.tabs._names)
+                if large_view.LARGE_TAB in names:
+                    self.tabs.active = names.index(large_view.LARGE_TAB)
 
     def _on_message(self, *events) -> None:
         s = self.state
@@ -1148,23 +1242,55 @@ class Dashboard(pn.viewable.Viewer):
 
     # ------------------------------------------------------ background
     def _load_in_background(self, key: str) -> None:
-        """Record or read ``key`` in a thread; a timer shows progress and the result."""
+        """Record or read ``key`` off the event loop; a timer shows progress and the result."""
+
+        def work(job):
+            return CATALOGUE.get(key, progress=job["progress"], cancel=job["cancel"])
+
+        def done(trace):
+            self.state.set_trace(key, trace)
+
+        self._run_job(key, work, done, f"Loading {_what(key)} …", threaded=True)
+
+    def _run_job(self, key: str, work, done, busy: str, threaded: bool | None = None) -> None:
+        """Run ``work(job)`` in a thread (served) or here; then ``done(result)`` on the loop.
+
+        A job started before and not finished is cancelled: this session no
+        longer waits for it (a recording stops before its next block).
+        """
         s = self.state
-        job = {"key": key, "done": 0, "total": 0, "trace": None, "error": None, "finished": False}
+        if self._job is not None:
+            self._job["cancel"].set()
+        job = {
+            "key": key,
+            "done": 0,
+            "total": 0,
+            "result": None,
+            "error": None,
+            "finished": False,
+            "cancel": threading.Event(),
+            "on_done": done,
+        }
 
-        def progress(done, total):
-            job["done"], job["total"] = done, total
+        def progress(n, total):
+            job["done"], job["total"] = n, total
 
-        def work():
+        job["progress"] = progress
+
+        def run():
             try:
-                job["trace"] = traces.get_trace(key, progress=progress)
+                job["result"] = work(job)
             except Exception as exc:  # noqa: BLE001 - reported on the page
                 job["error"] = exc
             job["finished"] = True
 
-        s.param.update(busy=f"Loading {_what(key)} …", progress=-1)
+        s.param.update(busy=busy, progress=-1)
         self._job = job
-        threading.Thread(target=work, name=f"vizmm-load-{key}", daemon=True).start()
+        if not (self._served if threaded is None else threaded):
+            run()
+            self._poll_job()
+            return
+        threading.Thread(target=run, name=f"vizmm-job-{key}"[:60], daemon=True).start()
         if self._job_cb is None:
             self._job_cb = pn.state.add_periodic_callback(self._poll_job, period=200)
 
@@ -1184,14 +1310,29 @@ class Dashboard(pn.viewable.Viewer):
             self._job_cb.stop()
             self._job_cb = None
         self._job = None
+        s.param.update(busy="", progress=-1)
+        if isinstance(job["error"], RecordingCancelled):
+            return
         if job["error"] is not None:
-            s.param.update(busy="", progress=-1)
-            if job["key"] == s.source:
-                s.show(f"Could not load {traces.label_of(job['key'])}: {_plain(job['error'])}")
+            what = job["key"]
+            if what.startswith("upload "):
+                s.show(f"Could not load {what[7:]}: {_plain(job['error'])}")
+            elif what == s.source:
+                s.show(f"Could not load {catalogue.label_of(what)}: {_plain(job['error'])}")
             return
         with pn.io.hold():
-            s.set_trace(job["key"], job["trace"])
-            s.param.update(busy="", progress=-1)
+            job["on_done"](job["result"])
+
+    def cancel_jobs(self) -> None:
+        """Cancel what this session waits for (called when its page is closed)."""
+        if self._job is not None:
+            self._job["cancel"].set()
+        if self._job_cb is not None:
+            self._job_cb.stop()
+            self._job_cb = None
+        if self._play_cb is not None:
+            self._play_cb.stop()
+            self._play_cb = None
 
     # ------------------------------------------------------------ export
     def _export_name(self) -> None:
@@ -1225,18 +1366,27 @@ class Dashboard(pn.viewable.Viewer):
 
 
 def create_app() -> Dashboard:
-    """A dashboard for one browser session (each session gets its own state)."""
+    """A dashboard for one browser session (each session gets its own state).
+
+    The process's shipped traces are read once, in the background, when the
+    first session starts (``vizmm serve`` reads them before the server
+    listens); every session then shares them.
+    """
     pn.extension(notifications=False)
-    # large matrices (apps/large_view.py): the GPU presets and a tab for aggregated traces
-    large_view.install(Dashboard, traces)
-    # Section 5.6 and the GFLOPS argument: occupancy, CGMA, roofline, measured speed
-    occupancy_view.install(Dashboard)
-    barrier_view.install(Dashboard, traces)  # the barrier lab's presets
+    if pn.state.served:
+        catalogue.preload_once()
     # predict, then reveal: questions answered by clicking in the views (apps/quiz.py)
     quiz.install(Dashboard)
     # follow the instructor: /dashboard?class=new and ?class=CODE (apps/classroom.py)
     classroom.install(Dashboard)
-    return Dashboard()
+    return Dashboard(
+        views=[
+            # large matrices: a launch recorded in aggregated mode
+            (large_view.LARGE_TAB, large_view.DashboardLargeTab),
+            # Section 5.6 and the GFLOPS argument: occupancy, CGMA, roofline, measured speed
+            (occupancy_view.TAB, occupancy_view.OccupancyView),
+        ]
+    )
 
 
 if pn.state.served:

@@ -27,9 +27,7 @@ import importlib.resources
 import os
 import sys
 import threading
-import weakref
 from collections.abc import Callable
-from typing import ClassVar
 
 import panel as pn
 import param
@@ -39,17 +37,16 @@ if _ROOT not in sys.path:  # `panel serve apps/large_view.py` runs this file as 
     sys.path.insert(0, _ROOT)
 
 import vizmm  # noqa: E402
-from vizmm import render  # noqa: E402
-from vizmm.record import DEFAULT_MAX_BYTES  # noqa: E402
+from vizmm import catalogue, render  # noqa: E402
+from vizmm.catalogue import CATALOGUE, LARGE_PRESETS  # noqa: E402
+from vizmm.record import RecordingCancelled  # noqa: E402
 from vizmm.render.large_bokeh import LargeScene  # noqa: E402
 from vizmm.replay import large  # noqa: E402
-from vizmm.trace import Trace, TraceError, from_bytes  # noqa: E402
+from vizmm.trace import Trace, TraceError  # noqa: E402
 
 __all__ = [
     "LARGE_PRESETS",
     "DashboardLargeTab",
-    "install",
-    "connect",
     "replay_scene",
     "is_large",
     "LargeViewState",
@@ -61,17 +58,8 @@ __all__ = [
     "create_app",
 ]
 
-#: Traces recorded on a GPU and shipped as package data: key -> menu label.
-LARGE_PRESETS = {
-    "gpu-1000-t16-boundary": "Large: 1000×1000 T=16 (GPU)",
-    "gpu-4096-t32-tiled": "Large: 4096×4096 T=32 (GPU)",
-}
 DEFAULT_LARGE = "gpu-4096-t32-tiled"
 SCRUB_STEPS = 240  # the scrubber's steps from the first start to the last end
-
-_lock = threading.Lock()
-_key_locks: dict[str, threading.Lock] = {}
-_cache: dict[str, Trace] = {}
 
 
 def shipped_large(key: str):
@@ -83,10 +71,11 @@ def shipped_large(key: str):
 
 
 def load_large(key: str) -> Trace:
-    """A large trace by preset key or file path, read once per process and shared.
+    """A large trace by preset key or file path, from the process's one catalogue.
 
-    Reading a 4096 x 4096 trace takes a few seconds (P is rebuilt from M @ N
-    and every array is checked), so traces are cached; they are immutable.
+    Read once per process and shared read-only by every session and app
+    (:data:`vizmm.catalogue.CATALOGUE`); call it off the event loop the first
+    time (reading the 4096 x 4096 trace takes about a second).
 
     Raises
     ------
@@ -95,27 +84,9 @@ def load_large(key: str) -> Trace:
     TraceError
         When the file is not a valid trace.
     """
-    with _lock:
-        if key in _cache:
-            return _cache[key]
-        klock = _key_locks.setdefault(key, threading.Lock())
-    with klock:
-        with _lock:
-            if key in _cache:
-                return _cache[key]
-        if key in LARGE_PRESETS:
-            res = shipped_large(key)
-            if res is None:
-                raise FileNotFoundError(
-                    f"the trace {key}.vizmm is not installed with vizmm "
-                    "(vizmm/data); record one on a GPU with `vizmm record`"
-                )
-            trace = from_bytes(res.read_bytes(), name=f"{key}.vizmm")
-        else:
-            trace = vizmm.load(key)
-        with _lock:
-            _cache[key] = trace
-        return trace
+    if key in LARGE_PRESETS:
+        return CATALOGUE.get(key)
+    return CATALOGUE.get(CATALOGUE.file_key(key))
 
 
 # ------------------------------------------------------------------ state
@@ -673,8 +644,6 @@ class WindowForm(pn.viewable.Viewer):
     busy = param.Boolean(default=False, precedence=-1)
     progress = param.Integer(default=0, precedence=-1)
 
-    MAX_SIM_SECONDS: ClassVar[float] = 900.0
-
     def __init__(
         self, on_trace: Callable[[Trace, str], None], served: bool | None = None, **params
     ):
@@ -702,23 +671,16 @@ class WindowForm(pn.viewable.Viewer):
         j, k, l = self.shape()
         try:
             blocks = self.blocks()
-            est = vizmm.estimate(j, k, l, self.tile_width, self.kernel, window=blocks)
+            # the server's one admission (size, simulator time), arithmetic on sizes
+            est = CATALOGUE.admit(j, k, l, self.tile_width, self.kernel, blocks, "simulator")
         except (ValueError, vizmm.RecordError) as exc:
             self.param.update(estimate=f"⚠ {exc}", valid=False)
         else:
-            gy, gx = -(-j // self.tile_width), -(-l // self.tile_width)
             text = (
-                f"Estimate: {est.describe()}. Simulates {len(blocks)} of {gy * gx} blocks: "
+                f"Estimate: {est.describe()}. Simulates {len(blocks)} of {est.blocks} blocks: "
                 f"{large.format_blocks(blocks)}."
             )
-            valid = True
-            if est.bytes > DEFAULT_MAX_BYTES:
-                text += " Too large to record here."
-                valid = False
-            elif est.simulator_seconds > self.MAX_SIM_SECONDS:
-                text += " Too slow for the simulator here: fewer blocks, or a GPU."
-                valid = False
-            self.param.update(estimate=text, valid=valid)
+            self.param.update(estimate=text, valid=True)
         self._button.disabled = not self.valid or self.busy
         self._estimate_pane.object = self.estimate
 
@@ -756,9 +718,11 @@ class WindowForm(pn.viewable.Viewer):
         def progress(done, total):
             job["done"], job["total"] = done, total
 
+        job["cancel"] = self._cancel = threading.Event()
+
         def work():
             try:
-                job["trace"] = vizmm.record(**kwargs, progress=progress)
+                job["trace"] = CATALOGUE.record(**kwargs, progress=progress, cancel=job["cancel"])
             except Exception as exc:  # noqa: BLE001 - shown on the page
                 job["error"] = exc
             job["finished"] = True
@@ -770,6 +734,8 @@ class WindowForm(pn.viewable.Viewer):
         if self._served:
             threading.Thread(target=work, name="vizmm-window", daemon=True).start()
             self._poll = pn.state.add_periodic_callback(self.poll, period=250)
+            if pn.state.curdoc is not None:  # a closed page no longer waits for it
+                pn.state.on_session_destroyed(lambda ctx: job["cancel"].set())
         else:
             work()
             self.poll()
@@ -792,6 +758,8 @@ class WindowForm(pn.viewable.Viewer):
         self.param.update(busy=False)
         self._bar.visible = False
         self._update_estimate()
+        if isinstance(job["error"], RecordingCancelled):
+            return
         if job["error"] is not None:
             self._estimate_pane.object = f"⚠ The simulation failed: {job['error']}"
             return
@@ -937,7 +905,7 @@ class DashboardLargeTab(pn.viewable.Viewer):
     mode (``not trace.is_detailed``), and says where to find one otherwise.
     Asking for a block's per-thread replay selects that block in the
     dashboard's state (its "Block replay" views follow) and calls
-    :attr:`on_zoom` (set by :func:`connect` to bring that tab to the front).
+    :attr:`on_zoom` (the dashboard sets it to bring "Block replay" to the front).
 
     Parameters
     ----------
@@ -968,7 +936,6 @@ class DashboardLargeTab(pn.viewable.Viewer):
         self.view.param.watch(self._on_zoom, ["zoom_block"])
         state.param.watch(self._on_trace, ["trace"])
         self.layout = pn.Column(self.note, self.view, sizing_mode="stretch_width")
-        _TABS.add(self)  # for connect(): Panel keeps the layout, not this object
         self._on_trace()
 
     def _on_trace(self, *events) -> None:
@@ -991,58 +958,14 @@ class DashboardLargeTab(pn.viewable.Viewer):
         return self.layout
 
 
-def install(dashboard_cls, traces_module) -> None:
-    """Add the large GPU presets and the "Large matrices" tab to the dashboard.
-
-    Parameters
-    ----------
-    dashboard_cls : type
-        ``apps.dashboard.Dashboard`` (its :meth:`add_view` adds the tab).
-    traces_module : module
-        ``apps.traces``: the presets are added to its ``PRESETS``, read from
-        the package data like the others (no recording falls back to the
-        simulator: a missing file asks for a GPU and says so).
-    """
-    for key, label in LARGE_PRESETS.items():
-        if key in traces_module.PRESETS:
-            continue
-        kernel = key.rsplit("-", 1)[1]
-        width = int(key.split("-")[1])
-        tile = int(key.split("-")[2][1:])
-        traces_module.PRESETS[key] = traces_module.Preset(
-            key,
-            label,
-            traces_module.RecordSpec(kernel, width, width, width, tile, seed=2024, backend="gpu"),
-            block=(0, 0),
-            note="Recorded on an NVIDIA H200 in aggregated mode: open the Large matrices tab "
-            "for the whole launch; a few blocks replay thread by thread here.",
-        )
-    if not any(title == LARGE_TAB for title, _ in dashboard_cls.EXTRA_VIEWS):
-        dashboard_cls.add_view(LARGE_TAB, DashboardLargeTab)
-
-
 LARGE_TAB = "Large matrices"
-_TABS: weakref.WeakSet = weakref.WeakSet()
-
-
-def connect(dashboard) -> None:
-    """Bring the dashboard's "Block replay" tab to the front when the large view zooms in."""
-    tabs = getattr(dashboard, "tabs", None)
-    if not isinstance(tabs, pn.Tabs):
-        return
-    show = getattr(dashboard, "show_replay", None)  # the dashboard's own way, when it has one
-    for tab in list(_TABS):
-        if tab.dash_state is dashboard.state:
-            tab.on_zoom = (
-                (lambda block: show())
-                if callable(show)
-                else (lambda block: setattr(tabs, "active", 0))
-            )
 
 
 def create_app(paths: list[str] | None = None) -> LargeApp:
-    """The standalone page for one browser session."""
+    """The standalone page for one browser session (traces shared by all sessions)."""
     pn.extension(notifications=False)
+    if pn.state.served:
+        catalogue.preload_once()
     return LargeApp(paths=paths)
 
 

@@ -194,12 +194,6 @@ class OccupancyView(pn.viewable.Viewer):
         return self.layout
 
 
-def install(dashboard_cls) -> None:
-    """Add the "Occupancy & speed" tab to ``apps.dashboard.Dashboard`` (once)."""
-    if not any(title == TAB for title, _ in dashboard_cls.EXTRA_VIEWS):
-        dashboard_cls.add_view(TAB, OccupancyView)
-
-
 if pn.state.served:
     pn.extension(notifications=False)
     OccupancyView().servable(title="vizmm · occupancy and speed")

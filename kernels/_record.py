@@ -70,6 +70,12 @@ def rec_load(ld, counts, zf, slot, bid, nph, ph, tk, field, kind, row, col, ncol
 
 
 @device
+def rec_global_read(counts, index):
+    """Count one global read of element ``index`` (the naive kernel's loads)."""
+    cuda.atomic.add(counts, index, 1)
+
+
+@device
 def rec_pvalue(pv, slot, nph, ph, tk, value):
     """Record a thread's Pvalue after phase ``ph`` (flat ``(nd, nph, T, T)``)."""
     if slot >= 0:

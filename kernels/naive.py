@@ -10,7 +10,7 @@ linearized row-major; blocks of ``TILE_WIDTH x TILE_WIDTH`` threads.
 from numba import cuda, float32
 
 from ._hw import instrumented_kernel
-from ._record import rec_block_end, rec_block_start, rec_pwrite
+from ._record import rec_block_end, rec_block_start, rec_global_read, rec_pwrite
 from .codes import LOADED, ZERO_FILL
 
 
@@ -37,13 +37,9 @@ def make_instrumented(TILE_WIDTH):
     def matrixMulKernel(
         M, N, P, Width, detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount, zf
     ):
-        bx = cuda.blockIdx.x
-        by = cuda.blockIdx.y
-        tx = cuda.threadIdx.x
-        ty = cuda.threadIdx.y
-        slot = detail[by, bx]  # this block's row in the detailed records, or -1
-        bid = by * cuda.gridDim.x + bx
-        tk = ty * TILE_WIDTH + tx
+        slot = detail[cuda.blockIdx.y, cuda.blockIdx.x]  # the block's detailed row, or -1
+        bid = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x
+        tk = cuda.threadIdx.y * TILE_WIDTH + cuda.threadIdx.x
         rec_block_start(blk, bid, tk)
         Row = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
         Col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
@@ -51,8 +47,8 @@ def make_instrumented(TILE_WIDTH):
             Pvalue = float32(0)
             for k in range(Width):
                 Pvalue += M[Row * Width + k] * N[k * Width + Col]
-                cuda.atomic.add(mcount, Row * Width + k, 1)
-                cuda.atomic.add(ncount, k * Width + Col, 1)
+                rec_global_read(mcount, Row * Width + k)
+                rec_global_read(ncount, k * Width + Col)
             P[Row * Width + Col] = Pvalue
             rec_pwrite(pw, slot, tk, LOADED)
         else:

@@ -1,13 +1,18 @@
 """The book's tiled kernel, Fig. 5.9 (PMPP 4th ed., Section 5.4).
 
 Square ``Width x Width`` matrices, linearized row-major as in the book, one
-thread per P element, ``TILE_WIDTH x TILE_WIDTH`` threads per block. Fig. 5.9
-assumes ``Width`` is a multiple of ``TILE_WIDTH``; the plain kernel is only
-launched under that assumption.
+thread per P element, ``TILE_WIDTH x TILE_WIDTH`` threads per block.
 
-The instrumented kernel may also be launched on any ``Width``: it then runs
-``ceil(Width / TILE_WIDTH)`` phases with Fig. 5.9's unchecked loads, which is
-exactly the situation the book's Fig. 5.11 / 5.12 discussion walks through. A
+The phase loop's bound. Fig. 5.9 prints ``ph < Width/TILE_WIDTH`` and assumes
+``Width`` is a multiple of ``TILE_WIDTH``. Both kernels here (plain and
+instrumented: the instrumented one is exactly the plain one plus records, a
+test says so) write the bound as ``ceil(Width / TILE_WIDTH)``,
+``(Width + TILE_WIDTH - 1) // TILE_WIDTH``: the form Section 5.5 gives for
+arbitrary widths. Under Fig. 5.9's assumption the two are the same number,
+so every launch of the book's figure runs exactly as printed; on any other
+``Width`` the kernel runs the extra phase with Fig. 5.9's unchecked loads,
+which is exactly the situation the book's Fig. 5.11 / 5.12 discussion walks
+through (the source the dashboard shows says so in a comment). A
 load whose (row, col) is outside the matrix but whose linearized index is
 inside the allocation really reads that other element (``WRONG_ELEMENT``,
 e.g. M_{0,3} reads M_{1,0}); one past the end of the allocation is recorded
@@ -56,8 +61,10 @@ def make_plain(TILE_WIDTH, BARRIER_1=True, BARRIER_2=True):
         Col = bx * TILE_WIDTH + tx
 
         # Loop over the M and N tiles required to compute P element
+        # (Fig. 5.9 prints Width/TILE_WIDTH; this is its ceiling, Section 5.5:
+        # the same count when TILE_WIDTH divides Width)
         Pvalue = float32(0)
-        for ph in range(Width // TILE_WIDTH):
+        for ph in range((Width + TILE_WIDTH - 1) // TILE_WIDTH):
             # Collaborative loading of M and N tiles into shared memory
             Mds[ty, tx] = M[Row * Width + ph * TILE_WIDTH + tx]
             Nds[ty, tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]

@@ -5,7 +5,7 @@ Run from the repository root::
     .venv/bin/python scripts/make_presets.py            # all presets
     .venv/bin/python scripts/make_presets.py medium     # one
 
-Each preset of ``apps/traces.py`` is written to ``vizmm/data/<key>.vizmm``
+Each small preset of ``vizmm/catalogue.py`` is written to ``vizmm/data/<key>.vizmm``
 (pickle-free, compressed; the 48 x 48 one is about 100 KB). The dashboard
 reads these files instead of recording at start-up; when a file is missing or
 of an older trace format it records the preset itself.
@@ -23,11 +23,11 @@ sys.path.insert(0, ROOT)
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 import vizmm  # noqa: E402
-from apps import barrier_view, traces  # noqa: E402
+from vizmm.catalogue import PRESETS as ALL_PRESETS  # noqa: E402
 
-barrier_view.install(None, traces)  # the barrier lab's simulator presets too
-# Presets recorded on a GPU ship as they came back from it (scripts/gpu_barrier_lab.py).
-PRESETS = {k: p for k, p in traces.PRESETS.items() if p.spec.backend != "gpu"}
+# Presets recorded on a GPU ship as they came back from it (benchmarks/gpu_suite.py,
+# scripts/gpu_barrier_lab.py); the others are recorded here in the simulator.
+PRESETS = {key: p for key, p in ALL_PRESETS.items() if p.spec.backend != "gpu"}
 
 DATA = os.path.join(ROOT, "vizmm", "data")
 

@@ -112,10 +112,9 @@ def test_hazard_rows_of_a_two_by_two_block():
 
 def test_dashboard_state_opens_the_lab_presets():
     pytest.importorskip("panel")
-    from apps import barrier_view, traces
+    from apps import barrier_view
     from apps.dashboard import DashboardState
 
-    barrier_view.install(None, traces)
     for key in barrier_view.LAB_PRESETS:
         s = DashboardState(source=key).start()
         st = s.status()

@@ -22,8 +22,8 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 import vizmm  # noqa: E402
-from apps import traces  # noqa: E402
 from apps.dashboard import Dashboard, DashboardState  # noqa: E402
+from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.render.bokeh_scene import SOURCE_NAMES, Scene, frame_columns  # noqa: E402
 from vizmm.replay import Replay  # noqa: E402
 
@@ -260,10 +260,9 @@ def test_url_with_bad_values_is_tolerated():
 
 # ----------------------------------------------------------------- uploads
 def test_corrupted_upload_shows_a_message(dash):
-    good = traces.get_trace("fig5-8").to_bytes()
+    good = CATALOGUE.get("fig5-8").to_bytes()
     for data in (b"this is not a trace", good[: len(good) // 2]):
-        dash.upload.filename = "broken.vizmm"
-        dash.upload.value = data
+        dash.upload.value = {"broken.vizmm": data}
         assert dash.alert.visible and dash.alert.alert_type == "danger"
         assert "broken.vizmm" in dash.alert.object
         assert "Traceback" not in dash.alert.object
@@ -275,8 +274,7 @@ def test_upload_of_a_partial_trace(dash):
         width=4, tile_width=2, kernel="boundary", backend="simulator", window=[(0, 1)], quiet=True
     )
     assert not tr.is_detailed
-    dash.upload.filename = "window.vizmm"
-    dash.upload.value = tr.to_bytes()
+    dash.upload.value = {"window.vizmm": tr.to_bytes()}
     st = dash.state.status()
     assert st["ready"] and st["source"].startswith("upload:") and st["block"] == [0, 1]
     dash.state.select_block(1, 1)
@@ -287,8 +285,7 @@ def test_upload_of_a_partial_trace(dash):
 
 def test_naive_trace_is_explained(dash):
     tr = vizmm.record(width=4, tile_width=2, kernel="naive", backend="simulator", quiet=True)
-    dash.upload.filename = "naive.vizmm"
-    dash.upload.value = tr.to_bytes()
+    dash.upload.value = {"naive.vizmm": tr.to_bytes()}
     assert not dash.state.status()["ready"]
     assert "naive kernel" in dash.alert.object
 
@@ -347,23 +344,19 @@ def test_dark_theme_from_the_url_and_the_control(dash):
 def test_extra_views_become_tabs():
     import panel as pn
 
-    before = len(Dashboard.EXTRA_VIEWS)
-    Dashboard.add_view("Another view", lambda state: pn.pane.Markdown(state.source))
-    try:
-        d = Dashboard(served=False)
-        assert isinstance(d.tabs, pn.Tabs) and len(d.tabs) == before + 2
-        assert d.tabs._names[-1] == "Another view"
-        d.tabs.active = len(d.tabs) - 1
-        d.show_replay()
-        assert d.tabs.active == 0
-    finally:
-        Dashboard.EXTRA_VIEWS.pop()
+    d = Dashboard(served=False, views=[("Another view", lambda state: pn.pane.Markdown("x"))])
+    assert isinstance(d.tabs, pn.Tabs) and len(d.tabs) == 2
+    assert d.tabs._names[-1] == "Another view"
+    d.tabs.active = 1
+    d.show_replay()
+    assert d.tabs.active == 0
+    assert not isinstance(Dashboard(served=False).tabs, pn.Tabs)  # no views: no tabs
 
 
 # ------------------------------------------------------------------- scene
 @pytest.mark.parametrize("key", ["fig5-8", "fig5-9-3x3", "general", "medium"])
 def test_frame_columns_are_json_ready(key):
-    tr = traces.get_trace(key)
+    tr = CATALOGUE.get(key)
     rep = Replay(tr, (0, 0), focus=(0, 1))
     scene = Scene(tr)
     for i in (0, 2, len(rep) // 2, len(rep) - 1):
@@ -378,7 +371,7 @@ def test_frame_columns_are_json_ready(key):
 
 
 def test_scene_views_subset():
-    tr = traces.get_trace("fig5-8")
+    tr = CATALOGUE.get("fig5-8")
     scene = Scene(tr, views=["M", "Mds", "threads"])
     assert set(scene.sources) == {
         "M", "M_ghost", "M_tile", "M_focus", "M_sectors", "M_segments",  # + transactions view

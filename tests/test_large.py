@@ -558,7 +558,7 @@ def test_window_form_estimates_then_simulates():
     form.param.update(
         j=2000, tile_width=16, window="; ".join(f"{i // 100},{i % 100}" for i in range(300))
     )
-    assert not form.valid and "Too slow" in form.estimate
+    assert not form.valid and "over the limit of 900 s" in form.estimate
 
 
 def test_app_opens_a_trace_file(tmp_path, record_sim):
@@ -678,36 +678,29 @@ def test_browser_large_view(tmp_path):
 
 
 def test_dashboard_gets_the_large_presets_and_tab(t1000):
-    """What create_app installs: presets, the tab, and the zoom into Block replay."""
+    """What create_app passes: the tab, the presets, and the zoom into Block replay."""
     sys.path.insert(0, ROOT)
-    from apps import dashboard, large_view, traces
+    from apps import dashboard, large_view
+    from vizmm import catalogue
 
-    views, presets = list(dashboard.Dashboard.EXTRA_VIEWS), dict(traces.PRESETS)
-    try:
-        large_view.install(dashboard.Dashboard, traces)
-        large_view.install(dashboard.Dashboard, traces)  # once is enough
-        assert [t for t, _ in dashboard.Dashboard.EXTRA_VIEWS].count("Large matrices") == 1
-        p = traces.PRESETS["gpu-1000-t16-boundary"]
-        assert p.label == "Large: 1000×1000 T=16 (GPU)"
-        assert (p.spec.kernel, p.spec.j, p.spec.tile_width, p.spec.backend) == (
-            "boundary",
-            1000,
-            16,
-            "gpu",
-        )
-        traces._store("gpu-1000-t16-boundary", t1000)  # as if read from the package data
-        d = dashboard.Dashboard(served=False)
-        tab = next(t for t in large_view._TABS if t.dash_state is d.state)
-        assert tab.note.visible and not tab.view.visible  # Fig. 5.8: every block in detail
-        d.state.choose_source("gpu-1000-t16-boundary")
-        assert d.state.trace is t1000 and tab.view.visible and tab.view.state.trace is t1000
-        assert "M" not in d._scene.views and "Mds" in d._scene.views  # no 1000² grids
-        d.tabs.active = 1
-        tab.view.state.select_block(62, 62)
-        tab.view.zoom()
-        assert (d.state.by, d.state.bx) == (62, 62) and d.state.frame.block == (62, 62)
-        assert d.tabs.active == 0
-    finally:
-        dashboard.Dashboard.EXTRA_VIEWS[:] = views
-        traces.PRESETS.clear()
-        traces.PRESETS.update(presets)
+    p = catalogue.PRESETS["gpu-1000-t16-boundary"]
+    assert p.label == "Large: 1000×1000 T=16 (GPU)" and p.large
+    assert (p.spec.kernel, p.spec.j, p.spec.tile_width, p.spec.backend) == (
+        "boundary",
+        1000,
+        16,
+        "gpu",
+    )
+    catalogue.CATALOGUE._store("gpu-1000-t16-boundary", t1000)  # as if read from the data
+    d = dashboard.create_app()
+    tab = d.view_objects[large_view.LARGE_TAB]
+    assert d.tabs._names[1] == large_view.LARGE_TAB
+    assert tab.note.visible and not tab.view.visible  # Fig. 5.8: every block in detail
+    d.state.choose_source("gpu-1000-t16-boundary")
+    assert d.state.trace is t1000 and tab.view.visible and tab.view.state.trace is t1000
+    assert d.tabs.active == 1  # a large preset opens on its large view
+    assert "M" not in d._scene.views and "Mds" in d._scene.views  # no 1000² grids
+    tab.view.state.select_block(62, 62)
+    tab.view.zoom()
+    assert (d.state.by, d.state.bx) == (62, 62) and d.state.frame.block == (62, 62)
+    assert d.tabs.active == 0

@@ -705,6 +705,92 @@ def cmd_transactions(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -------------------------------------------------------------------- serve
+def add_serve_parser(subparsers) -> None:
+    """Add ``vizmm serve``."""
+    p = subparsers.add_parser(
+        "serve",
+        help="serve the dashboard and the large view (localhost unless told otherwise)",
+        description=(
+            "Serve the dashboard (/dashboard) and the large-matrix view (/large_view) with "
+            "Panel. It listens on localhost (127.0.0.1) unless --address says otherwise; the "
+            "shipped traces are read once per process before it listens, and shared by every "
+            "visitor."
+        ),
+        epilog=(
+            "examples:\n"
+            "  vizmm serve --show                       (on this machine only)\n"
+            "  vizmm serve --address 0.0.0.0 --allow-websocket-origin=HOST:5006 --num-procs 2\n"
+            "                                           (a class: HOST is the name students type)"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--address",
+        default="127.0.0.1",
+        help="the address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0: "
+        "every interface)",
+    )
+    p.add_argument("--port", type=_non_negative, default=5006, help="default: 5006")
+    p.add_argument(
+        "--allow-websocket-origin",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="a host name the pages may be opened under (repeatable); needed with --address",
+    )
+    p.add_argument(
+        "--num-procs", type=_non_negative, default=1, help="server processes (default: 1)"
+    )
+    p.add_argument("--show", action="store_true", help="open the dashboard in a browser")
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the panel command instead of running it"
+    )
+    p.set_defaults(func=cmd_serve)
+
+
+def serve_command(args: argparse.Namespace) -> list[str]:
+    """The ``panel serve`` command line that ``vizmm serve`` runs."""
+    apps = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "apps")
+    if not os.path.isfile(os.path.join(apps, "dashboard.py")):
+        raise CLIError(
+            "the apps folder is not next to this vizmm (install the repository with "
+            "'pip install -e .' to serve it)"
+        )
+    cmd = [
+        sys.executable,
+        "-m",
+        "panel",
+        "serve",
+        os.path.join(apps, "dashboard.py"),
+        os.path.join(apps, "large_view.py"),
+        "--setup",
+        os.path.join(apps, "preload.py"),
+        "--address",
+        args.address,
+        "--port",
+        str(args.port),
+        "--num-procs",
+        str(args.num_procs),
+    ]
+    origins = list(args.allow_websocket_origin)
+    if args.address in ("127.0.0.1", "localhost", "::1") and not origins:
+        origins = [f"localhost:{args.port}", f"127.0.0.1:{args.port}"]
+    cmd += [f"--allow-websocket-origin={o}" for o in origins]
+    if args.show:
+        cmd.append("--show")
+    return cmd
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``vizmm serve``: ``panel serve`` with our defaults (localhost, shipped traces read first)."""
+    cmd = serve_command(args)
+    if args.dry_run:
+        print(" ".join(cmd))
+        return EXIT_OK
+    os.execv(cmd[0], cmd)  # pragma: no cover - replaces this process
+
+
 # --------------------------------------------------------------------- main
 #: One function per subcommand, each ``add(subparsers)``; see the module docstring.
 SUBCOMMANDS: list[Callable] = [
@@ -714,6 +800,7 @@ SUBCOMMANDS: list[Callable] = [
     add_export_parser,
     add_occupancy_parser,
     add_transactions_parser,
+    add_serve_parser,
 ]
 
 
