@@ -586,6 +586,22 @@ def _what(key: str) -> str:
     return catalogue.label_of(key)
 
 
+def _release_memory(session_context) -> None:
+    """After a session closes: collect its cycles and hand freed pages back to the system.
+
+    A closed session's Bokeh models are cycles; without this, glibc keeps the
+    freed arenas and the server's resident memory does not come back down.
+    """
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
 def _short(v) -> str:
     text = str(v)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -645,6 +661,8 @@ class UploadBox(pn.widgets.FileDropper):
         if getattr(event, "event_name", "") == "upload_event":
             name = str(data.get("name", "upload"))
             chunk = data.get("data") or b""
+            if data.get("chunk") != 1 and name not in self._file_buffer:
+                return  # the rest of a refused (or never started) upload
             n = (0 if data.get("chunk") == 1 else self._received.get(name, 0)) + len(chunk)
             self._received[name] = n
             limit = catalogue.MAX_UPLOAD_BYTES
@@ -827,6 +845,7 @@ class Dashboard(pn.viewable.Viewer):
             pn.state.location.sync(self.state, URL_PARAMS, on_error=self.state.apply_values)
         if served and pn.state.curdoc is not None:
             pn.state.on_session_destroyed(lambda ctx: self.cancel_jobs())
+            pn.state.on_session_destroyed(_release_memory)
         self.state.start()
         self._on_trace()
         self._draw()
@@ -1372,7 +1391,7 @@ def create_app() -> Dashboard:
     first session starts (``vizmm serve`` reads them before the server
     listens); every session then shares them.
     """
-    pn.extension(notifications=False)
+    pn.extension("filedropper", notifications=False)  # the upload box (bundled FilePond)
     if pn.state.served:
         catalogue.preload_once()
     # predict, then reveal: questions answered by clicking in the views (apps/quiz.py)

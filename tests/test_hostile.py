@@ -362,3 +362,128 @@ def test_cli_hostile_flags(argv, message, small, tmp_path, capsys, monkeypatch):
     assert message in err, err
     assert err.count("\n") == 0 and "Traceback" not in err
     assert not (tmp_path / "x.vizmm").exists()
+
+
+# ------------------------------------------------- the dashboard's inputs
+def _dashboard():
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from apps.dashboard import Dashboard
+
+    return Dashboard(served=False)
+
+
+@pytest.mark.parametrize(
+    "query,message",
+    [
+        ("step=abc", "step=abc (a whole number >= 0)"),
+        ("by=-3", "by=-3 (a whole number >= 0)"),
+        ("granularity=zzz", "granularity=zzz (one of substep, phase)"),
+        ("order=sideways", "order=sideways (one of lockstep, recorded)"),
+        ("presenter=maybe", "presenter=maybe (true or false)"),
+    ],
+)
+def test_garbage_url_values_are_named(query, message):
+    d = _dashboard()
+    d.state.apply_values(dict([query.split("=")]))
+    assert message in d.state.message and d.alert.visible
+    assert d.state.status()["ready"]  # the rest of the page still works
+
+
+def test_block_outside_the_grid_from_the_url():
+    d = _dashboard()
+    d.state.apply_values({"by": 999})
+    assert "Block (999,0) is outside this trace's 2 x 2 grid" in d.state.message
+    assert d.state.status()["block"] == [0, 0]
+
+
+@pytest.mark.parametrize(
+    "key,message",
+    [
+        # the form refuses over 900 s; a URL gets the same answer
+        ("rec:boundary:512x512x512:T16:s0:simulator", "over the limit of 900 s"),
+        ("rec:boundary:6000x6000x6000:T1:s0:simulator", "over the limit of 1.0 GiB"),
+        ("rec:boundary:4x4x4:T64:s0:simulator", "from 1 to 32"),
+        ("rec:strassen:4x4x4:T2:s0:simulator", "unknown kernel"),
+        ("rec:boundary:4x4x4:T2:s0:tpu", "unknown backend"),
+        ("x" * 5000, "unknown trace"),
+    ],
+)
+def test_url_recordings_are_admitted_like_the_form(key, message):
+    d = _dashboard()
+    shown = d.state.trace
+    with _peak() as p:
+        d.state.choose_source(key)
+    assert message in d.state.message
+    assert d.state.trace is shown and d.state.source == "fig5-8"
+    assert p.bytes < 8 * MiB
+    assert len(d.state.message) < 600
+
+
+@pytest.mark.parametrize(
+    "values,message",
+    [
+        (dict(tile_width=64), "from 1 to 32"),
+        (dict(tile_width=0), "from 1 to 32"),
+        (dict(j=-5), "positive integer"),
+        (dict(seed=-1), "seed must be an integer"),
+        (dict(j=512, tile_width=16), "over the limit of 900 s"),
+        (dict(kernel="general", j=6000, k=6000, l=6000, tile_width=1), "over the limit"),
+    ],
+)
+def test_record_form_answers_out_of_range_values(values, message):
+    d = _dashboard()
+    form = d.record_form
+    form.param.update(**values)
+    assert not form.valid and message in form.estimate
+    assert form._button.disabled
+    form.record()  # refused: nothing starts
+    assert d.state.source == "fig5-8"
+    form.param.update(kernel="boundary", j=6, tile_width=2, seed=0)
+    assert form.valid and form.estimate.startswith("Estimate:")  # not stale
+
+
+def test_uploads_empty_too_large_and_foreign():
+    from vizmm.catalogue import CATALOGUE, MAX_UPLOAD_BYTES, UploadError
+
+    with pytest.raises(UploadError, match="empty"):
+        CATALOGUE.register_upload(b"", "e.vizmm")
+    with pytest.raises(UploadError, match="over this server's upload limit"):
+        CATALOGUE.register_upload(bytes(MAX_UPLOAD_BYTES + 1), "big.vizmm")
+    with pytest.raises(TraceError, match="not a vizmm trace file"):
+        CATALOGUE.register_upload(b"%PDF-1.4", "slides.pdf")
+    d = _dashboard()
+    d.upload.value = {"e.vizmm": b""}
+    assert "e.vizmm is empty" in d.state.message and d.alert.visible
+
+
+class _Event:
+    event_name = "upload_event"
+
+    def __init__(self, name, chunk, total, data):
+        self.data = {"name": name, "chunk": chunk, "total_chunks": total, "data": data,
+                     "type": "application/octet-stream"}  # fmt: skip
+
+
+def test_upload_box_refuses_chunks_over_the_limit():
+    from vizmm.catalogue import MAX_UPLOAD_BYTES
+
+    d = _dashboard()
+    box = d.upload
+    n = MAX_UPLOAD_BYTES // box.chunk_size + 5  # says so up front
+    box._process_event(_Event("huge.vizmm", 1, n, bytes(box.chunk_size)))
+    assert "over this server's upload limit" in box.refused
+    assert "huge.vizmm" in d.state.message and not box._file_buffer
+    # a client that sends bigger chunks than it says is cut off when the bytes add up
+    box.refused = ""
+    big = bytes(MAX_UPLOAD_BYTES // 2 + 1)
+    for i in (1, 2):
+        box._process_event(_Event("liar.vizmm", i, 3, big))
+    assert "liar.vizmm" in box.refused and not box._file_buffer
+    box._process_event(_Event("liar.vizmm", 3, 3, big))  # the rest is ignored
+    assert not box.value
+    box._process_event(_Event("empty.vizmm", 1, 1, b""))
+    assert "empty" in box.refused

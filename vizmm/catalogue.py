@@ -368,12 +368,21 @@ class Catalogue:
 
     # ------------------------------------------------------------- lookup
     def cached(self, key: str) -> Trace | None:
-        """The trace of ``key`` when it is already in memory (never records or reads)."""
+        """The trace of ``key`` when it is in memory and ready to replay (never reads or records).
+
+        A trace read by :meth:`preload` whose M and N are not made yet is not
+        returned: :meth:`get` (off the event loop) makes them first.
+        """
         with self._lock:
             trace = self._cache.get(key)
-            if trace is not None:
-                self._cache.move_to_end(key)
+            if trace is None or not is_warm(trace):
+                return None
+            self._cache.move_to_end(key)
             return trace
+
+    def _peek(self, key: str) -> Trace | None:
+        with self._lock:
+            return self._cache.get(key)
 
     def label_of(self, key: str) -> str:
         """A label for the trace menu."""
@@ -407,6 +416,7 @@ class Catalogue:
         key: str,
         progress: Callable[[int, int], None] | None = None,
         cancel: threading.Event | None = None,
+        warm_up: bool = True,
     ) -> Trace:
         """The trace named by ``key``: from the cache, the package data, a file or a recording.
 
@@ -422,6 +432,8 @@ class Catalogue:
             ``progress(done, total)`` blocks while the simulator records.
         cancel : threading.Event, optional
             Set it to stop a recording nobody waits for any more.
+        warm_up : bool
+            Make M and N (and a small P) now; :meth:`preload` reads only.
 
         Raises
         ------
@@ -442,9 +454,9 @@ class Catalogue:
         if trace is not None:
             return trace
         with self._key_locks[key]:  # one reading or recording per key
-            trace = self.cached(key)
-            if trace is not None:
-                return trace
+            trace = self._peek(key)
+            if trace is not None:  # read by preload: make M and N now, here
+                return warm(trace)
             if isinstance(what, str) and not what.startswith(_FILE):
                 raise KeyError(
                     f"the uploaded trace {key!r} is no longer on this server; upload the file again"
@@ -462,7 +474,8 @@ class Catalogue:
                     trace = self._record(what.spec, progress, cancel)
             else:
                 trace = self._record(what, progress, cancel)
-            warm(trace)
+            if warm_up:
+                warm(trace)
             self._store(key, trace)
             return trace
 
@@ -571,7 +584,7 @@ class Catalogue:
             if not self.installed(key):
                 continue
             try:
-                self.get(key)
+                self.get(key, warm_up=False)
             except (OSError, TraceError, RecordError, ValueError, KeyError) as exc:
                 problems[key] = str(exc)
         self._preloaded.set()
@@ -597,12 +610,25 @@ def preload_once() -> threading.Thread:
         return _preload_thread
 
 
+def _small_p(trace: Trace) -> bool:
+    return trace.shape[0] * trace.shape[2] <= 1 << 20
+
+
 def warm(trace: Trace) -> Trace:
-    """Make a trace's deferred arrays now (M and N; P when small), in the caller's thread."""
+    """Make a trace's deferred arrays now (M and N; P when small), in the caller's thread.
+
+    Replaying a block reads M and N; drawing P (small traces only) reads P.
+    """
     trace.M, trace.N  # noqa: B018 - reading them makes them
-    if trace.shape[0] * trace.shape[2] <= 1 << 20:
+    if _small_p(trace):
         trace.P  # noqa: B018
     return trace
+
+
+def is_warm(trace: Trace) -> bool:
+    """Whether :func:`warm` has nothing left to make."""
+    need = ("M", "N", "P") if _small_p(trace) else ("M", "N")
+    return all(name in trace.__dict__ for name in need)
 
 
 def _nbytes(trace: Trace) -> int:
