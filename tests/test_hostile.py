@@ -487,3 +487,53 @@ def test_upload_box_refuses_chunks_over_the_limit():
     assert not box.value
     box._process_event(_Event("empty.vizmm", 1, 1, b""))
     assert "empty" in box.refused
+
+
+# ------------------------------------------------------------------ server
+def _listening(port: int) -> list[str]:
+    """Local addresses (hex, as /proc/net/tcp{,6} writes them) listening on ``port``."""
+    out = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            local, state = row.split()[1], row.split()[3]
+            addr, p = local.rsplit(":", 1)
+            if state == "0A" and int(p, 16) == port:
+                out.append(addr)
+    return out
+
+
+@pytest.mark.slow
+def test_vizmm_serve_listens_on_localhost_only(tmp_path):
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from served import free_port
+
+    port = free_port()
+    exe = os.path.join(os.path.dirname(sys.executable), "vizmm")
+    with open(tmp_path / "serve.log", "w") as log:
+        proc = subprocess.Popen(
+            [exe, "serve", "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"),
+        )
+        try:
+            deadline = time.time() + 180
+            while not _listening(port):
+                assert proc.poll() is None and time.time() < deadline, tmp_path / "serve.log"
+                time.sleep(0.5)
+            # 127.0.0.1 only: no 0.0.0.0 (00000000), no [::]
+            assert _listening(port) == ["0100007F"]
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/dashboard", timeout=120) as r:
+                assert r.status == 200
+        finally:
+            proc.terminate()
+            proc.wait(20)

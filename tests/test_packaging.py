@@ -94,7 +94,7 @@ def _readme_commands():
 def test_ci_runs_the_readme_test_command():
     commands = _readme_commands()
     assert len(commands) == 2
-    assert commands[0].endswith("panel serve apps/dashboard.py --show")
+    assert commands[0].endswith("vizmm serve --show")  # localhost only, presets read first
     test_command = commands[1]
     assert test_command == (
         'python3 -m venv .venv && .venv/bin/pip install -e ".[test]" '

@@ -18,8 +18,8 @@ if ROOT not in sys.path:
 
 from served import ARGS, CHROMIUM, SHOTS, read_status, serve  # noqa: E402
 
-from apps import traces  # noqa: E402
 from apps.keys import KeyboardShortcuts  # noqa: E402
+from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.render.bokeh_scene import PRESENTER_BOX, PRESENTER_VIEWS, Scene  # noqa: E402
 
 PRESENTER_FIGURES = ["vizmm-" + v for v in PRESENTER_VIEWS]
@@ -41,7 +41,7 @@ def extent(model):
 # ------------------------------------------------------------ no browser
 @pytest.mark.parametrize("key", ["fig5-8", "fig5-11", "general", "medium"])
 def test_presenter_scene_fits_a_projector(key):
-    tr = traces.get_trace(key)
+    tr = CATALOGUE.get(key)
     normal = Scene(tr)
     scene = Scene(tr, views=PRESENTER_VIEWS, presenter=True)
     w, h = extent(scene.layout)

@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from apps import traces  # noqa: E402
+from vizmm.catalogue import CATALOGUE, PRESETS  # noqa: E402
 from vizmm.replay import Replay, SlotState, Sub  # noqa: E402
 from vizmm.replay.questions import (  # noqa: E402
     KINDS,
@@ -30,7 +30,7 @@ from vizmm.replay.questions import (  # noqa: E402
 
 @pytest.fixture(scope="module")
 def tr():
-    return {key: traces.get_trace(key) for key in ("fig5-8", "fig5-11", "fig5-9-3x3", "general")}
+    return {key: CATALOGUE.get(key) for key in ("fig5-8", "fig5-11", "fig5-9-3x3", "general")}
 
 
 # Fig. 5.8 of the book, block_{0,0}: thread (ty, tx) -> phase -> (M element, N element)
@@ -221,7 +221,7 @@ def test_public_part_holds_no_answer(tr):
 
 def test_quiz_is_short_in_order_and_scored(tr):
     for key in tr:
-        qs = quiz(tr[key], traces.PRESETS[key].block)
+        qs = quiz(tr[key], PRESETS[key].block)
         assert 5 <= len(qs) <= 10
         assert [q.phase for q in qs] == sorted(q.phase for q in qs)
         kinds = {q.kind for q in qs}
