@@ -84,9 +84,11 @@ def load_large(key: str) -> Trace:
     TraceError
         When the file is not a valid trace.
     """
-    if key in LARGE_PRESETS:
-        return CATALOGUE.get(key)
-    return CATALOGUE.get(CATALOGUE.file_key(key))
+    key = key if key in LARGE_PRESETS else CATALOGUE.file_key(key)
+    trace = CATALOGUE.get(key, warm_up=False)  # the large views need neither M nor N
+    if not catalogue.is_warm(trace):  # a block's replay will: make them meanwhile
+        threading.Thread(target=catalogue.warm, args=(trace,), daemon=True).start()
+    return trace
 
 
 # ------------------------------------------------------------------ state
@@ -798,6 +800,7 @@ class LargeApp(pn.viewable.Viewer):
     def __init__(self, paths: list[str] | None = None, served: bool | None = None, **params):
         super().__init__(**params)
         self._served = bool(pn.state.served) if served is None else served
+        self._page_loaded = False
         options = {
             label: key for key, label in LARGE_PRESETS.items() if shipped_large(key) is not None
         }
@@ -872,12 +875,21 @@ class LargeApp(pn.viewable.Viewer):
             return
         self.loading.param.update(value=True, visible=True)
         doc = pn.state.curdoc
+        # Show the trace once the page is drawn: a trace that arrives while the
+        # browser still lays out the first document breaks Bokeh's tables.
+        page_loaded = threading.Event()
+        if doc is not None and not self._page_loaded:
+            pn.state.onload(page_loaded.set)
+            pn.state.onload(lambda: setattr(self, "_page_loaded", True))
+        else:
+            page_loaded.set()
 
         def work():
             try:
                 trace, error = load_large(key), None
             except (OSError, TraceError) as exc:
                 trace, error = None, exc
+            page_loaded.wait(timeout=120)
             if doc is not None:
                 doc.add_next_tick_callback(lambda: done(trace, error))
             else:  # pragma: no cover

@@ -36,7 +36,7 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(app: str, logdir, timeout: float = 60):
+def serve(app: str, logdir, timeout: float = 120):
     """Run ``panel serve apps/<app>.py`` on a free local port; yield the app's URL.
 
     The server's output goes to ``logdir/panel.log``; a server that does not
@@ -66,7 +66,8 @@ def serve(app: str, logdir, timeout: float = 60):
             deadline = time.time() + timeout
             while True:
                 try:
-                    with urllib.request.urlopen(url, timeout=5) as r:
+                    # a long timeout: each new request builds one more session
+                    with urllib.request.urlopen(url, timeout=max(5, deadline - time.time())) as r:
                         if r.status == 200:
                             break
                 except OSError:

@@ -456,7 +456,7 @@ class Catalogue:
         with self._key_locks[key]:  # one reading or recording per key
             trace = self._peek(key)
             if trace is not None:  # read by preload: make M and N now, here
-                return warm(trace)
+                return warm(trace) if warm_up else trace
             if isinstance(what, str) and not what.startswith(_FILE):
                 raise KeyError(
                     f"the uploaded trace {key!r} is no longer on this server; upload the file again"
