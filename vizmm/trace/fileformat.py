@@ -336,6 +336,11 @@ def _check_manifest(manifest: dict, name: str, max_bytes: int) -> tuple[dict, di
     declared = manifest.get("arrays")
     if not isinstance(declared, dict):
         raise TraceError(f"{name}: the manifest does not describe the arrays")
+    specs = {  # files written before these arrays existed: the Trace leaves them empty
+        key: v
+        for key, v in specs.items()
+        if not (key in OPTIONAL_ARRAYS and key not in declared and 0 in v[1])
+    }
     for key, (dtype, shape) in specs.items():
         d = declared.get(key)
         if not isinstance(d, dict):
@@ -407,12 +412,6 @@ def _read(data: bytes, name: str, max_bytes: int | None, manifest_only: bool = F
             )
         declared = manifest["arrays"]
         members = set(zf.namelist())
-        absent = {  # files written before these arrays existed: the Trace leaves them empty
-            key
-            for key in OPTIONAL_ARRAYS
-            if f"{key}.npy" not in members and key not in declared and 0 in specs[key][1]
-        }
-        specs = {key: v for key, v in specs.items() if key not in absent}
         missing = [key for key in specs if f"{key}.npy" not in members]
         if missing:
             raise TraceError(f"{name} lacks arrays: {', '.join(sorted(missing))}")
