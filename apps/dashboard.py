@@ -843,7 +843,11 @@ class Dashboard(pn.viewable.Viewer):
         self.state.param.watch(self._on_source_changed, ["source"])
         if served and pn.state.location is not None:
             pn.state.location.sync(self.state, URL_PARAMS, on_error=self.state.apply_values)
+        # A result that arrives while the browser still lays out the first
+        # document waits for the page (Bokeh's tables break otherwise).
+        self._page_loaded = not served
         if served and pn.state.curdoc is not None:
+            pn.state.onload(lambda: setattr(self, "_page_loaded", True))
             pn.state.on_session_destroyed(lambda ctx: self.cancel_jobs())
             pn.state.on_session_destroyed(_release_memory)
         self.state.start()
@@ -1323,7 +1327,7 @@ class Dashboard(pn.viewable.Viewer):
                 busy=f"Recording {_what(job['key'])} in the simulator: "
                 f"block {job['done']} of {job['total']}",
             )
-        if not job["finished"]:
+        if not job["finished"] or not self._page_loaded:
             return
         if self._job_cb is not None:
             self._job_cb.stop()

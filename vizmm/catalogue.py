@@ -584,7 +584,7 @@ class Catalogue:
             if not self.installed(key):
                 continue
             try:
-                self.get(key, warm_up=False)
+                self.get(key, warm_up=not PRESETS[key].large)  # small ones: ready at once
             except (OSError, TraceError, RecordError, ValueError, KeyError) as exc:
                 problems[key] = str(exc)
         self._preloaded.set()
