@@ -264,13 +264,9 @@ def test_hazard_reads_are_the_recorded_wrong_reads():
     # The barrier lab's 4 x 4 kernel without barrier 1: the threads that read a wrong
     # element at k are those whose recorded tag is not the book's element (Fig. 5.9:
     # Mds[ty][k] holds M[Row][ph*T + k], Nds[k][tx] holds N[ph*T + k][Col]).
-    barrier_view = pytest.importorskip("apps.barrier_view")
-    from apps import dashboard
+    from vizmm.catalogue import CATALOGUE
 
-    barrier_view.install(dashboard.Dashboard, traces)
-    if "lab-4x4-drop1" not in traces.PRESETS:
-        pytest.skip("no barrier-lab preset")
-    t = traces.get_trace("lab-4x4-drop1")
+    t = CATALOGUE.get("lab-4x4-drop1")
     T = t.tile_width
     j, k, l = t.shape
     asked = 0
@@ -294,4 +290,4 @@ def test_hazard_reads_are_the_recorded_wrong_reads():
     assert asked >= 2
     assert "hazard" in {q.kind for q in quiz(t)}
     # with both barriers kept there is nothing to ask
-    assert block_questions(traces.get_trace("fig5-8"), (0, 0), ["hazard"]) == []
+    assert block_questions(CATALOGUE.get("fig5-8"), (0, 0), ["hazard"]) == []
