@@ -12,7 +12,7 @@ arbitrary widths. Under Fig. 5.9's assumption the two are the same number,
 so every launch of the book's figure runs exactly as printed; on any other
 ``Width`` the kernel runs the extra phase with Fig. 5.9's unchecked loads,
 which is exactly the situation the book's Fig. 5.11 / 5.12 discussion walks
-through (the source the dashboard shows says so in a comment). A
+through. A
 load whose (row, col) is outside the matrix but whose linearized index is
 inside the allocation really reads that other element (``WRONG_ELEMENT``,
 e.g. M_{0,3} reads M_{1,0}); one past the end of the allocation is recorded
@@ -61,8 +61,6 @@ def make_plain(TILE_WIDTH, BARRIER_1=True, BARRIER_2=True):
         Col = bx * TILE_WIDTH + tx
 
         # Loop over the M and N tiles required to compute P element
-        # (Fig. 5.9 prints Width/TILE_WIDTH; this is its ceiling, Section 5.5:
-        # the same count when TILE_WIDTH divides Width)
         Pvalue = float32(0)
         for ph in range((Width + TILE_WIDTH - 1) // TILE_WIDTH):
             # Collaborative loading of M and N tiles into shared memory
