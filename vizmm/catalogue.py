@@ -231,6 +231,35 @@ PRESETS: dict[str, Preset] = {
             note="256 threads per block: loads fall 16-fold against the naive kernel.",
         ),
         Preset(
+            "coalesced",
+            "Memory: the book's kernel · 32×32, TILE_WIDTH 16 (coalesced, no bank conflict)",
+            RecordSpec("boundary", 32, 32, 32, 16),
+            note="Turn on Memory transactions: each warp (two rows of threads) loads two "
+            "64-byte runs of M and of N (4 sectors); at each k, Mds[ty][k] is one word per "
+            "row of threads and Nds[k][tx] 16 words in 16 banks.",
+        ),
+        Preset(
+            "uncoalesced",
+            "Memory: loads with the thread roles swapped · 32×32, TILE_WIDTH 16 (uncoalesced)",
+            RecordSpec("uncoalesced", 32, 32, 32, 16),
+            note="Turn on Memory transactions: a warp walks down columns of M and N, one "
+            "sector per row: 16 sectors per request instead of 4.",
+        ),
+        Preset(
+            "conflict",
+            "Memory: Nds read as Nds[tx][k] · 32×32, TILE_WIDTH 16 (8-way bank conflict)",
+            RecordSpec("conflict", 32, 32, 32, 16),
+            note="Turn on Memory transactions and step to a k: Nds[tx][k] puts 8 words of a "
+            "warp in bank k and 8 in bank k+16, an 8-way conflict.",
+        ),
+        Preset(
+            "padded",
+            "Memory: Nds with TILE_WIDTH + 1 columns · 32×32, TILE_WIDTH 16 (the fix)",
+            RecordSpec("padded", 32, 32, 32, 16),
+            note="The conflict kernel with one more column in Nds: Nds[tx][k] lands in 16 "
+            "different banks, no conflict.",
+        ),
+        Preset(
             "gpu-1000-t16-boundary",
             "Large: 1000×1000 T=16 (GPU)",
             RecordSpec("boundary", 1000, 1000, 1000, 16, seed=2024, backend="gpu"),
