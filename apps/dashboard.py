@@ -51,7 +51,14 @@ from apps.keys import KeyboardShortcuts, PageTheme  # noqa: E402
 from vizmm import TransactionsError, memory_transactions  # noqa: E402
 from vizmm.record import DEFAULT_MAX_BYTES  # noqa: E402
 from vizmm.render.bokeh_scene import Scene, slot_label  # noqa: E402
-from vizmm.replay import GRANULARITIES, ORDERS, Replay, SlotState, Step, Sub, ThreadState  # noqa: E402
+from vizmm.replay import (  # noqa: E402
+    GRANULARITIES,
+    NAIVE_REFUSAL,
+    ORDERS,
+    Replay,
+    SlotState,
+    ThreadState,
+)
 from vizmm.trace import Trace, TraceError  # noqa: E402
 
 __all__ = ["DashboardState", "Dashboard", "RecordForm", "URL_PARAMS", "KEYS", "create_app"]
@@ -271,11 +278,7 @@ class DashboardState(param.Parameterized):
             return
         if trace.kernel == "naive":
             self.replay, self.frame = None, None
-            self.show(
-                "This trace is of the naive kernel (Fig. 3.11): it has no tiles or "
-                "phases to replay. Record a tiled kernel ('boundary', 'tiled' or "
-                "'general')."
-            )
+            self.show(NAIVE_REFUSAL[0].upper() + NAIVE_REFUSAL[1:] + ".")
             return
         if not len(trace.detail_blocks):
             self.replay, self.frame = None, None
@@ -323,7 +326,7 @@ class DashboardState(param.Parameterized):
             and "step" not in names
             and names & {"granularity", "order"}
         ):
-            step = _equivalent(old.steps[min(step, len(old) - 1)], new)
+            step = new.index_at(old.steps[min(step, len(old) - 1)])
         step = max(0, min(step, len(new) - 1))
         self.replay = new
         self._set_quietly(step=step, n_steps=len(new))
@@ -532,29 +535,6 @@ class DashboardState(param.Parameterized):
                     self.param.update(**{k: v})
                 except Exception:  # noqa: BLE001 - a bad value is ignored
                     continue
-
-
-def _equivalent(step: Step, replay: Replay) -> int:
-    """The step of ``replay`` at the same moment as ``step`` (of another granularity/order)."""
-    steps = replay.steps
-    if step.sub == Sub.START:
-        return 0
-    if step.sub == Sub.WRITE_P:
-        return len(steps) - 1
-    if replay.granularity == "phase":
-        for i, s in enumerate(steps):
-            if s.sub == Sub.PHASE and s.phase == step.phase:
-                return i
-        return 0
-    if step.sub == Sub.PHASE:  # a whole phase: its end in sub-steps
-        return replay.index_of(step.phase, Sub.RELEASE_2)
-    best, best_i = None, 0
-    for i, s in enumerate(steps):
-        if s.sub == step.sub and s.phase == step.phase and s.k == step.k:
-            d = abs((s.arrived or 0) - (step.arrived or 0))
-            if best is None or d < best:
-                best, best_i = d, i
-    return best_i
 
 
 def _what(key: str) -> str:

@@ -44,7 +44,7 @@ def five(record_sim):
 
 def renders(trace, size=(640, 360), **kw):
     replay = Replay(trace, kw.pop("block", (0, 0)), kw.pop("granularity", "substep"))
-    r = FrameRenderer(trace, size=size, granularity=replay.granularity, **kw)
+    r = FrameRenderer(trace, size=size, **kw)
     return replay, (lambda i: r.render(replay.frame(i))), r
 
 

@@ -54,7 +54,7 @@ from functools import lru_cache
 import numpy as np
 from bokeh.core.properties import value
 
-from ..replay import CellState, Frame, SlotState, Sub, ThreadState
+from ..replay import CellState, Frame, SlotState, ThreadState
 from ..replay.table import build_table
 from ..trace import Access, Trace
 from . import palette as pal
@@ -390,7 +390,6 @@ def _pvalue_columns(frame: Frame, trace: Trace) -> dict[str, list]:
 
 
 def _ghost_columns(frame: Frame, trace: Trace, name: str, th: pal.Palette) -> dict[str, list]:
-    j, k, l = trace.shape
     T = trace.tile_width
     cols: dict[str, list] = {
         key: []
@@ -409,28 +408,22 @@ def _ghost_columns(frame: Frame, trace: Trace, name: str, th: pal.Palette) -> di
         )
     }
     if name == "P":
-        row0, col0 = frame.tiles["P"]
-        for ty in range(T):
-            for tx in range(T):
-                r, c = row0 + ty, col0 + tx
-                if r < j and c < l:
-                    continue
-                cols["x"].append(c + 0.5)
-                cols["y"].append(r + 0.5)
-                cols["row"].append(r)
-                cols["col"].append(c)
-                cols["name"].append(_uni(_sub("P", r, c)))
-                fill = th.THREAD_STATE_COLORS[ThreadState.IDLE]
-                cols["fill"].append(fill)
-                cols["line_color"].append(th.MUTED)
-                cols["text"].append("")
-                cols["text_color"].append(th.text_on(fill))
-                cols["state"].append("outside P: this thread has no P element")
-                cols["loader"].append(f"thread ({ty},{tx})")
+        for r, c, t in frame.p_ghosts:
+            cols["x"].append(c + 0.5)
+            cols["y"].append(r + 0.5)
+            cols["row"].append(r)
+            cols["col"].append(c)
+            cols["name"].append(_uni(_sub("P", r, c)))
+            fill = th.THREAD_STATE_COLORS[ThreadState.IDLE]
+            cols["fill"].append(fill)
+            cols["line_color"].append(th.MUTED)
+            cols["text"].append("")
+            cols["text_color"].append(th.text_on(fill))
+            cols["state"].append("outside P: this thread has no P element")
+            cols["loader"].append(f"thread ({t // T},{t % T})")
         return cols
-    ncols = k if name == "M" else l
     n = T * T
-    for r, c, code, t, now in frame.ghosts.get(name, []):
+    for r, c, code, t, now, element in frame.ghosts.get(name, []):
         fill = th.GHOST_COLORS[int(code)]
         cols["x"].append(c + 0.5)
         cols["y"].append(r + 0.5)
@@ -442,7 +435,7 @@ def _ghost_columns(frame: Frame, trace: Trace, name: str, th: pal.Palette) -> di
         if code == Access.ZERO_FILL:
             text = "0.0"
         elif code == Access.WRONG_ELEMENT:
-            text = "=" + _uni(_sub(name, *divmod(r * ncols + c, ncols)))
+            text = "=" + _uni(_sub(name, *element))
         elif code == Access.OUT_OF_ALLOCATION:
             text = "✗"
         else:
@@ -787,8 +780,7 @@ def _counter_columns(
         "color": [c for _, _, c in lines],
     }
     # Bars: loads so far against the naive count, scaled to the block's naive total.
-    j, k, l = trace.shape
-    total = max(1, 2 * int(frame.thread_valid.sum()) * k)
+    total = max(1, frame.naive_loads_total)
     width = COUNTER_CHARS - 2
     bars: dict[str, list] = {
         "x": [],
@@ -880,9 +872,6 @@ def _table_kind_fill(th: pal.Palette) -> dict[str, str]:
     }
 
 
-_ROLE_OF_FOCUS = {"M": "m_load", "N": "n_load", "P": "pvalue"}
-
-
 @lru_cache(maxsize=16)
 def _table_layout(trace: Trace, block: tuple[int, int]):
     """Columns kept, their widths (characters) and display texts for a block's table."""
@@ -917,43 +906,6 @@ def _table_layout(trace: Trace, block: tuple[int, int]):
     return table, keep, texts, heads, widths
 
 
-def _table_progress(frame: Frame):
-    """(phase, role) of the current table cell and a function telling past cells."""
-    step = frame.step
-    order = ("m_load", "n_load", "pvalue", "value")
-    if step.sub == Sub.START:
-        return None, lambda ph, role: False
-    if step.sub == Sub.WRITE_P:
-        return (None, "p_write"), lambda ph, role: True
-    cur_ph = step.phase
-    if frame.table_focus is not None:
-        role = _ROLE_OF_FOCUS[frame.table_focus[1]]
-    elif step.sub in (Sub.ARRIVE_1, Sub.RELEASE_1):
-        role = "n_load"
-    else:
-        role = "pvalue"
-    if step.sub in (Sub.PHASE, Sub.ARRIVE_2, Sub.RELEASE_2):
-        last = "value"
-    elif step.sub in (Sub.ARRIVE_1, Sub.RELEASE_1):
-        last = "n_load"
-    else:
-        last = role
-    current = (cur_ph, role) if frame.table_focus is not None else None
-
-    def done(ph, r):
-        if r in ("thread",):
-            return True
-        if r == "p_write" or ph is None:
-            return False
-        if ph < cur_ph:
-            return True
-        if ph > cur_ph:
-            return False
-        return order.index(r) <= order.index(last)
-
-    return current, done
-
-
 def _table_columns(
     frame: Frame, trace: Trace, th: pal.Palette, conceal: bool = False
 ) -> dict[str, list]:
@@ -964,11 +916,8 @@ def _table_columns(
     columns = [table.columns[i] for i in keep]
     # Phases shown: all, or a window of TABLE_PHASES around the current phase.
     nph = len(table.phases)
-    cur_ph = (
-        frame.step.phase
-        if frame.step.phase is not None
-        else (nph - 1 if frame.step.sub == Sub.WRITE_P else 0)
-    )
+    cursor = frame.table_cursor
+    cur_ph = cursor.phase
     first = min(max(0, cur_ph - TABLE_PHASES + 2), max(0, nph - TABLE_PHASES))
     shown_ph = set(range(first, first + TABLE_PHASES))
     show = [n for n, c in enumerate(columns) if c.phase is None or c.phase in shown_ph]
@@ -981,7 +930,7 @@ def _table_columns(
         start = min(max(0, f - 3), nrows - (TABLE_ROWS - 1))
         rows = list(range(start, start + TABLE_ROWS - 1))
         more = nrows - len(rows)
-    current, done = _table_progress(frame)
+    current, done = cursor.current, cursor.done
     kind_fill = _table_kind_fill(th)
     focus_row = (frame.focus[0] * T + frame.focus[1]) if frame.focus is not None else -1
 
