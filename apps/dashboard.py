@@ -59,7 +59,7 @@ from vizmm.replay import (  # noqa: E402
     SlotState,
     ThreadState,
 )
-from vizmm.trace import Trace, TraceError  # noqa: E402
+from vizmm.trace import MAX_TILE_WIDTH, Trace, TraceError  # noqa: E402
 
 __all__ = ["DashboardState", "Dashboard", "RecordForm", "URL_PARAMS", "KEYS", "create_app"]
 
@@ -581,7 +581,7 @@ class RecordForm(pn.viewable.Viewer):
         doc="Barrier lab ('tiled', 'boundary'): keep both barriers (the book), or remove "
         "barrier 1 (after the loads), barrier 2 (after the k loop) or both",
     )
-    tile_width = param.Integer(default=2, bounds=(1, 32), label="TILE_WIDTH")
+    tile_width = param.Integer(default=2, bounds=(1, MAX_TILE_WIDTH), label="TILE_WIDTH")
     seed = param.Integer(default=0, bounds=(0, 2**31 - 1), label="seed of the inputs")
     backend = param.Selector(default="simulator", objects=["simulator", "auto", "gpu"])
     estimate = param.String(default="", precedence=-1)

@@ -43,7 +43,7 @@ from vizmm import render  # noqa: E402
 from vizmm.record import DEFAULT_MAX_BYTES  # noqa: E402
 from vizmm.render.large_bokeh import LargeScene  # noqa: E402
 from vizmm.replay import large  # noqa: E402
-from vizmm.trace import Trace, TraceError, from_bytes  # noqa: E402
+from vizmm.trace import MAX_TILE_WIDTH, Trace, TraceError, from_bytes  # noqa: E402
 
 __all__ = [
     "LARGE_PRESETS",
@@ -665,7 +665,7 @@ class WindowForm(pn.viewable.Viewer):
     j = param.Integer(default=1000, bounds=(1, 8192), label="rows of M (j) / Width")
     k = param.Integer(default=1000, bounds=(1, 8192), label="columns of M = rows of N (k)")
     l = param.Integer(default=1000, bounds=(1, 8192), label="columns of N (l)")  # noqa: E741
-    tile_width = param.Integer(default=16, bounds=(1, 32), label="TILE_WIDTH")
+    tile_width = param.Integer(default=16, bounds=(1, MAX_TILE_WIDTH), label="TILE_WIDTH")
     window = param.String(default="0,0; 31,17", label="window blocks (by,bx; by,bx)")
     seed = param.Integer(default=2024, bounds=(0, 2**31 - 1), label="seed of the inputs")
     estimate = param.String(default="", precedence=-1)
@@ -706,9 +706,8 @@ class WindowForm(pn.viewable.Viewer):
         except (ValueError, vizmm.RecordError) as exc:
             self.param.update(estimate=f"⚠ {exc}", valid=False)
         else:
-            gy, gx = -(-j // self.tile_width), -(-l // self.tile_width)
             text = (
-                f"Estimate: {est.describe()}. Simulates {len(blocks)} of {gy * gx} blocks: "
+                f"Estimate: {est.describe()}. Simulates {len(blocks)} of {est.blocks} blocks: "
                 f"{large.format_blocks(blocks)}."
             )
             valid = True
@@ -1006,13 +1005,10 @@ def install(dashboard_cls, traces_module) -> None:
     for key, label in LARGE_PRESETS.items():
         if key in traces_module.PRESETS:
             continue
-        kernel = key.rsplit("-", 1)[1]
-        width = int(key.split("-")[1])
-        tile = int(key.split("-")[2][1:])
         traces_module.PRESETS[key] = traces_module.Preset(
             key,
             label,
-            traces_module.RecordSpec(kernel, width, width, width, tile, seed=2024, backend="gpu"),
+            traces_module.gpu_spec(key),
             block=(0, 0),
             note="Recorded on an NVIDIA H200 in aggregated mode: open the Large matrices tab "
             "for the whole launch; a few blocks replay thread by thread here.",

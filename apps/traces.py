@@ -40,6 +40,7 @@ __all__ = [
     "register_upload",
     "label_of",
     "parse_key",
+    "gpu_spec",
 ]
 
 
@@ -204,6 +205,9 @@ _REC = re.compile(
     r"s(?P<seed>\d+):(?P<backend>[a-z]+)(?::d(?P<drop>1|2|12))?$"
 )
 _UPLOAD = re.compile(r"^upload:[0-9a-f]{12}$")
+# Shipped GPU traces: gpu-<Width>-t<TILE_WIDTH>-<kernel>, recorded with seed 2024.
+_GPU = re.compile(r"^gpu-(?P<width>\d+)-t(?P<T>\d+)-(?P<kernel>[a-z]+)$")
+GPU_SEED = 2024
 MAX_CACHED = 24  # recordings and uploads kept (presets are always kept)
 
 _lock = threading.Lock()
@@ -240,6 +244,21 @@ def parse_key(key: str) -> Preset | RecordSpec | str:
         f"unknown trace {key!r}: use a preset ({', '.join(PRESETS)}), a recording "
         "'rec:KERNEL:JxKxL:T<tile>:s<seed>:<backend>[:d1|:d2|:d12]' or an uploaded file"
     )
+
+
+def gpu_spec(key: str) -> RecordSpec:
+    """The recording a shipped GPU trace's key names (``gpu-4096-t32-tiled``).
+
+    Raises
+    ------
+    ValueError
+        For a key of another form.
+    """
+    m = _GPU.match(key)
+    if m is None:
+        raise ValueError(f"{key!r} is not a shipped GPU trace's key (gpu-WIDTH-tTILE-KERNEL)")
+    w = int(m["width"])
+    return RecordSpec(m["kernel"], w, w, w, int(m["T"]), seed=GPU_SEED, backend="gpu")
 
 
 def label_of(key: str) -> str:

@@ -37,7 +37,6 @@ from .record import (
     DEFAULT_MAX_BYTES,
     GPUUnavailableError,
     RecordError,
-    estimate,
     record,
 )
 from .render.text import format_table
@@ -273,8 +272,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         raise CLIError(f"cannot write {args.output}: the folder {folder} does not exist")
     if os.path.isdir(args.output):
         raise CLIError(f"cannot write {args.output}: it is a folder")
-    T = args.tile_width
-    if T is None:
+    if args.tile_width is None:  # Fig. 5.14: record() chooses it; say from what first
         if args.kernel != "dynamic":
             raise CLIError(
                 "--tile-width device needs --kernel dynamic: only Fig. 5.14 chooses its "
@@ -282,13 +280,14 @@ def cmd_record(args: argparse.Namespace) -> int:
             )
         from .record.device import tile_width_from_device
 
-        T, why = tile_width_from_device(args.backend, args.device)
         if not args.quiet:
-            print(why, flush=True)
-    est = estimate(j, k, l, T, args.kernel, args.window, reads=bool(args.drop_barrier))
+            print(tile_width_from_device(args.backend, args.device)[1], flush=True)
     limit = DEFAULT_MAX_BYTES if args.max_bytes is None else args.max_bytes
-    if not args.quiet:
-        print(f"estimate: {est.describe()} (limit {human_bytes(limit)})", flush=True)
+
+    def say(est) -> None:
+        if not args.quiet:
+            print(f"estimate: {est.describe()} (limit {human_bytes(limit)})", flush=True)
+
     trace = record(
         j,
         k,
@@ -303,6 +302,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         quiet=args.quiet,
         drop_barrier=args.drop_barrier,
+        on_estimate=say,
     )
     path = trace.save(args.output)
     if not args.quiet:

@@ -167,7 +167,14 @@ def estimate(
         For bad sizes, tile width, kernel or window.
     """
     launch, blocks = _normalize(j, k, l, tile_width, kernel, window)
-    j, k, l, T = launch.j, launch.k, launch.l, launch.tile_width
+    return _estimate(launch, blocks, simulate_window_only, reads)
+
+
+def _estimate(
+    launch: LaunchShape, blocks, simulate_window_only: bool = True, reads: bool = False
+) -> Estimate:
+    """:func:`estimate` of a validated launch and window (``blocks``; None: every block)."""
+    j, k, l, T, kernel = launch.j, launch.k, launch.l, launch.tile_width, launch.kernel
     (gy, gx), nph = launch.grid, launch.n_phases
     nd = launch.n_blocks if blocks is None else len(blocks)
     per_thread_phase = 6 * 4 + 4 + 2 * 2 * (4 + 8)
@@ -176,10 +183,10 @@ def estimate(
         + nd * T * T * (nph * per_thread_phase + 1)
         + gy * gx * 6 * 8
         + gy * gx * nph * 2 * 4
-        + (gy * gx * nph * 2 * 2 * 4 if window is not None else 0)
+        + (gy * gx * nph * 2 * 2 * 4 if blocks is not None else 0)
         + (nd * nph * T**3 * 2 * (4 + 4) if reads else 0)
     )
-    sim_blocks = nd if (window is not None and simulate_window_only) else gy * gx
+    sim_blocks = nd if (blocks is not None and simulate_window_only) else gy * gx
     inner = k if kernel == "naive" else nph * T
     secs = (
         sim_blocks
@@ -276,6 +283,7 @@ def record(
     quiet: bool = False,
     drop_barrier: int | Sequence[int] | None = None,
     reads: bool | None = None,
+    on_estimate: Callable[[Estimate], object] | None = None,
 ) -> Trace:
     """Run an instrumented kernel once and return what it recorded.
 
@@ -332,6 +340,10 @@ def record(
         a barrier is removed. In the simulator such recordings run the
         threads of a block in turns (see the README's barrier lab), so they
         are the same on every run.
+    on_estimate : callable, optional
+        Called with the :class:`Estimate` once the arguments are checked,
+        before the size limit is applied and anything is launched (the
+        command line prints it).
 
     Returns
     -------
@@ -392,7 +404,9 @@ def record(
             f"reads=True records the k loop's reads of Mds / Nds; kernel {kernel!r} has no "
             "such reads (use 'tiled' or 'boundary')"
         )
-    est = estimate(j, k, l, T, kernel, blocks, reads=reads)
+    est = _estimate(launch, blocks, reads=reads)
+    if on_estimate is not None:
+        on_estimate(est)
     limit = DEFAULT_MAX_BYTES if max_bytes is None else int(max_bytes)
     if est.bytes > limit:
         raise TraceTooLargeError(

@@ -56,7 +56,7 @@ from bokeh.core.properties import value
 
 from ..replay import CellState, Frame, SlotState, ThreadState
 from ..replay.table import build_table
-from ..trace import Access, Trace
+from ..trace import Access, Trace, ceil_div
 from . import palette as pal
 from .text import format_value, render_text
 
@@ -1060,8 +1060,7 @@ class _Sizes:
         if presenter:
             return cls._fit(trace, set(views), *PRESENTER_BOX)
         T = trace.tile_width
-        gy, gx = trace.grid
-        ext = max(gy * T, max(trace.n_phases, 1) * T, gx * T)
+        ext = max(trace.launch.padded)  # the tiles' extent, matrices rounded up to whole tiles
         cell = int(min(60, max(5, 290 // ext)))
         scell = int(min(78, max(12, 170 // T)))
         mono = 12
@@ -1082,9 +1081,7 @@ class _Sizes:
         font, mono = (18, 16) if large else (14, 13)
         line = int(round(mono * 1.55))
         T = trace.tile_width
-        j, k, l = trace.shape
-        gy, gx = trace.grid
-        nph = max(trace.n_phases, 1)
+        jp, kp, lp = trace.launch.padded  # tiles may overhang the matrices
         head = 30 + 2 * font  # a grid figure's title and axis labels
         grid_h = height - ((4 * line + 8 + 10) if "caption" in v else 0)
         # middle column: Mds and Nds side by side, the threads below
@@ -1095,8 +1092,8 @@ class _Sizes:
             scell = int(min(90, (grid_h - mid_rows * head - 8 * (mid_rows - 1)) // (mid_rows * T)))
             mid_w = max(shared * (T * scell + 30) + 10 * max(0, shared - 1), T * scell + 40) + 22
         # matrices: N above P, M left of P (Fig. 5.10)
-        ext_rows = {"M": max(j, gy * T), "N": max(k, nph * T), "P": max(j, gy * T)}
-        ext_cols = {"M": max(k, nph * T), "N": max(l, gx * T), "P": max(l, gx * T)}
+        ext_rows = {"M": jp, "N": kp, "P": jp}
+        ext_cols = {"M": kp, "N": lp, "P": lp}
         rows = (ext_rows["N"] if "N" in v else 0) + (ext_rows["P"] if v & {"M", "P"} else 0)
         cols = (ext_cols["M"] if "M" in v else 0) + (ext_cols["P"] if v & {"N", "P"} else 0)
         cell = 60
@@ -1359,13 +1356,8 @@ class Scene:
         tr, s = self.trace, self.sizes
         j, k, l = tr.shape
         T = tr.tile_width
-        gy, gx = tr.grid
-        nph = max(tr.n_phases, 1)
-        ext = {
-            "M": (max(j, gy * T), max(k, nph * T)),
-            "N": (max(k, nph * T), max(l, gx * T)),
-            "P": (max(j, gy * T), max(l, gx * T)),
-        }
+        jp, kp, lp = tr.launch.padded  # tiles may overhang the matrices
+        ext = {"M": (jp, kp), "N": (kp, lp), "P": (jp, lp)}
         shape = {"M": (j, k), "N": (k, l), "P": (j, l)}
         fills, texts, words = matrix_palette(T * T, self.palette)
         fill_map = linear_cmap("code", fills, low=-0.5, high=len(fills) - 0.5)
@@ -1773,7 +1765,7 @@ class Scene:
             ("followed thread (outline)", "focus"),
         ]
         cols = 1  # one column under the threads: the middle stays as narrow as Mds + Nds
-        per_col = -(-len(entries) // cols)
+        per_col = ceil_div(len(entries), cols)
         width_chars = max(len(label) for label, _ in entries) + 5
         data = {"x": [], "y": [], "fill": [], "line": [], "alpha": []}
         text = {"x": [], "y": [], "text": [], "style": []}

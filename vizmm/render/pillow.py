@@ -1262,4 +1262,3 @@ class FrameRenderer:
                     fill=_ink_on(fill),
                     anchor="mm",
                 )
-

@@ -44,7 +44,7 @@ from ..analysis.transactions import (
     memory_transactions,
     transactions_overlay,
 )
-from ..trace import Access, LaunchShape, PWrite, Trace
+from ..trace import Access, LaunchShape, PWrite, Trace, ceil_div
 from .table import TableCursor
 
 __all__ = [
@@ -520,7 +520,7 @@ class Replay:
     def _arrival_counts(self) -> list[int]:
         n = self.trace.tile_width**2
         g = min(n, MAX_ARRIVAL_GROUPS)
-        return sorted({-(-n * (i + 1) // g) for i in range(g)})
+        return sorted({ceil_div(n * (i + 1), g) for i in range(g)})
 
     def _build_steps(self) -> list[Step]:
         T = self.trace.tile_width

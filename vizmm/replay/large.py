@@ -41,7 +41,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..trace import BLOCK_FIELDS, WAIT_BINS, Trace
+from ..trace import BLOCK_FIELDS, WAIT_BINS, Trace, ceil_div
 
 __all__ = [
     "BlockState",
@@ -652,8 +652,8 @@ class ReadCounts:
 
 
 def _edges(n: int, T: int, max_cells: int) -> tuple[np.ndarray, int]:
-    tiles = -(-n // T)
-    per = max(1, -(-tiles // max_cells))
+    tiles = ceil_div(n, T)
+    per = max(1, ceil_div(tiles, max_cells))
     return np.r_[np.arange(0, n, T * per), n].astype(np.int64), per
 
 

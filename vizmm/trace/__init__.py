@@ -11,7 +11,14 @@ NumPy only: traces are replayed anywhere, no numba.
 """
 
 from .fileformat import FORMAT, VERSION, atomic_write, from_bytes, load, seeded_inputs
-from .launch import KERNELS, MAX_TILE_WIDTH, SQUARE_KERNELS, LaunchError, LaunchShape
+from .launch import (
+    KERNELS,
+    MAX_TILE_WIDTH,
+    SQUARE_KERNELS,
+    LaunchError,
+    LaunchShape,
+    ceil_div,
+)
 from .model import (
     ARRAY_NAMES,
     BLOCK_FIELDS,
@@ -43,6 +50,7 @@ __all__ = [
     "Trace",
     "TraceError",
     "atomic_write",
+    "ceil_div",
     "from_bytes",
     "human_bytes",
     "load",
