@@ -59,7 +59,13 @@ from vizmm.replay import (  # noqa: E402
     SlotState,
     ThreadState,
 )
-from vizmm.trace import MAX_TILE_WIDTH, Trace, TraceError  # noqa: E402
+from vizmm.trace import (  # noqa: E402
+    MAX_TILE_WIDTH,
+    TILED_KERNELS,
+    Trace,
+    TraceError,
+    not_recorded_message,
+)
 
 __all__ = ["DashboardState", "Dashboard", "RecordForm", "URL_PARAMS", "KEYS", "create_app"]
 
@@ -298,10 +304,10 @@ class DashboardState(param.Parameterized):
                 else tuple(int(v) for v in trace.detail_blocks[0])
             )
             if 0 <= block[0] < gy and 0 <= block[1] < gx and "trace" not in names:
+                why = not_recorded_message(trace, block)
                 self.show(
-                    f"Block ({block[0]},{block[1]}) was not recorded per thread "
-                    f"(this trace keeps {len(trace.detail_blocks)} of {gy * gx} blocks "
-                    f"in detail); still showing block ({fallback[0]},{fallback[1]}).",
+                    f"{why[0].upper()}{why[1:]}; still showing block "
+                    f"({fallback[0]},{fallback[1]}).",
                     "warning",
                 )
             block = fallback
@@ -566,7 +572,7 @@ class RecordForm(pn.viewable.Viewer):
 
     kernel = param.Selector(
         default="boundary",
-        objects=["boundary", "tiled", "general", "uncoalesced", "conflict", "padded", "dynamic"],
+        objects=list(TILED_KERNELS),
         doc="'boundary' Fig. 5.13, 'tiled' Fig. 5.9 (no checks), 'general' j x k . k x l; "
         "contrast kernels: 'uncoalesced' loads, 'conflict' (Nds[tx][k]), 'padded'; "
         "'dynamic' Fig. 5.14 (dynamically sized shared memory)",

@@ -40,10 +40,11 @@ if _ROOT not in sys.path:  # `panel serve apps/large_view.py` runs this file as 
 
 import vizmm  # noqa: E402
 from vizmm import render  # noqa: E402
+from vizmm.cli import parse_window  # noqa: E402
 from vizmm.record import DEFAULT_MAX_BYTES  # noqa: E402
 from vizmm.render.large_bokeh import LargeScene  # noqa: E402
 from vizmm.replay import large  # noqa: E402
-from vizmm.trace import MAX_TILE_WIDTH, Trace, TraceError, from_bytes  # noqa: E402
+from vizmm.trace import MAX_TILE_WIDTH, TILED_KERNELS, Trace, TraceError, from_bytes  # noqa: E402
 
 __all__ = [
     "LARGE_PRESETS",
@@ -659,7 +660,7 @@ class WindowForm(pn.viewable.Viewer):
 
     kernel = param.Selector(
         default="boundary",
-        objects=["boundary", "tiled", "general"],
+        objects=list(TILED_KERNELS),
         doc="'boundary' Fig. 5.13, 'tiled' Fig. 5.9, 'general' j x k . k x l",
     )
     j = param.Integer(default=1000, bounds=(1, 8192), label="rows of M (j) / Width")
@@ -695,7 +696,7 @@ class WindowForm(pn.viewable.Viewer):
 
     def blocks(self) -> list[tuple[int, int]]:
         """The window's blocks (raises ValueError for text that is not ``by,bx`` pairs)."""
-        return large.parse_window(self.window)
+        return parse_window(self.window)
 
     @param.depends("kernel", "j", "k", "l", "tile_width", "window", watch=True)
     def _update_estimate(self) -> None:

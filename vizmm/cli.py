@@ -42,7 +42,7 @@ from .record import (
 from .render.text import format_table
 from .replay import GRANULARITIES, ORDERS, Replay
 from .replay.table import build_table
-from .trace import KERNELS, TraceError, human_bytes, load
+from .trace import KERNELS, MAX_TILE_WIDTH, TraceError, human_bytes, load
 
 __all__ = ["CLIError", "INPUT_ERRORS", "SUBCOMMANDS", "build_parser", "main"]
 
@@ -103,13 +103,53 @@ def parse_tile_width(text: str) -> int | None:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected an integer from 1 to 32 or 'device', got {text!r}"
+            f"expected an integer from 1 to {MAX_TILE_WIDTH} or 'device', got {text!r}"
         ) from None
 
 
+_PAIR = re.compile(r"^\(?\s*(\d+)\s*[, ]\s*(\d+)\s*\)?$")
+
+
 def parse_block(text: str) -> tuple[int, int]:
-    """``"BY,BX"`` to ``(by, bx)``."""
-    return _ints(text, 2, "a block", "1,0 (by,bx)")  # type: ignore[return-value]
+    """``"BY,BX"`` (also ``"(by, bx)"`` or ``"by bx"``) to ``(by, bx)``: the one block parser.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        For text that is not two non-negative integers.
+    """
+    m = _PAIR.match(text.strip())
+    if m is None:
+        raise argparse.ArgumentTypeError(
+            f"a block must be 2 integers like 1,0 (by,bx), got {text!r}"
+        )
+    return int(m[1]), int(m[2])
+
+
+def parse_window(text: str) -> list[tuple[int, int]]:
+    """Blocks typed by a person: ``"0,0; 31,17"`` (also ``(0,0) (31,17)`` or one per line).
+
+    Each block is read by :func:`parse_block`; repeated blocks are kept once.
+
+    Raises
+    ------
+    ValueError
+        When a part is not a ``by,bx`` pair of non-negative integers, or none is given.
+    """
+    parts = [p.strip() for p in re.split(r"[;\n]|\)\s*\(|\)\s*,\s*\(", text) if p.strip()]
+    out: list[tuple[int, int]] = []
+    for p in parts:
+        try:
+            pair = parse_block(p.strip("() "))
+        except argparse.ArgumentTypeError as exc:
+            raise ValueError(
+                f"window blocks are 'by,bx' pairs separated by ';' (e.g. '0,0; 31,17'): {exc}"
+            ) from None
+        if pair not in out:
+            out.append(pair)
+    if not out:
+        raise ValueError("name at least one block of the window, e.g. '0,0; 31,17'")
+    return out
 
 
 _UNITS = {

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from .replay import GRANULARITIES, NAIVE_REFUSAL, ORDERS, Replay
-from .trace import Trace, atomic_write
+from .trace import Trace, atomic_write, not_recorded_message
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -119,16 +119,9 @@ def _check_block(trace: Trace, block) -> tuple[int, int]:
         by, bx = (int(v) for v in block)
     except (TypeError, ValueError):
         raise ExportError(f"block must be (by, bx), two integers, got {block!r}") from None
-    if not trace.has_block((by, bx)):
-        gy, gx = trace.grid
-        if not (0 <= by < gy and 0 <= bx < gx):
-            raise ExportError(f"block ({by},{bx}) is outside the {gy} x {gx} grid of blocks")
-        recorded = ", ".join(f"({a},{b})" for a, b in trace.detail_blocks[:8].tolist())
-        more = " ..." if len(trace.detail_blocks) > 8 else ""
-        raise ExportError(
-            f"block ({by},{bx}) was not recorded per thread; recorded blocks: "
-            f"{recorded or 'none'}{more}"
-        )
+    problem = not_recorded_message(trace, (by, bx))
+    if problem:
+        raise ExportError(problem)
     return by, bx
 
 

@@ -753,10 +753,9 @@ def _counter_columns(
     fy, fx = frame.focus if frame.focus is not None else (0, 0)
     who = "followed thread" if frame.focus is not None else "thread"
     pvs = []
-    if frame.phase_pvalues is not None:
-        for ph in range(frame.phase_pvalues.shape[0]):
-            v = float(frame.phase_pvalues[ph, fy, fx])
-            pvs.append(f"ph {ph}: {'-' if math.isnan(v) else _fmt(v)}")
+    for ph in range(frame.phase_pvalues.shape[0]):
+        v = float(frame.phase_pvalues[ph, fy, fx])
+        pvs.append(f"ph {ph}: {'-' if math.isnan(v) else _fmt(v)}")
     lines = [
         ("Global loads of M, N (this block)", "bold", th.TEXT),
         (f"  tiled kernel so far   {loads:>7d}", "normal", th.TEXT),

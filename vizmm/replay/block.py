@@ -44,7 +44,7 @@ from ..analysis.transactions import (
     memory_transactions,
     transactions_overlay,
 )
-from ..trace import Access, LaunchShape, PWrite, Trace, ceil_div
+from ..trace import TILED_KERNELS, Access, LaunchShape, PWrite, Trace, ceil_div
 from .table import TableCursor
 
 __all__ = [
@@ -69,8 +69,8 @@ ORDERS = ("lockstep", "recorded")
 MAX_ARRIVAL_GROUPS = 8  # arrival frames per barrier in recorded order
 #: Why a trace of the naive kernel cannot be replayed (the one wording of it).
 NAIVE_REFUSAL = (
-    "the naive kernel (Fig. 3.11) has no tiles or phases to replay; record a tiled "
-    "kernel ('tiled', 'boundary' or 'general')"
+    "the naive kernel (Fig. 3.11) has no tiles or phases to replay; record a tiled kernel "
+    f"({', '.join(map(repr, TILED_KERNELS[:-1]))} or {TILED_KERNELS[-1]!r})"
 )
 
 
@@ -518,7 +518,7 @@ class Replay:
         return len(self.steps)
 
     def _arrival_counts(self) -> list[int]:
-        n = self.trace.tile_width**2
+        n = self.trace.launch.threads_per_block
         g = min(n, MAX_ARRIVAL_GROUPS)
         return sorted({ceil_div(n * (i + 1), g) for i in range(g)})
 

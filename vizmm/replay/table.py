@@ -293,18 +293,6 @@ def _pwrite_cell(kind: PWrite, row: int, col: int, l: int, ty: int, tx: int) -> 
     return Cell(text, kind.name.lower(), (ty, tx))
 
 
-_FIGURES = {
-    "naive": "Fig. 3.11",
-    "tiled": "Fig. 5.9",
-    "boundary": "Fig. 5.13",
-    "general": "Section 5.5, j x k . k x l",
-    "uncoalesced": "Fig. 5.13, uncoalesced loads",
-    "conflict": "Fig. 5.13, Nds[tx][k]",
-    "padded": "Fig. 5.13, padded Nds[tx][k]",
-    "dynamic": "Fig. 5.14",
-}
-
-
 def build_table(
     trace: Trace,
     block: tuple[int, int],
@@ -431,7 +419,7 @@ def build_table(
             rows.append(tuple(row))
 
     title = (
-        f"block_{{{by},{bx}}} of the {trace.kernel} kernel ({_FIGURES[trace.kernel]}), "
+        f"block_{{{by},{bx}}} of the {trace.kernel} kernel ({trace.meta.get('figure', '')}), "
         f"M {j}x{k} . N {k}x{l}, TILE_WIDTH {T}"
     )
     return Table(title, (by, bx), phases, tuple(columns), tuple(rows))

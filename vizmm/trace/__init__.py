@@ -15,6 +15,7 @@ from .launch import (
     KERNELS,
     MAX_TILE_WIDTH,
     SQUARE_KERNELS,
+    TILED_KERNELS,
     LaunchError,
     LaunchShape,
     ceil_div,
@@ -29,8 +30,9 @@ from .model import (
     PWrite,
     Trace,
     TraceError,
+    not_recorded_message,
 )
-from .units import human_bytes
+from .units import format_blocks, human_bytes
 
 __all__ = [
     "ARRAY_NAMES",
@@ -40,6 +42,7 @@ __all__ = [
     "MAX_STORED_SPREAD",
     "MAX_TILE_WIDTH",
     "SQUARE_KERNELS",
+    "TILED_KERNELS",
     "VERSION",
     "WAIT_BINS",
     "Access",
@@ -51,8 +54,10 @@ __all__ = [
     "TraceError",
     "atomic_write",
     "ceil_div",
+    "format_blocks",
     "from_bytes",
     "human_bytes",
     "load",
+    "not_recorded_message",
     "seeded_inputs",
 ]

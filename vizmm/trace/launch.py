@@ -18,6 +18,7 @@ import numpy as np
 __all__ = [
     "KERNELS",
     "SQUARE_KERNELS",
+    "TILED_KERNELS",
     "MAX_TILE_WIDTH",
     "LaunchError",
     "LaunchShape",
@@ -27,6 +28,8 @@ __all__ = [
 #: Kernel names, in the order menus list them; equal to ``vizmm_kernels.KERNEL_NAMES``
 #: (a test says so).
 KERNELS = ("naive", "tiled", "boundary", "general", "uncoalesced", "conflict", "padded", "dynamic")
+#: Kernels with tiles and phases: every kernel but the naive one (the block replay shows them).
+TILED_KERNELS = tuple(k for k in KERNELS if k != "naive")
 #: Kernels that multiply square ``Width x Width`` matrices (the book's figures).
 SQUARE_KERNELS = (
     "naive",

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .launch import KERNELS, LaunchShape
+from .units import format_blocks
 
 __all__ = [
     "Access",
@@ -30,6 +31,7 @@ __all__ = [
     "Trace",
     "TraceError",
     "LoadRecord",
+    "not_recorded_message",
     "KERNELS",
     "ARRAY_NAMES",
     "BLOCK_FIELDS",
@@ -380,13 +382,7 @@ class Trace:
         """
         key = (int(block[0]), int(block[1]))
         if key not in self._slot:
-            gy, gx = self.grid
-            if not (0 <= key[0] < gy and 0 <= key[1] < gx):
-                raise KeyError(f"block {key} is outside the {gy} x {gx} grid of blocks")
-            raise KeyError(
-                f"block {key} was not recorded per thread; detailed blocks: "
-                f"{sorted(self._slot)[:8]}{' ...' if len(self._slot) > 8 else ''}"
-            )
+            raise KeyError(not_recorded_message(self, key))
         return self._slot[key]
 
     def _check_phase(self, phase: int) -> int:
@@ -569,6 +565,24 @@ class Trace:
         from .fileformat import atomic_write
 
         return atomic_write(path, self.to_bytes())
+
+
+def not_recorded_message(trace: Trace, block) -> str:
+    """Why ``block = (by, bx)`` has no per-thread replay, in words; ``''`` when it has one.
+
+    The one wording of "outside the grid" and "not recorded per thread"
+    (every layer raises or shows this text).
+    """
+    by, bx = int(block[0]), int(block[1])
+    gy, gx = trace.grid
+    if not (0 <= by < gy and 0 <= bx < gx):
+        return f"block ({by}, {bx}) is outside the {gy} x {gx} grid of blocks"
+    if trace.has_block((by, bx)):
+        return ""
+    return (
+        f"block ({by}, {bx}) was not recorded per thread; detailed blocks: "
+        f"{format_blocks(trace.detail_blocks.tolist())}"
+    )
 
 
 class _FrozenDict(dict):
