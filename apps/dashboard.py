@@ -52,8 +52,19 @@ from vizmm import TransactionsError, catalogue, memory_transactions  # noqa: E40
 from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.record import RecordingCancelled  # noqa: E402
 from vizmm.render.bokeh_scene import Scene, slot_label  # noqa: E402
-from vizmm.replay import GRANULARITIES, ORDERS, Replay, SlotState, Step, Sub, ThreadState  # noqa: E402
-from vizmm.trace import Trace  # noqa: E402
+from vizmm.replay import (  # noqa: E402
+    GRANULARITIES,
+    NAIVE_REFUSAL,
+    ORDERS,
+    Replay,
+    SlotState,
+    ThreadState,
+)
+from vizmm.trace import (  # noqa: E402
+    TILED_KERNELS,
+    Trace,
+    not_recorded_message,
+)
 
 __all__ = ["DashboardState", "Dashboard", "RecordForm", "URL_PARAMS", "KEYS", "create_app"]
 
@@ -272,11 +283,7 @@ class DashboardState(param.Parameterized):
             return
         if trace.kernel == "naive":
             self.replay, self.frame = None, None
-            self.show(
-                "This trace is of the naive kernel (Fig. 3.11): it has no tiles or "
-                "phases to replay. Record a tiled kernel ('boundary', 'tiled' or "
-                "'general')."
-            )
+            self.show(NAIVE_REFUSAL[0].upper() + NAIVE_REFUSAL[1:] + ".")
             return
         if not len(trace.detail_blocks):
             self.replay, self.frame = None, None
@@ -303,10 +310,10 @@ class DashboardState(param.Parameterized):
                     "warning",
                 )
             elif "trace" not in names:
+                why = not_recorded_message(trace, block)
                 self.show(
-                    f"Block ({block[0]},{block[1]}) was not recorded per thread "
-                    f"(this trace keeps {len(trace.detail_blocks)} of {gy * gx} blocks "
-                    f"in detail); still showing block ({fallback[0]},{fallback[1]}).",
+                    f"{why[0].upper()}{why[1:]}; still showing block "
+                    f"({fallback[0]},{fallback[1]}).",
                     "warning",
                 )
             block = fallback
@@ -331,7 +338,7 @@ class DashboardState(param.Parameterized):
             and "step" not in names
             and names & {"granularity", "order"}
         ):
-            step = _equivalent(old.steps[min(step, len(old) - 1)], new)
+            step = new.index_at(old.steps[min(step, len(old) - 1)])
         step = max(0, min(step, len(new) - 1))
         self.replay = new
         self._set_quietly(step=step, n_steps=len(new))
@@ -552,29 +559,6 @@ class DashboardState(param.Parameterized):
             self.show("Ignored in the URL: " + "; ".join(bad) + ".", "warning")
 
 
-def _equivalent(step: Step, replay: Replay) -> int:
-    """The step of ``replay`` at the same moment as ``step`` (of another granularity/order)."""
-    steps = replay.steps
-    if step.sub == Sub.START:
-        return 0
-    if step.sub == Sub.WRITE_P:
-        return len(steps) - 1
-    if replay.granularity == "phase":
-        for i, s in enumerate(steps):
-            if s.sub == Sub.PHASE and s.phase == step.phase:
-                return i
-        return 0
-    if step.sub == Sub.PHASE:  # a whole phase: its end in sub-steps
-        return replay.index_of(step.phase, Sub.RELEASE_2)
-    best, best_i = None, 0
-    for i, s in enumerate(steps):
-        if s.sub == step.sub and s.phase == step.phase and s.k == step.k:
-            d = abs((s.arrived or 0) - (step.arrived or 0))
-            if best is None or d < best:
-                best, best_i = d, i
-    return best_i
-
-
 def _what(key: str) -> str:
     """A trace key in words, for progress messages."""
     try:
@@ -690,7 +674,7 @@ class RecordForm(pn.viewable.Viewer):
 
     kernel = param.Selector(
         default="boundary",
-        objects=["boundary", "tiled", "general", "uncoalesced", "conflict", "padded", "dynamic"],
+        objects=list(TILED_KERNELS),
         doc="'boundary' Fig. 5.13, 'tiled' Fig. 5.9 (no checks), 'general' j x k . k x l; "
         "contrast kernels: 'uncoalesced' loads, 'conflict' (Nds[tx][k]), 'padded'; "
         "'dynamic' Fig. 5.14 (dynamically sized shared memory)",

@@ -39,10 +39,11 @@ if _ROOT not in sys.path:  # `panel serve apps/large_view.py` runs this file as 
 import vizmm  # noqa: E402
 from vizmm import catalogue, render  # noqa: E402
 from vizmm.catalogue import CATALOGUE, LARGE_PRESETS  # noqa: E402
+from vizmm.cli import parse_window  # noqa: E402
 from vizmm.record import RecordingCancelled  # noqa: E402
 from vizmm.render.large_bokeh import LargeScene  # noqa: E402
 from vizmm.replay import large  # noqa: E402
-from vizmm.trace import Trace, TraceError  # noqa: E402
+from vizmm.trace import MAX_TILE_WIDTH, TILED_KERNELS, Trace, TraceError  # noqa: E402
 
 __all__ = [
     "LARGE_PRESETS",
@@ -632,13 +633,13 @@ class WindowForm(pn.viewable.Viewer):
 
     kernel = param.Selector(
         default="boundary",
-        objects=["boundary", "tiled", "general"],
+        objects=list(TILED_KERNELS),
         doc="'boundary' Fig. 5.13, 'tiled' Fig. 5.9, 'general' j x k . k x l",
     )
     j = param.Integer(default=1000, bounds=(1, 8192), label="rows of M (j) / Width")
     k = param.Integer(default=1000, bounds=(1, 8192), label="columns of M = rows of N (k)")
     l = param.Integer(default=1000, bounds=(1, 8192), label="columns of N (l)")  # noqa: E741
-    tile_width = param.Integer(default=16, bounds=(1, 32), label="TILE_WIDTH")
+    tile_width = param.Integer(default=16, bounds=(1, MAX_TILE_WIDTH), label="TILE_WIDTH")
     window = param.String(default="0,0; 31,17", label="window blocks (by,bx; by,bx)")
     seed = param.Integer(default=2024, bounds=(0, 2**31 - 1), label="seed of the inputs")
     estimate = param.String(default="", precedence=-1)
@@ -666,7 +667,7 @@ class WindowForm(pn.viewable.Viewer):
 
     def blocks(self) -> list[tuple[int, int]]:
         """The window's blocks (raises ValueError for text that is not ``by,bx`` pairs)."""
-        return large.parse_window(self.window)
+        return parse_window(self.window)
 
     @param.depends("kernel", "j", "k", "l", "tile_width", "window", watch=True)
     def _update_estimate(self) -> None:

@@ -48,24 +48,16 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0")
 
 import numpy as np  # noqa: E402
 
+from vizmm.record import device  # noqa: E402
+
 KERNELS = ("naive", "tiled", "boundary", "general", "dynamic")
 REG_TILE_WIDTHS = tuple(range(1, 33))
 SIZES = (256, 512, 1024, 2048, 4096, 8192)
 ODD = 3001
 NAIVE_MAX = 4096  # the naive kernel is slow: sizes above this are skipped
+# the live GPU's attributes vizmm reads (vizmm.record.device), and the memory system's
 ATTRIBUTES = (
-    "MULTIPROCESSOR_COUNT",
-    "MAX_THREADS_PER_MULTIPROCESSOR",
-    "MAX_BLOCKS_PER_MULTIPROCESSOR",
-    "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR",
-    "MAX_SHARED_MEMORY_PER_BLOCK",
-    "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
-    "RESERVED_SHARED_MEMORY_PER_BLOCK",
-    "MAX_REGISTERS_PER_MULTIPROCESSOR",
-    "MAX_REGISTERS_PER_BLOCK",
-    "MAX_THREADS_PER_BLOCK",
-    "WARP_SIZE",
-    "CLOCK_RATE",
+    *device.ATTRIBUTES,
     "MEMORY_CLOCK_RATE",
     "GLOBAL_MEMORY_BUS_WIDTH",
     "L2_CACHE_SIZE",

@@ -44,7 +44,7 @@ def five(record_sim):
 
 def renders(trace, size=(640, 360), **kw):
     replay = Replay(trace, kw.pop("block", (0, 0)), kw.pop("granularity", "substep"))
-    r = FrameRenderer(trace, size=size, granularity=replay.granularity, **kw)
+    r = FrameRenderer(trace, size=size, **kw)
     return replay, (lambda i: r.render(replay.frame(i))), r
 
 
@@ -319,7 +319,7 @@ def test_bad_arguments_write_nothing(fig58, tmp_path):
 def test_block_not_recorded(record_sim):
     trace = record_sim(width=6, tile_width=2, kernel="boundary", window=[(0, 0)])
     assert not trace.has_block((1, 1))
-    with pytest.raises(ex.ExportError, match=r"not recorded per thread; recorded blocks: \(0,0\)"):
+    with pytest.raises(ex.ExportError, match=r"not recorded per thread; detailed blocks: \(0,0\)"):
         ex.export_bytes(trace, "gif", block=(1, 1))
 
 

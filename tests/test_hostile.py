@@ -136,7 +136,7 @@ def small(record_sim):
 @pytest.mark.parametrize(
     "block,message",
     [
-        ((9, 9), "block (9, 9) is outside the 2 x 2 grid of blocks: by is 0..1, bx is 0..1"),
+        ((9, 9), "block (9, 9) is outside the 2 x 2 grid of blocks"),
         ((-1, 0), "outside the 2 x 2 grid"),
         ("ab", "block must be a (by, bx) pair of integers"),
         ((0.5, 0), "block must be a (by, bx) pair of integers"),

@@ -21,6 +21,7 @@ import pytest
 from served import ARGS, CHROMIUM, SHOTS, read_status, serve
 
 import vizmm
+from vizmm import cli
 from vizmm.replay import large
 from vizmm.replay.large import BlockState
 from vizmm.trace import WAIT_BINS, Trace
@@ -403,11 +404,11 @@ def test_block_texts():
     )
     assert "outside the 4 x 4 grid" in large.not_recorded_message(tr, (9, 0))
     assert large.format_blocks([(i, i) for i in range(10)], 2) == "(0,0), (1,1) … (10 in all)"
-    assert large.parse_window("0,0; 31,17") == [(0, 0), (31, 17)]
-    assert large.parse_window("(0, 0) (31,17)\n2 3") == [(0, 0), (31, 17), (2, 3)]
+    assert cli.parse_window("0,0; 31,17") == [(0, 0), (31, 17)]
+    assert cli.parse_window("(0, 0) (31,17)\n2 3") == [(0, 0), (31, 17), (2, 3)]
     for bad in ("", "1", "a,b", "1,2,3"):
         with pytest.raises(ValueError):
-            large.parse_window(bad)
+            cli.parse_window(bad)
     lines = large.describe(synthetic(times=schedule()[0], sm=schedule()[1]))
     assert "Test GPU (2 SMs)" in lines[1] and "4×4 = 16 blocks" in lines[0]
 

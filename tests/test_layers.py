@@ -210,7 +210,7 @@ def test_gif_frames_and_dashboard_print_a_value_alike(record_sim, monkeypatch):
         return real_text(self, xy, text, *args, **kwargs)
 
     monkeypatch.setattr(ImageDraw.ImageDraw, "text", spy)
-    FrameRenderer(trace, size=(1280, 720), granularity=replay.granularity).render(frame)
+    FrameRenderer(trace, size=(1280, 720)).render(frame)
     # By hand: P = M @ N = [[0.5*2 + 2*0.25, 0.5 + 8], [2 + 0.75, 1 + 12]].
     want = ["1.5", "8.5", "2.75", "13"]
     assert cols["P_pvalue"]["text"] == want

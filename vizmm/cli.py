@@ -37,13 +37,12 @@ from .record import (
     DEFAULT_MAX_BYTES,
     GPUUnavailableError,
     RecordError,
-    estimate,
     record,
 )
 from .render.text import format_table
 from .replay import GRANULARITIES, ORDERS, Replay
 from .replay.table import build_table
-from .trace import KERNELS, TraceError, human_bytes, load, read_info
+from .trace import KERNELS, MAX_TILE_WIDTH, TraceError, human_bytes, load, read_info
 
 __all__ = ["CLIError", "INPUT_ERRORS", "SUBCOMMANDS", "build_parser", "main"]
 
@@ -104,13 +103,53 @@ def parse_tile_width(text: str) -> int | None:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected an integer from 1 to 32 or 'device', got {text!r}"
+            f"expected an integer from 1 to {MAX_TILE_WIDTH} or 'device', got {text!r}"
         ) from None
 
 
+_PAIR = re.compile(r"^\(?\s*(\d+)\s*[, ]\s*(\d+)\s*\)?$")
+
+
 def parse_block(text: str) -> tuple[int, int]:
-    """``"BY,BX"`` to ``(by, bx)``."""
-    return _ints(text, 2, "a block", "1,0 (by,bx)")  # type: ignore[return-value]
+    """``"BY,BX"`` (also ``"(by, bx)"`` or ``"by bx"``) to ``(by, bx)``: the one block parser.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        For text that is not two non-negative integers.
+    """
+    m = _PAIR.match(text.strip())
+    if m is None:
+        raise argparse.ArgumentTypeError(
+            f"a block must be 2 integers like 1,0 (by,bx), got {text!r}"
+        )
+    return int(m[1]), int(m[2])
+
+
+def parse_window(text: str) -> list[tuple[int, int]]:
+    """Blocks typed by a person: ``"0,0; 31,17"`` (also ``(0,0) (31,17)`` or one per line).
+
+    Each block is read by :func:`parse_block`; repeated blocks are kept once.
+
+    Raises
+    ------
+    ValueError
+        When a part is not a ``by,bx`` pair of non-negative integers, or none is given.
+    """
+    parts = [p.strip() for p in re.split(r"[;\n]|\)\s*\(|\)\s*,\s*\(", text) if p.strip()]
+    out: list[tuple[int, int]] = []
+    for p in parts:
+        try:
+            pair = parse_block(p.strip("() "))
+        except argparse.ArgumentTypeError as exc:
+            raise ValueError(
+                f"window blocks are 'by,bx' pairs separated by ';' (e.g. '0,0; 31,17'): {exc}"
+            ) from None
+        if pair not in out:
+            out.append(pair)
+    if not out:
+        raise ValueError("name at least one block of the window, e.g. '0,0; 31,17'")
+    return out
 
 
 _UNITS = {
@@ -286,8 +325,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         raise CLIError(f"cannot write {args.output}: the folder {folder} does not exist")
     if os.path.isdir(args.output):
         raise CLIError(f"cannot write {args.output}: it is a folder")
-    T = args.tile_width
-    if T is None:
+    if args.tile_width is None:  # Fig. 5.14: record() chooses it; say from what first
         if args.kernel != "dynamic":
             raise CLIError(
                 "--tile-width device needs --kernel dynamic: only Fig. 5.14 chooses its "
@@ -295,13 +333,14 @@ def cmd_record(args: argparse.Namespace) -> int:
             )
         from .record.device import tile_width_from_device
 
-        T, why = tile_width_from_device(args.backend, args.device)
         if not args.quiet:
-            print(why, flush=True)
-    est = estimate(j, k, l, T, args.kernel, args.window, reads=bool(args.drop_barrier))
+            print(tile_width_from_device(args.backend, args.device)[1], flush=True)
     limit = DEFAULT_MAX_BYTES if args.max_bytes is None else args.max_bytes
-    if not args.quiet:
-        print(f"estimate: {est.describe()} (limit {human_bytes(limit)})", flush=True)
+
+    def say(est) -> None:
+        if not args.quiet:
+            print(f"estimate: {est.describe()} (limit {human_bytes(limit)})", flush=True)
+
     trace = record(
         j,
         k,
@@ -316,6 +355,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         quiet=args.quiet,
         drop_barrier=args.drop_barrier,
+        on_estimate=say,
     )
     path = trace.save(args.output)
     if not args.quiet:

@@ -36,12 +36,12 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from .replay import GRANULARITIES, ORDERS, Replay
-from .trace import Trace, atomic_write
+from .replay import GRANULARITIES, NAIVE_REFUSAL, ORDERS, Replay
+from .trace import Trace, atomic_write, not_recorded_message
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -50,7 +50,6 @@ __all__ = [
     "ExportError",
     "export",
     "export_bytes",
-    "render_frames",
     "gif_frame",
     "GifQuantizer",
     "gif_palette",
@@ -120,16 +119,9 @@ def _check_block(trace: Trace, block) -> tuple[int, int]:
         by, bx = (int(v) for v in block)
     except (TypeError, ValueError):
         raise ExportError(f"block must be (by, bx), two integers, got {block!r}") from None
-    if not trace.has_block((by, bx)):
-        gy, gx = trace.grid
-        if not (0 <= by < gy and 0 <= bx < gx):
-            raise ExportError(f"block ({by},{bx}) is outside the {gy} x {gx} grid of blocks")
-        recorded = ", ".join(f"({a},{b})" for a, b in trace.detail_blocks[:8].tolist())
-        more = " ..." if len(trace.detail_blocks) > 8 else ""
-        raise ExportError(
-            f"block ({by},{bx}) was not recorded per thread; recorded blocks: "
-            f"{recorded or 'none'}{more}"
-        )
+    problem = not_recorded_message(trace, (by, bx))
+    if problem:
+        raise ExportError(problem)
     return by, bx
 
 
@@ -194,10 +186,7 @@ def _replay(trace, block, granularity, order, focus, transactions=False, warp=0)
     if order not in ORDERS:
         raise ExportError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     if trace.kernel == "naive":
-        raise ExportError(
-            "the naive kernel has no tiles or phases to replay; record a tiled "
-            "kernel ('tiled', 'boundary' or 'general')"
-        )
+        raise ExportError(NAIVE_REFUSAL)
     block = _check_block(trace, block)
     try:
         return Replay(
@@ -246,50 +235,6 @@ class _Progress:
 
 
 # ------------------------------------------------------------------ frames
-def render_frames(
-    trace: Trace,
-    block=(0, 0),
-    granularity: str = "substep",
-    order: str = "lockstep",
-    views=None,
-    size=(1280, 720),
-    focus: tuple[int, int] | None = None,
-    theme: str = "light",
-    transactions: bool = False,
-    warp: int = 0,
-) -> Iterator:
-    """The frames of a GIF / MP4 export, one RGB :class:`PIL.Image.Image` per replay step.
-
-    Parameters are those of :func:`export_bytes`.
-
-    Yields
-    ------
-    PIL.Image.Image
-        RGB, ``size`` pixels; as many as the replay has steps.
-
-    Raises
-    ------
-    ExportError
-        For a bad block, granularity, order, size, view or theme (before any frame is drawn).
-    """
-    from .render.pillow import FrameRenderer
-
-    replay = _replay(trace, block, granularity, order, focus, transactions, warp)
-    views = _check_views(views, "gif", trace)
-    size = _check_size(size, "gif")
-    theme = _check_theme(theme)
-    renderer = FrameRenderer(
-        trace,
-        size=size,
-        views=views,
-        granularity=granularity,
-        focus=replay.focus,
-        theme=theme,
-        transactions=replay.transactions,
-    )
-    return (renderer.render(replay.frame(i)) for i in range(len(replay)))
-
-
 def _check_theme(theme) -> str:
     from .render.palette import palette
 
@@ -829,13 +774,7 @@ def export_bytes(
         from .render.pillow import FrameRenderer
 
         renderer = FrameRenderer(
-            trace,
-            size=size,
-            views=views,
-            granularity=granularity,
-            focus=replay.focus,
-            theme=theme,
-            transactions=replay.transactions,
+            trace, size=size, views=views, theme=theme, transactions=replay.transactions
         )
 
         def render(i):

@@ -67,6 +67,8 @@ import json
 import os
 from collections.abc import Mapping
 
+from ..trace.launch import MAX_TILE_WIDTH, ceil_div, check_tile_width
+
 __all__ = [
     "DEVICES",
     "KERNEL_NAMES",
@@ -89,7 +91,6 @@ FLOAT_BYTES = 4
 KERNEL_NAMES = ("naive", "tiled", "boundary", "general", "dynamic")
 #: Kernels whose blocks hold Mds and Nds: ``2 * TILE_WIDTH**2 * 4`` bytes of shared memory.
 TILED_KERNELS = ("tiled", "boundary", "general", "dynamic")
-MAX_TILE_WIDTH = 32
 DEVICES = ("A100", "H100", "H200")
 RESOURCES = ("threads", "blocks", "shared memory", "registers")
 _DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
@@ -378,16 +379,7 @@ def _check_kernel(kernel):
 
 
 def _check_tile_width(tile_width):
-    if (
-        isinstance(tile_width, bool)
-        or not isinstance(tile_width, int)
-        or not 1 <= tile_width <= MAX_TILE_WIDTH
-    ):
-        raise OccupancyError(
-            f"tile_width (TILE_WIDTH) must be an integer from 1 to {MAX_TILE_WIDTH} (a block of "
-            f"TILE_WIDTH x TILE_WIDTH threads holds at most 1024); got {tile_width!r}"
-        )
-    return int(tile_width)
+    return check_tile_width(tile_width, OccupancyError)
 
 
 def _check_count(name, value, lo, hi, unit):
@@ -603,19 +595,19 @@ def occupancy(
             f"{dev.shared_per_block_optin} bytes per block"
         )
     ws = dev.warp_size
-    warps = -(-threads // ws)
+    warps = ceil_div(threads, ws)
     by_threads = dev.max_warps_per_sm // warps
     by_blocks = dev.max_blocks_per_sm
     if shared > 0:
         g = dev.shared_granularity
-        allocated = -(-shared // g) * g + dev.reserved_shared_per_block
+        allocated = ceil_div(shared, g) * g + dev.reserved_shared_per_block
         by_shared = dev.shared_per_sm // allocated
     else:
         allocated = 0
         by_shared = dev.max_blocks_per_sm
     if regs is not None:
         g = dev.register_granularity
-        per_warp = -(-regs * ws // g) * g
+        per_warp = ceil_div(regs * ws, g) * g
         if per_warp * warps > dev.registers_per_block:
             raise OccupancyError(
                 f"{regs} registers per thread x {threads} threads need more than the "

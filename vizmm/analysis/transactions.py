@@ -72,7 +72,7 @@ import dataclasses
 
 import numpy as np
 
-from vizmm.trace import Access, Trace
+from vizmm.trace import Access, Trace, ceil_div
 
 __all__ = [
     "BANKS",
@@ -220,7 +220,7 @@ def layout_of(kernel: str) -> Layout:
 
 def _warps(n_threads: int) -> np.ndarray:
     """``(n_warps, 32)`` thread index of each lane, -1 past the last thread."""
-    nw = -(-n_threads // WARP_SIZE)
+    nw = ceil_div(n_threads, WARP_SIZE)
     lanes = np.arange(nw * WARP_SIZE, dtype=np.int64)
     return np.where(lanes < n_threads, lanes, -1).reshape(nw, WARP_SIZE)
 
@@ -228,7 +228,7 @@ def _warps(n_threads: int) -> np.ndarray:
 def _by_warp(a: np.ndarray, fill) -> np.ndarray:
     """Regroup the last axis (``T*T`` threads) into ``(n_warps, 32)`` lanes, padding ``fill``."""
     n = a.shape[-1]
-    nw = -(-n // WARP_SIZE)
+    nw = ceil_div(n, WARP_SIZE)
     pad = nw * WARP_SIZE - n
     if pad:
         a = np.concatenate([a, np.full(a.shape[:-1] + (pad,), fill, a.dtype)], axis=-1)
@@ -664,8 +664,8 @@ def memory_transactions(trace: Trace, vector_loads: bool = False) -> MemoryTrans
         global_bytes=ro(gbytes),
         global_sectors=ro(g_sectors),
         global_segments=ro(g_segments),
-        ideal_sectors=ro(-(-gbytes // SECTOR_BYTES)),
-        ideal_segments=ro(-(-gbytes // SEGMENT_BYTES)),
+        ideal_sectors=ro(ceil_div(gbytes, SECTOR_BYTES)),
+        ideal_segments=ro(ceil_div(gbytes, SEGMENT_BYTES)),
         global_sector_ids=ro(sec),
         global_segment_ids=ro(seg),
         shared_read_words=ro(rd),

@@ -162,6 +162,7 @@ def record(
     cancel: threading.Event | None = None,
     drop_barrier: int | Sequence[int] | None = None,
     reads: bool | None = None,
+    on_estimate: Callable[[Estimate], object] | None = None,
 ) -> Trace:
     """Run an instrumented kernel once and return what it recorded.
 
@@ -229,6 +230,9 @@ def record(
         a barrier is removed. In the simulator such recordings run the
         threads of a block in turns (see the README's barrier lab), so they
         are the same on every run.
+    on_estimate : callable, optional
+        Called with the :class:`Estimate` once the arguments are checked,
+        before the limits are (the command line prints it first).
 
     Returns
     -------
@@ -305,6 +309,8 @@ def record(
         limits.max_bytes if max_bytes is None else int(max_bytes),
         limits.max_simulator_seconds if max_seconds is None else float(max_seconds),
     )
+    if on_estimate is not None:
+        on_estimate(estimate(j, k, l, T, kernel, blocks, reads=reads))
     est = admit(launch, blocks, backend, limits, reads=reads)  # every limit, from sizes alone
     if M is not None:
         M = _as_matrix("M", M)

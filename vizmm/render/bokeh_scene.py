@@ -54,9 +54,9 @@ from functools import lru_cache
 import numpy as np
 from bokeh.core.properties import value
 
-from ..replay import CellState, Frame, SlotState, Sub, ThreadState
+from ..replay import CellState, Frame, SlotState, ThreadState
 from ..replay.table import build_table
-from ..trace import Access, Trace
+from ..trace import Access, Trace, ceil_div
 from . import palette as pal
 from .text import format_value, render_text
 
@@ -390,7 +390,6 @@ def _pvalue_columns(frame: Frame, trace: Trace) -> dict[str, list]:
 
 
 def _ghost_columns(frame: Frame, trace: Trace, name: str, th: pal.Palette) -> dict[str, list]:
-    j, k, l = trace.shape
     T = trace.tile_width
     cols: dict[str, list] = {
         key: []
@@ -409,28 +408,22 @@ def _ghost_columns(frame: Frame, trace: Trace, name: str, th: pal.Palette) -> di
         )
     }
     if name == "P":
-        row0, col0 = frame.tiles["P"]
-        for ty in range(T):
-            for tx in range(T):
-                r, c = row0 + ty, col0 + tx
-                if r < j and c < l:
-                    continue
-                cols["x"].append(c + 0.5)
-                cols["y"].append(r + 0.5)
-                cols["row"].append(r)
-                cols["col"].append(c)
-                cols["name"].append(_uni(_sub("P", r, c)))
-                fill = th.THREAD_STATE_COLORS[ThreadState.IDLE]
-                cols["fill"].append(fill)
-                cols["line_color"].append(th.MUTED)
-                cols["text"].append("")
-                cols["text_color"].append(th.text_on(fill))
-                cols["state"].append("outside P: this thread has no P element")
-                cols["loader"].append(f"thread ({ty},{tx})")
+        for r, c, t in frame.p_ghosts:
+            cols["x"].append(c + 0.5)
+            cols["y"].append(r + 0.5)
+            cols["row"].append(r)
+            cols["col"].append(c)
+            cols["name"].append(_uni(_sub("P", r, c)))
+            fill = th.THREAD_STATE_COLORS[ThreadState.IDLE]
+            cols["fill"].append(fill)
+            cols["line_color"].append(th.MUTED)
+            cols["text"].append("")
+            cols["text_color"].append(th.text_on(fill))
+            cols["state"].append("outside P: this thread has no P element")
+            cols["loader"].append(f"thread ({t // T},{t % T})")
         return cols
-    ncols = k if name == "M" else l
     n = T * T
-    for r, c, code, t, now in frame.ghosts.get(name, []):
+    for r, c, code, t, now, element in frame.ghosts.get(name, []):
         fill = th.GHOST_COLORS[int(code)]
         cols["x"].append(c + 0.5)
         cols["y"].append(r + 0.5)
@@ -442,7 +435,7 @@ def _ghost_columns(frame: Frame, trace: Trace, name: str, th: pal.Palette) -> di
         if code == Access.ZERO_FILL:
             text = "0.0"
         elif code == Access.WRONG_ELEMENT:
-            text = "=" + _uni(_sub(name, *divmod(r * ncols + c, ncols)))
+            text = "=" + _uni(_sub(name, *element))
         elif code == Access.OUT_OF_ALLOCATION:
             text = "✗"
         else:
@@ -760,10 +753,9 @@ def _counter_columns(
     fy, fx = frame.focus if frame.focus is not None else (0, 0)
     who = "followed thread" if frame.focus is not None else "thread"
     pvs = []
-    if frame.phase_pvalues is not None:
-        for ph in range(frame.phase_pvalues.shape[0]):
-            v = float(frame.phase_pvalues[ph, fy, fx])
-            pvs.append(f"ph {ph}: {'-' if math.isnan(v) else _fmt(v)}")
+    for ph in range(frame.phase_pvalues.shape[0]):
+        v = float(frame.phase_pvalues[ph, fy, fx])
+        pvs.append(f"ph {ph}: {'-' if math.isnan(v) else _fmt(v)}")
     lines = [
         ("Global loads of M, N (this block)", "bold", th.TEXT),
         (f"  tiled kernel so far   {loads:>7d}", "normal", th.TEXT),
@@ -787,8 +779,7 @@ def _counter_columns(
         "color": [c for _, _, c in lines],
     }
     # Bars: loads so far against the naive count, scaled to the block's naive total.
-    j, k, l = trace.shape
-    total = max(1, 2 * int(frame.thread_valid.sum()) * k)
+    total = max(1, frame.naive_loads_total)
     width = COUNTER_CHARS - 2
     bars: dict[str, list] = {
         "x": [],
@@ -880,9 +871,6 @@ def _table_kind_fill(th: pal.Palette) -> dict[str, str]:
     }
 
 
-_ROLE_OF_FOCUS = {"M": "m_load", "N": "n_load", "P": "pvalue"}
-
-
 @lru_cache(maxsize=16)
 def _table_layout(trace: Trace, block: tuple[int, int]):
     """Columns kept, their widths (characters) and display texts for a block's table."""
@@ -917,43 +905,6 @@ def _table_layout(trace: Trace, block: tuple[int, int]):
     return table, keep, texts, heads, widths
 
 
-def _table_progress(frame: Frame):
-    """(phase, role) of the current table cell and a function telling past cells."""
-    step = frame.step
-    order = ("m_load", "n_load", "pvalue", "value")
-    if step.sub == Sub.START:
-        return None, lambda ph, role: False
-    if step.sub == Sub.WRITE_P:
-        return (None, "p_write"), lambda ph, role: True
-    cur_ph = step.phase
-    if frame.table_focus is not None:
-        role = _ROLE_OF_FOCUS[frame.table_focus[1]]
-    elif step.sub in (Sub.ARRIVE_1, Sub.RELEASE_1):
-        role = "n_load"
-    else:
-        role = "pvalue"
-    if step.sub in (Sub.PHASE, Sub.ARRIVE_2, Sub.RELEASE_2):
-        last = "value"
-    elif step.sub in (Sub.ARRIVE_1, Sub.RELEASE_1):
-        last = "n_load"
-    else:
-        last = role
-    current = (cur_ph, role) if frame.table_focus is not None else None
-
-    def done(ph, r):
-        if r in ("thread",):
-            return True
-        if r == "p_write" or ph is None:
-            return False
-        if ph < cur_ph:
-            return True
-        if ph > cur_ph:
-            return False
-        return order.index(r) <= order.index(last)
-
-    return current, done
-
-
 def _table_columns(
     frame: Frame, trace: Trace, th: pal.Palette, conceal: bool = False
 ) -> dict[str, list]:
@@ -964,11 +915,8 @@ def _table_columns(
     columns = [table.columns[i] for i in keep]
     # Phases shown: all, or a window of TABLE_PHASES around the current phase.
     nph = len(table.phases)
-    cur_ph = (
-        frame.step.phase
-        if frame.step.phase is not None
-        else (nph - 1 if frame.step.sub == Sub.WRITE_P else 0)
-    )
+    cursor = frame.table_cursor
+    cur_ph = cursor.phase
     first = min(max(0, cur_ph - TABLE_PHASES + 2), max(0, nph - TABLE_PHASES))
     shown_ph = set(range(first, first + TABLE_PHASES))
     show = [n for n, c in enumerate(columns) if c.phase is None or c.phase in shown_ph]
@@ -981,7 +929,7 @@ def _table_columns(
         start = min(max(0, f - 3), nrows - (TABLE_ROWS - 1))
         rows = list(range(start, start + TABLE_ROWS - 1))
         more = nrows - len(rows)
-    current, done = _table_progress(frame)
+    current, done = cursor.current, cursor.done
     kind_fill = _table_kind_fill(th)
     focus_row = (frame.focus[0] * T + frame.focus[1]) if frame.focus is not None else -1
 
@@ -1111,8 +1059,7 @@ class _Sizes:
         if presenter:
             return cls._fit(trace, set(views), *PRESENTER_BOX)
         T = trace.tile_width
-        gy, gx = trace.grid
-        ext = max(gy * T, max(trace.n_phases, 1) * T, gx * T)
+        ext = max(trace.launch.padded)  # the tiles' extent, matrices rounded up to whole tiles
         cell = int(min(60, max(5, 290 // ext)))
         scell = int(min(78, max(12, 170 // T)))
         mono = 12
@@ -1133,9 +1080,7 @@ class _Sizes:
         font, mono = (18, 16) if large else (14, 13)
         line = int(round(mono * 1.55))
         T = trace.tile_width
-        j, k, l = trace.shape
-        gy, gx = trace.grid
-        nph = max(trace.n_phases, 1)
+        jp, kp, lp = trace.launch.padded  # tiles may overhang the matrices
         head = 30 + 2 * font  # a grid figure's title and axis labels
         grid_h = height - ((4 * line + 8 + 10) if "caption" in v else 0)
         # middle column: Mds and Nds side by side, the threads below
@@ -1146,8 +1091,8 @@ class _Sizes:
             scell = int(min(90, (grid_h - mid_rows * head - 8 * (mid_rows - 1)) // (mid_rows * T)))
             mid_w = max(shared * (T * scell + 30) + 10 * max(0, shared - 1), T * scell + 40) + 22
         # matrices: N above P, M left of P (Fig. 5.10)
-        ext_rows = {"M": max(j, gy * T), "N": max(k, nph * T), "P": max(j, gy * T)}
-        ext_cols = {"M": max(k, nph * T), "N": max(l, gx * T), "P": max(l, gx * T)}
+        ext_rows = {"M": jp, "N": kp, "P": jp}
+        ext_cols = {"M": kp, "N": lp, "P": lp}
         rows = (ext_rows["N"] if "N" in v else 0) + (ext_rows["P"] if v & {"M", "P"} else 0)
         cols = (ext_cols["M"] if "M" in v else 0) + (ext_cols["P"] if v & {"N", "P"} else 0)
         cell = 60
@@ -1410,13 +1355,8 @@ class Scene:
         tr, s = self.trace, self.sizes
         j, k, l = tr.shape
         T = tr.tile_width
-        gy, gx = tr.grid
-        nph = max(tr.n_phases, 1)
-        ext = {
-            "M": (max(j, gy * T), max(k, nph * T)),
-            "N": (max(k, nph * T), max(l, gx * T)),
-            "P": (max(j, gy * T), max(l, gx * T)),
-        }
+        jp, kp, lp = tr.launch.padded  # tiles may overhang the matrices
+        ext = {"M": (jp, kp), "N": (kp, lp), "P": (jp, lp)}
         shape = {"M": (j, k), "N": (k, l), "P": (j, l)}
         fills, texts, words = matrix_palette(T * T, self.palette)
         fill_map = linear_cmap("code", fills, low=-0.5, high=len(fills) - 0.5)
@@ -1824,7 +1764,7 @@ class Scene:
             ("followed thread (outline)", "focus"),
         ]
         cols = 1  # one column under the threads: the middle stays as narrow as Mds + Nds
-        per_col = -(-len(entries) // cols)
+        per_col = ceil_div(len(entries), cols)
         width_chars = max(len(label) for label, _ in entries) + 5
         data = {"x": [], "y": [], "fill": [], "line": [], "alpha": []}
         text = {"x": [], "y": [], "text": [], "style": []}

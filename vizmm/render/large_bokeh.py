@@ -70,6 +70,7 @@ __all__ = [
 
 SANS = f"'{pal.FONT_FAMILY}', 'Helvetica Neue', Arial, sans-serif"
 SLOWEST_ROWS = 12  # rows of the slowest-blocks table
+GRID_LINES_UP_TO = 32  # block grids up to this many blocks a side get lines between blocks
 _STATES = tuple(BlockState)
 
 
@@ -588,7 +589,7 @@ class LargeScene:
             source=src,
             color_mapper=_state_mapper("rgba(0, 0, 0, 0)" if hatch else None),
         )
-        if max(gy, gx) <= 32:
+        if max(gy, gx) <= GRID_LINES_UP_TO:
             f.grid.visible = True
             f.grid.ticker = FixedTicker(ticks=list(range(max(gy, gx) + 1)))
             f.grid.grid_line_color = pal.BACKGROUND

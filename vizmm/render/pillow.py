@@ -37,6 +37,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from ..replay import CellState, Frame, SlotState, ThreadState
+from ..replay.block import slot_states_shown, thread_states_shown
 from ..trace import Access, Trace
 from . import palette as pal
 from .text import format_value
@@ -47,7 +48,6 @@ __all__ = [
     "MIN_SIZE",
     "MAX_SIZE",
     "FrameRenderer",
-    "render_frame",
     "check_size",
     "check_views",
     "font_path",
@@ -232,10 +232,6 @@ def _ink_on(fill: tuple[int, int, int]) -> tuple[int, int, int]:
     return _rgb(pal.text_on("#{:02x}{:02x}{:02x}".format(*(int(v) for v in fill))))
 
 
-def _label_parts(prefix: str, rc) -> tuple[str, str]:
-    return prefix, f"{int(rc[0])},{int(rc[1])}"
-
-
 @dataclasses.dataclass(frozen=True)
 class _Panel:
     """Where one view sits: its grid's top-left corner, size in cells and cell size."""
@@ -276,15 +272,16 @@ class FrameRenderer:
         Image size in pixels; fonts, cells and lines scale with it.
     views : iterable of str, optional
         Views to draw, from :data:`VIEWS` (default: all).
-    granularity : {'substep', 'phase'}
-        Only chooses which thread states the legend lists.
-    focus : (ty, tx), optional
-        The thread the replay follows (adds its entry to the legend).
     theme : {'light', 'dark'} or Palette
         The colours (:func:`vizmm.render.palette.palette`), as the dashboard's.
     transactions : bool
         Keep room under the thread grid for the per-warp row of the
         memory-transactions view (frames of ``Replay(transactions=True)``).
+
+    The legend lists what the frames say their replay can show (their
+    thread and slot states, the followed thread); the layout is made for a
+    sub-step replay following no thread and made again when a frame says
+    otherwise.
 
     Raises
     ------
@@ -303,24 +300,20 @@ class FrameRenderer:
         trace: Trace,
         size=DEFAULT_SIZE,
         views=None,
-        granularity: str = "substep",
-        focus: tuple[int, int] | None = None,
         theme: str | pal.Palette = "light",
         transactions: bool = False,
     ):
         self.pal = pal.palette(theme)
         self.transactions = bool(transactions)
         self.trace = trace
-        self.focus = None if focus is None else (int(focus[0]), int(focus[1]))
         self.size = check_size(size)
         self.views = check_views(views)
-        self.granularity = granularity
         W, H = self.size
         j, k, l = trace.shape
         T = trace.tile_width
         self.T = T
         self.dims = {"M": (j, k), "N": (k, l), "P": (j, l)}
-        jp, kp, lp = (-(-j // T) * T, -(-k // T) * T, -(-l // T) * T)
+        jp, kp, lp = trace.launch.padded
         self.padded = {"M": (jp, kp), "N": (kp, lp), "P": (jp, lp)}
         self.source = trace.meta.get("source", "").splitlines()
 
@@ -344,12 +337,21 @@ class FrameRenderer:
         self.code_y = y
         if "source" in self.views or "counters" in self.views:
             y += round(self.fs_body * 1.35)
-        header_bottom = y + round(m * 0.5)
+        self.header_bottom = y + round(m * 0.5)
+        self._lay_out(
+            (thread_states_shown(trace.launch, "substep"), slot_states_shown(trace.launch), None)
+        )
 
-        self.legend_entries = self._legend_entries() if "legend" in self.views else []
+    def _lay_out(self, legend) -> None:
+        """Place the legend for ``(thread states, slot states, focus)`` and the panels above it."""
+        self._legend_key = legend
+        W, H = self.size
+        m = self.margin
+        self.legend_entries = self._legend_entries(*legend) if "legend" in self.views else []
         legend_h = self._layout_legend(measure_only=True) if self.legend_entries else 0
         self.legend_y = H - m - legend_h
-        main = (m, header_bottom, W - 2 * m, self.legend_y - header_bottom - round(m * 0.6))
+        top = self.header_bottom
+        main = (m, top, W - 2 * m, self.legend_y - top - round(m * 0.6))
         self.panels = self._layout_main(*main)
 
     # --------------------------------------------------------------- layout
@@ -562,7 +564,9 @@ class FrameRenderer:
         return lo
 
     # --------------------------------------------------------------- legend
-    def _legend_entries(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    def _legend_entries(
+        self, thread_states, slot_states, focus
+    ) -> list[tuple[str, list[tuple[str, str, str]]]]:
         """Sections of (kind, colour, label); kind is 'fill', 'outline', 'threads' or 'ghost'."""
         v = self.views
         sections = []
@@ -579,34 +583,19 @@ class FrameRenderer:
             ]
             sections.append(("Matrices", cells))
         if "Mds" in v or "Nds" in v:
-            states = [SlotState.LOADED, SlotState.ZERO, SlotState.STALE, SlotState.EMPTY]
-            if self.trace.kernel == "tiled":
-                states += [SlotState.WRONG, SlotState.SKIPPED]
             slots = [("threads", "", "written now (by thread)")]
-            slots += [("fill", self.pal.SLOT_COLORS[s], self.pal.SLOT_LABELS[s]) for s in states]
+            slots += [
+                ("fill", self.pal.SLOT_COLORS[s], self.pal.SLOT_LABELS[s]) for s in slot_states
+            ]
             slots.append(("outline", self.pal.READ, "read at this k"))
             sections.append(("Mds / Nds", slots))
         if "threads" in v:
-            if self.granularity == "phase":
-                st = [ThreadState.READY, ThreadState.DONE, ThreadState.WRITING_P]
-            else:
-                st = [
-                    ThreadState.READY,
-                    ThreadState.LOADING,
-                    ThreadState.WAITING_1,
-                    ThreadState.RELEASED,
-                    ThreadState.COMPUTING,
-                    ThreadState.WAITING_2,
-                    ThreadState.WRITING_P,
-                ]
-            if not bool(self._all_valid()):
-                st.append(ThreadState.IDLE)
             sections.append(
                 (
                     "Threads",
                     [
                         ("fill", self.pal.THREAD_STATE_COLORS[s], self.pal.THREAD_STATE_LABELS[s])
-                        for s in st
+                        for s in thread_states
                     ],
                 )
             )
@@ -622,8 +611,8 @@ class FrameRenderer:
                     ],
                 )
             )
-        if self.focus is not None:
-            fy, fx = self.focus
+        if focus is not None:
+            fy, fx = focus
             sections.append(
                 (
                     "Followed",
@@ -631,10 +620,6 @@ class FrameRenderer:
                 )
             )
         return sections
-
-    def _all_valid(self) -> bool:
-        j, _, l = self.trace.shape
-        return j % self.T == 0 and l % self.T == 0
 
     def _layout_legend(self, draw: ImageDraw.ImageDraw | None = None, measure_only=False) -> int:
         """Flow the legend entries in rows (one section per row, wrapped); returns the height."""
@@ -729,6 +714,9 @@ class FrameRenderer:
         PIL.Image.Image
             RGB image of :attr:`size` pixels.
         """
+        legend = (frame.thread_states, frame.slot_states, frame.focus)
+        if legend != self._legend_key:
+            self._lay_out(legend)
         W, H = self.size
         img = Image.new("RGB", (W, H), _rgb(self.pal.BACKGROUND))
         draw = ImageDraw.Draw(img)
@@ -921,21 +909,21 @@ class FrameRenderer:
                 tc = np.array(self.thread_colors, np.uint8)
                 colors[rr, cc] = tc[loader[rr, cc]]
         ghosts = frame.ghosts.get(name, [])
-        for gr, gc, code, _t, _now in ghosts:
-            if 0 <= gr < p.rows and 0 <= gc < p.cols:
-                colors[gr, gc] = _rgb(self.pal.GHOST_COLORS.get(code, self.pal.BACKGROUND))
+        for g in ghosts:
+            if 0 <= g.row < p.rows and 0 <= g.col < p.cols:
+                colors[g.row, g.col] = _rgb(self.pal.GHOST_COLORS.get(g.code, self.pal.BACKGROUND))
         self._paint_cells(img, p, colors)
         self._grid_lines(draw, _Panel(name, p.x, p.y, nr, nc, p.cell, ""), nr, nc)
         lw = self.lw
         # ghost cells: dashed outlines (the loading thread's colour when loaded now)
-        for gr, gc, _code, t, now in ghosts:
-            if not (0 <= gr < p.rows and 0 <= gc < p.cols):
+        for g in ghosts:
+            if not (0 <= g.row < p.rows and 0 <= g.col < p.cols):
                 continue
-            box = p.cell_box(gr, gc)
+            box = p.cell_box(g.row, g.col)
             box = (box[0], box[1], box[2] - 1, box[3] - 1)
-            if now and 0 <= t < len(self.thread_colors):
+            if g.now and 0 <= g.thread < len(self.thread_colors):
                 w = max(2, round(p.cell * 0.1))
-                draw.rectangle(box, outline=self.thread_colors[t], width=w)
+                draw.rectangle(box, outline=self.thread_colors[g.thread], width=w)
             elif p.cell >= 6:
                 self._dashed_rect(draw, box, _rgb(self.pal.MUTED), 1, max(2, p.cell // 8))
         # matrix border
@@ -1004,9 +992,9 @@ class FrameRenderer:
         zs = self._cell_fonts(p, lambda fs: _text_w("0.0", fs))[0]
         if zs is None:
             return
-        for gr, gc, code, _t, _now in ghosts:
-            if code == Access.ZERO_FILL and 0 <= gr < p.rows and 0 <= gc < p.cols:
-                x0, y0, x1, y1 = p.cell_box(gr, gc)
+        for g in ghosts:
+            if g.code == Access.ZERO_FILL and 0 <= g.row < p.rows and 0 <= g.col < p.cols:
+                x0, y0, x1, y1 = p.cell_box(g.row, g.col)
                 draw.text(
                     ((x0 + x1) / 2, (y0 + y1) / 2),
                     "0.0",
@@ -1274,30 +1262,3 @@ class FrameRenderer:
                     fill=_ink_on(fill),
                     anchor="mm",
                 )
-
-
-def render_frame(
-    frame: Frame, trace: Trace, size=DEFAULT_SIZE, views=None, theme: str = "light"
-) -> Image.Image:
-    """Draw one frame (a one-off :class:`FrameRenderer`; reuse one for many frames).
-
-    Parameters
-    ----------
-    frame : Frame
-    trace : Trace
-        The trace the frame's replay was built from.
-    size : (width, height)
-        Pixels.
-    views : iterable of str, optional
-        From :data:`VIEWS` (default all).
-    theme : {'light', 'dark'}
-        The colours.
-
-    Returns
-    -------
-    PIL.Image.Image
-        RGB, ``size`` pixels.
-    """
-    return FrameRenderer(trace, size=size, views=views, focus=frame.focus, theme=theme).render(
-        frame
-    )

@@ -13,9 +13,11 @@ No colours, no Bokeh, no Pillow: renderers draw what these say.
 
 from .block import (
     GRANULARITIES,
+    NAIVE_REFUSAL,
     ORDERS,
     CellState,
     Frame,
+    Ghost,
     Replay,
     SlotState,
     Step,
@@ -27,9 +29,11 @@ from .lockstep import Lockstep, matching_step, moment
 
 __all__ = [
     "GRANULARITIES",
+    "NAIVE_REFUSAL",
     "ORDERS",
     "CellState",
     "Frame",
+    "Ghost",
     "Replay",
     "SlotState",
     "Step",

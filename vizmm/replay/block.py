@@ -33,6 +33,7 @@ import dataclasses
 import enum
 import re
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -43,7 +44,8 @@ from ..analysis.transactions import (
     memory_transactions,
     transactions_overlay,
 )
-from ..trace import Access, PWrite, Trace
+from ..trace import TILED_KERNELS, Access, LaunchShape, PWrite, Trace, ceil_div
+from .table import TableCursor
 
 __all__ = [
     "Sub",
@@ -51,16 +53,25 @@ __all__ = [
     "ThreadState",
     "CellState",
     "Step",
+    "Ghost",
     "Frame",
     "Replay",
     "GRANULARITIES",
     "ORDERS",
+    "NAIVE_REFUSAL",
     "source_lines",
+    "thread_states_shown",
+    "slot_states_shown",
 ]
 
 GRANULARITIES = ("substep", "phase")
 ORDERS = ("lockstep", "recorded")
 MAX_ARRIVAL_GROUPS = 8  # arrival frames per barrier in recorded order
+#: Why a trace of the naive kernel cannot be replayed (the one wording of it).
+NAIVE_REFUSAL = (
+    "the naive kernel (Fig. 3.11) has no tiles or phases to replay; record a tiled kernel "
+    f"({', '.join(map(repr, TILED_KERNELS[:-1]))} or {TILED_KERNELS[-1]!r})"
+)
 
 
 class Sub(str, enum.Enum):
@@ -124,6 +135,70 @@ class Step:
     arrived: int | None = None
 
 
+class Ghost(NamedTuple):
+    """A tile position outside its matrix (the tile overhangs M or N), at one step.
+
+    Attributes
+    ----------
+    row, col : int
+        The position the kernel's index named (outside the matrix).
+    code : int
+        :class:`~vizmm.trace.Access` code of the load there (``NOT_RECORDED``
+        before the load of this phase).
+    thread : int
+        Index ``ty * T + tx`` of the thread whose load it is.
+    now : bool
+        Whether the thread loads it at this step.
+    element : (row, col) or None
+        The element really read (the row wrap of a ``WRONG_ELEMENT`` load);
+        None for other codes.
+    """
+
+    row: int
+    col: int
+    code: int
+    thread: int
+    now: bool
+    element: tuple[int, int] | None
+
+
+def thread_states_shown(launch: LaunchShape, granularity: str) -> tuple[ThreadState, ...]:
+    """The :class:`ThreadState` codes a replay's frames can show, in legend order.
+
+    Phases show ready, done and the P store; sub-steps every state of
+    Fig. 5.9's loop. Idle threads (no valid P element) appear when the
+    matrices are not whole tiles (``j`` or ``l`` not a multiple of TILE_WIDTH).
+    """
+    if granularity == "phase":
+        states = [ThreadState.READY, ThreadState.DONE, ThreadState.WRITING_P]
+    else:
+        states = [
+            ThreadState.READY,
+            ThreadState.LOADING,
+            ThreadState.WAITING_1,
+            ThreadState.RELEASED,
+            ThreadState.COMPUTING,
+            ThreadState.WAITING_2,
+            ThreadState.WRITING_P,
+        ]
+    jp, _, lp = launch.padded
+    if (jp, lp) != (launch.j, launch.l):
+        states.append(ThreadState.IDLE)
+    return tuple(states)
+
+
+def slot_states_shown(launch: LaunchShape) -> tuple[SlotState, ...]:
+    """The :class:`SlotState` codes a kernel's Mds / Nds slots can take, in legend order.
+
+    Only the unchecked kernel (Fig. 5.9, 'tiled') reads wrong elements and
+    skips loads past the allocation.
+    """
+    states = [SlotState.LOADED, SlotState.ZERO, SlotState.STALE, SlotState.EMPTY]
+    if launch.kernel == "tiled":
+        states += [SlotState.WRONG, SlotState.SKIPPED]
+    return tuple(states)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Frame:
     """What the block is doing at one step (neutral: codes and arrays, no colours).
@@ -137,6 +212,14 @@ class Frame:
     index, count : int
         This step's number and the number of steps.
     step : Step
+    granularity : {'substep', 'phase'}
+    order : {'lockstep', 'recorded'}
+        Of the replay the frame belongs to.
+    thread_states : tuple of ThreadState
+        Every state this replay's threads can show (:func:`thread_states_shown`:
+        what a legend lists).
+    slot_states : tuple of SlotState
+        Every state this kernel's Mds / Nds slots can take (:func:`slot_states_shown`).
     block : (by, bx)
     title : str
         Kernel, shapes, TILE_WIDTH, block, phase and sub-step, in one line.
@@ -170,8 +253,10 @@ class Frame:
         corner of the current T x T tile of each matrix (may overhang the
         matrix; None before the first phase for M and N).
     ghosts : dict
-        ``{"M": [...], "N": [...]}``: tile slots outside the matrix, each
-        ``(row, col, Access code, thread index, now)``.
+        ``{"M": [...], "N": [...]}``: tile slots outside the matrix, each a
+        :class:`Ghost`.
+    p_ghosts : list of (row, col, thread index)
+        Positions of the block's P tile outside P: threads with no P element.
     focus : (ty, tx) or None
         The followed thread.
     m_focus, n_focus, p_focus : ndarray of bool
@@ -185,6 +270,9 @@ class Frame:
         term per valid thread, for every term the tiles loaded so far feed
         (``terms_loaded``). After the loads of phase ``ph`` this is
         ``TILE_WIDTH`` times ``loads_so_far`` for a full block.
+    naive_loads_total : int
+        Reads the naive kernel makes for the block's whole work: 2 per term
+        per valid thread, ``k`` terms.
     terms_done : int
         Multiply-add terms each thread has accumulated (0..k).
     terms_loaded : int
@@ -194,10 +282,12 @@ class Frame:
         0-based line of ``trace.meta["source"]`` executed at this step.
     table_focus : (phase, column) or None
         Cell of the Fig. 5.8 table: column 'M', 'N' or 'P' of a phase.
-    phase_pvalues : ndarray of float32, (nph, T, T), or None
+    table_cursor : TableCursor
+        How far the step has filled the block's Fig. 5.8 table.
+    phase_pvalues : ndarray of float32, (nph, T, T)
         Each thread's recorded Pvalue after every phase the block has
         finished at this step (its k loop done); NaN for phases not finished
-        yet. None only for frames made by code that predates this field.
+        yet.
     mds_loader, nds_loader : ndarray of int16, (T, T), or None
         Thread index ``ty*T + tx`` of the thread that fills each slot in the
         current phase: the slot's own index in Fig. 5.9 (thread (ty, tx) fills
@@ -223,6 +313,10 @@ class Frame:
     index: int
     count: int
     step: Step
+    granularity: str
+    order: str
+    thread_states: tuple[ThreadState, ...]
+    slot_states: tuple[SlotState, ...]
     block: tuple[int, int]
     title: str
     caption: str
@@ -247,6 +341,7 @@ class Frame:
     n_thread: np.ndarray
     tiles: dict
     ghosts: dict
+    p_ghosts: list
     focus: tuple[int, int] | None
     m_focus: np.ndarray
     n_focus: np.ndarray
@@ -255,11 +350,13 @@ class Frame:
     nds_focus: np.ndarray
     loads_so_far: int
     naive_loads_so_far: int
+    naive_loads_total: int
     terms_done: int
     terms_loaded: int
     source_line: int | None
     table_focus: tuple[int, str] | None
-    phase_pvalues: np.ndarray | None = None
+    table_cursor: TableCursor
+    phase_pvalues: np.ndarray
     mds_loader: np.ndarray | None = None
     nds_loader: np.ndarray | None = None
     mds_wrong: np.ndarray | None = None
@@ -392,10 +489,7 @@ class Replay:
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
         if trace.kernel == "naive":
-            raise ValueError(
-                "the naive kernel has no tiles or phases to replay; record a tiled "
-                "kernel ('tiled', 'boundary' or 'general')"
-            )
+            raise ValueError(NAIVE_REFUSAL)
         T = trace.tile_width
         if focus is not None:
             focus = (int(focus[0]), int(focus[1]))
@@ -416,15 +510,17 @@ class Replay:
             )
         self.warp = int(warp)
         self.steps = self._build_steps()
+        self.thread_states = thread_states_shown(trace.launch, granularity)
+        self.slot_states = slot_states_shown(trace.launch)
 
     # ------------------------------------------------------------ structure
     def __len__(self) -> int:
         return len(self.steps)
 
     def _arrival_counts(self) -> list[int]:
-        n = self.trace.tile_width**2
+        n = self.trace.launch.threads_per_block
         g = min(n, MAX_ARRIVAL_GROUPS)
-        return sorted({-(-n * (i + 1) // g) for i in range(g)})
+        return sorted({ceil_div(n * (i + 1), g) for i in range(g)})
 
     def _build_steps(self) -> list[Step]:
         T = self.trace.tile_width
@@ -464,6 +560,34 @@ class Replay:
         raise ValueError(
             f"no step {sub.value!r} of phase {phase} at {self.granularity} granularity"
         )
+
+    def index_at(self, step: Step) -> int:
+        """The step number of this replay at the same moment as ``step``.
+
+        ``step`` comes from a replay of the same block at another
+        granularity or order: a whole phase maps to the end of its
+        sub-steps (barrier 2 released), a sub-step to its phase, a barrier
+        arrival to the arrival step with the nearest number of threads arrived.
+        """
+        steps = self.steps
+        if step.sub == Sub.START:
+            return 0
+        if step.sub == Sub.WRITE_P:
+            return len(steps) - 1
+        if self.granularity == "phase":
+            for i, s in enumerate(steps):
+                if s.sub == Sub.PHASE and s.phase == step.phase:
+                    return i
+            return 0
+        if step.sub == Sub.PHASE:  # a whole phase: its end in sub-steps
+            return self.index_of(step.phase, Sub.RELEASE_2)
+        best, best_i = None, 0
+        for i, s in enumerate(steps):
+            if s.sub == step.sub and s.phase == step.phase and s.k == step.k:
+                d = abs((s.arrived or 0) - (step.arrived or 0))
+                if best is None or d < best:
+                    best, best_i = d, i
+        return best_i
 
     # ------------------------------------------------------------ precompute
     @cached_property
@@ -712,13 +836,16 @@ class Replay:
                 nrows, ncols = (j, k) if name == "M" else (k, l)
                 outside = (row >= nrows) | (col >= ncols)
                 for ty, tx in np.argwhere(outside):
+                    code = int(kind[ty, tx]) if loaded else int(Access.NOT_RECORDED)
+                    wrapped = code == Access.WRONG_ELEMENT
                     ghosts[name].append(
-                        (
+                        Ghost(
                             int(row[ty, tx]),
                             int(col[ty, tx]),
-                            int(kind[ty, tx]) if loaded else int(Access.NOT_RECORDED),
+                            code,
                             int(loader[ty, tx]),
                             bool(loaded and loading_now),
+                            (int(src[ty, tx, 0]), int(src[ty, tx, 1])) if wrapped else None,
                         )
                     )
         if sub == Sub.K:
@@ -739,6 +866,12 @@ class Replay:
         else:
             p_state[prow, pcol] = CellState.TILE
 
+        p_ghosts = [
+            (Row0 + ty, Col0 + tx, ty * T + tx)
+            for ty in range(T)
+            for tx in range(T)
+            if not (Row0 + ty < j and Col0 + tx < l)
+        ]
         tiles = {
             "P": (Row0, Col0),
             "M": None if cur is None else (Row0, cur * T),
@@ -804,6 +937,10 @@ class Replay:
             index=index,
             count=n,
             step=step,
+            granularity=self.granularity,
+            order=self.order,
+            thread_states=self.thread_states,
+            slot_states=self.slot_states,
             block=self.block,
             title=self._title(step),
             caption=caption,
@@ -828,6 +965,7 @@ class Replay:
             n_thread=n_thread,
             tiles=tiles,
             ghosts=ghosts,
+            p_ghosts=p_ghosts,
             focus=self.focus,
             m_focus=m_focus,
             n_focus=n_focus,
@@ -836,10 +974,12 @@ class Replay:
             nds_focus=nds_focus,
             loads_so_far=loads_so_far,
             naive_loads_so_far=naive,
+            naive_loads_total=2 * int(valid.sum()) * k,
             terms_done=done_phases_terms,
             terms_loaded=terms_loaded,
             source_line=line,
             table_focus=self._table_focus(step),
+            table_cursor=self._table_cursor(step),
             phase_pvalues=phase_pvalues,
             mds_loader=loaders["M"],
             nds_loader=loaders["N"],
@@ -1033,6 +1173,26 @@ class Replay:
         return (
             "Threads with a valid (Row, Col) store Pvalue into P; the others have no P "
             "element and store nothing."
+        )
+
+    def _table_cursor(self, step: Step) -> TableCursor:
+        sub = step.sub
+        if sub == Sub.START:
+            return TableCursor(0, None, None, "start")
+        if sub == Sub.WRITE_P:
+            return TableCursor(self.trace.n_phases - 1, (None, "p_write"), None, "end")
+        focus = self._table_focus(step)
+        barrier_1 = sub in (Sub.ARRIVE_1, Sub.RELEASE_1)
+        if focus is not None:
+            role = {"M": "m_load", "N": "n_load", "P": "pvalue"}[focus[1]]
+        else:
+            role = "n_load" if barrier_1 else "pvalue"
+        if sub in (Sub.PHASE, Sub.ARRIVE_2, Sub.RELEASE_2):
+            last = "value"
+        else:
+            last = "n_load" if barrier_1 else role
+        return TableCursor(
+            step.phase, (step.phase, role) if focus is not None else None, last, "phase"
         )
 
     def _table_focus(self, step: Step):

@@ -35,13 +35,18 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import re
-from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 import numpy as np
 
-from ..trace import BLOCK_FIELDS, WAIT_BINS, Trace
+from ..trace import (
+    BLOCK_FIELDS,
+    WAIT_BINS,
+    Trace,
+    ceil_div,
+    format_blocks,
+    not_recorded_message,
+)
 
 __all__ = [
     "BlockState",
@@ -68,7 +73,6 @@ __all__ = [
     "simulated_blocks",
     "format_blocks",
     "not_recorded_message",
-    "parse_window",
     "describe",
     "model",
     "MAX_CELLS",
@@ -81,7 +85,9 @@ MAX_CELLS = 256
 #: The two barriers of Fig. 5.9, by the index the trace uses (0 and 1).
 BARRIERS = ("barrier 1 (after the loads, line 21)", "barrier 2 (after the k loop, line 26)")
 
-_SMID, _T0, _T1, _CLOCK0, _CLOCK1, _SEQ = range(len(BLOCK_FIELDS))
+_SMID, _T0, _T1, _CLOCK0, _CLOCK1, _SEQ = (
+    BLOCK_FIELDS.index(f) for f in ("smid", "t0_ns", "t1_ns", "clock0", "clock1", "seq")
+)
 
 
 class BlockState(enum.IntEnum):
@@ -117,12 +123,6 @@ def simulated_mask(trace: Trace) -> np.ndarray:
             by, bx = int(b[0]), int(b[1])
             if 0 <= by < gy and 0 <= bx < gx:
                 mask[by, bx] = True
-        return mask
-    if sim is None and trace.meta.get("aggregated"):
-        # an older windowed trace without the list: the detailed blocks ran
-        mask[:] = False
-        for by, bx in trace.detail_blocks.tolist():
-            mask[by, bx] = True
     return mask
 
 
@@ -132,60 +132,6 @@ def simulated_blocks(trace: Trace) -> list[tuple[int, int]] | None:
     if mask.all():
         return None
     return [(int(a), int(b)) for a, b in zip(*np.nonzero(mask), strict=True)]
-
-
-def format_blocks(blocks: Iterable[Sequence[int]], limit: int = 8) -> str:
-    """``"(0,0), (63,63), (127,0) …"``: at most ``limit`` blocks, then an ellipsis."""
-    blocks = [(int(b[0]), int(b[1])) for b in blocks]
-    text = ", ".join(f"({a},{b})" for a, b in blocks[:limit])
-    if len(blocks) > limit:
-        text += f" … ({len(blocks)} in all)"
-    return text or "none"
-
-
-def not_recorded_message(trace: Trace, block: Sequence[int]) -> str:
-    """What to tell someone who asks for the per-thread replay of ``block``.
-
-    Returns an empty string when the block was recorded per thread.
-    """
-    by, bx = int(block[0]), int(block[1])
-    gy, gx = trace.grid
-    if not (0 <= by < gy and 0 <= bx < gx):
-        return f"block ({by}, {bx}) is outside the {gy} x {gx} grid of blocks"
-    if trace.has_block((by, bx)):
-        return ""
-    return (
-        f"block ({by}, {bx}) was not recorded per thread; detailed blocks: "
-        f"{format_blocks(trace.detail_blocks.tolist())}"
-    )
-
-
-_PAIR = re.compile(r"^\(?\s*(\d+)\s*[, ]\s*(\d+)\s*\)?$")
-
-
-def parse_window(text: str) -> list[tuple[int, int]]:
-    """Blocks typed by a person: ``"0,0; 31,17"`` (also ``(0,0) (31,17)`` or one per line).
-
-    Raises
-    ------
-    ValueError
-        When a part is not a ``by,bx`` pair of non-negative integers, or none is given.
-    """
-    parts = [p.strip() for p in re.split(r"[;\n]|\)\s*\(|\)\s*,\s*\(", text) if p.strip()]
-    out: list[tuple[int, int]] = []
-    for p in parts:
-        m = _PAIR.match(p.strip("() "))
-        if m is None:
-            raise ValueError(
-                f"window blocks are 'by,bx' pairs separated by ';' "
-                f"(e.g. '0,0; 31,17'); cannot read {p!r}"
-            )
-        pair = (int(m[1]), int(m[2]))
-        if pair not in out:
-            out.append(pair)
-    if not out:
-        raise ValueError("name at least one block of the window, e.g. '0,0; 31,17'")
-    return out
 
 
 # ---------------------------------------------------------------- timeline
@@ -652,8 +598,8 @@ class ReadCounts:
 
 
 def _edges(n: int, T: int, max_cells: int) -> tuple[np.ndarray, int]:
-    tiles = -(-n // T)
-    per = max(1, -(-tiles // max_cells))
+    tiles = ceil_div(n, T)
+    per = max(1, ceil_div(tiles, max_cells))
     return np.r_[np.arange(0, n, T * per), n].astype(np.int64), per
 
 

@@ -36,9 +36,11 @@ from ..trace.units import format_value
 
 __all__ = [
     "CELL_KINDS",
+    "PHASE_ROLES",
     "Cell",
     "Column",
     "Table",
+    "TableCursor",
     "build_table",
 ]
 
@@ -68,6 +70,7 @@ CELL_KINDS = (
 )
 
 #: Column roles, in the order a phase's columns appear.
+PHASE_ROLES = ("m_load", "n_load", "pvalue", "value")
 
 ARROW = "→"  # a load performed (the book draws it as a downward arrow)
 NO_ARROW = "↛"  # a load recorded but not performed (past the end of the allocation)
@@ -192,6 +195,54 @@ class Table:
         raise KeyError(f"no thread {tuple(thread)} in the table")
 
 
+@dataclasses.dataclass(frozen=True)
+class TableCursor:
+    """How far a replay step has filled the Fig. 5.8 table of its block.
+
+    A :class:`~vizmm.replay.Frame` carries one; renderers read :attr:`current`,
+    :meth:`done` and :attr:`phase` instead of working it out from the step.
+
+    Attributes
+    ----------
+    phase : int
+        The phase the step is in (0 before the first phase, the last phase
+        at the P store): tables too wide for every phase show a window
+        around it.
+    current : (phase, role) or None
+        The cell being filled at this step (``phase`` None for the P-store
+        column); None when no cell is (start, barrier 1).
+    last : str or None
+        The last role of :data:`PHASE_ROLES` done in :attr:`phase`; None at
+        the start and at the P store (see :attr:`at`).
+    at : {'start', 'phase', 'end'}
+        Before the first phase (nothing done), inside a phase, or at the P
+        store (everything done).
+    """
+
+    phase: int
+    current: tuple[int | None, str] | None
+    last: str | None
+    at: str = "phase"
+
+    def done(self, phase: int | None, role: str) -> bool:
+        """Whether the cell of ``role`` in ``phase`` has been filled by this step.
+
+        The thread column is done from the first phase on; the P-store
+        column only at the P store.
+        """
+        if self.at == "start":
+            return False
+        if self.at == "end":
+            return True
+        if role == "thread":
+            return True
+        if role == "p_write" or phase is None:
+            return False
+        if phase != self.phase:
+            return phase < self.phase
+        return PHASE_ROLES.index(role) <= PHASE_ROLES.index(self.last)
+
+
 # --------------------------------------------------------------------- build
 def _sub(name: str, a: int, b: int) -> str:
     return f"{name}_{{{a},{b}}}"
@@ -240,18 +291,6 @@ def _pwrite_cell(kind: PWrite, row: int, col: int, l: int, ty: int, tx: int) -> 
     else:
         text = "not recorded"
     return Cell(text, kind.name.lower(), (ty, tx))
-
-
-_FIGURES = {
-    "naive": "Fig. 3.11",
-    "tiled": "Fig. 5.9",
-    "boundary": "Fig. 5.13",
-    "general": "Section 5.5, j x k . k x l",
-    "uncoalesced": "Fig. 5.13, uncoalesced loads",
-    "conflict": "Fig. 5.13, Nds[tx][k]",
-    "padded": "Fig. 5.13, padded Nds[tx][k]",
-    "dynamic": "Fig. 5.14",
-}
 
 
 def build_table(
@@ -380,7 +419,7 @@ def build_table(
             rows.append(tuple(row))
 
     title = (
-        f"block_{{{by},{bx}}} of the {trace.kernel} kernel ({_FIGURES[trace.kernel]}), "
+        f"block_{{{by},{bx}}} of the {trace.kernel} kernel ({trace.meta.get('figure', '')}), "
         f"M {j}x{k} . N {k}x{l}, TILE_WIDTH {T}"
     )
     return Table(title, (by, bx), phases, tuple(columns), tuple(rows))

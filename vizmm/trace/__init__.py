@@ -21,7 +21,15 @@ from .fileformat import (
     read_info,
     seeded_inputs,
 )
-from .launch import KERNELS, MAX_TILE_WIDTH, SQUARE_KERNELS, LaunchError, LaunchShape
+from .launch import (
+    KERNELS,
+    MAX_TILE_WIDTH,
+    SQUARE_KERNELS,
+    TILED_KERNELS,
+    LaunchError,
+    LaunchShape,
+    ceil_div,
+)
 from .model import (
     ARRAY_NAMES,
     BLOCK_FIELDS,
@@ -34,8 +42,9 @@ from .model import (
     PWrite,
     Trace,
     TraceError,
+    not_recorded_message,
 )
-from .units import human_bytes
+from .units import format_blocks, human_bytes
 
 __all__ = [
     "ARRAY_NAMES",
@@ -50,6 +59,7 @@ __all__ = [
     "MAX_STORED_SPREAD",
     "MAX_TILE_WIDTH",
     "SQUARE_KERNELS",
+    "TILED_KERNELS",
     "VERSION",
     "WAIT_BINS",
     "Access",
@@ -60,8 +70,11 @@ __all__ = [
     "Trace",
     "TraceError",
     "atomic_write",
+    "ceil_div",
+    "format_blocks",
     "from_bytes",
     "human_bytes",
     "load",
+    "not_recorded_message",
     "seeded_inputs",
 ]

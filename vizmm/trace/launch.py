@@ -18,14 +18,18 @@ import numpy as np
 __all__ = [
     "KERNELS",
     "SQUARE_KERNELS",
+    "TILED_KERNELS",
     "MAX_TILE_WIDTH",
     "LaunchError",
     "LaunchShape",
+    "ceil_div",
 ]
 
 #: Kernel names, in the order menus list them; equal to ``vizmm_kernels.KERNEL_NAMES``
 #: (a test says so).
 KERNELS = ("naive", "tiled", "boundary", "general", "uncoalesced", "conflict", "padded", "dynamic")
+#: Kernels with tiles and phases: every kernel but the naive one (the block replay shows them).
+TILED_KERNELS = tuple(k for k in KERNELS if k != "naive")
 #: Kernels that multiply square ``Width x Width`` matrices (the book's figures).
 SQUARE_KERNELS = (
     "naive",
@@ -38,6 +42,14 @@ SQUARE_KERNELS = (
 )
 #: The largest TILE_WIDTH: 32 x 32 = 1024 threads, CUDA's limit per block.
 MAX_TILE_WIDTH = 32
+
+
+def ceil_div(a, b):
+    """``ceil(a / b)`` for positive integers (or integer arrays), exactly, without floats.
+
+    The book's ``ceil(Width / TILE_WIDTH)``; also warps per block, sectors per request.
+    """
+    return -(-a // b)
 
 
 class LaunchError(ValueError):
@@ -147,7 +159,7 @@ class LaunchShape:
     def grid(self) -> tuple[int, int]:
         """``(gy, gx)`` = ``(ceil(j / TILE_WIDTH), ceil(l / TILE_WIDTH))`` blocks."""
         T = self.tile_width
-        return -(-self.j // T), -(-self.l // T)
+        return ceil_div(self.j, T), ceil_div(self.l, T)
 
     @property
     def n_blocks(self) -> int:
@@ -158,7 +170,7 @@ class LaunchShape:
     @property
     def n_phases(self) -> int:
         """Phases per block, ``ceil(k / TILE_WIDTH)``; 0 for the naive kernel (no tiles)."""
-        return 0 if self.kernel == "naive" else -(-self.k // self.tile_width)
+        return 0 if self.kernel == "naive" else ceil_div(self.k, self.tile_width)
 
     @property
     def threads_per_block(self) -> int:
@@ -169,7 +181,7 @@ class LaunchShape:
     def padded(self) -> tuple[int, int, int]:
         """``(j, k, l)`` rounded up to whole tiles (the grid's extent, elements)."""
         T = self.tile_width
-        return tuple(-(-n // T) * T for n in self.shape)
+        return tuple(ceil_div(n, T) * T for n in self.shape)
 
     def label(self) -> str:
         """``'boundary 4x4x4, TILE_WIDTH 2'``: the launch for people."""

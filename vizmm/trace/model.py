@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .launch import KERNELS, LaunchShape
+from .units import format_blocks
 
 __all__ = [
     "BlockError",
@@ -37,6 +38,7 @@ __all__ = [
     "Trace",
     "TraceError",
     "LoadRecord",
+    "not_recorded_message",
     "KERNELS",
     "ARRAY_NAMES",
     "BLOCK_FIELDS",
@@ -487,15 +489,7 @@ class Trace:
                 f"block must be a (by, bx) pair of integers (blockIdx.y, blockIdx.x), got {block!r}"
             ) from None
         if key not in self._slot:
-            if not (0 <= key[0] < gy and 0 <= key[1] < gx):
-                raise BlockError(
-                    f"block {key} is outside the {gy} x {gx} grid of blocks: by is 0..{gy - 1}, "
-                    f"bx is 0..{gx - 1}"
-                )
-            raise BlockError(
-                f"block {key} was not recorded per thread; detailed blocks: "
-                f"{sorted(self._slot)[:8]}{' ...' if len(self._slot) > 8 else ''}"
-            )
+            raise BlockError(not_recorded_message(self, key))
         return self._slot[key]
 
     def _check_phase(self, phase: int) -> int:
@@ -730,6 +724,24 @@ def describe(meta, launch: LaunchShape, n_detail: int, global_loads: int, has_cl
     if m.get("versions"):
         lines.append("versions    " + ", ".join(f"{a} {b}" for a, b in m["versions"].items()))
     return "\n".join(lines)
+
+
+def not_recorded_message(trace: Trace, block) -> str:
+    """Why ``block = (by, bx)`` has no per-thread replay, in words; ``''`` when it has one.
+
+    The one wording of "outside the grid" and "not recorded per thread"
+    (every layer raises or shows this text).
+    """
+    by, bx = int(block[0]), int(block[1])
+    gy, gx = trace.grid
+    if not (0 <= by < gy and 0 <= bx < gx):
+        return f"block ({by}, {bx}) is outside the {gy} x {gx} grid of blocks"
+    if trace.has_block((by, bx)):
+        return ""
+    return (
+        f"block ({by}, {bx}) was not recorded per thread; detailed blocks: "
+        f"{format_blocks(trace.detail_blocks.tolist())}"
+    )
 
 
 class _FrozenDict(dict):

@@ -6,6 +6,7 @@ they print the same number alike.
 """
 
 import math
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 
@@ -16,6 +17,15 @@ def human_bytes(n: float) -> str:
             return f"{int(n)} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} B"  # pragma: no cover
+
+
+def format_blocks(blocks: Iterable[Sequence[int]], limit: int = 8) -> str:
+    """``"(0,0), (63,63), (127,0) … (9 in all)"``: at most ``limit`` blocks, then a count."""
+    blocks = [(int(b[0]), int(b[1])) for b in blocks]
+    text = ", ".join(f"({a},{b})" for a, b in blocks[:limit])
+    if len(blocks) > limit:
+        text += f" … ({len(blocks)} in all)"
+    return text or "none"
 
 
 @lru_cache(maxsize=1 << 14)
