@@ -346,10 +346,14 @@ def test_info_reads_the_manifest_alone(small, tmp_path):
     "argv,message",
     [
         (["record", "--width", "4", "--seed", "-1", "-o", "x.vizmm"], "--seed: must be an integer"),
-        (["record", "--width", "4", "--window", "-1,0", "-o", "x.vizmm"], "window block (-1, 0)"),
+        (
+            ["record", "--width", "4", "--window", "-1,0", "-o", "x.vizmm"],
+            "argument --window: a block must be 2 integers",
+        ),
         (["record", "--width", "100000", "-o", "x.vizmm"], "over the limit"),
         (["record", "--width", "4", "--window", "a,b", "-o", "x.vizmm"], "a block must be"),
-        (["table", "T", "--block", "-3,0"], "outside the 2 x 2 grid"),
+        (["table", "T", "--block", "-3,0"], "a block must be 2 integers"),
+        (["table", "T", "--block", "5,0"], "outside the 2 x 2 grid"),
         (["info", "."], "is a folder"),
         (["info", "missing.vizmm"], "no such file"),
     ],
