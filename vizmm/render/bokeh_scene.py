@@ -1219,9 +1219,6 @@ class Scene:
                 if changed:
                     source.data.update(changed)
             self._last[name] = new
-        warps = self._warps_fig
-        if warps is not None and warps.visible != (frame.transactions is not None):
-            warps.visible = frame.transactions is not None
 
     # ---------------------------------------------------------------- build
     def _build(self):
@@ -1701,7 +1698,7 @@ class Scene:
             int(min(cell, 40)) + 2 * s.font + 16,
             Range1d(0, nw),
             Range1d(1, 0),
-            title="per warp",
+            title="per warp (memory transactions)",
         )
         f.axis.visible = False
         src = self.sources["warps"]
@@ -1727,7 +1724,8 @@ class Scene:
             text_font_size=f"{max(8, min(s.font, int(cell * 0.4)))}px",
         )
         f.add_tools(HoverTool(renderers=[r], tooltips=[("", "@label")]))
-        f.visible = False  # until a frame carries the transactions view
+        # Always shown (empty until a frame carries the transactions view): showing
+        # and hiding it would lay out the page again, hidden tables included.
         f.name = "vizmm-warps"
         self._warps_fig = f
         return column(threads, f, spacing=2)
