@@ -10,7 +10,10 @@ unchecked one of Fig. 5.9 on 3 x 3), ``barrier`` (Fig. 5.9's kernel with and
 without its first ``__syncthreads()``: the barrier lab, recorded in the
 simulator's turns), ``naive`` (the tiled kernel against the
 naive kernel of Fig. 3.11: the naive kernel has no tiles to draw, so its side
-shows its global loads at the same moment). Step with the buttons or the
+shows its global loads at the same moment); with the memory-transactions view
+on both sides, ``coalescing`` (the book's loads against the uncoalesced
+kernel's), ``bank-conflict`` (``Nds[k][tx]`` against ``Nds[tx][k]``) and
+``padding`` (the conflict against its fix). Step with the buttons or the
 keys (← → Home End); both sides stay at the same phase and sub-step where
 both have one (:class:`vizmm.replay.Lockstep`). ``?theme=dark`` for dim rooms.
 
@@ -55,6 +58,7 @@ class Pair:
     left: str
     right: str | None
     note: str
+    transactions: bool = False  # both sides draw the memory-transactions view
 
 
 PAIRS = {
@@ -87,6 +91,30 @@ PAIRS = {
         "The naive kernel has no tiles: every thread reads its row of M and column of N "
         "from global memory, k elements of each.",
     ),
+    "coalescing": Pair(
+        "Memory: the book's loads against the roles swapped (uncoalesced) · 32×32, T=16",
+        "coalesced",
+        "uncoalesced",
+        "At each load, warp 0's sectors are outlined: two 64-byte runs of a row (4 sectors) "
+        "on the left, one sector in each of 16 rows on the right.",
+        transactions=True,
+    ),
+    "bank-conflict": Pair(
+        "Memory: Nds[k][tx] against Nds[tx][k] (8-way bank conflict) · 32×32, T=16",
+        "coalesced",
+        "conflict",
+        "At each k, every Nds slot shows its bank: warp 0 reads 16 banks on the left, "
+        "8 words in each of 2 banks on the right (conflicts in red).",
+        transactions=True,
+    ),
+    "padding": Pair(
+        "Memory: the bank conflict against the padding fix (TILE_WIDTH + 1 columns)",
+        "conflict",
+        "padded",
+        "One more column in Nds moves each thread's word to its own bank: the 8-way "
+        "conflict is gone.",
+        transactions=True,
+    ),
 }
 
 _KEYS = ["ArrowRight", "ArrowLeft", "Home", "End"]
@@ -105,8 +133,9 @@ class SideBySideState(param.Parameterized):
         """Load the pair's traces (recording any not yet cached) and build the lockstep."""
         pair = PAIRS[self.pair]
         try:
-            left = Replay(traces.get_trace(pair.left))
-            right = Replay(traces.get_trace(pair.right)) if pair.right else left
+            tx = pair.transactions
+            left = Replay(traces.get_trace(pair.left), transactions=tx)
+            right = Replay(traces.get_trace(pair.right), transactions=tx) if pair.right else left
         except Exception as exc:  # noqa: BLE001 - shown on the page
             self.param.update(lockstep=None, message=f"Could not load the pair: {exc}")
             return

@@ -547,3 +547,25 @@ def test_export_with_transactions_and_cli(tmp_path, record_sim, capsys):
     assert "warp  0 (threads 0-15): M 4 sectors 1 segments (ideal 2)" in text
     assert "Mds 1-way, Nds 1-way" in text
     assert main(["transactions", str(path), "--block", "9,9"]) == 2
+
+
+def test_side_by_side_pairs_show_the_contrast():
+    pytest.importorskip("panel")
+    from apps.side_by_side import SideBySideState
+    from vizmm.replay import Sub
+
+    st = SideBySideState(pair="bank-conflict")
+    st.load()
+    both = st.lockstep
+    i = next(
+        n for n in range(len(both)) if both.frames(n)[0].step.sub == Sub.K
+    )  # the first k of phase 0
+    left, right = both.frames(i)
+    assert left.step.k == right.step.k == 0
+    # Warp 0 reads Nds[k][tx] (16 banks) on the left, Nds[tx][k] (8-way) on the right.
+    assert left.transactions.nds_way == 1 and right.transactions.nds_way == 8
+    st = SideBySideState(pair="coalescing")
+    st.load()
+    left, right = st.lockstep.frames(1)
+    assert left.step.sub == right.step.sub == Sub.LOAD_M
+    assert len(left.transactions.m_sectors) == 4 and len(right.transactions.m_sectors) == 16

@@ -1187,6 +1187,10 @@ class Scene:
         names = [s for v in views for s in SOURCE_NAMES[v]]
         self.sources = {name: ColumnDataSource(data=_empty(name)) for name in names}
         self.figures = {}
+        # The per-warp row of the transactions view sits under the thread grid
+        # of the full page; presenter and fitted scenes keep their sizes.
+        self._warps_fig = None
+        self._warp_row = not self.presenter and fit is None
         self._corner = None
         self._last: dict[str, dict[str, list]] = {}
         #: Leave the Fig. 5.8 table's future cells blank (questions: see frame_columns).
@@ -1215,9 +1219,6 @@ class Scene:
                 if changed:
                     source.data.update(changed)
             self._last[name] = new
-        warps = self.figures.get("warps")
-        if warps is not None and warps.visible != (frame.transactions is not None):
-            warps.visible = frame.transactions is not None
 
     # ---------------------------------------------------------------- build
     def _build(self):
@@ -1681,7 +1682,7 @@ class Scene:
             line_dash="dashed",
         )
         self.figures["threads"] = f
-        return self._warps(f)
+        return self._warps(f) if self._warp_row else f
 
     def _warps(self, threads):
         """The per-warp transactions row under the thread grid (shown with the view on)."""
@@ -1697,7 +1698,7 @@ class Scene:
             int(min(cell, 40)) + 2 * s.font + 16,
             Range1d(0, nw),
             Range1d(1, 0),
-            title="per warp",
+            title="per warp (memory transactions)",
         )
         f.axis.visible = False
         src = self.sources["warps"]
@@ -1723,8 +1724,10 @@ class Scene:
             text_font_size=f"{max(8, min(s.font, int(cell * 0.4)))}px",
         )
         f.add_tools(HoverTool(renderers=[r], tooltips=[("", "@label")]))
-        f.visible = False  # until a frame carries the transactions view
-        self.figures["warps"] = f
+        # Always shown (empty until a frame carries the transactions view): showing
+        # and hiding it would lay out the page again, hidden tables included.
+        f.name = "vizmm-warps"
+        self._warps_fig = f
         return column(threads, f, spacing=2)
 
     def _legend(self):
