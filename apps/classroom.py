@@ -26,6 +26,7 @@ Without it, every class lives in the process that made it.
 
 from __future__ import annotations
 
+import abc
 import atexit
 import contextlib
 import copy
@@ -85,7 +86,7 @@ def _new_class(view: dict) -> dict:
     }
 
 
-class ClassStore:
+class ClassStore(abc.ABC):
     """Where classes live: :meth:`create`, :meth:`get` and :meth:`update` by code.
 
     Values are plain JSON-able dicts (see :func:`_new_class`); :meth:`get`
@@ -98,17 +99,17 @@ class ClassStore:
         For a malformed code or a class this server does not hold.
     """
 
+    @abc.abstractmethod
     def create(self, view: dict) -> dict:
         """Make a class showing ``view``; returns it (with its code and key)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def get(self, code: str) -> dict:
         """A copy of class ``code``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def update(self, code: str, change: Callable[[dict], bool]) -> dict:
         """Apply ``change(cls)`` under the lock; returns the class after it."""
-        raise NotImplementedError
 
 
 class MemoryStore(ClassStore):
