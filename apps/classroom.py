@@ -42,11 +42,19 @@ from collections.abc import Callable
 
 import panel as pn
 
-from apps import traces
+from vizmm.catalogue import CATALOGUE
 from vizmm.render.text import render_text
 from vizmm.replay.questions import Question, answer_label, quiz
 
-__all__ = ["ClassStore", "MemoryStore", "FileStore", "store", "Classroom", "install", "new_code"]
+__all__ = [
+    "ClassStore",
+    "MemoryStore",
+    "FileStore",
+    "store",
+    "Classroom",
+    "class_session",
+    "new_code",
+]
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
 CODE_LENGTH = 6
@@ -279,7 +287,7 @@ def class_question(q: dict | None) -> Question | None:
     """The :class:`Question` a class's ``question`` entry names (made again on this server)."""
     if not q:
         return None
-    trace = traces.get_trace(q["source"])
+    trace = CATALOGUE.get(q["source"])
     return quiz(trace, tuple(q["block"]))[q["index"]]
 
 
@@ -305,34 +313,17 @@ def results_csv(cls: dict) -> str:
         ["question", "kind", "trace", "block", "phase", "prompt", "answer", "correct", "seats"]
     )
     for row in cls["results"]:
-        for label, n, ok in row["distribution"]:
-            w.writerow(
-                [
-                    row["number"],
-                    row["kind"],
-                    row["source"],
-                    f"({row['block'][0]},{row['block'][1]})",
-                    row["phase"],
-                    row["prompt"],
-                    label,
-                    "yes" if ok else "no",
-                    n,
-                ]
-            )
-        if not row["distribution"]:
-            w.writerow(
-                [
-                    row["number"],
-                    row["kind"],
-                    row["source"],
-                    f"({row['block'][0]},{row['block'][1]})",
-                    row["phase"],
-                    row["prompt"],
-                    "(no answer)",
-                    "",
-                    0,
-                ]
-            )
+        question = [
+            row["number"],
+            row["kind"],
+            row["source"],
+            f"({row['block'][0]},{row['block'][1]})",
+            row["phase"],
+            row["prompt"],
+        ]
+        answers = [(label, "yes" if ok else "no", n) for label, n, ok in row["distribution"]]
+        for answer in answers or [("(no answer)", "", 0)]:
+            w.writerow(question + list(answer))
     return out.getvalue()
 
 
@@ -722,16 +713,25 @@ def _arg(name: str) -> str:
     return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
 
 
-def install(dashboard_cls) -> None:
-    """Give every dashboard opened with ``?class=...`` its part in a class session."""
+def class_session(dash):
+    """The dashboard's add-on: a page opened with ``?class=...`` takes its part in the class.
 
-    def factory(dash):
-        code = _arg("class") if dash._served else ""
-        if not code or getattr(dash, "questions", None) is None:
-            return None
-        dash.classroom = Classroom(dash, code[:16], _arg("teach")[:40], _arg("seat")[:40])
-        return dash.classroom.panel
+    Pass it in ``Dashboard(addons=[question_mode, class_session])``, after
+    :func:`apps.quiz.question_mode` (a class asks the page's questions).
 
-    factory.__name__ = "class_session"
-    if not any(getattr(f, "__name__", "") == "class_session" for f in dashboard_cls.ADDONS):
-        dashboard_cls.add_addon(factory)
+    Parameters
+    ----------
+    dash : apps.dashboard.Dashboard
+        A served page with a question mode (``dash.questions``).
+
+    Returns
+    -------
+    pn.Column or None
+        The class's controls (``dash.classroom``), or None where the page is
+        not served, has no ``?class=`` or no question mode.
+    """
+    code = _arg("class") if dash._served else ""
+    if not code or getattr(dash, "questions", None) is None:
+        return None
+    dash.classroom = Classroom(dash, code[:16], _arg("teach")[:40], _arg("seat")[:40])
+    return dash.classroom.panel

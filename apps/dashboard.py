@@ -16,7 +16,9 @@ every choice and the current :class:`~vizmm.replay.Frame`;
 frames with the shared Bokeh :class:`~vizmm.render.bokeh_scene.Scene`. More
 tabs (views of a whole large launch, say) plug in through
 :class:`Dashboard`'s ``views`` parameter (Panel's ``App(views=...)``
-pattern) without touching the rest; :func:`create_app` passes the large view.
+pattern) without touching the rest, and panels under the controls through its
+``addons`` parameter; :func:`create_app` passes the large view, the
+occupancy tab, the question mode and class sessions.
 
 Heavy work (reading a trace, recording, decoding an upload) runs in a thread
 off the server's event loop; traces come from the process's one
@@ -48,6 +50,7 @@ if _ROOT not in sys.path:  # `panel serve apps/dashboard.py` runs this file as a
 import vizmm  # noqa: E402
 from apps import barrier_view, classroom, large_view, occupancy_view, quiz  # noqa: E402
 from apps.keys import KeyboardShortcuts, PageTheme  # noqa: E402
+from apps.parts import launch_inputs, page_header, play, replace_timer  # noqa: E402
 from vizmm import TransactionsError, catalogue, memory_transactions  # noqa: E402
 from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.record import RecordingCancelled  # noqa: E402
@@ -747,11 +750,10 @@ class RecordForm(pn.viewable.Viewer):
             self._on_record(self.spec())
 
     def __panel__(self):
-        square = pn.bind(lambda kernel: kernel == "general", self.param.kernel)
-        widgets = pn.Param(
-            self.param,
-            parameters=["kernel", "barriers", "j", "tile_width", "seed", "backend"],
-            widgets={
+        widgets, extra = launch_inputs(
+            self,
+            ["kernel", "barriers", "j", "tile_width", "seed", "backend"],
+            {
                 "kernel": pn.widgets.RadioButtonGroup,
                 "barriers": pn.widgets.RadioButtonGroup,
                 "backend": pn.widgets.RadioButtonGroup,
@@ -759,16 +761,7 @@ class RecordForm(pn.viewable.Viewer):
                 "tile_width": pn.widgets.IntInput,
                 "seed": pn.widgets.IntInput,
             },
-            show_name=False,
-            width=330,
-        )
-        extra = pn.Param(
-            self.param,
-            parameters=["k", "l"],
-            show_name=False,
-            width=330,
-            widgets={"k": pn.widgets.IntInput, "l": pn.widgets.IntInput},
-            visible=square,
+            330,
         )
         return pn.Column(widgets, extra, self._estimate_pane, self._button, width=350)
 
@@ -794,9 +787,12 @@ class Dashboard(pn.viewable.Viewer):
         "object with an ``on_zoom`` attribute gets a callable that brings 'Block replay' to "
         "the front.",
     )
-    #: Add-ons: ``factory(dashboard) -> Panel object or None`` shown under the controls
-    #: (question mode, class sessions); see :meth:`add_addon`.
-    ADDONS: ClassVar[list[Callable[[Dashboard], object]]] = []
+    addons = param.List(
+        default=[],
+        doc="Panels under the controls (question mode, class sessions): ``factory(dashboard)`` "
+        "returning a Panel object or None, called in order while the page is built; it may "
+        "use ``scene_hooks``, ``tap_claims``, ``status_extras`` and ``state.pin``.",
+    )
 
     def __init__(self, state: DashboardState | None = None, served: bool | None = None, **params):
         served = bool(pn.state.served) if served is None else served
@@ -845,17 +841,6 @@ class Dashboard(pn.viewable.Viewer):
             pn.state.onload(self._resize)
 
     # -------------------------------------------------------- extension
-    @classmethod
-    def add_addon(cls, factory: Callable[[Dashboard], object]) -> None:
-        """Add a panel under the controls of every dashboard made afterwards.
-
-        ``factory(dashboard)`` returns a Panel object (or None); it may use
-        :attr:`scene_hooks`, :attr:`tap_claims`, :attr:`status_extras` and
-        ``state.pin``. Adding the same factory twice adds it once.
-        """
-        if factory not in cls.ADDONS:
-            cls.ADDONS.append(factory)
-
     def refresh_status(self) -> None:
         """Write ``#vizmm-status`` again (an add-on's attributes changed)."""
         self.status_pane.object = self._status_html()
@@ -959,12 +944,8 @@ class Dashboard(pn.viewable.Viewer):
             ),
             pn.Card(help_md, title="Keys and clicks", collapsed=True, width=420),
         )
-        self.header = pn.Row(
-            pn.pane.Markdown(
-                "### vizmm · the tiled matrix multiplication of PMPP ch. 5", margin=(10, 10, 0, 10)
-            ),
-            self.trace_select,
-            align="center",
+        self.header = page_header(
+            "the tiled matrix multiplication of PMPP ch. 5", self.trace_select
         )
         self.controls = pn.Row(
             self.first_button,
@@ -992,7 +973,7 @@ class Dashboard(pn.viewable.Viewer):
                 view.on_zoom = lambda block: self.show_replay()
             tabs.append((title, view))
         self.tabs = pn.Tabs(*tabs, dynamic=True) if len(tabs) > 1 else tabs[0][1]
-        addons = [a for a in (factory(self) for factory in self.ADDONS) if a is not None]
+        addons = [a for a in (factory(self) for factory in self.addons) if a is not None]
         self.layout = pn.Column(
             self.header,
             self.controls,
@@ -1130,16 +1111,9 @@ class Dashboard(pn.viewable.Viewer):
 
     def _on_playing(self, *events) -> None:
         s = self.state
-        self.play_button.label = "⏸ pause" if s.playing else "▶ play"
-        if not self._served:
-            return
-        if self._play_cb is not None:
-            self._play_cb.stop()
-            self._play_cb = None
-        if s.playing:
-            self._play_cb = pn.state.add_periodic_callback(
-                self._tick, period=max(50, int(1000 / s.speed))
-            )
+        self._play_cb = play(
+            self.play_button, self._play_cb, self._tick, s.playing, s.speed, 50, self._served
+        )
 
     def _tick(self) -> None:
         with pn.io.hold():
@@ -1192,30 +1166,24 @@ class Dashboard(pn.viewable.Viewer):
             threads.selected.on_change("indices", self._on_thread_tap)
 
     def _on_block_tap(self, attr, old, new) -> None:
-        if not new or self._scene is None:
-            return
-        src = self._scene.sources["blocks"]
-        i = new[0]
-        if any(claim("blocks", i) for claim in self.tap_claims):
-            src.selected.indices = []
-            return
-        by, bx = src.data["by"][i], src.data["bx"][i]
-        with pn.io.hold():
-            src.selected.indices = []
-            self.state.select_block(by, bx)
+        self._tapped("blocks", ("by", "bx"), new, self.state.select_block)
 
     def _on_thread_tap(self, attr, old, new) -> None:
-        if not new or self._scene is None:
+        self._tapped("threads", ("ty", "tx"), new, self.state.follow)
+
+    def _tapped(self, view: str, columns: tuple[str, str], indices, action) -> None:
+        """A tap on a grid of the scene: an add-on's claim, or ``action`` of the cell's indices."""
+        if not indices or self._scene is None:
             return
-        src = self._scene.sources["threads"]
-        i = new[0]
-        if any(claim("threads", i) for claim in self.tap_claims):
+        src = self._scene.sources[view]
+        i = indices[0]
+        if any(claim(view, i) for claim in self.tap_claims):
             src.selected.indices = []
             return
-        ty, tx = src.data["ty"][i], src.data["tx"][i]
+        a, b = (src.data[c][i] for c in columns)
         with pn.io.hold():
             src.selected.indices = []
-            self.state.follow(ty, tx)
+            action(a, b)
 
     def _status_html(self) -> str:
         st = self.state.status()
@@ -1299,7 +1267,7 @@ class Dashboard(pn.viewable.Viewer):
             return
         threading.Thread(target=run, name=f"vizmm-job-{key}"[:60], daemon=True).start()
         if self._job_cb is None:
-            self._job_cb = pn.state.add_periodic_callback(self._poll_job, period=200)
+            self._job_cb = replace_timer(None, self._poll_job, 200)
 
     def _poll_job(self) -> None:
         job, s = self._job, self.state
@@ -1313,9 +1281,7 @@ class Dashboard(pn.viewable.Viewer):
             )
         if not job["finished"] or not self._page_loaded:
             return
-        if self._job_cb is not None:
-            self._job_cb.stop()
-            self._job_cb = None
+        self._job_cb = replace_timer(self._job_cb, None)
         self._job = None
         s.param.update(busy="", progress=-1)
         if isinstance(job["error"], RecordingCancelled):
@@ -1382,17 +1348,19 @@ def create_app() -> Dashboard:
     pn.extension("filedropper", notifications=False)  # the upload box (bundled FilePond)
     if pn.state.served:
         catalogue.preload_once()
-    # predict, then reveal: questions answered by clicking in the views (apps/quiz.py)
-    quiz.install(Dashboard)
-    # follow the instructor: /dashboard?class=new and ?class=CODE (apps/classroom.py)
-    classroom.install(Dashboard)
     return Dashboard(
         views=[
             # large matrices: a launch recorded in aggregated mode
             (large_view.LARGE_TAB, large_view.DashboardLargeTab),
             # Section 5.6 and the GFLOPS argument: occupancy, CGMA, roofline, measured speed
             (occupancy_view.TAB, occupancy_view.OccupancyView),
-        ]
+        ],
+        addons=[
+            # predict, then reveal: questions answered by clicking in the views (apps/quiz.py)
+            quiz.question_mode,
+            # follow the instructor: /dashboard?class=new and ?class=CODE (apps/classroom.py)
+            classroom.class_session,
+        ],
     )
 
 

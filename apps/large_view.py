@@ -37,6 +37,7 @@ if _ROOT not in sys.path:  # `panel serve apps/large_view.py` runs this file as 
     sys.path.insert(0, _ROOT)
 
 import vizmm  # noqa: E402
+from apps.parts import launch_inputs, page_header, play, replace_timer  # noqa: E402
 from vizmm import catalogue, render  # noqa: E402
 from vizmm.catalogue import CATALOGUE, LARGE_PRESETS  # noqa: E402
 from vizmm.cli import parse_window  # noqa: E402
@@ -589,16 +590,9 @@ class LargeTraceView(pn.viewable.Viewer):
 
     def _on_playing(self, *events) -> None:
         s = self.state
-        self.play_button.label = "⏸ pause" if s.playing else "▶ play"
-        if not self._served:
-            return
-        if self._play_cb is not None:
-            self._play_cb.stop()
-            self._play_cb = None
-        if s.playing:
-            self._play_cb = pn.state.add_periodic_callback(
-                s.tick, period=max(16, int(1000 / s.speed))
-            )
+        self._play_cb = play(
+            self.play_button, self._play_cb, s.tick, s.playing, s.speed, 16, self._served
+        )
 
     def _status_html(self) -> str:
         import json
@@ -689,18 +683,8 @@ class WindowForm(pn.viewable.Viewer):
 
     def record_kwargs(self) -> dict:
         """Keyword arguments of :func:`vizmm.record` for this form."""
-        j, k, l = self.shape()
-        return dict(
-            j=j,
-            k=k,
-            l=l,
-            tile_width=self.tile_width,
-            kernel=self.kernel,
-            backend="simulator",
-            window=self.blocks(),
-            seed=self.seed,
-            quiet=True,
-        )
+        spec = catalogue.RecordSpec(self.kernel, *self.shape(), self.tile_width, self.seed)
+        return dict(spec.record_kwargs(), window=self.blocks(), quiet=True)
 
     def label(self) -> str:
         """A menu label for the simulated trace."""
@@ -736,7 +720,7 @@ class WindowForm(pn.viewable.Viewer):
         self._bar.param.update(visible=True, value=0)
         if self._served:
             threading.Thread(target=work, name="vizmm-window", daemon=True).start()
-            self._poll = pn.state.add_periodic_callback(self.poll, period=250)
+            self._poll = replace_timer(None, self.poll, 250)
             if pn.state.curdoc is not None:  # a closed page no longer waits for it
                 pn.state.on_session_destroyed(lambda ctx: job["cancel"].set())
         else:
@@ -754,9 +738,7 @@ class WindowForm(pn.viewable.Viewer):
             self._estimate_pane.object = f"Simulating block {job['done']} of {job['total']} …"
         if not job["finished"]:
             return
-        if self._poll is not None:
-            self._poll.stop()
-            self._poll = None
+        self._poll = replace_timer(self._poll, None)
         self._job = None
         self.param.update(busy=False)
         self._bar.visible = False
@@ -769,25 +751,15 @@ class WindowForm(pn.viewable.Viewer):
         self._on_trace(job["trace"], self._job_label)
 
     def __panel__(self):
-        general = pn.bind(lambda kernel: kernel == "general", self.param.kernel)
-        widgets = pn.Param(
-            self.param,
-            parameters=["kernel", "j", "tile_width", "window", "seed"],
-            widgets={
+        widgets, extra = launch_inputs(
+            self,
+            ["kernel", "j", "tile_width", "window", "seed"],
+            {
                 "kernel": pn.widgets.RadioButtonGroup,
                 "j": pn.widgets.IntInput,
                 "seed": pn.widgets.IntInput,
             },
-            show_name=False,
-            width=360,
-        )
-        extra = pn.Param(
-            self.param,
-            parameters=["k", "l"],
-            show_name=False,
-            width=360,
-            widgets={"k": pn.widgets.IntInput, "l": pn.widgets.IntInput},
-            visible=general,
+            360,
         )
         return pn.Column(widgets, extra, self._estimate_pane, self._button, self._bar, width=380)
 
@@ -815,14 +787,8 @@ class LargeApp(pn.viewable.Viewer):
         self.loading = pn.indicators.LoadingSpinner(value=False, width=30, height=30, visible=False)
         self.error = pn.pane.Alert("", alert_type="danger", visible=False)
         self.layout = pn.Column(
-            pn.Row(
-                pn.pane.Markdown(
-                    "### vizmm · large matrices: the whole launch, block by block",
-                    margin=(10, 10, 0, 10),
-                ),
-                self.select,
-                self.loading,
-                align="center",
+            page_header(
+                "large matrices: the whole launch, block by block", self.select, self.loading
             ),
             pn.Card(
                 self.form,

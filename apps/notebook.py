@@ -24,7 +24,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from apps import traces  # noqa: E402
+from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.render.bokeh_scene import VIEWS, Scene  # noqa: E402
 from vizmm.replay import GRANULARITIES, ORDERS, Replay  # noqa: E402
 from vizmm.trace import Trace  # noqa: E402
@@ -38,7 +38,7 @@ class ReplayView(pn.viewable.Viewer):
     Parameters
     ----------
     trace : Trace or str
-        A trace, or a trace key of :mod:`apps.traces` (``"fig5-8"``,
+        A trace, or a trace key of :mod:`vizmm.catalogue` (``"fig5-8"``,
         ``"fig5-11"``, ``"rec:tiled:5x5x5:T2:s0:simulator"`` ...).
     block : (by, bx)
         A block recorded per thread; default the trace's first one.
@@ -72,7 +72,7 @@ class ReplayView(pn.viewable.Viewer):
         step: int = 0,
     ):
         if isinstance(trace, str):
-            trace = traces.get_trace(trace)
+            trace = CATALOGUE.get(trace)
         if granularity not in GRANULARITIES or order not in ORDERS:
             raise ValueError(
                 f"granularity must be one of {GRANULARITIES} and order one of {ORDERS}, "

@@ -12,7 +12,7 @@ The question, its answer and explanation stay in this Python object (the
 server's session state); the page receives the prompt and the student's own
 picks only, until the reveal.
 
-:func:`install` adds it to every dashboard (``Dashboard.add_addon``);
+:func:`question_mode` is the dashboard's add-on (``Dashboard(addons=[...])``);
 :class:`QuestionMode` is also driven by a class session (apps/classroom.py):
 ``on_submit`` sends the answer to the instructor instead of revealing it.
 """
@@ -30,7 +30,7 @@ from vizmm.render.text import render_text
 from vizmm.replay import Replay
 from vizmm.replay.questions import Question, answer_label, pick_label, question_at, quiz, score
 
-__all__ = ["QuestionMode", "install", "PICK", "RIGHT", "WRONG"]
+__all__ = ["QuestionMode", "question_mode", "PICK", "RIGHT", "WRONG"]
 
 PICK = "#8250df"  # the student's picks before the reveal (dotted)
 RIGHT = "#1a7f37"  # the answer, at the reveal (✓)
@@ -527,15 +527,22 @@ def _undimmed(renderer) -> None:
             setattr(other, attr, getattr(glyph, attr))
 
 
-def install(dashboard_cls) -> None:
-    """Give every dashboard made afterwards a question mode (``dashboard.questions``)."""
+def question_mode(dash):
+    """The dashboard's add-on: give ``dash`` a question mode (``dash.questions``).
 
-    def factory(dash):
-        dash.questions = QuestionMode(dash)
-        dash.questions._sync_buttons()
-        dash.questions._show()
-        return dash.questions.panel
+    Pass it in ``Dashboard(addons=[question_mode])``.
 
-    factory.__name__ = "question_mode"
-    if not any(getattr(f, "__name__", "") == "question_mode" for f in dashboard_cls.ADDONS):
-        dashboard_cls.add_addon(factory)
+    Parameters
+    ----------
+    dash : apps.dashboard.Dashboard
+        The page, while it builds its widgets.
+
+    Returns
+    -------
+    pn.Column
+        The question box, shown under the dashboard's controls.
+    """
+    dash.questions = QuestionMode(dash)
+    dash.questions._sync_buttons()
+    dash.questions._show()
+    return dash.questions.panel

@@ -37,8 +37,9 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:  # `panel serve apps/side_by_side.py` runs this file as a script
     sys.path.insert(0, _ROOT)
 
-from apps import traces  # noqa: E402
 from apps.keys import KeyboardShortcuts  # noqa: E402
+from apps.parts import page_header  # noqa: E402
+from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.render.bokeh_scene import Scene  # noqa: E402
 from vizmm.replay import Lockstep, Replay  # noqa: E402
 
@@ -52,7 +53,7 @@ SIDE_BOX = (770, 600)
 
 @dataclasses.dataclass(frozen=True)
 class Pair:
-    """Two traces to compare (trace keys of :mod:`apps.traces`; right None: the naive kernel)."""
+    """Two traces to compare (catalogue keys; right None: the naive kernel)."""
 
     label: str
     left: str
@@ -134,8 +135,8 @@ class SideBySideState(param.Parameterized):
         pair = PAIRS[self.pair]
         try:
             tx = pair.transactions
-            left = Replay(traces.get_trace(pair.left), transactions=tx)
-            right = Replay(traces.get_trace(pair.right), transactions=tx) if pair.right else left
+            left = Replay(CATALOGUE.get(pair.left), transactions=tx)
+            right = Replay(CATALOGUE.get(pair.right), transactions=tx) if pair.right else left
         except Exception as exc:  # noqa: BLE001 - shown on the page
             self.param.update(lockstep=None, message=f"Could not load the pair: {exc}")
             return
@@ -234,12 +235,7 @@ class SideBySide(pn.viewable.Viewer):
         self.right_pane = pn.pane.Bokeh(None, sizing_mode="fixed")
         self.keys = KeyboardShortcuts(on_key=s.handle_key, keys=_KEYS)
         self.layout = pn.Column(
-            pn.Row(
-                pn.pane.Markdown("### vizmm · side by side", margin=(10, 10, 0, 10)),
-                self.pair_select,
-                self.buttons,
-                align="center",
-            ),
+            page_header("side by side", self.pair_select, self.buttons),
             self.note,
             self.status_pane,
             self.counters,

@@ -30,8 +30,7 @@ def memory_store(monkeypatch):
 
 
 def page(code, key="", seat=""):
-    Q.install(D.Dashboard)
-    d = D.Dashboard(served=False)
+    d = D.Dashboard(served=False, addons=[Q.question_mode])
     d.classroom = C.Classroom(d, code, key, seat, served=False)
     return d
 

@@ -26,7 +26,7 @@ from bokeh.models import ColumnDataSource  # noqa: E402
 
 from apps import dashboard as D  # noqa: E402
 from apps import quiz as Q  # noqa: E402
-from apps import traces  # noqa: E402
+from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.render.text import render_text  # noqa: E402
 from vizmm.replay.questions import block_questions, pick_label  # noqa: E402
 from vizmm.trace import Access  # noqa: E402
@@ -34,8 +34,7 @@ from vizmm.trace import Access  # noqa: E402
 
 @pytest.fixture
 def dash():
-    Q.install(D.Dashboard)
-    return D.Dashboard(served=False)
+    return D.Dashboard(served=False, addons=[Q.question_mode])
 
 
 def _document(d) -> Document:
@@ -144,7 +143,7 @@ def test_no_answer_in_the_document_before_the_reveal(dash, key, block):
     s, qm = dash.state, dash.questions
     s.choose_source(key)
     s.select_block(*block)
-    trace = traces.get_trace(key)
+    trace = CATALOGUE.get(key)
     asked = 0
     doc = _document(dash)  # the page; later changes reach its models as patches do
     for q in block_questions(trace, block):
@@ -195,7 +194,7 @@ def test_no_answer_in_the_document_before_the_reveal(dash, key, block):
 
 def test_the_table_shows_future_cells_again_after_the_question(dash):
     s, qm = dash.state, dash.questions
-    q = block_questions(traces.get_trace("fig5-8"), (0, 0), ["copy_m"])[-1]  # phase 1
+    q = block_questions(CATALOGUE.get("fig5-8"), (0, 0), ["copy_m"])[-1]  # phase 1
     label = render_text(pick_label(next(iter(q.answer))), "unicode")
     s.go(q.view_step)
     before = " ".join(dash._scene.sources["table"].data["text"])

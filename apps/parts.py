@@ -1,0 +1,126 @@
+"""Pieces the apps share: a page's header, a recording form's inputs, timers, the play button."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import panel as pn
+
+__all__ = ["launch_inputs", "page_header", "play", "replace_timer"]
+
+
+def page_header(title: str, *widgets) -> pn.Row:
+    """A page's header: ``### vizmm · title`` and the widgets beside it (the trace menu ...).
+
+    Parameters
+    ----------
+    title : str
+        What the page shows, after "vizmm · ".
+    *widgets : Panel objects
+        Shown right of the title, centred on it.
+
+    Returns
+    -------
+    pn.Row
+    """
+    heading = pn.pane.Markdown(f"### vizmm · {title}", margin=(10, 10, 0, 10))
+    return pn.Row(heading, *widgets, align="center")
+
+
+def launch_inputs(form, parameters: list[str], widgets: dict, width: int):
+    """The inputs of a recording form: kernel, sizes, TILE_WIDTH ... and k, l for 'general'.
+
+    Parameters
+    ----------
+    form : param.Parameterized
+        A form with parameters ``kernel``, ``k``, ``l`` and ``parameters``.
+    parameters : list of str
+        The parameters shown first; ``k`` and ``l`` follow, shown only for
+        the general kernel (a square kernel's ``j`` gives all three sizes).
+    widgets : dict
+        Widget classes by parameter name (number inputs, radio buttons).
+    width : int
+        Width of both groups, pixels.
+
+    Returns
+    -------
+    (pn.Param, pn.Param)
+        The first inputs, and the ``k`` and ``l`` inputs.
+    """
+    general = pn.bind(lambda kernel: kernel == "general", form.param.kernel)
+    first = pn.Param(
+        form.param, parameters=parameters, widgets=widgets, show_name=False, width=width
+    )
+    sizes = pn.Param(
+        form.param,
+        parameters=["k", "l"],
+        show_name=False,
+        width=width,
+        widgets={"k": pn.widgets.IntInput, "l": pn.widgets.IntInput},
+        visible=general,
+    )
+    return first, sizes
+
+
+def replace_timer(timer, callback: Callable[[], object] | None, period_ms: int = 200):
+    """Stop ``timer`` (a periodic callback of the page, or None); start one if asked.
+
+    Parameters
+    ----------
+    timer : panel.io.callbacks.PeriodicCallback or None
+        The timer running now.
+    callback : callable or None
+        What the new timer calls every ``period_ms`` milliseconds; None
+        starts none.
+    period_ms : int, optional
+        Milliseconds between calls.
+
+    Returns
+    -------
+    panel.io.callbacks.PeriodicCallback or None
+        The new timer, or None.
+    """
+    if timer is not None:
+        timer.stop()
+    if callback is None:
+        return None
+    return pn.state.add_periodic_callback(callback, period=period_ms)
+
+
+def play(
+    button,
+    timer,
+    tick: Callable[[], object],
+    playing: bool,
+    speed: float,
+    shortest_ms: int,
+    served: bool,
+):
+    """The play button's label and its timer, once playing starts, stops or changes speed.
+
+    Parameters
+    ----------
+    button : pn.widgets.Button
+        Labelled "⏸ pause" while playing, "▶ play" otherwise.
+    timer : panel.io.callbacks.PeriodicCallback or None
+        The play timer running now (stopped and replaced).
+    tick : callable
+        One step forward.
+    playing : bool
+        Whether to play.
+    speed : float
+        Steps per second.
+    shortest_ms : int
+        The shortest time between two steps, milliseconds.
+    served : bool
+        Whether the page runs in a server session (no timers without one).
+
+    Returns
+    -------
+    panel.io.callbacks.PeriodicCallback or None
+        The play timer now running.
+    """
+    button.label = "⏸ pause" if playing else "▶ play"
+    if not served:
+        return timer
+    return replace_timer(timer, tick if playing else None, max(shortest_ms, int(1000 / speed)))
