@@ -139,6 +139,27 @@ def test_info(fig58_file, capsys):
     assert "created" in out  # the date of the recording
 
 
+def test_info_imports_only_the_trace_layer(fig58_file):
+    # `vizmm info` reads a manifest: a fresh interpreter running it must not
+    # import the replay, the renderers, the exporters, numba or a GUI library.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from vizmm.cli import main; code = main(['info', sys.argv[1]]); "
+        "print(sorted(sys.modules), file=sys.stderr); sys.exit(code)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(fig58_file)], capture_output=True, text=True, check=True
+    )
+    assert "TILE_WIDTH 2" in done.stdout
+    loaded = set(eval(done.stderr.strip().splitlines()[-1]))  # noqa: S307 - our own output
+    heavy = ("bokeh", "panel", "PIL", "numba", "imageio", "pandas")
+    ours = ("vizmm.replay", "vizmm.render", "vizmm.export", "vizmm.analysis.occupancy")
+    assert not {m for m in loaded if m.split(".")[0] in heavy}
+    assert not {m for m in loaded if m.startswith(ours)}
+
+
 def test_table(fig58_file, capsys):
     assert main(["table", str(fig58_file), "--block", "0,0"]) == 0
     out = capsys.readouterr().out

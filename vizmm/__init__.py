@@ -4,13 +4,18 @@ Record what every thread of the book's kernels did (``record``), keep it in
 a versioned file (``Trace.save`` / ``load``), replay it phase by phase
 (``vizmm.replay``), draw it in the dashboard or export it.
 
-Importing vizmm does not import numba; only :func:`record` does.
+Importing vizmm does not import numba; only :func:`record` does. The
+occupancy and transactions names are imported when first used, so that a
+command such as ``vizmm info`` starts with the trace layer and NumPy alone.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 from ._version import __version__
 from .analysis import hazards as _hazards  # noqa: F401 - registers Trace.hazards()
-from .analysis.occupancy import Device, Occupancy, OccupancyError
-from .analysis.transactions import MemoryTransactions, TransactionsError, memory_transactions
 from .record import (
     BACKENDS,
     Estimate,
@@ -22,6 +27,14 @@ from .record import (
     record,
 )
 from .trace import Access, LaunchShape, LoadRecord, PWrite, Trace, TraceError, load
+
+if TYPE_CHECKING:
+    from .analysis.occupancy import Device, Occupancy, OccupancyError
+    from .analysis.transactions import (
+        MemoryTransactions,
+        TransactionsError,
+        memory_transactions,
+    )
 
 
 def occupancy(
@@ -94,6 +107,27 @@ def occupancy(
         instrumented=instrumented,
         registers_source=source,
     )
+
+
+#: Names imported when first used (``vizmm.Device`` ...): module -> names.
+_LAZY = {
+    ".analysis.occupancy": ("Device", "Occupancy", "OccupancyError"),
+    ".analysis.transactions": ("MemoryTransactions", "TransactionsError", "memory_transactions"),
+}
+_LAZY_NAMES = {name: module for module, names in _LAZY.items() for name in names}
+
+
+def __getattr__(name: str):
+    module = _LAZY_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vizmm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_NAMES))
 
 
 __all__ = [

@@ -31,7 +31,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 
-from . import __version__, export
+from . import __version__
 from .record import (
     BACKENDS,
     DEFAULT_MAX_BYTES,
@@ -39,9 +39,6 @@ from .record import (
     RecordError,
     record,
 )
-from .render.text import format_table
-from .replay import GRANULARITIES, ORDERS, Replay
-from .replay.table import build_table
 from .trace import KERNELS, MAX_TILE_WIDTH, TraceError, human_bytes, load, read_info
 
 __all__ = ["CLIError", "INPUT_ERRORS", "SUBCOMMANDS", "build_parser", "main"]
@@ -454,6 +451,9 @@ def cmd_table(args: argparse.Namespace) -> int:
     block = args.block if args.block is not None else tuple(trace.detail_blocks[0].tolist())
     if args.max_terms == 1:
         raise CLIError("--max-terms must be 0 (never shorten) or at least 2")
+    from .render.text import format_table
+    from .replay.table import build_table
+
     table = build_table(
         trace,
         block,
@@ -499,6 +499,9 @@ def _parse_fps(text: str) -> float:
 # ------------------------------------------------------------------- export
 def add_export_parser(subparsers) -> None:
     """Add ``vizmm export`` to the ``vizmm`` command's subparsers."""
+    from . import export
+    from .replay import GRANULARITIES, ORDERS
+
     p = subparsers.add_parser(
         "export",
         help="write a block's replay as a GIF, an MP4 video or one offline HTML file",
@@ -582,6 +585,9 @@ def add_export_parser(subparsers) -> None:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """``vizmm export``: write the export and say where, how big, how many frames."""
+    from . import export
+    from .replay import Replay
+
     if not os.path.exists(args.file):
         raise export.ExportError(f"{args.file}: no such file")
     if os.path.isdir(args.file):
@@ -844,8 +850,20 @@ SUBCOMMANDS: list[Callable] = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``vizmm`` argument parser with every subcommand of :data:`SUBCOMMANDS`."""
+def _command_name(add: Callable) -> str:
+    """The subcommand an ``add_NAME_parser`` function adds (``NAME``)."""
+    return add.__name__.removeprefix("add_").removesuffix("_parser")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``vizmm`` argument parser with every subcommand of :data:`SUBCOMMANDS`.
+
+    With ``command`` (a subcommand's name), only that subcommand is added:
+    :func:`main` does so when the first argument names one, so that
+    ``vizmm info`` imports nothing that the other subcommands need (the
+    replay, the renderers, the exporters).
+    """
+    adds = [add for add in SUBCOMMANDS if _command_name(add) == command] or SUBCOMMANDS
     parser = _Parser(
         prog="vizmm",
         description="See the tiled matrix multiplication of PMPP chapter 5 run: record what "
@@ -854,7 +872,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"vizmm {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for add in SUBCOMMANDS:
+    for add in adds:
         add(subparsers)
     return parser
 
@@ -918,7 +936,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         else failed, 130 when interrupted.
     """
     try:
-        args = build_parser().parse_args(_join_negative_values(argv))
+        argv = _join_negative_values(argv)
+        args = build_parser(argv[0] if argv else None).parse_args(argv)
         return int(args.func(args))
     except SystemExit as exc:  # --help, --version
         if exc.code is None:

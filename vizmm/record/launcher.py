@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import importlib.metadata
 import re
 import sys
 import time
@@ -22,6 +21,8 @@ __all__ = ["allocate_records", "launch", "plain_source"]
 
 
 def _versions() -> dict[str, str]:
+    import importlib.metadata  # here: importing vizmm stays light (``vizmm info``)
+
     from .._version import __version__
 
     out = {"python": sys.version.split()[0], "vizmm": __version__}
