@@ -14,8 +14,9 @@ same trace back:
 
 Every app of a process (the dashboard, the large view) reads traces through
 the one :data:`CATALOGUE`: traces are immutable, so each is read once and
-shared read-only by every session. Presets ship as package data
-(``vizmm/data/<key>.vizmm``, made by ``scripts/make_presets.py``);
+shared read-only by every session. Presets ship as package data: their
+table (``vizmm/data/presets.json``: key, menu label, what to record, note)
+and their traces (``vizmm/data/<key>.vizmm``, made by ``scripts/make_presets.py``);
 :meth:`Catalogue.preload` reads them when the server starts. A small preset
 whose file is missing is recorded in the simulator instead; a large one
 says that it needs a GPU.
@@ -34,6 +35,7 @@ import collections
 import dataclasses
 import hashlib
 import importlib.resources
+import json
 import math
 import os
 import re
@@ -50,7 +52,7 @@ from .record import (
     normalize,
     record,
 )
-from .trace import ARRAY_NAMES, Trace, TraceError, from_bytes, human_bytes, load
+from .trace import ARRAY_NAMES, Trace, TraceError, env_limit, from_bytes, human_bytes, load
 
 __all__ = [
     "CATALOGUE",
@@ -72,25 +74,17 @@ __all__ = [
 ]
 
 
-def _env(name: str, default: float) -> float:
-    try:
-        v = float(os.environ.get(name, "") or default)
-    except ValueError:
-        return default
-    return v if v > 0 else default
-
-
 #: What a server admits for recordings (the record form and URLs alike):
 #: 1 GiB of trace, 900 s of expected simulator time
 #: (``$VIZMM_SERVER_MAX_SIMULATOR_SECONDS``).
 SERVER_LIMITS = Limits(
     max_bytes=DEFAULT_MAX_BYTES,
-    max_simulator_seconds=_env("VIZMM_SERVER_MAX_SIMULATOR_SECONDS", 900.0),
+    max_simulator_seconds=env_limit("VIZMM_SERVER_MAX_SIMULATOR_SECONDS", 900.0),
 )
 #: Largest uploaded file (bytes): 20 MiB, or ``$VIZMM_MAX_UPLOAD_BYTES``.
-MAX_UPLOAD_BYTES = int(_env("VIZMM_MAX_UPLOAD_BYTES", 20 * 2**20))
+MAX_UPLOAD_BYTES = int(env_limit("VIZMM_MAX_UPLOAD_BYTES", 20.0 * 2**20))
 #: Largest trace an upload may decode to (bytes of arrays in memory): 512 MiB.
-MAX_UPLOAD_TRACE_BYTES = int(_env("VIZMM_MAX_UPLOAD_TRACE_BYTES", 512 * 2**20))
+MAX_UPLOAD_TRACE_BYTES = int(env_limit("VIZMM_MAX_UPLOAD_TRACE_BYTES", 512.0 * 2**20))
 
 
 class UploadError(TraceError):
@@ -192,137 +186,29 @@ _LARGE_NOTE = (
     "launch; a few blocks replay thread by thread."
 )
 
-PRESETS: dict[str, Preset] = {
-    p.key: p
-    for p in (
-        Preset(
-            "fig5-8",
-            "Fig. 5.7/5.8 · 4×4, TILE_WIDTH 2 (Fig. 5.9 kernel)",
-            RecordSpec("tiled", 4, 4, 4, 2),
-            note="The book's running example: the tiled kernel of Fig. 5.9, two phases, every "
-            "load inside the matrices.",
-        ),
-        Preset(
-            "fig5-11",
-            "Fig. 5.11/5.12 · 3×3, TILE_WIDTH 2, boundary checks (Fig. 5.13)",
-            RecordSpec("boundary", 3, 3, 3, 2),
-            note="Width 3 is not a multiple of 2: the checks zero-fill what lies outside "
-            "M and N (phase 1 of block (0,0) is Fig. 5.11, phase 0 of block (1,1) "
-            "is Fig. 5.12).",
-        ),
-        Preset(
-            "fig5-9-3x3",
-            "Fig. 5.9 unchecked on 3×3 · wrong elements, out of allocation",
-            RecordSpec("tiled", 3, 3, 3, 2),
-            note="The kernel of Fig. 5.9 without checks: M_{0,3} reads M_{1,0} (row wrap) "
-            "and N_{3,0} lies past the end of N.",
-        ),
-        Preset(
-            "general",
-            "Rectangular · M 5×3 · N 3×6, TILE_WIDTH 2 (general kernel)",
-            RecordSpec("general", 5, 3, 6, 2),
-            note="j x k . k x l with separate boundary checks for M's rows, the shared k "
-            "and N's columns.",
-        ),
-        Preset(
-            "medium",
-            "Medium · 48×48, TILE_WIDTH 16",
-            RecordSpec("boundary", 48, 48, 48, 16),
-            note="256 threads per block: loads fall 16-fold against the naive kernel.",
-        ),
-        Preset(
-            "coalesced",
-            "Memory: the book's kernel · 32×32, TILE_WIDTH 16 (coalesced, no bank conflict)",
-            RecordSpec("boundary", 32, 32, 32, 16),
-            note="Turn on Memory transactions: each warp (two rows of threads) loads two "
-            "64-byte runs of M and of N (4 sectors); at each k, Mds[ty][k] is one word per "
-            "row of threads and Nds[k][tx] 16 words in 16 banks.",
-        ),
-        Preset(
-            "uncoalesced",
-            "Memory: loads with the thread roles swapped · 32×32, TILE_WIDTH 16 (uncoalesced)",
-            RecordSpec("uncoalesced", 32, 32, 32, 16),
-            note="Turn on Memory transactions: a warp walks down columns of M and N, one "
-            "sector per row: 16 sectors per request instead of 4.",
-        ),
-        Preset(
-            "conflict",
-            "Memory: Nds read as Nds[tx][k] · 32×32, TILE_WIDTH 16 (8-way bank conflict)",
-            RecordSpec("conflict", 32, 32, 32, 16),
-            note="Turn on Memory transactions and step to a k: Nds[tx][k] puts 8 words of a "
-            "warp in bank k and 8 in bank k+16, an 8-way conflict.",
-        ),
-        Preset(
-            "padded",
-            "Memory: Nds with TILE_WIDTH + 1 columns · 32×32, TILE_WIDTH 16 (the fix)",
-            RecordSpec("padded", 32, 32, 32, 16),
-            note="The conflict kernel with one more column in Nds: Nds[tx][k] lands in 16 "
-            "different banks, no conflict.",
-        ),
-        Preset(
-            "gpu-1000-t16-boundary",
-            "Large: 1000×1000 T=16 (GPU)",
-            RecordSpec("boundary", 1000, 1000, 1000, 16, seed=2024, backend="gpu"),
-            note=_LARGE_NOTE,
-            large=True,
-        ),
-        Preset(
-            "gpu-4096-t32-tiled",
-            "Large: 4096×4096 T=32 (GPU)",
-            RecordSpec("tiled", 4096, 4096, 4096, 32, seed=2024, backend="gpu"),
-            note=_LARGE_NOTE,
-            large=True,
-        ),
-    )
-}
-# The barrier lab's presets (apps/barrier_view.py shows their hazards).
-_LAB = {
-    "lab-4x4-drop1": (
-        "Barrier lab · 4×4, TILE_WIDTH 2, no barrier 1 (after the loads)",
-        ("tiled", 4, 2, (1,), "simulator"),
-        "Without the first __syncthreads() a thread may read Mds / Nds before the others "
-        "have written them (read-after-write). Step to the k loop: the marked threads read "
-        "an old or never-written slot.",
-    ),
-    "lab-4x4-drop2": (
-        "Barrier lab · 4×4, TILE_WIDTH 2, no barrier 2 (after the k loop)",
-        ("tiled", 4, 2, (2,), "simulator"),
-        "Without the second __syncthreads() a thread may load the next tile over a slot "
-        "others still read (write-after-read).",
-    ),
-    "lab-4x4-drop12": (
-        "Barrier lab · 4×4, TILE_WIDTH 2, no barriers",
-        ("tiled", 4, 2, (1, 2), "simulator"),
-        "Both barriers removed: reads too early and writes too early.",
-    ),
-    "gpu-barrier-tiled-4-t2-drop1": (
-        "Barrier lab on a GPU · 4×4, no barrier 1 (passed by luck)",
-        ("tiled", 4, 2, (1,), "gpu"),
-        "Recorded on an NVIDIA H200: a 2×2 block is one warp, its threads ran together, "
-        "and every read found the right element. The hazards are there all the same.",
-    ),
-    "gpu-barrier-tiled-32-t16-drop12": (
-        "Barrier lab on a GPU · 32×32, TILE_WIDTH 16, no barriers (race rife)",
-        ("tiled", 32, 16, (1, 2), "gpu"),
-        "Recorded on an NVIDIA H200: 8 warps per block race; 154 of 1,024 P elements "
-        "came out wrong.",
-    ),
-    "gpu-barrier-tiled-64-t16-drop1": (
-        "Barrier lab on a GPU · 64×64, TILE_WIDTH 16, no barrier 1",
-        ("tiled", 64, 16, (1,), "gpu"),
-        "Recorded on an NVIDIA H200: 72 of 4,096 P elements came out wrong.",
-    ),
-}
-LAB_SEED = {"simulator": 0, "gpu": 5}
-for _key, (_label, (_kernel, _w, _t, _drop, _backend), _note) in _LAB.items():
-    PRESETS[_key] = Preset(
-        _key,
-        _label,
-        RecordSpec(_kernel, _w, _w, _w, _t, seed=LAB_SEED[_backend], backend=_backend, drop=_drop),
-        note=_note,
-    )
-#: The barrier lab's presets: key -> menu label.
-LAB_PRESETS = {key: _LAB[key][0] for key in _LAB}
+
+def _read_presets() -> dict[str, Preset]:
+    """The presets of ``vizmm/data/presets.json`` (package data), by key, in menu order."""
+    text = (importlib.resources.files("vizmm") / "data" / "presets.json").read_text("utf-8")
+    presets = {}
+    for entry in json.loads(text)["presets"]:
+        spec = entry["spec"]
+        presets[entry["key"]] = Preset(
+            entry["key"],
+            entry["label"],
+            RecordSpec(**{**spec, "drop": tuple(spec.get("drop", ()))}),
+            block=tuple(entry.get("block", (0, 0))),
+            note=entry.get("note", _LARGE_NOTE if entry.get("large") else ""),
+            large=bool(entry.get("large", False)),
+        )
+    return presets
+
+
+#: The presets of the trace menu: key -> :class:`Preset` (``vizmm/data/presets.json``).
+PRESETS: dict[str, Preset] = _read_presets()
+#: The barrier lab's presets (those that remove a barrier): key -> menu label
+#: (apps/barrier_view.py shows their hazards).
+LAB_PRESETS = {key: p.label for key, p in PRESETS.items() if p.spec.drop}
 
 #: The large GPU presets: key -> menu label.
 LARGE_PRESETS = {key: p.label for key, p in PRESETS.items() if p.large}

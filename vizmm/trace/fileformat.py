@@ -56,9 +56,24 @@ MAX_MANIFEST_BYTES = 2**20
 _NPY_HEADER = 4096  # an .npy header is at most this many bytes (ours: 128)
 
 
-def _env_bytes(name: str, default: int) -> int:
+def env_limit(name: str, default: float) -> float:
+    """A limit set by the environment variable ``name``, else ``default``.
+
+    Parameters
+    ----------
+    name : str
+        The variable (``VIZMM_...``).
+    default : int or float
+        The limit when the variable is unset, empty, not a number of
+        ``default``'s type (``int`` or ``float``) or not positive.
+
+    Returns
+    -------
+    int or float
+        Of ``default``'s type.
+    """
     try:
-        value = int(os.environ.get(name, "") or default)
+        value = type(default)(os.environ.get(name, "") or default)
     except ValueError:
         return default
     return value if value > 0 else default
@@ -66,7 +81,7 @@ def _env_bytes(name: str, default: int) -> int:
 
 #: Largest trace (bytes of its arrays in memory) recorded or read by default:
 #: 1 GiB, or ``$VIZMM_MAX_TRACE_BYTES``.
-DEFAULT_MAX_BYTES = _env_bytes("VIZMM_MAX_TRACE_BYTES", 2**30)
+DEFAULT_MAX_BYTES = env_limit("VIZMM_MAX_TRACE_BYTES", 2**30)
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -75,6 +90,7 @@ __all__ = [
     "VERSION",
     "TraceInfo",
     "atomic_write",
+    "env_limit",
     "from_bytes",
     "load",
     "read_info",
