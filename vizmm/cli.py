@@ -14,8 +14,8 @@ and exit code 2, never a traceback; a recording that fails writes no file.
 Adding a subcommand
 -------------------
 Each subcommand is one function ``add_NAME_parser(subparsers)`` that calls
-``subparsers.add_parser(...)``, declares its options and sets
-``func=handler`` with :meth:`~argparse.ArgumentParser.set_defaults`. The
+``_subcommand(subparsers, cmd_NAME, help=..., description=...)`` (which adds
+the parser and makes ``cmd_NAME`` its handler) and declares its options. The
 handler takes the parsed :class:`argparse.Namespace`, returns the exit code
 (0 for success) and raises :class:`CLIError` (or one of :data:`INPUT_ERRORS`)
 for bad input; :func:`main` turns those into the one-line message and exit
@@ -184,16 +184,6 @@ def parse_bytes(text: str) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
-def _seed(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        v = -1
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
-    return v
-
-
 def _non_negative(text: str) -> int:
     try:
         v = int(text)
@@ -204,11 +194,53 @@ def _non_negative(text: str) -> int:
     return v
 
 
+def _subcommand(subparsers, func: Callable, **kwargs) -> argparse.ArgumentParser:
+    """Add the subcommand that ``func`` (``cmd_NAME``) runs; return its parser.
+
+    ``kwargs`` (``help``, ``description`` ...) go to ``add_parser``.
+    """
+    p = subparsers.add_parser(func.__name__.removeprefix("cmd_"), **kwargs)
+    p.set_defaults(func=func)
+    return p
+
+
+def _trace_argument(p: argparse.ArgumentParser, metavar: str = "FILE") -> None:
+    p.add_argument("file", metavar=metavar, help="a trace written by 'vizmm record'")
+
+
+def _block_option(
+    p: argparse.ArgumentParser,
+    help: str = "the block (blockIdx.y, blockIdx.x); default: the first block recorded per thread",
+) -> None:
+    p.add_argument("--block", type=parse_block, metavar="BY,BX", help=help)
+
+
+def _check_file(path: str) -> None:
+    """Refuse a trace path that does not exist or is a folder (CLIError)."""
+    if not os.path.exists(path):
+        raise CLIError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise CLIError(f"{path} is a folder, not a trace file")
+
+
+def _load(path: str):
+    _check_file(path)
+    return load(path)
+
+
+def _block(trace, args: argparse.Namespace) -> tuple[int, int]:
+    """``--block``, or the trace's first block recorded per thread (CLIError if none)."""
+    if len(trace.detail_blocks) == 0:
+        raise CLIError(f"{args.file} recorded no block per thread")
+    return args.block if args.block is not None else tuple(trace.detail_blocks[0].tolist())
+
+
 # ------------------------------------------------------------------- record
 def add_record_parser(subparsers) -> None:
     """Add ``vizmm record``."""
-    p = subparsers.add_parser(
-        "record",
+    p = _subcommand(
+        subparsers,
+        cmd_record,
         help="run an instrumented kernel and save its trace",
         description=(
             "Run one of the book's matrix-multiplication kernels with recording (on a GPU, or "
@@ -270,7 +302,7 @@ def add_record_parser(subparsers) -> None:
     )
     p.add_argument(
         "--seed",
-        type=_seed,
+        type=_non_negative,
         default=0,
         help="seed of the random integer inputs 0..9, an integer >= 0 (default: 0)",
     )
@@ -308,7 +340,6 @@ def add_record_parser(subparsers) -> None:
         action="store_true",
         help="print nothing but errors: no estimate, no progress bar",
     )
-    p.set_defaults(func=cmd_record)
 
 
 def cmd_record(args: argparse.Namespace) -> int:
@@ -366,22 +397,19 @@ def cmd_record(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------- info
 def add_info_parser(subparsers) -> None:
     """Add ``vizmm info``."""
-    p = subparsers.add_parser(
-        "info",
+    p = _subcommand(
+        subparsers,
+        cmd_info,
         help="say what a trace file holds",
         description="Print what a trace file holds: kernel, shapes, grid, backend and device, "
         "when it was recorded, global reads and CGMA.",
     )
-    p.add_argument("file", metavar="FILE", help="a trace written by 'vizmm record'")
-    p.set_defaults(func=cmd_info)
+    _trace_argument(p)
 
 
 def cmd_info(args: argparse.Namespace) -> int:
     """``vizmm info``: the trace's summary, from the file's manifest alone when it can."""
-    if not os.path.exists(args.file):
-        raise CLIError(f"{args.file}: no such file")
-    if os.path.isdir(args.file):
-        raise CLIError(f"{args.file} is a folder, not a trace file")
+    _check_file(args.file)
     text = read_info(args.file).summary()  # checks the manifest; decodes no array
     if text is None:  # a version 1 file keeps no totals: read the arrays
         text = load(args.file).summary()
@@ -390,19 +418,12 @@ def cmd_info(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _load(path: str):
-    if not os.path.exists(path):
-        raise CLIError(f"{path}: no such file")
-    if os.path.isdir(path):
-        raise CLIError(f"{path} is a folder, not a trace file")
-    return load(path)
-
-
 # -------------------------------------------------------------------- table
 def add_table_parser(subparsers) -> None:
     """Add ``vizmm table``."""
-    p = subparsers.add_parser(
-        "table",
+    p = _subcommand(
+        subparsers,
+        cmd_table,
         help="print the book's Fig. 5.8 table for one block",
         description=(
             "Print the book's Fig. 5.8 table for one block of a trace: one row per thread "
@@ -411,13 +432,8 @@ def add_table_parser(subparsers) -> None:
             "Pvalue terms, with the Pvalue after the phase; then the P store."
         ),
     )
-    p.add_argument("file", metavar="FILE", help="a trace written by 'vizmm record'")
-    p.add_argument(
-        "--block",
-        type=parse_block,
-        metavar="BY,BX",
-        help="the block (blockIdx.y, blockIdx.x); default: the first block recorded per thread",
-    )
+    _trace_argument(p)
+    _block_option(p)
     p.add_argument(
         "--phase",
         type=_non_negative,
@@ -440,15 +456,12 @@ def add_table_parser(subparsers) -> None:
         metavar="N",
         help="shorten Pvalue sums longer than N terms (default: 4; 0: never)",
     )
-    p.set_defaults(func=cmd_table)
 
 
 def cmd_table(args: argparse.Namespace) -> int:
     """``vizmm table``: the Fig. 5.8 table of one block."""
     trace = _load(args.file)
-    if len(trace.detail_blocks) == 0:
-        raise CLIError(f"{args.file} recorded no block per thread")
-    block = args.block if args.block is not None else tuple(trace.detail_blocks[0].tolist())
+    block = _block(trace, args)
     if args.max_terms == 1:
         raise CLIError("--max-terms must be 0 (never shorten) or at least 2")
     from .render.text import format_table
@@ -502,8 +515,9 @@ def add_export_parser(subparsers) -> None:
     from . import export
     from .replay import GRANULARITIES, ORDERS
 
-    p = subparsers.add_parser(
-        "export",
+    p = _subcommand(
+        subparsers,
+        cmd_export,
         help="write a block's replay as a GIF, an MP4 video or one offline HTML file",
         description=(
             "Replay one block of a trace and write it as an animated GIF, an H.264 MP4 "
@@ -511,7 +525,7 @@ def add_export_parser(subparsers) -> None:
             "scrub; keys ← → space Home End). One frame per step."
         ),
     )
-    p.add_argument("file", metavar="TRACE", help="a trace written by 'vizmm record'")
+    _trace_argument(p, "TRACE")
     p.add_argument(
         "-o",
         "--output",
@@ -525,12 +539,7 @@ def add_export_parser(subparsers) -> None:
         dest="fmt",
         help="gif, mp4 or html (default: from the suffix of -o)",
     )
-    p.add_argument(
-        "--block",
-        type=parse_block,
-        metavar="BY,BX",
-        help="the block (blockIdx.y, blockIdx.x); default: the first block recorded per thread",
-    )
+    _block_option(p)
     p.add_argument(
         "--granularity",
         choices=GRANULARITIES,
@@ -580,7 +589,6 @@ def add_export_parser(subparsers) -> None:
         help="the warp of that view (threads 32W..32W+31; default 0; --focus picks its own)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_export)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -588,10 +596,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from . import export
     from .replay import Replay
 
-    if not os.path.exists(args.file):
-        raise export.ExportError(f"{args.file}: no such file")
-    if os.path.isdir(args.file):
-        raise export.ExportError(f"{args.file} is a folder, not a trace file")
+    _check_file(args.file)
     if args.output is None and args.fmt is None:
         raise export.ExportError("give -o FILE (.gif, .mp4 or .html) or --format")
     fmt = args.fmt or export.format_from_path(args.output)
@@ -602,9 +607,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         if suffix in export.EXPORT_FORMATS and suffix != fmt:
             raise export.ExportError(f"--format {fmt} does not match the suffix of {out}")
     trace = load(args.file)
-    if len(trace.detail_blocks) == 0:
-        raise export.ExportError(f"{args.file} recorded no block per thread")
-    block = args.block if args.block is not None else tuple(trace.detail_blocks[0].tolist())
+    block = _block(trace, args)
     export.export(
         trace,
         out,
@@ -634,8 +637,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- occupancy
 def add_occupancy_parser(subparsers) -> None:
     """Add ``vizmm occupancy``."""
-    p = subparsers.add_parser(
-        "occupancy",
+    p = _subcommand(
+        subparsers,
+        cmd_occupancy,
         help="blocks per SM, what limits them and the occupancy (Section 5.6)",
         description="How many blocks of a kernel fit on one SM of a device, limited by thread "
         "slots, block slots, shared memory and registers, and the occupancy. Give a kernel and "
@@ -654,7 +658,6 @@ def add_occupancy_parser(subparsers) -> None:
     p.add_argument("--shared", type=int, help="shared memory per block, bytes (raw resources)")
     p.add_argument("--registers", type=int, help="registers per thread (default: measured)")
     p.add_argument("--book", action="store_true", help="print Section 5.6's arithmetic, checked")
-    p.set_defaults(func=cmd_occupancy)
 
 
 def cmd_occupancy(args: argparse.Namespace) -> int:
@@ -694,8 +697,9 @@ def cmd_occupancy(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------- transactions
 def add_transactions_parser(subparsers) -> None:
     """Add ``vizmm transactions``."""
-    p = subparsers.add_parser(
-        "transactions",
+    p = _subcommand(
+        subparsers,
+        cmd_transactions,
         help="count the memory transactions of the tiles (sectors, banks)",
         description="Count what each warp of the recorded blocks asks of memory: the 32-byte "
         "sectors and 128-byte segments of its tile loads, and the shared-memory banks of its "
@@ -703,8 +707,8 @@ def add_transactions_parser(subparsers) -> None:
         "request, bank conflicts per request, as Nsight Compute reports them) and, with "
         "--block, one row per warp.",
     )
-    p.add_argument("file", metavar="FILE", help="a trace written by 'vizmm record'")
-    p.add_argument("--block", type=parse_block, metavar="BY,BX", help="one row per warp")
+    _trace_argument(p)
+    _block_option(p, "one row per warp")
     p.add_argument("--phase", type=int, default=0, help="phase of the rows (default 0)")
     p.add_argument("--k", type=int, metavar="K", help="add each warp's n-way conflict at this k")
     p.add_argument(
@@ -712,7 +716,6 @@ def add_transactions_parser(subparsers) -> None:
         action="store_true",
         help="count the k loop's shared loads as compiled for sm_90 (128-bit loads of 4 k)",
     )
-    p.set_defaults(func=cmd_transactions)
 
 
 def cmd_transactions(args: argparse.Namespace) -> int:
@@ -754,8 +757,9 @@ def cmd_transactions(args: argparse.Namespace) -> int:
 # -------------------------------------------------------------------- serve
 def add_serve_parser(subparsers) -> None:
     """Add ``vizmm serve``."""
-    p = subparsers.add_parser(
-        "serve",
+    p = _subcommand(
+        subparsers,
+        cmd_serve,
         help="serve the dashboard and the large view (localhost unless told otherwise)",
         description=(
             "Serve the dashboard (/dashboard) and the large-matrix view (/large_view) with "
@@ -792,7 +796,6 @@ def add_serve_parser(subparsers) -> None:
     p.add_argument(
         "--dry-run", action="store_true", help="print the panel command instead of running it"
     )
-    p.set_defaults(func=cmd_serve)
 
 
 def serve_command(args: argparse.Namespace) -> list[str]:
