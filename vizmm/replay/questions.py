@@ -263,6 +263,45 @@ class _Block:
     def where(self) -> str:
         return f"block ({self.block[0]},{self.block[1]})"
 
+    def load_steps(self, ph: int, which: str) -> tuple[int, int]:
+        """Phase ``ph``'s steps before and after the loads of ``which`` (M or N) into slots."""
+        if which == "M":
+            return self.before_loads(ph), self.lock.index_of(ph, Sub.LOAD_M)
+        return self.lock.index_of(ph, Sub.LOAD_M), self.lock.index_of(ph, Sub.LOAD_N)
+
+    def question(
+        self,
+        kind: str,
+        ph: int,
+        steps: tuple[int, int],
+        views: tuple[str, ...],
+        answer: Iterable[tuple],
+        prompt: str,
+        explanation: str,
+        *,
+        order: str = "lockstep",
+        choices: tuple[str, ...] = (),
+        multiple: bool = False,
+        thread: tuple[int, int] | None = None,
+    ) -> Question:
+        """A question about phase ``ph`` of this block; ``steps``: (view, reveal) sub-steps."""
+        return Question(
+            kind=kind,
+            block=self.block,
+            phase=ph,
+            granularity="substep",
+            order=order,
+            view_step=steps[0],
+            reveal_step=steps[1],
+            prompt=prompt,
+            views=views,
+            choices=choices,
+            multiple=multiple,
+            answer=frozenset(answer),
+            explanation=explanation,
+            thread=thread,
+        )
+
 
 def _thread_pick(threads: list, ph: int, salt: int, want=None) -> tuple[int, int] | None:
     if want is not None:
@@ -284,44 +323,28 @@ def _copy(b: _Block, ph: int, which: str, salt: int, want=None) -> Question | No
     rec = recs[t][base]
     by, bx = b.block
     if which == "M":
-        view = b.before_loads(ph)
-        reveal = b.lock.index_of(ph, Sub.LOAD_M)
         how = (
             f"Row = by*TILE_WIDTH + ty = {by}*{T} + {ty} = {rec.row} and the column is "
             f"ph*TILE_WIDTH + tx = {ph}*{T} + {tx} = {rec.col}"
         )
         line = "Mds[ty][tx] = M[Row*Width + ph*TILE_WIDTH + tx]"
     else:
-        view = b.lock.index_of(ph, Sub.LOAD_M)
-        reveal = b.lock.index_of(ph, Sub.LOAD_N)
         how = (
             f"the row is ph*TILE_WIDTH + ty = {ph}*{T} + {ty} = {rec.row} and "
             f"Col = bx*TILE_WIDTH + tx = {bx}*{T} + {tx} = {rec.col}"
         )
         line = "Nds[ty][tx] = N[(ph*TILE_WIDTH + ty)*Width + Col]"
     name = _sub(which, rec.row, rec.col)
-    return Question(
-        kind=f"copy_{which.lower()}",
-        block=b.block,
-        phase=ph,
-        granularity="substep",
-        order="lockstep",
-        view_step=view,
-        reveal_step=reveal,
-        prompt=(
-            f"Phase {ph}, {b.where()}: which {which} element does thread ({ty},{tx}) copy "
-            f"into {which}ds[{ty}][{tx}]? Click it in {which}."
-        ),
-        views=(which,),
-        choices=(),
-        multiple=False,
-        answer=frozenset({(which, rec.row, rec.col)}),
-        explanation=(
-            f"{line}: {how}, so thread ({ty},{tx}) copies {name} into {which}ds[{ty}][{tx}] "
-            f"(Fig. 5.8)."
-        ),
-        thread=(ty, tx),
+    prompt = (
+        f"Phase {ph}, {b.where()}: which {which} element does thread ({ty},{tx}) copy "
+        f"into {which}ds[{ty}][{tx}]? Click it in {which}."
     )
+    why = (
+        f"{line}: {how}, so thread ({ty},{tx}) copies {name} into {which}ds[{ty}][{tx}] (Fig. 5.8)."
+    )
+    answer = {(which, rec.row, rec.col)}
+    steps = b.load_steps(ph, which)
+    return b.question(f"copy_{which.lower()}", ph, steps, (which,), answer, prompt, why, thread=t)
 
 
 def _zero_fill(b: _Block, ph: int) -> Question | None:
@@ -352,24 +375,12 @@ def _zero_fill(b: _Block, ph: int) -> Question | None:
             f"Every element of phase {ph}'s tiles lies inside M and N: no thread's boundary "
             "test fails, so no slot is zero-filled."
         )
-    return Question(
-        kind="zero_fill",
-        block=b.block,
-        phase=ph,
-        granularity="substep",
-        order="lockstep",
-        view_step=b.before_loads(ph),
-        reveal_step=b.lock.index_of(ph, Sub.LOAD_N),
-        prompt=(
-            f"Phase {ph}, {b.where()}: which Mds and Nds slots are zero-filled? Click all of "
-            "them (none: submit without a click)."
-        ),
-        views=("Mds", "Nds"),
-        choices=(),
-        multiple=True,
-        answer=frozenset(answer),
-        explanation=expl,
+    prompt = (
+        f"Phase {ph}, {b.where()}: which Mds and Nds slots are zero-filled? Click all of "
+        "them (none: submit without a click)."
     )
+    steps = (b.before_loads(ph), b.lock.index_of(ph, Sub.LOAD_N))
+    return b.question("zero_fill", ph, steps, ("Mds", "Nds"), answer, prompt, expl, multiple=True)
 
 
 def _wrong_element(b: _Block, ph: int, salt: int, want=None) -> list[Question]:
@@ -386,36 +397,21 @@ def _wrong_element(b: _Block, ph: int, salt: int, want=None) -> list[Question]:
         ncols = k if which == "M" else l
         ar, ac = rec.actual
         lin = rec.row * ncols + rec.col
-        view = b.before_loads(ph) if which == "M" else b.lock.index_of(ph, Sub.LOAD_M)
-        reveal = b.lock.index_of(ph, Sub.LOAD_M if which == "M" else Sub.LOAD_N)
-        out.append(
-            Question(
-                kind="wrong_element",
-                block=b.block,
-                phase=ph,
-                granularity="substep",
-                order="lockstep",
-                view_step=view,
-                reveal_step=reveal,
-                prompt=(
-                    f"Phase {ph}, {b.where()}, no boundary checks (Fig. 5.9): thread "
-                    f"({ty},{tx}) indexes {_sub(which, rec.row, rec.col)}, past the end of "
-                    f"a row of {which}. Which element does it actually read into "
-                    f"{which}ds[{ty}][{tx}]? Click it in {which}."
-                ),
-                views=(which,),
-                choices=(),
-                multiple=False,
-                answer=frozenset({(which, ar, ac)}),
-                explanation=(
-                    f"{which} is stored row after row, {ncols} elements per row: "
-                    f"{_sub(which, rec.row, rec.col)} is at linear index {rec.row}*{ncols} + "
-                    f"{rec.col} = {lin}, which is {_sub(which, ar, ac)}. The kernel reads "
-                    "that element and the product it feeds corrupts Pvalue (Fig. 5.11, 5.12)."
-                ),
-                thread=(ty, tx),
-            )
+        prompt = (
+            f"Phase {ph}, {b.where()}, no boundary checks (Fig. 5.9): thread "
+            f"({ty},{tx}) indexes {_sub(which, rec.row, rec.col)}, past the end of "
+            f"a row of {which}. Which element does it actually read into "
+            f"{which}ds[{ty}][{tx}]? Click it in {which}."
         )
+        why = (
+            f"{which} is stored row after row, {ncols} elements per row: "
+            f"{_sub(which, rec.row, rec.col)} is at linear index {rec.row}*{ncols} + "
+            f"{rec.col} = {lin}, which is {_sub(which, ar, ac)}. The kernel reads "
+            "that element and the product it feeds corrupts Pvalue (Fig. 5.11, 5.12)."
+        )
+        steps = b.load_steps(ph, which)
+        answer = {(which, ar, ac)}
+        out.append(b.question("wrong_element", ph, steps, (which,), answer, prompt, why, thread=t))
     return out
 
 
@@ -435,32 +431,23 @@ def _barrier_wait(b: _Block, ph: int) -> Question | None:
     reveal = partial[-1] if partial else arrivals[-1]
     order = sorted((int(ranks[y, x]), (y, x)) for y in range(T) for x in range(T))
     first = ", ".join(f"({y},{x})" for _, (y, x) in order[: min(n, 6)])
-    return Question(
-        kind="barrier_wait",
-        block=b.block,
-        phase=ph,
-        granularity="substep",
-        order="recorded",
-        view_step=b.recorded.index_of(ph, Sub.LOAD_N),
-        reveal_step=reveal,
-        prompt=(
-            f"Phase {ph}, {b.where()}, the order the trace recorded: thread "
-            f"({last[0]},{last[1]}) is the last to arrive at barrier 1 (__syncthreads() "
-            "after the loads). Which threads are still waiting at the barrier when it "
-            "arrives? Click all of them."
-        ),
-        views=("threads",),
-        choices=(),
-        multiple=True,
-        answer=frozenset(answer),
-        explanation=(
-            f"A barrier lets no thread go until every thread of the block has arrived: the "
-            f"other {n - 1} threads (recorded order {first}{' …' if n > 6 else ''}) all wait "
-            f"for thread ({last[0]},{last[1]}); then barrier 1 releases all {n} together, "
-            "so no thread reads Mds/Nds before they are loaded (read-after-write)."
-        ),
-        thread=last,
+    prompt = (
+        f"Phase {ph}, {b.where()}, the order the trace recorded: thread "
+        f"({last[0]},{last[1]}) is the last to arrive at barrier 1 (__syncthreads() "
+        "after the loads). Which threads are still waiting at the barrier when it "
+        "arrives? Click all of them."
     )
+    why = (
+        f"A barrier lets no thread go until every thread of the block has arrived: the "
+        f"other {n - 1} threads (recorded order {first}{' …' if n > 6 else ''}) all wait "
+        f"for thread ({last[0]},{last[1]}); then barrier 1 releases all {n} together, "
+        "so no thread reads Mds/Nds before they are loaded (read-after-write)."
+    )
+    steps = (b.recorded.index_of(ph, Sub.LOAD_N), reveal)
+    return b.question(
+        "barrier_wait", ph, steps, ("threads",), answer, prompt, why,
+        order="recorded", multiple=True, thread=last,
+    )  # fmt: skip
 
 
 def _hazard(b: _Block, ph: int) -> Question | None:
@@ -498,31 +485,23 @@ def _hazard(b: _Block, ph: int) -> Question | None:
         )
         if text not in why:
             why.append(text)
-    return Question(
-        kind="hazard",
-        block=b.block,
-        phase=ph,
-        granularity="substep",
-        order="lockstep",
-        view_step=b.lock.index_of(ph, Sub.K, k) - 1,
-        reveal_step=b.lock.index_of(ph, Sub.K, k),
-        prompt=(
-            f"Phase {ph}, {b.where()}: this kernel has no barrier 1 (no __syncthreads() "
-            f"after the loads). At k = {k}, which threads read a wrong element of Mds or "
-            "Nds in this run? Click them."
-        ),
-        views=("threads",),
-        choices=(),
-        multiple=True,
-        answer=frozenset(("threads", ty, tx) for ty, tx in readers),
-        explanation=(
-            "Without barrier 1 nothing makes every thread's loads happen before the other "
-            "threads' reads (a read-after-write hazard, Section 5.4): "
-            + "; ".join(why[:4])
-            + (" …" if len(why) > 4 else "")
-            + ". Those reads found another element (or the previous phase's), and "
-            "Pvalue went wrong."
-        ),
+    prompt = (
+        f"Phase {ph}, {b.where()}: this kernel has no barrier 1 (no __syncthreads() "
+        f"after the loads). At k = {k}, which threads read a wrong element of Mds or "
+        "Nds in this run? Click them."
+    )
+    explanation = (
+        "Without barrier 1 nothing makes every thread's loads happen before the other "
+        "threads' reads (a read-after-write hazard, Section 5.4): "
+        + "; ".join(why[:4])
+        + (" …" if len(why) > 4 else "")
+        + ". Those reads found another element (or the previous phase's), and "
+        "Pvalue went wrong."
+    )
+    step = b.lock.index_of(ph, Sub.K, k)
+    answer = {("threads", ty, tx) for ty, tx in readers}
+    return b.question(
+        "hazard", ph, (step - 1, step), ("threads",), answer, prompt, explanation, multiple=True
     )
 
 
@@ -551,31 +530,22 @@ def _loads(b: _Block, ph: int) -> Question:
     options = options[rot:] + options[:rot]
     correct = options.index((tiled, naive))
     zero = 2 * T * T * (ph + 1) - tiled
-    return Question(
-        kind="loads",
-        block=b.block,
-        phase=ph,
-        granularity="substep",
-        order="lockstep",
-        view_step=b.before_loads(ph),
-        reveal_step=max(i for i, st in enumerate(b.lock.steps) if st.phase == ph),
-        prompt=(
-            f"{b.where()}: after phase {ph}, how many global loads of M and N has the block "
-            "made with the tiled kernel, and how many would the naive kernel (Fig. 3.11) "
-            "make for the same terms?"
-        ),
-        views=("choice",),
-        choices=tuple(f"{t} tiled · {n} naive" for t, n in options),
-        multiple=False,
-        answer=frozenset({("choice", correct)}),
-        explanation=(
-            f"Tiled: each of phases 0..{ph} loads one M tile and one N tile, one element per "
-            f"thread ({T}x{T} threads): {m_loads} M + {tiled - m_loads} N = {tiled} loads"
-            + (f" ({zero} zero-filled slots read nothing)" if zero else "")
-            + f". Naive: each of the {valid} threads with a P element reads one M and one N "
-            f"element per term, {terms} terms so far: 2 x {valid} x {terms} = {naive}."
-        ),
+    prompt = (
+        f"{b.where()}: after phase {ph}, how many global loads of M and N has the block "
+        "made with the tiled kernel, and how many would the naive kernel (Fig. 3.11) "
+        "make for the same terms?"
     )
+    why = (
+        f"Tiled: each of phases 0..{ph} loads one M tile and one N tile, one element per "
+        f"thread ({T}x{T} threads): {m_loads} M + {tiled - m_loads} N = {tiled} loads"
+        + (f" ({zero} zero-filled slots read nothing)" if zero else "")
+        + f". Naive: each of the {valid} threads with a P element reads one M and one N "
+        f"element per term, {terms} terms so far: 2 x {valid} x {terms} = {naive}."
+    )
+    steps = (b.before_loads(ph), max(i for i, st in enumerate(b.lock.steps) if st.phase == ph))
+    choices = tuple(f"{t} tiled · {n} naive" for t, n in options)
+    answer = {("choice", correct)}
+    return b.question("loads", ph, steps, ("choice",), answer, prompt, why, choices=choices)
 
 
 def block_questions(
