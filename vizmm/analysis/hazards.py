@@ -46,6 +46,7 @@ import numpy as np
 from ..trace.model import register_analysis
 
 __all__ = [
+    "AHEAD_DTYPE",
     "HAZARD_DTYPE",
     "WRONG_READ_DTYPE",
     "TAG_ZERO_FILL",
@@ -58,7 +59,9 @@ __all__ = [
     "book_reads",
     "epochs",
     "expected_tags",
+    "found_phases",
     "hazards",
+    "ran_ahead",
     "wrong_read_mask",
     "wrong_reads",
     "wrong_p",
@@ -103,6 +106,27 @@ WRONG_READ_DTYPE = np.dtype(
         ("tag", np.int32),  # what it read: linear index into M / N, or a TAG_* sentinel
         ("expected", np.int32),  # what the book's kernel reads there
         ("value", np.float32),  # the value it read
+    ]
+)
+
+
+#: One row per wrong read, saying which thread ran ahead of which (see :func:`ran_ahead`).
+AHEAD_DTYPE = np.dtype(
+    [
+        ("kind", "U3"),  # 'RAW': the reader ran ahead; 'WAR': the writer ran ahead
+        ("block", np.int32, (2,)),  # (by, bx)
+        ("phase", np.int32),  # the reader's phase ph
+        ("k", np.int32),  # the reader's k
+        ("array", "U3"),  # 'Mds' or 'Nds'
+        ("slot", np.int32, (2,)),  # (row, col) of the shared slot
+        ("reader", np.int32, (2,)),  # (ty, tx) of the reading thread
+        ("writer", np.int32, (2,)),  # (ty, tx) of the thread that stores into the slot
+        ("ahead", np.int32, (2,)),  # (ty, tx) of the thread that ran ahead
+        ("behind", np.int32, (2,)),  # (ty, tx) of the other one
+        ("tag", np.int32),  # what the read found (linear index or TAG_*)
+        ("found_phase", np.int32),  # the phase whose store it found; -1: never written
+        ("expected", np.int32),  # what the book's kernel finds there
+        ("expected_phase", np.int32),  # the phase whose store the book's kernel finds; -1: none
     ]
 )
 
@@ -261,6 +285,126 @@ def hazards(trace) -> np.ndarray:
     key = [np.concatenate([np.broadcast_to(c[i], c[0].shape) for c in chunks]) for i in range(7)]
     order = np.lexsort(tuple(reversed(key)))
     return rows[order]
+
+
+def _store_phase(trace) -> np.ndarray:
+    """Int ``(nd, nph, 2, T, T)``: the last phase ``<= ph`` storing into each slot (-1: none)."""
+    written = _written(trace)
+    out = np.empty(written.shape, np.int64)
+    prev = np.full(written.shape[:1] + written.shape[2:], -1, np.int64)
+    for ph in range(written.shape[1]):
+        prev = np.where(written[:, ph], ph, prev)
+        out[:, ph] = prev
+    return out
+
+
+def _per_read(slots: np.ndarray) -> np.ndarray:
+    """Gather a per-slot array ``(nd, P, 2, T, T)`` onto the k-loop reads: ``(nd, P, T, T, T, 2)``.
+
+    Thread (ty, tx) reads ``Mds[ty][k]`` and ``Nds[k][tx]`` (Fig. 5.9 line 24).
+    """
+    T = slots.shape[-1]
+    ty, tx, kk = np.meshgrid(np.arange(T), np.arange(T), np.arange(T), indexing="ij")
+    return np.stack([slots[:, :, 0][:, :, ty, kk], slots[:, :, 1][:, :, kk, tx]], axis=-1)
+
+
+def found_phases(trace) -> np.ndarray | None:
+    """The phase whose store each recorded k-loop read found in its slot.
+
+    Reads carry no time, but the tag a thread found tells whose store it
+    saw: the slot's store of an earlier phase (or none: the slot had not been
+    written yet) means the reader ran ahead of the slot's writer; a store of a
+    later phase means the writer ran ahead into the next phase and overwrote
+    the slot before the read (Section 5.4: barrier 1 orders the first,
+    barrier 2 the second).
+
+    Parameters
+    ----------
+    trace : vizmm.trace.Trace
+        A barrier-lab recording of 'tiled' (Fig. 5.9) or 'boundary' (Fig. 5.13).
+
+    Returns
+    -------
+    ndarray of int64, (nd, nph, T, T, T, 2), or None
+        Indexed like ``Trace.shared_reads`` (block slot, phase, ty, tx, k,
+        array): the phase of the slot's store whose tag the read found; -1
+        where it found ``TAG_NEVER_WRITTEN``; -2 where no store of the block
+        matches (not recorded). A tag stored in several phases (the
+        zero-fill's 0.0) is given the phase nearest the read's, the earlier
+        one on a tie. None when the trace holds no read records.
+    """
+    reads = getattr(trace, "shared_reads", None)
+    if reads is None or reads.size == 0:
+        return None
+    reads = reads.astype(np.int64)
+    stored = _per_read(_written(trace))  # (nd, nph_w, T, T, T, 2)
+    tags = _per_read(_write_tags(trace))
+    nph = reads.shape[1]
+    pr = np.arange(nph)[None, :, None, None, None, None]
+    best = np.full(reads.shape, np.iinfo(np.int64).max, np.int64)
+    found = np.full(reads.shape, -2, np.int64)
+    for pw in range(nph):
+        match = stored[:, pw : pw + 1] & (tags[:, pw : pw + 1] == reads)
+        cost = 2 * np.abs(pw - pr) + (pw > pr)
+        better = match & (cost < best)
+        best = np.where(better, cost, best)
+        found = np.where(better, pw, found)
+    found[reads == TAG_NEVER_WRITTEN] = -1
+    return found
+
+
+def ran_ahead(trace) -> np.ndarray:
+    """Who ran ahead of whom at every wrong read of this run (barrier lab, Section 5.4).
+
+    A read that found the store of an earlier phase, or a slot not written
+    yet, shows that the reader ran ahead of the slot's writer (``"RAW"``:
+    barrier 1 would have held it back). A read that found the store of a
+    later phase shows that the writer ran ahead into the next phase and
+    overwrote the slot while the reader still needed it (``"WAR"``: barrier 2
+    would have held the writer back). Computed from the recorded tags alone
+    (:func:`found_phases`), not from any clock.
+
+    Parameters
+    ----------
+    trace : vizmm.trace.Trace
+
+    Returns
+    -------
+    ndarray of AHEAD_DTYPE, (n,)
+        One row per wrong read (:func:`wrong_reads`) whose tag a store of
+        the block explains, in the same order. ``writer`` is the thread that
+        stores into the slot (thread (row, col) stores ``Mds[row][col]`` in
+        Fig. 5.9 / 5.13); ``ahead`` is the reader for ``"RAW"`` and the
+        writer for ``"WAR"``, ``behind`` the other. ``found_phase`` is -1
+        for a slot not written yet; ``expected_phase`` the phase of the store
+        the book's kernel reads (-1: none). Empty without read records.
+    """
+    mask = _wrong_mask(trace)
+    found = found_phases(trace)
+    if mask is None or found is None:
+        return np.zeros(0, AHEAD_DTYPE)
+    mask = mask & (found != -2)
+    s, ph, rty, rtx, rk, a = np.nonzero(mask)
+    fp = found[s, ph, rty, rtx, rk, a]
+    rows = np.zeros(len(s), AHEAD_DTYPE)
+    raw = fp < ph
+    rows["kind"] = np.where(raw, "RAW", "WAR")
+    rows["block"] = trace.detail_blocks[s]
+    rows["phase"] = ph
+    rows["k"] = rk
+    rows["array"] = np.asarray(ARRAYS)[a]
+    slot = np.where((a == 0)[:, None], np.stack([rty, rk], axis=1), np.stack([rk, rtx], axis=1))
+    reader = np.stack([rty, rtx], axis=1)
+    rows["slot"] = slot
+    rows["reader"] = reader
+    rows["writer"] = slot
+    rows["ahead"] = np.where(raw[:, None], reader, slot)
+    rows["behind"] = np.where(raw[:, None], slot, reader)
+    rows["tag"] = trace.shared_reads[s, ph, rty, rtx, rk, a]
+    rows["found_phase"] = fp
+    rows["expected"] = book_reads(trace)[s, ph, rty, rtx, rk, a]
+    rows["expected_phase"] = _per_read(_store_phase(trace))[s, ph, rty, rtx, rk, a]
+    return rows
 
 
 def wrong_read_mask(trace) -> np.ndarray | None:

@@ -548,6 +548,8 @@ def _grid_positions(T: int) -> dict[str, list]:
         "tx": tx.tolist(),
         "sx": (tx + 0.16).tolist(),
         "sy": (ty + 0.16).tolist(),
+        "ax": (tx + 0.8).tolist(),  # the barrier lab's "ran ahead" mark: top right
+        "ay": (ty + 0.2).tolist(),
         "loader": [f"thread ({a},{b})" for a, b in zip(ty.tolist(), tx.tolist(), strict=True)],
     }
 
@@ -670,6 +672,7 @@ def _thread_columns(frame: Frame, th: pal.Palette) -> dict[str, list]:
             "word",
             "pvalue",
             "valid",
+            "ahead_alpha",
         )
     }
     # Arrival ranks only while a barrier fills up in recorded order (as the GIF frames do)
@@ -678,10 +681,13 @@ def _thread_columns(frame: Frame, th: pal.Palette) -> dict[str, list]:
     pvs = frame.pvalue.ravel().tolist()
     valid = frame.thread_valid.ravel().tolist()
     notes = frame.wrong_notes or {}
+    ahead = frame.ahead_notes or {}
     for t, st in enumerate(state.ravel().tolist()):
         fill = th.THREAD_STATE_COLORS[st]
         word = thread_label(st, k, ranks[t])
         note = notes.get((t // T, t % T))
+        ran = ahead.get((t // T, t % T))
+        cols["ahead_alpha"].append(1.0 if ran else 0.0)
         cols["fill"].append(fill)
         if note:  # barrier lab: this thread's read found the wrong element
             cols["line_color"].append(th.SLOT_COLORS[SlotState.WRONG])
@@ -692,7 +698,11 @@ def _thread_columns(frame: Frame, th: pal.Palette) -> dict[str, list]:
             cols["line_width"].append(4.0 if t == focus else 1.5)
         cols["text"].append(f"{pos['ty'][t]},{pos['tx'][t]}\n{word}")
         cols["text_color"].append(_text_on(fill))
-        cols["state"].append(th.THREAD_STATE_LABELS[st] + (f" · {note}" if note else ""))
+        cols["state"].append(
+            th.THREAD_STATE_LABELS[st]
+            + (f" · {note}" if note else "")
+            + (f" · ▶ {ran}" if ran else "")  # barrier lab: it ran ahead of another
+        )
         cols["word"].append(word)
         cols["pvalue"].append(_fmt(pvs[t]))
         cols["valid"].append("yes" if valid[t] else "no (idle at the end)")
@@ -701,6 +711,8 @@ def _thread_columns(frame: Frame, th: pal.Palette) -> dict[str, list]:
         "y": pos["y"],
         "sx": pos["sx"],
         "sy": pos["sy"],
+        "ax": pos["ax"],
+        "ay": pos["ay"],
         "ty": pos["ty"],
         "tx": pos["tx"],
         "ident": tcol,
@@ -868,6 +880,8 @@ def _table_kind_fill(th: pal.Palette) -> dict[str, str]:
         "out_of_allocation": th.SLOT_COLORS[SlotState.SKIPPED],
         "skipped": th.THREAD_STATE_COLORS[ThreadState.IDLE],
         "written": th.BACKGROUND,
+        "wrong_term": th.WRONG,
+        "wrong_value": th.WRONG,
     }
 
 
@@ -946,10 +960,12 @@ def _table_columns(
             "text",
             "text_color",
             "font_style",
+            "note",
         )
     }
 
-    def add(x0, w, y, text, fill, color, style="normal", line=th.GRID_LINE):
+    def add(x0, w, y, text, fill, color, style="normal", line=th.GRID_LINE, note=""):
+        cols["note"].append(note or text)
         cols["x"].append(x0 + w / 2)
         cols["y"].append(y + 0.5)
         cols["w"].append(float(w))
@@ -998,9 +1014,10 @@ def _table_columns(
             line = th.TILE_OUTLINE if is_current else (th.FOCUS if r == focus_row else th.GRID_LINE)
             style = "bold" if (r == focus_row or is_current) else "normal"
             text = texts[r][n]
+            note = _uni(cell.note or cell.text)
             if conceal and not (past or is_current) and c.role != "thread":
-                text = ""
-            add(xs[n], widths[n], y, text, fill, color, style, line)
+                text = note = ""
+            add(xs[n], widths[n], y, text, fill, color, style, line, note)
     if more:
         y = len(rows) + 2
         total = sum(widths[n] for n in show)
@@ -1658,6 +1675,23 @@ class Scene:
                 text_line_height=1.15,
                 text_font_size=f"{max(10, min(s.font + 2, int(s.scell * 0.2)))}px",
             )
+        # Barrier lab: a right-pointing triangle on a thread that ran ahead of another.
+        f.scatter(
+            "ax",
+            "ay",
+            source=src,
+            marker="triangle",
+            angle=-math.pi / 2,
+            size=max(9, int(s.scell * 0.22)),
+            fill_color=self.palette.AHEAD,
+            line_color=self.palette.TEXT,
+            line_width=1.0,
+            fill_alpha="ahead_alpha",
+            line_alpha="ahead_alpha",
+            nonselection_fill_alpha="ahead_alpha",
+            nonselection_line_alpha="ahead_alpha",
+            name="vizmm-ahead",
+        )
         f.add_tools(
             HoverTool(
                 renderers=[r],
@@ -1766,6 +1800,12 @@ class Scene:
             ("current tile (outline)", "outline"),
             ("followed thread (outline)", "focus"),
         ]
+        if self.trace.shared_reads.size:  # a barrier-lab recording: its marks
+            entries += [
+                ("Barrier lab", None),
+                ("read a wrong element (✗, outline)", "wrong"),
+                ("ran ahead of another thread (▶)", self.palette.AHEAD),
+            ]
         cols = 1  # one column under the threads: the middle stays as narrow as Mds + Nds
         per_col = ceil_div(len(entries), cols)
         width_chars = max(len(label) for label, _ in entries) + 5
@@ -1783,6 +1823,8 @@ class Scene:
                     fill, line = self.palette.BACKGROUND, self.palette.TILE_OUTLINE
                 elif color == "focus":
                     fill, line = self.palette.BACKGROUND, self.palette.FOCUS
+                elif color == "wrong":
+                    fill, line = self.palette.BACKGROUND, self.palette.WRONG
                 data["x"].append(x0 + 1.2)
                 data["y"].append(r + 0.5)
                 data["fill"].append(fill)
@@ -1964,7 +2006,7 @@ class Scene:
         return f
 
     def _table_fig(self):
-        from bokeh.models import Range1d
+        from bokeh.models import HoverTool, Range1d
 
         s = self.sizes
         width, lines = _table_extent(self.trace)
@@ -1974,9 +2016,11 @@ class Scene:
         )
         f.axis.visible = False
         src = self.sources["table"]
-        f.rect(
+        r = f.rect(
             "x", "y", "w", "h", source=src, fill_color="fill", line_color="line_color", line_width=1
         )
+        # The whole cell in words (a barrier-lab cell: the book's term it should have used).
+        f.add_tools(HoverTool(renderers=[r], tooltips=[("", "@note")]))
         f.text(
             "tx",
             "y",
@@ -2033,6 +2077,8 @@ _EMPTY_COLUMNS = {
         "y",
         "sx",
         "sy",
+        "ax",
+        "ay",
         "ty",
         "tx",
         "ident",
@@ -2045,6 +2091,7 @@ _EMPTY_COLUMNS = {
         "word",
         "pvalue",
         "valid",
+        "ahead_alpha",
     ),
     "source": ("x", "y", "text", "bg", "bg_alpha", "marker", "font_style"),
     "counters": ("x", "y", "text", "font_style", "color"),
@@ -2061,7 +2108,19 @@ _EMPTY_COLUMNS = {
         "text_color",
         "status",
     ),
-    "table": ("x", "y", "w", "h", "tx", "fill", "line_color", "text", "text_color", "font_style"),
+    "table": (
+        "x",
+        "y",
+        "w",
+        "h",
+        "tx",
+        "fill",
+        "line_color",
+        "text",
+        "text_color",
+        "font_style",
+        "note",
+    ),
 }
 
 

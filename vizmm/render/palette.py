@@ -231,6 +231,12 @@ class Palette:
         Alternate shading of the waves of blocks (large view).
     NO_READS : str
         Cells with no reads in the read-count heatmaps.
+    AHEAD : str
+        Barrier lab: the mark of a thread that ran ahead of another (a
+        right-pointing triangle, so that its shape tells it too).
+    WRONG : str
+        Barrier lab: what a read of a wrong element touched (slots, threads,
+        the Fig. 5.8 table's terms, P); the colour of a wrong element.
     """
 
     name: str
@@ -249,6 +255,7 @@ class Palette:
     BLOCK_STATE_COLORS: Mapping
     WAVE_BANDS: tuple[str, str]
     NO_READS: str
+    AHEAD: str = "#cc79a7"  # Okabe-Ito reddish purple
 
     FONT_FAMILY = FONT_FAMILY
     THREAD_STATE_LABELS = MappingProxyType(THREAD_STATE_LABELS)
@@ -267,6 +274,11 @@ class Palette:
     def P_WRITTEN_COLOR(self) -> str:  # noqa: N802 - named as the module's constants
         """A P element this block has stored."""
         return self.THREAD_STATE_COLORS[ThreadState.WRITING_P]
+
+    @property
+    def WRONG(self) -> str:  # noqa: N802
+        """Barrier lab: the colour of a wrong element (the slot state's)."""
+        return self.SLOT_COLORS[SlotState.WRONG]
 
     @property
     def GHOST_COLORS(self) -> Mapping:  # noqa: N802

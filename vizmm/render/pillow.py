@@ -339,11 +339,16 @@ class FrameRenderer:
             y += round(self.fs_body * 1.35)
         self.header_bottom = y + round(m * 0.5)
         self._lay_out(
-            (thread_states_shown(trace.launch, "substep"), slot_states_shown(trace.launch), None)
+            (
+                thread_states_shown(trace.launch, "substep"),
+                slot_states_shown(trace.launch),
+                None,
+                bool(trace.shared_reads.size),
+            )
         )
 
     def _lay_out(self, legend) -> None:
-        """Place the legend for ``(thread states, slot states, focus)`` and the panels above it."""
+        """Place the legend for ``(thread states, slot states, focus[, lab])`` and the panels."""
         self._legend_key = legend
         W, H = self.size
         m = self.margin
@@ -565,9 +570,12 @@ class FrameRenderer:
 
     # --------------------------------------------------------------- legend
     def _legend_entries(
-        self, thread_states, slot_states, focus
+        self, thread_states, slot_states, focus, lab=False
     ) -> list[tuple[str, list[tuple[str, str, str]]]]:
-        """Sections of (kind, colour, label); kind is 'fill', 'outline', 'threads' or 'ghost'."""
+        """Sections of (kind, colour, label); kind: 'fill', 'outline', 'threads', 'ghost', 'ahead'.
+
+        ``lab``: the frames carry the barrier lab's marks (wrong reads, threads that ran ahead).
+        """
         v = self.views
         sections = []
         if any(n in v for n in _MATRICES):
@@ -596,6 +604,16 @@ class FrameRenderer:
                     [
                         ("fill", self.pal.THREAD_STATE_COLORS[s], self.pal.THREAD_STATE_LABELS[s])
                         for s in thread_states
+                    ],
+                )
+            )
+        if lab and ("threads" in v or "Mds" in v or "Nds" in v):
+            sections.append(
+                (
+                    "Barrier lab",
+                    [
+                        ("outline", self.pal.WRONG, "read a wrong element"),
+                        ("ahead", self.pal.AHEAD, "ran ahead of another thread"),
                     ],
                 )
             )
@@ -672,6 +690,8 @@ class FrameRenderer:
         elif kind == "ghost":
             draw.rectangle(box, fill=_rgb(color))
             self._dashed_rect(draw, box, _rgb(self.pal.MUTED), max(1, s // 10), max(2, s // 5))
+        elif kind == "ahead":
+            self._ahead_mark(draw, x + s / 2, y + s / 2, s)
         elif kind == "threads":
             n = 4
             cols = (
@@ -714,7 +734,8 @@ class FrameRenderer:
         PIL.Image.Image
             RGB image of :attr:`size` pixels.
         """
-        legend = (frame.thread_states, frame.slot_states, frame.focus)
+        lab = frame.thread_ahead is not None
+        legend = (frame.thread_states, frame.slot_states, frame.focus, lab)
         if legend != self._legend_key:
             self._lay_out(legend)
         W, H = self.size
@@ -1229,9 +1250,22 @@ class FrameRenderer:
             bad = _rgb(self.pal.SLOT_COLORS[SlotState.WRONG])
             for ty, tx in zip(*np.nonzero(frame.thread_wrong), strict=True):
                 self._outline(draw, p, int(ty), int(tx), 1, 1, bad, max(3, round(p.cell * 0.1)))
+        if frame.thread_ahead is not None:  # barrier lab: ran ahead of another thread
+            for ty, tx in zip(*np.nonzero(frame.thread_ahead), strict=True):
+                x0, y0, x1, _ = p.cell_box(int(ty), int(tx))
+                self._ahead_mark(draw, x1 - p.cell * 0.2, y0 + p.cell * 0.2, p.cell * 0.22)
         if frame.transactions is not None:
             self._draw_warps(draw, frame.transactions, p)
         self._draw_heading(draw, p)
+
+    def _ahead_mark(self, draw, cx: float, cy: float, size: float) -> None:
+        """The barrier lab's "ran ahead" mark: a right-pointing triangle centred at (cx, cy)."""
+        h = max(4.0, size) / 2
+        draw.polygon(
+            [(cx - h, cy - h), (cx + h, cy), (cx - h, cy + h)],
+            fill=_rgb(self.pal.AHEAD),
+            outline=_rgb(self.pal.TEXT),
+        )
 
     def _draw_warps(self, draw, o, p: _Panel):
         """The current warp's threads (dashed) and one cell per warp under the thread grid."""

@@ -18,7 +18,7 @@ __all__ = ["format_table", "format_value", "human_bytes", "render_text"]
 
 _SUBSCRIPT = str.maketrans("0123456789-+", "₀₁₂₃₄₅₆₇₈₉₋₊")
 _SUB_RE = re.compile(r"_\{([^{}]*)\}")
-_ASCII = {ARROW: "->", NO_ARROW: "-/->", "…": "..."}
+_ASCII = {ARROW: "->", NO_ARROW: "-/->", "…": "...", "✗": "x"}
 
 
 def render_text(text: str, style: str = "unicode") -> str:
@@ -91,6 +91,9 @@ def format_table(table: Table, unicode: bool = True, title: bool = True) -> str:
     -------
     str
         The lines of the table, joined by newlines (no trailing newline).
+        A barrier-lab table (cells marked ``✗``) is followed by one line per
+        marked Pvalue cell and P store saying what the thread computed and
+        what the book's kernel computes (:attr:`Cell.note`).
     """
     style = "unicode" if unicode else "ascii"
     box = _BOX[unicode]
@@ -153,4 +156,11 @@ def format_table(table: Table, unicode: bool = True, title: bool = True) -> str:
     out.append(line(box["ml"], box["mr"], ones, ones))
     out.extend(text_row(r, ones) for r in body)
     out.append(line(box["bl"], box["br"], ones, None))
+    for row in table.rows:  # the barrier lab's wrong terms, in words
+        for cell in row:
+            if cell.note and cell.kind == "wrong_term" or (cell.wrong and cell.phase is None):
+                where = f"thread_{{{cell.thread[0]},{cell.thread[1]}}}, " + (
+                    "P store" if cell.phase is None else f"phase {cell.phase}"
+                )
+                out.append(render_text(f"✗ {where}: {cell.note}", style))
     return "\n".join(out)

@@ -303,6 +303,16 @@ class Frame:
         M_{0,2}"}`` for those threads (both reads, joined by "; ").
     p_wrong : ndarray of bool, (j, l), or None
         Barrier lab, at the P store: elements that came out wrong.
+    thread_ahead : ndarray of bool, (T, T), or None
+        Barrier lab: threads that ran ahead of another at this step, as the
+        wrong reads of this ``k`` show (:func:`vizmm.analysis.hazards.ran_ahead`):
+        a reader that found an earlier phase's element or a slot not written
+        yet (barrier 1 removed), or a writer whose next phase's element a
+        reader found (barrier 2 removed). None: the trace holds no reads.
+    ahead_notes : dict or None
+        ``{(ty, tx): "thread (0,1) had already loaded phase 1's M_{0,3} into
+        Mds[0][1] while thread (0,0) still needed phase 0's M_{0,1}"}`` for
+        those threads (several joined by "; ").
     struck_lines : tuple of int
         0-based lines of ``trace.meta["source"]`` whose ``__syncthreads()``
         this recording removed (``meta["drop_barrier"]``).
@@ -364,6 +374,8 @@ class Frame:
     thread_wrong: np.ndarray | None = None
     wrong_notes: dict | None = None
     p_wrong: np.ndarray | None = None
+    thread_ahead: np.ndarray | None = None
+    ahead_notes: dict | None = None
     struck_lines: tuple = ()
     transactions: TransactionsOverlay | None = None
 
@@ -933,6 +945,10 @@ class Replay:
                 f" {n_bad} thread{'s' if n_bad > 1 else ''} read a wrong element: the barrier "
                 "that would have ordered the read and the write was removed."
             )
+            ahead = [
+                f"({ty},{tx})" for ty, tx in zip(*np.nonzero(lab["thread_ahead"]), strict=True)
+            ]
+            caption += f" Ran ahead (▶): thread{'s' if len(ahead) > 1 else ''} {', '.join(ahead)}."
         return Frame(
             index=index,
             count=n,
@@ -1016,6 +1032,7 @@ class Replay:
             "expected": hz.book_reads(tr)[self.slot],
             "wrong": wrong,
             "p_wrong": hz.wrong_p(tr),
+            "ahead": _ahead_by_step(hz.ran_ahead(tr), self.block, tr.shape),
         }
 
     @cached_property
@@ -1036,6 +1053,8 @@ class Replay:
             "thread_wrong": None,
             "wrong_notes": None,
             "p_wrong": None,
+            "thread_ahead": None,
+            "ahead_notes": None,
         }
         lab = self._lab
         if lab is None:
@@ -1062,8 +1081,19 @@ class Replay:
                         book = hz.describe_tag(want, name, ncols)
                         parts.append(f"read {seen} where the book's kernel reads {book}")
                 notes[(int(ty), int(tx))] = "; ".join(parts)
+        thread_ahead = np.zeros((T, T), bool)
+        ahead_notes: dict = {}
+        if step.sub == Sub.K:
+            for who, note in lab["ahead"].get((step.phase, step.k), ()):
+                thread_ahead[who] = True
+                ahead_notes[who] = f"{ahead_notes[who]}; {note}" if who in ahead_notes else note
         out.update(
-            mds_wrong=mds_wrong, nds_wrong=nds_wrong, thread_wrong=thread_wrong, wrong_notes=notes
+            mds_wrong=mds_wrong,
+            nds_wrong=nds_wrong,
+            thread_wrong=thread_wrong,
+            wrong_notes=notes,
+            thread_ahead=thread_ahead,
+            ahead_notes=ahead_notes,
         )
         if step.sub == Sub.WRITE_P:
             out["p_wrong"] = lab["p_wrong"].copy()
@@ -1203,6 +1233,40 @@ class Replay:
         if step.sub in (Sub.K, Sub.PHASE, Sub.ARRIVE_2, Sub.RELEASE_2):
             return (step.phase, "P")
         return None
+
+
+def _ahead_by_step(rows: np.ndarray, block: tuple[int, int], shape) -> dict:
+    """``{(phase, k): [((ty, tx), note), ...]}``: who ran ahead at each k step of ``block``.
+
+    ``rows`` are :func:`vizmm.analysis.hazards.ran_ahead`'s; the notes say it
+    in the book's words (see :attr:`Frame.ahead_notes`).
+    """
+    _, k_dim, l = shape
+    out: dict = {}
+    sel = (rows["block"][:, 0] == block[0]) & (rows["block"][:, 1] == block[1])
+    for r in rows[sel]:
+        array = str(r["array"])
+        ncols = k_dim if array == "Mds" else l
+        slot = f"{array}[{r['slot'][0]}][{r['slot'][1]}]"
+        reader = f"thread ({r['reader'][0]},{r['reader'][1]})"
+        writer = f"thread ({r['writer'][0]},{r['writer'][1]})"
+        ph, fp, ep = int(r["phase"]), int(r["found_phase"]), int(r["expected_phase"])
+        want = hz.describe_tag(int(r["expected"]), array, ncols)
+        got = hz.describe_tag(int(r["tag"]), array, ncols)
+        if str(r["kind"]) == "RAW":
+            seen = "a slot not written yet" if fp < 0 else f"phase {fp}'s {got}"
+            note = (
+                f"{reader} ran ahead: it read {slot} in phase {ph} before {writer} had stored "
+                f"phase {ep}'s {want} there, and found {seen}"
+            )
+        else:
+            note = (
+                f"{writer} had already loaded phase {fp}'s {got} into {slot} while {reader} "
+                f"still needed phase {ep}'s {want}"
+            )
+        who = (int(r["ahead"][0]), int(r["ahead"][1]))
+        out.setdefault((ph, int(r["k"])), []).append((who, note))
+    return out
 
 
 def _tag_phase(tag: int, array: int, ncols: int, T: int) -> int | None:

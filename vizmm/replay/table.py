@@ -17,6 +17,15 @@ element that the unchecked kernel (Fig. 5.9) reads past the end of a row
 (``N_{3,0} ↛ Nds_{1,0}``, recorded and not performed). Optional columns add
 each thread's Pvalue after the phase and its final P store.
 
+For a barrier-lab recording (a trace with the k loop's reads recorded,
+Section 5.4 with a ``__syncthreads()`` removed) the Pvalue cells list the
+terms each thread really computed, element by element (``M_{0,0}*N_{0,1}``,
+:class:`Term`), and mark those computed from a wrong element (``✗``, kind
+``wrong_term``, the book's term in :attr:`Cell.note`); the Pvalue after a
+phase that used a wrong term and a P store that came out wrong are marked
+too (kind ``wrong_value``), and the P store says the value stored. Which
+reads were wrong comes from :mod:`vizmm.analysis.hazards`.
+
 The result is a neutral structure (:class:`Table` of :class:`Cell`) that
 terminals (:func:`format_table`), the dashboard and the exporters all draw in
 their own way. Cell texts use the book's subscript notation ``X_{a,b}``;
@@ -31,6 +40,9 @@ import dataclasses
 import math
 from collections.abc import Iterable
 
+import numpy as np
+
+from ..analysis import hazards as hz
 from ..trace import Access, PWrite, Trace
 from ..trace.units import format_value
 
@@ -39,6 +51,7 @@ __all__ = [
     "PHASE_ROLES",
     "Cell",
     "Column",
+    "Term",
     "Table",
     "TableCursor",
     "build_table",
@@ -55,7 +68,12 @@ __all__ = [
 #: ``value``
 #:     the thread's Pvalue after the phase (a number), or ``not_recorded``;
 #: ``written``, ``skipped``, ``wrong_element``, ``out_of_allocation``
-#:     the thread's final store into P (the :class:`~vizmm.trace.PWrite` names).
+#:     the thread's final store into P (the :class:`~vizmm.trace.PWrite` names);
+#: ``wrong_term``
+#:     barrier lab: a Pvalue cell with a term computed from a wrong element;
+#: ``wrong_value``
+#:     barrier lab: a Pvalue after a phase that used a wrong term, or a P
+#:     store whose value differs from the book's kernel.
 CELL_KINDS = (
     "thread",
     "loaded",
@@ -67,6 +85,8 @@ CELL_KINDS = (
     "value",
     "written",
     "skipped",
+    "wrong_term",
+    "wrong_value",
 )
 
 #: Column roles, in the order a phase's columns appear.
@@ -74,6 +94,33 @@ PHASE_ROLES = ("m_load", "n_load", "pvalue", "value")
 
 ARROW = "→"  # a load performed (the book draws it as a downward arrow)
 NO_ARROW = "↛"  # a load recorded but not performed (past the end of the allocation)
+
+
+@dataclasses.dataclass(frozen=True)
+class Term:
+    """One term ``Mds[ty][k] * Nds[k][tx]`` a thread added to its Pvalue (barrier lab).
+
+    Attributes
+    ----------
+    k : int
+        The k of the inner loop (Fig. 5.9 line 24).
+    text : str
+        The term as computed, element by element (``"M_{0,1}*N_{1,0}"``);
+        a factor is ``0.0`` for a zero-fill and ``Mds_{r,c}?`` for a slot
+        not written yet.
+    book : str
+        The term the book's kernel computes there (``"M_{0,3}*N_{3,0}"``).
+    wrong : bool
+        Whether a factor came from another element than the book's kernel reads.
+    value : float
+        The product of the two values read (float32, as recorded).
+    """
+
+    k: int
+    text: str
+    book: str
+    wrong: bool
+    value: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,8 +141,16 @@ class Cell:
         The phase ``ph`` of the cell's column (None for the thread and P-store
         columns).
     value : float or None
-        The number shown by a ``value`` cell (Pvalue after the phase); None
-        elsewhere and where nothing was recorded.
+        The number shown by a ``value`` cell (Pvalue after the phase) or a
+        barrier-lab P store (the value stored); None elsewhere and where
+        nothing was recorded.
+    terms : tuple of Term
+        Barrier lab: the terms of a Pvalue cell, one per ``k``; empty
+        elsewhere.
+    note : str
+        Barrier lab: what went wrong in this cell, in words (a hover or a
+        footnote): ``"k=1: computed M_{0,1}*N_{1,0} where the book's kernel
+        computes M_{0,3}*N_{3,0}"``; empty where nothing did.
     """
 
     text: str
@@ -103,6 +158,13 @@ class Cell:
     thread: tuple[int, int] | None = None
     phase: int | None = None
     value: float | None = None
+    terms: tuple[Term, ...] = ()
+    note: str = ""
+
+    @property
+    def wrong(self) -> bool:
+        """Whether the barrier lab marks this cell (kind ``wrong_term`` or ``wrong_value``)."""
+        return self.kind in ("wrong_term", "wrong_value")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,6 +339,67 @@ def _pvalue_terms(ty: int, tx: int, T: int, max_terms: int | None) -> str:
     return f"{_sub('Pvalue', ty, tx)} += " + " + ".join(terms)
 
 
+def _factor(tag: int, matrix: str, ncols: int, slot: tuple[int, int]) -> str:
+    """A factor of a term in the book's notation: the element, ``0.0`` or ``Mds_{r,c}?``."""
+    if tag >= 0:
+        return _sub(matrix, *divmod(tag, ncols))
+    if tag == hz.TAG_ZERO_FILL:
+        return "0.0"
+    return _sub(f"{matrix}ds", *slot) + "?"
+
+
+class _LabTerms:
+    """The terms one block's threads really computed (from the recorded reads)."""
+
+    def __init__(self, trace: Trace, slot: int):
+        _, k, l = trace.shape
+        self.T = trace.tile_width
+        self.ncols = (k, l)
+        self.tags = trace.shared_reads[slot]  # (nph, ty, tx, k, 2)
+        self.values = trace.read_values[slot]
+        self.book = hz.book_reads(trace)[slot]
+        self.wrong = hz.wrong_read_mask(trace)[slot]
+
+    def terms(self, ph: int, ty: int, tx: int) -> tuple[Term, ...]:
+        out = []
+        for kk in range(self.T):
+            slots = ((ty, kk), (kk, tx))
+            used, book = [], []
+            for a, matrix in enumerate("MN"):
+                used.append(
+                    _factor(int(self.tags[ph, ty, tx, kk, a]), matrix, self.ncols[a], slots[a])
+                )
+                book.append(
+                    _factor(int(self.book[ph, ty, tx, kk, a]), matrix, self.ncols[a], slots[a])
+                )
+            mv, nv = self.values[ph, ty, tx, kk]
+            out.append(
+                Term(
+                    kk,
+                    "*".join(used),
+                    "*".join(book),
+                    bool(self.wrong[ph, ty, tx, kk].any()),
+                    float(np.float32(mv) * np.float32(nv)),
+                )
+            )
+        return tuple(out)
+
+    def cell(self, ph: int, ty: int, tx: int, max_terms: int | None) -> Cell:
+        terms = self.terms(ph, ty, tx)
+        texts = [("✗ " if t.wrong else "") + t.text for t in terms]
+        if max_terms is not None and len(texts) > max_terms:
+            head = max(1, max_terms - 1)
+            texts = [*texts[:head], "...", texts[-1]]
+        note = "; ".join(
+            f"k={t.k}: computed {t.text} where the book's kernel computes {t.book}"
+            for t in terms
+            if t.wrong
+        )
+        text = f"{_sub('Pvalue', ty, tx)} += " + " + ".join(texts)
+        kind = "wrong_term" if note else "pvalue"
+        return Cell(text, kind, (ty, tx), ph, terms=terms, note=note)
+
+
 def _pwrite_cell(kind: PWrite, row: int, col: int, l: int, ty: int, tx: int) -> Cell:
     pv = _sub("Pvalue", ty, tx)
     dest = _sub("P", row, col)
@@ -291,6 +414,23 @@ def _pwrite_cell(kind: PWrite, row: int, col: int, l: int, ty: int, tx: int) -> 
     else:
         text = "not recorded"
     return Cell(text, kind.name.lower(), (ty, tx))
+
+
+def _lab_pwrite(cell: Cell, trace: Trace, p_wrong, p_book, row: int, col: int) -> Cell:
+    """A barrier-lab P store: the value stored, marked where it differs from the book's."""
+    T = trace.tile_width
+    stored = float(trace.P[row, col])
+    text = f"{cell.text} = {format_value(stored)}"
+    if not p_wrong[row, col]:
+        return dataclasses.replace(cell, text=text, value=stored)
+    book = format_value(float(p_book[row % T, col % T]))
+    return dataclasses.replace(
+        cell,
+        text=f"✗ {text}",
+        kind="wrong_value",
+        value=stored,
+        note=f"stored {format_value(stored)} where the book's kernel stores {book}",
+    )
 
 
 def build_table(
@@ -392,6 +532,9 @@ def build_table(
     loads = trace.loads[slot]
     pvalue = trace.pvalue[slot]
     pw = trace.p_write[slot]
+    lab = _LabTerms(trace, slot) if trace.shared_reads.size else None
+    p_wrong = hz.wrong_p(trace) if lab is not None else None
+    p_book = hz.book_p(trace)[slot] if lab is not None else None
     rows = []
     for ty in range(T):
         for tx in range(T):
@@ -400,22 +543,33 @@ def build_table(
                 mk, mr, mc, nk, nr, nc = (int(v) for v in loads[p, ty, tx])
                 row.append(_load_cell(Access(mk), "M", mr, mc, k, ty, tx, p))
                 row.append(_load_cell(Access(nk), "N", nr, nc, l, ty, tx, p))
-                row.append(Cell(_pvalue_terms(ty, tx, T, max_terms), "pvalue", (ty, tx), p))
+                if lab is None:
+                    row.append(Cell(_pvalue_terms(ty, tx, T, max_terms), "pvalue", (ty, tx), p))
+                else:
+                    row.append(lab.cell(p, ty, tx, max_terms))
                 if values:
                     v = float(pvalue[p, ty, tx])
+                    kind, note = ("not_recorded" if math.isnan(v) else "value"), ""
+                    if lab is not None and row[-1].note:
+                        kind, note = (
+                            "wrong_value",
+                            f"after terms of a wrong element: {row[-1].note}",
+                        )
                     row.append(
                         Cell(
-                            format_value(v, missing="not recorded"),
-                            "not_recorded" if math.isnan(v) else "value",
+                            ("✗ " if note else "") + format_value(v, missing="not recorded"),
+                            kind,
                             (ty, tx),
                             p,
                             None if math.isnan(v) else v,
+                            note=note,
                         )
                     )
             if p_write:
-                row.append(
-                    _pwrite_cell(PWrite(int(pw[ty, tx])), by * T + ty, bx * T + tx, l, ty, tx)
-                )
+                cell = _pwrite_cell(PWrite(int(pw[ty, tx])), by * T + ty, bx * T + tx, l, ty, tx)
+                if lab is not None and cell.kind == "written":
+                    cell = _lab_pwrite(cell, trace, p_wrong, p_book, by * T + ty, bx * T + tx)
+                row.append(cell)
             rows.append(tuple(row))
 
     title = (
