@@ -947,22 +947,7 @@ def _table_columns(
     kind_fill = _table_kind_fill(th)
     focus_row = (frame.focus[0] * T + frame.focus[1]) if frame.focus is not None else -1
 
-    cols: dict[str, list] = {
-        key: []
-        for key in (
-            "x",
-            "y",
-            "w",
-            "h",
-            "tx",
-            "fill",
-            "line_color",
-            "text",
-            "text_color",
-            "font_style",
-            "note",
-        )
-    }
+    cols = _empty("table")
 
     def add(x0, w, y, text, fill, color, style="normal", line=th.GRID_LINE, note=""):
         cols["note"].append(note or text)
