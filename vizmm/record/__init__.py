@@ -14,39 +14,9 @@ made: importing it does not import numba.
   (numba fixes GPU or simulator once per process).
 """
 
-from .admission import (
-    DEFAULT_MAX_BYTES,
-    DEFAULT_MAX_SIMULATOR_SECONDS,
-    Budget,
-    Estimate,
-    Limits,
-    RecordError,
-    RecordingCancelled,
-    ServerBusyError,
-    TooSlowError,
-    TraceTooLargeError,
-    admit,
-    estimate,
-    normalize,
-)
-from .recorder import BACKENDS, GPUUnavailableError, gpu_available, record
+from . import admission as _admission
+from . import recorder as _recorder
+from .admission import *  # noqa: F403 - the record layer's API is its modules' __all__
+from .recorder import *  # noqa: F403
 
-__all__ = [
-    "BACKENDS",
-    "DEFAULT_MAX_BYTES",
-    "DEFAULT_MAX_SIMULATOR_SECONDS",
-    "Budget",
-    "Estimate",
-    "GPUUnavailableError",
-    "Limits",
-    "RecordError",
-    "RecordingCancelled",
-    "ServerBusyError",
-    "TooSlowError",
-    "TraceTooLargeError",
-    "admit",
-    "normalize",
-    "estimate",
-    "gpu_available",
-    "record",
-]
+__all__ = [*_admission.__all__, *_recorder.__all__]

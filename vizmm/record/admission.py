@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import threading
 from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from ..trace import DEFAULT_MAX_BYTES, LaunchShape, human_bytes
+from ..trace import DEFAULT_MAX_BYTES, LaunchShape, env_limit, human_bytes
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -46,21 +45,10 @@ __all__ = [
 ]
 
 
-def _env_number(name: str, default, kind=float):
-    text = os.environ.get(name)
-    if not text:
-        return default
-    try:
-        value = kind(text)
-    except ValueError:
-        return default
-    return value if value > 0 else default
-
-
 #: Longest expected simulator time (s) by default: no limit for the Python API
 #: and the command line (a person waits for their own recording), unless
 #: ``$VIZMM_MAX_SIMULATOR_SECONDS`` says otherwise; servers pass their own.
-DEFAULT_MAX_SIMULATOR_SECONDS = _env_number("VIZMM_MAX_SIMULATOR_SECONDS", None)
+DEFAULT_MAX_SIMULATOR_SECONDS = env_limit("VIZMM_MAX_SIMULATOR_SECONDS", None, float)
 
 # Simulator cost model (seconds), fitted on a 2-core machine: a block costs
 # start-up per thread plus per-phase work per thread (k loop and barriers).

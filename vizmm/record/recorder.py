@@ -30,15 +30,11 @@ import numpy as np
 from ..trace import Trace, from_bytes, seeded_inputs
 from . import launcher
 from .admission import (
-    DEFAULT_MAX_BYTES,
     Budget,
     Estimate,
     Limits,
     RecordError,
     RecordingCancelled,
-    ServerBusyError,
-    TooSlowError,
-    TraceTooLargeError,
     _int,
     acquire,
     admit,
@@ -46,22 +42,8 @@ from .admission import (
     normalize,
 )
 
-__all__ = [
-    "record",
-    "estimate",
-    "Estimate",
-    "Budget",
-    "Limits",
-    "RecordError",
-    "RecordingCancelled",
-    "ServerBusyError",
-    "TooSlowError",
-    "GPUUnavailableError",
-    "TraceTooLargeError",
-    "BACKENDS",
-    "DEFAULT_MAX_BYTES",
-    "gpu_available",
-]
+# The admission's names (estimate, Limits, the errors ...) are vizmm.record's.
+__all__ = ["BACKENDS", "GPUUnavailableError", "gpu_available", "record"]
 
 BACKENDS = ("simulator", "gpu", "auto")
 PROGRESS_AFTER_S = 2.0  # show a progress bar when the simulator is expected to take longer

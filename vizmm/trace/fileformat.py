@@ -56,24 +56,28 @@ MAX_MANIFEST_BYTES = 2**20
 _NPY_HEADER = 4096  # an .npy header is at most this many bytes (ours: 128)
 
 
-def env_limit(name: str, default: float) -> float:
+def env_limit(name: str, default, kind: type | None = None):
     """A limit set by the environment variable ``name``, else ``default``.
 
     Parameters
     ----------
     name : str
         The variable (``VIZMM_...``).
-    default : int or float
+    default : int, float or None
         The limit when the variable is unset, empty, not a number of
-        ``default``'s type (``int`` or ``float``) or not positive.
+        ``kind`` or not positive (None: no limit).
+    kind : {int, float}, optional
+        How the variable is read; by default ``default``'s type.
 
     Returns
     -------
-    int or float
-        Of ``default``'s type.
+    int, float or None
     """
+    text = os.environ.get(name)
+    if not text:
+        return default
     try:
-        value = type(default)(os.environ.get(name, "") or default)
+        value = (kind or type(default))(text)
     except ValueError:
         return default
     return value if value > 0 else default
