@@ -85,6 +85,7 @@ __all__ = [
     "MemoryTransactions",
     "TransactionsError",
     "TransactionsOverlay",
+    "WarpAccess",
     "WarpDetail",
     "bank_wavefronts",
     "vector_wavefronts",
@@ -679,54 +680,74 @@ def memory_transactions(trace: Trace, vector_loads: bool = False) -> MemoryTrans
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class WarpDetail:
-    """What one warp does to memory in one phase (and at one ``k``), for views.
+class WarpAccess:
+    """What one warp asks of memory: the sectors of its tile loads and the banks of its reads.
 
     Attributes
     ----------
     warp : int
         Warp number in the block (threads ``32*warp ..``).
-    threads : ndarray of bool, (T, T)
-        ``[ty, tx]``: the thread is a lane of this warp.
-    m_elements, n_elements : ndarray of int64, (n, 2)
-        ``(row, col)`` of the M / N elements the warp's lanes load in the phase
-        (lanes that load nothing are left out).
     m_sectors, n_sectors, m_segments, n_segments : list of (row, col0, col1)
-        The 32-byte sectors / 128-byte segments those loads touch, as row spans
-        of the matrix (:func:`sector_spans`).
-    m_counts, n_counts : dict
-        ``requests``, ``sectors``, ``segments``, ``ideal_sectors``, ``bytes`` of the
-        warp's request.
-    mds_bank, nds_bank : ndarray of int64, (T, T)
+        The 32-byte sectors / 128-byte segments the warp's loads of M / N
+        touch, as row spans of the matrix (:func:`sector_spans`).
+    mds_bank, nds_bank : ndarray of int64, (T, T), or None
         Bank of the word holding each logical slot (``word % 32``).
-    k : int or None
     mds_read, nds_read : ndarray of bool, (T, T)
-        Logical slots this warp reads at ``k`` (all False without ``k``).
+        Logical slots the warp reads at the step ``k`` of the k loop.
     mds_conflict, nds_conflict : ndarray of bool, (T, T)
         Read slots whose bank is asked for more than one distinct word.
     mds_way, nds_way : int
-        The n-way conflict of the warp's read at ``k`` (0 without ``k``).
+        The n-way conflict of the warp's read at ``k``.
     """
 
     warp: int
-    threads: np.ndarray
-    m_elements: np.ndarray
-    n_elements: np.ndarray
     m_sectors: list
     n_sectors: list
     m_segments: list
     n_segments: list
-    m_counts: dict
-    n_counts: dict
-    mds_bank: np.ndarray
-    nds_bank: np.ndarray
-    k: int | None
+    mds_bank: np.ndarray | None
+    nds_bank: np.ndarray | None
     mds_read: np.ndarray
     nds_read: np.ndarray
     mds_conflict: np.ndarray
     nds_conflict: np.ndarray
     mds_way: int
     nds_way: int
+
+
+#: The fields of :class:`WarpAccess` about the k loop's reads of Mds and Nds.
+SHARED_FIELDS = tuple(
+    f.name for f in dataclasses.fields(WarpAccess) if f.name.startswith(("mds_", "nds_"))
+)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class WarpDetail(WarpAccess):
+    """What one warp does to memory in one phase (and at one ``k``), for views.
+
+    Attributes
+    ----------
+    threads : ndarray of bool, (T, T)
+        ``[ty, tx]``: the thread is a lane of this warp.
+    m_elements, n_elements : ndarray of int64, (n, 2)
+        ``(row, col)`` of the M / N elements the warp's lanes load in the phase
+        (lanes that load nothing are left out).
+    m_counts, n_counts : dict
+        ``requests``, ``sectors``, ``segments``, ``ideal_sectors``, ``bytes`` of the
+        warp's request.
+    k : int or None
+        The step of the k loop of ``mds_read`` ...: without it no slot is read
+        and the ways are 0 (the banks are always there).
+
+    And those of :class:`WarpAccess`.
+    """
+
+    threads: np.ndarray
+    m_elements: np.ndarray
+    n_elements: np.ndarray
+    m_counts: dict
+    n_counts: dict
+    k: int | None
 
 
 def _conflicted(words: np.ndarray) -> np.ndarray:
@@ -831,31 +852,26 @@ def warp_detail(
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class TransactionsOverlay:
+class TransactionsOverlay(WarpAccess):
     """What the transactions view shows at one step of a block's replay (neutral data).
+
+    The :class:`WarpAccess` fields are the current warp's (the followed
+    thread's, else the one asked for): its sectors and segments where the
+    step loads a tile of M / N (empty lists elsewhere), its banks, reads and
+    conflicts at a step of the k loop (banks None, no read and ways 0
+    elsewhere).
 
     Attributes
     ----------
-    warp : int
-        The current warp (the followed thread's, else the one asked for).
     n_warps : int
     warp_threads : ndarray of bool, (T, T)
         Threads of the current warp.
-    m_sectors, n_sectors, m_segments, n_segments : list of (row, col0, col1)
-        Sectors (32 bytes) and segments (128 bytes) of the current warp's load
-        of M / N, as row spans of the matrix; empty where the step loads no
-        tile of that matrix.
-    mds_bank, nds_bank : ndarray of int64, (T, T), or None
-        At a step of the k loop: the bank of each logical slot's word; None
-        elsewhere.
-    mds_read, nds_read, mds_conflict, nds_conflict : ndarray of bool, (T, T)
-        At a step of the k loop: slots the current warp reads, and those of
-        them in a bank asked for several words (all False elsewhere).
-    mds_way, nds_way : int
-        The current warp's n-way conflict at this ``k`` (0 elsewhere).
     warp_labels : list of str
         One short line per warp: its load requests at a load step, its
         n-way conflicts at a step of the k loop, both otherwise.
+    totals : list of str
+        Lines for the counters: sectors per request of the tile loads and bank
+        conflicts per request of the k loop (whole trace; the model named).
     warp_cost, warp_ideal : list of int
         Per warp, what the step costs and the ideal: sectors of the tiles
         loaded at a load step (ideal: the fewest for the bytes), the larger
@@ -863,26 +879,10 @@ class TransactionsOverlay:
         0 where the step has neither.
     warp_unit : str
         ``'sectors'``, ``'-way'`` or ``''``.
-    totals : list of str
-        Lines for the counters: sectors per request of the tile loads and bank
-        conflicts per request of the k loop (whole trace; the model named).
     """
 
-    warp: int
     n_warps: int
     warp_threads: np.ndarray
-    m_sectors: list
-    n_sectors: list
-    m_segments: list
-    n_segments: list
-    mds_bank: np.ndarray | None
-    nds_bank: np.ndarray | None
-    mds_read: np.ndarray
-    nds_read: np.ndarray
-    mds_conflict: np.ndarray
-    nds_conflict: np.ndarray
-    mds_way: int
-    nds_way: int
     warp_labels: list
     totals: list
     warp_cost: list = dataclasses.field(default_factory=list)
@@ -904,10 +904,8 @@ def transactions_overlay(
 
     Parameters
     ----------
-    mt : MemoryTransactions
-        ``memory_transactions(trace)``.
-    trace : Trace
-    block : (by, bx)
+    mt, trace, block
+        As in :func:`warp_detail`.
     phase : int or None
         The current phase (None before the first).
     loads : tuple of {'M', 'N'}
@@ -947,11 +945,7 @@ def transactions_overlay(
             spans[f"{key}_sectors"] = getattr(d, f"{key}_sectors")
             spans[f"{key}_segments"] = getattr(d, f"{key}_segments")
         if k is not None:
-            shared = {
-                key: getattr(d, key)
-                for key in ("mds_bank", "nds_bank", "mds_read", "nds_read", "mds_conflict",
-                            "nds_conflict", "mds_way", "nds_way")
-            }  # fmt: skip
+            shared = {key: getattr(d, key) for key in SHARED_FIELDS}
         b = mt.block_index(block)
         for w in range(nw):
             parts = []
