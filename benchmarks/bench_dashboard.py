@@ -20,41 +20,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
-import subprocess
 import sys
+import tempfile
 import time
-import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
-PRESETS = ("fig5-8", "medium")
-CHROMIUM = "/usr/bin/chromium"
+from served import ARGS, CHROMIUM, LATENCY_JS, serve  # noqa: E402 - the browser tests' helper
 
-LATENCY_JS = """() => {
-  function find(root) {
-    const el = root.querySelector && root.querySelector('#vizmm-status');
-    if (el) return el;
-    for (const node of root.querySelectorAll('*')) {
-      if (node.shadowRoot) { const f = find(node.shadowRoot); if (f) return f; }
-    }
-    return null;
-  }
-  window.__update = []; window.__paint = []; window.__t0 = 0;
-  document.addEventListener('keydown', () => { window.__t0 = performance.now(); }, true);
-  const el = find(document);
-  new MutationObserver(() => {
-    if (!window.__t0) return;
-    const t0 = window.__t0, t1 = performance.now();
-    window.__t0 = 0;
-    window.__update.push(t1 - t0);
-    requestAnimationFrame(() => requestAnimationFrame(
-      () => window.__paint.push(performance.now() - t0)));
-  }).observe(el.parentNode, {childList: true, subtree: true, attributes: true});
-}"""
+PRESETS = ("fig5-8", "medium")
 
 
 def _stats(ms: list[float]) -> str:
@@ -92,57 +70,14 @@ def server_side(key: str, steps: int = 60) -> list[float]:
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def browser_side(keys: int = 25) -> dict[str, tuple[list[float], list[float]]]:
     """Key-to-update and key-to-paint milliseconds per preset in headless Chromium."""
     from playwright.sync_api import sync_playwright
 
-    port = _free_port()
-    panel = os.path.join(os.path.dirname(sys.executable), "panel")
-    proc = subprocess.Popen(
-        [
-            panel,
-            "serve",
-            "apps/dashboard.py",
-            "--port",
-            str(port),
-            "--address",
-            "127.0.0.1",
-            f"--allow-websocket-origin=127.0.0.1:{port}",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/dashboard"
     results = {}
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(url, timeout=5):
-                    break
-            except OSError:
-                if time.time() > deadline:
-                    raise RuntimeError("panel serve did not start") from None
-                time.sleep(0.3)
+    with tempfile.TemporaryDirectory() as logdir, serve("dashboard", logdir) as url:
         with sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path=CHROMIUM,
-                args=[
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                    "--no-first-run",
-                ],
-            )
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             for key in PRESETS:
                 page = browser.new_page(viewport={"width": 1600, "height": 1000})
                 page.goto(f"{url}?trace={key}&ty=0&tx=1")
@@ -157,9 +92,6 @@ def browser_side(keys: int = 25) -> dict[str, tuple[list[float], list[float]]]:
                 results[key] = (page.evaluate("window.__update"), page.evaluate("window.__paint"))
                 page.close()
             browser.close()
-    finally:
-        proc.terminate()
-        proc.wait(10)
     return results
 
 

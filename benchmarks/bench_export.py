@@ -17,38 +17,13 @@ import vizmm  # noqa: E402
 from vizmm.export import export_bytes  # noqa: E402
 from vizmm.replay import Replay  # noqa: E402
 
+# (Width, TILE_WIDTH, format, granularity, frame size or None for HTML, target seconds or None)
 CASES = [
-    # (label, record kwargs, export kwargs, target seconds)
-    (
-        "4x4 T=2 sub-step GIF 1280x720",
-        dict(width=4, tile_width=2),
-        dict(fmt="gif", granularity="substep", size=(1280, 720)),
-        5.0,
-    ),
-    (
-        "4x4 T=2 sub-step HTML",
-        dict(width=4, tile_width=2),
-        dict(fmt="html", granularity="substep"),
-        None,
-    ),
-    (
-        "4x4 T=2 sub-step MP4 1920x1080",
-        dict(width=4, tile_width=2),
-        dict(fmt="mp4", granularity="substep", size=(1920, 1080)),
-        None,
-    ),
-    (
-        "48x48 T=16 phase MP4 1920x1080",
-        dict(width=48, tile_width=16),
-        dict(fmt="mp4", granularity="phase", size=(1920, 1080)),
-        30.0,
-    ),
-    (
-        "48x48 T=16 sub-step GIF 1280x720",
-        dict(width=48, tile_width=16),
-        dict(fmt="gif", granularity="substep", size=(1280, 720)),
-        None,
-    ),
+    (4, 2, "gif", "substep", (1280, 720), 5.0),
+    (4, 2, "html", "substep", None, None),
+    (4, 2, "mp4", "substep", (1920, 1080), None),
+    (48, 16, "mp4", "phase", (1920, 1080), 30.0),
+    (48, 16, "gif", "substep", (1280, 720), None),
 ]
 
 
@@ -56,14 +31,21 @@ def main() -> int:
     traces = {}
     failed = False
     print(f"{'export':36s} {'frames':>6s} {'time':>8s} {'size':>10s}  target")
-    for label, rec, exp, target in CASES:
-        key = tuple(sorted(rec.items()))
-        if key not in traces:
+    for width, T, fmt, granularity, size, target in CASES:
+        step = "sub-step" if granularity == "substep" else granularity
+        label = f"{width}x{width} T={T} {step} {fmt.upper()}" + (
+            f" {size[0]}x{size[1]}" if size else ""
+        )
+        if (width, T) not in traces:
             t0 = time.perf_counter()
-            traces[key] = vizmm.record(backend="simulator", quiet=True, **rec)
-            print(f"  (recorded {rec} in {time.perf_counter() - t0:.1f} s, not counted)")
-        trace = traces[key]
-        n = len(Replay(trace, (0, 0), exp["granularity"]))
+            traces[width, T] = vizmm.record(
+                width=width, tile_width=T, backend="simulator", quiet=True
+            )
+            dt = time.perf_counter() - t0
+            print(f"  (recorded {width}x{width}, T={T} in {dt:.1f} s, not counted)")
+        trace = traces[width, T]
+        n = len(Replay(trace, (0, 0), granularity))
+        exp = dict(fmt=fmt, granularity=granularity, **({"size": size} if size else {}))
         t0 = time.perf_counter()
         data = export_bytes(trace, progress=False, **exp)
         dt = time.perf_counter() - t0

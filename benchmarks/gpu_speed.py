@@ -49,6 +49,7 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0")
 import numpy as np  # noqa: E402
 
 from vizmm.record import device  # noqa: E402
+from vizmm.trace import ceil_div  # noqa: E402
 
 KERNELS = ("naive", "tiled", "boundary", "general", "dynamic")
 REG_TILE_WIDTHS = tuple(range(1, 33))
@@ -427,7 +428,7 @@ def dynamic_records_equal():
     for W, T in ((37, 8), (64, 16), (100, 32)):
         M = rng.integers(0, 10, (W, W)).astype(np.float32).ravel()
         N = rng.integers(0, 10, (W, W)).astype(np.float32).ravel()
-        g = -(-W // T)
+        g = ceil_div(W, T)
         blocks = [(by, bx) for by in range(g) for bx in range(g)]
         grid, block = K.grid_dims(W, W, T)
         got = {}

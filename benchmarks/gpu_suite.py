@@ -34,6 +34,7 @@ import vizmm_kernels as K  # noqa: E402
 from numba import cuda  # noqa: E402
 
 import vizmm  # noqa: E402
+from vizmm.trace import ceil_div  # noqa: E402
 
 RESULTS: dict = {}
 LOAD_FIELDS = ("loads", "p_write", "m_reads", "n_reads", "detail_blocks", "pvalue", "zero_fills")
@@ -61,7 +62,7 @@ def check_correctness(quick):
     ]
     out = []
     for kernel, j, k, l, T in cases:
-        gy, gx = -(-j // T), -(-l // T)
+        gy, gx = ceil_div(j, T), ceil_div(l, T)
         window = [(0, 0), (gy - 1, gx - 1)] if gy * gx > 4 else None
         t = vizmm.record(
             j,
@@ -174,7 +175,7 @@ def _record_arrays(kernel, W, T, detail_all, aggregated):
     """Device copies of the record arrays ``vizmm.record`` would pass (flat)."""
     from vizmm.record.launcher import allocate_records
 
-    g = -(-W // T)
+    g = ceil_div(W, T)
     blocks = [(by, bx) for by in range(g) for bx in range(g)] if detail_all else [(0, 0)]
     rec, _ = allocate_records(W, W, W, T, kernel, blocks, aggregated)
     return [cuda.to_device(a) for a in rec.values()]
@@ -198,7 +199,7 @@ def time_kernels(quick):
         row["plain_ms"], _ = _event_time(lambda: plain[grid, block](M, N, P, W), reps)
         agg = _record_arrays("tiled", W, T, detail_all=False, aggregated=True)
         row["aggregated_ms"], _ = _event_time(lambda: inst[grid, block](M, N, P, W, *agg), reps)
-        full_bytes = (W * W) * (-(-W // T)) * (24 + 4 + 16 + 32)
+        full_bytes = (W * W) * ceil_div(W, T) * (24 + 4 + 16 + 32)
         if full_bytes < 30e9:
             full = _record_arrays("tiled", W, T, detail_all=True, aggregated=False)
             row["full_ms"], _ = _event_time(
@@ -241,7 +242,7 @@ def record_shipped(outdir):
         ),
     ]
     for name, case, win in plan:
-        g = -(-case["width"] // case["tile_width"])
+        g = ceil_div(case["width"], case["tile_width"])
         t0 = time.perf_counter()
         t = vizmm.record(backend="gpu", window=win(g), quiet=True, seed=2024, **case)
         rec_s = time.perf_counter() - t0

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,34 +38,11 @@ import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHROMIUM = "/usr/bin/chromium"
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from served import ARGS, CHROMIUM, LATENCY_JS, free_port  # noqa: E402 - the browser tests' helper
+
 PRESETS = ("fig5-8", "fig5-11", "fig5-9-3x3", "general", "medium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
-
-LATENCY_JS = """() => {
-  function find(root) {
-    const el = root.querySelector && root.querySelector('#vizmm-status');
-    if (el) return el;
-    for (const node of root.querySelectorAll('*')) {
-      if (node.shadowRoot) { const f = find(node.shadowRoot); if (f) return f; }
-    }
-    return null;
-  }
-  window.__update = []; window.__t0 = 0;
-  document.addEventListener('keydown', () => { window.__t0 = performance.now(); }, true);
-  const el = find(document);
-  new MutationObserver(() => {
-    if (!window.__t0) return;
-    window.__update.push(performance.now() - window.__t0);
-    window.__t0 = 0;
-  }).observe(el.parentNode, {childList: true, subtree: true, attributes: true});
-}"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def tree(pid: int) -> list[int]:

@@ -1,7 +1,9 @@
-"""Serve an app of ``apps/`` with ``panel serve`` for the browser tests.
+"""Serve an app of ``apps/`` with ``panel serve`` for the browser tests (and benchmarks).
 
 Browser tests drive Debian's Chromium (``/usr/bin/chromium``) with Playwright;
-``playwright install`` is not needed.
+``playwright install`` is not needed. The benchmarks that drive a page
+(``benchmarks/bench_dashboard.py``, ``benchmarks/load_test.py``) use the same
+browser, arguments and latency probe.
 """
 
 import contextlib
@@ -26,6 +28,32 @@ ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+
+
+#: For ``page.evaluate``: from each ``keydown``, the milliseconds until the status
+#: element ``#vizmm-status`` changes (``window.__update``) and two animation
+#: frames later, the new picture painted (``window.__paint``).
+LATENCY_JS = """() => {
+  function find(root) {
+    const el = root.querySelector && root.querySelector('#vizmm-status');
+    if (el) return el;
+    for (const node of root.querySelectorAll('*')) {
+      if (node.shadowRoot) { const f = find(node.shadowRoot); if (f) return f; }
+    }
+    return null;
+  }
+  window.__update = []; window.__paint = []; window.__t0 = 0;
+  document.addEventListener('keydown', () => { window.__t0 = performance.now(); }, true);
+  const el = find(document);
+  new MutationObserver(() => {
+    if (!window.__t0) return;
+    const t0 = window.__t0, t1 = performance.now();
+    window.__t0 = 0;
+    window.__update.push(t1 - t0);
+    requestAnimationFrame(() => requestAnimationFrame(
+      () => window.__paint.push(performance.now() - t0)));
+  }).observe(el.parentNode, {childList: true, subtree: true, attributes: true});
+}"""
 
 
 def free_port() -> int:

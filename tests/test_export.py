@@ -14,6 +14,7 @@ import re
 import numpy as np
 import pytest
 from PIL import Image
+from served import ARGS, CHROMIUM
 
 from vizmm import Access
 from vizmm import export as ex
@@ -398,24 +399,13 @@ def test_html_is_self_contained_and_small(fig58, fig58_html):
     assert got["element"] == want["element"] == FIG58_MDS[0]
 
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
 @pytest.fixture(scope="module")
 def browser_page():
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
     playwright = pytest.importorskip("playwright.sync_api")
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
             yield browser.new_page(viewport={"width": 1600, "height": 1000})
         finally:
