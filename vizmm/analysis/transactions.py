@@ -72,7 +72,7 @@ import dataclasses
 
 import numpy as np
 
-from vizmm.trace import Access, Trace, ceil_div
+from vizmm.trace import WARP_SIZE, Access, Trace, ceil_div
 
 __all__ = [
     "BANKS",
@@ -96,7 +96,6 @@ __all__ = [
     "warp_detail",
 ]
 
-WARP_SIZE = 32  #: threads per warp
 WORD_BYTES = 4  #: bytes per shared-memory bank word (and per float32 element)
 BANKS = 32  #: shared-memory banks
 SECTOR_BYTES = 32  #: bytes per global-memory sector

@@ -515,7 +515,7 @@ class Replay:
         self.focus = focus
         self.dropped = tuple(trace.meta.get("drop_barrier", ()) or ())
         self.transactions = bool(transactions)
-        nw = -(-(T * T) // 32)
+        nw = trace.launch.warps_per_block
         if isinstance(warp, bool) or not isinstance(warp, (int, np.integer)) or not 0 <= warp < nw:
             raise ValueError(
                 f"warp must be an integer from 0 to {nw - 1} (32 threads each), got {warp!r}"

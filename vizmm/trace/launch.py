@@ -20,6 +20,7 @@ __all__ = [
     "SQUARE_KERNELS",
     "TILED_KERNELS",
     "MAX_TILE_WIDTH",
+    "WARP_SIZE",
     "LaunchError",
     "LaunchShape",
     "ceil_div",
@@ -42,6 +43,10 @@ SQUARE_KERNELS = (
 )
 #: The largest TILE_WIDTH: 32 x 32 = 1024 threads, CUDA's limit per block.
 MAX_TILE_WIDTH = 32
+
+
+#: Threads per warp.
+WARP_SIZE = 32
 
 
 def ceil_div(a, b):
@@ -176,6 +181,11 @@ class LaunchShape:
     def threads_per_block(self) -> int:
         """``TILE_WIDTH ** 2`` threads."""
         return self.tile_width * self.tile_width
+
+    @property
+    def warps_per_block(self) -> int:
+        """Warps of 32 threads per block, ``ceil(TILE_WIDTH ** 2 / 32)``."""
+        return ceil_div(self.threads_per_block, WARP_SIZE)
 
     @property
     def padded(self) -> tuple[int, int, int]:
