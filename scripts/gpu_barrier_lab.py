@@ -36,6 +36,8 @@ import time
 
 import numpy as np
 
+from vizmm.analysis import racecheck
+
 # (kernel, Width, TILE_WIDTH, window or None). Every case runs with barrier 1,
 # barrier 2 and both removed, and with both kept (the control).
 CASES = [
@@ -47,17 +49,7 @@ CASES = [
 ]
 DROPS = [(1,), (2,), (1, 2), ()]
 SEED = 5
-RACECHECK = [
-    "compute-sanitizer",
-    "--tool",
-    "racecheck",
-    "--racecheck-report",
-    "hazard",
-    "--print-limit",
-    "0",
-    "--show-backtrace",
-    "no",
-]
+RACECHECK = list(racecheck.COMMAND)
 # A dry run of the script's logic without a GPU: VIZMM_LAB_BACKEND=simulator.
 BACKEND = os.environ.get("VIZMM_LAB_BACKEND", "gpu")
 START = time.perf_counter()

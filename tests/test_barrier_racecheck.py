@@ -151,15 +151,7 @@ def test_racecheck_on_this_gpu_agrees_with_the_analysis(tmp_path, drop):
     )
     proc = subprocess.run(
         [
-            "compute-sanitizer",
-            "--tool",
-            "racecheck",
-            "--racecheck-report",
-            "hazard",
-            "--print-limit",
-            "0",
-            "--show-backtrace",
-            "no",
+            *rc.COMMAND,
             sys.executable,
             SCRIPT,
             "plain",

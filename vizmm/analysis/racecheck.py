@@ -28,7 +28,21 @@ from __future__ import annotations
 import collections
 import re
 
-__all__ = ["SHARED_BASE", "parse", "slot_of", "summary_counts"]
+__all__ = ["COMMAND", "SHARED_BASE", "parse", "slot_of", "summary_counts"]
+
+#: The compute-sanitizer command line whose reports :func:`parse` reads (the
+#: program to check and its arguments follow).
+COMMAND = (
+    "compute-sanitizer",
+    "--tool",
+    "racecheck",
+    "--racecheck-report",
+    "hazard",
+    "--print-limit",
+    "0",
+    "--show-backtrace",
+    "no",
+)
 
 #: Byte address of the first user shared array in racecheck's reports on Hopper
 #: (sm_90 reserves the first 1 KiB of a block's shared memory).
