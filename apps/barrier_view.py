@@ -1,23 +1,27 @@
-"""The barrier lab in the dashboard: its presets and the hazard list beside the block replay.
+"""The barrier lab in the dashboard: the hazard list beside the block replay.
 
-* :func:`install` adds the presets: the 4 x 4, TILE_WIDTH 2 example of
-  Fig. 5.8 with barrier 1, barrier 2 or both removed (simulator recordings,
-  the threads of a block in turns: every run the same), and three races
-  recorded on an NVIDIA H200 (``vizmm/data/gpu-barrier-*.vizmm``).
-* :class:`HazardPanel` lists the hazards of the replayed block (from
-  ``vizmm.analysis.hazards``), one row per reading thread, phase and ``k``;
-  clicking a row goes to that step and follows that thread. For traces with
-  both barriers it says there is no hazard.
+:class:`HazardPanel` lists every hazard of the trace (from
+``vizmm.analysis.hazards``), one row per reading thread, phase and ``k``
+(:class:`~vizmm.analysis.hazards.HazardList`), a page at a time, filtered by
+kind (RAW / WAR), block (the replayed one by default), phase and whether the
+read went wrong in this run, with counts; clicking a row goes to that
+block and step and follows that thread. For traces with both barriers it
+says there is no hazard. The presets (``vizmm.catalogue.LAB_PRESETS``) are
+the 4 x 4, TILE_WIDTH 2 example of Fig. 5.8 with barrier 1, barrier 2 or both
+removed, and races recorded on an NVIDIA H200.
 
 A view only: what is a hazard and what was read wrong is computed by
-``vizmm.analysis.hazards``; the marks in Mds, Nds, the threads and P are the
-frames' (``vizmm.replay``), drawn by the scene.
+``vizmm.analysis.hazards`` once per trace and shared by every session
+(:func:`lab_findings`); the page receives one page of rows. The marks in
+Mds, Nds, the threads, P and the Fig. 5.8 table are the frames'
+(``vizmm.replay``), drawn by the scene.
 """
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+import dataclasses
+from functools import lru_cache
+
 import panel as pn
 import param
 
@@ -26,158 +30,240 @@ from vizmm.catalogue import LAB_PRESETS
 from vizmm.replay import Sub
 
 # LAB_PRESETS (key -> menu label) are defined with the other presets in vizmm.catalogue.
-__all__ = ["LAB_PRESETS", "HazardPanel", "hazard_rows"]
-MAX_ROWS = 400  # rows of the hazard list (the block's first ones, in step order)
+__all__ = ["LAB_PRESETS", "PAGE_ROWS", "HazardPanel", "LabFindings", "lab_findings", "row_label"]
+PAGE_ROWS = 200  # rows of the hazard list sent to the page at a time
+_THIS_BLOCK = "this"  # the block filter's value for "the replayed block"
+_ALL = "all"
 
 
-def hazard_rows(trace, block) -> pd.DataFrame:
-    """The block's hazards, one row per reading thread, phase and k (a table for people).
+@dataclasses.dataclass(frozen=True)
+class LabFindings:
+    """What the barrier lab found in one trace (read-only, shared by every session).
 
-    Columns: ``kind`` ('RAW' / 'WAR'), ``phase``, ``k``, ``thread`` ('(ty,tx)'),
-    ``reads`` (the slots read, e.g. 'Mds[0][1]'), ``writers`` (the other
-    threads writing them in the same epoch), ``wrong`` ('✗' where this run's
-    read found the wrong element), and hidden ``ty``, ``tx``.
+    Attributes
+    ----------
+    hazards : HazardList
+    wrong_reads : int
+        Recorded reads that returned a wrong element.
+    wrong_p : int
+        P elements that came out wrong.
+    has_reads : bool
+        Whether the trace recorded the k loop's reads.
     """
-    rows = hz.hazards(trace)
-    cols = ["kind", "phase", "k", "thread", "reads", "writers", "wrong", "ty", "tx"]
-    if len(rows) == 0:
-        return pd.DataFrame(columns=cols)
-    sel = (rows["block"][:, 0] == block[0]) & (rows["block"][:, 1] == block[1])
-    rows = rows[sel]
-    groups: dict = {}
-    for r in rows:
-        key = (
-            str(r["kind"]),
-            int(r["phase"]),
-            int(r["k"]),
-            int(r["reader"][0]),
-            int(r["reader"][1]),
-        )
-        g = groups.setdefault(key, {"reads": set(), "writers": set(), "wrong": False})
-        g["reads"].add(f"{r['array']}[{r['slot'][0]}][{r['slot'][1]}]")
-        g["writers"].add(f"({r['writer'][0]},{r['writer'][1]})")
-        g["wrong"] |= bool(r["wrong"])
-    out = []
-    for (kind, ph, k, ty, tx), g in sorted(groups.items(), key=lambda kv: kv[0][1:] + kv[0][:1]):
-        out.append(
-            {
-                "kind": kind,
-                "phase": ph,
-                "k": k,
-                "thread": f"({ty},{tx})",
-                "reads": ", ".join(sorted(g["reads"])),
-                "writers": ", ".join(sorted(g["writers"])),
-                "wrong": "✗" if g["wrong"] else "",
-                "ty": ty,
-                "tx": tx,
-            }
-        )
-    return pd.DataFrame(out[:MAX_ROWS], columns=cols)
+
+    hazards: hz.HazardList
+    wrong_reads: int
+    wrong_p: int
+    has_reads: bool
+
+
+@lru_cache(maxsize=len(LAB_PRESETS) + 2)
+def lab_findings(trace) -> LabFindings:
+    """The barrier lab's findings on ``trace``, computed once per trace in this process."""
+    report = hz.analyse(trace)
+    return LabFindings(
+        hz.HazardList(report.hazards),
+        len(report.wrong_reads),
+        int(report.wrong_p.sum()),
+        report.has_reads,
+    )
 
 
 class HazardPanel(pn.viewable.Viewer):
-    """Counts and the hazard list of the replayed block; a click goes to the hazard.
+    """Counts, filters and one page of the hazard list; a click goes to the hazard.
 
     Parameters
     ----------
     state : apps.dashboard.DashboardState
     """
 
-    block = param.Tuple(default=(-1, -1), precedence=-1)
+    page = param.Integer(default=0, bounds=(0, None), precedence=-1)
 
     def __init__(self, state, **params):
         super().__init__(**params)
         self.state = state
         self.summary = pn.pane.Markdown("", margin=(0, 10), sizing_mode="stretch_width")
+        self.kind = pn.widgets.Select(
+            label="kind",
+            options={"RAW and WAR": _ALL, "RAW (barrier 1)": "RAW", "WAR (barrier 2)": "WAR"},
+            value=_ALL,
+            width=150,
+        )
+        self.block = pn.widgets.Select(
+            label="block", options={"replayed block": _THIS_BLOCK}, value=_THIS_BLOCK, width=150
+        )
+        self.phase = pn.widgets.Select(label="phase", options={"every phase": -1}, width=120)
+        self.wrong = pn.widgets.Checkbox(
+            label="only reads that went wrong in this run", value=False, width=280
+        )
+        self.prev_page = pn.widgets.Button(label="◀ rows", width=80)
+        self.next_page = pn.widgets.Button(label="rows ▶", width=80)
+        self.page_info = pn.pane.Markdown("", margin=(0, 10))
         # One line per row in a list box (a plain <select>; a click picks a row).
         self.table = pn.widgets.Select(
             options={}, size=12, width=760, css_classes=["vizmm-hazards"]
         )
-        self._rows = hazard_rows_empty()
+        self._index = None  # row numbers of the HazardList that pass the filters
+        self._shown = []  # the rows of this page
         self.table.param.watch(self._on_select, "value")
+        for w in (self.kind, self.block, self.phase, self.wrong):
+            w.param.watch(self._on_filter, "value")
+        self.prev_page.on_click(lambda e: self._turn(-1))
+        self.next_page.on_click(lambda e: self._turn(1))
         self.layout = pn.Column(
-            pn.pane.Markdown("#### Barrier lab: hazards of this block", margin=(0, 10)),
+            pn.pane.Markdown("#### Barrier lab: hazards", margin=(0, 10)),
             self.summary,
+            pn.Row(self.kind, self.block, self.phase, pn.Column(pn.Spacer(height=18), self.wrong)),
+            pn.Row(self.prev_page, self.next_page, self.page_info),
             self.table,
             sizing_mode="stretch_width",
         )
-        state.param.watch(self._refresh, ["trace", "by", "bx"])
+        state.param.watch(self._on_trace, ["trace"])
+        state.param.watch(self._on_block, ["by", "bx"])
+        self._on_trace()
+
+    # ------------------------------------------------------------ data
+    def _findings(self) -> LabFindings | None:
+        trace = self.state.trace
+        if trace is None or not (trace.meta.get("drop_barrier") or trace.shared_reads.size):
+            return None
+        return lab_findings(trace)
+
+    def _on_trace(self, *events) -> None:
+        found = self._findings()
+        blocks = {"replayed block": _THIS_BLOCK, "every block": _ALL}
+        phases = {"every phase": -1}
+        if found is not None:
+            blocks.update({f"block ({a},{b})": f"{a},{b}" for a, b in found.hazards.blocks})
+            phases.update({f"phase {p}": p for p in range(self.state.trace.n_phases)})
+        self._quiet(block=(blocks, _THIS_BLOCK), phase=(phases, -1))
         self._refresh()
 
-    def _refresh(self, *events) -> None:
-        trace = self.state.trace
-        lab = trace is not None and (trace.meta.get("drop_barrier") or trace.shared_reads.size)
-        if not lab:  # (a hidden table fails to draw in Bokeh: the panel stays, says why)
+    def _on_block(self, *events) -> None:
+        if self.block.value == _THIS_BLOCK:
+            self._refresh()
+
+    def _quiet(self, **choices) -> None:
+        """Set the filters' options and values without refreshing once per widget."""
+        self._busy = True
+        try:
+            for name, (options, value) in choices.items():
+                widget = getattr(self, name)
+                widget.options = options
+                widget.value = value
+        finally:
+            self._busy = False
+
+    def _on_filter(self, *events) -> None:
+        if not getattr(self, "_busy", False):
+            self.page = 0
+            self._refresh()
+
+    def _turn(self, by: int) -> None:
+        n = 0 if self._index is None else len(self._index)
+        last = max(0, (n - 1) // PAGE_ROWS)
+        page = max(0, min(last, self.page + by))
+        if page != self.page:
+            self.page = page
+            self._show_page()
+
+    def _filters(self) -> dict:
+        block = self.block.value
+        if block == _THIS_BLOCK:
+            block = (self.state.by, self.state.bx)
+        elif block == _ALL:
+            block = None
+        else:
+            block = tuple(int(v) for v in block.split(","))
+        return {
+            "kind": None if self.kind.value == _ALL else self.kind.value,
+            "block": block,
+            "phase": None if self.phase.value in (-1, None) else int(self.phase.value),
+            "wrong": bool(self.wrong.value),
+        }
+
+    def _refresh(self) -> None:
+        found = self._findings()
+        if found is None:  # (a hidden table fails to draw in Bokeh: the panel stays, says why)
             self.summary.object = (
                 "Both `__syncthreads()` kept: no hazard. Choose a *Barrier lab* trace, or "
                 "record with a barrier removed, to see what goes wrong without them."
             )
-            self._show(hazard_rows_empty())
+            self._index = None
+            self._show_page()
             return
-        block = (self.state.by, self.state.bx)
-        if not trace.has_block(block):
-            self._show(hazard_rows_empty())
-            return
-        report = hz.analyse(trace)
-        kinds = {k: int((report.hazards["kind"] == k).sum()) for k in ("RAW", "WAR")}
+        trace = self.state.trace
+        lst = found.hazards
+        total = lst.counts(slice(None))
         removed = {
             (1,): "barrier 1 (after the loads)",
             (2,): "barrier 2 (after the k loop)",
             (1, 2): "both barriers",
         }.get(tuple(trace.meta.get("drop_barrier", ())), "none")
         text = (
-            f"Removed: **{removed}**. Hazards in the recorded blocks: **{kinds['RAW']} "
-            f"read-after-write**, **{kinds['WAR']} write-after-read**."
+            f"Removed: **{removed}**. Hazards in the recorded blocks: **{total['RAW']:,} "
+            f"read-after-write**, **{total['WAR']:,} write-after-read**."
         )
-        if report.has_reads:
+        if found.has_reads:
             text += (
-                f" This run: **{len(report.wrong_reads)} reads** found the wrong element, "
-                f"**{int(report.wrong_p.sum())} P elements** came out wrong (marked ✗)."
+                f" This run: **{found.wrong_reads:,} reads** found the wrong element, "
+                f"**{found.wrong_p:,} P elements** came out wrong (marked ✗)."
             )
-        df = hazard_rows(trace, block)
-        if len(df) == MAX_ROWS:
-            text += f" The list shows this block's first {MAX_ROWS} rows."
-        text += " Click a row to go to that step and follow the reading thread."
+        self._index = lst.select(**self._filters())
+        shown = lst.counts(self._index)
+        text += (
+            f" The list below: **{len(self._index):,} rows** of {shown['RAW']:,} RAW and "
+            f"{shown['WAR']:,} WAR hazards (a row: one reading thread at one phase and k). "
+            "Click a row to go to that step and block and follow the reading thread."
+        )
         self.summary.object = text
-        self._show(df)
+        self._show_page()
 
-    def _show(self, df: pd.DataFrame) -> None:
-        self._rows = df
-        self.table.options = {row_label(r): i for i, r in enumerate(df.itertuples())}
+    def _show_page(self) -> None:
+        index = self._index
+        n = 0 if index is None else len(index)
+        last = max(0, (n - 1) // PAGE_ROWS)
+        if self.page > last:
+            self.page = last
+        a = self.page * PAGE_ROWS
+        rows = [] if index is None else index[a : a + PAGE_ROWS].tolist()
+        self._shown = rows
+        lst = None if index is None else self._findings().hazards
+        every_block = self.block.value != _THIS_BLOCK
+        self.table.options = {row_label(lst, i, every_block): n for n, i in enumerate(rows)}
         self.table.value = None
+        self.page_info.object = f"rows {a + 1:,}–{a + len(rows):,} of {n:,}" if n else "no rows"
+        self.prev_page.disabled = self.page == 0
+        self.next_page.disabled = self.page >= last
 
     def _on_select(self, event) -> None:
-        i = event.new
-        df = self._rows
-        if i is None or not 0 <= i < len(df):
+        n = event.new
+        if n is None or not 0 <= n < len(self._shown) or self.state.replay is None:
             return
-        row = df.iloc[i]
+        row = self._findings().hazards.rows[self._shown[n]]
         replay = self.state.replay
-        if replay is None:
-            return
+        phase, k = int(row["phase"]), int(row["k"])
         try:
-            step = replay.index_of(int(row["phase"]), Sub.K, int(row["k"]))
+            step = replay.index_of(phase, Sub.K, k)
         except ValueError:  # phase granularity: the phase's step
-            step = replay.index_of(int(row["phase"]), Sub.PHASE)
-        self.state.param.update(ty=int(row["ty"]), tx=int(row["tx"]), step=step)
+            step = replay.index_of(phase, Sub.PHASE)
+        (by, bx), (ty, tx) = (tuple(int(v) for v in row[f]) for f in ("block", "reader"))
+        self.state.param.update(by=by, bx=bx, ty=ty, tx=tx, step=step)
 
     def __panel__(self):
         return self.layout
 
 
-def row_label(r) -> str:
-    """One hazard row in words: ``'RAW · phase 0 · k 1 · thread (0,0) reads Mds[0][1] ...'``."""
+def row_label(hazards: hz.HazardList, i: int, block: bool = False) -> str:
+    """Row ``i`` in words: ``'RAW · phase 0 · k 1 · thread (0,0) reads Mds[0][1] ...'``.
+
+    ``block``: start with the row's block (a list of several blocks).
+    """
+    r = hazards.rows[i]
+    reads, writers = hazards.describe(i)
+    where = f"block ({r['block'][0]},{r['block'][1]}) · " if block else ""
     return (
-        f"{r.kind} · phase {r.phase} · k {r.k} · thread {r.thread} reads {r.reads} "
-        f"written by {r.writers}" + (" · ✗ read the wrong element" if r.wrong else "")
-    )
-
-
-def hazard_rows_empty() -> pd.DataFrame:
-    """An empty hazard table (the columns of :func:`hazard_rows`)."""
-    return pd.DataFrame(
-        {
-            c: np.array([], dtype=object)
-            for c in ["kind", "phase", "k", "thread", "reads", "writers", "wrong", "ty", "tx"]
-        }
+        f"{r['kind']} · {where}phase {r['phase']} · k {r['k']} · thread "
+        f"({r['reader'][0]},{r['reader'][1]}) reads {reads} written by {writers}"
+        + (" · ✗ read the wrong element" if r["wrong"] else "")
     )

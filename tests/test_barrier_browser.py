@@ -2,8 +2,10 @@
 
 Choose the preset without the load barrier from the trace menu, step to the
 first wrong read and see it marked (the reading threads outlined, the hover
-text in the book's words, the removed line struck out); click a row of the
-hazard list and land on that step with that thread followed.
+text in the book's words, the removed line struck out, the thread that ran
+ahead marked, the Fig. 5.8 table's wrong term filled with the lab's colour);
+click a row of the hazard list and land on that step with that thread
+followed.
 """
 
 import os
@@ -25,6 +27,27 @@ THREAD_DATA = """() => {
     const d = m.data;
     if (d && Array.isArray(get(d, "word")) && Array.isArray(get(d, "pvalue")))
       found = {state: Array.from(get(d, "state")), word: Array.from(get(d, "word"))};
+  }
+  return found;
+}"""
+THREAD_AHEAD = """() => {
+  const get = (d, k) => (d instanceof Map ? d.get(k) : d[k]);
+  let found = null;
+  for (const m of Bokeh.documents[0].all_models) {
+    const d = m.data;
+    if (d && Array.isArray(get(d, "word")) && get(d, "ahead_alpha"))
+      found = Array.from(get(d, "ahead_alpha"));
+  }
+  return found;
+}"""
+TABLE_CELLS = """() => {
+  const get = (d, k) => (d instanceof Map ? d.get(k) : d[k]);
+  let found = null;
+  for (const m of Bokeh.documents[0].all_models) {
+    const d = m.data;
+    if (d && Array.isArray(get(d, "note")) && get(d, "font_style"))
+      found = {note: Array.from(get(d, "note")), fill: Array.from(get(d, "fill")),
+               text: Array.from(get(d, "text"))};
   }
   return found;
 }"""
@@ -105,6 +128,21 @@ def test_no_load_barrier_preset_marks_the_wrong_reads(browser, server):
     assert data["word"][t].startswith("✗")
     src = pg.evaluate(SOURCE_TEXT)
     assert "(removed)" in src[20] and "\u0336" in src[20]
+    # Who ran ahead: the oracle is the recorded tags (a slot not written yet: the reader).
+    ahead = [int(a) for a in pg.evaluate(THREAD_AHEAD)]
+    found = hz.found_phases(trace)[0, ph, :, :, k]  # (ty, tx, 2)
+    readers = (wrong[ph, :, :, k] & (found < ph)).any(axis=-1).ravel().astype(int).tolist()
+    assert ahead == readers and ahead[t] == 1
+    # The Fig. 5.8 table: this phase's Pvalue cell of the thread holds the wrong term, filled
+    # with the lab's colour, the book's term in its hover.
+    from vizmm.render import palette as pal
+
+    cells = pg.evaluate(TABLE_CELLS)
+    marked = [n for n, f in zip(cells["note"], cells["fill"], strict=True) if f == pal.LIGHT.WRONG]
+    assert any(
+        n.startswith(f"k={k}: computed") and "where the book's kernel computes" in n for n in marked
+    )
+    assert any(text.count("✗") for text in cells["text"])
     os.makedirs(SHOTS, exist_ok=True)
     pg.screenshot(path=os.path.join(SHOTS, "barrier-lab-first-wrong-read.png"), full_page=True)
 

@@ -87,12 +87,11 @@ def test_pvalue_is_the_sum_of_what_was_really_read():
     np.testing.assert_array_equal(last.p_wrong, trace.P != trace.M @ trace.N)
 
 
-def test_hazard_rows_of_a_two_by_two_block():
-    pytest.importorskip("panel")
-    from apps.barrier_view import hazard_rows
-
+def test_hazard_list_of_a_two_by_two_block():
     trace = _load("lab-4x4-drop1")
-    df = hazard_rows(trace, (0, 0))
+    lst = hz.HazardList(hz.hazards(trace))
+    index = lst.select(block=(0, 0))
+    rows = lst.rows[index]
     # By hand: thread (ty, tx) reads Mds[ty][k] (another thread's when k != tx) and
     # Nds[k][tx] (another's when k != ty); a row per thread, phase and such k.
     want = {
@@ -103,11 +102,17 @@ def test_hazard_rows_of_a_two_by_two_block():
         for k in range(2)
         if k != tx or k != ty
     }
-    got = {(int(r.phase), int(r.k), int(r.ty), int(r.tx)) for r in df.itertuples()}
-    assert got == want and set(df["kind"]) == {"RAW"}
-    marked = {(int(r.phase), int(r.k), int(r.ty), int(r.tx)) for r in df.itertuples() if r.wrong}
+    got = [(int(r["phase"]), int(r["k"]), *(int(v) for v in r["reader"])) for r in rows]
+    assert set(got) == want and len(got) == len(want) and set(rows["kind"]) == {"RAW"}
+    assert got == sorted(got)  # step order: phase, k, then the reader
+    # thread (0,0) at k = 1 reads Mds[0][1] (written by (0,1)) and Nds[1][0] (by (1,0))
+    i = index[got.index((0, 1, 0, 0))]
+    assert lst.describe(i) == ("Mds[0][1], Nds[1][0]", "(0,1), (1,0)")
+    marked = {g for g, r in zip(got, rows, strict=True) if r["wrong"]}
     mask = hz.wrong_read_mask(trace)[0].any(axis=-1)  # (nph, ty, tx, k)
     assert marked == {(ph, k, ty, tx) for ph, ty, tx, k in zip(*np.nonzero(mask), strict=True)}
+    # Every hazard is in one row: the rows' counts add up to the analysis' rows.
+    assert lst.counts(lst.select()) == {"RAW": len(hz.hazards(trace)), "WAR": 0}
 
 
 def test_dashboard_state_opens_the_lab_presets():
@@ -132,3 +137,58 @@ def test_gif_export_of_a_race_has_no_removed_barrier_steps(tmp_path):
     with Image.open(path) as gif:
         # 1 + 2 phases x (load M, load N, k = 0, 1, barrier 2, released) + write P
         assert gif.n_frames == 1 + 2 * 6 + 1
+
+
+def test_hazard_panel_reaches_every_hazard_a_page_at_a_time():
+    pytest.importorskip("panel")
+    from apps.barrier_view import PAGE_ROWS, HazardPanel
+    from apps.dashboard import DashboardState
+
+    key = "gpu-barrier-tiled-32-t16-drop12"
+    trace = _load(key)
+    want = hz.hazards(trace)
+    s = DashboardState(source=key).start()
+    panel = HazardPanel(s)
+    # Every block, every kind: page through the whole list; each hazard is in one row.
+    panel.block.value = "all"
+    seen, pages = 0, 0
+    while True:
+        labels = list(panel.table.options)
+        assert 0 < len(labels) <= PAGE_ROWS
+        seen += sum(panel._findings().hazards.rows["count"][i] for i in panel._shown)
+        pages += 1
+        if panel.next_page.disabled:
+            break
+        panel._turn(1)
+    assert seen == len(want) and pages > 1
+    assert f"of {len(panel._index):,}" in panel.page_info.object
+    # Filters: kind and phase and block; the counts are the analysis' rows that pass.
+    panel.kind.value = "WAR"
+    panel.phase.value = 0
+    panel.block.value = "0,1"
+    assert panel.page == 0
+    sel = (
+        (want["kind"] == "WAR")
+        & (want["phase"] == 0)
+        & (want["block"][:, 0] == 0)
+        & (want["block"][:, 1] == 1)
+    )
+    assert f"0 RAW and {int(sel.sum()):,} WAR" in panel.summary.object and sel.any()
+    label = next(iter(panel.table.options))
+    assert label.startswith("WAR · block (0,1) · phase 0 · k ")
+    # Clicking a row of another block than the replayed one goes there.
+    assert (s.by, s.bx) == (0, 0)
+    panel.table.value = 0
+    row = panel._findings().hazards.rows[panel._shown[0]]
+    f = s.frame
+    assert (s.by, s.bx) == (0, 1) and f.block == (0, 1)
+    assert (f.step.sub, f.step.phase, f.step.k) == (Sub.K, 0, int(row["k"]))
+    assert f.focus == tuple(int(v) for v in row["reader"])
+    # Only the reads that went wrong in this run.
+    panel.kind.value = "all"
+    panel.phase.value = -1
+    panel.block.value = "all"
+    panel.wrong.value = True
+    lst = panel._findings().hazards
+    assert lst.rows["wrong"][panel._index].all()
+    assert lst.rows["wrong"].sum() == len(panel._index) > 0

@@ -52,7 +52,9 @@ __all__ = [
     "TAG_ZERO_FILL",
     "TAG_NEVER_WRITTEN",
     "TAG_NOT_RECORDED",
+    "HAZARD_ROW_DTYPE",
     "BarrierReport",
+    "HazardList",
     "analyse",
     "barriers_kept",
     "book_p",
@@ -405,6 +407,126 @@ def ran_ahead(trace) -> np.ndarray:
     rows["expected"] = book_reads(trace)[s, ph, rty, rtx, rk, a]
     rows["expected_phase"] = _per_read(_store_phase(trace))[s, ph, rty, rtx, rk, a]
     return rows
+
+
+#: One row of :class:`HazardList`: the hazards of one reading thread at one phase and k.
+HAZARD_ROW_DTYPE = np.dtype(
+    [
+        ("kind", "U3"),  # 'RAW' or 'WAR'
+        ("block", np.int32, (2,)),  # (by, bx)
+        ("phase", np.int32),  # the reader's phase ph
+        ("k", np.int32),  # the reader's k
+        ("reader", np.int32, (2,)),  # (ty, tx)
+        ("count", np.int32),  # hazards in the row: (slot, writer) pairs
+        ("wrong", np.bool_),  # a read of the row returned a wrong element in this run
+    ]
+)
+
+
+class HazardList:
+    """Every hazard of a trace, one row per kind, reading thread, phase and k.
+
+    The list a person reads: the rows of :func:`hazards` grouped by what a
+    replay step shows (a block, a phase, a ``k``, a reading thread), in step
+    order. Filters return row numbers, so that a view can show any slice of
+    millions of hazards without copying them.
+
+    Parameters
+    ----------
+    hazards : ndarray of HAZARD_DTYPE
+        From :func:`hazards`.
+
+    Attributes
+    ----------
+    rows : ndarray of HAZARD_ROW_DTYPE, (n,)
+        Sorted by block (by, bx), phase, k, reader (ty, tx), kind.
+    blocks : list of (by, bx)
+        The blocks that have hazards, in order.
+    """
+
+    def __init__(self, hazards: np.ndarray):
+        h = hazards
+        kind = (h["kind"] == "WAR").astype(np.int8)
+        order = np.lexsort(
+            (
+                kind,
+                h["reader"][:, 1],
+                h["reader"][:, 0],
+                h["k"],
+                h["phase"],
+                h["block"][:, 1],
+                h["block"][:, 0],
+            )
+        )
+        h = h[order]
+        key = np.column_stack([h["block"], h["phase"], h["k"], h["reader"], kind[order]]).astype(
+            np.int64
+        )
+        new = np.ones(len(h), bool)
+        new[1:] = (key[1:] != key[:-1]).any(axis=1)
+        self._start = np.flatnonzero(new)
+        rows = np.zeros(len(self._start), HAZARD_ROW_DTYPE)
+        first = h[self._start]
+        for name in ("kind", "block", "phase", "k", "reader"):
+            rows[name] = first[name]
+        rows["count"] = np.diff(np.append(self._start, len(h)))
+        rows["wrong"] = np.logical_or.reduceat(h["wrong"], self._start) if len(h) else False
+        self.rows = rows
+        self.blocks = sorted({(int(a), int(b)) for a, b in rows["block"].tolist()})
+        # What describe() names, kept small: array (0 Mds, 1 Nds), slot and writer.
+        self._array = (h["array"] == "Nds").astype(np.int8)
+        self._slot = h["slot"].astype(np.int16)
+        self._writer = h["writer"].astype(np.int16)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def select(
+        self,
+        kind: str | None = None,
+        block: tuple[int, int] | None = None,
+        phase: int | None = None,
+        wrong: bool = False,
+    ) -> np.ndarray:
+        """Row numbers (int64, ascending) of the rows that pass every filter given.
+
+        Parameters
+        ----------
+        kind : {'RAW', 'WAR'}, optional
+        block : (by, bx), optional
+        phase : int, optional
+            The reader's phase.
+        wrong : bool
+            Only rows with a read that returned a wrong element in this run.
+        """
+        r = self.rows
+        keep = np.ones(len(r), bool)
+        if kind is not None:
+            keep &= r["kind"] == kind
+        if block is not None:
+            keep &= (r["block"][:, 0] == block[0]) & (r["block"][:, 1] == block[1])
+        if phase is not None:
+            keep &= r["phase"] == phase
+        if wrong:
+            keep &= r["wrong"]
+        return np.flatnonzero(keep)
+
+    def counts(self, index: np.ndarray) -> dict:
+        """``{'RAW': hazards, 'WAR': hazards}`` in the rows ``index`` ((slot, writer) pairs)."""
+        r = self.rows[index]
+        return {k: int(r["count"][r["kind"] == k].sum()) for k in ("RAW", "WAR")}
+
+    def describe(self, i: int) -> tuple[str, str]:
+        """The slots row ``i`` reads and the threads writing them: ``('Mds[0][1]', '(0,1)')``."""
+        a, b = int(self._start[i]), int(self._start[i]) + int(self.rows["count"][i])
+        reads = sorted(
+            {
+                f"{ARRAYS[int(x)]}[{r}][{c}]"
+                for x, (r, c) in zip(self._array[a:b], self._slot[a:b].tolist(), strict=True)
+            }
+        )
+        writers = sorted({f"({r},{c})" for r, c in self._writer[a:b].tolist()})
+        return ", ".join(reads), ", ".join(writers)
 
 
 def wrong_read_mask(trace) -> np.ndarray | None:

@@ -388,8 +388,16 @@ class _LabTerms:
         terms = self.terms(ph, ty, tx)
         texts = [("✗ " if t.wrong else "") + t.text for t in terms]
         if max_terms is not None and len(texts) > max_terms:
-            head = max(1, max_terms - 1)
-            texts = [*texts[:head], "...", texts[-1]]
+            # Shortened: the wrong terms stay in sight, the first and last terms too.
+            keep = {0, len(texts) - 1} | {t.k for t in terms if t.wrong}
+            keep |= set(range(max(1, max_terms - len(keep))))
+            shown, last = [], -1
+            for i in sorted(keep):
+                if i > last + 1:
+                    shown.append("...")
+                shown.append(texts[i])
+                last = i
+            texts = shown
         note = "; ".join(
             f"k={t.k}: computed {t.text} where the book's kernel computes {t.book}"
             for t in terms
