@@ -19,8 +19,8 @@ Mds, Nds, the threads, P and the Fig. 5.8 table are the frames'
 
 from __future__ import annotations
 
-import dataclasses
 from functools import lru_cache
+from typing import NamedTuple
 
 import panel as pn
 import param
@@ -36,30 +36,31 @@ _THIS_BLOCK = "this"  # the block filter's value for "the replayed block"
 _ALL = "all"
 
 
-@dataclasses.dataclass(frozen=True)
-class LabFindings:
-    """What the barrier lab found in one trace (read-only, shared by every session).
+class LabFindings(NamedTuple):
+    """What the barrier lab found in one trace (read-only, shared by every session)."""
 
-    Attributes
-    ----------
-    hazards : HazardList
-    wrong_reads : int
-        Recorded reads that returned a wrong element.
-    wrong_p : int
-        P elements that came out wrong.
-    has_reads : bool
-        Whether the trace recorded the k loop's reads.
-    """
-
-    hazards: hz.HazardList
-    wrong_reads: int
-    wrong_p: int
-    has_reads: bool
+    hazards: hz.HazardList  # every hazard, one row per reading thread, phase and k
+    wrong_reads: int  # recorded reads that returned a wrong element
+    wrong_p: int  # P elements that came out wrong
+    has_reads: bool  # whether the trace recorded the k loop's reads
 
 
 @lru_cache(maxsize=len(LAB_PRESETS) + 2)
 def lab_findings(trace) -> LabFindings:
-    """The barrier lab's findings on ``trace``, computed once per trace in this process."""
+    """The barrier lab's findings on ``trace``, computed once per trace in this process.
+
+    Parameters
+    ----------
+    trace : vizmm.trace.Trace
+
+    Returns
+    -------
+    LabFindings
+        ``(hazards, wrong_reads, wrong_p, has_reads)``: the
+        :class:`~vizmm.analysis.hazards.HazardList`, the number of reads that
+        returned a wrong element, of P elements that came out wrong, and
+        whether the trace recorded the reads.
+    """
     report = hz.analyse(trace)
     return LabFindings(
         hz.HazardList(report.hazards),

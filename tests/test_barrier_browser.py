@@ -19,48 +19,30 @@ if not os.path.exists(CHROMIUM):
     pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api")
 
-# The texts of the threads' glyphs and hover lines, as the page holds them.
-THREAD_DATA = """() => {
+
+def _source_js(key: str, columns: list[str], flag: str | None = None) -> str:
+    """JS giving ``{column: [...]}`` of the last data source with ``key`` (and ``flag``).
+
+    The last one: the scene of the trace now shown.
+    """
+    cols = ", ".join(f'{c}: Array.from(get(d, "{c}"))' for c in columns)
+    test = f'Array.isArray(get(d, "{key}"))' + (f' && get(d, "{flag}")' if flag else "")
+    return f"""() => {{
   const get = (d, k) => (d instanceof Map ? d.get(k) : d[k]);
   let found = null;
-  for (const m of Bokeh.documents[0].all_models) {
+  for (const m of Bokeh.documents[0].all_models) {{
     const d = m.data;
-    if (d && Array.isArray(get(d, "word")) && Array.isArray(get(d, "pvalue")))
-      found = {state: Array.from(get(d, "state")), word: Array.from(get(d, "word"))};
-  }
+    if (d && {test}) found = {{{cols}}};
+  }}
   return found;
-}"""
-THREAD_AHEAD = """() => {
-  const get = (d, k) => (d instanceof Map ? d.get(k) : d[k]);
-  let found = null;
-  for (const m of Bokeh.documents[0].all_models) {
-    const d = m.data;
-    if (d && Array.isArray(get(d, "word")) && get(d, "ahead_alpha"))
-      found = Array.from(get(d, "ahead_alpha"));
-  }
-  return found;
-}"""
-TABLE_CELLS = """() => {
-  const get = (d, k) => (d instanceof Map ? d.get(k) : d[k]);
-  let found = null;
-  for (const m of Bokeh.documents[0].all_models) {
-    const d = m.data;
-    if (d && Array.isArray(get(d, "note")) && get(d, "font_style"))
-      found = {note: Array.from(get(d, "note")), fill: Array.from(get(d, "fill")),
-               text: Array.from(get(d, "text"))};
-  }
-  return found;
-}"""
-SOURCE_TEXT = """() => {
-  const get = (d, k) => (d instanceof Map ? d.get(k) : d[k]);
-  let found = null;  // the last one: the scene of the trace now shown
-  for (const m of Bokeh.documents[0].all_models) {
-    const d = m.data;
-    if (d && Array.isArray(get(d, "marker")) && get(d, "bg_alpha"))
-      found = Array.from(get(d, "text"));
-  }
-  return found;
-}"""
+}}"""
+
+
+# The texts of the threads' glyphs and hover lines, their "ran ahead" marks, the Fig. 5.8
+# table's cells and the source lines, as the page holds them.
+THREAD_DATA = _source_js("word", ["state", "word", "ahead_alpha"], "pvalue")
+TABLE_CELLS = _source_js("note", ["note", "fill", "text"], "font_style")
+SOURCE_TEXT = _source_js("marker", ["text"], "bg_alpha")
 
 
 @pytest.fixture(scope="module")
@@ -126,10 +108,10 @@ def test_no_load_barrier_preset_marks_the_wrong_reads(browser, server):
     data = pg.evaluate(THREAD_DATA)
     assert "where the book's kernel reads" in data["state"][t]
     assert data["word"][t].startswith("✗")
-    src = pg.evaluate(SOURCE_TEXT)
+    src = pg.evaluate(SOURCE_TEXT)["text"]
     assert "(removed)" in src[20] and "\u0336" in src[20]
     # Who ran ahead: the oracle is the recorded tags (a slot not written yet: the reader).
-    ahead = [int(a) for a in pg.evaluate(THREAD_AHEAD)]
+    ahead = [int(a) for a in data["ahead_alpha"]]
     found = hz.found_phases(trace)[0, ph, :, :, k]  # (ty, tx, 2)
     readers = (wrong[ph, :, :, k] & (found < ph)).any(axis=-1).ravel().astype(int).tolist()
     assert ahead == readers and ahead[t] == 1
