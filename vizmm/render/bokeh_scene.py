@@ -58,6 +58,7 @@ from ..replay import CellState, Frame, SlotState, ThreadState
 from ..replay.table import build_table
 from ..trace import Access, Trace, ceil_div
 from . import palette as pal
+from .bokeh_tools import add_hover
 from .text import format_value, render_text
 
 __all__ = [
@@ -108,6 +109,72 @@ SOURCE_NAMES = {
 #: Every source name, in the order :func:`frame_columns` fills them.
 SOURCE_ORDER = tuple(n for names in SOURCE_NAMES.values() for n in names)
 ALL_SOURCES = frozenset(SOURCE_ORDER)
+
+# The columns of every source, named once: the makers below fill them and a
+# scene's sources start empty with them (see _columns_of).
+_PAINT = ("fill", "line_color", "line_width", "text", "text_color")  # a coloured cell with text
+_TEXT_LINES = ("x", "y", "text", "font_style", "color")  # one row per line of a text view
+_BOX = ("x", "y", "w", "h")  # outlines of w x h boxes
+_COLUMNS = {
+    "caption": _TEXT_LINES,
+    "matrix": ("x", "y", "row", "col", "name", "final", "text", "code"),
+    "cells": ("x", "y"),  # outlined cells: the followed thread's elements, the current warp
+    "P_pvalue": ("x", "y", "name", "text", "thread", "code"),
+    "ghost": ("x", "y", "row", "col", "name", "fill", "line_color", "text", "text_color")
+    + ("state", "loader"),
+    "box": _BOX,
+    "bank": ("x", "y", "fill", "text", "text_color", "line_color", "line_width", "bank", "note"),
+    "warps": ("x", "y", "text", "fill", "text_color", "line_color", "line_width", "label"),
+    "slots": ("x", "y", "ty", "tx", *_PAINT, "state", "element", "value", "loader"),
+    "threads": ("x", "y", "sx", "sy", "ax", "ay", "ty", "tx", "ident", *_PAINT)
+    + ("state", "word", "pvalue", "valid", "ahead_alpha"),
+    "source": ("x", "y", "text", "bg", "bg_alpha", "marker", "font_style"),
+    "counters": _TEXT_LINES,
+    "bars": ("x", "y", "w", "fill", "label", "lx", "label_color"),
+    "blocks": ("x", "y", "by", "bx", *_PAINT, "status"),
+    "table": ("x", "y", "w", "h", "tx", "fill", "line_color", "text", "text_color")
+    + ("font_style", "note"),
+}
+#: The kind of columns of every source whose name is not itself a key of _COLUMNS.
+_KIND = {
+    **{m: "matrix" for m in ("M", "N", "P")},
+    **{
+        f"{m}_{part}": kind
+        for m in ("M", "N", "P")
+        for part, kind in (("ghost", "ghost"), ("tile", "box"), ("focus", "cells"))
+    },
+    **{f"{m}_{part}": "box" for m in ("M", "N") for part in ("sectors", "segments")},
+    "Mds": "slots",
+    "Nds": "slots",
+    "Mds_bank": "bank",
+    "Nds_bank": "bank",
+    "warp_threads": "cells",
+}
+
+
+def _columns_of(kind: str, only: Sequence[str] | None = None) -> dict[str, list]:
+    """Empty columns of a source kind (a key of ``_COLUMNS``), or of ``only`` of them."""
+    return {c: [] for c in _COLUMNS[kind] if only is None or c in only}
+
+
+def _add_row(cols: dict[str, list], **row) -> None:
+    """Append one row to ``cols``: a value for every column, by name."""
+    if row.keys() != cols.keys():
+        raise KeyError(f"a row needs the columns {sorted(cols)}, got {sorted(row)}")
+    for name, v in row.items():
+        cols[name].append(v)
+
+
+def _text_lines(lines: Sequence[tuple[str, str, str]], first: float = 0.0) -> dict[str, list]:
+    """Columns of a text view: one ``(text, font style, colour)`` per line, from line ``first``."""
+    return {
+        "x": [0.0] * len(lines),
+        "y": [first + i + 0.5 for i in range(len(lines))],
+        "text": [t for t, _, _ in lines],
+        "font_style": [st for _, st, _ in lines],
+        "color": [c for _, _, c in lines],
+    }
+
 
 CAPTION_CHARS = 120  # title and caption lines are wrapped at this many characters
 #: The views of a presenter scene: what a class must see on a projector.
@@ -301,13 +368,7 @@ def _caption_columns(frame: Frame, th: pal.Palette, chars: int = CAPTION_CHARS) 
         lines.append((line, "normal", th.TEXT))
     while len(lines) < 4:
         lines.append(("", "normal", th.TEXT))
-    return {
-        "x": [0.0] * len(lines),
-        "y": [i + 0.5 for i in range(len(lines))],
-        "text": [t for t, _, _ in lines],
-        "font_style": [s for _, s, _ in lines],
-        "color": [c for _, _, c in lines],
-    }
+    return _text_lines(lines)
 
 
 # Matrix cells carry one small integer, ``code``: a CellState (0..5), P_WRITTEN
@@ -362,10 +423,14 @@ def _matrix_columns(frame: Frame, trace: Trace, name: str) -> dict[str, list]:
     return {**static, "code": code.tolist()}
 
 
-def _focus_columns(frame: Frame, name: str) -> dict[str, list]:
-    mask = {"M": frame.m_focus, "N": frame.n_focus, "P": frame.p_focus}[name]
+def _cells_at(mask: np.ndarray) -> dict[str, list]:
+    """Centres of the cells where ``mask`` is true (outlined cells)."""
     rr, cc = np.nonzero(mask)
     return {"x": (cc + 0.5).tolist(), "y": (rr + 0.5).tolist()}
+
+
+def _focus_columns(frame: Frame, name: str) -> dict[str, list]:
+    return _cells_at({"M": frame.m_focus, "N": frame.n_focus, "P": frame.p_focus}[name])
 
 
 def _pvalue_columns(frame: Frame, trace: Trace) -> dict[str, list]:
@@ -373,84 +438,71 @@ def _pvalue_columns(frame: Frame, trace: Trace) -> dict[str, list]:
     j, _, l = trace.shape
     T = trace.tile_width
     row0, col0 = frame.tiles["P"]
-    cols: dict[str, list] = {key: [] for key in ("x", "y", "name", "text", "thread", "code")}
+    cols = _columns_of("P_pvalue")
     names = _static_grid(trace, "P")["name"]
     pstate = frame.p_state
     for ty in range(min(T, j - row0)):
         for tx in range(min(T, l - col0)):
             r, c = row0 + ty, col0 + tx
-            cols["x"].append(c + 0.5)
-            cols["y"].append(r + 0.5)
-            cols["name"].append(names[r * l + c])
             wrong = frame.p_wrong is not None and bool(frame.p_wrong[r, c])
-            cols["text"].append(("✗ " if wrong else "") + _fmt(frame.pvalue[ty, tx]))
-            cols["thread"].append(f"thread ({ty},{tx})")
-            cols["code"].append(P_WRITTEN if pstate[r, c] == CellState.DONE else int(pstate[r, c]))
+            _add_row(
+                cols,
+                x=c + 0.5,
+                y=r + 0.5,
+                name=names[r * l + c],
+                text=("✗ " if wrong else "") + _fmt(frame.pvalue[ty, tx]),
+                thread=f"thread ({ty},{tx})",
+                code=P_WRITTEN if pstate[r, c] == CellState.DONE else int(pstate[r, c]),
+            )
     return cols
 
 
 def _ghost_columns(frame: Frame, trace: Trace, name: str, th: pal.Palette) -> dict[str, list]:
     T = trace.tile_width
-    cols: dict[str, list] = {
-        key: []
-        for key in (
-            "x",
-            "y",
-            "row",
-            "col",
-            "name",
-            "fill",
-            "line_color",
-            "text",
-            "text_color",
-            "state",
-            "loader",
+    cols = _columns_of("ghost")
+    if name == "P":  # (row, col, thread): a thread whose P element lies outside P
+        fill = th.THREAD_STATE_COLORS[ThreadState.IDLE]
+        ghosts = [
+            (r, c, fill, th.MUTED, "", "outside P: this thread has no P element", t)
+            for r, c, t in frame.p_ghosts
+        ]
+    else:
+        n = T * T
+        ghosts = []
+        for r, c, code, t, now, element in frame.ghosts.get(name, []):
+            if code == Access.ZERO_FILL:
+                text = "0.0"
+            elif code == Access.WRONG_ELEMENT:
+                text = "=" + _uni(_sub(name, *element))
+            elif code == Access.OUT_OF_ALLOCATION:
+                text = "✗"
+            else:
+                text = ""
+            line = th.thread_color(t, n) if now else th.MUTED
+            fill = th.GHOST_COLORS[int(code)]
+            ghosts.append((r, c, fill, line, text, th.GHOST_LABELS[int(code)], t))
+    for r, c, fill, line, text, state, t in ghosts:
+        _add_row(
+            cols,
+            x=c + 0.5,
+            y=r + 0.5,
+            row=r,
+            col=c,
+            name=_uni(_sub(name, r, c)),
+            fill=fill,
+            line_color=line,
+            text=text,
+            text_color=th.text_on(fill),
+            state=state,
+            loader=f"thread ({t // T},{t % T})",
         )
-    }
-    if name == "P":
-        for r, c, t in frame.p_ghosts:
-            cols["x"].append(c + 0.5)
-            cols["y"].append(r + 0.5)
-            cols["row"].append(r)
-            cols["col"].append(c)
-            cols["name"].append(_uni(_sub("P", r, c)))
-            fill = th.THREAD_STATE_COLORS[ThreadState.IDLE]
-            cols["fill"].append(fill)
-            cols["line_color"].append(th.MUTED)
-            cols["text"].append("")
-            cols["text_color"].append(th.text_on(fill))
-            cols["state"].append("outside P: this thread has no P element")
-            cols["loader"].append(f"thread ({t // T},{t % T})")
-        return cols
-    n = T * T
-    for r, c, code, t, now, element in frame.ghosts.get(name, []):
-        fill = th.GHOST_COLORS[int(code)]
-        cols["x"].append(c + 0.5)
-        cols["y"].append(r + 0.5)
-        cols["row"].append(r)
-        cols["col"].append(c)
-        cols["name"].append(_uni(_sub(name, r, c)))
-        cols["fill"].append(fill)
-        cols["line_color"].append(th.thread_color(t, n) if now else th.MUTED)
-        if code == Access.ZERO_FILL:
-            text = "0.0"
-        elif code == Access.WRONG_ELEMENT:
-            text = "=" + _uni(_sub(name, *element))
-        elif code == Access.OUT_OF_ALLOCATION:
-            text = "✗"
-        else:
-            text = ""
-        cols["text"].append(text)
-        cols["text_color"].append(th.text_on(fill))
-        cols["state"].append(th.GHOST_LABELS[int(code)])
-        cols["loader"].append(f"thread ({t // T},{t % T})")
     return cols
 
 
 def _tile_columns(frame: Frame, T: int, name: str) -> dict[str, list]:
     corner = frame.tiles.get(name)
     if corner is None:
-        return {"x": [], "y": [], "w": [], "h": []}
+        return _columns_of("box")
     r0, c0 = corner
     return {"x": [c0 + T / 2], "y": [r0 + T / 2], "w": [float(T)], "h": [float(T)]}
 
@@ -470,11 +522,11 @@ def _span_columns(frame: Frame, name: str, what: str) -> dict[str, list]:
 def _bank_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, list]:
     """The bank of every Mds / Nds slot at a step of the k loop; the current warp's conflicts."""
     o = frame.transactions
-    bank = None if o is None else (o.mds_bank if matrix == "M" else o.nds_bank)
+    bank, read, conflict = (
+        (None,) * 3 if o is None else _slot_arrays(o, matrix, "bank", "read", "conflict")
+    )
     if bank is None:
-        return {c: [] for c in _EMPTY_COLUMNS["bank"]}
-    read = o.mds_read if matrix == "M" else o.nds_read
-    conflict = o.mds_conflict if matrix == "M" else o.nds_conflict
+        return _columns_of("bank")
     T = bank.shape[0]
     pos = _grid_positions(T)
     colors = th.thread_colors(32)
@@ -505,17 +557,14 @@ def _bank_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, list]
 def _warp_thread_columns(frame: Frame) -> dict[str, list]:
     """The threads of the current warp (outlined in the thread grid)."""
     o = frame.transactions
-    if o is None:
-        return {"x": [], "y": []}
-    rr, cc = np.nonzero(o.warp_threads)
-    return {"x": (cc + 0.5).tolist(), "y": (rr + 0.5).tolist()}
+    return _columns_of("cells") if o is None else _cells_at(o.warp_threads)
 
 
 def _warp_columns(frame: Frame, th: pal.Palette) -> dict[str, list]:
     """One cell per warp under the thread grid: its cost at this step against the ideal."""
     o = frame.transactions
     if o is None:
-        return {c: [] for c in _EMPTY_COLUMNS["warps"]}
+        return _columns_of("warps")
     n = o.n_warps
     unit = o.warp_unit
     text, fill = [], []
@@ -557,43 +606,21 @@ def _grid_positions(T: int) -> dict[str, list]:
 _SHOW_VALUE = (SlotState.LOADED, SlotState.WRONG, SlotState.STALE)
 
 
+def _slot_arrays(obj, matrix: str, *names: str) -> list:
+    """``obj.mds_<name>`` (``matrix`` 'M') or ``obj.nds_<name>`` ('N') for each name."""
+    prefix = "mds" if matrix == "M" else "nds"
+    return [getattr(obj, f"{prefix}_{name}") for name in names]
+
+
 def _shared_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, list]:
-    if matrix == "M":
-        state, src, value, now, read, focus = (
-            frame.mds_state,
-            frame.mds_src,
-            frame.mds_value,
-            frame.mds_now,
-            frame.mds_read,
-            frame.mds_focus,
-        )
-    else:
-        state, src, value, now, read, focus = (
-            frame.nds_state,
-            frame.nds_src,
-            frame.nds_value,
-            frame.nds_now,
-            frame.nds_read,
-            frame.nds_focus,
-        )
+    state, src, value, now, read, focus, loader, wrong_arr = _slot_arrays(
+        frame, matrix, "state", "src", "value", "now", "read", "focus", "loader", "wrong"
+    )
     T = state.shape[0]
     tcol = th.thread_colors(T * T)
     pos = _grid_positions(T)
-    loader = frame.mds_loader if matrix == "M" else frame.nds_loader
     who = np.arange(T * T) if loader is None else loader.ravel()
-    cols: dict[str, list] = {
-        key: []
-        for key in (
-            "fill",
-            "line_color",
-            "line_width",
-            "text",
-            "text_color",
-            "state",
-            "element",
-            "value",
-        )
-    }
+    cols = _columns_of("slots")
     states = state.ravel().tolist()
     rows = src[..., 0].ravel().tolist()
     colsrc = src[..., 1].ravel().tolist()
@@ -601,7 +628,6 @@ def _shared_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, lis
     nows = now.ravel().tolist()
     reads = read.ravel().tolist()
     focuses = focus.ravel().tolist()
-    wrong_arr = frame.mds_wrong if matrix == "M" else frame.nds_wrong
     wrongs = [False] * (T * T) if wrong_arr is None else wrong_arr.ravel().tolist()
     for t, st in enumerate(states):
         label = _slot_label(st, rows[t], colsrc[t], matrix)
@@ -624,33 +650,24 @@ def _shared_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, lis
             shown = f"✗ {shown}" if label != _NAN_TEXT else "✗"
         if st in _SHOW_VALUE and v == v:
             shown = f"{shown}\n{_fmt(v)}"
-        cols["fill"].append(fill)
-        cols["line_color"].append(line)
-        cols["line_width"].append(width)
-        cols["text"].append(shown)
-        cols["text_color"].append(
-            th.MUTED if st in (SlotState.STALE, SlotState.EMPTY) else _text_on(fill)
+        _add_row(
+            cols,
+            x=pos["x"][t],
+            y=pos["y"][t],
+            ty=pos["ty"][t],
+            tx=pos["tx"][t],
+            fill=fill,
+            line_color=line,
+            line_width=width,
+            text=f"✗ {shown}" if wrongs[t] else shown,
+            text_color=th.MUTED if st in (SlotState.STALE, SlotState.EMPTY) else _text_on(fill),
+            state=th.SLOT_LABELS[st]
+            + (" · read at this k while another thread's write raced with it" if wrongs[t] else ""),
+            element=label,
+            value=_fmt(v),
+            loader=pos["loader"][who[t]],
         )
-        cols["state"].append(
-            th.SLOT_LABELS[st]
-            + (" · read at this k while another thread's write raced with it" if wrongs[t] else "")
-        )
-        if wrongs[t]:
-            cols["text"][-1] = f"✗ {cols['text'][-1]}"
-        cols["element"].append(label)
-        cols["value"].append(_fmt(v))
-    return {
-        "x": pos["x"],
-        "y": pos["y"],
-        "ty": pos["ty"],
-        "tx": pos["tx"],
-        **cols,
-        "loader": (
-            pos["loader"]
-            if loader is None
-            else [f"thread ({t // T},{t % T})" for t in who.tolist()]
-        ),
-    }
+    return cols
 
 
 def _thread_columns(frame: Frame, th: pal.Palette) -> dict[str, list]:
@@ -660,21 +677,7 @@ def _thread_columns(frame: Frame, th: pal.Palette) -> dict[str, list]:
     pos = _grid_positions(T)
     k = frame.step.k
     focus = -1 if frame.focus is None else frame.focus[0] * T + frame.focus[1]
-    cols: dict[str, list] = {
-        key: []
-        for key in (
-            "fill",
-            "line_color",
-            "line_width",
-            "text",
-            "text_color",
-            "state",
-            "word",
-            "pvalue",
-            "valid",
-            "ahead_alpha",
-        )
-    }
+    cols = _columns_of("threads")
     # Arrival ranks only while a barrier fills up in recorded order (as the GIF frames do)
     arriving = frame.step.arrived is not None and frame.step.arrived < T * T
     ranks = frame.thread_rank.ravel().tolist() if arriving else [-1] * (T * T)
@@ -687,37 +690,29 @@ def _thread_columns(frame: Frame, th: pal.Palette) -> dict[str, list]:
         word = thread_label(st, k, ranks[t])
         note = notes.get((t // T, t % T))
         ran = ahead.get((t // T, t % T))
-        cols["ahead_alpha"].append(1.0 if ran else 0.0)
-        cols["fill"].append(fill)
         if note:  # barrier lab: this thread's read found the wrong element
-            cols["line_color"].append(th.SLOT_COLORS[SlotState.WRONG])
-            cols["line_width"].append(5.0)
+            line, width = th.SLOT_COLORS[SlotState.WRONG], 5.0
             word = f"✗ {word}"
         else:
-            cols["line_color"].append(th.FOCUS if t == focus else th.BACKGROUND)
-            cols["line_width"].append(4.0 if t == focus else 1.5)
-        cols["text"].append(f"{pos['ty'][t]},{pos['tx'][t]}\n{word}")
-        cols["text_color"].append(_text_on(fill))
-        cols["state"].append(
-            th.THREAD_STATE_LABELS[st]
+            line, width = (th.FOCUS, 4.0) if t == focus else (th.BACKGROUND, 1.5)
+        _add_row(
+            cols,
+            **{c: pos[c][t] for c in ("x", "y", "sx", "sy", "ax", "ay", "ty", "tx")},
+            ident=tcol[t],
+            fill=fill,
+            line_color=line,
+            line_width=width,
+            text=f"{pos['ty'][t]},{pos['tx'][t]}\n{word}",
+            text_color=_text_on(fill),
+            state=th.THREAD_STATE_LABELS[st]
             + (f" · {note}" if note else "")
-            + (f" · ▶ {ran}" if ran else "")  # barrier lab: it ran ahead of another
+            + (f" · ▶ {ran}" if ran else ""),  # barrier lab: it ran ahead of another
+            word=word,
+            pvalue=_fmt(pvs[t]),
+            valid="yes" if valid[t] else "no (idle at the end)",
+            ahead_alpha=1.0 if ran else 0.0,
         )
-        cols["word"].append(word)
-        cols["pvalue"].append(_fmt(pvs[t]))
-        cols["valid"].append("yes" if valid[t] else "no (idle at the end)")
-    return {
-        "x": pos["x"],
-        "y": pos["y"],
-        "sx": pos["sx"],
-        "sy": pos["sy"],
-        "ax": pos["ax"],
-        "ay": pos["ay"],
-        "ty": pos["ty"],
-        "tx": pos["tx"],
-        "ident": tcol,
-        **cols,
-    }
+    return cols
 
 
 @lru_cache(maxsize=16)
@@ -768,7 +763,7 @@ def _counter_columns(
     for ph in range(frame.phase_pvalues.shape[0]):
         v = float(frame.phase_pvalues[ph, fy, fx])
         pvs.append(f"ph {ph}: {'-' if math.isnan(v) else _fmt(v)}")
-    lines = [
+    lines: list[tuple[str, str, str]] = [
         ("Global loads of M, N (this block)", "bold", th.TEXT),
         (f"  tiled kernel so far   {loads:>7d}", "normal", th.TEXT),
         (f"  naive kernel, same    {naive:>7d}", "normal", th.MUTED),
@@ -783,91 +778,62 @@ def _counter_columns(
     per_line = 3
     for i in range(0, max(1, len(pvs)), per_line):
         lines.append(("  " + "   ".join(pvs[i : i + per_line]), "normal", th.TEXT))
-    counters = {
-        "x": [0.0] * len(lines),
-        "y": [i + 0.5 for i in range(len(lines))],
-        "text": [t for t, _, _ in lines],
-        "font_style": [s for _, s, _ in lines],
-        "color": [c for _, _, c in lines],
-    }
+    counters = _text_lines(lines)
     # Bars: loads so far against the naive count, scaled to the block's naive total.
     total = max(1, frame.naive_loads_total)
     width = COUNTER_CHARS - 2
-    bars: dict[str, list] = {
-        "x": [],
-        "y": [],
-        "w": [],
-        "fill": [],
-        "label": [],
-        "lx": [],
-        "label_color": [],
-    }
+    bars = _columns_of("bars")
     for row, (count, color, label) in enumerate(
         ((loads, th.FOCUS, "tiled"), (naive, th.MUTED, "naive"))
     ):
         w = width * min(1.0, count / total)
         text = f"{label} {count}"
         inside = w > len(text) + 1.5
-        bars["x"].append(1 + w / 2)
-        bars["y"].append(len(lines) + 0.5 + row)
-        bars["w"].append(max(w, 0.01))
-        bars["fill"].append(color)
-        bars["label"].append(text)
-        bars["lx"].append(1.4 if inside else 1.6 + w)
-        bars["label_color"].append(th.text_on(color) if inside else th.TEXT)
+        _add_row(
+            bars,
+            x=1 + w / 2,
+            y=len(lines) + 0.5 + row,
+            w=max(w, 0.01),
+            fill=color,
+            label=text,
+            lx=1.4 if inside else 1.6 + w,
+            label_color=th.text_on(color) if inside else th.TEXT,
+        )
     o = frame.transactions
-    if o is not None:
-        y0 = len(lines) + 2
+    if o is not None:  # under the two bars
         extra = [("Memory transactions (all recorded blocks)", "bold", th.TEXT)]
         extra += [(f"  {t}", "normal", th.TEXT) for t in o.totals]
-        for i, (text, style, color) in enumerate(extra):
-            counters["x"].append(0.0)
-            counters["y"].append(y0 + i + 0.5)
-            counters["text"].append(text)
-            counters["font_style"].append(style)
-            counters["color"].append(color)
+        for name, col in _text_lines(extra, first=len(lines) + 2).items():
+            counters[name] += col
     return counters, bars
 
 
 def _block_columns(frame: Frame, trace: Trace, th: pal.Palette) -> dict[str, list]:
     gy, gx = trace.grid
-    cols: dict[str, list] = {
-        key: []
-        for key in (
-            "x",
-            "y",
-            "by",
-            "bx",
-            "fill",
-            "line_color",
-            "line_width",
-            "text",
-            "text_color",
-            "status",
-        )
-    }
+    cols = _columns_of("blocks")
     for by in range(gy):
         for bx in range(gx):
             chosen = (by, bx) == tuple(frame.block)
             detailed = trace.has_block((by, bx))
             fill = th.TILE_OUTLINE if chosen else (th.BACKGROUND if detailed else th.GRID_LINE)
-            cols["x"].append(bx + 0.5)
-            cols["y"].append(by + 0.5)
-            cols["by"].append(by)
-            cols["bx"].append(bx)
-            cols["fill"].append(fill)
-            cols["line_color"].append(th.TEXT if chosen else th.MUTED)
-            cols["line_width"].append(2.0 if chosen else 1.0)
-            cols["text"].append(f"{by},{bx}")
-            cols["text_color"].append(th.text_on(fill))
-            cols["status"].append(
-                "replayed now"
-                if chosen
-                else (
-                    "recorded per thread: tap to replay"
-                    if detailed
-                    else "not recorded per thread (aggregated only)"
-                )
+            if chosen:
+                status = "replayed now"
+            elif detailed:
+                status = "recorded per thread: tap to replay"
+            else:
+                status = "not recorded per thread (aggregated only)"
+            _add_row(
+                cols,
+                x=bx + 0.5,
+                y=by + 0.5,
+                by=by,
+                bx=bx,
+                fill=fill,
+                line_color=th.TEXT if chosen else th.MUTED,
+                line_width=2.0 if chosen else 1.0,
+                text=f"{by},{bx}",
+                text_color=th.text_on(fill),
+                status=status,
             )
     return cols
 
@@ -947,20 +913,23 @@ def _table_columns(
     kind_fill = _table_kind_fill(th)
     focus_row = (frame.focus[0] * T + frame.focus[1]) if frame.focus is not None else -1
 
-    cols = _empty("table")
+    cols = _columns_of("table")
 
     def add(x0, w, y, text, fill, color, style="normal", line=th.GRID_LINE, note=""):
-        cols["note"].append(note or text)
-        cols["x"].append(x0 + w / 2)
-        cols["y"].append(y + 0.5)
-        cols["w"].append(float(w))
-        cols["h"].append(1.0)
-        cols["tx"].append(x0 + 1.0)
-        cols["fill"].append(fill)
-        cols["line_color"].append(line)
-        cols["text"].append(text)
-        cols["text_color"].append(color)
-        cols["font_style"].append(style)
+        _add_row(
+            cols,
+            x=x0 + w / 2,
+            y=y + 0.5,
+            w=float(w),
+            h=1.0,
+            tx=x0 + 1.0,
+            fill=fill,
+            line_color=line,
+            text=text,
+            text_color=color,
+            font_style=style,
+            note=note or text,
+        )
 
     # x positions of the shown columns
     xs, x = {}, 0.0
@@ -1255,38 +1224,43 @@ class Scene:
             rows.append(self._table_fig())
         return column(*rows, spacing=10)
 
-    def _fig(self, width, height, x_range, y_range, title=None, tools=""):
+    def _fig(self, width, height, x_range, y_range, title=None, tools="", **kw):
+        """A figure of the scene's look (no toolbar, grid or outline); ``kw`` overrides."""
         from bokeh.plotting import figure
 
         f = figure(
-            width=int(width),
-            height=int(height),
-            x_range=x_range,
-            y_range=y_range,
-            tools=tools,
-            toolbar_location=None,
-            title=title,
-            min_border=4,
-            x_axis_location="above",
-            outline_line_color=None,
-            background_fill_color=self.palette.BACKGROUND,
-            border_fill_color=self.palette.BACKGROUND,
+            **{
+                "width": int(width),
+                "height": int(height),
+                "x_range": x_range,
+                "y_range": y_range,
+                "tools": tools,
+                "toolbar_location": None,
+                "title": title,
+                "min_border": 4,
+                "x_axis_location": "above",
+                "outline_line_color": None,
+                "background_fill_color": self.palette.BACKGROUND,
+                "border_fill_color": self.palette.BACKGROUND,
+                **kw,
+            }
         )
         f.grid.visible = False
-        if title is not None:
+        if title:
             f.title.text_font = SANS
             f.title.text_font_size = f"{self.sizes.font + 1}px"
             f.title.text_color = self.palette.TEXT
         return f
 
-    def _text_fig(self, width_chars, lines, name):
+    def _text_fig(self, width_chars, lines, name, pad=0.5):
+        """A figure of ``lines`` monospace lines of ``width_chars`` characters (no axes)."""
         from bokeh.models import Range1d
 
         s = self.sizes
         f = self._fig(
             width_chars * s.char + 12,
             lines * s.line + 8,
-            Range1d(-0.5, width_chars + 0.5),
+            Range1d(-pad, width_chars + pad),
             Range1d(lines, 0),
         )
         f.axis.visible = False
@@ -1352,16 +1326,16 @@ class Scene:
 
     def _matrices(self, v):
         from bokeh.layouts import column, row
-        from bokeh.models import CustomJSHover, HoverTool, Spacer
+        from bokeh.models import CustomJSHover, Spacer
         from bokeh.transform import linear_cmap
 
-        tr, s = self.trace, self.sizes
+        tr, s, th = self.trace, self.sizes, self.palette
         j, k, l = tr.shape
         T = tr.tile_width
         jp, kp, lp = tr.launch.padded  # tiles may overhang the matrices
         ext = {"M": (jp, kp), "N": (kp, lp), "P": (jp, lp)}
         shape = {"M": (j, k), "N": (k, l), "P": (j, l)}
-        fills, texts, words = matrix_palette(T * T, self.palette)
+        fills, texts, words = matrix_palette(T * T, th)
         fill_map = linear_cmap("code", fills, low=-0.5, high=len(fills) - 0.5)
         text_map = linear_cmap("code", texts, low=-0.5, high=len(texts) - 0.5)
         word = CustomJSHover(
@@ -1375,6 +1349,17 @@ class Scene:
             return words[c];
         """,
         )
+        # Outlines drawn over a matrix: (source, width, height, line style). The
+        # current tile, the followed thread's elements and, in M and N, the
+        # transactions view's segments and sectors of the current warp.
+        outlines = [
+            ("tile", "w", "h", {"line_color": th.TILE_OUTLINE, "line_width": 3}),
+            ("focus", 1, 1, {"line_color": th.FOCUS, "line_width": 3}),
+        ]
+        spans = [
+            ("segments", "w", "h", {"line_color": th.READ, "line_width": 4, "line_dash": "dashed"}),
+            ("sectors", "w", "h", {"line_color": th.TEXT, "line_width": 2}),
+        ]
         figs = {}
         for name in ("M", "N", "P"):
             if name not in v:
@@ -1397,7 +1382,7 @@ class Scene:
                 1,
                 source=src,
                 fill_color=fill_map,
-                line_color=self.palette.GRID_LINE if s.cell >= 10 else None,
+                line_color=th.GRID_LINE if s.cell >= 10 else None,
                 line_width=1,
             )
             # the matrix's own edge, so ghost cells read as outside it
@@ -1407,66 +1392,27 @@ class Scene:
                 shape[name][1],
                 shape[name][0],
                 fill_alpha=0,
-                line_color=self.palette.TEXT,
+                line_color=th.TEXT,
                 line_width=1.5,
             )
+            ghosts = self.sources[f"{name}_ghost"]
             g = f.rect(
                 "x",
                 "y",
                 1,
                 1,
-                source=self.sources[f"{name}_ghost"],
+                source=ghosts,
                 fill_color="fill",
                 line_color="line_color",
                 line_dash="dashed",
                 line_width=1.5,
                 hatch_pattern="/",
-                hatch_color=self.palette.MUTED,
+                hatch_color=th.MUTED,
                 hatch_alpha=0.35,
                 hatch_scale=8,
             )
-            f.rect(
-                "x",
-                "y",
-                "w",
-                "h",
-                source=self.sources[f"{name}_tile"],
-                fill_alpha=0,
-                line_color=self.palette.TILE_OUTLINE,
-                line_width=3,
-            )
-            f.rect(
-                "x",
-                "y",
-                1,
-                1,
-                source=self.sources[f"{name}_focus"],
-                fill_alpha=0,
-                line_color=self.palette.FOCUS,
-                line_width=3,
-            )
-            if name in ("M", "N"):  # transactions view: the current warp's segments, sectors
-                f.rect(
-                    "x",
-                    "y",
-                    "w",
-                    "h",
-                    source=self.sources[f"{name}_segments"],
-                    fill_alpha=0,
-                    line_color=self.palette.READ,
-                    line_width=4,
-                    line_dash="dashed",
-                )
-                f.rect(
-                    "x",
-                    "y",
-                    "w",
-                    "h",
-                    source=self.sources[f"{name}_sectors"],
-                    fill_alpha=0,
-                    line_color=self.palette.TEXT,
-                    line_width=2,
-                )
+            for part, w, h, style in outlines + (spans if name != "P" else []):
+                f.rect("x", "y", w, h, source=self.sources[f"{name}_{part}"], fill_alpha=0, **style)
             pv = None
             if name == "P":  # Pvalue so far of the block's elements (hover; text if room)
                 pv = f.rect(
@@ -1474,67 +1420,25 @@ class Scene:
                 )
             if s.matrix_text:
                 fs = f"{max(9, min(s.font + 2, int(s.cell * 0.32)))}px"
-                texts = [
-                    (self.sources["P_pvalue"] if name == "P" else src, text_map),
-                    (self.sources[f"{name}_ghost"], "text_color"),
-                ]
-                for source, color in texts:
-                    f.text(
-                        "x",
-                        "y",
-                        "text",
-                        source=source,
-                        text_color=color,
-                        text_align="center",
-                        text_baseline="middle",
-                        text_font_size=fs,
-                        text_font=value(SANS),
-                    )
+                _centred_text(f, self.sources["P_pvalue"] if name == "P" else src, fs, text_map)
+                _centred_text(f, ghosts, fs)
+            final = "P after the launch" if name == "P" else "value"
+            tips = [("element", "@name"), (final, "@final"), ("state", "@code{state}")]
+            add_hover(f, r, tips, formatters={"@code": word})
             if name == "P":
-                f.add_tools(
-                    HoverTool(
-                        renderers=[r],
-                        tooltips=[
-                            ("element", "@name"),
-                            ("P after the launch", "@final"),
-                            ("state", "@code{state}"),
-                        ],
-                        formatters={"@code": word},
-                    )
-                )
-                f.add_tools(
-                    HoverTool(
-                        renderers=[pv],
-                        tooltips=[
-                            ("element", "@name"),
-                            ("Pvalue so far", "@text"),
-                            ("computed by", "@thread"),
-                        ],
-                    )
-                )
-            else:
-                f.add_tools(
-                    HoverTool(
-                        renderers=[r],
-                        tooltips=[
-                            ("element", "@name"),
-                            ("value", "@final"),
-                            ("state", "@code{state}"),
-                        ],
-                        formatters={"@code": word},
-                    )
-                )
-            f.add_tools(
-                HoverTool(
-                    renderers=[g],
-                    tooltips=[
-                        ("position", "@name (outside the matrix)"),
-                        ("what happened", "@state"),
-                        ("thread", "@loader"),
-                        ("slot holds", "@text"),
-                    ],
-                )
-            )
+                tips = [
+                    ("element", "@name"),
+                    ("Pvalue so far", "@text"),
+                    ("computed by", "@thread"),
+                ]
+                add_hover(f, pv, tips)
+            tips = [
+                ("position", "@name (outside the matrix)"),
+                ("what happened", "@state"),
+                ("thread", "@loader"),
+                ("slot holds", "@text"),
+            ]
+            add_hover(f, g, tips)
             figs[name] = f
         top = [Spacer(width=figs["M"].width, height=10)] if "M" in figs else []
         parts = []
@@ -1548,93 +1452,38 @@ class Scene:
         return column(*parts, spacing=0)
 
     def _shared(self, name):
-        from bokeh.models import HoverTool
-
         T, s = self.trace.tile_width, self.sizes
         f = self._grid_fig(name, T, T, s.scell, f"{name} (shared)")
         src = self.sources[name]
-        r = f.rect(
-            "x",
-            "y",
-            1,
-            1,
-            source=src,
-            fill_color="fill",
-            line_color="line_color",
-            line_width="line_width",
-        )
+        r = _cells(f, src, 1)
         if s.shared_text:
-            f.text(
-                "x",
-                "y",
-                "text",
-                source=src,
-                text_color="text_color",
-                text_align="center",
-                text_baseline="middle",
-                text_font=value(SANS),
-                text_line_height=1.15,
-                text_font_size=f"{max(10, min(s.font + 3, int(s.scell * 0.22)))}px",
-            )
-        f.add_tools(
-            HoverTool(
-                renderers=[r],
-                tooltips=[
-                    ("slot", f"{name}[@ty][@tx]"),
-                    ("holds", "@element"),
-                    ("value", "@value"),
-                    ("state", "@state"),
-                    ("written by", "@loader"),
-                ],
-            )
-        )
+            size = f"{max(10, min(s.font + 3, int(s.scell * 0.22)))}px"
+            _centred_text(f, src, size, text_line_height=1.15)
+        tips = [
+            ("slot", f"{name}[@ty][@tx]"),
+            ("holds", "@element"),
+            ("value", "@value"),
+            ("state", "@state"),
+            ("written by", "@loader"),
+        ]
+        add_hover(f, r, tips)
         # Transactions view, at a step of the k loop: the bank of each slot's
         # word (a band across the slot's foot), the current warp's conflicts.
-        bank = f.rect(
-            "x",
-            "y",
-            0.92,
-            0.22,
-            source=self.sources[f"{name}_bank"],
-            fill_color="fill",
-            line_color="line_color",
-            line_width="line_width",
-        )
+        banks = self.sources[f"{name}_bank"]
+        bank = _cells(f, banks, 0.92, 0.22)
         if s.scell >= 24:
-            f.text(
-                "x",
-                "y",
-                "text",
-                source=self.sources[f"{name}_bank"],
-                text_color="text_color",
-                text_align="center",
-                text_baseline="middle",
-                text_font=value(SANS),
-                text_font_size=f"{max(8, min(s.font - 2, int(s.scell * 0.17)))}px",
-            )
-        f.add_tools(HoverTool(renderers=[bank], tooltips=[("bank", "@bank"), ("", "@note")]))
+            _centred_text(f, banks, f"{max(8, min(s.font - 2, int(s.scell * 0.17)))}px")
+        add_hover(f, bank, [("bank", "@bank"), ("", "@note")])
         self.figures[name] = f
         return f
 
     def _threads(self):
-        from bokeh.models import HoverTool, TapTool
+        from bokeh.models import TapTool
 
         T, s = self.trace.tile_width, self.sizes
         f = self._grid_fig("threads", T, T, s.scell, "threads (ty, tx)")
         src = self.sources["threads"]
-        r = f.rect(
-            "x",
-            "y",
-            0.94,
-            0.94,
-            source=src,
-            fill_color="fill",
-            line_color="line_color",
-            line_width="line_width",
-            nonselection_fill_alpha=1.0,
-            nonselection_line_alpha=1.0,
-            selection_fill_alpha=1.0,
-        )
+        r = _cells(f, src, 0.94, tappable=True)
         if s.scell >= 20:
             f.rect(
                 "sx",
@@ -1648,18 +1497,8 @@ class Scene:
                 nonselection_fill_alpha=1.0,
             )
         if s.shared_text:
-            f.text(
-                "x",
-                "y",
-                "text",
-                source=src,
-                text_color="text_color",
-                text_align="center",
-                text_baseline="middle",
-                text_font=value(SANS),
-                text_line_height=1.15,
-                text_font_size=f"{max(10, min(s.font + 2, int(s.scell * 0.2)))}px",
-            )
+            size = f"{max(10, min(s.font + 2, int(s.scell * 0.2)))}px"
+            _centred_text(f, src, size, text_line_height=1.15)
         # Barrier lab: a right-pointing triangle on a thread that ran ahead of another.
         f.scatter(
             "ax",
@@ -1677,17 +1516,13 @@ class Scene:
             nonselection_line_alpha="ahead_alpha",
             name="vizmm-ahead",
         )
-        f.add_tools(
-            HoverTool(
-                renderers=[r],
-                tooltips=[
-                    ("thread", "(@ty, @tx)"),
-                    ("state", "@state"),
-                    ("Pvalue", "@pvalue"),
-                    ("valid P element", "@valid"),
-                ],
-            )
-        )
+        tips = [
+            ("thread", "(@ty, @tx)"),
+            ("state", "@state"),
+            ("Pvalue", "@pvalue"),
+            ("valid P element", "@valid"),
+        ]
+        add_hover(f, r, tips)
         f.add_tools(TapTool(renderers=[r]))
         f.rect(
             "x",
@@ -1706,11 +1541,10 @@ class Scene:
     def _warps(self, threads):
         """The per-warp transactions row under the thread grid (shown with the view on)."""
         from bokeh.layouts import column
-        from bokeh.models import HoverTool, Range1d
+        from bokeh.models import Range1d
 
         s = self.sizes
-        T = self.trace.tile_width
-        nw = -(-(T * T) // 32)
+        nw = self.trace.launch.warps_per_block
         cell = max(14, (threads.width - 30) / nw)
         f = self._fig(
             threads.width,
@@ -1721,28 +1555,9 @@ class Scene:
         )
         f.axis.visible = False
         src = self.sources["warps"]
-        r = f.rect(
-            "x",
-            "y",
-            0.96,
-            0.9,
-            source=src,
-            fill_color="fill",
-            line_color="line_color",
-            line_width="line_width",
-        )
-        f.text(
-            "x",
-            "y",
-            "text",
-            source=src,
-            text_color="text_color",
-            text_align="center",
-            text_baseline="middle",
-            text_font=value(SANS),
-            text_font_size=f"{max(8, min(s.font, int(cell * 0.4)))}px",
-        )
-        f.add_tools(HoverTool(renderers=[r], tooltips=[("", "@label")]))
+        r = _cells(f, src, 0.96, 0.9)
+        _centred_text(f, src, f"{max(8, min(s.font, int(cell * 0.4)))}px")
+        add_hover(f, r, [("", "@label")])
         # Always shown (empty until a frame carries the transactions view): showing
         # and hiding it would lay out the page again, hidden tables included.
         f.name = "vizmm-warps"
@@ -1769,18 +1584,13 @@ class Scene:
         ):
             entries.append((self.palette.SLOT_LABELS[st], self.palette.SLOT_COLORS[st]))
         entries.append(("M, N, P elements", None))
+        entries.append(("being loaded: colour of its thread", self.palette.thread_colors(4)[1]))
+        for st in (CellState.TILE, CellState.READING, CellState.DONE, CellState.COMPUTING):
+            label = self.palette.CELL_LABELS[st]
+            if st == CellState.DONE:
+                label = "loaded in an earlier phase"
+            entries.append((label, self.palette.CELL_COLORS[st]))
         entries += [
-            ("being loaded: colour of its thread", self.palette.thread_colors(4)[1]),
-            (self.palette.CELL_LABELS[CellState.TILE], self.palette.CELL_COLORS[CellState.TILE]),
-            (
-                self.palette.CELL_LABELS[CellState.READING],
-                self.palette.CELL_COLORS[CellState.READING],
-            ),
-            ("loaded in an earlier phase", self.palette.CELL_COLORS[CellState.DONE]),
-            (
-                self.palette.CELL_LABELS[CellState.COMPUTING],
-                self.palette.CELL_COLORS[CellState.COMPUTING],
-            ),
             ("P element written", self.palette.P_WRITTEN_COLOR),
             ("current tile (outline)", "outline"),
             ("followed thread (outline)", "focus"),
@@ -1822,22 +1632,16 @@ class Scene:
         fs = max(10, s.font - 2)
         char = 0.55 * fs
         line_h = fs * 1.6
-        from bokeh.plotting import figure
-
-        f = figure(
-            width=int(cols * width_chars * char + 10),
-            height=int(per_col * line_h + 8),
-            x_range=Range1d(0, cols * width_chars),
-            y_range=Range1d(per_col, 0),
-            tools="",
-            toolbar_location=None,
+        f = self._fig(
+            cols * width_chars * char + 10,
+            per_col * line_h + 8,
+            Range1d(0, cols * width_chars),
+            Range1d(per_col, 0),
+            title="",  # the default empty title, as a bare figure has
             min_border=2,
-            outline_line_color=None,
-            background_fill_color=self.palette.BACKGROUND,
-            border_fill_color=self.palette.BACKGROUND,
+            x_axis_location="below",
         )
         f.axis.visible = False
-        f.grid.visible = False
         f.rect(
             "x",
             "y",
@@ -1848,17 +1652,8 @@ class Scene:
             line_color="line",
             line_width=2,
         )
-        f.text(
-            "x",
-            "y",
-            "text",
-            source=ColumnDataSource(text),
-            text_baseline="middle",
-            text_font_size=f"{fs}px",
-            text_font=value(SANS),
-            text_color=self.palette.TEXT,
-            text_font_style="style",
-        )
+        style = {"text_color": self.palette.TEXT, "text_font_style": "style"}
+        _line_text(f, ColumnDataSource(text), f"{fs}px", font=SANS, **style)
         self.figures["legend"] = f
         return f
 
@@ -1879,27 +1674,9 @@ class Scene:
             fill_alpha="bg_alpha",
             line_color=None,
         )
-        f.text(
-            "x",
-            "y",
-            "text",
-            source=src,
-            text_baseline="middle",
-            text_font=value(MONO),
-            text_font_size=f"{s.mono}px",
-            text_color=self.palette.TEXT,
-            text_font_style="font_style",
-        )
-        f.text(
-            -1.9,
-            "y",
-            "marker",
-            source=src,
-            text_baseline="middle",
-            text_font=value(MONO),
-            text_font_size=f"{s.mono}px",
-            text_color=self.palette.TILE_OUTLINE,
-        )
+        mono = f"{s.mono}px"
+        _line_text(f, src, mono, text_color=self.palette.TEXT, text_font_style="font_style")
+        _line_text(f, src, mono, x=-1.9, text="marker", text_color=self.palette.TILE_OUTLINE)
         f.title = None
         return f
 
@@ -1907,66 +1684,26 @@ class Scene:
         s = self.sizes
         lines = 6 + max(1, math.ceil(self.trace.n_phases / 3)) + 2 + 3  # + transactions
         f = self._text_fig(COUNTER_CHARS, lines, "counters")
-        f.text(
-            "x",
-            "y",
-            "text",
-            source=self.sources["counters"],
-            text_baseline="middle",
-            text_font=value(MONO),
-            text_font_size=f"{s.mono}px",
-            text_color="color",
-            text_font_style="font_style",
-        )
+        style = {"text_color": "color", "text_font_style": "font_style"}
+        _line_text(f, self.sources["counters"], f"{s.mono}px", **style)
         bars = self.sources["bars"]
         f.rect("x", "y", "w", 0.7, source=bars, fill_color="fill", line_color=None)
-        f.text(
-            "lx",
-            "y",
-            "label",
-            source=bars,
-            text_baseline="middle",
-            text_font=value(MONO),
-            text_font_size=f"{max(9, s.mono - 1)}px",
-            text_color="label_color",
-            text_font_style="bold",
-        )
+        style = {"text_color": "label_color", "text_font_style": "bold"}
+        _line_text(f, bars, f"{max(9, s.mono - 1)}px", x="lx", text="label", **style)
         return f
 
     def _blocks(self):
-        from bokeh.models import HoverTool, TapTool
+        from bokeh.models import TapTool
 
         gy, gx = self.trace.grid
         s = self.sizes
         cell = int(max(10, min(44 * (1.3 if self.presenter else 1), 200 // max(gy, gx))))
         f = self._grid_fig("blocks", gy, gx, cell, "blocks (by, bx)")
         src = self.sources["blocks"]
-        r = f.rect(
-            "x",
-            "y",
-            0.92,
-            0.92,
-            source=src,
-            fill_color="fill",
-            line_color="line_color",
-            line_width="line_width",
-            nonselection_fill_alpha=1.0,
-            nonselection_line_alpha=1.0,
-            selection_fill_alpha=1.0,
-        )
+        r = _cells(f, src, 0.92, tappable=True)
         if cell >= 34:
-            f.text(
-                "x",
-                "y",
-                "text",
-                source=src,
-                text_color="text_color",
-                text_align="center",
-                text_baseline="middle",
-                text_font=value(SANS),
-                text_font_size=f"{max(9, min(s.font, cell // 3))}px",
-            )
-        f.add_tools(HoverTool(renderers=[r], tooltips=[("block", "(@by, @bx)"), ("", "@status")]))
+            _centred_text(f, src, f"{max(9, min(s.font, cell // 3))}px")
+        add_hover(f, r, [("block", "(@by, @bx)"), ("", "@status")])
         f.add_tools(TapTool(renderers=[r]))
         self.figures["blocks"] = f
         return f
@@ -1977,155 +1714,82 @@ class Scene:
         # proportional font: about 0.6 em per character, bold included
         f.width = int(s.caption_chars * 0.6 * (s.font + 1) + 20)
         f.x_range.end = (f.width - 12) / (0.6 * (s.font + 1))
-        f.text(
-            "x",
-            "y",
-            "text",
-            source=self.sources["caption"],
-            text_baseline="middle",
-            text_font=value(SANS),
-            text_font_size=f"{s.font + 1}px",
-            text_color="color",
-            text_font_style="font_style",
-        )
+        style = {"text_color": "color", "text_font_style": "font_style"}
+        _line_text(f, self.sources["caption"], f"{s.font + 1}px", font=SANS, **style)
         return f
 
     def _table_fig(self):
-        from bokeh.models import HoverTool, Range1d
-
         s = self.sizes
         width, lines = _table_extent(self.trace)
-        lines += 1
-        f = self._fig(
-            width * s.char + 12, lines * s.line + 8, Range1d(-0.2, width + 0.2), Range1d(lines, 0)
-        )
-        f.axis.visible = False
+        f = self._text_fig(width, lines + 1, "table", pad=0.2)
         src = self.sources["table"]
         r = f.rect(
             "x", "y", "w", "h", source=src, fill_color="fill", line_color="line_color", line_width=1
         )
         # The whole cell in words (a barrier-lab cell: the book's term it should have used).
-        f.add_tools(HoverTool(renderers=[r], tooltips=[("", "@note")]))
-        f.text(
-            "tx",
-            "y",
-            "text",
-            source=src,
-            text_baseline="middle",
-            text_font=value(MONO),
-            text_font_size=f"{s.mono}px",
-            text_color="text_color",
-            text_font_style="font_style",
-        )
-        self.figures["table"] = f
+        add_hover(f, r, [("", "@note")])
+        style = {"text_color": "text_color", "text_font_style": "font_style"}
+        _line_text(f, src, f"{s.mono}px", x="tx", **style)
         return f
 
 
-_EMPTY_COLUMNS = {
-    "caption": ("x", "y", "text", "font_style", "color"),
-    "M": ("x", "y", "row", "col", "name", "final", "text", "code"),
-    "focus": ("x", "y"),
-    "P_pvalue": ("x", "y", "name", "text", "thread", "code"),
-    "ghost": (
+def _cells(f, source, width: float, height: float | None = None, tappable: bool = False):
+    """One rectangle per row of ``source``, coloured by its ``fill`` and ``line_*`` columns.
+
+    ``tappable`` keeps the colours of cells a tap selects or leaves unselected.
+    """
+    keep = (
+        {"nonselection_fill_alpha": 1.0, "nonselection_line_alpha": 1.0}
+        | {"selection_fill_alpha": 1.0}
+        if tappable
+        else {}
+    )
+    return f.rect(
         "x",
         "y",
-        "row",
-        "col",
-        "name",
-        "fill",
-        "line_color",
-        "text",
-        "text_color",
-        "state",
-        "loader",
-    ),
-    "tile": ("x", "y", "w", "h"),
-    "bank": ("x", "y", "fill", "text", "text_color", "line_color", "line_width", "bank", "note"),
-    "warps": ("x", "y", "text", "fill", "text_color", "line_color", "line_width", "label"),
-    "Mds": (
+        width,
+        width if height is None else height,
+        source=source,
+        fill_color="fill",
+        line_color="line_color",
+        line_width="line_width",
+        **keep,
+    )
+
+
+def _centred_text(f, source, size: str, text_color="text_color", **style):
+    """The ``text`` column centred in each cell of a grid (matrices, slots, threads, blocks)."""
+    return f.text(
         "x",
         "y",
-        "ty",
-        "tx",
-        "fill",
-        "line_color",
-        "line_width",
         "text",
-        "text_color",
-        "state",
-        "element",
-        "value",
-        "loader",
-    ),
-    "threads": (
-        "x",
+        source=source,
+        text_color=text_color,
+        text_align="center",
+        text_baseline="middle",
+        text_font=value(SANS),
+        text_font_size=size,
+        **style,
+    )
+
+
+def _line_text(f, source, size: str, font: str = MONO, x="x", text="text", **style):
+    """Left-aligned lines of a text view (source, counters, caption, table, legend)."""
+    return f.text(
+        x,
         "y",
-        "sx",
-        "sy",
-        "ax",
-        "ay",
-        "ty",
-        "tx",
-        "ident",
-        "fill",
-        "line_color",
-        "line_width",
-        "text",
-        "text_color",
-        "state",
-        "word",
-        "pvalue",
-        "valid",
-        "ahead_alpha",
-    ),
-    "source": ("x", "y", "text", "bg", "bg_alpha", "marker", "font_style"),
-    "counters": ("x", "y", "text", "font_style", "color"),
-    "bars": ("x", "y", "w", "fill", "label", "lx", "label_color"),
-    "blocks": (
-        "x",
-        "y",
-        "by",
-        "bx",
-        "fill",
-        "line_color",
-        "line_width",
-        "text",
-        "text_color",
-        "status",
-    ),
-    "table": (
-        "x",
-        "y",
-        "w",
-        "h",
-        "tx",
-        "fill",
-        "line_color",
-        "text",
-        "text_color",
-        "font_style",
-        "note",
-    ),
-}
+        text,
+        source=source,
+        text_baseline="middle",
+        text_font=value(font),
+        text_font_size=size,
+        **style,
+    )
 
 
 def _empty(name: str) -> dict[str, list]:
-    key = name
-    if name in ("N", "P"):
-        key = "M"
-    elif name.endswith("_ghost"):
-        key = "ghost"
-    elif name.endswith("_tile"):
-        key = "tile"
-    elif name.endswith("_focus") or name == "warp_threads":
-        key = "focus"
-    elif name.endswith(("_sectors", "_segments")):
-        key = "tile"
-    elif name.endswith("_bank"):
-        key = "bank"
-    elif name == "Nds":
-        key = "Mds"
-    return {c: [] for c in _EMPTY_COLUMNS[key]}
+    """The empty columns of the source ``name`` (a scene starts with them)."""
+    return _columns_of(_KIND.get(name, name))
 
 
 def _length(cols: dict[str, list]) -> int:

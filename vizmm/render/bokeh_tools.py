@@ -1,0 +1,25 @@
+"""Small Bokeh helpers shared by the block scene, the large-matrix figures and the roofline."""
+
+from __future__ import annotations
+
+__all__ = ["add_hover"]
+
+
+def add_hover(fig, renderers, tooltips: list, **kwargs) -> None:
+    """Add hover tooltips to ``fig`` for one renderer or a list of them.
+
+    Parameters
+    ----------
+    fig : bokeh.plotting.figure
+    renderers : GlyphRenderer or list of GlyphRenderer
+        What the tooltips answer for.
+    tooltips : list of (str, str)
+        ``[(label, field), ...]`` as :class:`bokeh.models.HoverTool` takes them.
+    **kwargs
+        Further :class:`~bokeh.models.HoverTool` properties (``formatters``, ...).
+    """
+    from bokeh.models import HoverTool
+
+    if not isinstance(renderers, (list, tuple)):
+        renderers = [renderers]
+    fig.add_tools(HoverTool(renderers=list(renderers), tooltips=tooltips, **kwargs))
