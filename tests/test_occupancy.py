@@ -129,6 +129,48 @@ def test_a_kernel_occupancy_uses_the_measured_registers():
     assert g.blocks_per_sm == 2 and g.registers_source == "given"
 
 
+def test_a_live_gpu_gives_the_device_and_the_compiled_registers():
+    # The recording layer's hook (vizmm.occupancy passes it): "live" is the GPU the
+    # hook describes, and its compiler's registers replace the measured ones. Here a
+    # GPU with the H200's attributes whose compiler gives 32 registers (Fig. 5.13,
+    # TILE_WIDTH 32: 2 blocks, as derived above), then one that cannot compile.
+    class FakeGPU:
+        name, source, registers_source = "live", "a test's GPU", "compiler: a test's"
+
+        def __init__(self, regs):
+            self.regs, self.asked = regs, []
+
+        def attributes(self):
+            return dict(speed("h200")["device"])
+
+        def compiled_registers(self, kernel, tile_width, instrumented):
+            self.asked.append((kernel, tile_width, instrumented))
+            return self.regs
+
+    gpu = FakeGPU(32)
+    o = occ.occupancy("live", 32, "boundary", live=gpu)
+    assert gpu.asked == [("boundary", 32, False)]
+    assert o.device.source == "a test's GPU" and o.device.name == speed("h200")["device"]["name"]
+    assert (o.registers_per_thread, o.registers_source, o.blocks_per_sm) == (
+        32,
+        "compiler: a test's",
+        2,
+    )
+    # Given registers win over the compiler's; a preset device stays the preset.
+    assert (
+        occ.occupancy(
+            "H200", 32, "boundary", registers_per_thread=34, live=gpu
+        ).registers_per_thread
+        == 34
+    )
+    assert occ.occupancy("A100", 16, live=gpu).device.name == occ.get_device("A100").name
+    none = occ.occupancy("live", 32, "boundary", live=FakeGPU(None))
+    assert none.registers_per_thread == 34 and none.registers_source.startswith("measured")
+    # Without the hook "live" is unknown here, and the error names vizmm.occupancy.
+    with pytest.raises(occ.OccupancyError, match="vizmm.occupancy"):
+        occ.occupancy("live", 16)
+
+
 def test_register_counts_measured_on_h100_and_h200_agree():
     h100 = {
         (r["kernel"], r["tile_width"], r["instrumented"]): r["registers_per_thread"]

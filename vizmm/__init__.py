@@ -7,10 +7,14 @@ a versioned file (``Trace.save`` / ``load``), replay it phase by phase
 Importing vizmm does not import numba; only :func:`record` does. The
 occupancy and transactions names are imported when first used, so that a
 command such as ``vizmm info`` starts with the trace layer and NumPy alone.
+:func:`occupancy` is :func:`vizmm.analysis.occupancy.occupancy` given the
+recording layer's live GPU (``live=vizmm.record.device.LIVE_GPU``): its
+``device='live'`` and a book kernel's compiled registers.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import TYPE_CHECKING
 
@@ -29,7 +33,7 @@ from .record import (
 from .trace import Access, LaunchShape, LoadRecord, PWrite, Trace, TraceError, load
 
 if TYPE_CHECKING:
-    from .analysis.occupancy import Device, Occupancy, OccupancyError
+    from .analysis.occupancy import Device, Occupancy, OccupancyError, occupancy
     from .analysis.transactions import (
         MemoryTransactions,
         TransactionsError,
@@ -37,76 +41,17 @@ if TYPE_CHECKING:
     )
 
 
-def occupancy(
-    device: str | Device,
-    tile_width: int | None = None,
-    kernel: str = "tiled",
-    threads_per_block: int | None = None,
-    shared_per_block: int | None = None,
-    registers_per_thread: int | None = None,
-    *,
-    instrumented: bool = False,
-) -> Occupancy:
-    """Blocks per SM, what limits them and the occupancy of a kernel on a device (Section 5.6).
-
-    The arithmetic is :func:`vizmm.analysis.occupancy.occupancy` (see it for
-    the rules followed and every field of the result). This adds the live
-    GPU: ``device='live'`` is the GPU numba drives here, and a book kernel's
-    registers per thread come from numba-cuda's compiled kernel when this
-    process drives a GPU (``registers_source`` starts ``compiler:``), else
-    from the values measured on an H200 and shipped with vizmm
-    (``measured:``).
-
-    Parameters
-    ----------
-    device : {'A100', 'H100', 'H200', 'live'} or Device
-        The book's A100, an H100 or H200 as measured, or the live GPU.
-    tile_width : int, optional
-        TILE_WIDTH (1 to 32) of ``kernel``.
-    kernel : {'tiled', 'naive', 'boundary', 'general', 'dynamic'}
-    threads_per_block, shared_per_block : int, optional
-        Raw resources of a kernel of your own (threads; bytes), instead of a
-        kernel and TILE_WIDTH.
-    registers_per_thread : int, optional
-    instrumented : bool
-        The recording kernel's registers.
-
-    Returns
-    -------
-    Occupancy
-
-    Raises
-    ------
-    OccupancyError
-        For an unknown device or kernel, a TILE_WIDTH outside 1..32, both or
-        neither of a TILE_WIDTH and raw resources, or resources out of range.
-    GPUUnavailableError
-        For ``device='live'`` without a usable GPU.
-    """
+def _live_occupancy():
+    """``vizmm.occupancy``: the analysis's function, given the recording layer's live GPU."""
     from .analysis import occupancy as occ
-    from .record import device as live
+    from .record.device import LIVE_GPU
 
-    source = None
-    if device == live.LIVE:
-        device = occ.Device.from_attributes(
-            live.live_attributes(), source="live: cuda.get_current_device() on this machine"
-        )
-    if registers_per_thread is None and tile_width is not None and kernel in occ.KERNEL_NAMES:
-        occ.kernel_resources(kernel, tile_width)  # checks both before compiling anything
-        regs = live.compiled_registers(kernel, tile_width, instrumented)
-        if regs is not None:
-            registers_per_thread = regs
-            source = "compiler: numba-cuda, for this machine's GPU"
-    return occ.occupancy(
-        device,
-        tile_width,
-        kernel,
-        threads_per_block,
-        shared_per_block,
-        registers_per_thread,
-        instrumented=instrumented,
-        registers_source=source,
-    )
+    @functools.wraps(occ.occupancy)
+    def occupancy(*args, **kwargs):
+        kwargs.setdefault("live", LIVE_GPU)
+        return occ.occupancy(*args, **kwargs)
+
+    return occupancy
 
 
 #: Names imported when first used (``vizmm.Device`` ...): module -> names.
@@ -118,6 +63,9 @@ _LAZY_NAMES = {name: module for module, names in _LAZY.items() for name in names
 
 
 def __getattr__(name: str):
+    if name == "occupancy":
+        globals()[name] = value = _live_occupancy()
+        return value
     module = _LAZY_NAMES.get(name)
     if module is None:
         raise AttributeError(f"module 'vizmm' has no attribute {name!r}")
@@ -127,7 +75,7 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY_NAMES))
+    return sorted(set(globals()) | set(_LAZY_NAMES) | {"occupancy"})
 
 
 __all__ = [

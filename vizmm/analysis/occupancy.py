@@ -43,7 +43,8 @@ every kernel, TILE_WIDTH 1-32, and raw shared-memory sizes, see the tests):
 Occupancy is CUDA's: resident warps over the SM's maximum warps.
 
 Registers per thread come from the compiler when the caller has it (the
-recording layer asks numba for the live GPU) and otherwise from the values
+recording layer asks numba for the live GPU: it passes a :class:`LiveGPU`,
+as :func:`vizmm.occupancy` does) and otherwise from the values
 measured on a real GPU and shipped with vizmm (an H200, sm_90, numba-cuda
 0.30; the same values were measured on an H100). No A100 (sm_80)
 measurement ships: for the A100 preset the sm_90 values are used, and
@@ -66,6 +67,7 @@ import functools
 import json
 import os
 from collections.abc import Mapping
+from typing import Protocol
 
 from ..trace.launch import MAX_TILE_WIDTH, ceil_div, check_tile_width
 
@@ -73,6 +75,7 @@ __all__ = [
     "DEVICES",
     "KERNEL_NAMES",
     "Device",
+    "LiveGPU",
     "Occupancy",
     "OccupancyError",
     "Section56",
@@ -310,6 +313,33 @@ def measured_peak_gflops(data: dict) -> float:
     return float(max([data["fp32_peak"]["gflops"], *blas]))
 
 
+class LiveGPU(Protocol):
+    """What :func:`occupancy` asks of a GPU it cannot see itself (its ``live`` argument).
+
+    This module imports no numba; the recording layer, which does, supplies
+    one (:data:`vizmm.record.device.LIVE_GPU`, passed by :func:`vizmm.occupancy`).
+
+    Attributes
+    ----------
+    name : str
+        The device name that means this GPU (``"live"``).
+    source : str
+        Where its attributes come from (the :class:`Device`'s ``source``).
+    registers_source : str
+        Where compiled registers come from (``Occupancy.registers_source``).
+    """
+
+    name: str
+    source: str
+    registers_source: str
+
+    def attributes(self) -> Mapping[str, object]:
+        """CUDA device attributes, as :meth:`Device.from_attributes` takes them."""
+
+    def compiled_registers(self, kernel: str, tile_width: int, instrumented: bool) -> int | None:
+        """Registers per thread of a book kernel as compiled for this GPU (None: cannot compile)."""
+
+
 def get_device(name: str | Device) -> Device:
     """The preset ``"A100"`` (the book's), ``"H100"`` or ``"H200"`` (measured); a Device passes.
 
@@ -497,6 +527,7 @@ def occupancy(
     *,
     instrumented: bool = False,
     registers_source: str | None = None,
+    live: LiveGPU | None = None,
 ) -> Occupancy:
     """Blocks per SM, the limiting resource and the occupancy of a kernel (Section 5.6).
 
@@ -504,11 +535,14 @@ def occupancy(
     measured registers follow from them), or raw resources of a kernel of
     your own (``threads_per_block``, ``shared_per_block`` and optionally
     ``registers_per_thread``), as in the book's 32 KB / 256-thread example.
+    :func:`vizmm.occupancy` is this function with the recording layer's
+    ``live`` GPU.
 
     Parameters
     ----------
-    device : {'A100', 'H100', 'H200'} or Device
-        The preset (see the module docstring) or a :class:`Device`.
+    device : {'A100', 'H100', 'H200', 'live'} or Device
+        The preset (see the module docstring), a :class:`Device`, or (with
+        ``live``) the GPU this process drives.
     tile_width : int, optional
         TILE_WIDTH, 1 to 32, with ``kernel``.
     kernel : {'tiled', 'naive', 'boundary', 'general', 'dynamic'}
@@ -524,6 +558,12 @@ def occupancy(
         Use the recording kernel's registers (capped at 32 on the GPU).
     registers_source : str, optional
         Says where given registers came from (default ``"given"``).
+    live : LiveGPU, optional
+        The GPU this process drives, from the recording layer
+        (:func:`vizmm.occupancy` passes it): ``device=live.name`` is that GPU,
+        and a book kernel's registers come from its compiler when it can
+        compile (``registers_source`` then starts ``compiler:``), else from
+        the measured values.
 
     Returns
     -------
@@ -536,7 +576,11 @@ def occupancy(
         TILE_WIDTH and raw threads/shared memory (or neither), resources out
         of range, or a block the device cannot run at all (too many threads,
         shared memory or registers for one block).
+    GPUUnavailableError
+        From ``live``, for ``device='live'`` without a usable GPU.
     """
+    if live is not None and device == live.name:
+        device = Device.from_attributes(live.attributes(), source=live.source)
     dev = get_device(device)
     raw = threads_per_block is not None or shared_per_block is not None
     if tile_width is not None and raw:
@@ -577,6 +621,9 @@ def occupancy(
         T = _check_tile_width(tile_width)
         threads, shared = kernel_resources(kernel, T)
         name = kernel
+        if regs is None and live is not None:
+            regs = live.compiled_registers(kernel, T, instrumented)
+            source = live.registers_source
         if regs is None:
             regs = measured_registers(kernel, T, instrumented)
             data = speed_data("H200")

@@ -12,6 +12,7 @@ the simulator.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -22,6 +23,8 @@ from .recorder import GPUUnavailableError, RecordError, _numba_mode, gpu_availab
 
 __all__ = [
     "LIVE",
+    "LIVE_GPU",
+    "LiveGPU",
     "PRESETS",
     "compiled_registers",
     "live_attributes",
@@ -161,3 +164,30 @@ def tile_width_from_device(backend: str, device: str) -> tuple[int, str]:
         where = f"the {device} preset ({attrs['source']})"
     T = choose_tile_width(attrs)
     return T, f"TILE_WIDTH {T} chosen from the properties of {attrs['name']}, {where}"
+
+
+@dataclasses.dataclass(frozen=True)
+class LiveGPU:
+    """The GPU numba drives here, as the occupancy arithmetic asks for it.
+
+    :func:`vizmm.analysis.occupancy.occupancy` imports no numba; its ``live``
+    argument takes this (:data:`LIVE_GPU`), and :func:`vizmm.occupancy`
+    passes it: ``device='live'`` reads :func:`live_attributes`, and a book
+    kernel's registers come from :func:`compiled_registers`.
+    """
+
+    name: str = LIVE
+    source: str = "live: cuda.get_current_device() on this machine"
+    registers_source: str = "compiler: numba-cuda, for this machine's GPU"
+
+    def attributes(self) -> dict:
+        """:func:`live_attributes` (raises GPUUnavailableError without a usable GPU)."""
+        return live_attributes()
+
+    def compiled_registers(self, kernel: str, tile_width: int, instrumented: bool) -> int | None:
+        """:func:`compiled_registers` (None in the simulator or without a GPU)."""
+        return compiled_registers(kernel, tile_width, instrumented)
+
+
+#: The live GPU for :func:`vizmm.occupancy`.
+LIVE_GPU = LiveGPU()
