@@ -229,3 +229,34 @@ def test_scene_and_gif_frames_draw_the_ran_ahead_mark():
 
     # The legend's swatch is there in every frame; three threads add three marks.
     assert count(renderer.render(f)) > 2 * count(renderer.render(r.frame(0))) > 0
+
+
+@pytest.mark.parametrize("name", LAB)
+def test_a_phase_step_marks_what_its_k_steps_mark(name):
+    trace = _load(name)
+    sub = Replay(trace, (0, 0))
+    whole = Replay(trace, (0, 0), granularity="phase")
+    for ph in range(2):
+        f = whole.frame(whole.index_of(ph, Sub.PHASE))
+        ks = [sub.frame(sub.index_of(ph, Sub.K, k)) for k in range(2)]
+        for field in ("thread_wrong", "mds_wrong", "nds_wrong", "thread_ahead"):
+            want = np.logical_or(getattr(ks[0], field), getattr(ks[1], field))
+            np.testing.assert_array_equal(getattr(f, field), want, err_msg=(name, ph, field))
+        for field in ("wrong_notes", "ahead_notes"):
+            merged: dict = {}
+            for g in ks:
+                for who, note in getattr(g, field).items():
+                    merged[who] = f"{merged[who]}; {note}" if who in merged else note
+            assert getattr(f, field) == merged
+
+
+def test_html_export_carries_the_marks(tmp_path):
+    from vizmm.export import export
+
+    trace = _load("lab-4x4-drop2")
+    path = export(trace, tmp_path / "race.html", block=(0, 0))
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    # The frames' data: the ran-ahead mark's hover and the table's book term.
+    assert "thread (0,0) had already loaded phase 1" in text
+    assert "kernel computes M" in text and "ahead_alpha" in text

@@ -294,8 +294,9 @@ class Frame:
         ``Mds[ty][tx]``); the transposed index for the uncoalesced kernel, whose
         thread (ty, tx) fills ``Mds[tx][ty]``. None: the slot's own index.
     mds_wrong, nds_wrong : ndarray of bool, (T, T), or None
-        Barrier lab: slots from which a read at this step returned another
-        element than the book's kernel reads (None: the trace holds no reads).
+        Barrier lab: slots from which a read at this step (at phase
+        granularity: in this phase) returned another element than the book's
+        kernel reads (None: the trace holds no reads).
     thread_wrong : ndarray of bool, (T, T), or None
         Barrier lab: threads whose read at this step returned a wrong element.
     wrong_notes : dict or None
@@ -305,10 +306,11 @@ class Frame:
         Barrier lab, at the P store: elements that came out wrong.
     thread_ahead : ndarray of bool, (T, T), or None
         Barrier lab: threads that ran ahead of another at this step, as the
-        wrong reads of this ``k`` show (:func:`vizmm.analysis.hazards.ran_ahead`):
-        a reader that found an earlier phase's element or a slot not written
-        yet (barrier 1 removed), or a writer whose next phase's element a
-        reader found (barrier 2 removed). None: the trace holds no reads.
+        wrong reads of this ``k`` (at phase granularity: of the phase) show
+        (:func:`vizmm.analysis.hazards.ran_ahead`): a reader that found an
+        earlier phase's element or a slot not written yet (barrier 1
+        removed), or a writer whose next phase's element a reader found
+        (barrier 2 removed). None: the trace holds no reads.
     ahead_notes : dict or None
         ``{(ty, tx): "thread (0,1) had already loaded phase 1's M_{0,3} into
         Mds[0][1] while thread (0,0) still needed phase 0's M_{0,1}"}`` for
@@ -1064,29 +1066,32 @@ class Replay:
         mds_wrong = np.zeros((T, T), bool)
         nds_wrong = np.zeros((T, T), bool)
         thread_wrong = np.zeros((T, T), bool)
-        notes = {}
-        if step.sub == Sub.K:
-            ph, k = step.phase, step.k
+        notes: dict = {}
+        thread_ahead = np.zeros((T, T), bool)
+        ahead_notes: dict = {}
+        # The reads of this k, or of every k of the phase at phase granularity.
+        ks = [step.k] if step.sub == Sub.K else range(T) if step.sub == Sub.PHASE else []
+        for k in ks:
+            ph = step.phase
             w = lab["wrong"][ph, :, :, k]  # (ty, tx, 2)
-            thread_wrong = w.any(axis=-1)
-            mds_wrong[:, k] = w[:, :, 0].any(axis=1)
-            nds_wrong[k, :] = w[:, :, 1].any(axis=0)
-            for ty, tx in zip(*np.nonzero(thread_wrong), strict=True):
-                parts = []
+            thread_wrong |= w.any(axis=-1)
+            mds_wrong[:, k] |= w[:, :, 0].any(axis=1)
+            nds_wrong[k, :] |= w[:, :, 1].any(axis=0)
+            for ty, tx in zip(*np.nonzero(w.any(axis=-1)), strict=True):
                 for a, (name, ncols) in enumerate((("Mds", k_dim), ("Nds", l))):
                     if w[ty, tx, a]:
                         got = int(lab["tags"][ph, ty, tx, k, a])
                         want = int(lab["expected"][ph, ty, tx, k, a])
                         seen = hz.describe_tag(got, name, ncols, _tag_phase(got, a, ncols, T))
                         book = hz.describe_tag(want, name, ncols)
-                        parts.append(f"read {seen} where the book's kernel reads {book}")
-                notes[(int(ty), int(tx))] = "; ".join(parts)
-        thread_ahead = np.zeros((T, T), bool)
-        ahead_notes: dict = {}
-        if step.sub == Sub.K:
-            for who, note in lab["ahead"].get((step.phase, step.k), ()):
+                        _add_note(
+                            notes,
+                            (int(ty), int(tx)),
+                            f"read {seen} where the book's kernel reads {book}",
+                        )
+            for who, note in lab["ahead"].get((ph, k), ()):
                 thread_ahead[who] = True
-                ahead_notes[who] = f"{ahead_notes[who]}; {note}" if who in ahead_notes else note
+                _add_note(ahead_notes, who, note)
         out.update(
             mds_wrong=mds_wrong,
             nds_wrong=nds_wrong,
@@ -1233,6 +1238,11 @@ class Replay:
         if step.sub in (Sub.K, Sub.PHASE, Sub.ARRIVE_2, Sub.RELEASE_2):
             return (step.phase, "P")
         return None
+
+
+def _add_note(notes: dict, who: tuple[int, int], note: str) -> None:
+    """Add ``note`` to a thread's notes (several joined by "; ")."""
+    notes[who] = f"{notes[who]}; {note}" if who in notes else note
 
 
 def _ahead_by_step(rows: np.ndarray, block: tuple[int, int], shape) -> dict:
