@@ -7,7 +7,9 @@ launch, so that importing this module does not fix numba's mode.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
+import json
 import re
 import sys
 import time
@@ -17,7 +19,57 @@ import numpy as np
 from ..trace import MAX_STORED_SPREAD, WAIT_BINS, LaunchShape, Trace
 from .simulator import simulate
 
-__all__ = ["allocate_records", "launch", "plain_source"]
+__all__ = ["Job", "allocate_records", "launch", "plain_source"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One recording to launch, here or in a worker process (:mod:`vizmm.record.worker`).
+
+    Attributes
+    ----------
+    launch : LaunchShape
+        The kernel, sizes and TILE_WIDTH (validated).
+    blocks : list of (by, bx)
+        The blocks recorded per thread.
+    aggregated : bool
+        A window of detail blocks: every other block records only its SM,
+        times, read counts and barrier spread.
+    seed : int
+        Seed of the random integer inputs.
+    backend : {'simulator', 'gpu'}
+    inputs : {'seeded', 'given'}
+        Whether M and N came from ``seed`` or from the caller.
+    drop : tuple of int
+        The barriers removed (barrier lab); empty keeps both.
+    reads : bool
+        Record every k-loop read of Mds / Nds.
+    tile_width_from : str, optional
+        How Fig. 5.14 chose TILE_WIDTH from a device.
+    """
+
+    launch: LaunchShape
+    blocks: list
+    aggregated: bool
+    seed: int
+    backend: str
+    inputs: str = "given"
+    drop: tuple[int, ...] = ()
+    reads: bool = False
+    tile_width_from: str | None = None
+
+    def to_json(self) -> str:
+        """Every field but ``blocks`` (a worker gets those in an array), as JSON."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        del fields["blocks"]
+        return json.dumps(dict(fields, launch=dataclasses.asdict(self.launch)))
+
+    @classmethod
+    def from_json(cls, text: str, blocks: list) -> Job:
+        """The job that :meth:`to_json` wrote, with its ``blocks``."""
+        fields = json.loads(text)
+        launch = LaunchShape(**fields.pop("launch"))
+        return cls(launch, blocks, drop=tuple(fields.pop("drop")), **fields)
 
 
 def _versions() -> dict[str, str]:
@@ -109,7 +161,7 @@ def allocate_records(j, k, l, T, kernel, blocks, aggregated, reads=False):
     return rec, shapes
 
 
-def launch(job, M, N, show, cancel=None) -> Trace:
+def launch(job: Job, M, N, show, cancel=None) -> Trace:
     """Allocate the record arrays, run the kernel, wrap the result in a Trace.
 
     ``cancel`` (a ``threading.Event``) stops a simulator run before its next
@@ -119,12 +171,12 @@ def launch(job, M, N, show, cancel=None) -> Trace:
     from numba import config, cuda
     from vizmm_kernels import codes
 
-    j, k, l, T, kernel = job["j"], job["k"], job["l"], job["T"], job["kernel"]
-    blocks, aggregated = job["blocks"], job["aggregated"]
-    shape = LaunchShape(kernel, j, k, l, T)
+    shape = job.launch
+    kernel, j, k, l, T = shape.kernel, shape.j, shape.k, shape.l, shape.tile_width
+    blocks, aggregated = job.blocks, job.aggregated
     (gy, gx), nph = shape.grid, shape.n_phases
     nd = len(blocks)
-    drop, reads = tuple(job.get("drop", ())), bool(job.get("reads", False))
+    drop, reads = job.drop, job.reads
     rec, shapes = allocate_records(j, k, l, T, kernel, blocks, aggregated, reads)
     P = np.full(j * l, np.nan, np.float32)
     kern = K.get_kernel(kernel, T, instrumented=True, drop_barrier=drop, reads=reads)
@@ -141,9 +193,9 @@ def launch(job, M, N, show, cancel=None) -> Trace:
         "l": l,
         "n_detail": nd,
         "aggregated": aggregated,
-        "seed": job["seed"],
-        "inputs": job.get("inputs", "given"),
-        **({"tile_width_from": job["tile_width_from"]} if "tile_width_from" in job else {}),
+        "seed": job.seed,
+        "inputs": job.inputs,
+        **({"tile_width_from": job.tile_width_from} if job.tile_width_from is not None else {}),
         "versions": _versions(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }

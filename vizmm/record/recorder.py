@@ -316,25 +316,11 @@ def record(
     with budget.reserve(est) if budget is not None else contextlib.nullcontext():
         inputs = "seeded" if M is None and N is None else "given"
         M, N = _inputs(j, k, l, M, N, seed)
-        job = dict(
-            j=j,
-            k=k,
-            l=l,
-            T=T,
-            kernel=kernel,
-            # Built only now that the size is admitted (a list of every block).
-            blocks=blocks
-            if blocks is not None
-            else [(by, bx) for by, bx in np.ndindex(launch.grid)],
-            aggregated=window is not None,
-            seed=int(seed),
-            backend=backend,
-            inputs=inputs,
-            drop=drop,
-            reads=reads,
+        if blocks is None:  # built only now that the size is admitted (a list of every block)
+            blocks = [(by, bx) for by, bx in np.ndindex(launch.grid)]
+        job = launcher.Job(
+            launch, blocks, window is not None, int(seed), backend, inputs, drop, reads, chosen_from
         )
-        if chosen_from is not None:
-            job["tile_width_from"] = chosen_from
         return _run(job, M, N, est, progress, quiet, cancel)
 
 
@@ -361,7 +347,7 @@ def _shape_of(name, a) -> tuple[int, int] | None:
 
 
 def _run(job, M, N, est, progress, quiet, cancel) -> Trace:
-    backend = job["backend"]
+    backend = job.backend
     mode = _numba_mode()
     want = backend
     if mode is not None and mode != want:
@@ -382,22 +368,9 @@ def _record_in_subprocess(job, M, N, quiet, cancel=None):
     with tempfile.TemporaryDirectory(prefix="vizmm-") as tmp:
         inp = os.path.join(tmp, "in.npz")
         out = os.path.join(tmp, "out.vizmm")
-        np.savez(inp, M=M, N=N, blocks=np.asarray(job["blocks"], np.int32).reshape(-1, 2))
-        env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if job["backend"] == "simulator" else "0")
-        args = [
-            sys.executable,
-            "-m",
-            "vizmm.record.worker",
-            inp,
-            out,
-            *(
-                f"{key}={job[key]}"
-                for key in ("j", "k", "l", "T", "kernel", "aggregated", "seed", "backend", "inputs")
-            ),
-            *([f"tile_width_from={job['tile_width_from']}"] if "tile_width_from" in job else []),
-            f"drop={','.join(map(str, job.get('drop', ()))) or '-'}",
-            f"reads={job.get('reads', False)}",
-        ]
+        np.savez(inp, M=M, N=N, blocks=np.asarray(job.blocks, np.int32).reshape(-1, 2))
+        env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if job.backend == "simulator" else "0")
+        args = [sys.executable, "-m", "vizmm.record.worker", inp, out, job.to_json()]
         proc = subprocess.Popen(args, env=env, stderr=None if not quiet else subprocess.DEVNULL)
         while True:
             try:
@@ -410,7 +383,7 @@ def _record_in_subprocess(job, M, N, quiet, cancel=None):
                     raise RecordingCancelled("the recording was cancelled") from None
         if proc.returncode != 0 or not os.path.exists(out):
             raise RuntimeError(
-                f"the {job['backend']} recording process failed (exit code {proc.returncode})"
+                f"the {job.backend} recording process failed (exit code {proc.returncode})"
             )
         with open(out, "rb") as f:
             return from_bytes(f.read())
