@@ -128,17 +128,10 @@ class RecordSpec:
         )
 
     def record_kwargs(self) -> dict:
-        """Keyword arguments of :func:`vizmm.record`."""
-        return dict(
-            j=self.j,
-            k=self.k,
-            l=self.l,
-            tile_width=self.tile_width,
-            kernel=self.kernel,
-            seed=self.seed,
-            backend=self.backend,
-            **({"drop_barrier": tuple(self.drop)} if self.drop else {}),
-        )
+        """Keyword arguments of :func:`vizmm.record`: the fields, ``drop`` as ``drop_barrier``."""
+        kwargs = dataclasses.asdict(self)
+        drop = kwargs.pop("drop")
+        return dict(kwargs, drop_barrier=tuple(drop)) if drop else kwargs
 
     def describe(self) -> str:
         """A short human label (``general · M 5×3 · N 3×6 · TILE_WIDTH 2 · seed 0``)."""

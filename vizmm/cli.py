@@ -510,6 +510,20 @@ def _parse_fps(text: str) -> float:
 
 
 # ------------------------------------------------------------------- export
+#: ``vizmm export`` options passed to :func:`vizmm.export.export` as keywords of the same name.
+EXPORT_OPTIONS = (
+    "granularity",
+    "order",
+    "views",
+    "fps",
+    "size",
+    "focus",
+    "theme",
+    "transactions",
+    "warp",
+)
+
+
 def add_export_parser(subparsers) -> None:
     """Add ``vizmm export`` to the ``vizmm`` command's subparsers."""
     from . import export
@@ -608,22 +622,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise export.ExportError(f"--format {fmt} does not match the suffix of {out}")
     trace = load(args.file)
     block = _block(trace, args)
-    export.export(
-        trace,
-        out,
-        fmt=fmt,
-        block=block,
-        granularity=args.granularity,
-        order=args.order,
-        views=args.views,
-        fps=args.fps,
-        size=args.size,
-        focus=args.focus,
-        theme=args.theme,
-        progress=False if args.quiet else None,
-        transactions=args.transactions,
-        warp=args.warp,
-    )
+    options = {name: getattr(args, name) for name in EXPORT_OPTIONS}
+    export.export(trace, out, fmt, block=block, progress=False if args.quiet else None, **options)
     n = len(Replay(trace, block, granularity=args.granularity, order=args.order))
     size = os.path.getsize(out)
     what = f"{args.size[0]}x{args.size[1]}, " if fmt != "html" else ""
