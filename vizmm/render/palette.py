@@ -307,117 +307,72 @@ class Palette:
 # #bbccee; greys between. Dark: the neutral states become dark greys and the
 # two darkest fills (released, skipped) lighter, so that nothing sinks into the
 # background.
-LIGHT = Palette(
-    name="light",
-    BACKGROUND="#ffffff",
-    TEXT=INK,
-    MUTED="#6e7781",
-    GRID_LINE="#d0d7de",
-    TILE_OUTLINE="#cf222e",
-    FOCUS="#0969da",
-    READ="#e69f00",
-    HEADER_FILL="#f6f8fa",
-    CURRENT_FILL="#fff8c5",
-    THREAD_STATE_COLORS=MappingProxyType(
-        {
-            ThreadState.READY: "#e4e4e4",
-            ThreadState.LOADING: "#77aadd",
-            ThreadState.WAITING_1: "#e69f00",
-            ThreadState.RELEASED: "#332288",
-            ThreadState.COMPUTING: "#eedd88",
-            ThreadState.WAITING_2: "#aa3377",
-            ThreadState.WRITING_P: "#117733",
-            ThreadState.IDLE: "#999999",
-            ThreadState.DONE: "#bbccee",
-        }
-    ),
-    SLOT_COLORS=MappingProxyType(
-        {
-            SlotState.EMPTY: "#f6f8fa",
-            SlotState.STALE: "#bbbbbb",
-            SlotState.LOADED: "#99ddff",
-            SlotState.ZERO: "#eedd88",
-            SlotState.WRONG: "#d55e00",
-            SlotState.SKIPPED: "#4b0082",
-        }
-    ),
-    CELL_COLORS=MappingProxyType(
-        {
-            CellState.NONE: "#ffffff",
-            CellState.DONE: "#bbbbbb",
-            CellState.TILE: "#99ddff",
-            CellState.LOADING: "#77aadd",  # drawn in the loading thread's colour
-            CellState.READING: "#e69f00",
-            CellState.COMPUTING: "#eedd88",
-        }
-    ),
-    BLOCK_STATE_COLORS=MappingProxyType(
-        {
-            BlockState.WAITING: "#bbbbbb",
-            BlockState.RUNNING: "#ee7733",
-            BlockState.DONE: "#0072b2",
-            BlockState.NO_DATA: "#ffffff",
-        }
-    ),
-    WAVE_BANDS=("#f6f8fa", "#eaeef2"),
-    NO_READS="#f6f8fa",
+#
+# Every colour of the two themes, one row each: (name, light, dark) for the
+# figures' colours, (state, light, dark) for the fills of the states.
+_THEME_COLORS = (
+    ("BACKGROUND", "#ffffff", "#1b1f24"),
+    ("TEXT", INK, "#e6edf3"),
+    ("MUTED", "#6e7781", "#8b949e"),
+    ("GRID_LINE", "#d0d7de", "#3d444d"),
+    ("TILE_OUTLINE", "#cf222e", "#ff6a69"),
+    ("FOCUS", "#0969da", "#f0f6fc"),
+    ("READ", "#e69f00", "#e69f00"),
+    ("HEADER_FILL", "#f6f8fa", "#2d333b"),
+    ("CURRENT_FILL", "#fff8c5", "#5c5424"),
+    ("NO_READS", "#f6f8fa", "#22272e"),
 )
+_STATE_COLORS = (
+    (ThreadState.READY, "#e4e4e4", "#545d68"),
+    (ThreadState.LOADING, "#77aadd", "#77aadd"),
+    (ThreadState.WAITING_1, "#e69f00", "#e69f00"),
+    (ThreadState.RELEASED, "#332288", "#6677dd"),
+    (ThreadState.COMPUTING, "#eedd88", "#eedd88"),
+    (ThreadState.WAITING_2, "#aa3377", "#dd5599"),
+    (ThreadState.WRITING_P, "#117733", "#117733"),
+    (ThreadState.IDLE, "#999999", "#adbac7"),
+    (ThreadState.DONE, "#bbccee", "#373e47"),
+    (SlotState.EMPTY, "#f6f8fa", "#22272e"),
+    (SlotState.STALE, "#bbbbbb", "#768390"),
+    (SlotState.LOADED, "#99ddff", "#99ddff"),
+    (SlotState.ZERO, "#eedd88", "#eedd88"),
+    (SlotState.WRONG, "#d55e00", "#d55e00"),
+    (SlotState.SKIPPED, "#4b0082", "#8855cc"),
+    (CellState.NONE, "#ffffff", "#1b1f24"),
+    (CellState.DONE, "#bbbbbb", "#444c56"),
+    (CellState.TILE, "#99ddff", "#99ddff"),
+    (CellState.LOADING, "#77aadd", "#77aadd"),  # drawn in the loading thread's colour
+    (CellState.READING, "#e69f00", "#e69f00"),
+    (CellState.COMPUTING, "#eedd88", "#eedd88"),
+    (BlockState.WAITING, "#bbbbbb", "#405060"),
+    (BlockState.RUNNING, "#ee7733", "#ee7733"),
+    (BlockState.DONE, "#0072b2", "#0077bb"),
+    (BlockState.NO_DATA, "#ffffff", "#1b1f24"),
+)
+_WAVE_BANDS = (("#f6f8fa", "#eaeef2"), ("#22272e", "#2d333b"))
+_STATE_FIELDS = {
+    ThreadState: "THREAD_STATE_COLORS",
+    SlotState: "SLOT_COLORS",
+    CellState: "CELL_COLORS",
+    BlockState: "BLOCK_STATE_COLORS",
+}
 
-DARK = Palette(
-    name="dark",
-    BACKGROUND="#1b1f24",
-    TEXT="#e6edf3",
-    MUTED="#8b949e",
-    GRID_LINE="#3d444d",
-    TILE_OUTLINE="#ff6a69",
-    FOCUS="#f0f6fc",
-    READ="#e69f00",
-    HEADER_FILL="#2d333b",
-    CURRENT_FILL="#5c5424",
-    THREAD_STATE_COLORS=MappingProxyType(
-        {
-            ThreadState.READY: "#545d68",
-            ThreadState.LOADING: "#77aadd",
-            ThreadState.WAITING_1: "#e69f00",
-            ThreadState.RELEASED: "#6677dd",
-            ThreadState.COMPUTING: "#eedd88",
-            ThreadState.WAITING_2: "#dd5599",
-            ThreadState.WRITING_P: "#117733",
-            ThreadState.IDLE: "#adbac7",
-            ThreadState.DONE: "#373e47",
-        }
-    ),
-    SLOT_COLORS=MappingProxyType(
-        {
-            SlotState.EMPTY: "#22272e",
-            SlotState.STALE: "#768390",
-            SlotState.LOADED: "#99ddff",
-            SlotState.ZERO: "#eedd88",
-            SlotState.WRONG: "#d55e00",
-            SlotState.SKIPPED: "#8855cc",
-        }
-    ),
-    CELL_COLORS=MappingProxyType(
-        {
-            CellState.NONE: "#1b1f24",
-            CellState.DONE: "#444c56",
-            CellState.TILE: "#99ddff",
-            CellState.LOADING: "#77aadd",
-            CellState.READING: "#e69f00",
-            CellState.COMPUTING: "#eedd88",
-        }
-    ),
-    BLOCK_STATE_COLORS=MappingProxyType(
-        {
-            BlockState.WAITING: "#405060",
-            BlockState.RUNNING: "#ee7733",
-            BlockState.DONE: "#0077bb",
-            BlockState.NO_DATA: "#1b1f24",
-        }
-    ),
-    WAVE_BANDS=("#22272e", "#2d333b"),
-    NO_READS="#22272e",
-)
+
+def _theme(name: str, column: int) -> Palette:
+    """The :class:`Palette` of column ``column`` (0 light, 1 dark) of the tables above."""
+    fills: dict[str, dict] = {field: {} for field in _STATE_FIELDS.values()}
+    for state, *colors in _STATE_COLORS:
+        fills[_STATE_FIELDS[type(state)]][state] = colors[column]
+    return Palette(
+        name=name,
+        **{key: colors[column] for key, *colors in _THEME_COLORS},
+        **{field: MappingProxyType(by_state) for field, by_state in fills.items()},
+        WAVE_BANDS=_WAVE_BANDS[column],
+    )
+
+
+LIGHT = _theme("light", 0)
+DARK = _theme("dark", 1)
 
 #: The themes by name.
 THEMES = MappingProxyType({"light": LIGHT, "dark": DARK})
