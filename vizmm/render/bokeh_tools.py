@@ -11,8 +11,8 @@ def add_hover(fig, renderers, tooltips: list, **kwargs) -> None:
     Parameters
     ----------
     fig : bokeh.plotting.figure
-    renderers : GlyphRenderer or list of GlyphRenderer
-        What the tooltips answer for.
+    renderers : GlyphRenderer, list of GlyphRenderer or 'auto'
+        What the tooltips answer for (``'auto'``: every renderer of ``fig``).
     tooltips : list of (str, str)
         ``[(label, field), ...]`` as :class:`bokeh.models.HoverTool` takes them.
     **kwargs
@@ -20,6 +20,6 @@ def add_hover(fig, renderers, tooltips: list, **kwargs) -> None:
     """
     from bokeh.models import HoverTool
 
-    if not isinstance(renderers, (list, tuple)):
-        renderers = [renderers]
-    fig.add_tools(HoverTool(renderers=list(renderers), tooltips=tooltips, **kwargs))
+    if renderers != "auto":
+        renderers = list(renderers) if isinstance(renderers, (list, tuple)) else [renderers]
+    fig.add_tools(HoverTool(renderers=renderers, tooltips=tooltips, **kwargs))

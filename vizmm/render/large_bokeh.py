@@ -52,6 +52,7 @@ from ..replay.large import (
 )
 from ..trace import WAIT_BINS, Trace
 from . import palette as pal
+from .bokeh_tools import add_hover
 
 __all__ = [
     "LargeScene",
@@ -478,6 +479,22 @@ class LargeScene:
             axis.minor_tick_line_color = None
         return f
 
+    def _map_fig(self, width, height, rows, cols, **kw):
+        """A figure of a rows x cols map (row 0 on top, x axis above) to pan and zoom."""
+        from bokeh.models import Range1d
+
+        f = self._fig(
+            width,
+            height,
+            Range1d(0, cols),
+            Range1d(rows, 0),
+            tools="pan,wheel_zoom,reset",
+            x_axis_location="above",
+            **kw,
+        )
+        f.grid.visible = False
+        return f
+
     def _legend(self, f, items, location="below", columns=None):
         from bokeh.models import ColumnDataSource, Legend, LegendItem
 
@@ -532,7 +549,6 @@ class LargeScene:
             ColumnDataSource,
             CustomJSHover,
             FixedTicker,
-            HoverTool,
             Label,
             Range1d,
             Span,
@@ -548,16 +564,7 @@ class LargeScene:
         # --- the grid of blocks, one image
         side = 470 if not self.presenter else 560
         cell = max(2.0, min(90.0, side / max(gy, gx)))
-        f = self._fig(
-            max(gx * cell, 330) + 70,
-            gy * cell + 130,
-            Range1d(0, gx),
-            Range1d(gy, 0),
-            tools="pan,wheel_zoom,reset",
-            x_axis_location="above",
-            match_aspect=True,
-        )
-        f.grid.visible = False
+        f = self._map_fig(max(gx * cell, 330) + 70, gy * cell + 130, gy, gx, match_aspect=True)
         f.xaxis.axis_label = "blockIdx.x"
         f.yaxis.axis_label = "blockIdx.y"
         if max(gy, gx) <= 16:
@@ -618,18 +625,17 @@ class LargeScene:
         per_thread = CustomJSHover(
             code="return value ? 'yes: select it, then open its replay' : 'no'"
         )
-        f.add_tools(
-            HoverTool(
-                renderers=[img],
-                tooltips=[
-                    ("block", "(@by, @bx)"),
-                    *hover_time,
-                    *waits,
-                    ("zero-filled slots", "@zf"),
-                    ("recorded per thread", "@detail{custom}"),
-                ],
-                formatters={"@detail": per_thread},
-            )
+        add_hover(
+            f,
+            img,
+            [
+                ("block", "(@by, @bx)"),
+                *hover_time,
+                *waits,
+                ("zero-filled slots", "@zf"),
+                ("recorded per thread", "@detail{custom}"),
+            ],
+            formatters={"@detail": per_thread},
         )
         detail = self.trace.detail_blocks
         dsrc = ColumnDataSource(
@@ -708,7 +714,7 @@ class LargeScene:
             if tl.has_clock
             else [("block", "(@by, @bx)"), ("completed", "@left{0}")]
         )
-        gf.add_tools(HoverTool(renderers=[q], tooltips=tips))
+        add_hover(gf, q, tips)
         self.sources["gantt_sel"] = ColumnDataSource(
             {"left": [], "right": [], "bottom": [], "top": []}
         )
@@ -747,15 +753,7 @@ class LargeScene:
         rf.ygrid.grid_line_color = pal.GRID_LINE
         wsrc = ColumnDataSource(wave_columns(m))
         self.sources["waves"] = wsrc
-        bands = rf.quad(
-            left="left",
-            right="right",
-            bottom=0,
-            top="top",
-            source=wsrc,
-            fill_color="fill",
-            line_color=None,
-        )
+        bands = _bars(rf, wsrc)
         rsrc = ColumnDataSource(running_columns(m))
         self.sources["running"] = rsrc
         rf.step(
@@ -767,16 +765,15 @@ class LargeScene:
             line_width=2,
         )
         if w is not None:
-            rf.add_tools(
-                HoverTool(
-                    renderers=[bands],
-                    tooltips=[
-                        ("wave", "@wave"),
-                        ("blocks", "@size"),
-                        ("from", f"@start{{0,0.000}} {unit}"),
-                        ("to", f"@end{{0,0.000}} {unit}"),
-                    ],
-                )
+            add_hover(
+                rf,
+                bands,
+                [
+                    ("wave", "@wave"),
+                    ("blocks", "@size"),
+                    ("from", f"@start{{0,0.000}} {unit}"),
+                    ("to", f"@end{{0,0.000}} {unit}"),
+                ],
             )
             cap = Span(
                 location=w.slots,
@@ -818,7 +815,6 @@ class LargeScene:
             ColorBar,
             ColumnDataSource,
             Div,
-            HoverTool,
             LogColorMapper,
             LogTicker,
             NumeralTickFormatter,
@@ -850,15 +846,7 @@ class LargeScene:
         ):
             rows, cols = rm.shape
             scale = side / max(rows, cols)
-            f = self._fig(
-                max(cols * scale, 300) + 60,
-                rows * scale + 80,
-                Range1d(0, cols),
-                Range1d(rows, 0),
-                tools="pan,wheel_zoom,reset",
-                x_axis_location="above",
-            )
-            f.grid.visible = False
+            f = self._map_fig(max(cols * scale, 300) + 60, rows * scale + 80, rows, cols)
             cell_r = int(rm.row_edges[1] - rm.row_edges[0]) if len(rm.row_edges) > 1 else 1
             cell_c = int(rm.col_edges[1] - rm.col_edges[0]) if len(rm.col_edges) > 1 else 1
             h, w = rm.mean.shape
@@ -874,15 +862,14 @@ class LargeScene:
                 color_mapper=mapper,
             )
             f.rect(cols / 2, rows / 2, cols, rows, fill_alpha=0, line_color=pal.TEXT, line_width=1)
-            f.add_tools(
-                HoverTool(
-                    renderers=[r],
-                    tooltips=[
-                        ("rows", "@r0 – @r1"),
-                        ("columns", "@c0 – @c1"),
-                        ("reads per element", "@image{0,0.[0]} (fewest @low, most @high)"),
-                    ],
-                )
+            add_hover(
+                f,
+                r,
+                [
+                    ("rows", "@r0 – @r1"),
+                    ("columns", "@c0 – @c1"),
+                    ("reads per element", "@image{0,0.[0]} (fewest @low, most @high)"),
+                ],
             )
             matrix = name[0]
             naive = name.endswith("naive")
@@ -943,7 +930,6 @@ class LargeScene:
             DataTable,
             Div,
             FixedTicker,
-            HoverTool,
             NumeralTickFormatter,
             Range1d,
             TableColumn,
@@ -961,24 +947,15 @@ class LargeScene:
         f.ygrid.grid_line_color = pal.GRID_LINE
         src = ColumnDataSource(wait_columns(wait_distribution(self.trace, None)))
         self.sources["waits"] = src
-        bars = f.quad(
-            left="left",
-            right="right",
-            bottom=0,
-            top="top",
-            source=src,
-            fill_color="fill",
-            line_color=None,
-        )
-        f.add_tools(
-            HoverTool(
-                renderers=[bars],
-                tooltips=[
-                    ("", "@barrier"),
-                    ("arrival spread", "@cycles cycles"),
-                    ("blocks", "@blocks"),
-                ],
-            )
+        bars = _bars(f, src)
+        add_hover(
+            f,
+            bars,
+            [
+                ("", "@barrier"),
+                ("arrival spread", "@cycles cycles"),
+                ("blocks", "@blocks"),
+            ],
         )
         ticks = list(range(max(lo, 0), hi + 1))
         f.xaxis.ticker = FixedTicker(ticks=ticks)
@@ -1019,6 +996,19 @@ class LargeScene:
         if not len(used):  # no clocks (simulator) or no summaries: say so, draw nothing
             f.visible = table.visible = self._slowest_note.visible = False
         return row(column(f, self._waits_note), column(self._slowest_note, table), spacing=20)
+
+
+def _bars(f, source):
+    """Bars from 0 up to ``top`` between ``left`` and ``right``, filled by ``fill`` (columns)."""
+    return f.quad(
+        left="left",
+        right="right",
+        bottom=0,
+        top="top",
+        source=source,
+        fill_color="fill",
+        line_color=None,
+    )
 
 
 def _subtitle(text: str, fs: int):

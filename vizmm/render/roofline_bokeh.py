@@ -12,15 +12,50 @@ cuBLAS. Both only draw what the analysis computed.
 from __future__ import annotations
 
 import numpy as np
-from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, Label, Legend, LegendItem
+from bokeh.models import ColumnDataSource, FixedTicker, Label, Legend, LegendItem
 from bokeh.plotting import figure
 
 from ..analysis.roofline import Roofline
 from . import palette as pal
+from .bokeh_tools import add_hover
 
 __all__ = ["RooflineView", "roof_columns", "point_columns", "speed_figure"]
 
 X_RANGE = (0.1, 100.0)  # OP/B
+
+
+def _log_log(name: str, title: str, x_label: str, height: int, width: int, **ranges):
+    """A log-log figure of GFLOP/s against ``x_label``, without a toolbar."""
+    f = figure(
+        x_axis_type="log",
+        y_axis_type="log",
+        height=height,
+        width=width,
+        title=title,
+        x_axis_label=x_label,
+        y_axis_label="GFLOP/s",
+        toolbar_location=None,
+        name=name,
+        **ranges,
+    )
+    f.title.text_font_size = "12pt"
+    return f
+
+
+def _roof_marker(f, name: str, size: int, marker: str, fill: str):
+    """An empty source (``x``, ``y``, ``label``) and its marker, named ``name``, on ``f``."""
+    source = ColumnDataSource({"x": [], "y": [], "label": []})
+    renderer = f.scatter(
+        "x",
+        "y",
+        source=source,
+        size=size,
+        marker=marker,
+        fill_color=fill,
+        line_color=pal.TEXT,
+        name=name,
+    )
+    return source, renderer
 
 
 def _color(kernel: str) -> str:
@@ -68,20 +103,15 @@ class RooflineView:
 
     def __init__(self, roof: Roofline, book: Roofline | None = None, height=360, width=560):
         top = max(roof.peak_gflops, roof.spec_peak_gflops or 0, book.peak_gflops if book else 0)
-        f = figure(
-            x_axis_type="log",
-            y_axis_type="log",
+        f = _log_log(
+            "roofline",
+            f"Roofline: {roof.device} (measured) and the book's A100",
+            "arithmetic intensity, CGMA (OP/B: FLOP per byte read)",
+            height,
+            width,
             x_range=X_RANGE,
             y_range=(50, top * 2),
-            height=height,
-            width=width,
-            title=f"Roofline: {roof.device} (measured) and the book's A100",
-            x_axis_label="arithmetic intensity, CGMA (OP/B: FLOP per byte read)",
-            y_axis_label="GFLOP/s",
-            toolbar_location=None,
-            name="roofline",
         )
-        f.title.text_font_size = "12pt"
         items = []
         if book is not None:
             bl = f.line(
@@ -137,43 +167,19 @@ class RooflineView:
             "x", "y", source=pts, size=9, color="color", line_color=pal.TEXT, name="points"
         )
         items.append(LegendItem(label="kernels, measured (GFLOP/s at Width 4096)", renderers=[pr]))
-        self.current = ColumnDataSource({"x": [], "y": [], "label": []})
-        cr = f.scatter(
-            "x",
-            "y",
-            source=self.current,
-            size=16,
-            marker="inverted_triangle",
-            fill_color=pal.FOCUS,
-            line_color=pal.TEXT,
-            name="current",
-        )
+        self.current, cr = _roof_marker(f, "current", 16, "inverted_triangle", pal.FOCUS)
         items.append(LegendItem(label="this trace's CGMA on the roof", renderers=[cr]))
-        self.chosen = ColumnDataSource({"x": [], "y": [], "label": []})
-        chr_ = f.scatter(
-            "x",
-            "y",
-            source=self.chosen,
-            size=14,
-            marker="diamond",
-            fill_color=pal.READ,
-            line_color=pal.TEXT,
-            name="chosen",
-        )
+        self.chosen, chr_ = _roof_marker(f, "chosen", 14, "diamond", pal.READ)
         items.append(LegendItem(label="the TILE_WIDTH chosen, on the roof", renderers=[chr_]))
-        f.add_tools(
-            HoverTool(
-                renderers=[pr],
-                tooltips=[
-                    ("kernel", "@label"),
-                    ("CGMA", "@x{0.00} OP/B"),
-                    ("measured", "@y{0,0} GFLOP/s"),
-                    ("roof", "@bound{0,0} GFLOP/s"),
-                    ("of roof", "@fraction{0%}"),
-                ],
-            )
-        )
-        f.add_tools(HoverTool(renderers=[cr, chr_], tooltips=[("", "@label")]))
+        tips = [
+            ("kernel", "@label"),
+            ("CGMA", "@x{0.00} OP/B"),
+            ("measured", "@y{0,0} GFLOP/s"),
+            ("roof", "@bound{0,0} GFLOP/s"),
+            ("of roof", "@fraction{0%}"),
+        ]
+        add_hover(f, pr, tips)
+        add_hover(f, [cr, chr_], [("", "@label")])
         f.add_layout(Legend(items=items, label_text_font_size="8pt", spacing=0), "right")
         self.figure = f
         self.roof = roof
@@ -204,18 +210,13 @@ def speed_figure(series: dict[str, list[tuple[int, float]]], device: str, height
     device : str
         For the title.
     """
-    f = figure(
-        x_axis_type="log",
-        y_axis_type="log",
-        height=height,
-        width=width,
-        title=f"Measured speed on the {device} (CUDA events, median)",
-        x_axis_label="Width (square matrices)",
-        y_axis_label="GFLOP/s",
-        toolbar_location=None,
-        name="speed",
+    f = _log_log(
+        "speed",
+        f"Measured speed on the {device} (CUDA events, median)",
+        "Width (square matrices)",
+        height,
+        width,
     )
-    f.title.text_font_size = "12pt"
     items = []
     dashes = {8: "dotted", 16: "solid", 32: "dashed"}
     for label, pts in series.items():
@@ -234,7 +235,7 @@ def speed_figure(series: dict[str, list[tuple[int, float]]], device: str, height
         )
         dots = f.scatter("x", "y", source=src, color=_color(kernel), size=5)
         items.append(LegendItem(label=label, renderers=[line, dots]))
-    f.add_tools(HoverTool(tooltips=[("", "@label"), ("Width", "@x"), ("GFLOP/s", "@y{0,0}")]))
+    add_hover(f, "auto", [("", "@label"), ("Width", "@x"), ("GFLOP/s", "@y{0,0}")])
     sizes = sorted({p[0] for pts in series.values() for p in pts})
     f.xaxis.ticker = FixedTicker(ticks=sizes)
     f.xaxis.major_label_orientation = 0.6
