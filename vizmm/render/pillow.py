@@ -191,6 +191,11 @@ def _text_w(text: str, size: int, style: str = "regular") -> float:
     return _font(size, style).getlength(text)
 
 
+def _draw_text(draw, xy, text: str, size: int, fill, anchor: str = "la", style: str = "regular"):
+    """Draw ``text`` at ``xy`` (pixels; ``anchor`` as Pillow's) in ``style`` type of ``size``."""
+    draw.text(xy, text, font=_font(size, style), fill=fill, anchor=anchor)
+
+
 def _fit_size(text: str, size: int, max_w: float, style: str = "regular", min_size: int = 8):
     """Largest font size <= size at which ``text`` fits in ``max_w`` pixels (>= min_size)."""
     while size > min_size and _text_w(text, size, style) > max_w:
@@ -652,12 +657,8 @@ class FrameRenderer:
         x_start = m + head_w + fs * 0.8
         for name, entries in self.legend_entries:
             if draw is not None:
-                draw.text(
-                    (m, y + row_h / 2),
-                    name + ":",
-                    font=_font(fs, "bold"),
-                    fill=_rgb(self.pal.TEXT),
-                    anchor="lm",
+                _draw_text(
+                    draw, (m, y + row_h / 2), name + ":", fs, _rgb(self.pal.TEXT), "lm", "bold"
                 )
             x = x_start
             for kind, color, label in entries:
@@ -667,12 +668,13 @@ class FrameRenderer:
                     y += row_h
                 if draw is not None:
                     self._swatch(draw, kind, color, x, y + (row_h - sw) / 2, sw)
-                    draw.text(
+                    _draw_text(
+                        draw,
                         (x + sw + fs * 0.4, y + row_h / 2),
                         label,
-                        font=_font(fs),
-                        fill=_rgb(self.pal.TEXT),
-                        anchor="lm",
+                        fs,
+                        _rgb(self.pal.TEXT),
+                        "lm",
                     )
                 x += w
             y += row_h
@@ -765,13 +767,9 @@ class FrameRenderer:
         rw = _text_w(right, self.fs_body)
         fs = _fit_size(frame.title, self.fs_title, W - 2 * m - rw - m, "bold")
         title = _ellipsize(frame.title, fs, W - 2 * m - rw - m, "bold")
-        draw.text((m, self.title_y), title, font=_font(fs, "bold"), fill=text, anchor="la")
-        draw.text(
-            (W - m, self.title_y + self.fs_title * 0.15),
-            right,
-            font=_font(self.fs_body),
-            fill=muted,
-            anchor="ra",
+        _draw_text(draw, (m, self.title_y), title, fs, text, "la", "bold")
+        _draw_text(
+            draw, (W - m, self.title_y + self.fs_title * 0.15), right, self.fs_body, muted, "ra"
         )
         # caption: wrapped in at most `caption_lines` lines (smaller type if needed)
         fs = self.fs_body
@@ -783,12 +781,8 @@ class FrameRenderer:
             fs -= 1
         lh = round(self.fs_body * 1.3)
         for i, line in enumerate(lines[: self.caption_lines]):
-            draw.text(
-                (m, self.caption_y + i * lh),
-                _ellipsize(line, fs, W - 2 * m),
-                font=_font(fs),
-                fill=text,
-                anchor="la",
+            _draw_text(
+                draw, (m, self.caption_y + i * lh), _ellipsize(line, fs, W - 2 * m), fs, text
             )
         # the kernel line being executed, and the counters
         cw = 0
@@ -800,12 +794,13 @@ class FrameRenderer:
             if frame.transactions is not None:
                 counters += " · " + " · ".join(frame.transactions.totals)
             cw = _text_w(counters, self.fs_small)
-            draw.text(
+            _draw_text(
+                draw,
                 (W - m, self.code_y + self.fs_body * 0.1),
                 counters,
-                font=_font(self.fs_small),
-                fill=muted,
-                anchor="ra",
+                self.fs_small,
+                muted,
+                "ra",
             )
         line = frame.source_line
         if "source" in self.views and line is not None and 0 <= line < len(self.source):
@@ -822,12 +817,14 @@ class FrameRenderer:
                 )
             avail = W - 2 * m - cw - m
             fs = _fit_size(code, self.fs_body, avail, "mono", min_size=max(8, self.fs_small - 2))
-            draw.text(
+            _draw_text(
+                draw,
                 (m, self.code_y),
                 _ellipsize(code, fs, avail, "mono"),
-                font=_font(fs, "mono"),
-                fill=_rgb(self.pal.FOCUS),
-                anchor="la",
+                fs,
+                _rgb(self.pal.FOCUS),
+                "la",
+                "mono",
             )
 
     def _draw_heading(self, draw, p: _Panel, max_w: float | None = None):
@@ -838,20 +835,12 @@ class FrameRenderer:
         fs = _fit_size(p.heading, self.fs_head, max_w, "bold", min_size=8)
         text = _ellipsize(p.heading, fs, max_w, "bold")
         if p.head_below:
-            draw.text(
-                (p.x, p.y + p.h + hh * 0.2),
-                text,
-                font=_font(fs, "bold"),
-                fill=_rgb(self.pal.TEXT),
-                anchor="la",
+            _draw_text(
+                draw, (p.x, p.y + p.h + hh * 0.2), text, fs, _rgb(self.pal.TEXT), "la", "bold"
             )
         else:
-            draw.text(
-                (p.x, p.y - tick_h - hh * 0.15),
-                text,
-                font=_font(fs, "bold"),
-                fill=_rgb(self.pal.TEXT),
-                anchor="ld",
+            _draw_text(
+                draw, (p.x, p.y - tick_h - hh * 0.15), text, fs, _rgb(self.pal.TEXT), "ld", "bold"
             )
 
     def _paint_cells(self, img: Image.Image, p: _Panel, colors: np.ndarray):
@@ -869,6 +858,16 @@ class FrameRenderer:
         for c in range(1, cols):
             x = p.x + c * p.cell
             draw.line((x, p.y, x, p.y + rows * p.cell - 1), fill=color, width=1)
+
+    def _tile_frame(self, draw, p: _Panel, T: int):
+        """The T x T grid lines of a tile panel (Mds, Nds, threads) and its frame around it."""
+        self._grid_lines(draw, p, T, T, color=_rgb(self.pal.MUTED))
+        lw = self.lw
+        draw.rectangle(
+            (p.x - lw, p.y - lw, p.x + p.w - 1 + lw, p.y + p.h - 1 + lw),
+            outline=_rgb(self.pal.TEXT),
+            width=lw,
+        )
 
     def _outline(self, draw, p: _Panel, r0, c0, nr, nc, color, width):
         x0 = p.x + c0 * p.cell
@@ -905,6 +904,11 @@ class FrameRenderer:
         base_y = cy + fs * 0.33
         draw.text((x, base_y), base, font=f, fill=fill, anchor="ls")
         draw.text((x + wb, base_y + fs * 0.22), sub, font=fsub, fill=fill, anchor="ls")
+
+    @staticmethod
+    def _value_text(draw, cx, cy, value, fs, fill):
+        """A cell's value centred at (cx, cy), a little smaller than the name above it."""
+        _draw_text(draw, (cx, cy), format_value(float(value)), max(9, round(fs * 0.9)), fill, "mm")
 
     def _draw_matrix(self, img, draw, frame: Frame, p: _Panel):
         name = p.name
@@ -1001,13 +1005,7 @@ class FrameRenderer:
                 show_value = name != "P" or state[r, c] == CellState.DONE
                 if two is not None and show_value:
                     self._sub_text(draw, cx, y0 + p.cell * 0.34, name, f"{r},{c}", two, ink)
-                    draw.text(
-                        (cx, y0 + p.cell * 0.72),
-                        format_value(float(values[r, c])),
-                        font=_font(max(9, round(two * 0.9))),
-                        fill=ink,
-                        anchor="mm",
-                    )
+                    self._value_text(draw, cx, y0 + p.cell * 0.72, values[r, c], two, ink)
                 else:
                     self._sub_text(draw, cx, (y0 + y1) / 2, name, f"{r},{c}", one, ink)
         zs = self._cell_fonts(p, lambda fs: _text_w("0.0", fs))[0]
@@ -1016,12 +1014,8 @@ class FrameRenderer:
         for g in ghosts:
             if g.code == Access.ZERO_FILL and 0 <= g.row < p.rows and 0 <= g.col < p.cols:
                 x0, y0, x1, y1 = p.cell_box(g.row, g.col)
-                draw.text(
-                    ((x0 + x1) / 2, (y0 + y1) / 2),
-                    "0.0",
-                    font=_font(zs),
-                    fill=_rgb(self.pal.TEXT),
-                    anchor="mm",
+                _draw_text(
+                    draw, ((x0 + x1) / 2, (y0 + y1) / 2), "0.0", zs, _rgb(self.pal.TEXT), "mm"
                 )
 
     def _cell_rgb(self, frame: Frame, name: str, state, r: int, c: int):
@@ -1074,13 +1068,7 @@ class FrameRenderer:
                 t = ty * T + tx if loader is None else int(loader[ty, tx])
                 colors[ty, tx] = self._slot_rgb(st[ty, tx], now[ty, tx], t)
         self._paint_cells(img, p, colors)
-        self._grid_lines(draw, p, T, T, color=_rgb(self.pal.MUTED))
-        lw = self.lw
-        draw.rectangle(
-            (p.x - lw, p.y - lw, p.x + p.w - 1 + lw, p.y + p.h - 1 + lw),
-            outline=_rgb(self.pal.TEXT),
-            width=lw,
-        )
+        self._tile_frame(draw, p, T)
         # labels: the element held (M_{0,2}) or 0.0; its value underneath
         big = self._max_index()
         one, two = self._cell_fonts(p, lambda fs: self._sub_w(which, f"{big},{big}", fs))
@@ -1096,22 +1084,16 @@ class FrameRenderer:
                         ink = _rgb(self.pal.MUTED)
                     cy = y0 + p.cell * (0.34 if two is not None else 0.5)
                     if s == SlotState.ZERO:
-                        draw.text((cx, (y0 + y1) / 2), "0.0", font=_font(fs), fill=ink, anchor="mm")
+                        _draw_text(draw, (cx, (y0 + y1) / 2), "0.0", fs, ink, "mm")
                         continue
                     if src[ty, tx, 0] >= 0:
                         self._sub_text(
                             draw, cx, cy, which, f"{src[ty, tx, 0]},{src[ty, tx, 1]}", fs, ink
                         )
                     else:
-                        draw.text((cx, cy), "?", font=_font(fs), fill=ink, anchor="mm")
+                        _draw_text(draw, (cx, cy), "?", fs, ink, "mm")
                     if two is not None and src[ty, tx, 0] >= 0:
-                        draw.text(
-                            (cx, y0 + p.cell * 0.72),
-                            format_value(float(val[ty, tx])),
-                            font=_font(max(9, round(two * 0.9))),
-                            fill=ink,
-                            anchor="mm",
-                        )
+                        self._value_text(draw, cx, y0 + p.cell * 0.72, val[ty, tx], two, ink)
         tw = max(2, min(round(p.cell * 0.09), round(self.fs_body * 0.35)))
         rr, cc = np.nonzero(read)
         if len(rr):  # the column / row read at this k, outlined as one band
@@ -1154,12 +1136,8 @@ class FrameRenderer:
                 box = (x0 + 1, y1 - band, x1 - 1, y1 - 1)
                 draw.rectangle(box, fill=colors[b])
                 if show:
-                    draw.text(
-                        ((x0 + x1) / 2, y1 - band / 2),
-                        f"b{b}",
-                        font=_font(fs),
-                        fill=_ink_on(colors[b]),
-                        anchor="mm",
+                    _draw_text(
+                        draw, ((x0 + x1) / 2, y1 - band / 2), f"b{b}", fs, _ink_on(colors[b]), "mm"
                     )
                 if conflict[r, c]:
                     self._outline(draw, p, r, c, 1, 1, _rgb(self.pal.TILE_OUTLINE), tw + 1)
@@ -1191,13 +1169,7 @@ class FrameRenderer:
                     draw.rectangle(
                         (x0, y0, x1 - 1, y0 + band - 1), fill=self.thread_colors[ty * T + tx]
                     )
-        self._grid_lines(draw, p, T, T, color=_rgb(self.pal.MUTED))
-        lw = self.lw
-        draw.rectangle(
-            (p.x - lw, p.y - lw, p.x + p.w - 1 + lw, p.y + p.h - 1 + lw),
-            outline=_rgb(self.pal.TEXT),
-            width=lw,
-        )
+        self._tile_frame(draw, p, T)
         one, two = self._cell_fonts(p, lambda fs: _text_w("Pv 9999.0", fs))
         if one is not None:
             for ty in range(T):
@@ -1209,39 +1181,21 @@ class FrameRenderer:
                     h = y1 - inner
                     rank = int(frame.thread_rank[ty, tx])
                     if two is not None:
-                        draw.text(
-                            (cx, inner + h * 0.3),
-                            f"({ty},{tx})",
-                            font=_font(two),
-                            fill=ink,
-                            anchor="mm",
-                        )
+                        _draw_text(draw, (cx, inner + h * 0.3), f"({ty},{tx})", two, ink, "mm")
                         pv = "Pv " + format_value(float(frame.pvalue[ty, tx]))
                         if not frame.thread_valid[ty, tx]:
                             pv = "no P"
-                        draw.text(
-                            (cx, inner + h * 0.72), pv, font=_font(two), fill=ink, anchor="mm"
-                        )
+                        _draw_text(draw, (cx, inner + h * 0.72), pv, two, ink, "mm")
                     else:
-                        draw.text(
-                            (cx, inner + h / 2),
-                            f"{ty},{tx}",
-                            font=_font(one),
-                            fill=ink,
-                            anchor="mm",
-                        )
+                        _draw_text(draw, (cx, inner + h / 2), f"{ty},{tx}", one, ink, "mm")
                     if (
                         rank >= 0
                         and two is not None
                         and frame.step.arrived is not None
                         and (frame.step.arrived < T * T)
                     ):
-                        draw.text(
-                            (x1 - 3, inner + 2),
-                            f"#{rank + 1}",
-                            font=_font(max(8, two - 3)),
-                            fill=ink,
-                            anchor="rt",
+                        _draw_text(
+                            draw, (x1 - 3, inner + 2), f"#{rank + 1}", max(8, two - 3), ink, "rt"
                         )
         if frame.focus is not None:
             fy, fx = frame.focus
@@ -1289,10 +1243,4 @@ class FrameRenderer:
             draw.rectangle(box, fill=fill, outline=line, width=3 if i == o.warp else 1)
             text = "·" if not cost else (f"{cost}×" if o.warp_unit == "-way" else str(cost))
             if _text_w(text, fs) < w - 2:
-                draw.text(
-                    ((box[0] + box[2]) / 2, y0 + h / 2),
-                    text,
-                    font=_font(fs),
-                    fill=_ink_on(fill),
-                    anchor="mm",
-                )
+                _draw_text(draw, ((box[0] + box[2]) / 2, y0 + h / 2), text, fs, _ink_on(fill), "mm")
