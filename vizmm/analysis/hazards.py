@@ -32,8 +32,6 @@ actually did comes from the recorded reads (``Trace.shared_reads``: the tag
 of the element each thread found in the slot): :func:`wrong_reads` lists the
 reads that returned another element than the book's kernel reads, and
 :func:`wrong_p` the P elements that came out different.
-
-NumPy only; imports :mod:`vizmm.trace` and nothing else of vizmm.
 """
 
 from __future__ import annotations

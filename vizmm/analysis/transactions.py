@@ -62,8 +62,6 @@ holds ``M[by*T + r][ph*T + c]``, ``Nds[r][c]`` holds ``N[ph*T + r][bx*T + c]``.
 Every kernel here puts the same elements into the same logical slots; the
 layout says in which *physical word* a logical slot lies
 (:meth:`Layout.slot_words`) and which thread fills it.
-
-NumPy only; imports :mod:`vizmm.trace` and nothing else of vizmm.
 """
 
 from __future__ import annotations

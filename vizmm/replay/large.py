@@ -412,7 +412,7 @@ def gantt(tl: Timeline) -> Gantt:
     """Bars of every block with data, by SM (see :class:`Gantt`)."""
     gy, gx = tl.grid
     has = tl.has_data
-    by, bx = np.nonzero(has)
+    by, bx = (a.astype(np.int32) for a in np.nonzero(has))
     row = np.where(tl.sm[has] >= 0, tl.sm[has], 0).astype(np.int32)
     start, end = tl.start[has], tl.end[has]
     order = np.lexsort((end, start, row))
@@ -428,8 +428,8 @@ def gantt(tl: Timeline) -> Gantt:
     if tl.sm_count and (tl.sm >= 0).any():
         rows = max(rows, tl.sm_count)
     return Gantt(
-        by.astype(np.int32),
-        bx.astype(np.int32),
+        by,
+        bx,
         row,
         lane,
         start,
@@ -644,7 +644,7 @@ def _line_map(
     mean1 = np.add.reduceat(v, e[:-1]) / np.diff(e)
     low1 = np.minimum.reduceat(v, e[:-1])
     high1 = np.maximum.reduceat(v, e[:-1])
-    ones = np.ones(len(oe) - 1)
+    ones = np.ones(len(oe) - 1, np.int64)  # low and high stay counts
     if along_rows:
         mean, low, high = (np.outer(x, ones) for x in (mean1, low1, high1))
         re_, ce, shape, per = e, oe, (n, other), (p, op)
@@ -655,8 +655,8 @@ def _line_map(
         matrix,
         "naive",
         mean,
-        low.astype(np.int64),
-        high.astype(np.int64),
+        low,
+        high,
         re_,
         ce,
         shape,
