@@ -14,21 +14,24 @@ and exit code 2, never a traceback; a recording that fails writes no file.
 Adding a subcommand
 -------------------
 Each subcommand is one function ``add_NAME_parser(subparsers)`` that calls
-``_subcommand(subparsers, cmd_NAME, help=..., description=...)`` (which adds
-the parser and makes ``cmd_NAME`` its handler) and declares its options. The
-handler takes the parsed :class:`argparse.Namespace`, returns the exit code
-(0 for success) and raises :class:`CLIError` (or one of :data:`INPUT_ERRORS`)
-for bad input; :func:`main` turns those into the one-line message and exit
-code 2. A new subcommand is one more entry in :data:`SUBCOMMANDS`.
+``_subcommand(subparsers, cmd_NAME)`` (which adds the parser, makes
+``cmd_NAME`` its handler and takes its help, description and examples from
+``cmd_NAME``'s docstring) and declares its options. The handler takes the
+parsed :class:`argparse.Namespace`, returns the exit code (0 for success)
+and raises :class:`CLIError` (or one of :data:`INPUT_ERRORS`) for bad input;
+:func:`main` turns those into the one-line message and exit code 2. A new
+subcommand is one more entry in :data:`SUBCOMMANDS`.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import os
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 
 from . import __version__
@@ -194,12 +197,25 @@ def _non_negative(text: str) -> int:
     return v
 
 
-def _subcommand(subparsers, func: Callable, **kwargs) -> argparse.ArgumentParser:
-    """Add the subcommand that ``func`` (``cmd_NAME``) runs; return its parser.
+def _subcommand(subparsers, func: Callable) -> argparse.ArgumentParser:
+    """Add the subcommand that ``func`` (``cmd_NAME``) runs and its docstring tells; its parser.
 
-    ``kwargs`` (``help``, ``description`` ...) go to ``add_parser``.
+    The docstring's summary line is the subcommand's line in ``vizmm --help``
+    (first letter lowered, no full stop); the paragraphs after it are the
+    description of ``vizmm NAME --help``, and an ``Examples`` section its
+    epilog, printed as written.
     """
-    p = subparsers.add_parser(func.__name__.removeprefix("cmd_"), **kwargs)
+    summary, _, rest = inspect.getdoc(func).partition("\n\n")
+    description, _, examples = rest.partition("Examples\n--------\n")
+    p = subparsers.add_parser(
+        func.__name__.removeprefix("cmd_"),
+        help=summary[0].lower() + summary[1:].removesuffix("."),
+        description=description.strip(),
+        epilog="examples:\n" + textwrap.indent(examples, "  ") if examples else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter
+        if examples
+        else argparse.HelpFormatter,
+    )
     p.set_defaults(func=func)
     return p
 
@@ -238,26 +254,7 @@ def _block(trace, args: argparse.Namespace) -> tuple[int, int]:
 # ------------------------------------------------------------------- record
 def add_record_parser(subparsers) -> None:
     """Add ``vizmm record``."""
-    p = _subcommand(
-        subparsers,
-        cmd_record,
-        help="run an instrumented kernel and save its trace",
-        description=(
-            "Run one of the book's matrix-multiplication kernels with recording (on a GPU, or "
-            "in Numba's CUDA simulator) and save what every thread did to a trace file. The "
-            "estimated trace size and simulator time are printed first."
-        ),
-        epilog=(
-            "examples:\n"
-            "  vizmm record --width 4 --tile-width 2 --kernel tiled -o fig58.vizmm   (Fig. 5.8)\n"
-            "  vizmm record --width 3 --tile-width 2 --kernel boundary -o fig511.vizmm\n"
-            "  vizmm record --shape 100,70,90 --tile-width 16 --kernel general "
-            "--window 0,0 --window 6,5 -o big.vizmm\n"
-            "  vizmm record --width 4 --tile-width 2 --kernel tiled --drop-barrier 1 "
-            "-o race.vizmm   (barrier lab)"
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = _subcommand(subparsers, cmd_record)
     size = p.add_mutually_exclusive_group(required=True)
     size.add_argument(
         "--shape",
@@ -343,7 +340,19 @@ def add_record_parser(subparsers) -> None:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    """``vizmm record``: estimate, record, save atomically."""
+    """Run an instrumented kernel and save its trace.
+
+    Run one of the book's matrix-multiplication kernels with recording (on a GPU,
+    or in Numba's CUDA simulator) and save what every thread did to a trace file.
+    The estimated trace size and simulator time are printed first.
+
+    Examples
+    --------
+    vizmm record --width 4 --tile-width 2 --kernel tiled -o fig58.vizmm   (Fig. 5.8)
+    vizmm record --width 3 --tile-width 2 --kernel boundary -o fig511.vizmm
+    vizmm record --shape 100,70,90 -t 16 --kernel general --window 0,0 --window 6,5 -o big.vizmm
+    vizmm record --width 4 -t 2 --kernel tiled --drop-barrier 1 -o race.vizmm   (barrier lab)
+    """
     if args.shape is not None:
         j, k, l = args.shape
     else:
@@ -397,18 +406,16 @@ def cmd_record(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------- info
 def add_info_parser(subparsers) -> None:
     """Add ``vizmm info``."""
-    p = _subcommand(
-        subparsers,
-        cmd_info,
-        help="say what a trace file holds",
-        description="Print what a trace file holds: kernel, shapes, grid, backend and device, "
-        "when it was recorded, global reads and CGMA.",
-    )
+    p = _subcommand(subparsers, cmd_info)
     _trace_argument(p)
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    """``vizmm info``: the trace's summary, from the file's manifest alone when it can."""
+    """Say what a trace file holds.
+
+    Print what a trace file holds: kernel, shapes, grid, backend and device, when
+    it was recorded, global reads and CGMA.
+    """
     _check_file(args.file)
     text = read_info(args.file).summary()  # checks the manifest; decodes no array
     if text is None:  # a version 1 file keeps no totals: read the arrays
@@ -421,17 +428,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 # -------------------------------------------------------------------- table
 def add_table_parser(subparsers) -> None:
     """Add ``vizmm table``."""
-    p = _subcommand(
-        subparsers,
-        cmd_table,
-        help="print the book's Fig. 5.8 table for one block",
-        description=(
-            "Print the book's Fig. 5.8 table for one block of a trace: one row per thread "
-            "(ty, tx); per phase the M element loaded into Mds, the N element loaded into Nds "
-            "(or the zero-fill, the wrong element, the access past the allocation) and the "
-            "Pvalue terms, with the Pvalue after the phase; then the P store."
-        ),
-    )
+    p = _subcommand(subparsers, cmd_table)
     _trace_argument(p)
     _block_option(p)
     p.add_argument(
@@ -459,7 +456,13 @@ def add_table_parser(subparsers) -> None:
 
 
 def cmd_table(args: argparse.Namespace) -> int:
-    """``vizmm table``: the Fig. 5.8 table of one block."""
+    """Print the book's Fig. 5.8 table for one block.
+
+    Print the book's Fig. 5.8 table for one block of a trace: one row per thread
+    (ty, tx); per phase the M element loaded into Mds, the N element loaded into
+    Nds (or the zero-fill, the wrong element, the access past the allocation) and
+    the Pvalue terms, with the Pvalue after the phase; then the P store.
+    """
     trace = _load(args.file)
     block = _block(trace, args)
     if args.max_terms == 1:
@@ -529,16 +532,7 @@ def add_export_parser(subparsers) -> None:
     from . import export
     from .replay import GRANULARITIES, ORDERS
 
-    p = _subcommand(
-        subparsers,
-        cmd_export,
-        help="write a block's replay as a GIF, an MP4 video or one offline HTML file",
-        description=(
-            "Replay one block of a trace and write it as an animated GIF, an H.264 MP4 "
-            "(for slides) or one self-contained HTML file that works offline (play, step, "
-            "scrub; keys ← → space Home End). One frame per step."
-        ),
-    )
+    p = _subcommand(subparsers, cmd_export)
     _trace_argument(p, "TRACE")
     p.add_argument(
         "-o",
@@ -606,7 +600,12 @@ def add_export_parser(subparsers) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """``vizmm export``: write the export and say where, how big, how many frames."""
+    """Write a block's replay as a GIF, an MP4 video or one offline HTML file.
+
+    Replay one block of a trace and write it as an animated GIF, an H.264 MP4 (for
+    slides) or one self-contained HTML file that works offline (play, step, scrub;
+    keys ← → space Home End). One frame per step.
+    """
     from . import export
     from .replay import Replay
 
@@ -637,16 +636,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- occupancy
 def add_occupancy_parser(subparsers) -> None:
     """Add ``vizmm occupancy``."""
-    p = _subcommand(
-        subparsers,
-        cmd_occupancy,
-        help="blocks per SM, what limits them and the occupancy (Section 5.6)",
-        description="How many blocks of a kernel fit on one SM of a device, limited by thread "
-        "slots, block slots, shared memory and registers, and the occupancy. Give a kernel and "
-        "--tile-width, or --threads and --shared for a kernel of your own (the book's 32 KB, "
-        "256-thread example: --threads 256 --shared 32768). --book redoes Section 5.6's "
-        "arithmetic.",
-    )
+    p = _subcommand(subparsers, cmd_occupancy)
     p.add_argument(
         "--device",
         default="A100",
@@ -661,7 +651,14 @@ def add_occupancy_parser(subparsers) -> None:
 
 
 def cmd_occupancy(args: argparse.Namespace) -> int:
-    """``vizmm occupancy``: the calculator's lines (and Section 5.6's check)."""
+    """Blocks per SM, what limits them and the occupancy (Section 5.6).
+
+    How many blocks of a kernel fit on one SM of a device, limited by thread
+    slots, block slots, shared memory and registers, and the occupancy. Give a
+    kernel and --tile-width, or --threads and --shared for a kernel of your own
+    (the book's 32 KB, 256-thread example: --threads 256 --shared 32768). --book
+    redoes Section 5.6's arithmetic.
+    """
     from . import occupancy
     from .analysis.occupancy import section_5_6
 
@@ -697,16 +694,7 @@ def cmd_occupancy(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------- transactions
 def add_transactions_parser(subparsers) -> None:
     """Add ``vizmm transactions``."""
-    p = _subcommand(
-        subparsers,
-        cmd_transactions,
-        help="count the memory transactions of the tiles (sectors, banks)",
-        description="Count what each warp of the recorded blocks asks of memory: the 32-byte "
-        "sectors and 128-byte segments of its tile loads, and the shared-memory banks of its "
-        "Mds / Nds reads in the k loop (n-way conflicts). Prints the totals (sectors per "
-        "request, bank conflicts per request, as Nsight Compute reports them) and, with "
-        "--block, one row per warp.",
-    )
+    p = _subcommand(subparsers, cmd_transactions)
     _trace_argument(p)
     _block_option(p, "one row per warp")
     p.add_argument("--phase", type=int, default=0, help="phase of the rows (default 0)")
@@ -719,7 +707,14 @@ def add_transactions_parser(subparsers) -> None:
 
 
 def cmd_transactions(args: argparse.Namespace) -> int:
-    """``vizmm transactions``: totals, and a row per warp of one block."""
+    """Count the memory transactions of the tiles (sectors, banks).
+
+    Count what each warp of the recorded blocks asks of memory: the 32-byte
+    sectors and 128-byte segments of its tile loads, and the shared-memory banks
+    of its Mds / Nds reads in the k loop (n-way conflicts). Prints the totals
+    (sectors per request, bank conflicts per request, as Nsight Compute reports
+    them) and, with --block, one row per warp.
+    """
     from .analysis.transactions import TransactionsError, memory_transactions
 
     trace = _load(args.file)
@@ -757,24 +752,7 @@ def cmd_transactions(args: argparse.Namespace) -> int:
 # -------------------------------------------------------------------- serve
 def add_serve_parser(subparsers) -> None:
     """Add ``vizmm serve``."""
-    p = _subcommand(
-        subparsers,
-        cmd_serve,
-        help="serve the dashboard and the large view (localhost unless told otherwise)",
-        description=(
-            "Serve the dashboard (/dashboard) and the large-matrix view (/large_view) with "
-            "Panel. It listens on localhost (127.0.0.1) unless --address says otherwise; the "
-            "shipped traces are read once per process before it listens, and shared by every "
-            "visitor."
-        ),
-        epilog=(
-            "examples:\n"
-            "  vizmm serve --show                       (on this machine only)\n"
-            "  vizmm serve --address 0.0.0.0 --allow-websocket-origin=HOST:5006 --num-procs 2\n"
-            "                                           (a class: HOST is the name students type)"
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = _subcommand(subparsers, cmd_serve)
     p.add_argument(
         "--address",
         default="127.0.0.1",
@@ -832,7 +810,19 @@ def serve_command(args: argparse.Namespace) -> list[str]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """``vizmm serve``: ``panel serve`` with our defaults (localhost, shipped traces read first)."""
+    """Serve the dashboard and the large view (localhost unless told otherwise).
+
+    Serve the dashboard (/dashboard) and the large-matrix view (/large_view) with
+    Panel. It listens on localhost (127.0.0.1) unless --address says otherwise;
+    the shipped traces are read once per process before it listens, and shared by
+    every visitor.
+
+    Examples
+    --------
+    vizmm serve --show                       (on this machine only)
+    vizmm serve --address 0.0.0.0 --allow-websocket-origin=HOST:5006 --num-procs 2
+                                             (a class: HOST is the name students type)
+    """
     cmd = serve_command(args)
     if args.dry_run:
         print(" ".join(cmd))
