@@ -382,6 +382,31 @@ def test_scene_views_subset():
         Scene(tr, views=["nope"])
 
 
+@pytest.mark.parametrize("key", ["fig5-8", "lab-4x4-drop1"])
+def test_every_hover_names_columns_of_its_source(key):
+    """A tooltip's @field that its source lacks shows '???' in the browser."""
+    import re
+
+    from bokeh.models import HoverTool
+
+    tr = CATALOGUE.get(key)
+    scene = Scene(tr)
+    scene.update(Replay(tr, (0, 0), transactions=True).frame(3))
+    checked = set()
+    for view, fig in scene.figures.items():
+        for tool in fig.tools:
+            if not isinstance(tool, HoverTool):
+                continue
+            assert tool.renderers, view  # every hover says which glyphs it answers for
+            for r in tool.renderers:
+                for label, field in tool.tooltips:
+                    for col in re.findall(r"@(\w+)", field):
+                        assert col in r.data_source.data, (view, label, col)
+                        checked.add((view, col))
+    # matrices, Mds, Nds, threads, blocks and the table all have hovers
+    assert {v for v, _ in checked} >= {"M", "N", "P", "Mds", "Nds", "threads", "blocks", "table"}
+
+
 def test_export_button_gives_the_file(dash):
     import panel as pn
 

@@ -135,6 +135,44 @@ _COLUMNS = {
     "table": ("x", "y", "w", "h", "tx", "fill", "line_color", "text", "text_color")
     + ("font_style", "note"),
 }
+#: What hovering over a row of each kind of source says: Bokeh's ``(label, field)``
+#: tooltips, fields among the kind's columns; ``{name}`` is the figure's matrix.
+_TOOLTIPS = {
+    "matrix": (("element", "@name"), ("value", "@final"), ("state", "@code{state}")),
+    "P": (("element", "@name"), ("P after the launch", "@final"), ("state", "@code{state}")),
+    "P_pvalue": (("element", "@name"), ("Pvalue so far", "@text"), ("computed by", "@thread")),
+    "ghost": (
+        ("position", "@name (outside the matrix)"),
+        ("what happened", "@state"),
+        ("thread", "@loader"),
+        ("slot holds", "@text"),
+    ),
+    "slots": (
+        ("slot", "{name}[@ty][@tx]"),
+        ("holds", "@element"),
+        ("value", "@value"),
+        ("state", "@state"),
+        ("written by", "@loader"),
+    ),
+    "bank": (("bank", "@bank"), ("", "@note")),
+    "threads": (
+        ("thread", "(@ty, @tx)"),
+        ("state", "@state"),
+        ("Pvalue", "@pvalue"),
+        ("valid P element", "@valid"),
+    ),
+    "warps": (("", "@label"),),
+    "blocks": (("block", "(@by, @bx)"), ("", "@status")),
+    "table": (("", "@note"),),
+}
+
+
+def _hover(f, renderer, kind: str, name: str = "", **kwargs) -> None:
+    """The tooltips of a source kind (``_TOOLTIPS``) for ``renderer`` of ``f``."""
+    tips = [(label, field.replace("{name}", name)) for label, field in _TOOLTIPS[kind]]
+    add_hover(f, renderer, tips, **kwargs)
+
+
 #: The kind of columns of every source whose name is not itself a key of _COLUMNS.
 _KIND = {
     **{m: "matrix" for m in ("M", "N", "P")},
@@ -163,6 +201,11 @@ def _add_row(cols: dict[str, list], **row) -> None:
         raise KeyError(f"a row needs the columns {sorted(cols)}, got {sorted(row)}")
     for name, v in row.items():
         cols[name].append(v)
+
+
+def _add_cell(cols: dict[str, list], r: int, c: int, **row) -> None:
+    """Append the row of the grid cell (r, c): its centre ``x``, ``y`` and ``row``'s values."""
+    _add_row(cols, x=c + 0.5, y=r + 0.5, **row)
 
 
 def _text_lines(lines: Sequence[tuple[str, str, str]], first: float = 0.0) -> dict[str, list]:
@@ -445,10 +488,10 @@ def _pvalue_columns(frame: Frame, trace: Trace) -> dict[str, list]:
         for tx in range(min(T, l - col0)):
             r, c = row0 + ty, col0 + tx
             wrong = frame.p_wrong is not None and bool(frame.p_wrong[r, c])
-            _add_row(
+            _add_cell(
                 cols,
-                x=c + 0.5,
-                y=r + 0.5,
+                r,
+                c,
                 name=names[r * l + c],
                 text=("✗ " if wrong else "") + _fmt(frame.pvalue[ty, tx]),
                 thread=f"thread ({ty},{tx})",
@@ -482,10 +525,10 @@ def _ghost_columns(frame: Frame, trace: Trace, name: str, th: pal.Palette) -> di
             fill = th.GHOST_COLORS[int(code)]
             ghosts.append((r, c, fill, line, text, th.GHOST_LABELS[int(code)], t))
     for r, c, fill, line, text, state, t in ghosts:
-        _add_row(
+        _add_cell(
             cols,
-            x=c + 0.5,
-            y=r + 0.5,
+            r,
+            c,
             row=r,
             col=c,
             name=_uni(_sub(name, r, c)),
@@ -822,10 +865,10 @@ def _block_columns(frame: Frame, trace: Trace, th: pal.Palette) -> dict[str, lis
                 status = "recorded per thread: tap to replay"
             else:
                 status = "not recorded per thread (aggregated only)"
-            _add_row(
+            _add_cell(
                 cols,
-                x=bx + 0.5,
-                y=by + 0.5,
+                by,
+                bx,
                 by=by,
                 bx=bx,
                 fill=fill,
@@ -1422,23 +1465,10 @@ class Scene:
                 fs = f"{max(9, min(s.font + 2, int(s.cell * 0.32)))}px"
                 _centred_text(f, self.sources["P_pvalue"] if name == "P" else src, fs, text_map)
                 _centred_text(f, ghosts, fs)
-            final = "P after the launch" if name == "P" else "value"
-            tips = [("element", "@name"), (final, "@final"), ("state", "@code{state}")]
-            add_hover(f, r, tips, formatters={"@code": word})
+            _hover(f, r, "P" if name == "P" else "matrix", formatters={"@code": word})
             if name == "P":
-                tips = [
-                    ("element", "@name"),
-                    ("Pvalue so far", "@text"),
-                    ("computed by", "@thread"),
-                ]
-                add_hover(f, pv, tips)
-            tips = [
-                ("position", "@name (outside the matrix)"),
-                ("what happened", "@state"),
-                ("thread", "@loader"),
-                ("slot holds", "@text"),
-            ]
-            add_hover(f, g, tips)
+                _hover(f, pv, "P_pvalue")
+            _hover(f, g, "ghost")
             figs[name] = f
         top = [Spacer(width=figs["M"].width, height=10)] if "M" in figs else []
         parts = []
@@ -1459,21 +1489,14 @@ class Scene:
         if s.shared_text:
             size = f"{max(10, min(s.font + 3, int(s.scell * 0.22)))}px"
             _centred_text(f, src, size, text_line_height=1.15)
-        tips = [
-            ("slot", f"{name}[@ty][@tx]"),
-            ("holds", "@element"),
-            ("value", "@value"),
-            ("state", "@state"),
-            ("written by", "@loader"),
-        ]
-        add_hover(f, r, tips)
+        _hover(f, r, "slots", name)
         # Transactions view, at a step of the k loop: the bank of each slot's
         # word (a band across the slot's foot), the current warp's conflicts.
         banks = self.sources[f"{name}_bank"]
         bank = _cells(f, banks, 0.92, 0.22)
         if s.scell >= 24:
             _centred_text(f, banks, f"{max(8, min(s.font - 2, int(s.scell * 0.17)))}px")
-        add_hover(f, bank, [("bank", "@bank"), ("", "@note")])
+        _hover(f, bank, "bank")
         self.figures[name] = f
         return f
 
@@ -1516,13 +1539,7 @@ class Scene:
             nonselection_line_alpha="ahead_alpha",
             name="vizmm-ahead",
         )
-        tips = [
-            ("thread", "(@ty, @tx)"),
-            ("state", "@state"),
-            ("Pvalue", "@pvalue"),
-            ("valid P element", "@valid"),
-        ]
-        add_hover(f, r, tips)
+        _hover(f, r, "threads")
         f.add_tools(TapTool(renderers=[r]))
         f.rect(
             "x",
@@ -1557,7 +1574,7 @@ class Scene:
         src = self.sources["warps"]
         r = _cells(f, src, 0.96, 0.9)
         _centred_text(f, src, f"{max(8, min(s.font, int(cell * 0.4)))}px")
-        add_hover(f, r, [("", "@label")])
+        _hover(f, r, "warps")
         # Always shown (empty until a frame carries the transactions view): showing
         # and hiding it would lay out the page again, hidden tables included.
         f.name = "vizmm-warps"
@@ -1703,7 +1720,7 @@ class Scene:
         r = _cells(f, src, 0.92, tappable=True)
         if cell >= 34:
             _centred_text(f, src, f"{max(9, min(s.font, cell // 3))}px")
-        add_hover(f, r, [("block", "(@by, @bx)"), ("", "@status")])
+        _hover(f, r, "blocks")
         f.add_tools(TapTool(renderers=[r]))
         self.figures["blocks"] = f
         return f
@@ -1727,7 +1744,7 @@ class Scene:
             "x", "y", "w", "h", source=src, fill_color="fill", line_color="line_color", line_width=1
         )
         # The whole cell in words (a barrier-lab cell: the book's term it should have used).
-        add_hover(f, r, [("", "@note")])
+        _hover(f, r, "table")
         style = {"text_color": "text_color", "text_font_style": "font_style"}
         _line_text(f, src, f"{s.mono}px", x="tx", **style)
         return f

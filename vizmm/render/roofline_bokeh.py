@@ -24,38 +24,24 @@ __all__ = ["RooflineView", "roof_columns", "point_columns", "speed_figure"]
 X_RANGE = (0.1, 100.0)  # OP/B
 
 
+#: What the roofline and the speed figure share: log-log axes, GFLOP/s up the side.
+_LOG_LOG = {"x_axis_type": "log", "y_axis_type": "log", "y_axis_label": "GFLOP/s"}
+
+
 def _log_log(name: str, title: str, x_label: str, height: int, width: int, **ranges):
     """A log-log figure of GFLOP/s against ``x_label``, without a toolbar."""
+    size = {"height": height, "width": width, **ranges}
     f = figure(
-        x_axis_type="log",
-        y_axis_type="log",
-        height=height,
-        width=width,
-        title=title,
-        x_axis_label=x_label,
-        y_axis_label="GFLOP/s",
-        toolbar_location=None,
-        name=name,
-        **ranges,
+        name=name, title=title, x_axis_label=x_label, toolbar_location=None, **_LOG_LOG, **size
     )
     f.title.text_font_size = "12pt"
     return f
 
 
-def _roof_marker(f, name: str, size: int, marker: str, fill: str):
-    """An empty source (``x``, ``y``, ``label``) and its marker, named ``name``, on ``f``."""
+def _roof_marker(f, name: str, **style):
+    """An empty source (``x``, ``y``, ``label``) and its marker on the roof (``style``: glyph's)."""
     source = ColumnDataSource({"x": [], "y": [], "label": []})
-    renderer = f.scatter(
-        "x",
-        "y",
-        source=source,
-        size=size,
-        marker=marker,
-        fill_color=fill,
-        line_color=pal.TEXT,
-        name=name,
-    )
-    return source, renderer
+    return source, f.scatter("x", "y", source=source, name=name, line_color=pal.TEXT, **style)
 
 
 def _color(kernel: str) -> str:
@@ -167,9 +153,11 @@ class RooflineView:
             "x", "y", source=pts, size=9, color="color", line_color=pal.TEXT, name="points"
         )
         items.append(LegendItem(label="kernels, measured (GFLOP/s at Width 4096)", renderers=[pr]))
-        self.current, cr = _roof_marker(f, "current", 16, "inverted_triangle", pal.FOCUS)
+        marker = {"size": 16, "marker": "inverted_triangle", "fill_color": pal.FOCUS}
+        self.current, cr = _roof_marker(f, "current", **marker)
         items.append(LegendItem(label="this trace's CGMA on the roof", renderers=[cr]))
-        self.chosen, chr_ = _roof_marker(f, "chosen", 14, "diamond", pal.READ)
+        marker = {"size": 14, "marker": "diamond", "fill_color": pal.READ}
+        self.chosen, chr_ = _roof_marker(f, "chosen", **marker)
         items.append(LegendItem(label="the TILE_WIDTH chosen, on the roof", renderers=[chr_]))
         tips = [
             ("kernel", "@label"),
