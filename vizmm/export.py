@@ -140,9 +140,7 @@ def _check_views(views, fmt: str, trace: Trace | None = None):
         from .render.pillow import VIEWS as available
     if views is None:
         return available if trace is None else render.affordable_views(trace, available)
-    if isinstance(views, str):
-        views = [v.strip() for v in views.split(",") if v.strip()]
-    views = tuple(views)
+    views = tuple(render.view_names(views))
     if not views:
         raise ExportError("choose at least one view")
     if fmt != "html":
@@ -152,11 +150,7 @@ def _check_views(views, fmt: str, trace: Trace | None = None):
                 f"view(s) {', '.join(map(repr, html_only))} are shown only in the "
                 f"HTML export; {fmt.upper()} frames draw: {', '.join(available)}"
             )
-    unknown = [v for v in views if v not in available]
-    if unknown:
-        raise ExportError(
-            f"unknown view(s) {', '.join(map(repr, unknown))}; choose from {', '.join(available)}"
-        )
+    render.check_known_views(views, available, ExportError)
     if trace is not None:
         too_big = [v for v in views if v not in render.affordable_views(trace, views)]
         if too_big:

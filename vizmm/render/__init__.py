@@ -28,9 +28,18 @@ __all__ = [
     "affordable_views",
     "LARGE_ELEMENTS",
     "LIGHT_VIEWS",
+    "view_names",
+    "check_known_views",
 ]
 
-from .policy import LARGE_ELEMENTS, LIGHT_VIEWS, affordable_views, is_large
+from .policy import (
+    LARGE_ELEMENTS,
+    LIGHT_VIEWS,
+    affordable_views,
+    check_known_views,
+    is_large,
+    view_names,
+)
 
 _LAZY = {
     "Scene": "Scene",

@@ -59,6 +59,7 @@ from ..replay.table import build_table
 from ..trace import Access, Trace, ceil_div
 from . import palette as pal
 from .bokeh_tools import add_hover
+from .policy import check_known_views, view_names
 from .text import format_value, render_text
 
 __all__ = [
@@ -1182,12 +1183,8 @@ class Scene:
     ):
         from bokeh.models import ColumnDataSource
 
-        views = tuple(VIEWS if views is None else views)
-        unknown = [v for v in views if v not in VIEWS]
-        if unknown:
-            raise ValueError(
-                f"unknown view(s) {', '.join(map(repr, unknown))}; choose from {', '.join(VIEWS)}"
-            )
+        views = VIEWS if views is None else tuple(view_names(views))
+        check_known_views(views, VIEWS)
         self.trace = trace
         self.views = views
         self.presenter = bool(presenter)

@@ -40,6 +40,7 @@ from ..replay import CellState, Frame, SlotState, ThreadState
 from ..replay.block import slot_states_shown, thread_states_shown
 from ..trace import Access, Trace
 from . import palette as pal
+from .policy import check_known_views, view_names
 from .text import format_value
 
 __all__ = [
@@ -136,14 +137,8 @@ def check_views(views) -> tuple[str, ...]:
     """
     if views is None:
         return VIEWS
-    if isinstance(views, str):
-        views = [v.strip() for v in views.split(",") if v.strip()]
-    views = list(views)
-    unknown = [v for v in views if v not in VIEWS]
-    if unknown:
-        raise ValueError(
-            f"unknown view(s) {', '.join(map(repr, unknown))}; choose from {', '.join(VIEWS)}"
-        )
+    views = view_names(views)
+    check_known_views(views, VIEWS)
     chosen = tuple(v for v in VIEWS if v in views)
     if not [v for v in chosen if v not in _HEADER]:
         raise ValueError("choose at least one of the views M, N, P, Mds, Nds, threads")

@@ -6,7 +6,14 @@ trace draws.
 
 from __future__ import annotations
 
-__all__ = ["LARGE_ELEMENTS", "LIGHT_VIEWS", "affordable_views", "is_large"]
+__all__ = [
+    "LARGE_ELEMENTS",
+    "LIGHT_VIEWS",
+    "affordable_views",
+    "is_large",
+    "view_names",
+    "check_known_views",
+]
 
 #: M, N and P elements (together) up to which the matrices are drawn element by element.
 LARGE_ELEMENTS = 40_000
@@ -23,6 +30,40 @@ def is_large(trace) -> bool:
     """
     j, k, l = trace.shape
     return j * k + k * l + j * l > LARGE_ELEMENTS
+
+
+def view_names(views) -> list[str]:
+    """A choice of views as a list of names.
+
+    Parameters
+    ----------
+    views : iterable of str, or str
+        View names; a string is split at commas (``"M, Nds"``).
+
+    Returns
+    -------
+    list of str
+        The names, as given (not checked).
+    """
+    if isinstance(views, str):
+        return [v.strip() for v in views.split(",") if v.strip()]
+    return list(views)
+
+
+def check_known_views(views, available, error: type[Exception] = ValueError) -> None:
+    """Raise ``error`` naming every view of ``views`` that is not in ``available``.
+
+    Raises
+    ------
+    error
+        ``unknown view(s) 'X'; choose from ...``: the one wording of every renderer
+        and export.
+    """
+    unknown = [v for v in views if v not in available]
+    if unknown:
+        raise error(
+            f"unknown view(s) {', '.join(map(repr, unknown))}; choose from {', '.join(available)}"
+        )
 
 
 def affordable_views(trace, views: tuple[str, ...]) -> tuple[str, ...]:
