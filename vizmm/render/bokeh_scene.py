@@ -61,6 +61,7 @@ from . import palette as pal
 from .bokeh_tools import add_hover
 from .policy import check_known_views, view_names
 from .text import format_value, render_text
+from .tiles import tile_arrays
 
 __all__ = [
     "VIEWS",
@@ -567,7 +568,7 @@ def _bank_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, list]
     """The bank of every Mds / Nds slot at a step of the k loop; the current warp's conflicts."""
     o = frame.transactions
     bank, read, conflict = (
-        (None,) * 3 if o is None else _slot_arrays(o, matrix, "bank", "read", "conflict")
+        (None,) * 3 if o is None else tile_arrays(o, matrix, "bank", "read", "conflict")
     )
     if bank is None:
         return _columns_of("bank")
@@ -650,14 +651,8 @@ def _grid_positions(T: int) -> dict[str, list]:
 _SHOW_VALUE = (SlotState.LOADED, SlotState.WRONG, SlotState.STALE)
 
 
-def _slot_arrays(obj, matrix: str, *names: str) -> list:
-    """``obj.mds_<name>`` (``matrix`` 'M') or ``obj.nds_<name>`` ('N') for each name."""
-    prefix = "mds" if matrix == "M" else "nds"
-    return [getattr(obj, f"{prefix}_{name}") for name in names]
-
-
 def _shared_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, list]:
-    state, src, value, now, read, focus, loader, wrong_arr = _slot_arrays(
+    state, src, value, now, read, focus, loader, wrong_arr = tile_arrays(
         frame, matrix, "state", "src", "value", "now", "read", "focus", "loader", "wrong"
     )
     T = state.shape[0]

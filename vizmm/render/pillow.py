@@ -42,6 +42,7 @@ from ..trace import Access, Trace
 from . import palette as pal
 from .policy import check_known_views, view_names
 from .text import format_value
+from .tiles import tile_arrays
 
 __all__ = [
     "VIEWS",
@@ -1049,14 +1050,10 @@ class FrameRenderer:
 
     def _draw_shared(self, img, draw, frame: Frame, p: _Panel):
         which = p.name[0]  # 'M' or 'N'
-        st = frame.mds_state if which == "M" else frame.nds_state
-        src = frame.mds_src if which == "M" else frame.nds_src
-        val = frame.mds_value if which == "M" else frame.nds_value
-        now = frame.mds_now if which == "M" else frame.nds_now
-        read = frame.mds_read if which == "M" else frame.nds_read
-        focus = frame.mds_focus if which == "M" else frame.nds_focus
+        st, src, val, now, read, focus, loader, wrong = tile_arrays(
+            frame, which, "state", "src", "value", "now", "read", "focus", "loader", "wrong"
+        )
         T = self.T
-        loader = frame.mds_loader if which == "M" else frame.nds_loader
         colors = np.empty((T, T, 3), np.uint8)
         for ty in range(T):
             for tx in range(T):
@@ -1104,7 +1101,6 @@ class FrameRenderer:
             )
         for r, c in zip(*np.nonzero(focus), strict=True):
             self._outline(draw, p, int(r), int(c), 1, 1, _rgb(self.pal.FOCUS), tw)
-        wrong = frame.mds_wrong if which == "M" else frame.nds_wrong
         if wrong is not None:  # barrier lab: a read of this slot found the wrong element
             bad = _rgb(self.pal.SLOT_COLORS[SlotState.WRONG])
             for r, c in zip(*np.nonzero(wrong), strict=True):
@@ -1115,11 +1111,11 @@ class FrameRenderer:
     def _draw_banks(self, draw, frame: Frame, p: _Panel, which: str, tw: int):
         """Transactions view at a step of the k loop: each slot's bank, the warp's conflicts."""
         o = frame.transactions
-        bank = None if o is None else (o.mds_bank if which == "M" else o.nds_bank)
+        bank, conflict, read = (
+            (None,) * 3 if o is None else tile_arrays(o, which, "bank", "conflict", "read")
+        )
         if bank is None:
             return
-        conflict = o.mds_conflict if which == "M" else o.nds_conflict
-        read = o.mds_read if which == "M" else o.nds_read
         colors = [_rgb(c) for c in self.pal.thread_colors(32)]
         band = max(3, round(p.cell * 0.22))
         fs = max(7, min(self.fs_small, round(band * 0.8)))
