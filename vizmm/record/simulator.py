@@ -43,7 +43,13 @@ import numpy as np
 
 from .admission import RecordingCancelled
 
-__all__ = ["SIM_SWITCH_INTERVAL", "run_block_in_turns", "zeroed_shared", "simulate"]
+__all__ = [
+    "SIM_SWITCH_INTERVAL",
+    "run_block_in_turns",
+    "safe_shared",
+    "zeroed_shared",
+    "simulate",
+]
 
 SIM_SWITCH_INTERVAL = 1e-3  # seconds; the interpreter's default is 5e-3
 
@@ -105,8 +111,7 @@ def simulate(
             FakeWithinKernelCUDAArray(FakeCUDAArray(a)) if isinstance(a, np.ndarray) else a
             for a in args
         ] + list(rec.values())
-        if turns:
-            fake_module._shared = zeroed_shared(dynamic_shared)
+        fake_module._shared = safe_shared(dynamic_shared, zero=turns)
         with simk._push_kernel_context(fake_module), simk.swapped_cuda_module(kern.fn, fake_module):
             for i, (by, bx) in enumerate(order):
                 if cancel is not None and cancel.is_set():
@@ -129,8 +134,22 @@ def _shared_class():
     from numba.cuda.simulator import kernelapi
     from numba.np import numpy_support
 
-    class _ZeroedShared(kernelapi.FakeCUDAShared):
-        """The simulator's shared memory, zero-filled when first made (one array per line)."""
+    class _SafeShared(kernelapi.FakeCUDAShared):
+        """The simulator's shared memory, made once per line even when threads race to make it.
+
+        The simulator's own ``array`` looks the line up and, when absent,
+        makes and stores an array in two steps: two threads of the first block
+        that reach the line together may each make one and then write and read
+        different "shared" arrays (seen under load: 3 of 9 Pvalues of a
+        10 x 7 x 11 TILE_WIDTH 3 launch wrong). Here the look-up and the
+        making are one step under a lock. ``zero`` makes the arrays of zeros
+        (the barrier lab's runs in turns) instead of ``np.empty``'s bytes.
+        """
+
+        def __init__(self, dynshared_size=0, zero=False):
+            super().__init__(dynshared_size)
+            self._zero = zero
+            self._lock = threading.Lock()
 
         def array(self, shape, dtype, alignment=None):
             if shape == 0 or alignment is not None:
@@ -139,18 +158,33 @@ def _shared_class():
                 dtype = numpy_support.as_dtype(dtype)
             frame = sys._getframe(1)
             caller = (frame.f_code.co_filename, frame.f_lineno)
-            res = self._allocations.get(caller)
-            if res is None:
-                res = np.zeros(shape, dtype)
-                self._allocations[caller] = res
+            with self._lock:
+                res = self._allocations.get(caller)
+                if res is None:
+                    res = (np.zeros if self._zero else np.empty)(shape, dtype)
+                    self._allocations[caller] = res
             return res
 
-    return _ZeroedShared
+    return _SafeShared
+
+
+def safe_shared(dynshared_size=0, zero=False):
+    """The simulator's ``cuda.shared``, each line's array made once under a lock (imports numba).
+
+    Parameters
+    ----------
+    dynshared_size : int
+        The launch's dynamic shared memory, bytes (Fig. 5.14).
+    zero : bool
+        Make the arrays of zeros (the barrier lab) instead of uninitialised
+        (``np.empty``, as the simulator does).
+    """
+    return _shared_class()(dynshared_size, zero)
 
 
 def zeroed_shared(dynshared_size=0):
     """The simulator's ``cuda.shared``, with arrays made of zeros (imports numba when called)."""
-    return _shared_class()(dynshared_size)
+    return safe_shared(dynshared_size, zero=True)
 
 
 @functools.cache
