@@ -230,6 +230,7 @@ PRESENTER_BOX = (990, 610)
 TABLE_ROWS = 9  # the table shows every thread when T*T <= this, else a window
 TABLE_PHASES = 3  # ... and at most this many phases around the current one
 COUNTER_CHARS = 46
+PHASES_PER_LINE = 3  # the counters list Pvalue after each phase, this many to a line
 MONO = "'DejaVu Sans Mono', 'Menlo', 'Consolas', monospace"
 SANS = f"'{pal.FONT_FAMILY}', 'Helvetica Neue', Arial, sans-serif"
 _NAN_TEXT = "?"
@@ -814,9 +815,8 @@ def _counter_columns(
         ),
         (f"Pvalue of {who} ({fy},{fx}) after", "bold", th.TEXT),
     ]
-    per_line = 3
-    for i in range(0, max(1, len(pvs)), per_line):
-        lines.append(("  " + "   ".join(pvs[i : i + per_line]), "normal", th.TEXT))
+    for i in range(0, max(1, len(pvs)), PHASES_PER_LINE):
+        lines.append(("  " + "   ".join(pvs[i : i + PHASES_PER_LINE]), "normal", th.TEXT))
     counters = _text_lines(lines)
     # Bars: loads so far against the naive count, scaled to the block's naive total.
     total = max(1, frame.naive_loads_total)
@@ -1691,7 +1691,8 @@ class Scene:
 
     def _counters(self):
         s = self.sizes
-        lines = 6 + max(1, math.ceil(self.trace.n_phases / 3)) + 2 + 3  # + transactions
+        pvalue_lines = max(1, ceil_div(self.trace.n_phases, PHASES_PER_LINE))
+        lines = 6 + pvalue_lines + 2 + 3  # + transactions
         f = self._text_fig(COUNTER_CHARS, lines, "counters")
         style = {"text_color": "color", "text_font_style": "font_style"}
         _line_text(f, self.sources["counters"], f"{s.mono}px", **style)
