@@ -562,6 +562,18 @@ class DashboardState(param.Parameterized):
             self.show("Ignored in the URL: " + "; ".join(bad) + ".", "warning")
 
 
+class _MadeOnFirstUse(dict):
+    """A dict whose missing values are made by ``make(key)`` (then kept)."""
+
+    def __init__(self, make: Callable[[str], object]):
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, key: str):
+        value = self[key] = self._make(key)
+        return value
+
+
 def _what(key: str) -> str:
     """A trace key in words, for progress messages."""
     try:
@@ -966,13 +978,15 @@ class Dashboard(pn.viewable.Viewer):
         )
         self.hazards = barrier_view.HazardPanel(self.state)
         tabs = [("Block replay", pn.Column(self.scene_pane, self.hazards, scroll=False))]
-        self.view_objects: dict[str, object] = {}  # title -> what its factory made
-        for title, factory in self.views:
-            view = self.view_objects[title] = factory(self.state)
-            if hasattr(view, "on_zoom"):  # its zoom into a block brings "Block replay" forward
-                view.on_zoom = lambda block: self.show_replay()
-            tabs.append((title, view))
+        # The other tabs are made when first shown (most visitors never open them):
+        # a new session builds only what its first page shows.
+        self._tab_slots = {title: pn.Column(sizing_mode="stretch_width") for title, _ in self.views}
+        #: title -> what its factory made (made on first use: its tab shown, or asked for here)
+        self.view_objects: dict[str, object] = _MadeOnFirstUse(self._make_view)
+        tabs += list(self._tab_slots.items())
         self.tabs = pn.Tabs(*tabs, dynamic=True) if len(tabs) > 1 else tabs[0][1]
+        if self._tab_slots:
+            self.tabs.param.watch(self._on_tab, "active")
         addons = [a for a in (factory(self) for factory in self.addons) if a is not None]
         self.layout = pn.Column(
             self.header,
@@ -987,6 +1001,20 @@ class Dashboard(pn.viewable.Viewer):
             self.page_theme,
             sizing_mode="stretch_width",
         )
+
+    def _make_view(self, title: str):
+        """Make the view of tab ``title`` (once) and put it in its tab."""
+        factory = dict(self.views)[title]
+        view = factory(self.state)
+        if hasattr(view, "on_zoom"):  # its zoom into a block brings "Block replay" forward
+            view.on_zoom = lambda block: self.show_replay()
+        self._tab_slots[title].objects = [view]
+        return view
+
+    def _on_tab(self, event) -> None:
+        title = self.tabs._names[event.new]
+        if title in self._tab_slots:
+            self.view_objects[title]  # noqa: B018 - made when first shown
 
     def _trace_options(self) -> dict:
         options = {

@@ -1,7 +1,12 @@
-"""Read the shipped traces before the server listens (``panel serve ... --setup apps/preload.py``).
+"""Get a server process ready before it listens (``panel serve ... --setup apps/preload.py``).
 
 ``vizmm serve`` passes it; with ``--num-procs N`` Panel runs it once in each
-process. Every session of the process then shares the traces read here.
+process. It reads the shipped traces (every session of the process then
+shares them) and the barrier lab's findings, then builds one dashboard page
+and throws it away: the libraries a page needs are imported before the first
+visitor, not while the first class waits. Bokeh's validation of every new
+session's document (warnings in the log, nothing a visitor sees) is turned
+off.
 """
 
 import os
@@ -10,6 +15,8 @@ import sys
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
+
+from bokeh.settings import settings  # noqa: E402
 
 from apps.barrier_view import lab_findings  # noqa: E402
 from vizmm.catalogue import CATALOGUE, LAB_PRESETS  # noqa: E402
@@ -20,3 +27,16 @@ for _key in LAB_PRESETS:  # the barrier lab's hazard lists, found once for every
     _trace = CATALOGUE.cached(_key)
     if _trace is not None:
         lab_findings(_trace)
+
+settings.perform_document_validation.set_value(False)
+
+
+def _warm() -> None:
+    from bokeh.document import Document
+
+    from apps.dashboard import Dashboard
+
+    Dashboard(served=False).__panel__().get_root(Document())
+
+
+_warm()

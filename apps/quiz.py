@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import html
 import math
+import weakref
 from collections.abc import Callable
 from functools import partial
 
@@ -79,6 +80,8 @@ class QuestionMode:
         #: Label of the question's number (a class sets "Question 2 of 7").
         self.number = ""
         self.on_change: list[Callable[[], None]] = []
+        self._asked = False  # a question was opened in this session
+        self._marked: weakref.WeakSet = weakref.WeakSet()  # scenes given marks
         from bokeh.models import ColumnDataSource
 
         self.marks = {
@@ -147,21 +150,47 @@ class QuestionMode:
 
     # -------------------------------------------------------------- scene
     def _on_scene(self, scene) -> None:
-        """Make the views clickable for answers, with marks for the picks."""
+        """A new scene: its views answer taps; hide what comes next while asking."""
         from bokeh.events import Tap
-        from bokeh.models.glyphs import Rect
 
         scene.conceal = self.question is not None and not self.revealed
+        for view, fig in self._clickable(scene):
+            if view != "threads":  # threads already tap (to follow)
+                fig.on_event(Tap, partial(self._on_tap_event, view))
+        if self._asked:
+            self._add_marks(scene)
+
+    @staticmethod
+    def _clickable(scene):
+        """``(view, figure)`` of the scene's views that answers are picked in."""
+        from bokeh.models.glyphs import Rect
+
         for view in _CLICK_VIEWS:
             fig, src = scene.figures.get(view), scene.sources.get(view)
             if fig is None or src is None:
                 continue
             rs = [r for r in fig.renderers if getattr(r, "data_source", None) is src]
-            rects = [r for r in rs if isinstance(r.glyph, Rect)]
-            if not rects:
-                continue
-            if view != "threads":  # threads already tap (to follow)
-                fig.on_event(Tap, partial(self._on_tap_event, view))
+            if any(isinstance(r.glyph, Rect) for r in rs):
+                yield view, fig
+
+    def _mark_scenes(self) -> None:
+        """Give every scene of the page its marks (from the session's first question on)."""
+        self._asked = True
+        scenes = [*getattr(self.dash, "_scenes", {}).values(), self.dash._scene]
+        for scene in scenes:
+            if scene is not None:
+                self._add_marks(scene)
+
+    def _add_marks(self, scene) -> None:
+        """Draw the picks (and the answer) on the views, once per scene.
+
+        Made when the session's first question opens, not with every page: a
+        student who asks no question is sent none of these glyphs.
+        """
+        if scene in self._marked:
+            return
+        self._marked.add(scene)
+        for view, fig in self._clickable(scene):
             fig.rect(
                 "x",
                 "y",
@@ -289,6 +318,7 @@ class QuestionMode:
         """Open ``q``: pin the view at its step, hide what comes next, wait for picks."""
         self.question, self.picks, self.revealed = q, set(), False
         self.correct, self.submitted = None, False
+        self._mark_scenes()
         self._source = self.state.source
         self._set_conceal(True)
         self.state.param.update(
