@@ -50,7 +50,13 @@ if _ROOT not in sys.path:  # `panel serve apps/dashboard.py` runs this file as a
 import vizmm  # noqa: E402
 from apps import barrier_view, classroom, large_view, occupancy_view, quiz  # noqa: E402
 from apps.keys import KeyboardShortcuts, PageTheme  # noqa: E402
-from apps.parts import launch_inputs, page_header, play, replace_timer  # noqa: E402
+from apps.parts import (  # noqa: E402
+    launch_inputs,
+    page_header,
+    play,
+    release_memory_soon,
+    replace_timer,
+)
 from vizmm import TransactionsError, catalogue, memory_transactions  # noqa: E402
 from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.record import RecordingCancelled  # noqa: E402
@@ -585,22 +591,6 @@ def _what(key: str) -> str:
     return catalogue.label_of(key)
 
 
-def _release_memory(session_context) -> None:
-    """After a session closes: collect its cycles and hand freed pages back to the system.
-
-    A closed session's Bokeh models are cycles; without this, glibc keeps the
-    freed arenas and the server's resident memory does not come back down.
-    """
-    import ctypes
-    import gc
-
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
-
-
 def _short(v) -> str:
     text = str(v)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -841,7 +831,7 @@ class Dashboard(pn.viewable.Viewer):
         if served and pn.state.curdoc is not None:
             pn.state.onload(lambda: setattr(self, "_page_loaded", True))
             pn.state.on_session_destroyed(lambda ctx: self.cancel_jobs())
-            pn.state.on_session_destroyed(_release_memory)
+            pn.state.on_session_destroyed(release_memory_soon)
         self.state.start()
         self._on_trace()
         self._draw()

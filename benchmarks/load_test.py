@@ -5,10 +5,14 @@ Run from the repository root::
     .venv/bin/python benchmarks/load_test.py --pages 10 --steps 20
     .venv/bin/python benchmarks/load_test.py --pages 10 --num-procs 2
     .venv/bin/python benchmarks/load_test.py --pages 5 --url 'dashboard?trace=gpu-4096-t32-tiled'
+    .venv/bin/python benchmarks/load_test.py --pages 30 --ref c33c8b0   # before and after
 
 Starts ``vizmm serve`` (the shipped traces read before it listens) on a free
 port with ``--liveness``, opens N pages in one Chromium at once, each on a
 preset (round robin), then presses → ``--steps`` times in every page at once.
+With ``--ref REV`` it does all of it twice, first with the server of commit
+REV (its tree exported with ``git archive``), then with this tree's, and
+prints the figures side by side.
 
 Prints:
 
@@ -17,7 +21,8 @@ Prints:
 * key press to update (``keydown`` to the status element showing the new
   step, measured in the page): p50, p95 over every step of every page;
 * the server's memory (resident, all its processes) before the pages,
-  the peak while they run, and after they close (sessions destroyed);
+  the peak while they run, and after they close (``--settle`` seconds later:
+  ``vizmm serve`` lets a closed page's session go after a minute);
 * the server's CPU time (user + system, all its processes) per new session
   and per step, from its /proc counters;
 * its event-loop lag: the latency of Panel's ``/liveness`` endpoint, polled
@@ -33,6 +38,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -45,7 +51,7 @@ from served import ARGS, CHROMIUM, LATENCY_JS, free_port  # noqa: E402 - the bro
 PRESETS = ("fig5-8", "fig5-11", "fig5-9-3x3", "general", "medium")
 
 
-def tree(pid: int) -> list[int]:
+def tree_of(pid: int) -> list[int]:
     """``pid`` and its descendants."""
     out, todo = [], [pid]
     while todo:
@@ -168,30 +174,40 @@ async def drive(url_of, n, steps, procs, results):
         await browser.close()
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pages", type=int, default=10)
-    ap.add_argument("--steps", type=int, default=15)
-    ap.add_argument("--num-procs", type=int, default=1)
-    ap.add_argument("--url", default=None, help="path and query of every page (default: presets)")
-    ap.add_argument("--settle", type=float, default=40.0, help="seconds to wait after closing")
-    args = ap.parse_args(argv)
+def export_tree(rev: str, dest: str) -> str:
+    """The files of commit ``rev`` (``git archive``) in ``dest``; returns ``dest``."""
+    archive = subprocess.run(
+        ["git", "-C", ROOT, "archive", "--format=tar", rev], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
+    return dest
 
+
+def server_command(tree: str, port: int, procs: int) -> list[str]:
+    """``vizmm serve``'s panel command, as the tree at ``tree`` writes it (``--dry-run``)."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from vizmm.cli import main; "
+        "sys.exit(main(sys.argv[2:]))"
+    )
+    args = ["serve", "--port", str(port), "--num-procs", str(procs), "--dry-run"]
+    out = subprocess.run(
+        [sys.executable, "-c", code, tree, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tree,
+    ).stdout
+    return out.split() + ["--liveness"]
+
+
+def run(tree: str, args) -> dict:
+    """The whole test against the server of the repository at ``tree``; its figures."""
     port = free_port()
     os.makedirs(os.path.join(ROOT, "test-output"), exist_ok=True)
     log = open(os.path.join(ROOT, "test-output", f"load-test-{port}.log"), "w")  # noqa: SIM115
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    vizmm = os.path.join(os.path.dirname(sys.executable), "vizmm")
-    cmd = [vizmm, "serve", "--port", str(port), "--num-procs", str(args.num_procs), "--dry-run"]
-    panel_cmd = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.split()
-    panel_cmd += [
-        "--liveness",
-        "--check-unused-sessions",
-        "2000",
-        "--unused-session-lifetime",
-        "2000",
-    ]
-    server = subprocess.Popen(panel_cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=tree)
+    cmd = server_command(tree, port, args.num_procs)
+    server = subprocess.Popen(cmd, cwd=tree, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
     t0 = time.time()
     while True:
@@ -200,20 +216,14 @@ def main(argv=None) -> int:
                 break
         except OSError:
             if server.poll() is not None or time.time() - t0 > 300:
-                print("the server did not start; see", log.name)
-                return 1
+                raise RuntimeError(f"the server did not start; see {log.name}") from None
             time.sleep(0.5)
 
     def procs():
-        return tree(server.pid)
+        return tree_of(server.pid)
 
     time.sleep(2)
-    results = {"ready": [], "step_ms": [], "missed": 0}
-    print(
-        f"server: vizmm serve --num-procs {args.num_procs}; {args.pages} pages, "
-        f"{args.steps} steps each; {os.cpu_count()} cores, load average "
-        f"{os.getloadavg()[0]:.1f} before"
-    )
+    results = {"ready": [], "step_ms": [], "missed": 0, "load_before": os.getloadavg()[0]}
     mem_before = rss_mib(procs())
     peak = [mem_before]
     stop = threading.Event()
@@ -234,33 +244,74 @@ def main(argv=None) -> int:
 
     try:
         asyncio.run(drive(url_of, args.pages, args.steps, procs, results))
-        load_during = os.getloadavg()[0]
+        results["load_during"] = os.getloadavg()[0]
     finally:
         lag.stop.set()
-    time.sleep(args.settle)  # sessions closed: destroyed within a few seconds
+    time.sleep(args.settle)  # pages closed: their sessions go, memory is handed back
     stop.set()
-    mem_after = rss_mib(procs())
-    n = args.pages
-    print(summary("page ready (all arriving at once)", results["ready_first"]))
-    print(f"  all {n} ready after {results['sessions_wall']:.1f} s")
-    print(summary("page ready (second wave, server warm)", results["ready"]))
-    print(summary("key press to update", results["step_ms"], "ms"))
-    print(f"  steps not shown within 60 s: {results['missed']}")
-    print(
-        f"server memory: before {mem_before:.0f} MiB, peak {max(peak):.0f} MiB, after "
-        f"{mem_after:.0f} MiB ({100 * (mem_after - mem_before) / mem_before:+.1f}%)"
+    results.update(
+        mem_before=mem_before,
+        mem_peak=max(peak),
+        mem_after=rss_mib(procs()),
+        lag_ms=lag.ms,
     )
-    print(
-        f"server CPU: {results['cpu_sessions'] / n:.3f} s per new session, "
-        f"{results['cpu_steps'] / max(1, n * args.steps) * 1000:.1f} ms per step"
-    )
-    print(summary("event-loop lag (/liveness latency)", lag.ms, "ms"))
-    print(f"load average during the run: {load_during:.1f} on {os.cpu_count()} cores")
     server.terminate()
     try:
         server.wait(10)
     except subprocess.TimeoutExpired:
         server.kill()
+    return results
+
+
+def report(r: dict, args) -> list[tuple[str, str]]:
+    """The figures of one run, as (what, value) lines."""
+    n = args.pages
+    grew = 100 * (r["mem_after"] - r["mem_before"]) / r["mem_before"]
+    return [
+        ("page ready, all arriving at once", summary("", r["ready_first"])),
+        ("  all ready after", f"{r['sessions_wall']:.1f} s"),
+        ("page ready, second wave", summary("", r["ready"])),
+        ("key press to update", summary("", r["step_ms"], "ms")),
+        ("  steps not shown within 60 s", str(r["missed"])),
+        (
+            "server memory",
+            f"before {r['mem_before']:.0f} MiB, peak {r['mem_peak']:.0f}, after "
+            f"{r['mem_after']:.0f} ({grew:+.1f}%)",
+        ),
+        ("server CPU per new session", f"{r['cpu_sessions'] / n:.3f} s"),
+        (
+            "server CPU per step",
+            f"{r['cpu_steps'] / max(1, n * args.steps) * 1000:.1f} ms (second wave's pages too)",
+        ),
+        ("event-loop lag (/liveness)", summary("", r["lag_ms"], "ms")),
+        ("load average", f"{r['load_before']:.1f} before, {r['load_during']:.1f} during"),
+    ]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pages", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=15)
+    ap.add_argument("--num-procs", type=int, default=1)
+    ap.add_argument("--url", default=None, help="path and query of every page (default: presets)")
+    ap.add_argument(
+        "--settle", type=float, default=80.0, help="seconds to wait after closing the pages"
+    )
+    ap.add_argument("--ref", default=None, help="also run the server of this commit, first")
+    args = ap.parse_args(argv)
+    print(
+        f"vizmm serve --num-procs {args.num_procs}; {args.pages} pages, {args.steps} steps each; "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}"
+    )
+    runs = []
+    if args.ref:
+        with tempfile.TemporaryDirectory(prefix="vizmm-ref-") as ref:
+            runs.append((args.ref, report(run(export_tree(args.ref, ref), args), args)))
+    runs.append(("this tree", report(run(ROOT, args), args)))
+    for i, (what, _) in enumerate(runs[0][1]):
+        print(what)
+        for name, lines in runs:
+            print(f"    {name:>10s}: {lines[i][1].lstrip(': ')}")
     return 0
 
 

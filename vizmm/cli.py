@@ -799,6 +799,14 @@ def serve_command(args: argparse.Namespace) -> list[str]:
         str(args.port),
         "--num-procs",
         str(args.num_procs),
+        # A page's session is built when the page is asked for and kept until its
+        # browser connects: with a class arriving at once the connections queue
+        # behind the other pages' builds, and a session let go after Panel's 15 s
+        # would be built a second time. Closed pages' sessions go after a minute.
+        "--unused-session-lifetime",
+        "60000",
+        "--check-unused-sessions",
+        "5000",
     ]
     origins = list(args.allow_websocket_origin)
     if args.address in ("127.0.0.1", "localhost", "::1") and not origins:

@@ -1,0 +1,158 @@
+"""What a new visitor costs the server: CPU per session, arrivals at once, memory after.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_sessions.py                 # this tree
+    .venv/bin/python benchmarks/bench_sessions.py --ref c33c8b0   # before and after
+    .venv/bin/python benchmarks/bench_sessions.py --app large_view --pages 1 --waves 2
+
+Serves the dashboard with ``vizmm serve`` on a free port and opens sessions
+as a page does, without a browser (so that browsers do not share the cores
+with the server): a websocket to the app, the document built, then pulled
+(sent whole, as to a new page). Waves of ``--pages`` sessions arrive at once,
+each on a preset (round robin); they are closed and the server is given
+``--settle`` seconds to let them go.
+
+Prints, per wave: the server's CPU time (user + system) per session, the
+time until every document of the wave was received, the server's resident
+memory before the first wave, at the wave's peak and after its sessions went.
+With ``--ref REV`` the server of commit REV (its tree exported with
+``git archive``) runs first, then this tree's.
+
+Targets (issue "A server a whole class can share"): ten arrivals at once all
+ready within 4 s; memory back within 10% of its start after the pages close;
+a second session of the large view ready within 3 s, with at most 80 MB more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from urllib.parse import urlencode
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from load_test import PRESETS, ROOT, cpu_s, export_tree, free_port, rss_mib, tree_of  # noqa: E402
+
+
+async def _read(ws) -> dict:
+    """One message of Bokeh's protocol: its header (the other frames read and dropped)."""
+    header = json.loads(await ws.read_message())
+    await ws.read_message()  # metadata
+    await ws.read_message()  # content
+    for _ in range(header.get("num_buffers", 0)):
+        await ws.read_message()
+        await ws.read_message()
+    return header
+
+
+async def open_page(url: str, arguments: dict):
+    """A session as a page opens one: connect (the document is built), pull it; the socket."""
+    from bokeh.util.token import generate_jwt_token, generate_session_id
+    from tornado.websocket import websocket_connect
+
+    token = generate_jwt_token(generate_session_id())
+    ws = await websocket_connect(
+        f"{url}?{urlencode(arguments)}",
+        subprotocols=["bokeh", token],
+        max_message_size=200 * 2**20,
+    )
+    while (await _read(ws))["msgtype"] != "ACK":
+        pass
+    for frame in ({"msgid": uuid.uuid4().hex, "msgtype": "PULL-DOC-REQ"}, {}, {}):
+        await ws.write_message(json.dumps(frame))
+    while (await _read(ws))["msgtype"] != "PULL-DOC-REPLY":
+        pass
+    return ws
+
+
+def run(tree: str, args) -> list[str]:
+    """The waves against the server of the repository at ``tree``; lines to print."""
+    from load_test import server_command
+
+    port = free_port()
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=tree)
+    log = open(os.path.join(tempfile.gettempdir(), f"vizmm-sessions-{port}.log"), "w")  # noqa: SIM115
+    cmd = server_command(tree, port, 1)
+    t0 = time.perf_counter()
+    server = subprocess.Popen(cmd, cwd=tree, stdout=log, stderr=subprocess.STDOUT, env=env)
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/liveness", timeout=5):
+                break
+        except OSError:
+            if server.poll() is not None:
+                raise RuntimeError(f"the server did not start; see {log.name}") from None
+            time.sleep(0.3)
+    started = time.perf_counter() - t0
+    url = f"ws://127.0.0.1:{port}/{args.app}/ws"
+    pids = lambda: tree_of(server.pid)  # noqa: E731
+
+    def query(i):
+        return {"trace": PRESETS[i % len(PRESETS)]} if args.app == "dashboard" else {}
+
+    async def wave():
+        c0, t0 = cpu_s(pids()), time.perf_counter()
+        pages = await asyncio.gather(*(open_page(url, query(i)) for i in range(args.pages)))
+        wall, cpu, peak = time.perf_counter() - t0, cpu_s(pids()) - c0, rss_mib(pids())
+        for ws in pages:
+            ws.close()
+        await asyncio.sleep(args.settle)
+        return cpu / args.pages, wall, peak, rss_mib(pids())
+
+    async def waves():
+        return [await wave() for _ in range(args.waves)]
+
+    time.sleep(1)
+    before = rss_mib(pids())
+    results = asyncio.run(waves())
+    server.terminate()
+    server.wait(10)
+    lines = [f"server up after {started:.1f} s, {before:.0f} MiB"]
+    for i, (cpu, wall, peak, after) in enumerate(results):
+        lines.append(
+            f"wave {i + 1}: {cpu:.2f} s CPU per session, all {args.pages} documents sent after "
+            f"{wall:.1f} s; memory peak {peak:.0f} MiB, after {after:.0f} MiB "
+            f"({100 * (after - before) / before:+.0f}%)"
+        )
+    return lines
+
+
+def main(argv=None) -> int:
+    """Run the benchmark and print the numbers; returns the exit status."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pages", type=int, default=10, help="sessions arriving at once per wave")
+    ap.add_argument("--waves", type=int, default=3)
+    ap.add_argument("--settle", type=float, default=70.0, help="seconds after closing a wave")
+    ap.add_argument("--ref", default=None, help="also run the server of this commit, first")
+    ap.add_argument(
+        "--app", choices=("dashboard", "large_view"), default="dashboard", help="the page opened"
+    )
+    args = ap.parse_args(argv)
+    print(
+        f"{args.app}: {args.waves} waves of {args.pages} sessions arriving at once; "
+        f"{os.cpu_count()} cores, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    runs = []
+    if args.ref:
+        with tempfile.TemporaryDirectory(prefix="vizmm-ref-") as ref:
+            runs.append((args.ref, run(export_tree(args.ref, ref), args)))
+    runs.append(("this tree", run(ROOT, args)))
+    for name, lines in runs:
+        print(f"{name}:")
+        for line in lines:
+            print(f"    {line}")
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
