@@ -568,6 +568,22 @@ class DashboardState(param.Parameterized):
             self.show("Ignored in the URL: " + "; ".join(bad) + ".", "warning")
 
 
+def _filled_when_opened(title: str, width: int, content) -> pn.Card:
+    """A collapsed card whose content goes to the page when it is first opened.
+
+    Most visitors never open the record form, the upload or the export: a
+    new session's page leaves their widgets out until they are asked for.
+    """
+    card = pn.Card(title=title, collapsed=True, width=width)
+
+    def opened(event) -> None:
+        if not event.new and not card.objects:
+            card.objects = [content]
+
+    card.param.watch(opened, "collapsed")
+    return card
+
+
 class _MadeOnFirstUse(dict):
     """A dict whose missing values are made by ``make(key)`` (then kept)."""
 
@@ -928,23 +944,21 @@ class Dashboard(pn.viewable.Viewer):
             width=380,
         )
         self.more = pn.Row(
-            pn.Card(self.record_form, title="Record a trace", collapsed=True, width=380),
-            pn.Card(
+            _filled_when_opened("Record a trace", 380, self.record_form),
+            _filled_when_opened(
+                "Load a trace file",
+                380,
                 pn.Column(
                     "Load a trace file (.vizmm) saved by `vizmm record` or `Trace.save`:",
                     self.upload,
                 ),
-                title="Load a trace file",
-                collapsed=True,
-                width=380,
             ),
-            pn.Card(
+            _filled_when_opened(
+                "Export",
+                300,
                 pn.Column(self.export_format, self.export_button, self.export_note),
-                title="Export",
-                collapsed=True,
-                width=300,
             ),
-            pn.Card(help_md, title="Keys and clicks", collapsed=True, width=420),
+            _filled_when_opened("Keys and clicks", 420, help_md),
         )
         self.header = page_header(
             "the tiled matrix multiplication of PMPP ch. 5", self.trace_select
