@@ -49,9 +49,9 @@ def test_threads_of_a_block_share_one_array_per_line(zero):
 
 
 def test_zeroed_shared_starts_at_zero_and_plain_keeps_the_line():
-    from vizmm.record.simulator import safe_shared, zeroed_shared
+    from vizmm.record.simulator import safe_shared
 
-    z = zeroed_shared(0)
+    z = safe_shared(0, zero=True)
     a = z.array((3, 3), np.float32)
     assert a.dtype == np.float32 and a.shape == (3, 3) and not a.any()
     s = safe_shared(0)

@@ -28,7 +28,7 @@ begins in the same order. A barrier still means what it means on a GPU (no
 thread passes it before all have arrived); between barriers the schedule is
 the extreme one where a thread finishes all its work before the next one
 starts. Same kernel, same inputs: same reads, same P, every run. Shared
-memory then starts zeroed (:func:`zeroed_shared`) instead of holding
+memory then starts zeroed (:func:`safe_shared` with ``zero``) instead of holding
 whatever bytes ``np.empty`` found.
 """
 
@@ -47,7 +47,6 @@ __all__ = [
     "SIM_SWITCH_INTERVAL",
     "run_block_in_turns",
     "safe_shared",
-    "zeroed_shared",
     "simulate",
 ]
 
@@ -180,11 +179,6 @@ def safe_shared(dynshared_size=0, zero=False):
         (``np.empty``, as the simulator does).
     """
     return _shared_class()(dynshared_size, zero)
-
-
-def zeroed_shared(dynshared_size=0):
-    """The simulator's ``cuda.shared``, with arrays made of zeros (imports numba when called)."""
-    return safe_shared(dynshared_size, zero=True)
 
 
 @functools.cache
