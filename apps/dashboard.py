@@ -856,7 +856,10 @@ class Dashboard(pn.viewable.Viewer):
         if served:
             # Panel sizes a new page's rows from every child, hidden ones included
             # (see _on_presenter): set presenter mode's widths again once it is shown
-            pn.state.onload(self._resize)
+            if pn.state.loaded:  # built after the page loaded (see the end of this file)
+                pn.state.execute(self.refit, schedule=True)
+            else:
+                pn.state.onload(self.refit)
 
     # -------------------------------------------------------- extension
     def refresh_status(self) -> None:
@@ -1005,6 +1008,9 @@ class Dashboard(pn.viewable.Viewer):
             self.page_theme,
             sizing_mode="stretch_width",
         )
+        #: Boxes that Panel sizes from every child, hidden ones included: presenter
+        #: mode sets their minimum width (a page that holds the dashboard adds its own).
+        self.sized_boxes = [self.layout, self.controls]
 
     def _make_view(self, title: str):
         """Make the view of tab ``title`` (once) and put it in its tab."""
@@ -1124,7 +1130,7 @@ class Dashboard(pn.viewable.Viewer):
         self.presenter_view.visible = p
         # Panel gives the page the width of its widest child, hidden ones included
         # (the normal scene's 1300 pixels): in presenter mode, the window's width
-        for box in (self.layout, self.controls):
+        for box in self.sized_boxes:
             box.min_width = 320 if p else None
         for w in (self.slider, self.speed, self.granularity, self.order):
             w.visible = not p
@@ -1132,8 +1138,11 @@ class Dashboard(pn.viewable.Viewer):
             not p and self.state.frame is not None and (self.state.frame.focus is not None)
         )
 
-    def _resize(self) -> None:
-        for box in (self.layout, self.controls):
+    def refit(self) -> None:
+        """Send the minimum widths of :attr:`sized_boxes` again (once the page is shown)."""
+        p = self.state.presenter
+        for box in self.sized_boxes:
+            box.min_width = 320 if p else None
             box.param.trigger("min_width")
 
     def _on_theme(self, *events) -> None:
@@ -1397,4 +1406,18 @@ def create_app() -> Dashboard:
 
 
 if pn.state.served:
-    create_app().servable(title="vizmm · tiled matrix multiplication")
+    # The dashboard is built when the page's browser has connected and drawn the
+    # empty page (Panel's onload), not when the page is asked for: with
+    # --num-procs N a page's request and its websocket can reach different
+    # processes, and each built the whole dashboard (the first copy never shown,
+    # kept a minute).
+    pn.extension("filedropper", notifications=False)  # in the page's HTML
+    page = pn.Column(sizing_mode="stretch_width", margin=0)
+
+    def _fill() -> None:
+        app = create_app()
+        app.sized_boxes.append(page)  # (refit runs on the next tick)
+        page.append(app)
+
+    pn.state.onload(_fill)
+    page.servable(title="vizmm · tiled matrix multiplication")

@@ -8,8 +8,9 @@ Run from the repository root::
 
 Serves the dashboard with ``vizmm serve`` on a free port and opens sessions
 as a page does, without a browser (so that browsers do not share the cores
-with the server): a websocket to the app, the document built, then pulled
-(sent whole, as to a new page). Waves of ``--pages`` sessions arrive at once,
+with the server): a websocket to the app, its document pulled, then the
+event BokehJS sends once it has drawn it, and the page's content received
+(the apps build it then). Waves of ``--pages`` sessions arrive at once,
 each on a preset (round robin); they are closed and the server is given
 ``--settle`` seconds to let them go.
 
@@ -42,19 +43,39 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from load_test import PRESETS, ROOT, cpu_s, export_tree, free_port, rss_mib, tree_of  # noqa: E402
 
 
-async def _read(ws) -> dict:
-    """One message of Bokeh's protocol: its header (the other frames read and dropped)."""
+async def _read(ws) -> tuple[dict, str]:
+    """One message of Bokeh's protocol: its header and content (buffers read and dropped)."""
     header = json.loads(await ws.read_message())
     await ws.read_message()  # metadata
-    await ws.read_message()  # content
+    content = await ws.read_message()
     for _ in range(header.get("num_buffers", 0)):
         await ws.read_message()
         await ws.read_message()
-    return header
+    return header, content
 
 
-async def open_page(url: str, arguments: dict):
-    """A session as a page opens one: connect (the document is built), pull it; the socket."""
+async def _send(ws, msgtype: str, content: dict) -> None:
+    for frame in ({"msgid": uuid.uuid4().hex, "msgtype": msgtype}, {}, content):
+        await ws.write_message(json.dumps(frame))
+
+
+#: What BokehJS sends once it has rendered a document; Panel then runs the
+#: page's ``onload`` callbacks (the dashboard is built then: ``defer_load``).
+DOCUMENT_READY = {
+    "events": [
+        {
+            "kind": "MessageSent",
+            "msg_type": "bokeh_event",
+            "msg_data": {"type": "event", "name": "document_ready", "values": {"type": "map"}},
+        }
+    ]
+}
+
+
+async def open_page(url: str, arguments: dict, marker: str = "vizmm-status"):
+    """A session as a page opens one: connect, pull the document, say it is rendered,
+    and wait for the page's content (a document or patch that holds ``marker``); the socket.
+    """
     from bokeh.util.token import generate_jwt_token, generate_session_id
     from tornado.websocket import websocket_connect
 
@@ -64,12 +85,19 @@ async def open_page(url: str, arguments: dict):
         subprotocols=["bokeh", token],
         max_message_size=200 * 2**20,
     )
-    while (await _read(ws))["msgtype"] != "ACK":
+    while (await _read(ws))[0]["msgtype"] != "ACK":
         pass
-    for frame in ({"msgid": uuid.uuid4().hex, "msgtype": "PULL-DOC-REQ"}, {}, {}):
-        await ws.write_message(json.dumps(frame))
-    while (await _read(ws))["msgtype"] != "PULL-DOC-REPLY":
-        pass
+    await _send(ws, "PULL-DOC-REQ", {})
+    while True:
+        header, content = await _read(ws)
+        if header["msgtype"] == "PULL-DOC-REPLY":
+            break
+    if marker not in content:  # built when the page says it is ready
+        await _send(ws, "PATCH-DOC", DOCUMENT_READY)
+        while True:
+            header, content = await _read(ws)
+            if header["msgtype"] == "PATCH-DOC" and marker in content:
+                break
     return ws
 
 
@@ -80,7 +108,7 @@ def run(tree: str, args) -> list[str]:
     port = free_port()
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=tree)
     log = open(os.path.join(tempfile.gettempdir(), f"vizmm-sessions-{port}.log"), "w")  # noqa: SIM115
-    cmd = server_command(tree, port, 1)
+    cmd = server_command(tree, port, args.num_procs)
     t0 = time.perf_counter()
     server = subprocess.Popen(cmd, cwd=tree, stdout=log, stderr=subprocess.STDOUT, env=env)
     while True:
@@ -100,7 +128,8 @@ def run(tree: str, args) -> list[str]:
 
     async def wave():
         c0, t0 = cpu_s(pids()), time.perf_counter()
-        pages = await asyncio.gather(*(open_page(url, query(i)) for i in range(args.pages)))
+        marker = "vizmm-status" if args.app == "dashboard" else "vizmm-large-status"
+        pages = await asyncio.gather(*(open_page(url, query(i), marker) for i in range(args.pages)))
         wall, cpu, peak = time.perf_counter() - t0, cpu_s(pids()) - c0, rss_mib(pids())
         for ws in pages:
             ws.close()
@@ -131,13 +160,15 @@ def main(argv=None) -> int:
     ap.add_argument("--pages", type=int, default=10, help="sessions arriving at once per wave")
     ap.add_argument("--waves", type=int, default=3)
     ap.add_argument("--settle", type=float, default=70.0, help="seconds after closing a wave")
+    ap.add_argument("--num-procs", type=int, default=1, help="server processes")
     ap.add_argument("--ref", default=None, help="also run the server of this commit, first")
     ap.add_argument(
         "--app", choices=("dashboard", "large_view"), default="dashboard", help="the page opened"
     )
     args = ap.parse_args(argv)
     print(
-        f"{args.app}: {args.waves} waves of {args.pages} sessions arriving at once; "
+        f"{args.app}: {args.waves} waves of {args.pages} sessions arriving at once, "
+        f"{args.num_procs} server process(es); "
         f"{os.cpu_count()} cores, "
         f"load average {os.getloadavg()[0]:.1f}"
     )
