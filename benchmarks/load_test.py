@@ -25,6 +25,9 @@ Prints:
   ``vizmm serve`` lets a closed page's session go after a minute);
 * the server's CPU time (user + system, all its processes) per new session
   and per step, from its /proc counters;
+* who used the cores while the pages arrived and while they stepped: the
+  machine's busy CPU time (/proc/stat) split into the server's and the rest's
+  (the browsers, this script and any other program);
 * its event-loop lag: the latency of Panel's ``/liveness`` endpoint, polled
   every 100 ms during the run (a request waits for the loop);
 * the machine's load average, since the browsers share the cores.
@@ -88,6 +91,16 @@ def cpu_s(pids) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def machine_cpu() -> tuple[float, float]:
+    """Seconds of CPU the machine's cores spent busy, and in all, since boot (/proc/stat)."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:9]]
+    user, nice, system, idle, iowait, irq, softirq, steal = ticks
+    busy = user + nice + system + irq + softirq + steal
+    hz = os.sysconf("SC_CLK_TCK")
+    return busy / hz, (busy + idle + iowait) / hz
+
+
 def pct(xs, q) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] if xs else float("nan")
@@ -149,12 +162,13 @@ async def drive(url_of, n, steps, procs, results):
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         results["n"] = n
         results["ready_event"] = asyncio.Event()
-        cpu0 = cpu_s(procs())
+        cpu0, machine0 = cpu_s(procs()), machine_cpu()
         t0 = time.perf_counter()
         tasks = [asyncio.create_task(one_page(browser, url_of(i), 0, results)) for i in range(n)]
         ctxs = await asyncio.gather(*tasks)
         results["sessions_wall"] = time.perf_counter() - t0
         results["cpu_sessions"] = cpu_s(procs()) - cpu0
+        results["machine_sessions"] = [b - a for a, b in zip(machine0, machine_cpu(), strict=True)]
         for c in ctxs:
             await c.close()
         # now the steps: fresh pages (already ready), all pressing at once
@@ -166,9 +180,10 @@ async def drive(url_of, n, steps, procs, results):
         pages = []
         # CPU of the step phase: measured from when every page is ready
         await results["ready_event"].wait()
-        cpu1 = cpu_s(procs())
+        cpu1, machine1 = cpu_s(procs()), machine_cpu()
         pages = await asyncio.gather(*tasks)
         results["cpu_steps"] = cpu_s(procs()) - cpu1
+        results["machine_steps"] = [b - a for a, b in zip(machine1, machine_cpu(), strict=True)]
         for c in pages:
             await c.close()
         await browser.close()
@@ -263,6 +278,15 @@ def run(tree: str, args) -> dict:
     return results
 
 
+def share(server_s: float, machine: list[float]) -> str:
+    """Who used the cores: the server's CPU seconds against the rest (the browsers)."""
+    busy, total = machine
+    return (
+        f"{100 * busy / total:.0f}% of {total:.0f} core-s: server {server_s:.1f} s, "
+        f"the rest (browsers, this script, any other program) {busy - server_s:.1f} s"
+    )
+
+
 def report(r: dict, args) -> list[tuple[str, str]]:
     """The figures of one run, as (what, value) lines."""
     n = args.pages
@@ -283,6 +307,8 @@ def report(r: dict, args) -> list[tuple[str, str]]:
             "server CPU per step",
             f"{r['cpu_steps'] / max(1, n * args.steps) * 1000:.1f} ms (second wave's pages too)",
         ),
+        ("cores busy while pages arrived", share(r["cpu_sessions"], r["machine_sessions"])),
+        ("cores busy while pages stepped", share(r["cpu_steps"], r["machine_steps"])),
         ("event-loop lag (/liveness)", summary("", r["lag_ms"], "ms")),
         ("load average", f"{r['load_before']:.1f} before, {r['load_during']:.1f} during"),
     ]
