@@ -1246,7 +1246,14 @@ class Scene:
         caption_chars: int | None = None,
         fit: tuple[int, int] | None = None,
     ):
-        from bokeh.models import AllIndices, ColumnDataSource, UnionRenderers
+        from bokeh.models import (
+            AllIndices,
+            AllLabels,
+            BasicTickFormatter,
+            ColumnDataSource,
+            LinearScale,
+            UnionRenderers,
+        )
 
         views = VIEWS if views is None else tuple(view_names(views))
         check_known_views(views, VIEWS)
@@ -1262,10 +1269,20 @@ class Scene:
             self.sizes = dataclasses.replace(self.sizes, caption_chars=int(caption_chars))
         names = [s for v in views for s in SOURCE_NAMES[v]]
         # one selection policy for all (it holds nothing), not one per source
-        policy = UnionRenderers()
+        self._policy = policy = UnionRenderers()
         self.sources = {
             name: ColumnDataSource(data=_empty(name), selection_policy=policy) for name in names
         }
+        # What the plots can share, as they hold nothing of their own: one filter
+        # for every renderer's view, one scale (BokehJS draws with a copy of it per
+        # plot), the axes' formatter and label policy (every label is overridden),
+        # the grids' ranges of equal extent (no tool moves them) and tickers of
+        # equal ticks, and one empty source for glyphs of scalar values only.
+        self._every = AllIndices()
+        self._scale = LinearScale()
+        self._axis_parts = {"formatter": BasicTickFormatter(), "major_label_policy": AllLabels()}
+        self._shared_models: dict[tuple, object] = {}
+        self._scalar = ColumnDataSource(selection_policy=policy)
         self.figures = {}
         # The per-warp row of the transactions view sits under the thread grid
         # of the full page; presenter and fitted scenes keep their sizes.
@@ -1275,8 +1292,6 @@ class Scene:
         self._last: dict[str, dict[str, list]] = {}
         #: Leave the Fig. 5.8 table's future cells blank (questions: see frame_columns).
         self.conceal = False
-        # one filter for every renderer's view (it holds nothing), not one each
-        self._every = AllIndices()
         self.layout = self._build()
         for view, fig in self.figures.items():
             fig.name = f"vizmm-{view}"  # so pages and tests can find each figure
@@ -1342,7 +1357,7 @@ class Scene:
         ``figure()`` adds (axes, grids, their tickers) costs a new session
         time to build and to send even where it is hidden.
         """
-        from bokeh.models import LinearScale, Plot, Title, Toolbar
+        from bokeh.models import Plot, Title, Toolbar
 
         if title is not None:
             title = Title(text=title)
@@ -1356,8 +1371,8 @@ class Scene:
                 "height": int(height),
                 "x_range": x_range,
                 "y_range": y_range,
-                "x_scale": LinearScale(),
-                "y_scale": LinearScale(),
+                "x_scale": self._scale,
+                "y_scale": self._scale,
                 "toolbar": Toolbar(),
                 "toolbar_location": None,
                 "title": title,
@@ -1368,6 +1383,17 @@ class Scene:
                 **kw,
             }
         )
+
+    def _one(self, kind, **props):
+        """One model of ``kind`` (a class) with ``props`` per scene (ranges, tickers)."""
+        key = (
+            kind.__name__,
+            *((k, tuple(v) if isinstance(v, list) else v) for k, v in props.items()),
+        )
+        model = self._shared_models.get(key)
+        if model is None:
+            model = self._shared_models[key] = kind(**props)
+        return model
 
     def _adder(self, f, selectable: bool = False):
         """``add(kind, source, **props)``: a renderer on ``f`` (:func:`add_glyph`).
@@ -1406,7 +1432,8 @@ class Scene:
                 ticks = list(range(0, n + 1, T))
                 labels = {t: str(t) for t in ticks}
             axis = LinearAxis(
-                ticker=FixedTicker(ticks=ticks),
+                **self._axis_parts,
+                ticker=self._one(FixedTicker, ticks=ticks),
                 major_label_overrides=labels,
                 major_label_text_font_size=f"{max(9, s.font - 3)}px",
                 major_label_text_color=self.palette.MUTED,
@@ -1431,8 +1458,8 @@ class Scene:
         f = self._fig(
             (cols + extra) * cell + 30,
             rows * cell + 30 + 2 * s.font,
-            Range1d(0, cols + extra),
-            Range1d(rows, 0),
+            self._one(Range1d, start=0, end=cols + extra),
+            self._one(Range1d, start=rows, end=0),
             title=title,
         )
         self._grid_axes(f, *(labelled or (rows, cols)))
@@ -1517,6 +1544,7 @@ class Scene:
             # the matrix's own edge, so ghost cells read as outside it
             add(
                 "Rect",
+                self._scalar,
                 x=shape[name][1] / 2,
                 y=shape[name][0] / 2,
                 width=shape[name][1],
@@ -1769,7 +1797,7 @@ class Scene:
         add = self._adder(f)
         add(
             "Rect",
-            ColumnDataSource(data),
+            ColumnDataSource(data, selection_policy=self._policy),
             x="x",
             y="y",
             width=1.8,
@@ -1779,7 +1807,13 @@ class Scene:
             line_width=2,
         )
         style = {"text_color": self.palette.TEXT, "text_font_style": "style"}
-        _line_text(add, ColumnDataSource(text), f"{fs}px", font=SANS, **style)
+        _line_text(
+            add,
+            ColumnDataSource(text, selection_policy=self._policy),
+            f"{fs}px",
+            font=SANS,
+            **style,
+        )
         self.figures["legend"] = f
         return f
 
