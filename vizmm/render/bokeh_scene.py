@@ -96,9 +96,9 @@ VIEWS = (
 #: The sources each view draws from (keys of :func:`frame_columns`).
 SOURCE_NAMES = {
     "caption": ("caption",),
-    "M": ("M", "M_ghost", "M_tile", "M_focus", "M_sectors", "M_segments"),
-    "N": ("N", "N_ghost", "N_tile", "N_focus", "N_sectors", "N_segments"),
-    "P": ("P", "P_ghost", "P_tile", "P_focus", "P_pvalue"),
+    "M": ("M", "M_ghost", "M_outline"),
+    "N": ("N", "N_ghost", "N_outline"),
+    "P": ("P", "P_ghost", "P_outline", "P_pvalue"),
     "Mds": ("Mds", "Mds_bank"),
     "Nds": ("Nds", "Nds_bank"),
     "threads": ("threads", "warp_threads", "warps"),
@@ -121,11 +121,13 @@ _BOX = ("x", "y", "w", "h")  # outlines of w x h boxes
 _COLUMNS = {
     "caption": _TEXT_LINES,
     "matrix": ("x", "y", "row", "col", "name", "final", "text", "code"),
-    "cells": ("x", "y"),  # outlined cells: the followed thread's elements, the current warp
+    "cells": ("x", "y"),  # outlined cells: the threads of the current warp
     "P_pvalue": ("x", "y", "name", "text", "thread", "code"),
     "ghost": ("x", "y", "row", "col", "name", "fill", "line_color", "text", "text_color")
     + ("state", "loader"),
-    "box": _BOX,
+    # outlines drawn over a matrix, in this order: the current tile, the followed
+    # thread's elements, the transactions view's segments and sectors of the warp
+    "outline": (*_BOX, "line_color", "line_width", "line_dash"),
     "bank": ("x", "y", "fill", "text", "text_color", "line_color", "line_width", "bank", "note"),
     "warps": ("x", "y", "text", "fill", "text_color", "line_color", "line_width", "label"),
     "slots": ("x", "y", "ty", "tx", *_PAINT, "state", "element", "value", "loader"),
@@ -182,9 +184,8 @@ _KIND = {
     **{
         f"{m}_{part}": kind
         for m in ("M", "N", "P")
-        for part, kind in (("ghost", "ghost"), ("tile", "box"), ("focus", "cells"))
+        for part, kind in (("ghost", "ghost"), ("outline", "outline"))
     },
-    **{f"{m}_{part}": "box" for m in ("M", "N") for part in ("sectors", "segments")},
     "Mds": "slots",
     "Nds": "slots",
     "Mds_bank": "bank",
@@ -361,7 +362,7 @@ def frame_columns(
     -------
     dict of str to dict of str to list
         ``{source name: {column: list}}``; the names are the values of
-        :data:`SOURCE_NAMES` (``"M"``, ``"M_ghost"``, ``"M_tile"``, ...,
+        :data:`SOURCE_NAMES` (``"M"``, ``"M_ghost"``, ``"M_outline"``, ...,
         ``"Mds"``, ``"threads"``, ``"table"``, ...). Every list of one source
         has the same length; plain Python lists of str, int and float, ready
         for JSON. Matrix cells hold an integer ``code`` (see
@@ -384,11 +385,7 @@ def frame_columns(
     for name in ("M", "N", "P"):
         makers[name] = lambda name=name: _matrix_columns(frame, trace, name)
         makers[f"{name}_ghost"] = lambda name=name: _ghost_columns(frame, trace, name, th)
-        makers[f"{name}_tile"] = lambda name=name: _tile_columns(frame, T, name)
-        makers[f"{name}_focus"] = lambda name=name: _focus_columns(frame, name)
-    for name in ("M", "N"):
-        for what in ("sectors", "segments"):
-            makers[f"{name}_{what}"] = lambda n=name, w=what: _span_columns(frame, n, w)
+        makers[f"{name}_outline"] = lambda name=name: _outline_columns(frame, T, name, th)
     makers["Mds_bank"] = lambda: _bank_columns(frame, "M", th)
     makers["Nds_bank"] = lambda: _bank_columns(frame, "N", th)
     makers["warp_threads"] = lambda: _warp_thread_columns(frame)
@@ -476,10 +473,6 @@ def _cells_at(mask: np.ndarray) -> dict[str, list]:
     return {"x": (cc + 0.5).tolist(), "y": (rr + 0.5).tolist()}
 
 
-def _focus_columns(frame: Frame, name: str) -> dict[str, list]:
-    return _cells_at({"M": frame.m_focus, "N": frame.n_focus, "P": frame.p_focus}[name])
-
-
 def _pvalue_columns(frame: Frame, trace: Trace) -> dict[str, list]:
     """The block's P elements with the Pvalue their threads hold so far."""
     j, _, l = trace.shape
@@ -546,24 +539,33 @@ def _ghost_columns(frame: Frame, trace: Trace, name: str, th: pal.Palette) -> di
     return cols
 
 
-def _tile_columns(frame: Frame, T: int, name: str) -> dict[str, list]:
+def _outline_columns(frame: Frame, T: int, name: str, th: pal.Palette) -> dict[str, list]:
+    """The outlines drawn over a matrix, in the order they are painted (one glyph draws all).
+
+    The current tile; the followed thread's elements; in M and N, the
+    transactions view's segments (dashed) and sectors of the current warp.
+    """
+    cols = _columns_of("outline")
+
+    def add(x, y, w, h, color, width, dash="solid"):
+        _add_row(cols, x=x, y=y, w=w, h=h, line_color=color, line_width=width, line_dash=dash)
+
     corner = frame.tiles.get(name)
-    if corner is None:
-        return _columns_of("box")
-    r0, c0 = corner
-    return {"x": [c0 + T / 2], "y": [r0 + T / 2], "w": [float(T)], "h": [float(T)]}
-
-
-def _span_columns(frame: Frame, name: str, what: str) -> dict[str, list]:
-    """Outlines of the current warp's sectors / segments in M or N (transactions view)."""
+    if corner is not None:
+        r0, c0 = corner
+        add(c0 + T / 2, r0 + T / 2, float(T), float(T), th.TILE_OUTLINE, 3.0)
+    focus = {"M": frame.m_focus, "N": frame.n_focus, "P": frame.p_focus}[name]
+    for r, c in zip(*(a.tolist() for a in np.nonzero(focus)), strict=True):
+        add(c + 0.5, r + 0.5, 1.0, 1.0, th.FOCUS, 3.0)
     o = frame.transactions
-    spans = [] if o is None else getattr(o, f"{name.lower()}_{what}")
-    return {
-        "x": [(c0 + c1) / 2 for _, c0, c1 in spans],
-        "y": [r + 0.5 for r, _, _ in spans],
-        "w": [float(c1 - c0) for _, c0, c1 in spans],
-        "h": [1.0] * len(spans),
-    }
+    if name != "P" and o is not None:
+        for what, color, width, dash in (
+            ("segments", th.READ, 4.0, "dashed"),
+            ("sectors", th.TEXT, 2.0, "solid"),
+        ):
+            for r, c0, c1 in getattr(o, f"{name.lower()}_{what}"):
+                add((c0 + c1) / 2, r + 0.5, float(c1 - c0), 1.0, color, width, dash)
+    return cols
 
 
 def _bank_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, list]:
@@ -1503,17 +1505,6 @@ class Scene:
             return words[c];
         """,
         )
-        # Outlines drawn over a matrix: (source, width, height, line style). The
-        # current tile, the followed thread's elements and, in M and N, the
-        # transactions view's segments and sectors of the current warp.
-        outlines = [
-            ("tile", "w", "h", {"line_color": th.TILE_OUTLINE, "line_width": 3}),
-            ("focus", 1, 1, {"line_color": th.FOCUS, "line_width": 3}),
-        ]
-        spans = [
-            ("segments", "w", "h", {"line_color": th.READ, "line_width": 4, "line_dash": "dashed"}),
-            ("sectors", "w", "h", {"line_color": th.TEXT, "line_width": 2}),
-        ]
         figs = {}
         for name in ("M", "N", "P"):
             if name not in v:
@@ -1570,17 +1561,20 @@ class Scene:
                 hatch_alpha=0.35,
                 hatch_scale=8,
             )
-            for part, w, h, style in outlines + (spans if name != "P" else []):
-                add(
-                    "Rect",
-                    self.sources[f"{name}_{part}"],
-                    x="x",
-                    y="y",
-                    width=w,
-                    height=h,
-                    fill_alpha=0,
-                    **style,
-                )
+            # the current tile, the followed thread's elements, the warp's segments
+            # and sectors: one glyph, its rows in that order (painted in that order)
+            add(
+                "Rect",
+                self.sources[f"{name}_outline"],
+                x="x",
+                y="y",
+                width="w",
+                height="h",
+                fill_alpha=0,
+                line_color="line_color",
+                line_width="line_width",
+                line_dash="line_dash",
+            )
             pv = None
             if name == "P":  # Pvalue so far of the block's elements (hover; text if room)
                 pv = add(
