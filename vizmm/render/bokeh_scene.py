@@ -1651,24 +1651,26 @@ class Scene:
         if s.shared_text:
             size = f"{max(10, min(s.font + 2, int(s.scell * 0.2)))}px"
             _centred_text(add, src, size, text_line_height=1.15)
-        # Barrier lab: a right-pointing triangle on a thread that ran ahead of another.
-        add(
-            "Scatter",
-            src,
-            x="ax",
-            y="ay",
-            marker="triangle",
-            angle=-math.pi / 2,
-            size=max(9, int(s.scell * 0.22)),
-            fill_color=self.palette.AHEAD,
-            line_color=self.palette.TEXT,
-            line_width=1.0,
-            fill_alpha="ahead_alpha",
-            line_alpha="ahead_alpha",
-            nonselection_fill_alpha="ahead_alpha",
-            nonselection_line_alpha="ahead_alpha",
-            name="vizmm-ahead",
-        )
+        # Barrier lab: a right-pointing triangle on a thread that ran ahead of another
+        # (only a recording of the shared reads has such threads: the replay's notes).
+        if self.trace.shared_reads.size:
+            add(
+                "Scatter",
+                src,
+                x="ax",
+                y="ay",
+                marker="triangle",
+                angle=-math.pi / 2,
+                size=max(9, int(s.scell * 0.22)),
+                fill_color=self.palette.AHEAD,
+                line_color=self.palette.TEXT,
+                line_width=1.0,
+                fill_alpha="ahead_alpha",
+                line_alpha="ahead_alpha",
+                nonselection_fill_alpha="ahead_alpha",
+                nonselection_line_alpha="ahead_alpha",
+                name="vizmm-ahead",
+            )
         _hover(f, r, "threads")
         f.add_tools(TapTool(renderers=[r]))
         add(
