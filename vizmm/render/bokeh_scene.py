@@ -1227,8 +1227,10 @@ class Scene:
     ----------
     sources : dict of str to ColumnDataSource
         One source per key of :func:`frame_columns` used by the views.
-    figures : dict of str to figure
-        The figures by view name (``"M"``, ``"threads"``, ``"blocks"`` ...).
+    figures : dict of str to bokeh.models.Plot
+        The figures by view name (``"M"``, ``"threads"``, ``"blocks"`` ...):
+        bare plots, not ``bokeh.plotting.figure``; draw more on one with
+        :func:`add_glyph`.
     layout : bokeh.models.LayoutDOM
         Every view, arranged (matrices left, shared memory and threads in
         the middle, source and counters right, the table below).
