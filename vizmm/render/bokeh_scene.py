@@ -1435,17 +1435,22 @@ class Scene:
             else:
                 ticks = list(range(0, n + 1, T))
                 labels = {t: str(t) for t in ticks}
-            axis = LinearAxis(
-                **self._axis_parts,
-                ticker=self._one(FixedTicker, ticks=ticks),
-                major_label_overrides=labels,
-                major_label_text_font_size=f"{max(9, s.font - 3)}px",
-                major_label_text_color=self.palette.MUTED,
-                axis_line_color=None,
-                major_tick_line_color=None if n <= 16 else self.palette.MUTED,
-                minor_tick_line_color=None,
-                major_label_standoff=2,
-            )
+            # grids with the same labels on a side share the axis (a plot draws
+            # its own view of it; an axis holds nothing of the plot's)
+            key = ("axis", side, tuple(ticks), tuple(labels.items()))
+            axis = self._shared_models.get(key)
+            if axis is None:
+                axis = self._shared_models[key] = LinearAxis(
+                    **self._axis_parts,
+                    ticker=self._one(FixedTicker, ticks=ticks),
+                    major_label_overrides=labels,
+                    major_label_text_font_size=f"{max(9, s.font - 3)}px",
+                    major_label_text_color=self.palette.MUTED,
+                    axis_line_color=None,
+                    major_tick_line_color=None if n <= 16 else self.palette.MUTED,
+                    minor_tick_line_color=None,
+                    major_label_standoff=2,
+                )
             f.add_layout(axis, side)
 
     def _grid_fig(self, name, rows, cols, cell, title, labelled=None):
