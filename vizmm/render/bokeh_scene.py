@@ -1280,8 +1280,9 @@ class Scene:
         # What the plots can share, as they hold nothing of their own: one filter
         # for every renderer's view, one scale (BokehJS draws with a copy of it per
         # plot), the axes' formatter and label policy (every label is overridden),
-        # the grids' ranges of equal extent (no tool moves them) and tickers of
-        # equal ticks, and one empty source for glyphs of scalar values only.
+        # the grids' ranges of equal extent (no tool moves them), axes of equal
+        # labels on one side and tickers of equal ticks, and one empty source for
+        # glyphs of scalar values only. Nothing is shared between scenes.
         self._every = AllIndices()
         self._scale = LinearScale()
         self._axis_parts = {"formatter": BasicTickFormatter(), "major_label_policy": AllLabels()}
