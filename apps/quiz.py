@@ -27,6 +27,7 @@ from functools import partial
 
 import panel as pn
 
+from vizmm.render.bokeh_scene import add_glyph
 from vizmm.render.text import render_text
 from vizmm.replay import Replay
 from vizmm.replay.questions import Question, answer_label, pick_label, question_at, quiz, score
@@ -191,22 +192,26 @@ class QuestionMode:
             return
         self._marked.add(scene)
         for view, fig in self._clickable(scene):
-            fig.rect(
-                "x",
-                "y",
-                0.82,
-                0.82,
-                source=self.marks[view],
+            add_glyph(
+                fig,
+                "Rect",
+                self.marks[view],
+                x="x",
+                y="y",
+                width=0.82,
+                height=0.82,
                 fill_alpha=0,
                 line_color="color",
                 line_dash="dash",
                 line_width=5,
             )
-            fig.text(
-                "x",
-                "y",
-                "label",
-                source=self.marks[view],
+            add_glyph(
+                fig,
+                "Text",
+                self.marks[view],
+                x="x",
+                y="y",
+                text="label",
                 text_color="color",
                 text_font_size="22px",
                 text_font_style="bold",

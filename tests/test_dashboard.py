@@ -374,12 +374,50 @@ def test_scene_views_subset():
     tr = CATALOGUE.get("fig5-8")
     scene = Scene(tr, views=["M", "Mds", "threads"])
     assert set(scene.sources) == {
-        "M", "M_ghost", "M_tile", "M_focus", "M_sectors", "M_segments",  # + transactions view
+        "M", "M_ghost", "M_outline",  # tile, followed thread, transactions view
         "Mds", "Mds_bank",
         "threads", "warp_threads", "warps",
     }  # fmt: skip
     with pytest.raises(ValueError, match="unknown view"):
         Scene(tr, views=["nope"])
+
+
+def test_matrix_outlines_one_glyph_in_painting_order():
+    """The tile, the followed thread's element, then segments and sectors: one source's rows."""
+    from vizmm.render import palette as pal
+
+    th = pal.LIGHT
+    tr = CATALOGUE.get("fig5-8")
+    scene = Scene(tr, views=["M", "P"])
+    # Fig. 5.8, block (1,0), thread (0,1), phase 0, load M: Row = 1*2 + 0 = 2 and
+    # Col = 0*2 + 1 = 1, so it loads M[2][1] of the tile at rows 2..3, columns 0..1
+    scene.update(Replay(tr, (1, 0), focus=(0, 1)).frame(1))
+    for m in ("M", "P"):
+        d = scene.sources[f"{m}_outline"].data
+        assert list(zip(d["x"], d["y"], d["w"], d["h"], strict=True)) == [
+            (1.0, 3.0, 2.0, 2.0),  # the current tile
+            (1.5, 2.5, 1.0, 1.0),  # the followed thread's element (its P element in P)
+        ]
+        assert d["line_color"] == [th.TILE_OUTLINE, th.FOCUS] and d["line_dash"] == ["solid"] * 2
+    renderers = [
+        r for r in scene.figures["M"].renderers if r.data_source is scene.sources["M_outline"]
+    ]
+    assert len(renderers) == 1 and renderers[0].glyph.line_dash == "line_dash"  # a column
+    # Thread roles swapped (TILE_WIDTH 16): warp 0 (ty 0..1, tx 0..15) reads M[tx][ty],
+    # 16 rows of 2 elements, each row one 128-byte segment (32 floats) and one 32-byte
+    # sector (8 floats): segments (dashed) are painted first, the sectors over them.
+    tr = CATALOGUE.get("uncoalesced")
+    scene = Scene(tr, views=["M"])
+    scene.update(Replay(tr, (0, 0), focus=(0, 1), transactions=True).frame(1))
+    d = scene.sources["M_outline"].data
+    assert len(d["x"]) == 1 + 1 + 16 + 16
+    assert (d["x"][0], d["w"][0], d["line_color"][0]) == (8.0, 16.0, th.TILE_OUTLINE)
+    segments, sectors = slice(2, 18), slice(18, 34)
+    assert d["y"][segments] == d["y"][sectors] == [r + 0.5 for r in range(16)]
+    assert set(d["w"][segments]) == {32.0} and set(d["line_dash"][segments]) == {"dashed"}
+    assert set(d["w"][sectors]) == {8.0} and set(d["line_dash"][sectors]) == {"solid"}
+    assert set(d["line_color"][segments]) == {th.READ}
+    assert set(d["line_color"][sectors]) == {th.TEXT}
 
 
 @pytest.mark.parametrize("key", ["fig5-8", "lab-4x4-drop1"])

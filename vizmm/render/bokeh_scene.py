@@ -49,7 +49,7 @@ import dataclasses
 import math
 import textwrap
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 from bokeh.core.properties import value
@@ -73,6 +73,7 @@ __all__ = [
     "frame_columns",
     "slot_label",
     "thread_label",
+    "add_glyph",
     "Scene",
 ]
 
@@ -95,9 +96,9 @@ VIEWS = (
 #: The sources each view draws from (keys of :func:`frame_columns`).
 SOURCE_NAMES = {
     "caption": ("caption",),
-    "M": ("M", "M_ghost", "M_tile", "M_focus", "M_sectors", "M_segments"),
-    "N": ("N", "N_ghost", "N_tile", "N_focus", "N_sectors", "N_segments"),
-    "P": ("P", "P_ghost", "P_tile", "P_focus", "P_pvalue"),
+    "M": ("M", "M_ghost", "M_outline"),
+    "N": ("N", "N_ghost", "N_outline"),
+    "P": ("P", "P_ghost", "P_outline", "P_pvalue"),
     "Mds": ("Mds", "Mds_bank"),
     "Nds": ("Nds", "Nds_bank"),
     "threads": ("threads", "warp_threads", "warps"),
@@ -120,11 +121,13 @@ _BOX = ("x", "y", "w", "h")  # outlines of w x h boxes
 _COLUMNS = {
     "caption": _TEXT_LINES,
     "matrix": ("x", "y", "row", "col", "name", "final", "text", "code"),
-    "cells": ("x", "y"),  # outlined cells: the followed thread's elements, the current warp
+    "cells": ("x", "y"),  # outlined cells: the threads of the current warp
     "P_pvalue": ("x", "y", "name", "text", "thread", "code"),
     "ghost": ("x", "y", "row", "col", "name", "fill", "line_color", "text", "text_color")
     + ("state", "loader"),
-    "box": _BOX,
+    # outlines drawn over a matrix, in this order: the current tile, the followed
+    # thread's elements, the transactions view's segments and sectors of the warp
+    "outline": (*_BOX, "line_color", "line_width", "line_dash"),
     "bank": ("x", "y", "fill", "text", "text_color", "line_color", "line_width", "bank", "note"),
     "warps": ("x", "y", "text", "fill", "text_color", "line_color", "line_width", "label"),
     "slots": ("x", "y", "ty", "tx", *_PAINT, "state", "element", "value", "loader"),
@@ -181,9 +184,8 @@ _KIND = {
     **{
         f"{m}_{part}": kind
         for m in ("M", "N", "P")
-        for part, kind in (("ghost", "ghost"), ("tile", "box"), ("focus", "cells"))
+        for part, kind in (("ghost", "ghost"), ("outline", "outline"))
     },
-    **{f"{m}_{part}": "box" for m in ("M", "N") for part in ("sectors", "segments")},
     "Mds": "slots",
     "Nds": "slots",
     "Mds_bank": "bank",
@@ -360,7 +362,7 @@ def frame_columns(
     -------
     dict of str to dict of str to list
         ``{source name: {column: list}}``; the names are the values of
-        :data:`SOURCE_NAMES` (``"M"``, ``"M_ghost"``, ``"M_tile"``, ...,
+        :data:`SOURCE_NAMES` (``"M"``, ``"M_ghost"``, ``"M_outline"``, ...,
         ``"Mds"``, ``"threads"``, ``"table"``, ...). Every list of one source
         has the same length; plain Python lists of str, int and float, ready
         for JSON. Matrix cells hold an integer ``code`` (see
@@ -383,11 +385,7 @@ def frame_columns(
     for name in ("M", "N", "P"):
         makers[name] = lambda name=name: _matrix_columns(frame, trace, name)
         makers[f"{name}_ghost"] = lambda name=name: _ghost_columns(frame, trace, name, th)
-        makers[f"{name}_tile"] = lambda name=name: _tile_columns(frame, T, name)
-        makers[f"{name}_focus"] = lambda name=name: _focus_columns(frame, name)
-    for name in ("M", "N"):
-        for what in ("sectors", "segments"):
-            makers[f"{name}_{what}"] = lambda n=name, w=what: _span_columns(frame, n, w)
+        makers[f"{name}_outline"] = lambda name=name: _outline_columns(frame, T, name, th)
     makers["Mds_bank"] = lambda: _bank_columns(frame, "M", th)
     makers["Nds_bank"] = lambda: _bank_columns(frame, "N", th)
     makers["warp_threads"] = lambda: _warp_thread_columns(frame)
@@ -475,10 +473,6 @@ def _cells_at(mask: np.ndarray) -> dict[str, list]:
     return {"x": (cc + 0.5).tolist(), "y": (rr + 0.5).tolist()}
 
 
-def _focus_columns(frame: Frame, name: str) -> dict[str, list]:
-    return _cells_at({"M": frame.m_focus, "N": frame.n_focus, "P": frame.p_focus}[name])
-
-
 def _pvalue_columns(frame: Frame, trace: Trace) -> dict[str, list]:
     """The block's P elements with the Pvalue their threads hold so far."""
     j, _, l = trace.shape
@@ -545,24 +539,33 @@ def _ghost_columns(frame: Frame, trace: Trace, name: str, th: pal.Palette) -> di
     return cols
 
 
-def _tile_columns(frame: Frame, T: int, name: str) -> dict[str, list]:
+def _outline_columns(frame: Frame, T: int, name: str, th: pal.Palette) -> dict[str, list]:
+    """The outlines drawn over a matrix, in the order they are painted (one glyph draws all).
+
+    The current tile; the followed thread's elements; in M and N, the
+    transactions view's segments (dashed) and sectors of the current warp.
+    """
+    cols = _columns_of("outline")
+
+    def add(x, y, w, h, color, width, dash="solid"):
+        _add_row(cols, x=x, y=y, w=w, h=h, line_color=color, line_width=width, line_dash=dash)
+
     corner = frame.tiles.get(name)
-    if corner is None:
-        return _columns_of("box")
-    r0, c0 = corner
-    return {"x": [c0 + T / 2], "y": [r0 + T / 2], "w": [float(T)], "h": [float(T)]}
-
-
-def _span_columns(frame: Frame, name: str, what: str) -> dict[str, list]:
-    """Outlines of the current warp's sectors / segments in M or N (transactions view)."""
+    if corner is not None:
+        r0, c0 = corner
+        add(c0 + T / 2, r0 + T / 2, float(T), float(T), th.TILE_OUTLINE, 3.0)
+    focus = {"M": frame.m_focus, "N": frame.n_focus, "P": frame.p_focus}[name]
+    for r, c in zip(*(a.tolist() for a in np.nonzero(focus)), strict=True):
+        add(c + 0.5, r + 0.5, 1.0, 1.0, th.FOCUS, 3.0)
     o = frame.transactions
-    spans = [] if o is None else getattr(o, f"{name.lower()}_{what}")
-    return {
-        "x": [(c0 + c1) / 2 for _, c0, c1 in spans],
-        "y": [r + 0.5 for r, _, _ in spans],
-        "w": [float(c1 - c0) for _, c0, c1 in spans],
-        "h": [1.0] * len(spans),
-    }
+    if name != "P" and o is not None:
+        for what, color, width, dash in (
+            ("segments", th.READ, 4.0, "dashed"),
+            ("sectors", th.TEXT, 2.0, "solid"),
+        ):
+            for r, c0, c1 in getattr(o, f"{name.lower()}_{what}"):
+                add((c0 + c1) / 2, r + 0.5, float(c1 - c0), 1.0, color, width, dash)
+    return cols
 
 
 def _bank_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, list]:
@@ -1130,31 +1133,73 @@ class _Sizes:
         )
 
 
-def _lean(fig, every_index) -> None:
-    """Leave out of ``fig`` the models it would send to the page but never draw.
+def add_glyph(fig, kind: str, source=None, *, selectable: bool = False, every=None, **props):
+    """Add one glyph renderer to ``fig`` as ``figure`` methods do, less what is never drawn.
 
-    Bokeh's glyph methods give every renderer a muted and a non-selection
-    copy of its glyph. Nothing here is ever muted, and a figure without a
-    tap tool never has a selection: BokehJS makes those copies itself if they
-    are ever needed (``"auto"``). The grids (all hidden) and hidden axes go
-    too, and the renderers share one ``every_index`` filter (an ``AllIndices``,
-    which holds nothing) instead of one each. A page then holds about a third
+    ``fig.rect(...)`` and its kin also make a muted and a non-selection copy
+    of the glyph (drawn only when a renderer is muted or its source has a
+    selection) and a filter for the renderer alone. Nothing here is muted,
+    and only the grids that take taps ever have a selection: BokehJS makes
+    those copies itself if they are ever needed (``"auto"``), and renderers
+    share one ``AllIndices`` filter (it holds nothing). A page then holds
     fewer Bokeh models, and every new session builds and sends that much less.
-    """
-    from bokeh.models import GlyphRenderer, Grid, TapTool
 
-    tapped = any(isinstance(t, TapTool) for t in fig.toolbar.tools)
-    for r in fig.renderers:
-        if isinstance(r, GlyphRenderer):
-            r.muted_glyph = "auto"
-            r.view.filter = every_index
-            if not tapped:
-                r.nonselection_glyph = "auto"
-    fig.center = [c for c in fig.center if not isinstance(c, Grid)]
-    for side in ("above", "below", "left", "right"):
-        axes = getattr(fig, side)
-        if any(not a.visible for a in axes):
-            setattr(fig, side, [a for a in axes if a.visible])
+    Parameters
+    ----------
+    fig : bokeh.models.Plot
+        The plot to draw on (a figure of a :class:`Scene`, or any plot).
+    kind : str
+        A glyph class of :mod:`bokeh.models.glyphs` (``"Rect"``, ``"Text"``,
+        ``"Scatter"``).
+    source : ColumnDataSource, optional
+        The rows to draw; a new empty source (one glyph of scalar values) by default.
+    selectable : bool
+        Keep a non-selection glyph (and a selection glyph when ``selection_*``
+        properties are given), as ``figure`` does, for sources a tap selects.
+    every : AllIndices, optional
+        The filter of the renderer's view; by default the one the plot's
+        renderers already share (a new one for its first renderer).
+    **props
+        The glyph's properties as ``figure`` methods take them (column names
+        or values; ``line_*``, ``fill_*``, ``text_*``, ``hatch_*``, ``color``,
+        ``alpha`` and their ``nonselection_`` / ``selection_`` forms), and
+        the renderer's ``name``.
+
+    Returns
+    -------
+    bokeh.models.GlyphRenderer
+    """
+    from bokeh.models import AllIndices, CDSView, ColumnDataSource, GlyphRenderer, glyphs
+    from bokeh.plotting._renderer import pop_visuals
+
+    cls = getattr(glyphs, kind)
+    name = props.pop("name", None)
+    visuals = pop_visuals(cls, props)
+    nonselection = selection = None
+    if selectable:  # as figure() makes them
+        nonselection = pop_visuals(
+            cls, props, prefix="nonselection_", defaults=visuals, override_defaults={"alpha": 0.1}
+        )
+        if any(k.startswith("selection_") for k in props):
+            selection = pop_visuals(cls, props, prefix="selection_", defaults=visuals)
+    for k in [k for k in props if k.startswith(("nonselection_", "selection_", "muted_"))]:
+        del props[k]
+    if every is None:
+        every = (
+            next((r.view.filter for r in fig.renderers if isinstance(r, GlyphRenderer)), None)
+            or AllIndices()
+        )
+    r = GlyphRenderer(
+        data_source=ColumnDataSource() if source is None else source,
+        glyph=cls(**props, **visuals),
+        nonselection_glyph=cls(**props, **nonselection) if nonselection is not None else "auto",
+        selection_glyph=cls(**props, **selection) if selection is not None else "auto",
+        muted_glyph="auto",
+        view=CDSView(filter=every),
+        **({} if name is None else {"name": name}),
+    )
+    fig.renderers.append(r)
+    return r
 
 
 class Scene:
@@ -1182,8 +1227,10 @@ class Scene:
     ----------
     sources : dict of str to ColumnDataSource
         One source per key of :func:`frame_columns` used by the views.
-    figures : dict of str to figure
-        The figures by view name (``"M"``, ``"threads"``, ``"blocks"`` ...).
+    figures : dict of str to bokeh.models.Plot
+        The figures by view name (``"M"``, ``"threads"``, ``"blocks"`` ...):
+        bare plots, not ``bokeh.plotting.figure``; draw more on one with
+        :func:`add_glyph`.
     layout : bokeh.models.LayoutDOM
         Every view, arranged (matrices left, shared memory and threads in
         the middle, source and counters right, the table below).
@@ -1203,7 +1250,14 @@ class Scene:
         caption_chars: int | None = None,
         fit: tuple[int, int] | None = None,
     ):
-        from bokeh.models import AllIndices, ColumnDataSource, UnionRenderers
+        from bokeh.models import (
+            AllIndices,
+            AllLabels,
+            BasicTickFormatter,
+            ColumnDataSource,
+            LinearScale,
+            UnionRenderers,
+        )
 
         views = VIEWS if views is None else tuple(view_names(views))
         check_known_views(views, VIEWS)
@@ -1219,10 +1273,21 @@ class Scene:
             self.sizes = dataclasses.replace(self.sizes, caption_chars=int(caption_chars))
         names = [s for v in views for s in SOURCE_NAMES[v]]
         # one selection policy for all (it holds nothing), not one per source
-        policy = UnionRenderers()
+        self._policy = policy = UnionRenderers()
         self.sources = {
             name: ColumnDataSource(data=_empty(name), selection_policy=policy) for name in names
         }
+        # What the plots can share, as they hold nothing of their own: one filter
+        # for every renderer's view, one scale (BokehJS draws with a copy of it per
+        # plot), the axes' formatter and label policy (every label is overridden),
+        # the grids' ranges of equal extent (no tool moves them), axes of equal
+        # labels on one side and tickers of equal ticks, and one empty source for
+        # glyphs of scalar values only. Nothing is shared between scenes.
+        self._every = AllIndices()
+        self._scale = LinearScale()
+        self._axis_parts = {"formatter": BasicTickFormatter(), "major_label_policy": AllLabels()}
+        self._shared_models: dict[tuple, object] = {}
+        self._scalar = ColumnDataSource(selection_policy=policy)
         self.figures = {}
         # The per-warp row of the transactions view sits under the thread grid
         # of the full page; presenter and fitted scenes keep their sizes.
@@ -1233,10 +1298,8 @@ class Scene:
         #: Leave the Fig. 5.8 table's future cells blank (questions: see frame_columns).
         self.conceal = False
         self.layout = self._build()
-        every_index = AllIndices()
         for view, fig in self.figures.items():
             fig.name = f"vizmm-{view}"  # so pages and tests can find each figure
-            _lean(fig, every_index)
 
     # --------------------------------------------------------------- update
     def update(self, frame: Frame) -> None:
@@ -1293,32 +1356,56 @@ class Scene:
         return column(*rows, spacing=10)
 
     def _fig(self, width, height, x_range, y_range, title=None, tools="", **kw):
-        """A figure of the scene's look (no toolbar, grid or outline); ``kw`` overrides."""
-        from bokeh.plotting import figure
+        """A plot of the scene's look (no toolbar, grid, axes or outline); ``kw`` overrides.
 
-        f = figure(
+        A bare :class:`~bokeh.models.Plot` with exactly the parts drawn: what
+        ``figure()`` adds (axes, grids, their tickers) costs a new session
+        time to build and to send even where it is hidden.
+        """
+        from bokeh.models import Plot, Title, Toolbar
+
+        if title is not None:
+            title = Title(text=title)
+            if title.text:
+                title.text_font = SANS
+                title.text_font_size = f"{self.sizes.font + 1}px"
+                title.text_color = self.palette.TEXT
+        return Plot(
             **{
                 "width": int(width),
                 "height": int(height),
                 "x_range": x_range,
                 "y_range": y_range,
-                "tools": tools,
+                "x_scale": self._scale,
+                "y_scale": self._scale,
+                "toolbar": Toolbar(),
                 "toolbar_location": None,
                 "title": title,
                 "min_border": 4,
-                "x_axis_location": "above",
                 "outline_line_color": None,
                 "background_fill_color": self.palette.BACKGROUND,
                 "border_fill_color": self.palette.BACKGROUND,
                 **kw,
             }
         )
-        f.grid.visible = False
-        if title:
-            f.title.text_font = SANS
-            f.title.text_font_size = f"{self.sizes.font + 1}px"
-            f.title.text_color = self.palette.TEXT
-        return f
+
+    def _one(self, kind, **props):
+        """One model of ``kind`` (a class) with ``props`` per scene (ranges, tickers)."""
+        key = (
+            kind.__name__,
+            *((k, tuple(v) if isinstance(v, list) else v) for k, v in props.items()),
+        )
+        model = self._shared_models.get(key)
+        if model is None:
+            model = self._shared_models[key] = kind(**props)
+        return model
+
+    def _adder(self, f, selectable: bool = False):
+        """``add(kind, source, **props)``: a renderer on ``f`` (:func:`add_glyph`).
+
+        ``selectable`` for the grids a tap selects in (threads, blocks).
+        """
+        return partial(add_glyph, f, every=self._every, selectable=selectable)
 
     def _text_fig(self, width_chars, lines, name, pad=0.5):
         """A figure of ``lines`` monospace lines of ``width_chars`` characters (no axes)."""
@@ -1331,32 +1418,41 @@ class Scene:
             Range1d(-pad, width_chars + pad),
             Range1d(lines, 0),
         )
-        f.axis.visible = False
         self.figures[name] = f
         return f
 
     def _grid_axes(self, f, rows, cols):
-        from bokeh.models import FixedTicker
+        """Index labels above and left of a grid (every cell, or every T-th line past 16)."""
+        from bokeh.models import FixedTicker, LinearAxis
 
         s = self.sizes
         T = self.trace.tile_width
         cell = (f.width - 30) / max(1, f.x_range.end - f.x_range.start)
         every = max(1, math.ceil(2.2 * s.font / max(cell, 1)))
-        for axis, n in ((f.xaxis, cols), (f.yaxis, rows)):
+        for side, n in (("above", cols), ("left", rows)):
             if n <= 16:
                 ticks = [i + 0.5 for i in range(0, n, every)]
                 labels = {i + 0.5: str(i) for i in range(n)}
             else:
                 ticks = list(range(0, n + 1, T))
                 labels = {t: str(t) for t in ticks}
-            axis.ticker = FixedTicker(ticks=ticks)
-            axis.major_label_overrides = labels
-            axis.major_label_text_font_size = f"{max(9, s.font - 3)}px"
-            axis.major_label_text_color = self.palette.MUTED
-            axis.axis_line_color = None
-            axis.major_tick_line_color = None if n <= 16 else self.palette.MUTED
-            axis.minor_tick_line_color = None
-            axis.major_label_standoff = 2
+            # grids with the same labels on a side share the axis (a plot draws
+            # its own view of it; an axis holds nothing of the plot's)
+            key = ("axis", side, tuple(ticks), tuple(labels.items()))
+            axis = self._shared_models.get(key)
+            if axis is None:
+                axis = self._shared_models[key] = LinearAxis(
+                    **self._axis_parts,
+                    ticker=self._one(FixedTicker, ticks=ticks),
+                    major_label_overrides=labels,
+                    major_label_text_font_size=f"{max(9, s.font - 3)}px",
+                    major_label_text_color=self.palette.MUTED,
+                    axis_line_color=None,
+                    major_tick_line_color=None if n <= 16 else self.palette.MUTED,
+                    minor_tick_line_color=None,
+                    major_label_standoff=2,
+                )
+            f.add_layout(axis, side)
 
     def _grid_fig(self, name, rows, cols, cell, title, labelled=None):
         """A figure for a rows x cols grid of square cells, wide enough for its title.
@@ -1372,8 +1468,8 @@ class Scene:
         f = self._fig(
             (cols + extra) * cell + 30,
             rows * cell + 30 + 2 * s.font,
-            Range1d(0, cols + extra),
-            Range1d(rows, 0),
+            self._one(Range1d, start=0, end=cols + extra),
+            self._one(Range1d, start=rows, end=0),
             title=title,
         )
         self._grid_axes(f, *(labelled or (rows, cols)))
@@ -1417,17 +1513,6 @@ class Scene:
             return words[c];
         """,
         )
-        # Outlines drawn over a matrix: (source, width, height, line style). The
-        # current tile, the followed thread's elements and, in M and N, the
-        # transactions view's segments and sectors of the current warp.
-        outlines = [
-            ("tile", "w", "h", {"line_color": th.TILE_OUTLINE, "line_width": 3}),
-            ("focus", 1, 1, {"line_color": th.FOCUS, "line_width": 3}),
-        ]
-        spans = [
-            ("segments", "w", "h", {"line_color": th.READ, "line_width": 4, "line_dash": "dashed"}),
-            ("sectors", "w", "h", {"line_color": th.TEXT, "line_width": 2}),
-        ]
         figs = {}
         for name in ("M", "N", "P"):
             if name not in v:
@@ -1442,34 +1527,39 @@ class Scene:
                 labelled=shape[name],
             )
             src = self.sources[name]
+            add = self._adder(f)
             # outlines of small cells cost more to paint than they show
-            r = f.rect(
-                "x",
-                "y",
-                1,
-                1,
-                source=src,
+            r = add(
+                "Rect",
+                src,
+                x="x",
+                y="y",
+                width=1,
+                height=1,
                 fill_color=fill_map,
                 line_color=th.GRID_LINE if s.cell >= 10 else None,
                 line_width=1,
             )
             # the matrix's own edge, so ghost cells read as outside it
-            f.rect(
-                shape[name][1] / 2,
-                shape[name][0] / 2,
-                shape[name][1],
-                shape[name][0],
+            add(
+                "Rect",
+                self._scalar,
+                x=shape[name][1] / 2,
+                y=shape[name][0] / 2,
+                width=shape[name][1],
+                height=shape[name][0],
                 fill_alpha=0,
                 line_color=th.TEXT,
                 line_width=1.5,
             )
             ghosts = self.sources[f"{name}_ghost"]
-            g = f.rect(
-                "x",
-                "y",
-                1,
-                1,
-                source=ghosts,
+            g = add(
+                "Rect",
+                ghosts,
+                x="x",
+                y="y",
+                width=1,
+                height=1,
                 fill_color="fill",
                 line_color="line_color",
                 line_dash="dashed",
@@ -1479,17 +1569,36 @@ class Scene:
                 hatch_alpha=0.35,
                 hatch_scale=8,
             )
-            for part, w, h, style in outlines + (spans if name != "P" else []):
-                f.rect("x", "y", w, h, source=self.sources[f"{name}_{part}"], fill_alpha=0, **style)
+            # the current tile, the followed thread's elements, the warp's segments
+            # and sectors: one glyph, its rows in that order (painted in that order)
+            add(
+                "Rect",
+                self.sources[f"{name}_outline"],
+                x="x",
+                y="y",
+                width="w",
+                height="h",
+                fill_alpha=0,
+                line_color="line_color",
+                line_width="line_width",
+                line_dash="line_dash",
+            )
             pv = None
             if name == "P":  # Pvalue so far of the block's elements (hover; text if room)
-                pv = f.rect(
-                    "x", "y", 1, 1, source=self.sources["P_pvalue"], fill_alpha=0, line_alpha=0
+                pv = add(
+                    "Rect",
+                    self.sources["P_pvalue"],
+                    x="x",
+                    y="y",
+                    width=1,
+                    height=1,
+                    fill_alpha=0,
+                    line_alpha=0,
                 )
             if s.matrix_text:
                 fs = f"{max(9, min(s.font + 2, int(s.cell * 0.32)))}px"
-                _centred_text(f, self.sources["P_pvalue"] if name == "P" else src, fs, text_map)
-                _centred_text(f, ghosts, fs)
+                _centred_text(add, self.sources["P_pvalue"] if name == "P" else src, fs, text_map)
+                _centred_text(add, ghosts, fs)
             _hover(f, r, "P" if name == "P" else "matrix", formatters={"@code": word})
             if name == "P":
                 _hover(f, pv, "P_pvalue")
@@ -1510,17 +1619,18 @@ class Scene:
         T, s = self.trace.tile_width, self.sizes
         f = self._grid_fig(name, T, T, s.scell, f"{name} (shared)")
         src = self.sources[name]
-        r = _cells(f, src, 1)
+        add = self._adder(f)
+        r = _cells(add, src, 1)
         if s.shared_text:
             size = f"{max(10, min(s.font + 3, int(s.scell * 0.22)))}px"
-            _centred_text(f, src, size, text_line_height=1.15)
+            _centred_text(add, src, size, text_line_height=1.15)
         _hover(f, r, "slots", name)
         # Transactions view, at a step of the k loop: the bank of each slot's
         # word (a band across the slot's foot), the current warp's conflicts.
         banks = self.sources[f"{name}_bank"]
-        bank = _cells(f, banks, 0.92, 0.22)
+        bank = _cells(add, banks, 0.92, 0.22)
         if s.scell >= 24:
-            _centred_text(f, banks, f"{max(8, min(s.font - 2, int(s.scell * 0.17)))}px")
+            _centred_text(add, banks, f"{max(8, min(s.font - 2, int(s.scell * 0.17)))}px")
         _hover(f, bank, "bank")
         self.figures[name] = f
         return f
@@ -1531,14 +1641,16 @@ class Scene:
         T, s = self.trace.tile_width, self.sizes
         f = self._grid_fig("threads", T, T, s.scell, "threads (ty, tx)")
         src = self.sources["threads"]
-        r = _cells(f, src, 0.94, tappable=True)
+        add = self._adder(f, selectable=True)
+        r = _cells(add, src, 0.94, tappable=True)
         if s.scell >= 20:
-            f.rect(
-                "sx",
-                "sy",
-                0.2,
-                0.2,
-                source=src,
+            add(
+                "Rect",
+                src,
+                x="sx",
+                y="sy",
+                width=0.2,
+                height=0.2,
                 fill_color="ident",
                 line_color=self.palette.TEXT,
                 line_width=0.5,
@@ -1546,32 +1658,36 @@ class Scene:
             )
         if s.shared_text:
             size = f"{max(10, min(s.font + 2, int(s.scell * 0.2)))}px"
-            _centred_text(f, src, size, text_line_height=1.15)
-        # Barrier lab: a right-pointing triangle on a thread that ran ahead of another.
-        f.scatter(
-            "ax",
-            "ay",
-            source=src,
-            marker="triangle",
-            angle=-math.pi / 2,
-            size=max(9, int(s.scell * 0.22)),
-            fill_color=self.palette.AHEAD,
-            line_color=self.palette.TEXT,
-            line_width=1.0,
-            fill_alpha="ahead_alpha",
-            line_alpha="ahead_alpha",
-            nonselection_fill_alpha="ahead_alpha",
-            nonselection_line_alpha="ahead_alpha",
-            name="vizmm-ahead",
-        )
+            _centred_text(add, src, size, text_line_height=1.15)
+        # Barrier lab: a right-pointing triangle on a thread that ran ahead of another
+        # (only a recording of the shared reads has such threads: the replay's notes).
+        if self.trace.shared_reads.size:
+            add(
+                "Scatter",
+                src,
+                x="ax",
+                y="ay",
+                marker="triangle",
+                angle=-math.pi / 2,
+                size=max(9, int(s.scell * 0.22)),
+                fill_color=self.palette.AHEAD,
+                line_color=self.palette.TEXT,
+                line_width=1.0,
+                fill_alpha="ahead_alpha",
+                line_alpha="ahead_alpha",
+                nonselection_fill_alpha="ahead_alpha",
+                nonselection_line_alpha="ahead_alpha",
+                name="vizmm-ahead",
+            )
         _hover(f, r, "threads")
         f.add_tools(TapTool(renderers=[r]))
-        f.rect(
-            "x",
-            "y",
-            1.0,
-            1.0,
-            source=self.sources["warp_threads"],
+        add(
+            "Rect",
+            self.sources["warp_threads"],
+            x="x",
+            y="y",
+            width=1.0,
+            height=1.0,
             fill_alpha=0,
             line_color=self.palette.FOCUS,
             line_width=2,
@@ -1595,10 +1711,10 @@ class Scene:
             Range1d(1, 0),
             title="per warp (memory transactions)",
         )
-        f.axis.visible = False
         src = self.sources["warps"]
-        r = _cells(f, src, 0.96, 0.9)
-        _centred_text(f, src, f"{max(8, min(s.font, int(cell * 0.4)))}px")
+        add = self._adder(f)
+        r = _cells(add, src, 0.96, 0.9)
+        _centred_text(add, src, f"{max(8, min(s.font, int(cell * 0.4)))}px")
         _hover(f, r, "warps")
         # Always shown (empty until a frame carries the transactions view): showing
         # and hiding it would lay out the page again, hidden tables included.
@@ -1681,21 +1797,27 @@ class Scene:
             Range1d(per_col, 0),
             title="",  # the default empty title, as a bare figure has
             min_border=2,
-            x_axis_location="below",
         )
-        f.axis.visible = False
-        f.rect(
-            "x",
-            "y",
-            1.8,
-            0.7,
-            source=ColumnDataSource(data),
+        add = self._adder(f)
+        add(
+            "Rect",
+            ColumnDataSource(data, selection_policy=self._policy),
+            x="x",
+            y="y",
+            width=1.8,
+            height=0.7,
             fill_color="fill",
             line_color="line",
             line_width=2,
         )
         style = {"text_color": self.palette.TEXT, "text_font_style": "style"}
-        _line_text(f, ColumnDataSource(text), f"{fs}px", font=SANS, **style)
+        _line_text(
+            add,
+            ColumnDataSource(text, selection_policy=self._policy),
+            f"{fs}px",
+            font=SANS,
+            **style,
+        )
         self.figures["legend"] = f
         return f
 
@@ -1706,19 +1828,21 @@ class Scene:
         f = self._text_fig(width + 2, len(lines), "source")
         f.x_range.start = -2.2
         src = self.sources["source"]
-        f.rect(
-            width / 2 - 0.5,
-            "y",
-            width + 1,
-            1,
-            source=src,
+        add = self._adder(f)
+        add(
+            "Rect",
+            src,
+            x=width / 2 - 0.5,
+            y="y",
+            width=width + 1,
+            height=1,
             fill_color="bg",
             fill_alpha="bg_alpha",
             line_color=None,
         )
         mono = f"{s.mono}px"
-        _line_text(f, src, mono, text_color=self.palette.TEXT, text_font_style="font_style")
-        _line_text(f, src, mono, x=-1.9, text="marker", text_color=self.palette.TILE_OUTLINE)
+        _line_text(add, src, mono, text_color=self.palette.TEXT, text_font_style="font_style")
+        _line_text(add, src, mono, x=-1.9, text="marker", text_color=self.palette.TILE_OUTLINE)
         f.title = None
         return f
 
@@ -1728,11 +1852,12 @@ class Scene:
         lines = 6 + pvalue_lines + 2 + 3  # + transactions
         f = self._text_fig(COUNTER_CHARS, lines, "counters")
         style = {"text_color": "color", "text_font_style": "font_style"}
-        _line_text(f, self.sources["counters"], f"{s.mono}px", **style)
+        add = self._adder(f)
+        _line_text(add, self.sources["counters"], f"{s.mono}px", **style)
         bars = self.sources["bars"]
-        f.rect("x", "y", "w", 0.7, source=bars, fill_color="fill", line_color=None)
+        add("Rect", bars, x="x", y="y", width="w", height=0.7, fill_color="fill", line_color=None)
         style = {"text_color": "label_color", "text_font_style": "bold"}
-        _line_text(f, bars, f"{max(9, s.mono - 1)}px", x="lx", text="label", **style)
+        _line_text(add, bars, f"{max(9, s.mono - 1)}px", x="lx", text="label", **style)
         return f
 
     def _blocks(self):
@@ -1743,9 +1868,10 @@ class Scene:
         cell = int(max(10, min(44 * (1.3 if self.presenter else 1), 200 // max(gy, gx))))
         f = self._grid_fig("blocks", gy, gx, cell, "blocks (by, bx)")
         src = self.sources["blocks"]
-        r = _cells(f, src, 0.92, tappable=True)
+        add = self._adder(f, selectable=True)
+        r = _cells(add, src, 0.92, tappable=True)
         if cell >= 34:
-            _centred_text(f, src, f"{max(9, min(s.font, cell // 3))}px")
+            _centred_text(add, src, f"{max(9, min(s.font, cell // 3))}px")
         _hover(f, r, "blocks")
         f.add_tools(TapTool(renderers=[r]))
         self.figures["blocks"] = f
@@ -1758,7 +1884,7 @@ class Scene:
         f.width = int(s.caption_chars * 0.6 * (s.font + 1) + 20)
         f.x_range.end = (f.width - 12) / (0.6 * (s.font + 1))
         style = {"text_color": "color", "text_font_style": "font_style"}
-        _line_text(f, self.sources["caption"], f"{s.font + 1}px", font=SANS, **style)
+        _line_text(self._adder(f), self.sources["caption"], f"{s.font + 1}px", font=SANS, **style)
         return f
 
     def _table_fig(self):
@@ -1766,20 +1892,30 @@ class Scene:
         width, lines = _table_extent(self.trace)
         f = self._text_fig(width, lines + 1, "table", pad=0.2)
         src = self.sources["table"]
-        r = f.rect(
-            "x", "y", "w", "h", source=src, fill_color="fill", line_color="line_color", line_width=1
+        add = self._adder(f)
+        r = add(
+            "Rect",
+            src,
+            x="x",
+            y="y",
+            width="w",
+            height="h",
+            fill_color="fill",
+            line_color="line_color",
+            line_width=1,
         )
         # The whole cell in words (a barrier-lab cell: the book's term it should have used).
         _hover(f, r, "table")
         style = {"text_color": "text_color", "text_font_style": "font_style"}
-        _line_text(f, src, f"{s.mono}px", x="tx", **style)
+        _line_text(add, src, f"{s.mono}px", x="tx", **style)
         return f
 
 
-def _cells(f, source, width: float, height: float | None = None, tappable: bool = False):
+def _cells(add, source, width: float, height: float | None = None, tappable: bool = False):
     """One rectangle per row of ``source``, coloured by its ``fill`` and ``line_*`` columns.
 
-    ``tappable`` keeps the colours of cells a tap selects or leaves unselected.
+    ``add`` is a plot's :meth:`Scene._adder`. ``tappable`` keeps the colours
+    of cells a tap selects or leaves unselected.
     """
     keep = (
         {"nonselection_fill_alpha": 1.0, "nonselection_line_alpha": 1.0}
@@ -1787,12 +1923,13 @@ def _cells(f, source, width: float, height: float | None = None, tappable: bool 
         if tappable
         else {}
     )
-    return f.rect(
-        "x",
-        "y",
-        width,
-        width if height is None else height,
-        source=source,
+    return add(
+        "Rect",
+        source,
+        x="x",
+        y="y",
+        width=width,
+        height=width if height is None else height,
         fill_color="fill",
         line_color="line_color",
         line_width="line_width",
@@ -1800,13 +1937,14 @@ def _cells(f, source, width: float, height: float | None = None, tappable: bool 
     )
 
 
-def _centred_text(f, source, size: str, text_color="text_color", **style):
+def _centred_text(add, source, size: str, text_color="text_color", **style):
     """The ``text`` column centred in each cell of a grid (matrices, slots, threads, blocks)."""
-    return f.text(
-        "x",
-        "y",
-        "text",
-        source=source,
+    return add(
+        "Text",
+        source,
+        x="x",
+        y="y",
+        text="text",
         text_color=text_color,
         text_align="center",
         text_baseline="middle",
@@ -1816,13 +1954,14 @@ def _centred_text(f, source, size: str, text_color="text_color", **style):
     )
 
 
-def _line_text(f, source, size: str, font: str = MONO, x="x", text="text", **style):
+def _line_text(add, source, size: str, font: str = MONO, x="x", text="text", **style):
     """Left-aligned lines of a text view (source, counters, caption, table, legend)."""
-    return f.text(
-        x,
-        "y",
-        text,
-        source=source,
+    return add(
+        "Text",
+        source,
+        x=x,
+        y="y",
+        text=text,
         text_baseline="middle",
         text_font=value(font),
         text_font_size=size,

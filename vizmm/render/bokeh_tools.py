@@ -10,7 +10,8 @@ def add_hover(fig, renderers, tooltips: list, **kwargs) -> None:
 
     Parameters
     ----------
-    fig : bokeh.plotting.figure
+    fig : bokeh.models.Plot
+        A figure or any plot.
     renderers : GlyphRenderer, list of GlyphRenderer or 'auto'
         What the tooltips answer for (``'auto'``: every renderer of ``fig``).
     tooltips : list of (str, str)
