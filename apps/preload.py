@@ -7,6 +7,14 @@ and throws it away: the libraries a page needs are imported before the first
 visitor, not while the first class waits. Bokeh's validation of every new
 session's document (warnings in the log, nothing a visitor sees) is turned
 off.
+
+With ``--num-procs N`` the processes share one listening socket, and Tornado's
+accept handler takes up to 128 waiting connections each time the socket is
+ready: the process that woke first took a whole class arriving at once
+(``benchmarks/bench_sessions.py --num-procs 2``: all 10 sessions in one
+process, ~5 s; the other idle). Here each process takes one connection per
+turn of its loop, so the waiting ones go to whichever process is free
+(10 sessions split about 5/5, all sent in ~3 s).
 """
 
 import os
@@ -17,6 +25,7 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from bokeh.settings import settings  # noqa: E402
+from tornado import netutil  # noqa: E402
 
 from apps.barrier_view import lab_findings  # noqa: E402
 from vizmm.catalogue import CATALOGUE, LAB_PRESETS  # noqa: E402
@@ -29,6 +38,10 @@ for _key in LAB_PRESETS:  # the barrier lab's hazard lists, found once for every
         lab_findings(_trace)
 
 settings.perform_document_validation.set_value(False)
+
+# One connection accepted per turn of the loop (see above). Tornado reads this
+# module constant each time the socket is ready; it has no public setting.
+netutil._DEFAULT_BACKLOG = 1
 
 
 def _warm() -> None:
