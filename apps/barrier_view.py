@@ -73,6 +73,10 @@ def lab_findings(trace) -> LabFindings:
 class HazardPanel(pn.viewable.Viewer):
     """Counts, filters and one page of the hazard list; a click goes to the hazard.
 
+    The filters and the list are made when the first trace with hazards is
+    shown (a page that never shows one does not build or send them); until
+    then the panel says how to get one.
+
     Parameters
     ----------
     state : apps.dashboard.DashboardState
@@ -84,6 +88,20 @@ class HazardPanel(pn.viewable.Viewer):
         super().__init__(**params)
         self.state = state
         self.summary = pn.pane.Markdown("", margin=(0, 10), sizing_mode="stretch_width")
+        self.layout = pn.Column(
+            pn.pane.Markdown("#### Barrier lab: hazards", margin=(0, 10)),
+            self.summary,
+            sizing_mode="stretch_width",
+        )
+        self._index = None  # row numbers of the HazardList that pass the filters
+        self._shown = []  # the rows of this page
+        self._controls = False  # the filters and the list: made for the first lab trace
+        state.param.watch(self._on_trace, ["trace"])
+        state.param.watch(self._on_block, ["by", "bx"])
+        self._on_trace()
+
+    def _make_controls(self) -> None:
+        """The filters, the page buttons and the list (a trace with hazards is shown)."""
         self.kind = pn.widgets.Select(
             label="kind",
             options={"RAW and WAR": _ALL, "RAW (barrier 1)": "RAW", "WAR (barrier 2)": "WAR"},
@@ -104,24 +122,21 @@ class HazardPanel(pn.viewable.Viewer):
         self.table = pn.widgets.Select(
             options={}, size=12, width=760, css_classes=["vizmm-hazards"]
         )
-        self._index = None  # row numbers of the HazardList that pass the filters
-        self._shown = []  # the rows of this page
         self.table.param.watch(self._on_select, "value")
         for w in (self.kind, self.block, self.phase, self.wrong):
             w.param.watch(self._on_filter, "value")
         self.prev_page.on_click(lambda e: self._turn(-1))
         self.next_page.on_click(lambda e: self._turn(1))
-        self.layout = pn.Column(
-            pn.pane.Markdown("#### Barrier lab: hazards", margin=(0, 10)),
-            self.summary,
-            pn.Row(self.kind, self.block, self.phase, pn.Column(pn.Spacer(height=18), self.wrong)),
-            pn.Row(self.prev_page, self.next_page, self.page_info),
-            self.table,
-            sizing_mode="stretch_width",
+        self.layout.extend(
+            [
+                pn.Row(
+                    self.kind, self.block, self.phase, pn.Column(pn.Spacer(height=18), self.wrong)
+                ),
+                pn.Row(self.prev_page, self.next_page, self.page_info),
+                self.table,
+            ]
         )
-        state.param.watch(self._on_trace, ["trace"])
-        state.param.watch(self._on_block, ["by", "bx"])
-        self._on_trace()
+        self._controls = True
 
     # ------------------------------------------------------------ data
     def _findings(self) -> LabFindings | None:
@@ -132,6 +147,11 @@ class HazardPanel(pn.viewable.Viewer):
 
     def _on_trace(self, *events) -> None:
         found = self._findings()
+        if found is not None and not self._controls:
+            self._make_controls()
+        if not self._controls:  # no lab trace shown yet: the summary says why
+            self._refresh()
+            return
         blocks = {"replayed block": _THIS_BLOCK, "every block": _ALL}
         phases = {"every phase": -1}
         if found is not None:
@@ -141,7 +161,7 @@ class HazardPanel(pn.viewable.Viewer):
         self._refresh()
 
     def _on_block(self, *events) -> None:
-        if self.block.value == _THIS_BLOCK:
+        if self._controls and self.block.value == _THIS_BLOCK:
             self._refresh()
 
     def _quiet(self, **choices) -> None:
@@ -191,7 +211,8 @@ class HazardPanel(pn.viewable.Viewer):
                 "record with a barrier removed, to see what goes wrong without them."
             )
             self._index = None
-            self._show_page()
+            if self._controls:
+                self._show_page()
             return
         trace = self.state.trace
         lst = found.hazards
