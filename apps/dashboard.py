@@ -1409,8 +1409,7 @@ if pn.state.served:
     # The dashboard is built when the page's browser has connected and drawn the
     # empty page (Panel's onload), not when the page is asked for: with
     # --num-procs N a page's request and its websocket can reach different
-    # processes, and each built the whole dashboard (the first copy never shown,
-    # kept a minute).
+    # processes, and each built the whole dashboard (the first copy never shown).
     pn.extension("filedropper", notifications=False)  # in the page's HTML
     page = pn.Column(sizing_mode="stretch_width", margin=0)
 
