@@ -1,0 +1,79 @@
+"""``vizmm serve --num-procs 2`` in headless Chromium: pages arriving at once, each its own.
+
+A served page's dashboard is built once its browser has connected (the page
+asked for holds an empty page until then), in whichever of the processes holds
+its connection. Four pages opened at once, each on another URL, must each show
+the trace, step and theme of their own URL and step on a key press.
+"""
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from served import ARGS, CHROMIUM, free_port, read_status
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api")
+
+#: URL query -> (source, step, theme) the page must show
+PAGES = {
+    "trace=fig5-11": ("fig5-11", 0, "light"),
+    "trace=general&theme=dark": ("general", 0, "dark"),
+    "trace=fig5-8&step=5": ("fig5-8", 5, "light"),
+    "": ("fig5-8", 0, "light"),
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port = free_port()
+    log_path = tmp_path_factory.mktemp("serve") / "serve.log"
+    exe = os.path.join(os.path.dirname(sys.executable), "vizmm")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [exe, "serve", "--port", str(port), "--num-procs", "2"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"),
+        )
+        try:
+            deadline = time.time() + 240
+            while True:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/dashboard", timeout=60):
+                        break
+                except OSError:
+                    assert proc.poll() is None and time.time() < deadline, log_path.read_text()
+                    time.sleep(0.5)
+            yield f"http://127.0.0.1:{port}/dashboard"
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+
+def test_pages_arriving_at_once_each_show_their_own_url(server):
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        errors = []
+        pages = {}
+        for query in PAGES:  # all asked for before any is waited on
+            pg = browser.new_page(viewport={"width": 1400, "height": 900})
+            pg.on("pageerror", lambda e: errors.append(str(e)))
+            pg.goto(f"{server}?{query}", wait_until="commit")
+            pages[query] = pg
+        for query, (source, step, theme) in PAGES.items():
+            pg = pages[query]
+            pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=180_000)
+            st = read_status(pg, "#vizmm-status")
+            assert (st["source"], st["step"], st["theme"]) == (source, step, theme), query
+        for query, (_, step, _) in PAGES.items():
+            pages[query].keyboard.press("ArrowRight")
+            pages[query].wait_for_selector(f"#vizmm-status[data-step='{step + 1}']")
+        browser.close()
+    assert errors == []
