@@ -856,9 +856,7 @@ class Dashboard(pn.viewable.Viewer):
         if served:
             # Panel sizes a new page's rows from every child, hidden ones included
             # (see _on_presenter): set presenter mode's widths again once it is shown
-            if pn.state.loaded:  # built after the page loaded (see the end of this file)
-                pn.state.execute(self.refit, schedule=True)
-            else:
+            if not pn.state.loaded:  # (built after, the page that shows it calls refit)
                 pn.state.onload(self.refit)
 
     # -------------------------------------------------------- extension
@@ -1415,8 +1413,9 @@ if pn.state.served:
 
     def _fill() -> None:
         app = create_app()
-        app.sized_boxes.append(page)  # (refit runs on the next tick)
+        app.sized_boxes.append(page)
         page.append(app)
+        app.refit()  # in the same message to the browser as the page
 
     pn.state.onload(_fill)
     page.servable(title="vizmm · tiled matrix multiplication")
