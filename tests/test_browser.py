@@ -118,6 +118,33 @@ def test_click_a_block_and_a_thread(page, server):
     shot(page, "fig5-12-block11-thread01")
 
 
+def test_hover_ghost_cells_only(page, server):
+    """Fig. 5.12, phase 0 of block (1,1): a ghost cell's tooltip; none over a real cell.
+
+    M's edge, ghost cells and tile outline are rows of one glyph; only the ghost
+    cells (rows 3 of M's tile, past Width = 3) answer the hover with "outside the
+    matrix". Over M_{2,0}, inside the tile and the edge, only the element's tooltip.
+    """
+    open_page(page, server + "?trace=fig5-11&by=1&bx=1&step=2")
+
+    def tooltips_at(x, y):
+        page.mouse.move(*page.evaluate(TO_SCREEN, ["vizmm-M", x, y]))
+        page.wait_for_timeout(400)
+        texts = [
+            t.inner_text()
+            for t in page.locator(".bk-tooltip-content").all()
+            if t.is_visible() and t.inner_text().strip()
+        ]
+        page.mouse.move(1, 1)
+        page.wait_for_timeout(200)
+        return " | ".join(texts)
+
+    ghost = tooltips_at(0.5, 3.5)  # M_{3,0}, zero-filled for thread (1,0)
+    assert "M₃,₀ (outside the matrix)" in ghost and "thread (1,0)" in ghost, ghost
+    real = tooltips_at(0.5, 2.5)  # M_{2,0}
+    assert "M₂,₀" in real and "outside the matrix" not in real, real
+
+
 def test_bookmark_brings_back_the_same_slide(page, server, browser):
     open_page(page, server + "?trace=fig5-9-3x3")
     for _ in range(10):

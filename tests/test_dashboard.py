@@ -155,8 +155,9 @@ def test_unchecked_fig_5_9_kernel_wrong_elements_and_out_of_allocation(dash):
     st = at(dash, LOAD_N1)
     # N_{3,0}, N_{3,1} lie past the end of N: recorded, not performed
     assert st["nds_state"] == [["loaded", "loaded"], ["skipped", "skipped"]]
-    ghosts = dash._scene.sources["M_ghost"].data
-    assert set(ghosts["state"]) == {"outside the matrix: wrong element read (row wrap)"}
+    over = dash._scene.sources["M_outline"].data
+    ghosts = {s for s, n in zip(over["state"], over["name"], strict=True) if n}
+    assert ghosts == {"outside the matrix: wrong element read (row wrap)"}
 
 
 def test_rectangular_general_kernel(dash):
@@ -374,7 +375,7 @@ def test_scene_views_subset():
     tr = CATALOGUE.get("fig5-8")
     scene = Scene(tr, views=["M", "Mds", "threads"])
     assert set(scene.sources) == {
-        "M", "M_ghost", "M_outline",  # tile, followed thread, transactions view
+        "M", "M_outline",  # edge, ghost cells, tile, followed thread, transactions view
         "Mds", "Mds_bank",
         "threads", "warp_threads", "warps",
     }  # fmt: skip
@@ -383,7 +384,7 @@ def test_scene_views_subset():
 
 
 def test_matrix_outlines_one_glyph_in_painting_order():
-    """The tile, the followed thread's element, then segments and sectors: one source's rows."""
+    """The edge, the tile, the followed thread's element, then segments and sectors: one glyph."""
     from vizmm.render import palette as pal
 
     th = pal.LIGHT
@@ -395,14 +396,18 @@ def test_matrix_outlines_one_glyph_in_painting_order():
     for m in ("M", "P"):
         d = scene.sources[f"{m}_outline"].data
         assert list(zip(d["x"], d["y"], d["w"], d["h"], strict=True)) == [
+            (2.0, 2.0, 4.0, 4.0),  # the matrix's edge (4 x 4: no ghost cells)
             (1.0, 3.0, 2.0, 2.0),  # the current tile
             (1.5, 2.5, 1.0, 1.0),  # the followed thread's element (its P element in P)
         ]
-        assert d["line_color"] == [th.TILE_OUTLINE, th.FOCUS] and d["line_dash"] == ["solid"] * 2
+        assert d["line_color"] == [th.TEXT, th.TILE_OUTLINE, th.FOCUS]
+        assert d["line_dash"] == ["solid"] * 3 and d["name"] == [""] * 3
     renderers = [
         r for r in scene.figures["M"].renderers if r.data_source is scene.sources["M_outline"]
     ]
-    assert len(renderers) == 1 and renderers[0].glyph.line_dash == "line_dash"  # a column
+    # one rectangle glyph (and the ghost cells' text)
+    assert [type(r.glyph).__name__ for r in renderers] == ["Rect", "Text"]
+    assert renderers[0].glyph.line_dash == "line_dash"  # a column
     # Thread roles swapped (TILE_WIDTH 16): warp 0 (ty 0..1, tx 0..15) reads M[tx][ty],
     # 16 rows of 2 elements, each row one 128-byte segment (32 floats) and one 32-byte
     # sector (8 floats): segments (dashed) are painted first, the sectors over them.
@@ -410,14 +415,68 @@ def test_matrix_outlines_one_glyph_in_painting_order():
     scene = Scene(tr, views=["M"])
     scene.update(Replay(tr, (0, 0), focus=(0, 1), transactions=True).frame(1))
     d = scene.sources["M_outline"].data
-    assert len(d["x"]) == 1 + 1 + 16 + 16
-    assert (d["x"][0], d["w"][0], d["line_color"][0]) == (8.0, 16.0, th.TILE_OUTLINE)
-    segments, sectors = slice(2, 18), slice(18, 34)
+    assert len(d["x"]) == 1 + 1 + 1 + 16 + 16
+    assert (d["x"][1], d["w"][1], d["line_color"][1]) == (8.0, 16.0, th.TILE_OUTLINE)
+    segments, sectors = slice(3, 19), slice(19, 35)
     assert d["y"][segments] == d["y"][sectors] == [r + 0.5 for r in range(16)]
     assert set(d["w"][segments]) == {32.0} and set(d["line_dash"][segments]) == {"dashed"}
     assert set(d["w"][sectors]) == {8.0} and set(d["line_dash"][sectors]) == {"solid"}
     assert set(d["line_color"][segments]) == {th.READ}
     assert set(d["line_color"][sectors]) == {th.TEXT}
+
+
+def test_matrix_edge_and_ghost_cells_share_the_outline_glyph():
+    """Fig. 5.12, phase 0 of block (1,1): the edge, the ghost cells, then the tile; one glyph.
+
+    The rows are derived from the book's indexing (Row = by*T + ty, Col = bx*T + tx;
+    thread (ty, tx) loads M[Row][ph*T + tx] and N[ph*T + ty][Col]); a ghost cell is
+    an element of that with an index past Width = 3. Only ghost rows have a name,
+    and the hover of the glyph answers only for rows with a name.
+    """
+    from bokeh.models import CustomJS, HoverTool
+
+    from vizmm.render import palette as pal
+
+    th = pal.LIGHT
+    tr = CATALOGUE.get("fig5-11")
+    T, width, by, bx, ph = 2, 3, 1, 1, 0
+    scene = Scene(tr, views=["M", "N", "P"])
+    scene.update(Replay(tr, (by, bx)).frame(LOAD_N0))
+    threads = [(ty, tx) for ty in range(T) for tx in range(T)]
+    elements = {
+        "M": {(by * T + ty, ph * T + tx): (ty, tx) for ty, tx in threads},
+        "N": {(ph * T + ty, bx * T + tx): (ty, tx) for ty, tx in threads},
+        "P": {(by * T + ty, bx * T + tx): (ty, tx) for ty, tx in threads},
+    }
+    sub = str.maketrans("0123456789,", "₀₁₂₃₄₅₆₇₈₉,")
+    for m, at_ in elements.items():
+        d = scene.sources[f"{m}_outline"].data
+        rows = list(zip(d["x"], d["y"], d["w"], d["h"], strict=True))
+        ghosts = {
+            (c + 0.5, r + 0.5): (f"{m}{r},{c}".translate(sub), f"thread ({ty},{tx})")
+            for (r, c), (ty, tx) in at_.items()
+            if r >= width or c >= width
+        }
+        assert len(ghosts) == (3 if m == "P" else 2)
+        n = len(ghosts)
+        assert rows[0] == (1.5, 1.5, 3.0, 3.0) and d["line_color"][0] == th.TEXT  # the edge
+        r0, c0 = min(at_)
+        assert rows[1 + n] == (c0 + 1.0, r0 + 1.0, 2.0, 2.0)  # the tile, over the ghosts
+        assert len(rows) == 2 + n
+        got = {(d["x"][i], d["y"][i]): (d["name"][i], d["loader"][i]) for i in range(1, 1 + n)}
+        assert got == ghosts
+        assert set(d["hatch"][1 : 1 + n]) == {"/"} and set(d["line_dash"][1 : 1 + n]) == {"dashed"}
+        # M and N: zero-filled ("0.0"); P: threads without a P element
+        assert set(d["text"][1 : 1 + n]) == ({""} if m == "P" else {"0.0"})
+        assert [d["name"][i] for i in (0, 1 + n)] == ["", ""]
+        assert d["hatch"][0] == " " and d["fill"][0] is None and d["text"][0] == ""
+        # one rectangle glyph and one text glyph draw the source; one hover answers for it
+        fig = scene.figures[m]
+        drawn = [r for r in fig.renderers if r.data_source is scene.sources[f"{m}_outline"]]
+        assert [type(r.glyph).__name__ for r in drawn] == ["Rect", "Text"]
+        hovers = [t for t in fig.tools if isinstance(t, HoverTool) and drawn[0] in t.renderers]
+        assert len(hovers) == 1 and list(hovers[0].filters) == ["@name"]
+        assert isinstance(hovers[0].filters["@name"], CustomJS)
 
 
 @pytest.mark.parametrize("key", ["fig5-8", "lab-4x4-drop1"])

@@ -96,9 +96,9 @@ VIEWS = (
 #: The sources each view draws from (keys of :func:`frame_columns`).
 SOURCE_NAMES = {
     "caption": ("caption",),
-    "M": ("M", "M_ghost", "M_outline"),
-    "N": ("N", "N_ghost", "N_outline"),
-    "P": ("P", "P_ghost", "P_outline", "P_pvalue"),
+    "M": ("M", "M_outline"),
+    "N": ("N", "N_outline"),
+    "P": ("P", "P_outline", "P_pvalue"),
     "Mds": ("Mds", "Mds_bank"),
     "Nds": ("Nds", "Nds_bank"),
     "threads": ("threads", "warp_threads", "warps"),
@@ -123,11 +123,12 @@ _COLUMNS = {
     "matrix": ("x", "y", "row", "col", "name", "final", "text", "code"),
     "cells": ("x", "y"),  # outlined cells: the threads of the current warp
     "P_pvalue": ("x", "y", "name", "text", "thread", "code"),
-    "ghost": ("x", "y", "row", "col", "name", "fill", "line_color", "text", "text_color")
-    + ("state", "loader"),
-    # outlines drawn over a matrix, in this order: the current tile, the followed
-    # thread's elements, the transactions view's segments and sectors of the warp
-    "outline": (*_BOX, "line_color", "line_width", "line_dash"),
+    # what one glyph draws over a matrix's cells, in this order: the matrix's edge,
+    # its ghost cells (tiles overhanging it: hatched, with text and a tooltip), the
+    # current tile, the followed thread's elements, the transactions view's
+    # segments and sectors of the warp (see _outline_columns)
+    "outline": (*_BOX, "fill", "hatch", "line_color", "line_width", "line_dash")
+    + ("text", "text_color", "name", "state", "loader"),
     "bank": ("x", "y", "fill", "text", "text_color", "line_color", "line_width", "bank", "note"),
     "warps": ("x", "y", "text", "fill", "text_color", "line_color", "line_width", "label"),
     "slots": ("x", "y", "ty", "tx", *_PAINT, "state", "element", "value", "loader"),
@@ -181,11 +182,7 @@ def _hover(f, renderer, kind: str, name: str = "", **kwargs) -> None:
 #: The kind of columns of every source whose name is not itself a key of _COLUMNS.
 _KIND = {
     **{m: "matrix" for m in ("M", "N", "P")},
-    **{
-        f"{m}_{part}": kind
-        for m in ("M", "N", "P")
-        for part, kind in (("ghost", "ghost"), ("outline", "outline"))
-    },
+    **{f"{m}_outline": "outline" for m in ("M", "N", "P")},
     "Mds": "slots",
     "Nds": "slots",
     "Mds_bank": "bank",
@@ -362,7 +359,7 @@ def frame_columns(
     -------
     dict of str to dict of str to list
         ``{source name: {column: list}}``; the names are the values of
-        :data:`SOURCE_NAMES` (``"M"``, ``"M_ghost"``, ``"M_outline"``, ...,
+        :data:`SOURCE_NAMES` (``"M"``, ``"M_outline"``, ``"P_pvalue"``, ...,
         ``"Mds"``, ``"threads"``, ``"table"``, ...). Every list of one source
         has the same length; plain Python lists of str, int and float, ready
         for JSON. Matrix cells hold an integer ``code`` (see
@@ -371,7 +368,6 @@ def frame_columns(
     want = ALL_SOURCES if sources is None else frozenset(sources)
     th = pal.palette(theme)
     out: dict[str, dict[str, list]] = {}
-    T = trace.tile_width
     makers = {
         "caption": lambda: _caption_columns(frame, th, caption_chars),
         "P_pvalue": lambda: _pvalue_columns(frame, trace),
@@ -384,8 +380,7 @@ def frame_columns(
     }
     for name in ("M", "N", "P"):
         makers[name] = lambda name=name: _matrix_columns(frame, trace, name)
-        makers[f"{name}_ghost"] = lambda name=name: _ghost_columns(frame, trace, name, th)
-        makers[f"{name}_outline"] = lambda name=name: _outline_columns(frame, T, name, th)
+        makers[f"{name}_outline"] = lambda name=name: _outline_columns(frame, trace, name, th)
     makers["Mds_bank"] = lambda: _bank_columns(frame, "M", th)
     makers["Nds_bank"] = lambda: _bank_columns(frame, "N", th)
     makers["warp_threads"] = lambda: _warp_thread_columns(frame)
@@ -497,59 +492,86 @@ def _pvalue_columns(frame: Frame, trace: Trace) -> dict[str, list]:
     return cols
 
 
-def _ghost_columns(frame: Frame, trace: Trace, name: str, th: pal.Palette) -> dict[str, list]:
-    T = trace.tile_width
-    cols = _columns_of("ghost")
+def _ghosts(frame: Frame, T: int, name: str, th: pal.Palette) -> list[tuple]:
+    """The ghost cells of a matrix: ``(row, col, fill, line, text, state, thread)`` each.
+
+    Elements of the block's tiles that lie outside the matrix (M, N) and
+    threads whose P element does (P).
+    """
     if name == "P":  # (row, col, thread): a thread whose P element lies outside P
         fill = th.THREAD_STATE_COLORS[ThreadState.IDLE]
-        ghosts = [
+        return [
             (r, c, fill, th.MUTED, "", "outside P: this thread has no P element", t)
             for r, c, t in frame.p_ghosts
         ]
-    else:
-        n = T * T
-        ghosts = []
-        for r, c, code, t, now, element in frame.ghosts.get(name, []):
-            if code == Access.ZERO_FILL:
-                text = "0.0"
-            elif code == Access.WRONG_ELEMENT:
-                text = "=" + _uni(_sub(name, *element))
-            elif code == Access.OUT_OF_ALLOCATION:
-                text = "✗"
-            else:
-                text = ""
-            line = th.thread_color(t, n) if now else th.MUTED
-            fill = th.GHOST_COLORS[int(code)]
-            ghosts.append((r, c, fill, line, text, th.GHOST_LABELS[int(code)], t))
-    for r, c, fill, line, text, state, t in ghosts:
-        _add_cell(
+    n = T * T
+    ghosts = []
+    for r, c, code, t, now, element in frame.ghosts.get(name, []):
+        if code == Access.ZERO_FILL:
+            text = "0.0"
+        elif code == Access.WRONG_ELEMENT:
+            text = "=" + _uni(_sub(name, *element))
+        elif code == Access.OUT_OF_ALLOCATION:
+            text = "✗"
+        else:
+            text = ""
+        line = th.thread_color(t, n) if now else th.MUTED
+        fill = th.GHOST_COLORS[int(code)]
+        ghosts.append((r, c, fill, line, text, th.GHOST_LABELS[int(code)], t))
+    return ghosts
+
+
+def _outline_columns(frame: Frame, trace: Trace, name: str, th: pal.Palette) -> dict[str, list]:
+    """What one glyph draws over a matrix's cells, in the order it is painted.
+
+    The matrix's edge (so ghost cells read as outside it); its ghost cells
+    (dashed, hatched, filled by what happened there; the only rows with a
+    ``name`` and a tooltip); the current tile; the followed thread's elements;
+    in M and N, the transactions view's segments (dashed) and sectors of the
+    current warp.
+    """
+    T = trace.tile_width
+    cols = _columns_of("outline")
+
+    # hatch " ": none (BokehJS warns of a null pattern)
+    def add(x, y, w, h, color, width, dash="solid", fill=None, hatch=" ", text="", **cell):
+        _add_row(
             cols,
-            r,
-            c,
-            row=r,
-            col=c,
-            name=_uni(_sub(name, r, c)),
+            x=x,
+            y=y,
+            w=w,
+            h=h,
             fill=fill,
-            line_color=line,
+            hatch=hatch,
+            line_color=color,
+            line_width=width,
+            line_dash=dash,
+            text=text,
+            text_color=cell.get("text_color"),
+            name=cell.get("name", ""),
+            state=cell.get("state", ""),
+            loader=cell.get("loader", ""),
+        )
+
+    height, width = {"M": trace.shape[:2], "N": trace.shape[1:], "P": trace.shape[::2]}[name]
+    add(width / 2, height / 2, float(width), float(height), th.TEXT, 1.5)
+    for r, c, fill, line, text, state, t in _ghosts(frame, T, name, th):
+        add(
+            c + 0.5,
+            r + 0.5,
+            1.0,
+            1.0,
+            line,
+            1.5,
+            "dashed",
+            fill=fill,
+            hatch="/",
             text=text,
             text_color=th.text_on(fill),
+            name=_uni(_sub(name, r, c)),
             state=state,
             loader=f"thread ({t // T},{t % T})",
         )
-    return cols
-
-
-def _outline_columns(frame: Frame, T: int, name: str, th: pal.Palette) -> dict[str, list]:
-    """The outlines drawn over a matrix, in the order they are painted (one glyph draws all).
-
-    The current tile; the followed thread's elements; in M and N, the
-    transactions view's segments (dashed) and sectors of the current warp.
-    """
-    cols = _columns_of("outline")
-
-    def add(x, y, w, h, color, width, dash="solid"):
-        _add_row(cols, x=x, y=y, w=w, h=h, line_color=color, line_width=width, line_dash=dash)
-
     corner = frame.tiles.get(name)
     if corner is not None:
         r0, c0 = corner
@@ -1281,13 +1303,12 @@ class Scene:
         # for every renderer's view, one scale (BokehJS draws with a copy of it per
         # plot), the axes' formatter and label policy (every label is overridden),
         # the grids' ranges of equal extent (no tool moves them), axes of equal
-        # labels on one side and tickers of equal ticks, and one empty source for
-        # glyphs of scalar values only. Nothing is shared between scenes.
+        # labels on one side and tickers of equal ticks. Nothing is shared between
+        # scenes.
         self._every = AllIndices()
         self._scale = LinearScale()
         self._axis_parts = {"formatter": BasicTickFormatter(), "major_label_policy": AllLabels()}
         self._shared_models: dict[tuple, object] = {}
-        self._scalar = ColumnDataSource(selection_policy=policy)
         self.figures = {}
         # The per-warp row of the transactions view sits under the thread grid
         # of the full page; presenter and fitted scenes keep their sizes.
@@ -1490,7 +1511,7 @@ class Scene:
 
     def _matrices(self, v):
         from bokeh.layouts import column, row
-        from bokeh.models import CustomJSHover, Spacer
+        from bokeh.models import CustomJS, CustomJSHover, Spacer
         from bokeh.transform import linear_cmap
 
         tr, s, th = self.trace, self.sizes, self.palette
@@ -1513,6 +1534,9 @@ class Scene:
             return words[c];
         """,
         )
+        # the rows of an outline source with a tooltip: its ghost cells, the only
+        # rows with a name (one filter for the three hover tools)
+        ghost_rows = CustomJS(code="return cb_data.value !== ''")
         figs = {}
         for name in ("M", "N", "P"):
             if name not in v:
@@ -1540,48 +1564,25 @@ class Scene:
                 line_color=th.GRID_LINE if s.cell >= 10 else None,
                 line_width=1,
             )
-            # the matrix's own edge, so ghost cells read as outside it
-            add(
-                "Rect",
-                self._scalar,
-                x=shape[name][1] / 2,
-                y=shape[name][0] / 2,
-                width=shape[name][1],
-                height=shape[name][0],
-                fill_alpha=0,
-                line_color=th.TEXT,
-                line_width=1.5,
-            )
-            ghosts = self.sources[f"{name}_ghost"]
+            # over the cells, one glyph, its rows painted in this order: the matrix's
+            # edge (so ghost cells read as outside it), the ghost cells, the current
+            # tile, the followed thread's elements, the warp's segments and sectors
+            over = self.sources[f"{name}_outline"]
             g = add(
                 "Rect",
-                ghosts,
-                x="x",
-                y="y",
-                width=1,
-                height=1,
-                fill_color="fill",
-                line_color="line_color",
-                line_dash="dashed",
-                line_width=1.5,
-                hatch_pattern="/",
-                hatch_color=th.MUTED,
-                hatch_alpha=0.35,
-                hatch_scale=8,
-            )
-            # the current tile, the followed thread's elements, the warp's segments
-            # and sectors: one glyph, its rows in that order (painted in that order)
-            add(
-                "Rect",
-                self.sources[f"{name}_outline"],
+                over,
                 x="x",
                 y="y",
                 width="w",
                 height="h",
-                fill_alpha=0,
+                fill_color="fill",
                 line_color="line_color",
                 line_width="line_width",
                 line_dash="line_dash",
+                hatch_pattern="hatch",
+                hatch_color=th.MUTED,
+                hatch_alpha=0.35,
+                hatch_scale=8,
             )
             pv = None
             if name == "P":  # Pvalue so far of the block's elements (hover; text if room)
@@ -1598,11 +1599,11 @@ class Scene:
             if s.matrix_text:
                 fs = f"{max(9, min(s.font + 2, int(s.cell * 0.32)))}px"
                 _centred_text(add, self.sources["P_pvalue"] if name == "P" else src, fs, text_map)
-                _centred_text(add, ghosts, fs)
+                _centred_text(add, over, fs)
             _hover(f, r, "P" if name == "P" else "matrix", formatters={"@code": word})
             if name == "P":
                 _hover(f, pv, "P_pvalue")
-            _hover(f, g, "ghost")
+            _hover(f, g, "ghost", filters={"@name": ghost_rows})
             figs[name] = f
         top = [Spacer(width=figs["M"].width, height=10)] if "M" in figs else []
         parts = []
