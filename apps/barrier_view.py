@@ -118,9 +118,11 @@ class HazardPanel(pn.viewable.Viewer):
         self.prev_page = pn.widgets.Button(label="◀ rows", width=80)
         self.next_page = pn.widgets.Button(label="rows ▶", width=80)
         self.page_info = pn.pane.Markdown("", margin=(0, 10))
-        # One line per row in a list box (a plain <select>; a click picks a row).
-        self.table = pn.widgets.Select(
-            options={}, size=12, width=760, css_classes=["vizmm-hazards"]
+        # One line per row in a list box (a plain <select>; a click picks a row). A
+        # MultiSelect may have no row picked: a Select picks its first option itself
+        # (when its options change, or when it is drawn), which is no visitor's click.
+        self.table = pn.widgets.MultiSelect(
+            options={}, value=[], size=12, width=760, css_classes=["vizmm-hazards"]
         )
         self.table.param.watch(self._on_select, "value")
         for w in (self.kind, self.block, self.phase, self.wrong):
@@ -253,14 +255,17 @@ class HazardPanel(pn.viewable.Viewer):
         lst = None if index is None else self._findings().hazards
         every_block = self.block.value != _THIS_BLOCK
         self.table.options = {row_label(lst, i, every_block): n for n, i in enumerate(rows)}
-        self.table.value = None
+        self.table.value = []
         self.page_info.object = f"rows {a + 1:,}–{a + len(rows):,} of {n:,}" if n else "no rows"
         self.prev_page.disabled = self.page == 0
         self.next_page.disabled = self.page >= last
 
     def _on_select(self, event) -> None:
-        n = event.new
-        if n is None or not 0 <= n < len(self._shown) or self.state.replay is None:
+        picked = event.new or []
+        if len(picked) != 1:  # none (new rows) or several (a shift-click): stay
+            return
+        n = picked[0]
+        if not 0 <= n < len(self._shown) or self.state.replay is None:
             return
         row = self._findings().hazards.rows[self._shown[n]]
         replay = self.state.replay

@@ -178,7 +178,7 @@ def test_hazard_panel_reaches_every_hazard_a_page_at_a_time():
     assert label.startswith("WAR · block (0,1) · phase 0 · k ")
     # Clicking a row of another block than the replayed one goes there.
     assert (s.by, s.bx) == (0, 0)
-    panel.table.value = 0
+    panel.table.value = [0]
     row = panel._findings().hazards.rows[panel._shown[0]]
     f = s.frame
     assert (s.by, s.bx) == (0, 1) and f.block == (0, 1)
@@ -192,3 +192,20 @@ def test_hazard_panel_reaches_every_hazard_a_page_at_a_time():
     lst = panel._findings().hazards
     assert lst.rows["wrong"][panel._index].all()
     assert lst.rows["wrong"].sum() == len(panel._index) > 0
+
+
+def test_drawing_the_hazard_list_picks_no_row():
+    """A page drawn with the list already filled stays on its step (no row is clicked)."""
+    pytest.importorskip("panel")
+    from bokeh.document import Document
+
+    from apps.barrier_view import HazardPanel
+    from apps.dashboard import DashboardState
+
+    s = DashboardState(source="lab-4x4-drop1").start()
+    s.step = 6
+    panel = HazardPanel(s)
+    assert len(panel.table.options) > 0  # the list holds rows
+    panel.__panel__().get_root(Document())  # as a page drawn after the trace was read
+    assert (s.step, s.ty, s.tx) == (6, -1, -1)
+    assert panel.table.value == []
