@@ -37,7 +37,13 @@ if _ROOT not in sys.path:  # `panel serve apps/large_view.py` runs this file as 
     sys.path.insert(0, _ROOT)
 
 import vizmm  # noqa: E402
-from apps.parts import launch_inputs, page_header, play, replace_timer  # noqa: E402
+from apps.parts import (  # noqa: E402
+    launch_inputs,
+    page_header,
+    play,
+    release_memory_soon,
+    replace_timer,
+)
 from vizmm import catalogue, render  # noqa: E402
 from vizmm.catalogue import CATALOGUE, LARGE_PRESETS  # noqa: E402
 from vizmm.cli import parse_window  # noqa: E402
@@ -945,6 +951,8 @@ def create_app(paths: list[str] | None = None) -> LargeApp:
     pn.extension(notifications=False)
     if pn.state.served:
         catalogue.preload_once()
+        if pn.state.curdoc is not None:
+            pn.state.on_session_destroyed(release_memory_soon)
     return LargeApp(paths=paths)
 
 

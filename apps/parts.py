@@ -6,7 +6,14 @@ from collections.abc import Callable
 
 import panel as pn
 
-__all__ = ["launch_inputs", "page_header", "play", "release_memory_soon", "replace_timer"]
+__all__ = [
+    "clear_drawing_caches",
+    "launch_inputs",
+    "page_header",
+    "play",
+    "release_memory_soon",
+    "replace_timer",
+]
 
 
 def page_header(title: str, *widgets) -> pn.Row:
@@ -130,6 +137,12 @@ def play(
 # process, unlike the app scripts that `panel serve` runs afresh for every session).
 _release_pending = False
 RELEASE_DELAY_S = 2.0  # seconds to wait for other sessions closing at the same time
+_server_contexts: set = set()  # the apps (dashboard, large view) whose sessions closed
+
+#: Modules whose ``functools`` caches hold what pages drew, shared by the pages
+#: open at the time (labels, value texts, Fig. 5.8 tables, grids, colours): they
+#: are filled again on demand, and dropped once no page is left.
+DRAWING_CACHE_MODULES = ("vizmm.render.bokeh_scene", "vizmm.render.palette", "vizmm.trace.units")
 
 
 def release_memory_soon(session_context) -> None:
@@ -141,12 +154,22 @@ def release_memory_soon(session_context) -> None:
     server: when a class closes thirty tabs, one runs :data:`RELEASE_DELAY_S`
     seconds after the first, not thirty on the event loop.
 
+    When no session of these apps is left, the drawing caches go too
+    (:func:`clear_drawing_caches`): their entries were made while the pages
+    were built, among the pages' own objects, and Python's allocator returns
+    a megabyte of memory to the system only when nothing in it is alive, so a
+    few cached labels would keep most of the closed pages' memory.
+
     Parameters
     ----------
     session_context : bokeh.server.contexts.BokehSessionContext
-        Passed by ``pn.state.on_session_destroyed``; unused.
+        Passed by ``pn.state.on_session_destroyed``: its server context says
+        how many sessions of its app are left.
     """
     global _release_pending
+    server_context = getattr(session_context, "server_context", None)
+    if server_context is not None:
+        _server_contexts.add(server_context)
     if _release_pending:
         return
     from tornado.ioloop import IOLoop
@@ -155,12 +178,39 @@ def release_memory_soon(session_context) -> None:
     IOLoop.current().call_later(RELEASE_DELAY_S, _release_memory)
 
 
+def live_sessions() -> int:
+    """Sessions alive now in the apps that have had a session closed (0: none left)."""
+    return sum(len(context.sessions) for context in _server_contexts)
+
+
+def clear_drawing_caches() -> int:
+    """Empty the ``functools`` caches of :data:`DRAWING_CACHE_MODULES`; entries dropped.
+
+    Only what a page would compute again (and does, when it next draws); the
+    traces of :data:`vizmm.catalogue.CATALOGUE` and the barrier lab's
+    findings, read before the server listens, stay.
+    """
+    import sys
+
+    dropped = 0
+    for name in DRAWING_CACHE_MODULES:
+        module = sys.modules.get(name)
+        for obj in vars(module).values() if module is not None else ():
+            info = getattr(obj, "cache_info", None)
+            if callable(info) and callable(getattr(obj, "cache_clear", None)):
+                dropped += info().currsize
+                obj.cache_clear()
+    return dropped
+
+
 def _release_memory() -> None:
     import ctypes
     import gc
 
     global _release_pending
     _release_pending = False
+    if not live_sessions():
+        clear_drawing_caches()
     gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)

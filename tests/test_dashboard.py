@@ -552,3 +552,27 @@ def test_a_trace_that_fails_to_open_leaves_the_menu_on_the_trace_shown(dash):
     assert dash.state.trace is before
     assert dash.state.source == shown
     assert "simulator" in dash.state.message
+
+
+def test_closed_pages_drop_the_drawing_caches_when_none_is_left():
+    # The drawing caches are filled among a page's own objects; once no page is
+    # left they go with the pages (apps.parts._release_memory), not before.
+    from apps import parts
+    from vizmm.render import bokeh_scene
+
+    Dashboard(served=False).__panel__()
+    assert bokeh_scene._uni.cache_info().currsize > 0
+
+    class Live:  # an app's server context with one session left
+        sessions = [object()]
+
+    live = Live()
+    parts._server_contexts.add(live)
+    try:
+        parts._release_memory()
+        assert bokeh_scene._uni.cache_info().currsize > 0  # a page is still open
+    finally:
+        parts._server_contexts.discard(live)
+    parts._release_memory()
+    assert bokeh_scene._uni.cache_info().currsize == 0
+    assert parts.clear_drawing_caches() == 0
