@@ -856,8 +856,7 @@ class Dashboard(pn.viewable.Viewer):
         if served:
             # Panel sizes a new page's rows from every child, hidden ones included
             # (see _on_presenter): set presenter mode's widths again once it is shown
-            if not pn.state.loaded:  # (built after, the page that shows it calls refit)
-                pn.state.onload(self.refit)
+            pn.state.onload(self.refit)
 
     # -------------------------------------------------------- extension
     def refresh_status(self) -> None:
@@ -1137,7 +1136,11 @@ class Dashboard(pn.viewable.Viewer):
         )
 
     def refit(self) -> None:
-        """Send the minimum widths of :attr:`sized_boxes` again (once the page is shown)."""
+        """Send the minimum widths of :attr:`sized_boxes` again (once the page is shown).
+
+        A page that holds the dashboard in a box of its own adds the box to
+        :attr:`sized_boxes` first.
+        """
         p = self.state.presenter
         for box in self.sized_boxes:
             box.min_width = 320 if p else None
@@ -1404,18 +1407,4 @@ def create_app() -> Dashboard:
 
 
 if pn.state.served:
-    # The dashboard is built when the page's browser has connected and drawn the
-    # empty page (Panel's onload), not when the page is asked for: with
-    # --num-procs N a page's request and its websocket can reach different
-    # processes, and each built the whole dashboard (the first copy never shown).
-    pn.extension("filedropper", notifications=False)  # in the page's HTML
-    page = pn.Column(sizing_mode="stretch_width", margin=0)
-
-    def _fill() -> None:
-        app = create_app()
-        app.sized_boxes.append(page)
-        page.append(app)
-        app.refit()  # in the same message to the browser as the page
-
-    pn.state.onload(_fill)
-    page.servable(title="vizmm · tiled matrix multiplication")
+    create_app().servable(title="vizmm · tiled matrix multiplication")

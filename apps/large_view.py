@@ -957,9 +957,6 @@ def create_app(paths: list[str] | None = None) -> LargeApp:
 
 
 if pn.state.served and __name__ != "apps.large_view":  # served, not imported by the dashboard
-    # built once the page's browser has connected (as the dashboard: see its end)
-    pn.extension(notifications=False)
-    page = pn.Column(sizing_mode="stretch_width", margin=0)
-    paths = [a for a in sys.argv[1:] if a.endswith(".vizmm")]
-    pn.state.onload(lambda: page.append(create_app(paths)))
-    page.servable(title="vizmm · large matrices")
+    create_app([a for a in sys.argv[1:] if a.endswith(".vizmm")]).servable(
+        title="vizmm · large matrices"
+    )

@@ -22,8 +22,7 @@ Prints:
   step, measured in the page): p50, p95 over every step of every page;
 * the server's memory (resident, all its processes) before the pages,
   the peak while they run, and after they close (``--settle`` seconds later:
-  ``vizmm serve`` lets a closed page's session go after 15 s, older
-  versions after a minute: the default covers both);
+  ``vizmm serve`` lets a closed page's session go after a minute);
 * the server's CPU time (user + system, all its processes) per new session
   and per step, from its /proc counters;
 * who used the cores while the pages arrived and while they stepped: the

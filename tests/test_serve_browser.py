@@ -1,9 +1,8 @@
 """``vizmm serve --num-procs 2`` in headless Chromium: pages arriving at once, each its own.
 
-A served page's dashboard is built once its browser has connected (the page
-asked for holds an empty page until then), in whichever of the processes holds
-its connection. Four pages opened at once, each on another URL, must each show
-the trace, step and theme of their own URL and step on a key press.
+The processes share the arriving connections (each takes one per turn of its
+loop). Four pages opened at once, each on another URL, must each show the
+trace, step and theme of their own URL and step on a key press.
 """
 
 import os

@@ -799,11 +799,12 @@ def serve_command(args: argparse.Namespace) -> list[str]:
         str(args.port),
         "--num-procs",
         str(args.num_procs),
-        # A page's session holds only an empty page until its browser connects
-        # (apps/dashboard.py builds the dashboard then): one let go before that
-        # costs nothing to make again. Closed pages' sessions go after 15 s.
+        # A page's session is built when the page is asked for and kept until its
+        # browser connects: with a class arriving at once the connections queue
+        # behind the other pages' builds, and a session let go after Panel's 15 s
+        # would be built a second time. Closed pages' sessions go after a minute.
         "--unused-session-lifetime",
-        "15000",
+        "60000",
         "--check-unused-sessions",
         "5000",
     ]
