@@ -12,9 +12,9 @@ With ``--num-procs N`` the processes share one listening socket, and Tornado's
 accept handler takes up to 128 waiting connections each time the socket is
 ready: the process that woke first took a whole class arriving at once
 (``benchmarks/bench_sessions.py --num-procs 2``: all 10 sessions in one
-process, ~5 s; the other idle). Here each process takes one connection per
-turn of its loop, so the waiting ones go to whichever process is free
-(10 sessions split about 5/5, all sent in ~3 s).
+process, the other idle; so too with Chromium pages). Here each process takes
+one connection per turn of its loop, so the waiting ones go to whichever
+process is free (the sessions split about evenly between the two).
 """
 
 import os
