@@ -856,7 +856,7 @@ class Dashboard(pn.viewable.Viewer):
         if served:
             # Panel sizes a new page's rows from every child, hidden ones included
             # (see _on_presenter): set presenter mode's widths again once it is shown
-            pn.state.onload(self.refit)
+            pn.state.onload(self._resize)
 
     # -------------------------------------------------------- extension
     def refresh_status(self) -> None:
@@ -1005,9 +1005,6 @@ class Dashboard(pn.viewable.Viewer):
             self.page_theme,
             sizing_mode="stretch_width",
         )
-        #: Boxes that Panel sizes from every child, hidden ones included: presenter
-        #: mode sets their minimum width (a page that holds the dashboard adds its own).
-        self.sized_boxes = [self.layout, self.controls]
 
     def _make_view(self, title: str):
         """Make the view of tab ``title`` (once) and put it in its tab."""
@@ -1127,7 +1124,7 @@ class Dashboard(pn.viewable.Viewer):
         self.presenter_view.visible = p
         # Panel gives the page the width of its widest child, hidden ones included
         # (the normal scene's 1300 pixels): in presenter mode, the window's width
-        for box in self.sized_boxes:
+        for box in (self.layout, self.controls):
             box.min_width = 320 if p else None
         for w in (self.slider, self.speed, self.granularity, self.order):
             w.visible = not p
@@ -1135,15 +1132,8 @@ class Dashboard(pn.viewable.Viewer):
             not p and self.state.frame is not None and (self.state.frame.focus is not None)
         )
 
-    def refit(self) -> None:
-        """Send the minimum widths of :attr:`sized_boxes` again (once the page is shown).
-
-        A page that holds the dashboard in a box of its own adds the box to
-        :attr:`sized_boxes` first.
-        """
-        p = self.state.presenter
-        for box in self.sized_boxes:
-            box.min_width = 320 if p else None
+    def _resize(self) -> None:
+        for box in (self.layout, self.controls):
             box.param.trigger("min_width")
 
     def _on_theme(self, *events) -> None:
