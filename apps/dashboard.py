@@ -1212,7 +1212,7 @@ class Dashboard(pn.viewable.Viewer):
         if any(claim(view, i) for claim in self.tap_claims):
             src.selected.indices = []
             return
-        a, b = (src.data[c][i] for c in columns)
+        a, b = (int(src.data[c][i]) for c in columns)
         with pn.io.hold():
             src.selected.indices = []
             action(a, b)
@@ -1370,17 +1370,30 @@ class Dashboard(pn.viewable.Viewer):
         return self.layout
 
 
-def create_app() -> Dashboard:
+def create_app(served: bool | None = None) -> Dashboard:
     """A dashboard for one browser session (each session gets its own state).
 
     The process's shipped traces are read once, in the background, when the
     first session starts (``vizmm serve`` reads them before the server
     listens); every session then shares them.
+
+    Parameters
+    ----------
+    served : bool, optional
+        Whether this runs in a Bokeh server session; by default
+        ``pn.state.served``, which reads the call stack (the served script
+        passes it, so a new page asks once).
+
+    Returns
+    -------
+    Dashboard
     """
+    served = bool(pn.state.served) if served is None else served
     pn.extension("filedropper", notifications=False)  # the upload box (bundled FilePond)
-    if pn.state.served:
+    if served:
         catalogue.preload_once()
     return Dashboard(
+        served=served,
         views=[
             # large matrices: a launch recorded in aggregated mode
             (large_view.LARGE_TAB, large_view.DashboardLargeTab),
@@ -1397,4 +1410,4 @@ def create_app() -> Dashboard:
 
 
 if pn.state.served:
-    create_app().servable(title="vizmm · tiled matrix multiplication")
+    create_app(served=True).servable(title="vizmm · tiled matrix multiplication")
