@@ -42,7 +42,9 @@ for _key in LAB_PRESETS:  # the barrier lab's hazard lists, found once for every
 settings.perform_document_validation.set_value(False)
 
 for _name in bokeh_speedups.apply():
-    print(f"vizmm: Bokeh's {_name} is not the one known; built without that speed-up", file=sys.stderr)
+    print(
+        f"vizmm: Bokeh's {_name} is not the one known; built without that speed-up", file=sys.stderr
+    )
 
 # One connection accepted per turn of the loop (see above). Tornado reads this
 # module constant each time the socket is ready; it has no public setting.

@@ -114,7 +114,7 @@ def test_another_bokeh_is_left_alone(monkeypatch):
     assert bokeh_speedups.applied() == []
 
 
-def test_numbers_are_sent_as_arrays_with_the_frames_values():
+def test_columns_are_sent_as_arrays_with_the_frames_values():
     trace = CATALOGUE.get("fig5-8")
     dash = Dashboard(state=DashboardState(source="fig5-8", step=5), served=False)
     scene = dash._scene
@@ -125,8 +125,8 @@ def test_numbers_are_sent_as_arrays_with_the_frames_values():
             sent = source.data[column]
             if isinstance(sent, np.ndarray):
                 arrays += 1
-                assert sent.dtype in (np.float64, np.int32)
-                assert sent.tolist() == values  # the same numbers, in order
+                assert sent.dtype in (np.float64, np.int32) or sent.dtype.kind == "U"
+                assert sent.tolist() == values  # the same values, in order
             else:
                 assert sent == values
-    assert arrays > 10
+    assert arrays > 40

@@ -229,8 +229,8 @@ def test_click_block_and_thread(dash):
 def test_scene_shows_the_status(dash):
     st = at(dash, LOAD_N1)
     scene = dash._scene
-    assert scene.sources["Mds"].data["element"] == sum(st["mds"], [])
-    assert scene.sources["Nds"].data["element"] == sum(st["nds"], [])
+    assert list(scene.sources["Mds"].data["element"]) == sum(st["mds"], [])
+    assert list(scene.sources["Nds"].data["element"]) == sum(st["nds"], [])
     assert 'id="vizmm-status"' in dash.status_pane.object
     assert 'data-step="10"' in dash.status_pane.object
 
@@ -402,8 +402,8 @@ def test_matrix_outlines_one_glyph_in_painting_order():
             (1.0, 3.0, 2.0, 2.0),  # the current tile
             (1.5, 2.5, 1.0, 1.0),  # the followed thread's element (its P element in P)
         ]
-        assert d["line_color"] == [th.TEXT, th.TILE_OUTLINE, th.FOCUS]
-        assert d["line_dash"] == ["solid"] * 3 and d["name"] == [""] * 3
+        assert list(d["line_color"]) == [th.TEXT, th.TILE_OUTLINE, th.FOCUS]
+        assert list(d["line_dash"]) == ["solid"] * 3 and list(d["name"]) == [""] * 3
     renderers = [
         r for r in scene.figures["M"].renderers if r.data_source is scene.sources["M_outline"]
     ]

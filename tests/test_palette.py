@@ -136,7 +136,7 @@ def test_dashboard_gif_and_html_show_the_same_colours(fig58, theme):
     # the dashboard's scene
     scene = Scene(fig58, theme=theme)
     scene.update(frame)
-    assert scene.sources["threads"].data["fill"] == [want] * 4
+    assert list(scene.sources["threads"].data["fill"]) == [want] * 4
     assert scene.figures["threads"].background_fill_color == p.BACKGROUND
     # the GIF / MP4 frames
     r = FrameRenderer(fig58, size=(1280, 720), theme=theme)

@@ -1980,15 +1980,24 @@ _INT32 = np.iinfo(np.int32)
 
 
 def _for_bokeh(column: list) -> list | np.ndarray:
-    """A column as Bokeh sends it fastest: numbers as an array, anything else as it is.
+    """A column as Bokeh handles it fastest; the page receives the same values.
 
-    Bokeh encodes a list element by element in Python, and an array of
-    float64 or int32 as one binary buffer; the page receives the same values.
-    A column of only ``float`` (or ``int`` and ``float``) becomes float64, one
-    of only ``int`` int32 when it fits; strings, booleans, ``None`` and mixed
-    columns stay lists.
+    Bokeh encodes a list element by element in Python, and walks it element
+    by element whenever it looks for models in a document (several times
+    while a page is built). An array is one value to it: float64 and int32
+    arrays are sent as binary buffers, an array of strings as its list. So a
+    column of only ``float`` (or ``int`` and ``float``) becomes float64, one of
+    only ``int`` int32 when it fits, one of only ``str`` a NumPy string
+    array; booleans, ``None`` and mixed columns stay lists.
     """
-    if not column or type(column[0]) not in (int, float):
+    if not column:
+        return column
+    first = type(column[0])
+    if first is str:
+        if all(type(x) is str for x in column):
+            return np.array(column, dtype=str)
+        return column
+    if first not in (int, float):
         return column
     array = np.asarray(column)
     if array.dtype == np.float64 and all(type(x) in (int, float) for x in column):
