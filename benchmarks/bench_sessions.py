@@ -128,7 +128,9 @@ def run(tree: str, args) -> list[str]:
 
     async def wave():
         c0, t0 = cpu_s(pids()), time.perf_counter()
-        marker = "vizmm-status" if args.app == "dashboard" else "vizmm-large-status"
+        # the dashboard's page is ready with its status; the large view's once its
+        # trace is shown (its status then says data-ready="true", HTML-escaped in the pane)
+        marker = "vizmm-status" if args.app == "dashboard" else "data-ready=&quot;true&quot;"
         pages = await asyncio.gather(*(open_page(url, query(i), marker) for i in range(args.pages)))
         wall, cpu, peak = time.perf_counter() - t0, cpu_s(pids()) - c0, rss_mib(pids())
         for ws in pages:
