@@ -39,7 +39,7 @@ from bokeh.core.property.bases import Property
 from bokeh.core.property.singletons import Undefined
 from bokeh.core.property.wrappers import PropertyValueContainer
 
-__all__ = ["apply", "applied", "KNOWN"]
+__all__ = ["apply", "applied", "remove", "KNOWN"]
 
 #: sha256 (first 16 hex digits) of the source of each Bokeh method replaced
 #: here, as in the Bokeh versions these speed-ups were written for (3.4-3.9).
@@ -168,3 +168,13 @@ def apply() -> list[str]:
         else:
             skipped.append(name)
     return skipped
+
+
+def remove() -> None:
+    """Put Bokeh's own methods back (benchmarks compare both in one run)."""
+    original = _ORIGINAL.pop("HasProps.query_properties_with_values", None)
+    if original is not None:
+        HasProps.query_properties_with_values = original
+    owners = _ORIGINAL.pop("Property._may_have_unstable_default", None)
+    for cls, method in (owners or {}).items():
+        cls._may_have_unstable_default = method

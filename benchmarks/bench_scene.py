@@ -9,7 +9,9 @@ For each case (a preset's full scene, its presenter scene), in this process:
 the models of a Document holding the scene, the CPU time (process time) to
 build the :class:`~vizmm.render.bokeh_scene.Scene` and show its first frame,
 and the CPU time of ``Document.to_json()`` (what a new page is sent), median
-of ``--runs`` runs after one warm-up. ``--types`` also counts the models by type.
+of ``--runs`` runs after one warm-up, with Bokeh as it is and with the
+server's speed-ups of it (``apps/bokeh_speedups.py``), side by side.
+``--types`` also counts the models by type.
 """
 
 from __future__ import annotations
@@ -60,19 +62,27 @@ def main(argv=None) -> None:
     ap.add_argument("--runs", type=int, default=9, help="runs per case (median)")
     ap.add_argument("--types", action="store_true", help="count the models by type")
     args = ap.parse_args(argv)
+    from apps import bokeh_speedups
+
     for key, presenter in CASES:
-        measure(key, presenter)  # warm-up: imports, cached tables
-        builds, sends = [], []
-        for _ in range(args.runs):
-            build, send, doc = measure(key, presenter)
-            builds.append(build)
-            sends.append(send)
+        figures = {}
+        for mode in ("Bokeh", "sped up"):
+            bokeh_speedups.apply() if mode == "sped up" else bokeh_speedups.remove()
+            measure(key, presenter)  # warm-up: imports, cached tables
+            builds, sends = [], []
+            for _ in range(args.runs):
+                build, send, doc = measure(key, presenter)
+                builds.append(build)
+                sends.append(send)
+            figures[mode] = statistics.median(builds), statistics.median(sends)
         models = list(doc.models)
         name = f"{key}{' presenter' if presenter else ''}"
+        (b0, s0), (b1, s1) = figures["Bokeh"], figures["sped up"]
         print(
             f"{name:18s} models {len(models):4d}   build + first frame "
-            f"{1000 * statistics.median(builds):6.1f} ms   to_json "
-            f"{1000 * statistics.median(sends):6.1f} ms   (median of {args.runs})"
+            f"{1000 * b0:6.1f} -> {1000 * b1:6.1f} ms ({b1 / b0:.2f}x)   to_json "
+            f"{1000 * s0:6.1f} -> {1000 * s1:6.1f} ms ({s1 / s0:.2f}x)   "
+            f"(Bokeh -> sped up, median of {args.runs})"
         )
         if args.types:
             counts = collections.Counter(type(m).__name__ for m in models)

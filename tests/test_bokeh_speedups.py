@@ -130,3 +130,23 @@ def test_columns_are_sent_as_arrays_with_the_frames_values():
             else:
                 assert sent == values
     assert arrays > 40
+
+
+def test_removed_speed_ups_give_bokeh_its_methods_back():
+    bokeh_speedups.apply()
+    if not bokeh_speedups.applied():
+        pytest.skip("this Bokeh's methods are not the ones the speed-ups know")
+    from bokeh.core.property.bases import Property
+
+    try:
+        bokeh_speedups.remove()
+        assert bokeh_speedups.applied() == []
+        assert HasProps.query_properties_with_values is _bokeh_query()
+        assert not hasattr(Property._may_have_unstable_default, "_vizmm_original")
+        assert (
+            bokeh_speedups._digest(HasProps.query_properties_with_values)
+            == (bokeh_speedups.KNOWN[QUERY])
+        )
+    finally:
+        bokeh_speedups.apply()
+    assert HasProps.query_properties_with_values is bokeh_speedups.query_properties_with_values
