@@ -6,7 +6,9 @@ shares them) and the barrier lab's findings, then builds one dashboard page
 and throws it away: the libraries a page needs are imported before the first
 visitor, not while the first class waits. Bokeh's validation of every new
 session's document (warnings in the log, nothing a visitor sees) is turned
-off.
+off, Bokeh's property system gets the speed-ups of ``apps/bokeh_speedups.py``
+(where its methods are the known ones), and what the process holds by then
+is frozen out of the garbage collector's walks (``gc.freeze``).
 
 With ``--num-procs N`` the processes share one listening socket, and Tornado's
 accept handler takes up to 128 waiting connections each time the socket is
