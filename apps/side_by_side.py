@@ -262,10 +262,19 @@ class SideBySide(pn.viewable.Viewer):
         # recording a pair's trace can take seconds: off the event loop
         doc = pn.state.curdoc
         self.status_pane.object = '<div id="vizmm-pair-status" data-ready="false">Loading…</div>'
+        # The scenes are shown once the page is drawn: scenes that arrive while
+        # the browser still lays out the first document can break BokehJS.
+        page_loaded = threading.Event()
+        if doc is not None and not getattr(self, "_page_loaded", False):
+            pn.state.onload(page_loaded.set)
+            pn.state.onload(lambda: setattr(self, "_page_loaded", True))
+        else:
+            page_loaded.set()
 
         def work():
             both_state = SideBySideState(pair=s.pair, step=s.step)
             both_state.load()
+            page_loaded.wait(timeout=120)
 
             def apply():
                 s.param.update(lockstep=both_state.lockstep, message=both_state.message)
