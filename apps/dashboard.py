@@ -52,6 +52,7 @@ from apps import barrier_view, classroom, large_view, occupancy_view, quiz  # no
 from apps.keys import KeyboardShortcuts, PageTheme  # noqa: E402
 from apps.parts import (  # noqa: E402
     launch_inputs,
+    page_drawn,
     page_header,
     play,
     release_memory_soon,
@@ -843,9 +844,8 @@ class Dashboard(pn.viewable.Viewer):
             pn.state.location.sync(self.state, URL_PARAMS, on_error=self.state.apply_values)
         # A result that arrives while the browser still lays out the first
         # document waits for the page (Bokeh's tables break otherwise).
-        self._page_loaded = not served
+        self._drawn = page_drawn(served)
         if served and pn.state.curdoc is not None:
-            pn.state.onload(lambda: setattr(self, "_page_loaded", True))
             pn.state.on_session_destroyed(lambda ctx: self.cancel_jobs())
             pn.state.on_session_destroyed(release_memory_soon)
         self.state.start()
@@ -1311,7 +1311,7 @@ class Dashboard(pn.viewable.Viewer):
                 busy=f"Recording {_what(job['key'])} in the simulator: "
                 f"block {job['done']} of {job['total']}",
             )
-        if not job["finished"] or not self._page_loaded:
+        if not job["finished"] or not self._drawn.is_set():
             return
         self._job_cb = replace_timer(self._job_cb, None)
         self._job = None

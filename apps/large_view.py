@@ -39,6 +39,7 @@ if _ROOT not in sys.path:  # `panel serve apps/large_view.py` runs this file as 
 import vizmm  # noqa: E402
 from apps.parts import (  # noqa: E402
     launch_inputs,
+    page_drawn,
     page_header,
     play,
     release_memory_soon,
@@ -779,7 +780,7 @@ class LargeApp(pn.viewable.Viewer):
     def __init__(self, paths: list[str] | None = None, served: bool | None = None, **params):
         super().__init__(**params)
         self._served = bool(pn.state.served) if served is None else served
-        self._page_loaded = False
+        self._drawn = page_drawn(self._served)
         options = {
             label: key for key, label in LARGE_PRESETS.items() if shipped_large(key) is not None
         }
@@ -848,21 +849,13 @@ class LargeApp(pn.viewable.Viewer):
             return
         self.loading.param.update(value=True, visible=True)
         doc = pn.state.curdoc
-        # Show the trace once the page is drawn: a trace that arrives while the
-        # browser still lays out the first document breaks Bokeh's tables.
-        page_loaded = threading.Event()
-        if doc is not None and not self._page_loaded:
-            pn.state.onload(page_loaded.set)
-            pn.state.onload(lambda: setattr(self, "_page_loaded", True))
-        else:
-            page_loaded.set()
 
         def work():
             try:
                 trace, error = load_large(key), None
             except (OSError, TraceError) as exc:
                 trace, error = None, exc
-            page_loaded.wait(timeout=120)
+            self._drawn.wait(timeout=120)  # shown once the page is drawn (see page_drawn)
             if doc is not None:
                 doc.add_next_tick_callback(lambda: done(trace, error))
             else:  # pragma: no cover

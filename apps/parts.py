@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import panel as pn
@@ -9,11 +10,38 @@ import panel as pn
 __all__ = [
     "clear_drawing_caches",
     "launch_inputs",
+    "page_drawn",
     "page_header",
     "play",
     "release_memory_soon",
     "replace_timer",
 ]
+
+
+def page_drawn(served: bool) -> threading.Event:
+    """An event set once this session's browser has drawn its first document.
+
+    Call it while the page is built. Panel's ``onload`` (BokehJS's
+    ``document_ready``) sets it; outside a served session it is set at once.
+    Work finished in a thread waits for it before it changes the page: models
+    that arrive while the browser still lays out the first document can break
+    BokehJS (its tables, its layout).
+
+    Parameters
+    ----------
+    served : bool
+        Whether the page is built in a Bokeh server session.
+
+    Returns
+    -------
+    threading.Event
+    """
+    drawn = threading.Event()
+    if served and pn.state.curdoc is not None:
+        pn.state.onload(drawn.set)
+    else:
+        drawn.set()
+    return drawn
 
 
 def page_header(title: str, *widgets) -> pn.Row:

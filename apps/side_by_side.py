@@ -38,7 +38,7 @@ if _ROOT not in sys.path:  # `panel serve apps/side_by_side.py` runs this file a
     sys.path.insert(0, _ROOT)
 
 from apps.keys import KeyboardShortcuts  # noqa: E402
-from apps.parts import page_header  # noqa: E402
+from apps.parts import page_drawn, page_header  # noqa: E402
 from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.render.bokeh_scene import Scene  # noqa: E402
 from vizmm.replay import Lockstep, Replay  # noqa: E402
@@ -212,6 +212,7 @@ class SideBySide(pn.viewable.Viewer):
         s = self.state
         self._served = served
         self._scenes: tuple[Scene, Scene | None] | None = None
+        self._drawn = page_drawn(served)
         self.pair_select = pn.widgets.Select(
             name="Compare", options={p.label: k for k, p in PAIRS.items()}, value=s.pair, width=420
         )
@@ -262,19 +263,11 @@ class SideBySide(pn.viewable.Viewer):
         # recording a pair's trace can take seconds: off the event loop
         doc = pn.state.curdoc
         self.status_pane.object = '<div id="vizmm-pair-status" data-ready="false">Loading…</div>'
-        # The scenes are shown once the page is drawn: scenes that arrive while
-        # the browser still lays out the first document can break BokehJS.
-        page_loaded = threading.Event()
-        if doc is not None and not getattr(self, "_page_loaded", False):
-            pn.state.onload(page_loaded.set)
-            pn.state.onload(lambda: setattr(self, "_page_loaded", True))
-        else:
-            page_loaded.set()
 
         def work():
             both_state = SideBySideState(pair=s.pair, step=s.step)
             both_state.load()
-            page_loaded.wait(timeout=120)
+            self._drawn.wait(timeout=120)  # shown once the page is drawn (see page_drawn)
 
             def apply():
                 s.param.update(lockstep=both_state.lockstep, message=both_state.message)

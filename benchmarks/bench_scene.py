@@ -67,7 +67,10 @@ def main(argv=None) -> None:
     for key, presenter in CASES:
         figures = {}
         for mode in ("Bokeh", "sped up"):
-            bokeh_speedups.apply() if mode == "sped up" else bokeh_speedups.remove()
+            if mode == "sped up":
+                bokeh_speedups.apply()
+            else:
+                bokeh_speedups.remove()
             measure(key, presenter)  # warm-up: imports, cached tables
             builds, sends = [], []
             for _ in range(args.runs):
