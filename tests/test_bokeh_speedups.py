@@ -50,8 +50,11 @@ def _json(doc: Document, query) -> str:
         text = serialize_json(doc.to_json())
     finally:
         HasProps.query_properties_with_values = saved
+    # model ids (also where Panel writes one into a string, "__ref:p123") numbered
+    # in order of appearance, and Panel's numbered names ("Column00937") unnumbered
     ids = {}
-    return re.sub(r'"p\d+"', lambda m: ids.setdefault(m.group(0), f'"#{len(ids)}"'), text)
+    text = re.sub(r'(?<=[":])p\d+(?=")', lambda m: ids.setdefault(m.group(0), f"#{len(ids)}"), text)
+    return re.sub(r'"name":"(\w+?)\d{5}"', r'"name":"\1#"', text)
 
 
 @pytest.mark.parametrize(
@@ -103,14 +106,71 @@ def test_unstable_defaults_answer_as_bokeh_answers():
     assert checked > 1000
 
 
+def test_defaults_are_bokeh_defaults_for_every_property():
+    """Each property's default, read through the speed-up twice, is Bokeh's; containers are new."""
+    from bokeh.core.property.bases import Property
+    from bokeh.model import Model
+
+    bokeh_speedups.apply()
+    if "Property.themed_default" not in bokeh_speedups.applied():
+        pytest.skip("this Bokeh's methods are not the ones the speed-up knows")
+    bokehs = bokeh_speedups._ORIGINAL["Property.themed_default"]
+    kept = checked = 0
+    for cls in Model.model_class_reverse_map.values():
+        for name in cls.properties():
+            prop = cls.lookup(name).property
+            if callable(cls._overridden_defaults().get(name, prop._default)):
+                continue  # made by a function, anew each time: never kept
+            theirs = bokehs(prop, cls, name, None)
+            first = Property.themed_default(prop, cls, name, None)
+            again = Property.themed_default(prop, cls, name, None)
+            for ours in (first, again):
+                assert type(ours) is type(theirs), (cls.__name__, name)
+                if isinstance(theirs, HasProps):  # a model copied: equal only to itself
+                    assert ours is not theirs
+                    continue
+                assert ours == theirs or (ours != ours and theirs != theirs), (cls.__name__, name)
+            if isinstance(theirs, (list, dict, set)):
+                assert first is not again  # every owner gets its own container
+            kept += prop.__dict__["_vizmm_themed_defaults"][(cls, name, False, True)] is not False
+            checked += 1
+    assert checked > 5000 and kept > 3000
+
+
+def test_a_page_built_with_the_speed_ups_is_the_page_bokeh_builds():
+    """Every property of every model, defaults too, built with and without the speed-ups."""
+    from bokeh.settings import settings
+
+    bokeh_speedups.apply()
+    if not bokeh_speedups.applied():
+        pytest.skip("this Bokeh's methods are not the ones the speed-ups know")
+    state = {"presenter": True, "theme": "dark", "step": 9}
+    settings.serialize_include_defaults.set_value(True)
+    try:
+        ours = _json(_page("fig5-8", **state), HasProps.query_properties_with_values)
+        bokeh_speedups.remove()
+        theirs = _json(_page("fig5-8", **state), HasProps.query_properties_with_values)
+    finally:
+        bokeh_speedups.apply()
+        settings.serialize_include_defaults.unset_value()
+    assert len(theirs) > 100_000
+    assert ours == theirs
+
+
 def test_another_bokeh_is_left_alone(monkeypatch):
     original = _bokeh_query()
     monkeypatch.setattr(HasProps, "query_properties_with_values", original)
     monkeypatch.setattr(bokeh_speedups, "_ORIGINAL", {})
     monkeypatch.setattr(bokeh_speedups, "KNOWN", dict.fromkeys(bokeh_speedups.KNOWN, "0" * 16))
+    from bokeh.core.property.bases import Property
+
+    name = "Property.themed_default"
+    themed_default = bokeh_speedups._ORIGINAL.get(name, Property.themed_default)
+    monkeypatch.setattr(Property, "themed_default", themed_default)
     skipped = bokeh_speedups.apply()
-    assert skipped == [QUERY, "Property._may_have_unstable_default"]
+    assert skipped == [QUERY, "Property._may_have_unstable_default", "Property.themed_default"]
     assert HasProps.query_properties_with_values is original
+    assert Property.themed_default is themed_default
     assert bokeh_speedups.applied() == []
 
 
