@@ -157,20 +157,50 @@ def test_a_page_built_with_the_speed_ups_is_the_page_bokeh_builds():
     assert ours == theirs
 
 
+def test_themed_values_are_bokehs():
+    """A model's theme values as Bokeh's method reads them: none, a theme's, none again."""
+    from bokeh.models import Circle, Range1d
+    from bokeh.themes import Theme
+
+    bokeh_speedups.apply()
+    if "HasProps.themed_values" not in bokeh_speedups.applied():
+        pytest.skip("this Bokeh's methods are not the ones the speed-up knows")
+    bokehs = bokeh_speedups._ORIGINAL["HasProps.themed_values"]
+    model, other = Circle(), Range1d()
+    assert bokehs(model) is None and model.themed_values() is None
+    Theme(json={"attrs": {"Circle": {"fill_alpha": 0.25}}}).apply_to_model(model)
+    Theme(json={"attrs": {"Circle": {"fill_alpha": 0.25}}}).apply_to_model(other)
+    assert model.themed_values() == bokehs(model) == {"fill_alpha": 0.25}
+    assert model.fill_alpha == 0.25  # read through the theme
+    assert other.themed_values() is bokehs(other) is None  # not a Circle: no theme values
+    model.unapply_theme()
+    assert bokehs(model) is None and model.themed_values() is None
+    assert model.fill_alpha == 1.0
+
+
 def test_another_bokeh_is_left_alone(monkeypatch):
-    original = _bokeh_query()
-    monkeypatch.setattr(HasProps, "query_properties_with_values", original)
-    monkeypatch.setattr(bokeh_speedups, "_ORIGINAL", {})
-    monkeypatch.setattr(bokeh_speedups, "KNOWN", dict.fromkeys(bokeh_speedups.KNOWN, "0" * 16))
     from bokeh.core.property.bases import Property
 
-    name = "Property.themed_default"
-    themed_default = bokeh_speedups._ORIGINAL.get(name, Property.themed_default)
+    # Bokeh's own methods, whether or not the speed-ups are applied in this process
+    original = _bokeh_query()
+    kept = bokeh_speedups._ORIGINAL
+    themed_default = kept.get("Property.themed_default", Property.themed_default)
+    themed_values = kept.get("HasProps.themed_values", HasProps.themed_values)
+    monkeypatch.setattr(HasProps, "query_properties_with_values", original)
     monkeypatch.setattr(Property, "themed_default", themed_default)
+    monkeypatch.setattr(HasProps, "themed_values", themed_values)
+    monkeypatch.setattr(bokeh_speedups, "_ORIGINAL", {})
+    monkeypatch.setattr(bokeh_speedups, "KNOWN", dict.fromkeys(bokeh_speedups.KNOWN, "0" * 16))
     skipped = bokeh_speedups.apply()
-    assert skipped == [QUERY, "Property._may_have_unstable_default", "Property.themed_default"]
+    assert skipped == [
+        QUERY,
+        "Property._may_have_unstable_default",
+        "Property.themed_default",
+        "HasProps.themed_values",
+    ]
     assert HasProps.query_properties_with_values is original
     assert Property.themed_default is themed_default
+    assert HasProps.themed_values is themed_values
     assert bokeh_speedups.applied() == []
 
 
