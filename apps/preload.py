@@ -32,7 +32,9 @@ from tornado import netutil  # noqa: E402
 
 from apps import bokeh_speedups  # noqa: E402
 from apps.barrier_view import lab_findings  # noqa: E402
-from vizmm.catalogue import CATALOGUE, LAB_PRESETS  # noqa: E402
+from apps.parts import clear_drawing_caches  # noqa: E402
+from vizmm.catalogue import CATALOGUE, LAB_PRESETS, PRESETS  # noqa: E402
+from vizmm.render.bokeh_scene import table_extent  # noqa: E402
 
 for _key, _problem in CATALOGUE.preload().items():
     print(f"vizmm: preset {_key} not loaded: {_problem}", file=sys.stderr)
@@ -40,6 +42,11 @@ for _key in LAB_PRESETS:  # the barrier lab's hazard lists, found once for every
     _trace = CATALOGUE.cached(_key)
     if _trace is not None:
         lab_findings(_trace)
+for _key, _preset in PRESETS.items():  # the Fig. 5.8 table's size, per preset's block replay
+    _trace = CATALOGUE.cached(_key)
+    if _trace is not None and not _preset.large:
+        table_extent(_trace)
+clear_drawing_caches()  # the whole tables built for that are not kept
 
 settings.perform_document_validation.set_value(False)
 

@@ -100,3 +100,28 @@ def test_refusals(unchecked, record_sim):
     with pytest.raises(IndexError, match="no phases"):
         build_table(naive, (0, 0), phases=[0])
     assert build_table(naive, (0, 0)).header == ["thread", "P → store"]
+
+
+def test_table_extent_is_worked_out_once_per_trace_and_let_go_with_it(monkeypatch):
+    """The Fig. 5.8 table's size is kept while its trace lives, and not after."""
+    import gc
+
+    import vizmm
+    import vizmm.render.bokeh_scene as scene
+    from apps.parts import clear_drawing_caches
+
+    trace = vizmm.record(backend="simulator", quiet=True, width=4, tile_width=2, kernel="tiled")
+    measured = []
+    measure = scene._measure_table
+    monkeypatch.setattr(scene, "_measure_table", lambda t: measured.append(1) or measure(t))
+    width, lines = scene.table_extent(trace)
+    assert scene.table_extent(trace) == (width, lines)
+    assert measured == [1]
+    # 4 threads per block (TILE_WIDTH 2): 4 rows and the header's 2 lines
+    assert lines == 4 + 2
+    assert width > 0
+    count = len(scene._TABLE_EXTENTS)
+    del trace
+    clear_drawing_caches()  # the whole tables, which do hold the trace
+    gc.collect()
+    assert len(scene._TABLE_EXTENTS) == count - 1

@@ -48,6 +48,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import textwrap
+import weakref
 from collections.abc import Iterable, Sequence
 from functools import lru_cache, partial
 
@@ -74,6 +75,7 @@ __all__ = [
     "slot_label",
     "thread_label",
     "add_glyph",
+    "table_extent",
     "Scene",
 ]
 
@@ -1051,9 +1053,42 @@ def _table_columns(
     return cols
 
 
-@lru_cache(maxsize=64)
-def _table_extent(trace: Trace) -> tuple[float, int]:
-    """Width (characters) and height (lines) the table figure needs for any frame."""
+#: Each trace's table extent, for as long as the trace is alive (two numbers
+#: each: unlike the drawing caches, not emptied when the last page closes).
+_TABLE_EXTENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def table_extent(trace: Trace) -> tuple[float, int]:
+    """Width and height the Fig. 5.8 table figure needs for any frame of ``trace``.
+
+    The table of Fig. 5.8 (``vizmm.replay.table``) for a few sampled blocks
+    (first, last, middle: the shortest and longest indices, the edges' odd
+    loads), as drawn: at most ``TABLE_PHASES`` phases and ``TABLE_ROWS`` rows.
+    Remembered per trace while the trace is alive: for a 16 x 16 tile this
+    builds whole tables (up to a second), so the server works it out for the
+    shipped traces before it listens (``apps/preload.py``).
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace.
+
+    Returns
+    -------
+    width : float
+        Characters (monospace) of the widest sampled table, 40.0 for a trace
+        without phases or detail blocks.
+    lines : int
+        Text lines: table rows (capped) plus two for the header, 3 when empty.
+    """
+    try:
+        return _TABLE_EXTENTS[trace]
+    except KeyError:
+        extent = _TABLE_EXTENTS[trace] = _measure_table(trace)
+        return extent
+
+
+def _measure_table(trace: Trace) -> tuple[float, int]:
     if trace.n_phases == 0 or not len(trace.detail_blocks):
         return 40.0, 3
     widest, rows = 0.0, 0
@@ -1891,7 +1926,7 @@ class Scene:
 
     def _table_fig(self):
         s = self.sizes
-        width, lines = _table_extent(self.trace)
+        width, lines = table_extent(self.trace)
         f = self._text_fig(width, lines + 1, "table", pad=0.2)
         src = self.sources["table"]
         add = self._adder(f)

@@ -361,27 +361,20 @@ class _LabTerms:
         self.wrong = hz.wrong_read_mask(trace)[slot]
 
     def terms(self, ph: int, ty: int, tx: int) -> tuple[Term, ...]:
+        # one thread's reads as Python numbers, converted once (not element by element)
+        tags = self.tags[ph, ty, tx].tolist()  # (k, 2)
+        book = self.book[ph, ty, tx].tolist()
+        wrong = self.wrong[ph, ty, tx].any(axis=-1).tolist()
+        products = (
+            self.values[ph, ty, tx, :, 0].astype(np.float32)
+            * self.values[ph, ty, tx, :, 1].astype(np.float32)
+        ).tolist()
         out = []
         for kk in range(self.T):
             slots = ((ty, kk), (kk, tx))
-            used, book = [], []
-            for a, matrix in enumerate("MN"):
-                used.append(
-                    _factor(int(self.tags[ph, ty, tx, kk, a]), matrix, self.ncols[a], slots[a])
-                )
-                book.append(
-                    _factor(int(self.book[ph, ty, tx, kk, a]), matrix, self.ncols[a], slots[a])
-                )
-            mv, nv = self.values[ph, ty, tx, kk]
-            out.append(
-                Term(
-                    kk,
-                    "*".join(used),
-                    "*".join(book),
-                    bool(self.wrong[ph, ty, tx, kk].any()),
-                    float(np.float32(mv) * np.float32(nv)),
-                )
-            )
+            used = [_factor(tags[kk][a], m, self.ncols[a], slots[a]) for a, m in enumerate("MN")]
+            known = [_factor(book[kk][a], m, self.ncols[a], slots[a]) for a, m in enumerate("MN")]
+            out.append(Term(kk, "*".join(used), "*".join(known), wrong[kk], products[kk]))
         return tuple(out)
 
     def cell(self, ph: int, ty: int, tx: int, max_terms: int | None) -> Cell:
