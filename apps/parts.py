@@ -9,6 +9,7 @@ import panel as pn
 
 __all__ = [
     "clear_drawing_caches",
+    "give_back_memory",
     "launch_inputs",
     "page_drawn",
     "page_header",
@@ -231,16 +232,27 @@ def clear_drawing_caches() -> int:
     return dropped
 
 
-def _release_memory() -> None:
+def give_back_memory() -> None:
+    """Collect cycles, then hand the C heap's free pages back to the system.
+
+    ``gc.collect`` and glibc's ``malloc_trim(0)`` (nothing more where the C
+    library is not glibc). Python's own allocator returns a megabyte arena
+    only once nothing in it is alive; ``malloc_trim`` returns what NumPy and
+    larger Python objects freed.
+    """
     import ctypes
     import gc
 
-    global _release_pending
-    _release_pending = False
-    if not live_sessions():
-        clear_drawing_caches()
     gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # not glibc
         pass
+
+
+def _release_memory() -> None:
+    global _release_pending
+    _release_pending = False
+    if not live_sessions():
+        clear_drawing_caches()
+    give_back_memory()

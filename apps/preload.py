@@ -32,7 +32,7 @@ from tornado import netutil  # noqa: E402
 
 from apps import bokeh_speedups  # noqa: E402
 from apps.barrier_view import lab_findings  # noqa: E402
-from apps.parts import clear_drawing_caches  # noqa: E402
+from apps.parts import clear_drawing_caches, give_back_memory  # noqa: E402
 from vizmm.catalogue import CATALOGUE, LAB_PRESETS, PRESETS  # noqa: E402
 from vizmm.render.bokeh_scene import table_extent  # noqa: E402
 
@@ -47,6 +47,7 @@ for _key, _preset in PRESETS.items():  # the Fig. 5.8 table's size, per preset's
     if _trace is not None and not _preset.large:
         table_extent(_trace)
 clear_drawing_caches()  # the whole tables built for that are not kept
+give_back_memory()
 
 settings.perform_document_validation.set_value(False)
 
@@ -73,5 +74,5 @@ _warm()
 # What the process holds from now on (libraries, shipped traces) is kept for
 # good: the garbage collector no longer walks it on every collection while
 # pages are built.
-gc.collect()
+give_back_memory()
 gc.freeze()
