@@ -57,6 +57,7 @@ from apps.parts import (  # noqa: E402
     play,
     release_memory_soon,
     replace_timer,
+    served_script,
 )
 from vizmm import TransactionsError, catalogue, memory_transactions  # noqa: E402
 from vizmm.catalogue import CATALOGUE  # noqa: E402
@@ -1409,5 +1410,5 @@ def create_app(served: bool | None = None) -> Dashboard:
     )
 
 
-if pn.state.served:
+if served_script(__name__):
     create_app(served=True).servable(title="vizmm · tiled matrix multiplication")

@@ -44,6 +44,7 @@ from apps.parts import (  # noqa: E402
     play,
     release_memory_soon,
     replace_timer,
+    served_script,
 )
 from vizmm import catalogue, render  # noqa: E402
 from vizmm.catalogue import CATALOGUE, LARGE_PRESETS  # noqa: E402
@@ -939,17 +940,22 @@ class DashboardLargeTab(pn.viewable.Viewer):
 LARGE_TAB = "Large matrices"
 
 
-def create_app(paths: list[str] | None = None) -> LargeApp:
-    """The standalone page for one browser session (traces shared by all sessions)."""
+def create_app(paths: list[str] | None = None, served: bool | None = None) -> LargeApp:
+    """The standalone page for one browser session (traces shared by all sessions).
+
+    ``served`` says whether this runs in a Bokeh server session; by default
+    ``pn.state.served`` (which reads the call stack: the served script says so).
+    """
     pn.extension(notifications=False)
-    if pn.state.served:
+    served = bool(pn.state.served) if served is None else served
+    if served:
         catalogue.preload_once()
         if pn.state.curdoc is not None:
             pn.state.on_session_destroyed(release_memory_soon)
     return LargeApp(paths=paths)
 
 
-if pn.state.served and __name__ != "apps.large_view":  # served, not imported by the dashboard
-    create_app([a for a in sys.argv[1:] if a.endswith(".vizmm")]).servable(
+if served_script(__name__):  # served, not imported by the dashboard
+    create_app([a for a in sys.argv[1:] if a.endswith(".vizmm")], served=True).servable(
         title="vizmm · large matrices"
     )

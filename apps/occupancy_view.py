@@ -28,6 +28,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:  # `panel serve apps/occupancy_view.py` runs this file as a script
     sys.path.insert(0, _ROOT)
 
+from apps.parts import served_script  # noqa: E402
 from vizmm.analysis import occupancy as occ  # noqa: E402
 from vizmm.analysis import roofline as rl  # noqa: E402
 from vizmm.render.roofline_bokeh import RooflineView, speed_figure  # noqa: E402
@@ -194,6 +195,6 @@ class OccupancyView(pn.viewable.Viewer):
         return self.layout
 
 
-if pn.state.served:
+if served_script(__name__):
     pn.extension(notifications=False)
     OccupancyView().servable(title="vizmm · occupancy and speed")

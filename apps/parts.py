@@ -16,7 +16,27 @@ __all__ = [
     "play",
     "release_memory_soon",
     "replace_timer",
+    "served_script",
 ]
+
+
+def served_script(module_name: str) -> bool:
+    """Whether the module of this name is a script ``panel serve`` runs for a new page.
+
+    What ``pn.state.served`` answers, without its ``inspect.stack()``: Panel
+    runs a served script as a module named ``bokeh_app_<hex>``, and that is
+    what ``pn.state.served`` checks of its caller. Reading the whole call
+    stack (and, through ``linecache``, the source of every file on it) for
+    each new page costs the server CPU, and leaves those source lines in
+    memory among the page's objects, where they keep the page's memory from
+    being given back once it closes.
+
+    Parameters
+    ----------
+    module_name : str
+        The script's ``__name__``.
+    """
+    return module_name.startswith("bokeh_app_")
 
 
 def page_drawn(served: bool) -> threading.Event:

@@ -23,6 +23,8 @@ import gc
 import os
 import sys
 
+import panel as pn
+
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
@@ -61,12 +63,28 @@ for _name in bokeh_speedups.apply():
 netutil._DEFAULT_BACKLOG = 1
 
 
+# Panel rewrites the signatures of all its classes on every pn.extension()
+# call, that is, for every new page: thousands of objects that outlive the
+# page, made among its objects, so the page's memory cannot be given back once
+# it closes. They are for a notebook's tab completion; a server has no use.
+pn.config.apply_signatures = False
+
+
 def _warm() -> None:
+    # What a first served page would import or read on first use, done now: a
+    # module imported while a page is built stays, among that page's objects.
+    import encodings.ascii  # noqa: F401
+
+    import numpy.ma  # noqa: F401
+    import panel.io.browser  # noqa: F401
+    import panel.io.location  # noqa: F401
     from bokeh.document import Document
 
-    from apps.dashboard import Dashboard
+    from apps.dashboard import create_app
 
-    Dashboard(served=False).__panel__().get_root(Document())
+    doc = Document()
+    doc.add_root(create_app(served=False).__panel__().get_root(doc))
+    doc.to_json()
 
 
 _warm()

@@ -38,7 +38,7 @@ if _ROOT not in sys.path:  # `panel serve apps/side_by_side.py` runs this file a
     sys.path.insert(0, _ROOT)
 
 from apps.keys import KeyboardShortcuts  # noqa: E402
-from apps.parts import page_drawn, page_header  # noqa: E402
+from apps.parts import page_drawn, page_header, served_script  # noqa: E402
 from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.render.bokeh_scene import Scene  # noqa: E402
 from vizmm.replay import Lockstep, Replay  # noqa: E402
@@ -354,5 +354,5 @@ def create_app() -> SideBySide:
     return SideBySide()
 
 
-if pn.state.served:
+if served_script(__name__):
     create_app().servable(title="vizmm · side by side")
