@@ -952,7 +952,7 @@ def create_app(paths: list[str] | None = None, served: bool | None = None) -> La
         catalogue.preload_once()
         if pn.state.curdoc is not None:
             pn.state.on_session_destroyed(release_memory_soon)
-    return LargeApp(paths=paths)
+    return LargeApp(paths=paths, served=served)
 
 
 if served_script(__name__):  # served, not imported by the dashboard

@@ -348,11 +348,15 @@ def _counters_html(st: dict) -> str:
     )
 
 
-def create_app() -> SideBySide:
-    """A side-by-side page for one browser session."""
+def create_app(served: bool | None = None) -> SideBySide:
+    """A side-by-side page for one browser session.
+
+    ``served`` says whether this runs in a Bokeh server session; by default
+    ``pn.state.served`` (which reads the call stack: the served script says so).
+    """
     pn.extension(notifications=False)
-    return SideBySide()
+    return SideBySide(served=served)
 
 
 if served_script(__name__):
-    create_app().servable(title="vizmm · side by side")
+    create_app(served=True).servable(title="vizmm · side by side")
