@@ -713,3 +713,25 @@ def test_dashboard_gets_the_large_presets_and_tab(t1000):
     tab.view.zoom()
     assert (d.state.by, d.state.bx) == (62, 62) and d.state.frame.block == (62, 62)
     assert d.tabs.active == 0
+
+
+def test_preload_once_starts_a_thread_only_where_nothing_was_preloaded(monkeypatch):
+    """``vizmm serve`` preloads before listening: its first page starts no thread."""
+    import threading
+
+    from vizmm import catalogue
+
+    ran = threading.Event()
+    monkeypatch.setattr(catalogue.CATALOGUE, "preload", lambda keys=None: ran.set() or {})
+    monkeypatch.setattr(catalogue, "_preload_thread", None)
+    monkeypatch.setattr(catalogue.CATALOGUE, "_preloaded", threading.Event())
+    thread = catalogue.preload_once()  # a plain `panel serve`: read in the background
+    assert isinstance(thread, threading.Thread) and thread.name == "vizmm-preload"
+    thread.join(10)
+    assert ran.is_set() and catalogue.preload_once() is thread  # once per process
+
+    monkeypatch.setattr(catalogue, "_preload_thread", None)
+    catalogue.CATALOGUE._preloaded.set()  # as after apps/preload.py
+    before = threading.active_count()
+    assert catalogue.preload_once() is None
+    assert threading.active_count() == before

@@ -509,11 +509,19 @@ _PRELOAD_LOCK = threading.Lock()
 _preload_thread: threading.Thread | None = None
 
 
-def preload_once() -> threading.Thread:
-    """Start reading the shipped presets in the background, once per process."""
+def preload_once() -> threading.Thread | None:
+    """Start reading the shipped presets in the background, once per process.
+
+    Returns
+    -------
+    threading.Thread or None
+        The thread reading them; None where :meth:`Catalogue.preload` has
+        already run in this process (``vizmm serve`` runs it before the server
+        listens), so that a first page starts no thread.
+    """
     global _preload_thread
     with _PRELOAD_LOCK:
-        if _preload_thread is None:
+        if _preload_thread is None and not CATALOGUE._preloaded.is_set():
             _preload_thread = CATALOGUE.preload_in_background()
         return _preload_thread
 
