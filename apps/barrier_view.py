@@ -70,6 +70,22 @@ def lab_findings(trace) -> LabFindings:
     )
 
 
+def _no_findings(trace) -> str:
+    """Why the hazard list is empty, for the trace shown (None: none is)."""
+    lab = (
+        "Choose a *Barrier lab* trace, or record with a barrier removed, to see what goes "
+        "wrong without them."
+    )
+    if trace is None:
+        return "No trace is shown, so there is nothing to check. " + lab
+    if trace.meta.get("kernel") == "naive":
+        return (
+            "The simple kernel (Fig. 3.11) uses no shared memory and no `__syncthreads()`: "
+            "no thread reads what another wrote, so there is no hazard. " + lab
+        )
+    return "Both `__syncthreads()` kept: no hazard. " + lab
+
+
 class HazardPanel(pn.viewable.Viewer):
     """Counts, filters and one page of the hazard list; a click goes to the hazard.
 
@@ -208,10 +224,7 @@ class HazardPanel(pn.viewable.Viewer):
     def _refresh(self) -> None:
         found = self._findings()
         if found is None:  # (a hidden table fails to draw in Bokeh: the panel stays, says why)
-            self.summary.object = (
-                "Both `__syncthreads()` kept: no hazard. Choose a *Barrier lab* trace, or "
-                "record with a barrier removed, to see what goes wrong without them."
-            )
+            self.summary.object = _no_findings(self.state.trace)
             self._index = None
             if self._controls:
                 self._show_page()

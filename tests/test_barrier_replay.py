@@ -209,3 +209,19 @@ def test_drawing_the_hazard_list_picks_no_row():
     panel.__panel__().get_root(Document())  # as a page drawn after the trace was read
     assert (s.step, s.ty, s.tx) == (6, -1, -1)
     assert panel.table.value == []
+
+
+def test_hazard_panel_says_why_its_list_is_empty(record_sim):
+    """The naive kernel has no barrier to keep; no trace, nothing to check (Section 5.4)."""
+    pytest.importorskip("panel")
+    from apps.barrier_view import HazardPanel
+    from apps.dashboard import DashboardState
+
+    s = DashboardState(source="fig5-8").start()
+    panel = HazardPanel(s)
+    assert "Both `__syncthreads()` kept: no hazard" in panel.summary.object
+    s.trace = record_sim(width=4, tile_width=2, kernel="naive")
+    assert "Fig. 3.11" in panel.summary.object and "kept" not in panel.summary.object
+    s.trace = None
+    assert panel.summary.object.startswith("No trace is shown")
+    assert "kept" not in panel.summary.object
