@@ -578,3 +578,44 @@ def test_closed_pages_drop_the_drawing_caches_when_none_is_left():
     parts._release_memory()
     assert bokeh_scene._uni.cache_info().currsize == 0
     assert parts.clear_drawing_caches() == 0
+
+
+def test_wrap_title_breaks_between_words_to_fit():
+    from vizmm.render.bokeh_scene import wrap_title
+
+    text = "per warp (memory transactions)"
+    assert wrap_title(text, 400, 13) == text  # 30 characters of about 8 px fit in 400
+    # 150 px hold int(150 / (0.62 * 13)) = 18 characters a line
+    assert wrap_title(text, 150, 13) == "per warp (memory\ntransactions)"
+    assert wrap_title(text, 60, 13) == "per\nwarp\n(memory\ntransactions)"  # a long word whole
+
+
+def test_the_warp_row_title_fits_a_narrow_thread_grid():
+    # The row is as wide as the thread grid; its one-line title, 30 bold
+    # characters of about 0.62 x 14 px (260 px), is wider than these grids.
+    from vizmm.render.bokeh_scene import Scene
+
+    for key in ("fig5-8", "medium"):
+        tr = CATALOGUE.get(key)
+        f = Scene(tr)._warps_fig
+        lines = f.title.text.split("\n")
+        assert len(lines) > 1 and " ".join(lines) == "per warp (memory transactions)"
+        font = int(f.title.text_font_size.removesuffix("px"))
+        assert all(len(line) * 0.62 * font <= f.width - 8 for line in lines), (key, lines)
+        cell = min(40, max(14, (f.width - 30) / tr.launch.warps_per_block))
+        assert f.height >= cell + (len(lines) + 1) * font  # the lines, the cells, their numbers
+
+
+@pytest.mark.parametrize("key", ["fig5-8", "fig5-11", "general", "medium", "conflict"])
+def test_every_counter_line_fits_its_view(key):
+    # The counters view is COUNTER_CHARS characters wide; a longer line is cut
+    # at its right edge (the CGMA line was, at 49 bold characters).
+    from vizmm.render.bokeh_scene import COUNTER_CHARS
+
+    tr = CATALOGUE.get(key)
+    rep = Replay(tr, (0, 0), focus=(0, 1))
+    for i in (0, len(rep) // 2, len(rep) - 1):
+        lines = frame_columns(rep.frame(i), tr)["counters"]["text"]
+        assert any(line.startswith("CGMA ") for line in lines)
+        too_long = [line for line in lines if len(line) > COUNTER_CHARS]
+        assert too_long == [], (key, i)

@@ -76,6 +76,7 @@ __all__ = [
     "thread_label",
     "add_glyph",
     "table_extent",
+    "wrap_title",
     "Scene",
 ]
 
@@ -835,11 +836,9 @@ def _counter_columns(
         (f"  tiled kernel so far   {loads:>7d}", "normal", th.TEXT),
         (f"  naive kernel, same    {naive:>7d}", "normal", th.MUTED),
         (f"  -> {ratio} (TILE_WIDTH = {T})", "normal", th.TEXT),
-        (
-            f"CGMA {frame.cgma / 4:.2f} OP/B, {frame.cgma:.2f} FLOP/load (naive 0.25 OP/B)",
-            "bold",
-            th.TEXT,
-        ),
+        # (two lines: one of 49 bold characters was cut at the view's right edge)
+        (f"CGMA {frame.cgma / 4:.2f} OP/B ({frame.cgma:.2f} FLOP/load)", "bold", th.TEXT),
+        ("  naive kernel         0.25 OP/B", "normal", th.MUTED),
         (f"Pvalue of {who} ({fy},{fx}) after", "bold", th.TEXT),
     ]
     for i in range(0, max(1, len(pvs)), PHASES_PER_LINE):
@@ -1741,12 +1740,15 @@ class Scene:
         s = self.sizes
         nw = self.trace.launch.warps_per_block
         cell = max(14, (threads.width - 30) / nw)
+        # The row is as wide as the thread grid: a narrow grid (TILE_WIDTH 2 or 4)
+        # gets its title on more lines, not cut at the grid's edge.
+        title = wrap_title("per warp (memory transactions)", threads.width - 8, s.font + 1)
         f = self._fig(
             threads.width,
-            int(min(cell, 40)) + 2 * s.font + 16,
+            int(min(cell, 40)) + (1 + title.count("\n")) * (s.font + 5) + s.font + 11,
             Range1d(0, nw),
             Range1d(1, 0),
-            title="per warp (memory transactions)",
+            title=title,
         )
         src = self.sources["warps"]
         add = self._adder(f)
@@ -1886,7 +1888,7 @@ class Scene:
     def _counters(self):
         s = self.sizes
         pvalue_lines = max(1, ceil_div(self.trace.n_phases, PHASES_PER_LINE))
-        lines = 6 + pvalue_lines + 2 + 3  # + transactions
+        lines = 7 + pvalue_lines + 2 + 3  # + transactions
         f = self._text_fig(COUNTER_CHARS, lines, "counters")
         style = {"text_color": "color", "text_font_style": "font_style"}
         add = self._adder(f)
@@ -1946,6 +1948,37 @@ class Scene:
         style = {"text_color": "text_color", "text_font_style": "font_style"}
         _line_text(add, src, f"{s.mono}px", x="tx", **style)
         return f
+
+
+def wrap_title(text: str, width: float, font_px: float) -> str:
+    """``text`` broken into lines (``\\n``) between words, each fitting ``width``.
+
+    Widths are estimated, not measured: a bold sans-serif character is taken
+    as 0.62 of the font size wide (Bokeh's titles draw in bold).
+
+    Parameters
+    ----------
+    text : str
+        Words separated by single spaces.
+    width : float
+        Room for a line, pixels.
+    font_px : float
+        The title's font size, pixels.
+
+    Returns
+    -------
+    str
+        The same words in the same order, greedily filled into lines; a word
+        longer than a line stays whole, on a line of its own.
+    """
+    per_line = max(1, int(width / (0.62 * font_px)))
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= per_line:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "\n".join(lines)
 
 
 def _cells(add, source, width: float, height: float | None = None, tappable: bool = False):
