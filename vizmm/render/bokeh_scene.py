@@ -1951,7 +1951,7 @@ class Scene:
 
 
 def wrap_title(text: str, width: float, font_px: float) -> str:
-    """``text`` broken into lines (``\\n``) between words, each fitting ``width``.
+    """``text`` broken into lines (joined by newlines) between words, each fitting ``width``.
 
     Widths are estimated, not measured: a bold sans-serif character is taken
     as 0.62 of the font size wide (Bokeh's titles draw in bold).
