@@ -836,7 +836,7 @@ def _counter_columns(
         (f"  tiled kernel so far   {loads:>7d}", "normal", th.TEXT),
         (f"  naive kernel, same    {naive:>7d}", "normal", th.MUTED),
         (f"  -> {ratio} (TILE_WIDTH = {T})", "normal", th.TEXT),
-        # (two lines: one of 49 bold characters was cut at the view's right edge)
+        # Two lines: as one (49 characters) it would not fit the view's COUNTER_CHARS.
         (f"CGMA {frame.cgma / 4:.2f} OP/B ({frame.cgma:.2f} FLOP/load)", "bold", th.TEXT),
         ("  naive kernel         0.25 OP/B", "normal", th.MUTED),
         (f"Pvalue of {who} ({fy},{fx}) after", "bold", th.TEXT),
