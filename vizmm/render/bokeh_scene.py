@@ -1959,7 +1959,7 @@ def wrap_title(text: str, width: float, font_px: float) -> str:
     Parameters
     ----------
     text : str
-        Words separated by single spaces.
+        Words separated by spaces.
     width : float
         Room for a line, pixels.
     font_px : float
@@ -1972,13 +1972,7 @@ def wrap_title(text: str, width: float, font_px: float) -> str:
         longer than a line stays whole, on a line of its own.
     """
     per_line = max(1, int(width / (0.62 * font_px)))
-    lines: list[str] = []
-    for word in text.split(" "):
-        if lines and len(lines[-1]) + 1 + len(word) <= per_line:
-            lines[-1] += " " + word
-        else:
-            lines.append(word)
-    return "\n".join(lines)
+    return "\n".join(textwrap.wrap(text, per_line, break_long_words=False, break_on_hyphens=False))
 
 
 def _cells(add, source, width: float, height: float | None = None, tappable: bool = False):
