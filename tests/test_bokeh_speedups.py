@@ -20,7 +20,7 @@ if ROOT not in sys.path:
 
 from bokeh.core.has_props import HasProps  # noqa: E402
 from bokeh.core.json_encoder import serialize_json  # noqa: E402
-from bokeh.core.property.descriptors import UnsetValueError  # noqa: E402
+from bokeh.core.property.descriptors import PropertyDescriptor, UnsetValueError  # noqa: E402
 from bokeh.document import Document  # noqa: E402
 
 from apps import bokeh_speedups  # noqa: E402
@@ -189,6 +189,10 @@ def test_another_bokeh_is_left_alone(monkeypatch):
     monkeypatch.setattr(HasProps, "query_properties_with_values", original)
     monkeypatch.setattr(Property, "themed_default", themed_default)
     monkeypatch.setattr(HasProps, "themed_values", themed_values)
+    init = kept.get("HasProps.__init__", HasProps.__init__)
+    setter = kept.get("PropertyDescriptor.__set__", PropertyDescriptor.__set__)
+    monkeypatch.setattr(HasProps, "__init__", init)
+    monkeypatch.setattr(PropertyDescriptor, "__set__", setter)
     monkeypatch.setattr(bokeh_speedups, "_ORIGINAL", {})
     monkeypatch.setattr(bokeh_speedups, "KNOWN", dict.fromkeys(bokeh_speedups.KNOWN, "0" * 16))
     skipped = bokeh_speedups.apply()
@@ -197,8 +201,11 @@ def test_another_bokeh_is_left_alone(monkeypatch):
         "Property._may_have_unstable_default",
         "Property.themed_default",
         "HasProps.themed_values",
+        "HasProps.__init__",
+        "PropertyDescriptor.__set__",
     ]
     assert HasProps.query_properties_with_values is original
+    assert HasProps.__init__ is init and PropertyDescriptor.__set__ is setter
     assert Property.themed_default is themed_default
     assert HasProps.themed_values is themed_values
     assert bokeh_speedups.applied() == []
@@ -240,3 +247,97 @@ def test_removed_speed_ups_give_bokeh_its_methods_back():
     finally:
         bokeh_speedups.apply()
     assert HasProps.query_properties_with_values is bokeh_speedups.query_properties_with_values
+
+
+def _numbered(text: str) -> str:
+    """Model ids in serialized JSON numbered in order of appearance."""
+    ids = {}
+    return re.sub(r'(?<=")p\d+(?=")', lambda m: ids.setdefault(m.group(0), f"#{len(ids)}"), text)
+
+
+def _models_made(make):
+    """What ``make()`` returns, and how many models were made while it ran besides it.
+
+    Bokeh numbers its models in the order they are made ("p1", "p2", ...);
+    a model made after ``make`` returns tells where the numbers got to.
+    """
+    from bokeh.models import Range1d
+
+    first = int(Range1d().id[1:])
+    model = make()
+    after = int(Range1d().id[1:])
+    return model, after - first - 2
+
+
+def test_new_models_are_bokehs_for_every_model_class():
+    """Every Bokeh model class, made with no values, is Bokeh's, every property and default."""
+    from bokeh.core.serialization import Serializer
+    from bokeh.model import Model
+    from bokeh.settings import settings
+
+    bokeh_speedups.apply()
+    if "HasProps.__init__" not in bokeh_speedups.applied():
+        pytest.skip("this Bokeh's methods are not the ones the speed-up knows")
+    checked = fewer = 0
+    settings.serialize_include_defaults.set_value(True)
+    try:
+        for cls in sorted(Model.model_class_reverse_map.values(), key=lambda c: c.__qualname__):
+            made = {}
+            for mode in ("Bokeh", "sped up"):
+                bokeh_speedups.remove() if mode == "Bokeh" else bokeh_speedups.apply()
+                try:
+                    model, count = _models_made(cls)
+                    text = serialize_json(Serializer().encode(model))
+                except Exception:  # a model that needs values: not made either way
+                    made[mode] = None
+                    continue
+                made[mode] = _numbered(text), count, list(model._unstable_default_values)
+            bokeh_speedups.apply()
+            if made["Bokeh"] is None:
+                assert made["sped up"] is None, cls.__qualname__
+                continue
+            assert made["sped up"][0] == made["Bokeh"][0], cls.__qualname__
+            # the unstable defaults made and kept, in Bokeh's order
+            assert made["sped up"][2] == made["Bokeh"][2], cls.__qualname__
+            # none made more; fewer where the class's __init__ gives a property its
+            # model (Bokeh made the default only to replace it)
+            assert made["sped up"][1] <= made["Bokeh"][1], cls.__qualname__
+            fewer += made["sped up"][1] < made["Bokeh"][1]
+            checked += 1
+    finally:
+        bokeh_speedups.apply()
+        settings.serialize_include_defaults.unset_value()
+    assert checked > 300 and fewer >= 1
+
+
+def test_a_model_given_its_models_makes_no_default_to_replace():
+    """A plot given its ranges, scales, toolbar and title makes none of its own to replace.
+
+    Bokeh reads each one's old value to compare it with the new one, and that
+    read makes the default (two ``DataRange1d``, two ``LinearScale``, a
+    ``Toolbar`` and a ``Title``), replaced at once. The plot is the same.
+    """
+    from bokeh.core.serialization import Serializer
+    from bokeh.models import LinearScale, Plot, Range1d, Toolbar
+
+    bokeh_speedups.apply()
+    if "PropertyDescriptor.__set__" not in bokeh_speedups.applied():
+        pytest.skip("this Bokeh's methods are not the ones the speed-up knows")
+
+    def plot():
+        given = dict(x_range=Range1d(), y_range=Range1d(start=-1), title=None)
+        given.update(x_scale=LinearScale(), y_scale=LinearScale(), toolbar=Toolbar())
+        return _models_made(lambda: Plot(**given, width=300))
+
+    try:
+        bokeh_speedups.remove()
+        theirs, theirs_made = plot()
+        theirs_json = Serializer().encode(theirs)
+    finally:
+        bokeh_speedups.apply()
+    ours, ours_made = plot()
+    assert theirs_made - ours_made == 6  # 2 ranges, 2 scales, a toolbar and a title
+    assert ours.title is None and ours.y_range.start == -1 and ours.width == 300
+    assert _numbered(serialize_json(Serializer().encode(ours))) == _numbered(
+        serialize_json(theirs_json)
+    )
