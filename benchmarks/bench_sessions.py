@@ -106,9 +106,9 @@ def run(tree: str, args) -> list[str]:
     from load_test import server_command
 
     port = free_port()
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=tree)
+    cmd, extra = server_command(tree, port, args.num_procs)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=tree, **extra)
     log = open(os.path.join(tempfile.gettempdir(), f"vizmm-sessions-{port}.log"), "w")  # noqa: SIM115
-    cmd = server_command(tree, port, args.num_procs)
     t0 = time.perf_counter()
     server = subprocess.Popen(cmd, cwd=tree, stdout=log, stderr=subprocess.STDOUT, env=env)
     while True:

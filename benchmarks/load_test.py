@@ -198,21 +198,29 @@ def export_tree(rev: str, dest: str) -> str:
     return dest
 
 
-def server_command(tree: str, port: int, procs: int) -> list[str]:
-    """``vizmm serve``'s panel command, as the tree at ``tree`` writes it (``--dry-run``)."""
+def server_command(tree: str, port: int, procs: int) -> tuple[list[str], dict[str, str]]:
+    """``vizmm serve``'s panel command as the tree at ``tree`` writes it (``--dry-run``).
+
+    Returns the command and the environment variables ``vizmm serve`` sets
+    for it (the ``NAME=value`` words it prints first; none in older trees).
+    """
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); from vizmm.cli import main; "
         "sys.exit(main(sys.argv[2:]))"
     )
     args = ["serve", "--port", str(port), "--num-procs", str(procs), "--dry-run"]
-    out = subprocess.run(
+    words = subprocess.run(
         [sys.executable, "-c", code, tree, *args],
         capture_output=True,
         text=True,
         check=True,
         cwd=tree,
-    ).stdout
-    return out.split() + ["--liveness"]
+    ).stdout.split()
+    env = {}
+    while words and "=" in words[0] and not words[0].startswith("-"):
+        name, value = words.pop(0).split("=", 1)
+        env[name] = value
+    return words + ["--liveness"], env
 
 
 def run(tree: str, args) -> dict:
@@ -220,8 +228,8 @@ def run(tree: str, args) -> dict:
     port = free_port()
     os.makedirs(os.path.join(ROOT, "test-output"), exist_ok=True)
     log = open(os.path.join(ROOT, "test-output", f"load-test-{port}.log"), "w")  # noqa: SIM115
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=tree)
-    cmd = server_command(tree, port, args.num_procs)
+    cmd, extra = server_command(tree, port, args.num_procs)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=tree, **extra)
     server = subprocess.Popen(cmd, cwd=tree, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
     t0 = time.time()

@@ -204,3 +204,16 @@ def test_parser_has_subcommands():
     parser = build_parser()
     args = parser.parse_args(["table", "x.vizmm", "--block", "1,2", "--ascii"])
     assert args.block == (1, 2) and args.ascii and callable(args.func)
+
+
+def test_serve_uses_the_c_allocator_unless_told(monkeypatch, capsys):
+    """``vizmm serve`` starts the server with PYTHONMALLOC=malloc; a PYTHONMALLOC set is kept."""
+    monkeypatch.delenv("PYTHONMALLOC", raising=False)
+    assert main(["serve", "--dry-run"]) == 0
+    words = capsys.readouterr().out.split()
+    assert words[0] == "PYTHONMALLOC=malloc"  # as a shell takes it: the variable, then the command
+    assert words[1:4] == [words[1], "-m", "panel"] and os.path.isfile(words[1])
+    monkeypatch.setenv("PYTHONMALLOC", "pymalloc")
+    assert main(["serve", "--dry-run"]) == 0
+    words = capsys.readouterr().out.split()
+    assert words[1:3] == ["-m", "panel"] and not any("PYTHONMALLOC" in w for w in words)

@@ -536,6 +536,12 @@ def test_vizmm_serve_listens_on_localhost_only(tmp_path):
                 time.sleep(0.5)
             # 127.0.0.1 only: no 0.0.0.0 (00000000), no [::]
             assert _listening(port) == ["0100007F"]
+            # the server runs with the C library's allocator (vizmm serve replaced
+            # itself with it: the same process), unless the environment chose one
+            with open(f"/proc/{proc.pid}/environ", "rb") as f:
+                environ = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+            want = os.environ.get("PYTHONMALLOC", "malloc").encode()
+            assert environ.get(b"PYTHONMALLOC") == want
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/dashboard", timeout=120) as r:
                 assert r.status == 200
         finally:
