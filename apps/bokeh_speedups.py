@@ -334,6 +334,48 @@ def applied() -> list[str]:
     return sorted(_ORIGINAL)
 
 
+#: The speed-ups that replace one method each, in the order they are applied:
+#: (name in KNOWN, class, attribute, replacement, the class's other methods
+#: whose source is checked with it because the replacement relies on them).
+_REPLACED = (
+    (
+        "HasProps.query_properties_with_values",
+        HasProps,
+        "query_properties_with_values",
+        query_properties_with_values,
+        (),
+    ),
+    (
+        "Property.themed_default",
+        Property,
+        "themed_default",
+        themed_default,
+        ("_raw_default", "_copy_default"),
+    ),
+    ("HasProps.themed_values", HasProps, "themed_values", themed_values, ()),
+    ("HasProps.__init__", HasProps, "__init__", has_props_init, ()),
+    (
+        "PropertyDescriptor.__set__",
+        PropertyDescriptor,
+        "__set__",
+        descriptor_set,
+        ("_set", "_trigger"),
+    ),
+)
+
+
+def _apply_replaced(name: str, owner: type, attribute: str, replacement, checked) -> bool:
+    """Replace one method where its source is the known one; whether it is replaced."""
+    if name in _ORIGINAL:
+        return True
+    original = getattr(owner, attribute)
+    if _digest(original, *(getattr(owner, other) for other in checked)) != KNOWN[name]:
+        return False
+    _ORIGINAL[name] = original
+    setattr(owner, attribute, replacement)
+    return True
+
+
 def apply() -> list[str]:
     """Apply the speed-ups (once per process); the names of those that were not.
 
@@ -344,14 +386,9 @@ def apply() -> list[str]:
         one these speed-ups were written against (empty when all applied).
     """
     skipped = []
-    name = "HasProps.query_properties_with_values"
-    if name not in _ORIGINAL:
-        original = HasProps.query_properties_with_values
-        if _digest(original) == KNOWN[name]:
-            _ORIGINAL[name] = original
-            HasProps.query_properties_with_values = query_properties_with_values
-        else:
-            skipped.append(name)
+    for entry in _REPLACED[:1]:
+        if not _apply_replaced(*entry):
+            skipped.append(entry[0])
     name = "Property._may_have_unstable_default"
     if name not in _ORIGINAL:
         owners = _unstable_default_owners()
@@ -361,56 +398,18 @@ def apply() -> list[str]:
                 cls._may_have_unstable_default = _remembered(cls, method)
         else:
             skipped.append(name)
-    name = "Property.themed_default"
-    if name not in _ORIGINAL:
-        methods = (Property.themed_default, Property._raw_default, Property._copy_default)
-        if _digest(*methods) == KNOWN[name]:
-            _ORIGINAL[name] = Property.themed_default
-            Property.themed_default = themed_default
-        else:
-            skipped.append(name)
-    name = "HasProps.themed_values"
-    if name not in _ORIGINAL:
-        if _digest(HasProps.themed_values) == KNOWN[name]:
-            _ORIGINAL[name] = HasProps.themed_values
-            HasProps.themed_values = themed_values
-        else:
-            skipped.append(name)
-    name = "HasProps.__init__"
-    if name not in _ORIGINAL:
-        if _digest(HasProps.__init__) == KNOWN[name]:
-            _ORIGINAL[name] = HasProps.__init__
-            HasProps.__init__ = has_props_init
-        else:
-            skipped.append(name)
-    name = "PropertyDescriptor.__set__"
-    if name not in _ORIGINAL:
-        methods = (PropertyDescriptor.__set__, PropertyDescriptor._set, PropertyDescriptor._trigger)
-        if _digest(*methods) == KNOWN[name]:
-            _ORIGINAL[name] = PropertyDescriptor.__set__
-            PropertyDescriptor.__set__ = descriptor_set
-        else:
-            skipped.append(name)
+    for entry in _REPLACED[1:]:
+        if not _apply_replaced(*entry):
+            skipped.append(entry[0])
     return skipped
 
 
 def remove() -> None:
     """Put Bokeh's own methods back (benchmarks compare both in one run)."""
-    original = _ORIGINAL.pop("HasProps.query_properties_with_values", None)
-    if original is not None:
-        HasProps.query_properties_with_values = original
     owners = _ORIGINAL.pop("Property._may_have_unstable_default", None)
     for cls, method in (owners or {}).items():
         cls._may_have_unstable_default = method
-    original = _ORIGINAL.pop("Property.themed_default", None)
-    if original is not None:
-        Property.themed_default = original
-    original = _ORIGINAL.pop("HasProps.themed_values", None)
-    if original is not None:
-        HasProps.themed_values = original
-    original = _ORIGINAL.pop("HasProps.__init__", None)
-    if original is not None:
-        HasProps.__init__ = original
-    original = _ORIGINAL.pop("PropertyDescriptor.__set__", None)
-    if original is not None:
-        PropertyDescriptor.__set__ = original
+    for name, owner, attribute, _, _ in _REPLACED:
+        original = _ORIGINAL.pop(name, None)
+        if original is not None:
+            setattr(owner, attribute, original)
