@@ -778,10 +778,11 @@ def add_serve_parser(subparsers) -> None:
 
 #: What ``vizmm serve`` sets in the server's environment where it is not set
 #: already. ``PYTHONMALLOC=malloc``: Python's own allocator keeps each 1 MiB
-#: arena in which a few objects still live, so a server kept 10-15% more
+#: arena in which a few objects still live, so a server kept 8-13% more
 #: memory after ten pages had closed (nearly 60% after sixty browser pages),
 #: with the same data live; the C library's allocator gives it back
-#: (``benchmarks/bench_sessions.py``: +0-4%). It costs some CPU per new page.
+#: (``benchmarks/bench_sessions.py``: +0-2%; ``load_test.py --pages 30``:
+#: +3%), for about the same CPU per new page.
 SERVE_ENVIRONMENT = {"PYTHONMALLOC": "malloc"}
 
 
