@@ -56,6 +56,7 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
+from protocol_page import ProtocolPage, configure_http  # noqa: E402 - beside this file
 from served import ARGS, CHROMIUM, LATENCY_JS, free_port  # noqa: E402 - the browser tests' helper
 
 PRESETS = ("fig5-8", "fig5-11", "fig5-9-3x3", "general", "medium")
@@ -160,6 +161,48 @@ async def one_page(browser, url, steps, results):
             results["missed"] += 1
     results["step_ms"] += await page.evaluate("() => window.__update")
     return ctx
+
+
+async def one_protocol_page(base, path, steps, results):
+    page = ProtocolPage(base, path)
+    results["ready"].append(await page.open())
+    results["ready_event"].set() if len(results["ready"]) == results["n"] else None
+    await results["ready_event"].wait()
+    for _ in range(steps):
+        try:
+            results["step_ms"].append(await page.press())
+        except TimeoutError:  # counted as a missed step, as in a browser page
+            results["missed"] += 1
+    return page
+
+
+async def drive_protocol(base, path_of, n, steps, procs, results):
+    """:func:`drive` with :class:`ProtocolPage` pages: the same waves, no browser."""
+    configure_http(n)
+    results["n"] = n
+    results["ready_event"] = asyncio.Event()
+    cpu0, machine0 = cpu_s(procs()), machine_cpu()
+    t0 = time.perf_counter()
+    pages = await asyncio.gather(
+        *(one_protocol_page(base, path_of(i), 0, results) for i in range(n))
+    )
+    results["sessions_wall"] = time.perf_counter() - t0
+    results["cpu_sessions"] = cpu_s(procs()) - cpu0
+    results["machine_sessions"] = [b - a for a, b in zip(machine0, machine_cpu(), strict=True)]
+    for page in pages:
+        await page.close()
+    results["ready_first"] = list(results["ready"])
+    results["ready"], results["ready_event"] = [], asyncio.Event()
+    tasks = [
+        asyncio.create_task(one_protocol_page(base, path_of(i), steps, results)) for i in range(n)
+    ]
+    await results["ready_event"].wait()
+    cpu1, machine1 = cpu_s(procs()), machine_cpu()
+    pages = await asyncio.gather(*tasks)
+    results["cpu_steps"] = cpu_s(procs()) - cpu1
+    results["machine_steps"] = [b - a for a, b in zip(machine1, machine_cpu(), strict=True)]
+    for page in pages:
+        await page.close()
 
 
 async def drive(url_of, n, steps, procs, results):
@@ -275,12 +318,17 @@ def run(tree: str, args) -> dict:
     lag = Lag(f"{base}/liveness")
     lag.start()
 
+    def path_of(i):
+        return args.url or f"dashboard?trace={PRESETS[i % len(PRESETS)]}"
+
     def url_of(i):
-        path = args.url or f"dashboard?trace={PRESETS[i % len(PRESETS)]}"
-        return f"{base}/{path}"
+        return f"{base}/{path_of(i)}"
 
     try:
-        asyncio.run(drive(url_of, args.pages, args.steps, procs, results))
+        if args.clients == "protocol":
+            asyncio.run(drive_protocol(base, path_of, args.pages, args.steps, procs, results))
+        else:
+            asyncio.run(drive(url_of, args.pages, args.steps, procs, results))
         results["load_during"] = os.getloadavg()[0]
     finally:
         lag.stop.set()
@@ -352,9 +400,20 @@ def main(argv=None) -> int:
         help="run the browsers at the lowest CPU priority (nice 19), so that the server is "
         "served first, as if the pages were on the students' own machines",
     )
+    ap.add_argument(
+        "--clients",
+        choices=("browser", "protocol"),
+        default="browser",
+        help="browser: Chromium pages; protocol: pages that make the same requests and send "
+        "the same messages with no browser (benchmarks/protocol_page.py), to measure the "
+        "server alone",
+    )
     args = ap.parse_args(argv)
+    if args.clients == "protocol" and args.nice_browsers:
+        ap.error("--nice-browsers is for --clients browser: protocol pages run no browser")
     print(
         f"vizmm serve --num-procs {args.num_procs}; {args.pages} pages, {args.steps} steps each; "
+        + ("Bokeh-protocol pages, no browser; " if args.clients == "protocol" else "")
         + ("browsers at nice 19; " if args.nice_browsers else "")
         + f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}"
     )
