@@ -44,6 +44,20 @@ class KeyboardShortcuts(JSComponent):
     on_key : callable, optional
         Called with the key (str) in the session's thread (an attribute, not
         a parameter: it stays in Python).
+
+    Attributes
+    ----------
+    key : str
+        The last key acted on (``""``: none yet).
+    pressed : int
+        Sequence number of the last key acted on (0: none yet).
+
+    Notes
+    -----
+    ``key`` and ``pressed`` are plain attributes, not parameters: the page's
+    script numbers a new key from the queue alone, so nothing of them needs
+    to travel back. As synchronised parameters they cost the server a patch
+    of their own on every key press (about a sixth of a step's work).
     """
 
     keys = param.List(
@@ -55,8 +69,6 @@ class KeyboardShortcuts(JSComponent):
         default=[],
         doc="The last watched keys pressed, oldest first, as [sequence number, key] pairs.",
     )
-    key = param.String(default="", doc="The last key acted on.")
-    pressed = param.Integer(default=0, doc="Sequence number of the last key acted on.")
 
     # Panel waits this long (ms) to batch changes from the browser; a key
     # should act at once.
@@ -83,8 +95,8 @@ class KeyboardShortcuts(JSComponent):
         event.preventDefault();
         event.stopPropagation();
         const queue = model.queue.slice(-(QUEUE_LENGTH - 1));
-        const last = queue.length ? queue[queue.length - 1][0] : model.pressed;
-        queue.push([Math.max(last, model.pressed) + 1, event.key]);
+        const last = queue.length ? queue[queue.length - 1][0] : 0;
+        queue.push([last + 1, event.key]);
         model.queue = queue;  // one property: a newer value holds the older keys too
       };
       document.addEventListener("keydown", handler, true);
@@ -99,6 +111,7 @@ class KeyboardShortcuts(JSComponent):
         params.setdefault("margin", 0)
         super().__init__(**params)
         self.on_key = on_key
+        self.key, self.pressed = "", 0
         self.param.watch(self._queued, "queue")
 
     def press(self, key: str) -> None:
@@ -110,7 +123,7 @@ class KeyboardShortcuts(JSComponent):
     def _queued(self, event) -> None:
         new = [(int(seq), str(key)) for seq, key in self.queue if int(seq) > self.pressed]
         for seq, key in new:
-            self.param.update(key=key, pressed=seq)
+            self.key, self.pressed = key, seq
             if key in self.keys and self.on_key is not None:
                 with hold():  # every change the key makes leaves in one batch
                     self.on_key(key)
