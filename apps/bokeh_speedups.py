@@ -1,4 +1,4 @@
-"""Less work for Bokeh on every new page: six speed-ups of its property system.
+"""Less work for Bokeh on every new page: seven speed-ups of its property system.
 
 A served dashboard page is about 350 Bokeh models, and the server builds and
 serializes them for every visitor. Profiling a server with a class arriving
@@ -44,8 +44,14 @@ Bokeh reading the *defaults* of properties, two ways:
   model is made to be compared: none could equal the value given (a model
   equals only itself), and nothing can have seen it (a model being made has
   no callbacks and no document). Every other set is Bokeh's.
+* ``DataSpec.to_serializable`` (every glyph's data specs, in every
+  ``to_json`` a page's first pull makes) decides whether a value is a fixed
+  value or a column's name against a new property tree made for each
+  question (the spec's type with ``String`` left out). Here each spec makes
+  that tree once: a page's ``to_json`` took 34 ms of CPU with Bokeh's
+  method and 24 ms with this one (median of 25 pages).
 
-All six replace a method of Bokeh, so they are applied only to the Bokeh code
+All seven replace a method of Bokeh, so they are applied only to the Bokeh code
 they were written against: each checks that the method it replaces is still
 the one it knows (a hash of its source). Another Bokeh version leaves the
 methods as they are (:func:`apply` says which were not applied), and every
@@ -63,9 +69,13 @@ from typing import Any
 
 from bokeh.core.has_props import HasProps
 from bokeh.core.property.bases import Property, validation_on
+from bokeh.core.property.dataspec import DataSpec
 from bokeh.core.property.descriptors import PropertyDescriptor
 from bokeh.core.property.instance import InstanceDefault
+from bokeh.core.property.nothing import Nothing
+from bokeh.core.property.primitive import String
 from bokeh.core.property.singletons import Intrinsic, Undefined
+from bokeh.core.property.vectorization import Field, Value
 from bokeh.core.property.wrappers import (
     PropertyValueContainer,
     PropertyValueDict,
@@ -89,6 +99,7 @@ KNOWN = {
     "HasProps.__init__": "8184f3bb9444ab37",
     # with the two methods it relies on: _set (the comparison), _trigger
     "PropertyDescriptor.__set__": "dc670eaaf0995c60",
+    "DataSpec.to_serializable": "e0aca301d2d87cec",
 }
 
 _ORIGINAL: dict[str, Any] = {}
@@ -230,6 +241,31 @@ def descriptor_set(self: PropertyDescriptor, obj: HasProps, value: Any, *, sette
     _ORIGINAL["PropertyDescriptor.__set__"](self, obj, value, setter=setter)
 
 
+def dataspec_to_serializable(self: DataSpec, obj: HasProps, name: str, val: Any) -> Any:
+    """``DataSpec.to_serializable`` with its value type (``String`` left out) made once.
+
+    Bokeh's method asks, for every data-spec value it serializes, whether the
+    value is a plain value of the spec's type other than a string, against
+    ``self.value_type.replace(String, Nothing())``: a new property tree made
+    for each question (a page's ``to_json`` made about 2,500). That tree
+    depends only on the spec, whose value type does not change once it is
+    made; here each spec makes it once and asks it again.
+    """
+    try:
+        without_string = self.__dict__["_vizmm_value_type_without_string"]
+    except KeyError:
+        without_string = self.value_type.replace(String, Nothing())
+        self.__dict__["_vizmm_value_type_without_string"] = without_string
+    try:
+        without_string.validate(val, False)
+        return Value(val)
+    except ValueError:
+        pass
+    if isinstance(val, str):
+        return Field(val)
+    return val
+
+
 def _remembered(owner: type, method):
     # Each class's method remembers its own answer: those of subclasses call
     # their base's through super().
@@ -361,6 +397,7 @@ _REPLACED = (
         descriptor_set,
         ("_set", "_trigger"),
     ),
+    ("DataSpec.to_serializable", DataSpec, "to_serializable", dataspec_to_serializable, ()),
 )
 
 

@@ -20,6 +20,7 @@ if ROOT not in sys.path:
 
 from bokeh.core.has_props import HasProps  # noqa: E402
 from bokeh.core.json_encoder import serialize_json  # noqa: E402
+from bokeh.core.property.dataspec import DataSpec  # noqa: E402
 from bokeh.core.property.descriptors import PropertyDescriptor, UnsetValueError  # noqa: E402
 from bokeh.document import Document  # noqa: E402
 
@@ -193,6 +194,8 @@ def test_another_bokeh_is_left_alone(monkeypatch):
     setter = kept.get("PropertyDescriptor.__set__", PropertyDescriptor.__set__)
     monkeypatch.setattr(HasProps, "__init__", init)
     monkeypatch.setattr(PropertyDescriptor, "__set__", setter)
+    to_serializable = kept.get("DataSpec.to_serializable", DataSpec.to_serializable)
+    monkeypatch.setattr(DataSpec, "to_serializable", to_serializable)
     monkeypatch.setattr(bokeh_speedups, "_ORIGINAL", {})
     monkeypatch.setattr(bokeh_speedups, "KNOWN", dict.fromkeys(bokeh_speedups.KNOWN, "0" * 16))
     skipped = bokeh_speedups.apply()
@@ -203,9 +206,11 @@ def test_another_bokeh_is_left_alone(monkeypatch):
         "HasProps.themed_values",
         "HasProps.__init__",
         "PropertyDescriptor.__set__",
+        "DataSpec.to_serializable",
     ]
     assert HasProps.query_properties_with_values is original
     assert HasProps.__init__ is init and PropertyDescriptor.__set__ is setter
+    assert DataSpec.to_serializable is to_serializable
     assert Property.themed_default is themed_default
     assert HasProps.themed_values is themed_values
     assert bokeh_speedups.applied() == []
@@ -341,3 +346,82 @@ def test_a_model_given_its_models_makes_no_default_to_replace():
     assert _numbered(serialize_json(Serializer().encode(ours))) == _numbered(
         serialize_json(theirs_json)
     )
+
+
+#: Values a data spec can be given: a column's name, plain values of each spec's
+#: type, a value or field given as a dict, values of no spec's type.
+SPEC_VALUES = (
+    "x",
+    "red",
+    "#ff000080",
+    "10px",
+    "italic",
+    "center",
+    "screen",
+    3,
+    2.5,
+    -1,
+    True,
+    None,
+    (255, 0, 0),
+    (255, 0, 0, 0.5),
+    [1, 2],
+    {"field": "a"},
+    {"value": 1},
+    {"expr": "e"},
+    np.float64(1.5),
+)
+
+
+def _outcome(prop, model, name, value, method):
+    """What ``prop.to_serializable`` gives for ``value`` (type and value, or the error raised).
+
+    With ``method``, Bokeh's own ``DataSpec.to_serializable`` is put in for the call
+    (a subclass's method, such as ``UnitsSpec``'s, calls it through ``super()``).
+    """
+    saved = DataSpec.to_serializable
+    if method is not None:
+        DataSpec.to_serializable = method
+    try:
+        out = prop.to_serializable(model, name, value)
+        return type(out), out
+    except Exception as e:  # noqa: BLE001 - the same error both ways is what is compared
+        return type(e), str(e)
+    finally:
+        DataSpec.to_serializable = saved
+
+
+def test_data_specs_serialize_as_bokeh_serializes_them():
+    """Every data spec of every model class turns each value into what Bokeh turns it into.
+
+    Bokeh's ``DataSpec.to_serializable`` decides between a fixed value, a
+    column's name and the value as given; the speed-up makes the type it
+    decides with once per spec. Both must decide the same for every spec
+    (numbers, colours, font sizes, angles, enumerations, ...) and value.
+    """
+    from bokeh.model import Model
+
+    bokeh_speedups.apply()
+    if "DataSpec.to_serializable" not in bokeh_speedups.applied():
+        pytest.skip("this Bokeh's methods are not the ones the speed-up knows")
+    bokeh = bokeh_speedups._ORIGINAL["DataSpec.to_serializable"]
+    specs, checked = {}, 0
+    for cls in Model.model_class_reverse_map.values():
+        for name in cls.properties():
+            prop = cls.lookup(name).property
+            if isinstance(prop, DataSpec):
+                specs.setdefault(type(prop).__name__ + repr(prop), (cls, name, prop))
+    kinds = set()
+    for cls, name, prop in specs.values():
+        try:
+            model = cls()
+        except Exception:  # a model that needs values: its specs' types are seen elsewhere
+            continue
+        kinds.add(type(prop).__name__)
+        for value in SPEC_VALUES:
+            for _ in range(2):  # the second time, the spec's type is the one kept
+                got, want = (_outcome(prop, model, name, value, method) for method in (None, bokeh))
+                assert got == want, (cls.__name__, name, value)
+                checked += 1
+    # number, string, colour, font size, angle (units), distance, enumerations ...
+    assert checked > 500 and {"NumberSpec", "ColorSpec", "FontSizeSpec", "AngleSpec"} <= kinds
