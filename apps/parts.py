@@ -9,6 +9,7 @@ import panel as pn
 
 __all__ = [
     "clear_drawing_caches",
+    "freeze_built_pages",
     "give_back_memory",
     "launch_inputs",
     "page_drawn",
@@ -16,6 +17,7 @@ __all__ = [
     "play",
     "release_memory_soon",
     "replace_timer",
+    "send_websocket_frames_at_once",
     "served_script",
 ]
 
@@ -60,6 +62,8 @@ def page_drawn(served: bool) -> threading.Event:
     drawn = threading.Event()
     if served and pn.state.curdoc is not None:
         pn.state.onload(drawn.set)
+        if _freeze_drawn_pages:
+            pn.state.onload(_freeze)
     else:
         drawn.set()
     return drawn
@@ -271,8 +275,91 @@ def give_back_memory() -> None:
 
 
 def _release_memory() -> None:
+    import gc
+
     global _release_pending
     _release_pending = False
     if not live_sessions():
         clear_drawing_caches()
+    gc.unfreeze()  # the closed pages' objects may be among the frozen ones
     give_back_memory()
+    if _freeze_drawn_pages:
+        gc.freeze()
+
+
+#: Whether pages' objects leave the collector's walks once built (see
+#: :func:`freeze_built_pages`; ``vizmm serve`` sets it in ``apps/preload.py``).
+_freeze_drawn_pages = False
+
+
+def _freeze(*_session_context) -> None:
+    import gc
+
+    gc.freeze()
+
+
+def freeze_built_pages() -> None:
+    """From now on, take the pages built so far out of the collector's walks, page by page.
+
+    Python's collector walks every object of the oldest generation in a full
+    collection, and starts one whenever that generation has grown by a
+    quarter. Thirty open dashboard pages are millions of objects: a full
+    collection then held the event loop for 0.5-0.8 s, eight times while a
+    class of thirty arrived and again while it stepped
+    (``benchmarks/load_test.py --clients protocol``: the slowest key presses).
+    Here ``gc.freeze()`` runs when a new session starts, before its page is
+    built, and again when a page has been drawn (Panel's ``onload``): what
+    exists then, every page built so far with it, is no longer walked, and a
+    full collection walks only what came after.
+
+    The pages' cycles are still collected: when sessions close, the release
+    of their memory (:func:`release_memory_soon`) unfreezes everything,
+    collects, and freezes what is left (the libraries and the pages still
+    open). Cycles that were already garbage when they were frozen wait for
+    that release too.
+
+    Call it in a server process before it listens (a ``--setup`` script): it
+    adds a session-created callback, which Panel refuses inside a session.
+    """
+    global _freeze_drawn_pages
+    if not _freeze_drawn_pages:
+        _freeze_drawn_pages = True
+        pn.state.on_session_created(_freeze)
+
+
+def send_websocket_frames_at_once() -> bool:
+    """Make the server's websockets send each frame as soon as it is written (``TCP_NODELAY``).
+
+    Bokeh sends a message as three frames or more (header, metadata,
+    content, then each buffer), each its own write, and neither Bokeh nor
+    Panel turns off Nagle's algorithm on the server's side of the websocket,
+    as Tornado advises for an interactive socket. The kernel then holds each
+    frame after the first until the browser acknowledges the one before,
+    which a browser delays by up to 40 ms: every update a key press caused
+    reached the page about 20-40 ms late, on an idle server. Here each
+    websocket of Panel's handler asks for ``TCP_NODELAY`` when it opens.
+
+    Returns
+    -------
+    bool
+        Whether it is in effect (False: Panel's handler has no ``open`` to wrap).
+    """
+    try:
+        from panel.io.server import WSHandler
+    except ImportError:  # a Panel without its own websocket handler
+        return False
+    original = WSHandler.__dict__.get("open")
+    if original is None:
+        return False
+    if getattr(original, "_vizmm_nodelay", False):
+        return True
+
+    def open(self, *args, **kwargs):  # noqa: A001 - Tornado's name for it
+        self.set_nodelay(True)
+        return original(self, *args, **kwargs)
+
+    open._vizmm_nodelay = True
+    open.__wrapped__ = original
+    open.__doc__ = original.__doc__
+    WSHandler.open = open
+    return True

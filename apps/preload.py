@@ -34,7 +34,12 @@ from tornado import netutil  # noqa: E402
 
 from apps import bokeh_speedups  # noqa: E402
 from apps.barrier_view import lab_findings  # noqa: E402
-from apps.parts import clear_drawing_caches, give_back_memory  # noqa: E402
+from apps.parts import (  # noqa: E402
+    clear_drawing_caches,
+    freeze_built_pages,
+    give_back_memory,
+    send_websocket_frames_at_once,
+)
 from vizmm.catalogue import CATALOGUE, LAB_PRESETS, PRESETS  # noqa: E402
 from vizmm.render.bokeh_scene import table_extent  # noqa: E402
 
@@ -58,6 +63,12 @@ for _name in bokeh_speedups.apply():
         f"vizmm: Bokeh's {_name} is not the one known; built without that speed-up", file=sys.stderr
     )
 
+# Each websocket frame leaves at once, not after the browser's delayed
+# acknowledgement of the one before (apps.parts.send_websocket_frames_at_once).
+if not send_websocket_frames_at_once():
+    print("vizmm: Panel's websocket handler is not the one known; frames wait", file=sys.stderr)
+# Built pages' objects leave the collector's walks (apps.parts.freeze_built_pages).
+freeze_built_pages()
 # One connection accepted per turn of the loop (see above). Tornado reads this
 # module constant each time the socket is ready; it has no public setting.
 netutil._DEFAULT_BACKLOG = 1
