@@ -74,6 +74,12 @@ class KeyboardShortcuts(JSComponent):
     # should act at once.
     _debounce = 0
 
+    # A key press does not mark the server busy (``pn.state.busy``): its
+    # work is one step, and the bookkeeping (two updates of Panel's busy list
+    # and their watchers) cost the server about a tenth of a step's work, as
+    # Panel's own layouts skip it for their scroll position.
+    _busy__ignore = ["queue"]
+
     _esm = """
     const EDITABLE = new Set(["INPUT", "TEXTAREA", "SELECT"]);
 
