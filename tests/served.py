@@ -113,6 +113,44 @@ def serve(app: str, logdir, timeout: float = 120):
                 proc.kill()
 
 
+@contextlib.contextmanager
+def vizmm_serve(logdir, *args: str, timeout: float = 240):
+    """Run ``vizmm serve --port P *args`` (a free port); yield its process and base URL.
+
+    Ready once ``/dashboard`` answers (a page is built for that request). The
+    server's output goes to ``logdir/serve.log``; a server that does not
+    answer within ``timeout`` seconds fails the test with the end of that log.
+    """
+    port = free_port()
+    exe = os.path.join(os.path.dirname(sys.executable), "vizmm")
+    base = f"http://127.0.0.1:{port}"
+    with open(os.path.join(logdir, "serve.log"), "w+") as log:
+        proc = subprocess.Popen(
+            [exe, "serve", "--port", str(port), *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"),
+        )
+        try:
+            deadline = time.time() + timeout
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{base}/dashboard", timeout=60):
+                        break
+                except OSError:
+                    if proc.poll() is not None or time.time() > deadline:
+                        log.seek(0)
+                        pytest.fail(f"vizmm serve did not start:\n{log.read()[-3000:]}")
+                    time.sleep(0.5)
+            yield proc, base
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
 def read_status(pg, selector: str) -> dict:
     """The ``data-*`` attributes of the page's status element, JSON values decoded."""
     data = pg.eval_on_selector(selector, "el => Object.assign({}, el.dataset)")

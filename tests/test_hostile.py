@@ -513,37 +513,15 @@ def _listening(port: int) -> list[str]:
 
 @pytest.mark.slow
 def test_vizmm_serve_listens_on_localhost_only(tmp_path):
-    import subprocess
-    import sys
-    import time
-    import urllib.request
+    from served import vizmm_serve
 
-    from served import free_port
-
-    port = free_port()
-    exe = os.path.join(os.path.dirname(sys.executable), "vizmm")
-    with open(tmp_path / "serve.log", "w") as log:
-        proc = subprocess.Popen(
-            [exe, "serve", "--port", str(port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"),
-        )
-        try:
-            deadline = time.time() + 180
-            while not _listening(port):
-                assert proc.poll() is None and time.time() < deadline, tmp_path / "serve.log"
-                time.sleep(0.5)
-            # 127.0.0.1 only: no 0.0.0.0 (00000000), no [::]
-            assert _listening(port) == ["0100007F"]
-            # the server runs with the C library's allocator (vizmm serve replaced
-            # itself with it: the same process), unless the environment chose one
-            with open(f"/proc/{proc.pid}/environ", "rb") as f:
-                environ = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
-            want = os.environ.get("PYTHONMALLOC", "malloc").encode()
-            assert environ.get(b"PYTHONMALLOC") == want
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/dashboard", timeout=120) as r:
-                assert r.status == 200
-        finally:
-            proc.terminate()
-            proc.wait(20)
+    with vizmm_serve(tmp_path) as (proc, base):
+        port = int(base.rsplit(":", 1)[1])
+        # 127.0.0.1 only: no 0.0.0.0 (00000000), no [::]
+        assert _listening(port) == ["0100007F"]
+        # the server runs with the C library's allocator (vizmm serve replaced
+        # itself with it: the same process), unless the environment chose one
+        with open(f"/proc/{proc.pid}/environ", "rb") as f:
+            environ = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+        want = os.environ.get("PYTHONMALLOC", "malloc").encode()
+        assert environ.get(b"PYTHONMALLOC") == want

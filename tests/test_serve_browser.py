@@ -6,13 +6,9 @@ trace, step and theme of their own URL and step on a key press.
 """
 
 import os
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
-from served import ARGS, CHROMIUM, free_port, read_status
+from served import ARGS, CHROMIUM, read_status, vizmm_serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -31,29 +27,8 @@ PAGES = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("serve") / "serve.log"
-    exe = os.path.join(os.path.dirname(sys.executable), "vizmm")
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [exe, "serve", "--port", str(port), "--num-procs", "2"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"),
-        )
-        try:
-            deadline = time.time() + 240
-            while True:
-                try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/dashboard", timeout=60):
-                        break
-                except OSError:
-                    assert proc.poll() is None and time.time() < deadline, log_path.read_text()
-                    time.sleep(0.5)
-            yield f"http://127.0.0.1:{port}/dashboard"
-        finally:
-            proc.terminate()
-            proc.wait(30)
+    with vizmm_serve(tmp_path_factory.mktemp("serve"), "--num-procs", "2") as (_, base):
+        yield f"{base}/dashboard"
 
 
 def test_pages_arriving_at_once_each_show_their_own_url(server):

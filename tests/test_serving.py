@@ -15,7 +15,6 @@ import gc
 import os
 import re
 import socket
-import subprocess
 import sys
 import time
 import urllib.request
@@ -23,7 +22,7 @@ import weakref
 
 import panel as pn
 import pytest
-from served import free_port
+from served import free_port, vizmm_serve
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -168,31 +167,8 @@ def test_a_page_drawn_freezes_only_where_asked(thawed, monkeypatch):
 # -------------------------------------------------- a page with no browser
 @pytest.fixture(scope="module")
 def served_dashboard(tmp_path_factory):
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("serve") / "serve.log"
-    exe = os.path.join(os.path.dirname(sys.executable), "vizmm")
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [exe, "serve", "--port", str(port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"),
-        )
-        try:
-            deadline = time.time() + 240
-            while True:
-                try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/liveness", timeout=60):
-                        break
-                except OSError as e:
-                    if getattr(e, "code", None) == 404:  # listening, no /liveness: fine
-                        break
-                    assert proc.poll() is None and time.time() < deadline, log_path.read_text()
-                    time.sleep(0.5)
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            proc.terminate()
-            proc.wait(30)
+    with vizmm_serve(tmp_path_factory.mktemp("serve")) as (_, base):
+        yield base
 
 
 @pytest.mark.slow
