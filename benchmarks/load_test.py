@@ -7,6 +7,7 @@ Run from the repository root::
     .venv/bin/python benchmarks/load_test.py --pages 5 --url 'dashboard?trace=gpu-4096-t32-tiled'
     .venv/bin/python benchmarks/load_test.py --pages 30 --ref c33c8b0   # before and after
     .venv/bin/python benchmarks/load_test.py --pages 30 --nice-browsers
+    .venv/bin/python benchmarks/load_test.py --pages 30 --clients protocol   # the server alone
 
 Starts ``vizmm serve`` (the shipped traces read before it listens) on a free
 port with ``--liveness``, opens N pages in one Chromium at once, each on a
@@ -31,13 +32,29 @@ Prints:
   (the browsers, this script and any other program);
 * its event-loop lag: the latency of Panel's ``/liveness`` endpoint, polled
   every 100 ms during the run (a request waits for the loop);
-* the machine's load average, since the browsers share the cores.
+* the machine's load average, since the browsers share the cores;
+* how fast this machine runs Python just before the pages come (a fixed
+  loop's milliseconds): a shared machine's speed changes from hour to hour.
 
 The browsers share the server's cores, which a class's do not (each student
 has a machine). With ``--nice-browsers`` they run at the lowest CPU priority
 (nice 19): the server gets a core whenever it has work, and the figures
 show what the server makes of a class, less what its own share of two busy
 cores costs it. The browsers still take every cycle the server leaves.
+
+With ``--clients protocol`` there is no browser: each page is a
+:class:`protocol_page.ProtocolPage`, which makes the requests a Chromium page
+makes (the page, its scripts and style sheets, the websocket) and sends the
+messages it sends (the document's pull, the plots' sizes, the location, the
+browser's facts, ``document_ready``, each key press as the keyboard model's
+``queue``), and times the server's answers: a page is ready when the server
+has answered ``document_ready`` and the document's status says ready, and a
+key press is shown when the patch whose status has the next step arrives.
+The pages' own work is then a few percent of the cores, so the figures are
+the server's alone, as a class on its own machines would see them, less the
+browsers' drawing. The waves, the steps and every figure printed are the
+same as with browsers; every page presses its next key as soon as the last
+one is shown (no pause to look), so thirty pages keep the server busy.
 """
 
 from __future__ import annotations
@@ -107,6 +124,23 @@ def machine_cpu() -> tuple[float, float]:
     busy = user + nice + system + irq + softirq + steal
     hz = os.sysconf("SC_CLK_TCK")
     return busy / hz, (busy + idle + iowait) / hz
+
+
+def python_speed_ms() -> float:
+    """Milliseconds this machine takes now for a fixed piece of pure Python (best of five).
+
+    The server's work is pure Python; on a shared machine its speed changes
+    from hour to hour (by half, between runs of this test an hour apart).
+    Figures of runs made at different times compare only with this beside them.
+    """
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        d = {}
+        for i in range(300_000):
+            d[i % 1000] = d.get(i % 1000, 0) + i
+        best = min(best, time.perf_counter() - t0)
+    return 1000 * best
 
 
 def pct(xs, q) -> float:
@@ -297,6 +331,7 @@ def run(tree: str, args) -> dict:
 
     time.sleep(2)
     results = {"ready": [], "step_ms": [], "missed": 0, "load_before": os.getloadavg()[0]}
+    results["speed_ms"] = python_speed_ms()
     mem_before = rss_mib(procs())
     peak = [mem_before]
     stop = threading.Event()
@@ -381,6 +416,7 @@ def report(r: dict, args) -> list[tuple[str, str]]:
         ("cores busy while pages stepped", share(r["cpu_steps"], r["machine_steps"])),
         ("event-loop lag (/liveness)", summary("", r["lag_ms"], "ms")),
         ("load average", f"{r['load_before']:.1f} before, {r['load_during']:.1f} during"),
+        ("this machine's Python, before", f"{r['speed_ms']:.0f} ms for a fixed loop"),
     ]
 
 
