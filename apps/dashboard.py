@@ -442,8 +442,15 @@ class DashboardState(param.Parameterized):
             action()
 
     # ------------------------------------------------------------ views
-    def status(self) -> dict:
+    def status(self, per_thread: bool = True) -> dict:
         """What the page shows, as plain data (tests read it; the page puts it in the DOM).
+
+        Parameters
+        ----------
+        per_thread : bool
+            False: leave out the T x T lists (``mds``, ``nds``, ``mds_state``,
+            ``nds_state``, ``threads``), which the page does not put in its
+            DOM for blocks of more than 8 x 8 threads.
 
         Returns
         -------
@@ -482,6 +489,26 @@ class DashboardState(param.Parameterized):
             "thread": thread,
             "granularity": self.granularity,
             "order": self.order,
+            **(self._per_thread_status(f, T) if per_thread else {}),
+            **_transactions_status(f),
+            "loads": int(f.loads_so_far),
+            "naive": int(f.naive_loads_so_far),
+            "cgma": round(float(f.cgma), 4),
+            "pvalue": None if f.focus is None else _num(f.pvalue[f.focus]),
+            # barrier lab: threads whose read at this step found the wrong element
+            "wrong": None if f.thread_wrong is None else f.thread_wrong.astype(int).tolist(),
+            "struck": [i + 1 for i in f.struck_lines],
+            "title": f.title,
+            "presenter": self.presenter,
+            "theme": self.theme,
+            "message": self.message,
+            "busy": self.busy,
+        }
+
+    @staticmethod
+    def _per_thread_status(f, T: int) -> dict:
+        """The T x T lists of :meth:`status` (slot labels and states, thread states)."""
+        return {
             "mds": [
                 [slot_label(f.mds_state[y, x], f.mds_src[y, x], "M") for x in range(T)]
                 for y in range(T)
@@ -496,19 +523,6 @@ class DashboardState(param.Parameterized):
                 [ThreadState(int(f.thread_state[y, x])).name.lower() for x in range(T)]
                 for y in range(T)
             ],
-            **_transactions_status(f),
-            "loads": int(f.loads_so_far),
-            "naive": int(f.naive_loads_so_far),
-            "cgma": round(float(f.cgma), 4),
-            "pvalue": None if f.focus is None else _num(f.pvalue[f.focus]),
-            # barrier lab: threads whose read at this step found the wrong element
-            "wrong": None if f.thread_wrong is None else f.thread_wrong.astype(int).tolist(),
-            "struck": [i + 1 for i in f.struck_lines],
-            "title": f.title,
-            "presenter": self.presenter,
-            "theme": self.theme,
-            "message": self.message,
-            "busy": self.busy,
         }
 
     def url_query(self) -> str:
@@ -1219,14 +1233,12 @@ class Dashboard(pn.viewable.Viewer):
             action(a, b)
 
     def _status_html(self) -> str:
-        st = self.state.status()
+        frame = self.state.frame
+        # over 8 x 8 threads the labels would make every step's message ~40 KB:
+        # the page keeps the summary (tests read the small presets' labels)
+        st = self.state.status(per_thread=frame is None or frame.thread_state.shape[0] <= 8)
         for extra in self.status_extras:
             st.update(extra())
-        if st.get("mds") is not None and len(st["mds"]) > 8:
-            # 256 threads: the labels would make every step's message ~40 KB; the
-            # page keeps the summary (tests read the small presets' labels)
-            for key in ("mds", "nds", "mds_state", "nds_state", "threads"):
-                st.pop(key, None)
         attrs = " ".join(
             f'data-{k}="{html.escape(v if isinstance(v, str) else json.dumps(v), quote=True)}"'
             for k, v in st.items()

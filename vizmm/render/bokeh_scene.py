@@ -478,19 +478,21 @@ def _pvalue_columns(frame: Frame, trace: Trace) -> dict[str, list]:
     row0, col0 = frame.tiles["P"]
     cols = _columns_of("P_pvalue")
     names = _static_grid(trace, "P")["name"]
-    pstate = frame.p_state
+    pstate, p_wrong, pvalue = frame.p_state, frame.p_wrong, frame.pvalue
+    done = int(CellState.DONE)  # looked up once, not for every element
     for ty in range(min(T, j - row0)):
         for tx in range(min(T, l - col0)):
             r, c = row0 + ty, col0 + tx
-            wrong = frame.p_wrong is not None and bool(frame.p_wrong[r, c])
+            wrong = p_wrong is not None and bool(p_wrong[r, c])
+            state = int(pstate[r, c])
             _add_cell(
                 cols,
                 r,
                 c,
                 name=names[r * l + c],
-                text=("✗ " if wrong else "") + _fmt(frame.pvalue[ty, tx]),
+                text=("✗ " if wrong else "") + _fmt(pvalue[ty, tx]),
                 thread=f"thread ({ty},{tx})",
-                code=P_WRITTEN if pstate[r, c] == CellState.DONE else int(pstate[r, c]),
+                code=P_WRITTEN if state == done else state,
             )
     return cols
 
