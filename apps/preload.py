@@ -8,7 +8,9 @@ visitor, not while the first class waits. Bokeh's validation of every new
 session's document (warnings in the log, nothing a visitor sees) is turned
 off, Bokeh's property system gets the speed-ups of ``apps/bokeh_speedups.py``
 (where its methods are the known ones), and what the process holds by then
-is frozen out of the garbage collector's walks (``gc.freeze``).
+is frozen out of the garbage collector's walks (``gc.freeze``), as each page
+will be once built (``apps.parts.freeze_built_pages``). Its websockets send
+each frame at once (``apps.parts.send_websocket_frames_at_once``).
 
 With ``--num-procs N`` the processes share one listening socket, and Tornado's
 accept handler takes up to 128 waiting connections each time the socket is
