@@ -62,7 +62,7 @@ def page_drawn(served: bool) -> threading.Event:
     drawn = threading.Event()
     if served and pn.state.curdoc is not None:
         pn.state.onload(drawn.set)
-        if _freeze_drawn_pages:
+        if _freezing_built_pages:
             pn.state.onload(_freeze)
     else:
         drawn.set()
@@ -283,13 +283,13 @@ def _release_memory() -> None:
         clear_drawing_caches()
     gc.unfreeze()  # the closed pages' objects may be among the frozen ones
     give_back_memory()
-    if _freeze_drawn_pages:
+    if _freezing_built_pages:
         gc.freeze()
 
 
 #: Whether pages' objects leave the collector's walks once built (see
 #: :func:`freeze_built_pages`; ``vizmm serve`` sets it in ``apps/preload.py``).
-_freeze_drawn_pages = False
+_freezing_built_pages = False
 
 
 def _freeze(*_session_context) -> None:
@@ -321,9 +321,9 @@ def freeze_built_pages() -> None:
     Call it in a server process before it listens (a ``--setup`` script): it
     adds a session-created callback, which Panel refuses inside a session.
     """
-    global _freeze_drawn_pages
-    if not _freeze_drawn_pages:
-        _freeze_drawn_pages = True
+    global _freezing_built_pages
+    if not _freezing_built_pages:
+        _freezing_built_pages = True
         pn.state.on_session_created(_freeze)
 
 

@@ -210,26 +210,28 @@ async def one_protocol_page(base, path, steps, results):
     return page
 
 
-async def drive_protocol(base, path_of, n, steps, procs, results):
-    """:func:`drive` with :class:`ProtocolPage` pages: the same waves, no browser."""
-    configure_http(n)
+async def waves(start_page, n, steps, procs, results):
+    """The two waves of ``n`` pages, whatever the client; fills ``results``.
+
+    ``start_page(i, steps)`` opens page ``i``, presses → ``steps`` times once
+    every page of its wave is ready, and returns what ``close()`` (awaited)
+    closes. The first wave arrives at once and only opens; the second
+    steps, its CPU measured from when every page of it is ready.
+    """
     results["n"] = n
     results["ready_event"] = asyncio.Event()
     cpu0, machine0 = cpu_s(procs()), machine_cpu()
     t0 = time.perf_counter()
-    pages = await asyncio.gather(
-        *(one_protocol_page(base, path_of(i), 0, results) for i in range(n))
-    )
+    pages = await asyncio.gather(*(start_page(i, 0) for i in range(n)))
     results["sessions_wall"] = time.perf_counter() - t0
     results["cpu_sessions"] = cpu_s(procs()) - cpu0
     results["machine_sessions"] = [b - a for a, b in zip(machine0, machine_cpu(), strict=True)]
     for page in pages:
         await page.close()
+    # now the steps: fresh pages (already ready), all pressing at once
     results["ready_first"] = list(results["ready"])
     results["ready"], results["ready_event"] = [], asyncio.Event()
-    tasks = [
-        asyncio.create_task(one_protocol_page(base, path_of(i), steps, results)) for i in range(n)
-    ]
+    tasks = [asyncio.create_task(start_page(i, steps)) for i in range(n)]
     await results["ready_event"].wait()
     cpu1, machine1 = cpu_s(procs()), machine_cpu()
     pages = await asyncio.gather(*tasks)
@@ -239,37 +241,21 @@ async def drive_protocol(base, path_of, n, steps, procs, results):
         await page.close()
 
 
+async def drive_protocol(base, path_of, n, steps, procs, results):
+    """:func:`waves` with :class:`ProtocolPage` pages: no browser."""
+    configure_http(n)
+    await waves(
+        lambda i, s: one_protocol_page(base, path_of(i), s, results), n, steps, procs, results
+    )
+
+
 async def drive(url_of, n, steps, procs, results):
+    """:func:`waves` with Chromium pages, each in its own browser context."""
     from playwright.async_api import async_playwright
 
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        results["n"] = n
-        results["ready_event"] = asyncio.Event()
-        cpu0, machine0 = cpu_s(procs()), machine_cpu()
-        t0 = time.perf_counter()
-        tasks = [asyncio.create_task(one_page(browser, url_of(i), 0, results)) for i in range(n)]
-        ctxs = await asyncio.gather(*tasks)
-        results["sessions_wall"] = time.perf_counter() - t0
-        results["cpu_sessions"] = cpu_s(procs()) - cpu0
-        results["machine_sessions"] = [b - a for a, b in zip(machine0, machine_cpu(), strict=True)]
-        for c in ctxs:
-            await c.close()
-        # now the steps: fresh pages (already ready), all pressing at once
-        results["ready_first"] = list(results["ready"])
-        results["ready"], results["ready_event"] = [], asyncio.Event()
-        tasks = [
-            asyncio.create_task(one_page(browser, url_of(i), steps, results)) for i in range(n)
-        ]
-        pages = []
-        # CPU of the step phase: measured from when every page is ready
-        await results["ready_event"].wait()
-        cpu1, machine1 = cpu_s(procs()), machine_cpu()
-        pages = await asyncio.gather(*tasks)
-        results["cpu_steps"] = cpu_s(procs()) - cpu1
-        results["machine_steps"] = [b - a for a, b in zip(machine1, machine_cpu(), strict=True)]
-        for c in pages:
-            await c.close()
+        await waves(lambda i, s: one_page(browser, url_of(i), s, results), n, steps, procs, results)
         await browser.close()
 
 

@@ -64,32 +64,20 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(app: str, logdir, timeout: float = 120):
-    """Run ``panel serve apps/<app>.py`` on a free local port; yield the app's URL.
+def _running(cmd: list[str], log_path: str, url: str, timeout: float, name: str):
+    """Run ``cmd`` (output to ``log_path``) until ``url`` answers 200; yield the process.
 
-    The server's output goes to ``logdir/panel.log``; a server that does not
-    answer within ``timeout`` seconds fails the test with the end of that log.
+    A server that does not answer within ``timeout`` seconds fails the test
+    with the end of its log; the server is stopped on the way out.
     """
-    port = free_port()
-    with open(os.path.join(logdir, "panel.log"), "w+") as log:
-        panel = os.path.join(os.path.dirname(sys.executable), "panel")
+    with open(log_path, "w+") as log:
         proc = subprocess.Popen(
-            [
-                panel,
-                "serve",
-                f"apps/{app}.py",
-                "--port",
-                str(port),
-                "--address",
-                "127.0.0.1",
-                f"--allow-websocket-origin=127.0.0.1:{port}",
-            ],
+            cmd,
             cwd=ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,
             env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"),
         )
-        url = f"http://127.0.0.1:{port}/{app}"
         try:
             deadline = time.time() + timeout
             while True:
@@ -102,15 +90,31 @@ def serve(app: str, logdir, timeout: float = 120):
                     pass
                 if proc.poll() is not None or time.time() > deadline:
                     log.seek(0)
-                    pytest.fail(f"panel serve did not start:\n{log.read()[-3000:]}")
+                    pytest.fail(f"{name} did not start:\n{log.read()[-3000:]}")
                 time.sleep(0.3)
-            yield url
+            yield proc
         finally:
             proc.terminate()
             try:
-                proc.wait(10)
+                proc.wait(30)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+@contextlib.contextmanager
+def serve(app: str, logdir, timeout: float = 120):
+    """Run ``panel serve apps/<app>.py`` on a free local port; yield the app's URL.
+
+    The server's output goes to ``logdir/panel.log``; a server that does not
+    answer within ``timeout`` seconds fails the test with the end of that log.
+    """
+    port = free_port()
+    panel = os.path.join(os.path.dirname(sys.executable), "panel")
+    cmd = [panel, "serve", f"apps/{app}.py", "--port", str(port), "--address", "127.0.0.1"]
+    cmd.append(f"--allow-websocket-origin=127.0.0.1:{port}")
+    url = f"http://127.0.0.1:{port}/{app}"
+    with _running(cmd, os.path.join(logdir, "panel.log"), url, timeout, "panel serve"):
+        yield url
 
 
 @contextlib.contextmanager
@@ -124,31 +128,11 @@ def vizmm_serve(logdir, *args: str, timeout: float = 240):
     port = free_port()
     exe = os.path.join(os.path.dirname(sys.executable), "vizmm")
     base = f"http://127.0.0.1:{port}"
-    with open(os.path.join(logdir, "serve.log"), "w+") as log:
-        proc = subprocess.Popen(
-            [exe, "serve", "--port", str(port), *args],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"),
-        )
-        try:
-            deadline = time.time() + timeout
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{base}/dashboard", timeout=60):
-                        break
-                except OSError:
-                    if proc.poll() is not None or time.time() > deadline:
-                        log.seek(0)
-                        pytest.fail(f"vizmm serve did not start:\n{log.read()[-3000:]}")
-                    time.sleep(0.5)
-            yield proc, base
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    cmd = [exe, "serve", "--port", str(port), *args]
+    with _running(
+        cmd, os.path.join(logdir, "serve.log"), f"{base}/dashboard", timeout, "vizmm serve"
+    ) as proc:
+        yield proc, base
 
 
 def read_status(pg, selector: str) -> dict:

@@ -115,7 +115,7 @@ def _garbage_cycle() -> weakref.ref:
 @pytest.fixture
 def thawed(monkeypatch):
     """Built pages frozen as ``vizmm serve`` freezes them; everything thawed afterwards."""
-    monkeypatch.setattr(parts, "_freeze_drawn_pages", False)
+    monkeypatch.setattr(parts, "_freezing_built_pages", False)
     monkeypatch.setattr(type(pn.state), "_on_session_created", [])
     monkeypatch.setattr(type(pn.state), "curdoc", property(lambda self: None))  # no session
     yield
