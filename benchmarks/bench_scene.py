@@ -10,7 +10,9 @@ the models of a Document holding the scene, the CPU time (process time) to
 build the :class:`~vizmm.render.bokeh_scene.Scene` and show its first frame,
 and the CPU time of ``Document.to_json()`` (what a new page is sent), median
 of ``--runs`` runs after one warm-up, with Bokeh as it is and with the
-server's speed-ups of it (``apps/bokeh_speedups.py``), side by side.
+server's speed-ups of it (``apps/bokeh_speedups.py``), side by side. Then
+the same for the messages of a key press on an open page: the ``PATCH-DOC``
+a step makes, and the keyboard patch the page sends.
 ``--types`` also counts the models by type.
 """
 
@@ -57,6 +59,42 @@ def measure(key: str, presenter: bool):
     return t1 - t0, t3 - t2, doc
 
 
+def measure_messages(key: str, runs: int) -> tuple[float, float]:
+    """Median CPU seconds of one key press's ``PATCH-DOC`` made, and one page's patch applied.
+
+    The press's events are those a step of preset ``key`` makes on a page
+    whose every model has been sent; the page's patch is a keyboard
+    ``queue`` change, as a key press sends it.
+    """
+    from bokeh.document import Document
+    from bokeh.protocol.messages.patch_doc import patch_doc
+
+    from apps.dashboard import Dashboard, DashboardState
+
+    doc = Document()
+    dash = Dashboard(state=DashboardState(source=key), served=False)
+    doc.add_root(dash.__panel__().get_root(doc))
+    doc.to_json()
+    doc.models.flush_synced()
+    events = []
+    doc.on_change(lambda event: events.append(event))
+    dash.keys.press("ArrowRight")
+    keys = next(m for m in doc.models if type(m).__name__.startswith("KeyboardShortcuts"))
+    patch = {
+        "events": [{"kind": "ModelChanged", "model": {"id": keys.id}, "attr": "queue", "new": []}]
+    }
+    makes, applies = [], []
+    for _ in range(runs):
+        t0 = time.process_time()
+        patch_doc.create(events)
+        t1 = time.process_time()
+        doc.apply_json_patch(patch)
+        t2 = time.process_time()
+        makes.append(t1 - t0)
+        applies.append(t2 - t1)
+    return statistics.median(makes), statistics.median(applies)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=9, help="runs per case (median)")
@@ -90,6 +128,17 @@ def main(argv=None) -> None:
         if args.types:
             counts = collections.Counter(type(m).__name__ for m in models)
             print("   ", ", ".join(f"{t} {n}" for t, n in counts.most_common()))
+    figures = {}
+    for mode in ("Bokeh", "sped up"):
+        bokeh_speedups.apply() if mode == "sped up" else bokeh_speedups.remove()
+        measure_messages("fig5-8", 3)  # warm-up
+        figures[mode] = measure_messages("fig5-8", 20 * args.runs)
+    (m0, a0), (m1, a1) = figures["Bokeh"], figures["sped up"]
+    print(
+        f"{'messages fig5-8':18s} a step's PATCH-DOC made {1000 * m0:5.2f} -> {1000 * m1:5.2f} ms "
+        f"({m1 / m0:.2f}x)   a page's patch applied {1000 * a0:5.2f} -> {1000 * a1:5.2f} ms "
+        f"({a1 / a0:.2f}x)   (Bokeh -> sped up, median of {20 * args.runs})"
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ property is set must survive, and a Bokeh whose methods are not the known ones
 must be left alone.
 """
 
+import inspect
 import os
 import re
 import sys
@@ -23,6 +24,7 @@ from bokeh.core.json_encoder import serialize_json  # noqa: E402
 from bokeh.core.property.dataspec import DataSpec  # noqa: E402
 from bokeh.core.property.descriptors import PropertyDescriptor, UnsetValueError  # noqa: E402
 from bokeh.document import Document  # noqa: E402
+from bokeh.protocol.messages.patch_doc import patch_doc  # noqa: E402
 
 from apps import bokeh_speedups  # noqa: E402
 from apps.dashboard import Dashboard, DashboardState  # noqa: E402
@@ -196,6 +198,10 @@ def test_another_bokeh_is_left_alone(monkeypatch):
     monkeypatch.setattr(PropertyDescriptor, "__set__", setter)
     to_serializable = kept.get("DataSpec.to_serializable", DataSpec.to_serializable)
     monkeypatch.setattr(DataSpec, "to_serializable", to_serializable)
+    create = kept.get("patch_doc.create", inspect.getattr_static(patch_doc, "create"))
+    monkeypatch.setattr(patch_doc, "create", create)
+    apply_patch = kept.get("Document.apply_json_patch", Document.apply_json_patch)
+    monkeypatch.setattr(Document, "apply_json_patch", apply_patch)
     monkeypatch.setattr(bokeh_speedups, "_ORIGINAL", {})
     monkeypatch.setattr(bokeh_speedups, "KNOWN", dict.fromkeys(bokeh_speedups.KNOWN, "0" * 16))
     skipped = bokeh_speedups.apply()
@@ -207,7 +213,11 @@ def test_another_bokeh_is_left_alone(monkeypatch):
         "HasProps.__init__",
         "PropertyDescriptor.__set__",
         "DataSpec.to_serializable",
+        "patch_doc.create",
+        "Document.apply_json_patch",
     ]
+    assert inspect.getattr_static(patch_doc, "create") is create
+    assert Document.apply_json_patch is apply_patch
     assert HasProps.query_properties_with_values is original
     assert HasProps.__init__ is init and PropertyDescriptor.__set__ is setter
     assert DataSpec.to_serializable is to_serializable
@@ -425,3 +435,149 @@ def test_data_specs_serialize_as_bokeh_serializes_them():
                 checked += 1
     # number, string, colour, font size, angle (units), distance, enumerations ...
     assert checked > 500 and {"NumberSpec", "ColorSpec", "FontSizeSpec", "AngleSpec"} <= kinds
+
+
+def _speed_up(name: str):
+    """Bokeh's method (as the class holds it) and the speed-up's, or skip."""
+    bokeh_speedups.apply()
+    if name not in bokeh_speedups.applied():
+        pytest.skip("this Bokeh's methods are not the ones the speed-up knows")
+    return bokeh_speedups._ORIGINAL[name]
+
+
+def _message(create, events, doc):
+    """A PATCH-DOC message's content (ids numbered), buffers, and the models still new after it.
+
+    The document's set of new models is put back as it was, so that Bokeh's
+    method and the speed-up each start from the same document.
+    """
+    saved = set(doc.models._new_models)
+    msg = create.__get__(None, patch_doc)(events)
+    still_new = {model.id for model in doc.models._new_models}
+    doc.models._new_models = saved
+    return _numbered(msg.content_json), [b.to_bytes() for b in msg.buffers], still_new
+
+
+def test_patch_messages_are_bokehs():
+    """Every kind of change a page is sent gives Bokeh's message, byte for byte.
+
+    The oracle is Bokeh's own ``patch_doc.create`` on the same events of the
+    same document: a key press on a served page (new columns as binary
+    buffers, the status text, the slider), a new root (a model the page has
+    never been sent, which must go in full and then be known), a list of
+    models the page already has (sent as references), and a model that is in
+    the document but not yet sent.
+    """
+    from bokeh.models import Div
+
+    bokeh = _speed_up("patch_doc.create")
+    ours = inspect.getattr_static(patch_doc, "create")
+    doc = Document()
+    dash = Dashboard(state=DashboardState(source="fig5-8"), served=False)
+    doc.add_root(dash.__panel__().get_root(doc))
+    doc.to_json()  # what the page's first pull does: every model is sent
+    doc.models.flush_synced()
+    events = []
+    doc.on_change(lambda event: events.append(event))
+    root = doc.roots[0]
+    cases = []
+    for key in ("ArrowRight", "ArrowRight", "ArrowLeft"):
+        events.clear()
+        dash.keys.press(key)
+        assert any(type(e).__name__ == "ColumnDataChangedEvent" for e in events)
+        cases.append(("press " + key, list(events)))
+    events.clear()
+    new_root = Div(text="a model the page has never been sent")
+    doc.add_root(new_root)
+    cases.append(("new root", list(events)))
+    events.clear()
+    root.children = list(reversed(root.children))  # models the page has, as references
+    cases.append(("references", list(events)))
+    events.clear()
+    unsent = Div(text="not sent yet")
+    root.children = [*root.children, unsent]
+    cases.append(("a model not yet sent", list(events)))
+    for name, evs in cases:
+        got, want = _message(ours, evs, doc), _message(bokeh, evs, doc)
+        assert got == want, name
+    # the new root went in full, and after its message it is no longer new
+    assert '"text":"a model the page has never been sent"' in _message(ours, cases[3][1], doc)[0]
+    assert new_root.id not in _message(ours, cases[3][1], doc)[2]
+    assert unsent.id not in _message(ours, cases[-1][1], doc)[2]
+    assert unsent.id in {m.id for m in doc.models._new_models}
+
+
+def _applied(apply_patch, doc: Document, patch: dict):
+    """What applying ``patch`` to ``doc`` does.
+
+    The outcome, the events it fired, the whole document, the models still
+    new, and those the document holds but that do not know their document.
+    """
+    fired = []
+    doc.on_change(lambda event: fired.append((type(event).__name__, getattr(event, "attr", None))))
+    try:
+        apply_patch(doc, patch)
+        outcome = "applied"
+    except Exception as error:  # noqa: BLE001 - which error is part of what is compared
+        outcome = type(error).__name__
+    return (
+        outcome,
+        fired,
+        _numbered(serialize_json(doc.to_json())),
+        sorted(model.id for model in doc.models._new_models),
+        sorted(model.id for model in doc.models if model.document is not doc),
+    )
+
+
+def test_patches_from_a_page_are_applied_as_bokeh_applies_them():
+    """Each kind of patch a page sends changes the document as Bokeh's method changes it.
+
+    The oracle is Bokeh's own ``Document.apply_json_patch``: two copies of one
+    dashboard page (made from the same JSON, so with the same ids) are given
+    the same patches in turn, one with Bokeh's method and one with the
+    speed-up, and must end alike after each: the outcome (applied, or which
+    error), the change events fired, the whole document, the models still
+    new, and the models attached to it. The patches: a plot's size as a
+    page reports it, a key press's queue, a list of models the document has
+    (references), a new model defined in the patch, a reference to no model
+    (an error), and one to a model the document has removed (dropped).
+    """
+    bokeh = _speed_up("Document.apply_json_patch")
+    ours = Document.apply_json_patch
+    page_json = _page("fig5-8").to_json()
+    docs = Document.from_json(page_json), Document.from_json(page_json)
+    models = {m.id: m for m in docs[0].models}
+    of_type = {}
+    for m in models.values():
+        of_type.setdefault(type(m).__name__, []).append(m.id)
+    plot = of_type["Plot"][0]
+    keys = next(ids[0] for name, ids in of_type.items() if name.startswith("KeyboardShortcuts"))
+    root = docs[0].roots[0]
+    children = [{"id": child.id} for child in reversed(root.children)]
+
+    def change(model, attr, new):
+        event = {"kind": "ModelChanged", "model": {"id": model}, "attr": attr, "new": new}
+        return {"events": [event]}
+
+    new_div = {"type": "object", "name": "Div", "id": "c1", "attributes": {"text": "from the page"}}
+    patches = [
+        change(plot, "inner_width", 640),
+        change(keys, "queue", [[1, "ArrowRight"]]),
+        change(root.id, "children", children),
+        {"events": [{"kind": "RootAdded", "model": new_div}]},
+        change("p-no-such-model", "text", "x"),
+    ]
+    for patch in patches:
+        got, want = _applied(ours, docs[0], patch), _applied(bokeh, docs[1], patch)
+        assert got == want, patch
+    assert want[0] == "UnknownReferenceError"
+    assert "from the page" in want[2]
+    # a model the document once had: the patch is dropped by both
+    before = {m.id for m in docs[0].models}
+    for doc in docs:
+        doc.roots[0].children = doc.roots[0].children[:-1]
+    gone = sorted(before - {m.id for m in docs[0].models})
+    assert gone and all(docs[1].models.seen(i) for i in gone)
+    dropped = change(gone[0], "name", "gone")
+    got, want = _applied(ours, docs[0], dropped), _applied(bokeh, docs[1], dropped)
+    assert got == want and want[0] == "applied" and want[1] == []
