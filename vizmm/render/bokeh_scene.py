@@ -61,6 +61,7 @@ from ..trace import Access, Trace, ceil_div
 from . import palette as pal
 from .bokeh_tools import add_hover
 from .policy import check_known_views, view_names
+from .shared_steps import STEPS
 from .text import format_value, render_text
 from .tiles import tile_arrays
 
@@ -1352,7 +1353,15 @@ class Scene:
         self._warps_fig = None
         self._warp_row = not self.presenter and fit is None
         self._corner = None
+        # What the sources show: the columns last worked out here and the frame
+        # they are of; the frame shown last and the settings it was shown with;
+        # (signature, frame key) of what is shown, for steps shared with other
+        # scenes (None: nothing yet; _UNKNOWN: a frame with no key).
         self._last: dict[str, dict[str, list]] = {}
+        self._last_of: Frame | None = None
+        self._last_frame: Frame | None = None
+        self._last_signature: tuple = ()
+        self._shown: tuple | None | object = None
         #: Leave the Fig. 5.8 table's future cells blank (questions: see frame_columns).
         self.conceal = False
         self.layout = self._build()
@@ -1365,20 +1374,52 @@ class Scene:
 
         Only columns whose values changed since the last update are sent
         (whole columns; a source whose length changes is replaced whole).
+        A step that another scene of this process has already taken (the
+        same trace, frames and settings: :mod:`vizmm.render.shared_steps`)
+        assigns what that scene assigned, without working it out again.
         """
-        data = frame_columns(
-            frame, self.trace, self.sources, self.palette, self.sizes.caption_chars, self.conceal
+        signature = (
+            tuple(self.sources),
+            self.palette,
+            self.sizes.caption_chars,
+            bool(self.conceal),
         )
-        for name, source in self.sources.items():
-            new = data[name]
-            old = self._last.get(name)
-            if old is None or _length(old) != _length(new) or old.keys() != new.keys():
-                source.data = {c: _for_bokeh(v) for c, v in new.items()}
+        after = (signature, frame.key) if frame.key else None
+        before = self._shown
+        shared = (
+            None if after is None or before is _UNKNOWN else STEPS.get(self.trace, before, after)
+        )
+        if shared is None:
+            data = self._columns(frame, signature)
+            old_data = self._last
+            if self._last_frame is not None and self._last_of is not self._last_frame:
+                # the last steps were shared: what is shown is this frame's columns
+                old_data = self._columns(self._last_frame, self._last_signature)
+            assignments = []
+            for name in self.sources:
+                new, old = data[name], old_data.get(name)
+                if old is None or _length(old) != _length(new) or old.keys() != new.keys():
+                    assignments.append((name, True, {c: _for_bokeh(v) for c, v in new.items()}))
+                else:
+                    changed = {c: _for_bokeh(v) for c, v in new.items() if old[c] != v}
+                    if changed:
+                        assignments.append((name, False, changed))
+            if after is not None and before is not _UNKNOWN:
+                STEPS.put(self.trace, before, after, assignments)
+            self._last, self._last_of = data, frame
+            shared = assignments
+        for name, whole, columns in shared:
+            source = self.sources[name]
+            if whole:
+                source.data = dict(columns)
             else:
-                changed = {c: _for_bokeh(v) for c, v in new.items() if old[c] != v}
-                if changed:
-                    source.data.update(changed)
-            self._last[name] = new
+                source.data.update(columns)
+        self._shown = _UNKNOWN if after is None else after
+        self._last_frame, self._last_signature = frame, signature
+
+    def _columns(self, frame: Frame, signature: tuple) -> dict[str, dict[str, list]]:
+        sources, palette, caption_chars, conceal = signature
+        return frame_columns(frame, self.trace, sources, palette, caption_chars, conceal)
 
     # ---------------------------------------------------------------- build
     def _build(self):
@@ -2070,6 +2111,10 @@ def _for_bokeh(column: list) -> list | np.ndarray:
         if _INT32.min <= array.min() and array.max() <= _INT32.max:
             return array.astype(np.int32)
     return column
+
+
+#: What a scene shows after a frame with no key: no step from it is shared.
+_UNKNOWN = object()
 
 
 def _length(cols: dict[str, list]) -> int:

@@ -320,6 +320,13 @@ class Frame:
         this recording removed (``meta["drop_barrier"]``).
     transactions : TransactionsOverlay or None
         The memory-transactions view of this step (``Replay(transactions=True)``).
+    key : tuple
+        What tells this frame from every other frame of its trace: the
+        replay's ``(block, granularity, order, focus, transactions, warp)``
+        and ``index``. Two frames of one trace with equal keys hold equal
+        values, so what a renderer makes of one it may show for the other
+        (:class:`vizmm.render.bokeh_scene.Scene` shares its columns between
+        pages). Empty for a frame not made by :meth:`Replay.frame`.
     """
 
     index: int
@@ -380,6 +387,7 @@ class Frame:
     ahead_notes: dict | None = None
     struck_lines: tuple = ()
     transactions: TransactionsOverlay | None = None
+    key: tuple = ()
 
     @property
     def cgma(self) -> float:
@@ -1003,6 +1011,15 @@ class Replay:
             nds_loader=loaders["N"],
             **lab,
             transactions=self._overlay(step, cur),
+            key=(
+                self.block,
+                self.granularity,
+                self.order,
+                self.focus,
+                self.transactions,
+                self.warp,
+                index,
+            ),
         )
 
     @cached_property

@@ -1,0 +1,153 @@
+"""What a scene assigns for a step, worked out once per process and shared by every page.
+
+A class steps through the same preset together: thirty pages go from step 4
+to step 5 of one replay within a second of each other, and each page's
+:meth:`~vizmm.render.bokeh_scene.Scene.update` would work out the same
+columns (``frame_columns``), compare them with the same previous ones and
+turn the same changed ones into arrays. Here the first page to take a step
+keeps what it assigned, and every later page that takes the same step (same
+trace, same frames before and after, same scene settings) assigns the same
+arrays again, read-only, without working anything out.
+
+A step is known by what the page showed before it and what it shows after:
+each a scene's *signature* (its sources, palette, caption width and whether
+the Fig. 5.8 table's future cells are left out) and a frame's
+:attr:`~vizmm.replay.Frame.key`. What is kept is bounded in bytes
+(:data:`MAX_BYTES`); the steps used longest ago are dropped first, and a
+trace's steps are dropped when the trace is no longer held by anyone.
+"""
+
+from __future__ import annotations
+
+import collections
+import sys
+import threading
+import weakref
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MAX_BYTES", "SharedSteps", "STEPS"]
+
+#: Bytes of assigned columns kept for every scene of the process (the arrays'
+#: own bytes, and an estimate for the few columns that stay lists).
+MAX_BYTES = 24 * 2**20
+
+#: One step's assignments: ``(source name, whole, columns)`` for each source
+#: that changes; ``whole`` is True where the source's data is replaced whole
+#: (its length or its columns changed), False where ``columns`` are the
+#: changed ones only.
+Assignments = tuple[tuple[str, bool, dict[str, Any]], ...]
+
+
+def _nbytes(value: Any) -> int:
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    return sys.getsizeof(value) + sum(sys.getsizeof(v) for v in value)
+
+
+def frozen(assignments: list[tuple[str, bool, dict[str, Any]]]) -> tuple[Assignments, int]:
+    """``assignments`` made safe to share: arrays read-only, lists as tuples' copies.
+
+    Returns the shared form and its size in bytes (:func:`_nbytes`).
+    """
+    out, size = [], 0
+    for name, whole, columns in assignments:
+        kept = {}
+        for column, value in columns.items():
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+            else:
+                value = list(value)  # each page gets its own list (see SharedSteps.get)
+            kept[column] = value
+            size += _nbytes(value)
+        out.append((name, whole, kept))
+    return tuple(out), size
+
+
+class SharedSteps:
+    """Assignments of the steps taken so far, per trace, at most ``max_bytes`` in all.
+
+    Parameters
+    ----------
+    max_bytes : int
+        Bytes kept in all (default :data:`MAX_BYTES`); a step bigger than
+        that is not kept.
+
+    Notes
+    -----
+    Thread-safe. Keys hold the trace weakly: a trace no one holds any more
+    takes its steps with it.
+    """
+
+    def __init__(self, max_bytes: int = MAX_BYTES):
+        self.max_bytes = int(max_bytes)
+        self._lock = threading.Lock()
+        self._steps: collections.OrderedDict[tuple, tuple[Assignments, int]] = (
+            collections.OrderedDict()
+        )
+        self._tokens: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.bytes = 0
+        self.hits = 0
+        self.misses = 0
+
+    def _token(self, trace) -> object:
+        token = self._tokens.get(trace)
+        if token is None:
+            token = self._tokens[trace] = object()
+            weakref.finalize(trace, self._forget, token)
+        return token
+
+    def _forget(self, token: object) -> None:
+        with self._lock:
+            for key in [k for k in self._steps if k[0] is token]:
+                self.bytes -= self._steps.pop(key)[1]
+
+    def get(self, trace, before: tuple | None, after: tuple) -> Assignments | None:
+        """The assignments of the step from ``before`` to ``after`` of ``trace``, or None.
+
+        ``before`` and ``after`` are ``(signature, frame key)``; ``before``
+        is None for a scene that shows no frame yet. Lists (the few columns
+        that are not arrays) are copied for the caller, arrays are shared
+        read-only.
+        """
+        with self._lock:
+            token = self._tokens.get(trace)
+            entry = None if token is None else self._steps.get((token, before, after))
+            if entry is None:
+                self.misses += 1
+                return None
+            self._steps.move_to_end((token, before, after))
+            self.hits += 1
+        return tuple(
+            (name, whole, {c: v if isinstance(v, np.ndarray) else list(v) for c, v in cols.items()})
+            for name, whole, cols in entry[0]
+        )
+
+    def put(self, trace, before: tuple | None, after: tuple, assignments) -> None:
+        """Keep the assignments of a step (see :meth:`get`); the oldest go over ``max_bytes``."""
+        shared, size = frozen(assignments)
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            key = (self._token(trace), before, after)
+            old = self._steps.pop(key, None)
+            if old is not None:
+                self.bytes -= old[1]
+            self._steps[key] = (shared, size)
+            self.bytes += size
+            while self.bytes > self.max_bytes:
+                self.bytes -= self._steps.popitem(last=False)[1][1]
+
+    def clear(self) -> None:
+        """Forget every step (and the counts of hits and misses)."""
+        with self._lock:
+            self._steps.clear()
+            self.bytes = self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+
+#: The steps every scene of this process shares.
+STEPS = SharedSteps()
