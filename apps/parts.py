@@ -237,15 +237,20 @@ def live_sessions() -> int:
 
 
 def clear_drawing_caches() -> int:
-    """Empty the ``functools`` caches of :data:`DRAWING_CACHE_MODULES`; entries dropped.
+    """Empty the drawing caches and the scenes' shared steps; the entries dropped.
 
-    Only what a page would compute again (and does, when it next draws); the
-    traces of :data:`vizmm.catalogue.CATALOGUE` and the barrier lab's
-    findings, read before the server listens, stay.
+    The ``functools`` caches of :data:`DRAWING_CACHE_MODULES`, and the steps
+    the scenes share (:data:`vizmm.render.shared_steps.STEPS`). Only what a
+    page would compute again (and does, when it next draws); the traces of
+    :data:`vizmm.catalogue.CATALOGUE` and the barrier lab's findings, read
+    before the server listens, stay.
     """
     import sys
 
-    dropped = 0
+    from vizmm.render.shared_steps import STEPS
+
+    dropped = len(STEPS)
+    STEPS.clear()
     for name in DRAWING_CACHE_MODULES:
         module = sys.modules.get(name)
         for obj in vars(module).values() if module is not None else ():

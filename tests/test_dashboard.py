@@ -561,9 +561,12 @@ def test_closed_pages_drop_the_drawing_caches_when_none_is_left():
     # left they go with the pages (apps.parts._release_memory), not before.
     from apps import parts
     from vizmm.render import bokeh_scene
+    from vizmm.render.shared_steps import STEPS
 
-    Dashboard(served=False).__panel__()
-    assert bokeh_scene._uni.cache_info().currsize > 0
+    dash = Dashboard(served=False)
+    dash.__panel__()
+    dash.keys.press("ArrowRight")
+    assert bokeh_scene._uni.cache_info().currsize > 0 and len(STEPS) > 0
 
     class Live:  # an app's server context with one session left
         sessions = [object()]
@@ -573,10 +576,11 @@ def test_closed_pages_drop_the_drawing_caches_when_none_is_left():
     try:
         parts._release_memory()
         assert bokeh_scene._uni.cache_info().currsize > 0  # a page is still open
+        assert len(STEPS) > 0
     finally:
         parts._server_contexts.discard(live)
     parts._release_memory()
-    assert bokeh_scene._uni.cache_info().currsize == 0
+    assert bokeh_scene._uni.cache_info().currsize == 0 and len(STEPS) == 0
     assert parts.clear_drawing_caches() == 0
 
 
