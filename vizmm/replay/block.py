@@ -326,7 +326,9 @@ class Frame:
         and ``index``. Two frames of one trace with equal keys hold equal
         values, so what a renderer makes of one it may show for the other
         (:class:`vizmm.render.bokeh_scene.Scene` shares its columns between
-        pages). Empty for a frame not made by :meth:`Replay.frame`.
+        pages). Empty for a frame not made by :meth:`Replay.frame`; a frame
+        made from another with other values (``dataclasses.replace``) must
+        be given ``key=()`` or a key of its own.
     """
 
     index: int
