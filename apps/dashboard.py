@@ -906,8 +906,7 @@ class Dashboard(pn.viewable.Viewer):
             start=1,
             end=max(2, s.n_steps),
             value=s.step + 1,
-            sizing_mode="stretch_width",
-            min_width=200,
+            width=240,
             margin=(5, 12),
         )
         self.slider.param.watch(lambda e: s.go(e.new - 1), "value")
@@ -958,7 +957,7 @@ class Dashboard(pn.viewable.Viewer):
             "it.",
             width=380,
         )
-        self.more = pn.Row(
+        self.more = pn.FlexBox(
             _filled_when_opened("Record a trace", 380, self.record_form),
             _filled_when_opened(
                 "Load a trace file",
@@ -978,7 +977,9 @@ class Dashboard(pn.viewable.Viewer):
         self.header = page_header(
             "the tiled matrix multiplication of PMPP ch. 5", self.trace_select
         )
-        self.controls = pn.Row(
+        # Controls wrap onto a second line where the window is narrower than
+        # they are (a projector's 1280 pixels), instead of running off its edge.
+        self.controls = pn.FlexBox(
             self.first_button,
             self.prev_button,
             self.play_button,
@@ -992,8 +993,9 @@ class Dashboard(pn.viewable.Viewer):
             self.presenter,
             self.theme,
             self.transactions,
+            flex_wrap="wrap",
+            align_items="center",
             sizing_mode="stretch_width",
-            align="center",
         )
         self.hazards = barrier_view.HazardPanel(self.state)
         tabs = [("Block replay", pn.Column(self.scene_pane, self.hazards, scroll=False))]

@@ -264,3 +264,42 @@ def test_dark_theme_from_the_url_and_from_its_button(browser, server):
         assert pg.errors == []
     finally:
         pg.close()
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_every_control_is_on_screen_at_1280x720_outside_presenter_mode(browser, server):
+    """The controls wrap onto a second line at a projector's width instead of running off it.
+
+    The oracle is Chromium's layout: each step button, slider, toggle and
+    section of the controls lies within the 1280-pixel window, none covers
+    another, and the buttons on the right end still act (a click on
+    *Memory transactions* turns the view on).
+    """
+    pg = new_page(browser, 1280, 720)
+    try:
+        open_page(pg, server + "?trace=medium")
+        names = ["|◀", "◀", "▶ play", "▶", "▶|", "Presenter mode", "Dark", "Memory transactions"]
+        boxes = [pg.get_by_role("button", name=n, exact=True).bounding_box() for n in names]
+        for title in ("Record a trace", "Load a trace file", "Export", "Keys and clicks"):
+            boxes.append(pg.get_by_text(title, exact=True).first.bounding_box())
+        for name, box in zip(names + ["sections"] * 4, boxes, strict=True):
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 1280, name
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1 :]:
+                apart = (
+                    a["x"] + a["width"] <= b["x"] + 1
+                    or b["x"] + b["width"] <= a["x"] + 1
+                    or a["y"] + a["height"] <= b["y"] + 1
+                    or b["y"] + b["height"] <= a["y"] + 1
+                )
+                assert apart, (a, b)
+        shot(pg, "controls-1280x720")
+        pg.get_by_role("button", name="Memory transactions", exact=True).click()
+        pg.wait_for_function(
+            "() => new URLSearchParams(location.search).get('transactions') === 'true'",
+            timeout=30000,
+        )
+        assert pg.errors == []
+    finally:
+        pg.close()
