@@ -143,3 +143,31 @@ def test_the_oldest_steps_go_first_and_a_trace_takes_its_steps_with_it():
     del trace
     gc.collect()
     assert len(cache) == 0 and cache.bytes == 0
+
+
+def test_a_trace_collected_while_the_cache_is_busy_does_not_wait_for_it():
+    """A finalizer that ran with the lock held by its own thread must not wait for it.
+
+    Collections start on any allocation, so a trace caught in a reference
+    cycle can be collected while this very thread is inside the cache; a
+    finalizer that took the lock then would wait forever (the server hangs).
+    """
+    import threading
+
+    cache = SharedSteps()
+    trace = _Trace()
+    trace.itself = trace  # a cycle: only a collection frees it
+    cache.put(trace, None, ("s", 0), [("P", True, {"v": np.zeros(10)})])
+    del trace
+    done = threading.Event()
+
+    def collect_while_busy():
+        with cache._lock:
+            gc.collect()
+        done.set()
+
+    worker = threading.Thread(target=collect_while_busy, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert done.is_set(), "the collection waited for the cache's own lock"
+    assert len(cache) == 0 and cache.bytes == 0

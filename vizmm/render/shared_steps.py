@@ -77,7 +77,7 @@ class SharedSteps:
     Notes
     -----
     Thread-safe. Keys hold the trace weakly: a trace no one holds any more
-    takes its steps with it.
+    takes its steps with it (dropped at the next call).
     """
 
     def __init__(self, max_bytes: int = MAX_BYTES):
@@ -87,21 +87,34 @@ class SharedSteps:
             collections.OrderedDict()
         )
         self._tokens: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        self.bytes = 0
+        # Tokens of traces gone since: their steps are dropped at the next call.
+        # (A trace may be collected while this thread holds the lock: its
+        # finalizer only notes the token, it never waits for the lock.)
+        self._gone: list[object] = []
+        self._bytes = 0
         self.hits = 0
         self.misses = 0
+
+    @property
+    def bytes(self) -> int:
+        """Bytes kept now (:data:`MAX_BYTES` at most)."""
+        with self._lock:
+            self._drop_gone()
+            return self._bytes
 
     def _token(self, trace) -> object:
         token = self._tokens.get(trace)
         if token is None:
             token = self._tokens[trace] = object()
-            weakref.finalize(trace, self._forget, token)
+            weakref.finalize(trace, self._gone.append, token)
         return token
 
-    def _forget(self, token: object) -> None:
-        with self._lock:
+    def _drop_gone(self) -> None:
+        """Drop the steps of traces gone (the lock held)."""
+        while self._gone:
+            token = self._gone.pop()
             for key in [k for k in self._steps if k[0] is token]:
-                self.bytes -= self._steps.pop(key)[1]
+                self._bytes -= self._steps.pop(key)[1]
 
     def get(self, trace, before: tuple | None, after: tuple) -> Assignments | None:
         """The assignments of the step from ``before`` to ``after`` of ``trace``, or None.
@@ -112,6 +125,7 @@ class SharedSteps:
         read-only.
         """
         with self._lock:
+            self._drop_gone()
             token = self._tokens.get(trace)
             entry = None if token is None else self._steps.get((token, before, after))
             if entry is None:
@@ -130,23 +144,27 @@ class SharedSteps:
         if size > self.max_bytes:
             return
         with self._lock:
+            self._drop_gone()
             key = (self._token(trace), before, after)
             old = self._steps.pop(key, None)
             if old is not None:
-                self.bytes -= old[1]
+                self._bytes -= old[1]
             self._steps[key] = (shared, size)
-            self.bytes += size
-            while self.bytes > self.max_bytes:
-                self.bytes -= self._steps.popitem(last=False)[1][1]
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                self._bytes -= self._steps.popitem(last=False)[1][1]
 
     def clear(self) -> None:
         """Forget every step (and the counts of hits and misses)."""
         with self._lock:
             self._steps.clear()
-            self.bytes = self.hits = self.misses = 0
+            self._gone.clear()
+            self._bytes = self.hits = self.misses = 0
 
     def __len__(self) -> int:
-        return len(self._steps)
+        with self._lock:
+            self._drop_gone()
+            return len(self._steps)
 
 
 #: The steps every scene of this process shares.
