@@ -159,7 +159,11 @@ def summary(name, xs, unit="s", scale=1.0) -> str:
 
 
 class Lag(threading.Thread):
-    """Polls /liveness every 100 ms; its latency is the server's event-loop lag."""
+    """Polls /liveness every 100 ms; its latency is the server's event-loop lag.
+
+    A poll that gets no answer within 30 s counts as the time it waited (a
+    lower bound of that stall), so the longest stalls are not left out.
+    """
 
     def __init__(self, url):
         super().__init__(daemon=True)
@@ -172,8 +176,11 @@ class Lag(threading.Thread):
                 with urllib.request.urlopen(self.url, timeout=30) as r:
                     r.read()
                 self.ms.append(1000 * (time.perf_counter() - t0))
-            except OSError:
-                pass
+            except TimeoutError:
+                self.ms.append(1000 * (time.perf_counter() - t0))
+            except OSError as error:  # no answer in time, or the server is gone
+                if "timed out" in str(error):
+                    self.ms.append(1000 * (time.perf_counter() - t0))
             time.sleep(0.1)
 
 
