@@ -130,7 +130,10 @@ def main(argv=None) -> None:
             print("   ", ", ".join(f"{t} {n}" for t, n in counts.most_common()))
     figures = {}
     for mode in ("Bokeh", "sped up"):
-        bokeh_speedups.apply() if mode == "sped up" else bokeh_speedups.remove()
+        if mode == "sped up":
+            bokeh_speedups.apply()
+        else:
+            bokeh_speedups.remove()
         measure_messages("fig5-8", 3)  # warm-up
         figures[mode] = measure_messages("fig5-8", 20 * args.runs)
     (m0, a0), (m1, a1) = figures["Bokeh"], figures["sped up"]

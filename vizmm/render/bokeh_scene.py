@@ -1354,14 +1354,11 @@ class Scene:
         self._warp_row = not self.presenter and fit is None
         self._corner = None
         # What the sources show: the columns last worked out here and the frame
-        # they are of; the frame shown last and the settings it was shown with;
-        # (signature, frame key) of what is shown, for steps shared with other
-        # scenes (None: nothing yet; _UNKNOWN: a frame with no key).
+        # they are of; the frame shown last and the settings it was shown with.
         self._last: dict[str, dict[str, list]] = {}
         self._last_of: Frame | None = None
         self._last_frame: Frame | None = None
         self._last_signature: tuple = ()
-        self._shown: tuple | None | object = None
         #: Leave the Fig. 5.8 table's future cells blank (questions: see frame_columns).
         self.conceal = False
         self.layout = self._build()
@@ -1384,11 +1381,12 @@ class Scene:
             self.sizes.caption_chars,
             bool(self.conceal),
         )
-        after = (signature, frame.key) if frame.key else None
-        before = self._shown
-        shared = (
-            None if after is None or before is _UNKNOWN else STEPS.get(self.trace, before, after)
-        )
+        # A step is shared from and to frames with keys (None before: nothing shown yet).
+        last = self._last_frame
+        shareable = bool(frame.key) and (last is None or bool(last.key))
+        before = None if last is None else (self._last_signature, last.key)
+        after = (signature, frame.key)
+        shared = STEPS.get(self.trace, before, after) if shareable else None
         if shared is None:
             data = self._columns(frame, signature)
             old_data = self._last
@@ -1404,7 +1402,7 @@ class Scene:
                     changed = {c: _for_bokeh(v) for c, v in new.items() if old[c] != v}
                     if changed:
                         assignments.append((name, False, changed))
-            if after is not None and before is not _UNKNOWN:
+            if shareable:
                 STEPS.put(self.trace, before, after, assignments)
             self._last, self._last_of = data, frame
             shared = assignments
@@ -1414,7 +1412,6 @@ class Scene:
                 source.data = dict(columns)
             else:
                 source.data.update(columns)
-        self._shown = _UNKNOWN if after is None else after
         self._last_frame, self._last_signature = frame, signature
 
     def _columns(self, frame: Frame, signature: tuple) -> dict[str, dict[str, list]]:
@@ -2111,10 +2108,6 @@ def _for_bokeh(column: list) -> list | np.ndarray:
         if _INT32.min <= array.min() and array.max() <= _INT32.max:
             return array.astype(np.int32)
     return column
-
-
-#: What a scene shows after a frame with no key: no step from it is shared.
-_UNKNOWN = object()
 
 
 def _length(cols: dict[str, list]) -> int:
