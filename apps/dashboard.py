@@ -36,6 +36,7 @@ import json
 import os
 import sys
 import threading
+import types
 import urllib.parse
 from collections.abc import Callable
 from typing import ClassVar
@@ -51,6 +52,7 @@ import vizmm  # noqa: E402
 from apps import barrier_view, classroom, large_view, occupancy_view, quiz  # noqa: E402
 from apps.keys import KeyboardShortcuts, PageTheme  # noqa: E402
 from apps.parts import (  # noqa: E402
+    drop_long_url_values,
     launch_inputs,
     page_drawn,
     page_header,
@@ -537,7 +539,9 @@ class DashboardState(param.Parameterized):
         """Apply a URL query (``?trace=...&step=...``) exactly as ``location.sync`` does."""
         from panel.util import parse_query
 
-        parsed = parse_query("?" + query.lstrip("?"))
+        loc = types.SimpleNamespace(search="?" + query.lstrip("?"))
+        too_long = drop_long_url_values(loc)
+        parsed = parse_query(loc.search or "?")
         values = {}
         for p, name in URL_PARAMS.items():
             if name in parsed:
@@ -551,6 +555,15 @@ class DashboardState(param.Parameterized):
             self.param.update(**values)
         except Exception:  # noqa: BLE001 - location.sync then calls on_error
             self.apply_values(values)
+        if too_long:
+            self.ignored_in_url(too_long)
+
+    def ignored_in_url(self, items: list[str]) -> None:
+        """Name parameters of the URL that were not applied (with any named already)."""
+        prefix = "Ignored in the URL: "
+        if self.message.startswith(prefix):
+            items = [self.message[len(prefix) :].rstrip("."), *items]
+        self.show(prefix + "; ".join(items) + ".", "warning")
 
     def apply_values(self, values: dict) -> None:
         """Set the valid values of a URL and name the others on the page (``on_error``).
@@ -856,7 +869,10 @@ class Dashboard(pn.viewable.Viewer):
         self.state.param.watch(self._on_theme, ["theme"])
         self.state.param.watch(self._on_source_changed, ["source"])
         if served and pn.state.location is not None:
+            too_long = drop_long_url_values(pn.state.location)
             pn.state.location.sync(self.state, URL_PARAMS, on_error=self.state.apply_values)
+            if too_long:
+                self.state.ignored_in_url(too_long)
         # A result that arrives while the browser still lays out the first
         # document waits for the page (Bokeh's tables break otherwise).
         self._drawn = page_drawn(served)
@@ -1043,6 +1059,7 @@ class Dashboard(pn.viewable.Viewer):
             for key, p in catalogue.PRESETS.items()
             if not p.large or CATALOGUE.installed(key)
         }
+        options.update(CATALOGUE.given_keys())  # what the server was started with
         if self.state.source not in options.values():
             options[catalogue.label_of(self.state.source)] = self.state.source
         return options

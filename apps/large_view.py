@@ -81,7 +81,7 @@ def shipped_large(key: str):
 
 
 def load_large(key: str) -> Trace:
-    """A large trace by preset key or file path, from the process's one catalogue.
+    """A large trace by preset key or ``file:`` key, from the process's one catalogue.
 
     Read once per process and shared read-only by every session and app
     (:data:`vizmm.catalogue.CATALOGUE`); call it off the event loop the first
@@ -90,11 +90,14 @@ def load_large(key: str) -> Trace:
     Raises
     ------
     FileNotFoundError
-        When the preset's file is not installed or the path does not exist.
+        When the preset's file is not installed.
+    ValueError
+        For a key that is neither a large preset nor a file given to the server.
     TraceError
-        When the file is not a valid trace.
+        When the file is not a valid trace or cannot be read.
     """
-    key = key if key in LARGE_PRESETS else CATALOGUE.file_key(key)
+    if key not in LARGE_PRESETS and not key.startswith("file:"):
+        raise ValueError(f"unknown large trace {key[:80]!r}: pick one from the menu")
     trace = CATALOGUE.get(key, warm_up=False)  # the large views need neither M nor N
     if not catalogue.is_warm(trace):  # a block's replay will: make them meanwhile
         threading.Thread(target=catalogue.warm, args=(trace,), daemon=True).start()
@@ -785,8 +788,9 @@ class LargeApp(pn.viewable.Viewer):
         options = {
             label: key for key, label in LARGE_PRESETS.items() if shipped_large(key) is not None
         }
-        for p in paths or []:
-            options[f"File: {os.path.basename(p)}"] = os.path.abspath(p)
+        given = set(CATALOGUE.give(paths)) if paths else set()
+        for label, key in CATALOGUE.given_keys().items():
+            options[label] = key
         self._simulated: dict[str, Trace] = {}
         self.param.source.objects = list(options.values())
         self.select = pn.widgets.Select(label="Trace", options=options, width=460)
@@ -810,8 +814,8 @@ class LargeApp(pn.viewable.Viewer):
             sizing_mode="stretch_width",
         )
         first = next(iter(options.values()), None)
-        if paths:
-            first = os.path.abspath(paths[0])
+        if given:
+            first = next(key for key in options.values() if key in given)
         elif DEFAULT_LARGE in options.values():
             first = DEFAULT_LARGE
         if first is not None:
@@ -845,7 +849,7 @@ class LargeApp(pn.viewable.Viewer):
         if not self._served:
             try:
                 done(load_large(key))
-            except (OSError, TraceError) as exc:
+            except (OSError, TraceError, ValueError) as exc:
                 done(error=exc)
             return
         self.loading.param.update(value=True, visible=True)
@@ -854,7 +858,7 @@ class LargeApp(pn.viewable.Viewer):
         def work():
             try:
                 trace, error = load_large(key), None
-            except (OSError, TraceError) as exc:
+            except (OSError, TraceError, ValueError) as exc:
                 trace, error = None, exc
             self._drawn.wait(timeout=120)  # shown once the page is drawn (see page_drawn)
             if doc is not None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import threading
+import urllib.parse
 from collections.abc import Callable
 
 import panel as pn
 
 __all__ = [
+    "MAX_URL_VALUE_CHARS",
     "clear_drawing_caches",
+    "drop_long_url_values",
     "freeze_built_pages",
     "give_back_memory",
     "launch_inputs",
@@ -39,6 +42,46 @@ def served_script(module_name: str) -> bool:
         The script's ``__name__``.
     """
     return module_name.startswith("bokeh_app_")
+
+
+#: The longest value of a URL parameter a page reads (characters); the longest
+#: meaningful one, a recording's key, is under 80.
+MAX_URL_VALUE_CHARS = 200
+
+
+def drop_long_url_values(location, limit: int = MAX_URL_VALUE_CHARS) -> list[str]:
+    """Take over-long values out of a page's URL before anything converts them.
+
+    Panel turns a parameter of digits into an ``int`` while it syncs the URL,
+    and Python refuses more than 4,300 digits with a ``ValueError`` that
+    blanks the page. Call this before ``location.sync``: every parameter
+    whose name or value is longer than ``limit`` characters is removed from
+    ``location.search`` (the rest is kept, in order), and named for the
+    page's "Ignored in the URL" line.
+
+    Parameters
+    ----------
+    location : panel.io.location.Location
+        The session's ``pn.state.location``.
+    limit : int
+        The most characters a name or a value may have.
+
+    Returns
+    -------
+    list of str
+        ``"NAME=FIRST CHARACTERS… (over LIMIT characters)"`` for each value removed.
+    """
+    search = location.search or ""
+    pairs = urllib.parse.parse_qsl(search.lstrip("?"), keep_blank_values=True)
+    keep, dropped = [], []
+    for name, value in pairs:
+        if len(name) > limit or len(value) > limit:
+            dropped.append(f"{name[:20]}={value[:12]}… (over {limit} characters)")
+        else:
+            keep.append((name, value))
+    if dropped:
+        location.search = "?" + urllib.parse.urlencode(keep) if keep else ""
+    return dropped
 
 
 def page_drawn(served: bool) -> threading.Event:

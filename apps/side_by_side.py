@@ -38,7 +38,7 @@ if _ROOT not in sys.path:  # `panel serve apps/side_by_side.py` runs this file a
     sys.path.insert(0, _ROOT)
 
 from apps.keys import KeyboardShortcuts  # noqa: E402
-from apps.parts import page_drawn, page_header, served_script  # noqa: E402
+from apps.parts import drop_long_url_values, page_drawn, page_header, served_script  # noqa: E402
 from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.render.bokeh_scene import Scene  # noqa: E402
 from vizmm.replay import Lockstep, Replay  # noqa: E402
@@ -244,6 +244,7 @@ class SideBySide(pn.viewable.Viewer):
             self.keys,
         )
         if served and pn.state.location is not None:  # before the watchers: ?step= stays
+            drop_long_url_values(pn.state.location)
             pn.state.location.sync(s, {"pair": "pair", "step": "step", "theme": "theme"})
         s.param.watch(self._on_pair, ["pair"])
         s.param.watch(self._on_lockstep, ["lockstep"])

@@ -10,7 +10,14 @@ same trace back:
   a seed, so a bookmark records the same trace again on a fresh server;
 * an upload: ``upload:<first 12 hex digits of its SHA-256>`` (kept while the
   server runs and the cache has room);
-* a file given to the server: ``file:<absolute path>``.
+* a trace file given to the server by whoever started it (``vizmm serve
+  --traces FILE_OR_FOLDER ...``): ``file:<name>``, where the name is the
+  file's name (for a folder, its path inside the folder); never a path.
+
+What a page may open is exactly that: the presets, its own uploads, the
+recordings the limits admit and the given files. A key is never taken as a
+path: ``?trace=file:/etc/passwd`` names no given file and is refused with one
+line that says nothing about the server's disk.
 
 Every app of a process (the dashboard, the large view) reads traces through
 the one :data:`CATALOGUE`: traces are immutable, so each is read once and
@@ -23,8 +30,10 @@ says that it needs a GPU.
 
 Recordings are admitted by :func:`vizmm.record.admit` with the server's
 :data:`SERVER_LIMITS` and its one :class:`~vizmm.record.Budget`, whether
-they come from the record form or a URL. Uploads are limited to
-:data:`MAX_UPLOAD_BYTES` of file and :data:`MAX_UPLOAD_TRACE_BYTES` of trace.
+they come from the record form or a URL. What any one page can make the
+server decode or record is bounded by :data:`SERVER_MAX_TRACE_BYTES` (256 MiB
+of arrays in memory unless the server is started with more); uploads are also
+limited to :data:`MAX_UPLOAD_BYTES` of file.
 
 Nothing here imports Panel: the apps hold the widgets.
 """
@@ -43,7 +52,6 @@ import threading
 from collections.abc import Callable
 
 from .record import (
-    DEFAULT_MAX_BYTES,
     Budget,
     Estimate,
     Limits,
@@ -58,6 +66,7 @@ __all__ = [
     "CATALOGUE",
     "Catalogue",
     "DEFAULT",
+    "GIVEN_TRACES_VARIABLE",
     "LAB_PRESETS",
     "LARGE_PRESETS",
     "MAX_UPLOAD_BYTES",
@@ -66,7 +75,9 @@ __all__ = [
     "Preset",
     "RecordSpec",
     "SERVER_LIMITS",
+    "SERVER_MAX_TRACE_BYTES",
     "UploadError",
+    "given_paths",
     "label_of",
     "parse_key",
     "preload_once",
@@ -74,17 +85,35 @@ __all__ = [
 ]
 
 
+#: The most that one page can make a server decode or record, per trace (bytes
+#: of arrays in memory): 256 MiB, or ``$VIZMM_SERVER_MAX_TRACE_BYTES`` (which
+#: ``vizmm serve --max-trace-mib`` sets). It bounds uploads, the files given
+#: to the server and recordings asked for by a form or a URL; the shipped
+#: presets, read once per process when the server starts, are not a page's.
+SERVER_MAX_TRACE_BYTES = int(env_limit("VIZMM_SERVER_MAX_TRACE_BYTES", 256 * 2**20, int))
 #: What a server admits for recordings (the record form and URLs alike):
-#: 1 GiB of trace, 900 s of expected simulator time
+#: :data:`SERVER_MAX_TRACE_BYTES` of trace, 900 s of expected simulator time
 #: (``$VIZMM_SERVER_MAX_SIMULATOR_SECONDS``).
 SERVER_LIMITS = Limits(
-    max_bytes=DEFAULT_MAX_BYTES,
+    max_bytes=SERVER_MAX_TRACE_BYTES,
     max_simulator_seconds=env_limit("VIZMM_SERVER_MAX_SIMULATOR_SECONDS", 900.0),
 )
 #: Largest uploaded file (bytes): 20 MiB, or ``$VIZMM_MAX_UPLOAD_BYTES``.
 MAX_UPLOAD_BYTES = int(env_limit("VIZMM_MAX_UPLOAD_BYTES", 20.0 * 2**20))
-#: Largest trace an upload may decode to (bytes of arrays in memory): 512 MiB.
-MAX_UPLOAD_TRACE_BYTES = int(env_limit("VIZMM_MAX_UPLOAD_TRACE_BYTES", 512.0 * 2**20))
+#: Largest trace an upload may decode to (bytes of arrays in memory):
+#: :data:`SERVER_MAX_TRACE_BYTES`, or less with ``$VIZMM_MAX_UPLOAD_TRACE_BYTES``.
+MAX_UPLOAD_TRACE_BYTES = min(
+    SERVER_MAX_TRACE_BYTES,
+    int(env_limit("VIZMM_MAX_UPLOAD_TRACE_BYTES", SERVER_MAX_TRACE_BYTES, int)),
+)
+#: The environment variable through which ``vizmm serve --traces`` hands the
+#: server's processes the files and folders it was given (absolute paths,
+#: separated by ``os.pathsep``). Only whoever starts the server sets it.
+GIVEN_TRACES_VARIABLE = "VIZMM_SERVE_TRACES"
+#: At most this many trace files are offered from the given folders.
+MAX_GIVEN_FILES = 500
+#: The longest name of a given file a key may carry (characters).
+MAX_NAME_CHARS = 255
 
 
 class UploadError(TraceError):
@@ -213,10 +242,32 @@ _REC = re.compile(
 )
 _UPLOAD = re.compile(r"^upload:[0-9a-f]{12}$")
 _FILE = "file:"
+_NAME = re.compile(rf"^[^\x00-\x1f\x7f]{{1,{MAX_NAME_CHARS}}}$")
+
+
+def given_paths(environ=None) -> list[str]:
+    """The files and folders given to this server (:data:`GIVEN_TRACES_VARIABLE`).
+
+    Parameters
+    ----------
+    environ : mapping, optional
+        Where to read the variable (``os.environ`` by default).
+
+    Returns
+    -------
+    list of str
+        Absolute paths, in the order given; empty when the server was given none.
+    """
+    text = (os.environ if environ is None else environ).get(GIVEN_TRACES_VARIABLE, "")
+    return [os.path.abspath(p) for p in text.split(os.pathsep) if p]
 
 
 def parse_key(key) -> Preset | RecordSpec | str:
     """What a trace key names: a :class:`Preset`, a :class:`RecordSpec` or an upload/file key.
+
+    A ``file:`` key is only a name here: whether the server was given a file
+    of that name is :meth:`Catalogue.get`'s question, and no key is ever
+    taken as a path.
 
     Raises
     ------
@@ -233,12 +284,22 @@ def parse_key(key) -> Preset | RecordSpec | str:
             m["kernel"], int(m["j"]), int(m["k"]), int(m["l"]), int(m["T"]), int(m["seed"]),
             m["backend"], tuple(int(c) for c in m["drop"] or ""),
         )  # fmt: skip
-    if _UPLOAD.match(key) or key.startswith(_FILE):
+    if _UPLOAD.match(key) or (key.startswith(_FILE) and _NAME.match(key[len(_FILE) :])):
         return key
     shown = key if len(key) <= 80 else key[:77] + "..."
     raise ValueError(
         f"unknown trace {shown!r}: use a preset ({', '.join(PRESETS)}), a recording "
-        "'rec:KERNEL:JxKxL:T<tile>:s<seed>:<backend>[:d1|:d2|:d12]' or an uploaded file"
+        "'rec:KERNEL:JxKxL:T<tile>:s<seed>:<backend>[:d1|:d2|:d12]', an uploaded file "
+        "or a file this server was given"
+    )
+
+
+def _refused_file(key: str) -> ValueError:
+    """The one answer to a ``file:`` key that names no given file (nothing about the disk)."""
+    shown = key if len(key) <= 80 else key[:77] + "..."
+    return ValueError(
+        f"unknown trace {shown!r}: this server opens only the trace files it was started "
+        "with (vizmm serve --traces ...); load your own with 'Load a trace file'"
     )
 
 
@@ -254,7 +315,14 @@ class Catalogue:
     max_cached : int
         Recordings, uploads and files kept besides the presets.
     max_cached_bytes : int
-        Bytes of those traces' arrays kept besides the presets.
+        Bytes of those traces' arrays kept besides the presets (1 GiB: four
+        traces of :data:`SERVER_MAX_TRACE_BYTES`).
+    given : list of str, optional
+        Trace files and folders of ``*.vizmm`` files that pages may open by
+        name (``file:<name>``); by default those of :func:`given_paths`.
+    max_trace_bytes : int
+        The most a file given to the server or an upload may decode to
+        (bytes of arrays in memory); :data:`SERVER_MAX_TRACE_BYTES`.
     """
 
     def __init__(
@@ -262,12 +330,18 @@ class Catalogue:
         limits: Limits = SERVER_LIMITS,
         budget: Budget | None = None,
         max_cached: int = 24,
-        max_cached_bytes: int = 2 * 2**30,
+        max_cached_bytes: int = 2**30,
+        given: list[str] | None = None,
+        max_trace_bytes: int = SERVER_MAX_TRACE_BYTES,
     ):
         self.limits = limits
         self.budget = budget or Budget()
         self.max_cached = max_cached
         self.max_cached_bytes = max_cached_bytes
+        self.max_trace_bytes = int(max_trace_bytes)
+        self._given: list[str] = [
+            os.path.abspath(os.fspath(p)) for p in (given_paths() if given is None else given)
+        ]
         self._lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = collections.defaultdict(threading.Lock)
         self._cache: collections.OrderedDict[str, Trace] = collections.OrderedDict()
@@ -303,8 +377,68 @@ class Catalogue:
         if isinstance(what, RecordSpec):
             return f"Recorded: {what.describe()}"
         if key.startswith(_FILE):
-            return f"File: {os.path.basename(key[len(_FILE) :])}"
+            return f"File: {key[len(_FILE) :]}"
         return f"Uploaded: {self._names.get(key, key)}"
+
+    # ------------------------------------------------------- given files
+    def give(self, paths) -> list[str]:
+        """Let pages open these trace files and folders by name; returns the files' keys.
+
+        Only whoever starts the server calls this (``vizmm serve --traces``,
+        ``panel serve apps/large_view.py --args FILE``); no page does.
+
+        Parameters
+        ----------
+        paths : iterable of str or os.PathLike
+            Trace files, or folders whose ``*.vizmm`` files (at any depth, at
+            most :data:`MAX_GIVEN_FILES`) are offered.
+
+        Returns
+        -------
+        list of str
+            The ``file:<name>`` keys of the given files and folders' files.
+        """
+        added = [os.path.abspath(os.fspath(p)) for p in paths]
+        with self._lock:
+            self._given += [p for p in added if p not in self._given]
+        names = self.given()
+        return [_FILE + n for n, path in names.items() if any(_under(path, a) for a in added)]
+
+    def given(self) -> dict[str, str]:
+        """The trace files pages may open: ``{name: absolute path}``, in the order given.
+
+        A given file is named by its file name; a file of a given folder by
+        its path inside that folder (``/``-separated). A name taken already
+        gets `` (2)``, `` (3)``, ... A folder is looked at again on each call,
+        so files added to it later are offered too. Nothing here reads a file.
+        """
+        with self._lock:
+            roots = list(self._given)
+        names: dict[str, str] = {}
+
+        def add(name: str, path: str) -> None:
+            if path in names.values() or len(names) >= MAX_GIVEN_FILES:
+                return
+            base, n = name[: MAX_NAME_CHARS - 8], 2
+            while name in names:
+                name, n = f"{base} ({n})", n + 1
+            names[name] = path
+
+        for root in roots:
+            if os.path.isdir(root):
+                for folder, dirs, files in os.walk(root):
+                    dirs.sort()
+                    for f in sorted(files):
+                        if f.endswith(".vizmm") and not f.startswith("."):
+                            path = os.path.join(folder, f)
+                            add(os.path.relpath(path, root).replace(os.sep, "/"), path)
+            else:
+                add(os.path.basename(root) or root, root)
+        return {n: p for n, p in names.items() if _NAME.match(n)}
+
+    def given_keys(self) -> dict[str, str]:
+        """``{menu label: key}`` of the given files (see :meth:`given`)."""
+        return {f"File: {name}": _FILE + name for name in self.given()}
 
     def _store(self, key: str, trace: Trace) -> None:
         with self._lock:
@@ -355,7 +489,7 @@ class Catalogue:
         vizmm.record.RecordingCancelled
             When ``cancel`` was set.
         TraceError, OSError
-            When a file cannot be read.
+            When a given file cannot be read (the message names it by its name).
         """
         what = parse_key(key)
         trace = self.cached(key)
@@ -370,7 +504,7 @@ class Catalogue:
                     f"the uploaded trace {key!r} is no longer on this server; upload the file again"
                 )
             if isinstance(what, str):
-                trace = load(what[len(_FILE) :])
+                trace = self._load_given(key)
             elif isinstance(what, Preset):
                 trace = self._packaged(what)
                 if trace is None and what.large:
@@ -386,6 +520,24 @@ class Catalogue:
                 warm(trace)
             self._store(key, trace)
             return trace
+
+    def _load_given(self, key: str) -> Trace:
+        """Read the given file of ``key``; every failure is said by the file's name, not path."""
+        name = key[len(_FILE) :]
+        path = self.given().get(name)
+        if path is None:
+            raise _refused_file(key)
+        try:
+            return load(path, max_bytes=self.max_trace_bytes)
+        except FileNotFoundError:
+            raise TraceError(
+                f"the trace file {name!r} given to this server is no longer there"
+            ) from None
+        except OSError as exc:
+            raise TraceError(
+                f"the trace file {name!r} given to this server cannot be read "
+                f"({exc.strerror or type(exc).__name__})"
+            ) from None
 
     def _record(self, spec: RecordSpec, progress, cancel) -> Trace:
         return self.record(**spec.record_kwargs(), progress=progress, cancel=cancel)
@@ -466,20 +618,32 @@ class Catalogue:
             raise UploadError(
                 f"{name} is {human_bytes(len(data))}, over this server's upload limit of "
                 f"{human_bytes(MAX_UPLOAD_BYTES)}; record a window of blocks to make a "
-                "smaller trace, or open it with `panel serve apps/large_view.py --args FILE`"
+                "smaller trace, or have the server started with it (`vizmm serve --traces FILE`)"
             )
         data = bytes(data)
         key = "upload:" + hashlib.sha256(data).hexdigest()[:12]
         if self.cached(key) is None:
-            trace = from_bytes(data, name=name, max_bytes=MAX_UPLOAD_TRACE_BYTES)
+            trace = from_bytes(
+                data, name=name, max_bytes=min(MAX_UPLOAD_TRACE_BYTES, self.max_trace_bytes)
+            )
             warm(trace)
             self._names[key] = name
             self._store(key, trace)
         return key
 
     def file_key(self, path: str) -> str:
-        """The key of a trace file given to the server (``file:<absolute path>``)."""
-        return _FILE + os.path.abspath(path)
+        """The key of a file given to the server (:meth:`give`), from its path.
+
+        Raises
+        ------
+        ValueError
+            When the server was not given that file (said as for any key).
+        """
+        path = os.path.abspath(os.fspath(path))
+        for name, p in self.given().items():
+            if p == path:
+                return _FILE + name
+        raise _refused_file(_FILE + os.path.basename(path))
 
     # ------------------------------------------------------------ preload
     def preload(self, keys=None) -> dict[str, str]:
@@ -524,6 +688,11 @@ def preload_once() -> threading.Thread | None:
         if _preload_thread is None and not CATALOGUE._preloaded.is_set():
             _preload_thread = CATALOGUE.preload_in_background()
         return _preload_thread
+
+
+def _under(path: str, root: str) -> bool:
+    """Whether ``path`` is ``root`` or inside folder ``root``."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _small_p(trace: Trace) -> bool:

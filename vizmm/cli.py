@@ -30,8 +30,10 @@ import inspect
 import math
 import os
 import re
+import signal
 import sys
 import textwrap
+import threading
 from collections.abc import Callable, Sequence
 
 from . import __version__
@@ -42,18 +44,39 @@ from .record import (
     RecordError,
     record,
 )
-from .trace import KERNELS, MAX_TILE_WIDTH, TraceError, human_bytes, load, read_info
+from .trace import (
+    KERNELS,
+    MAX_TILE_WIDTH,
+    TraceError,
+    atomic_write,
+    human_bytes,
+    load,
+    read_info,
+)
 
-__all__ = ["CLIError", "INPUT_ERRORS", "SUBCOMMANDS", "build_parser", "main"]
+__all__ = ["CLIError", "INPUT_ERRORS", "SUBCOMMANDS", "Terminated", "build_parser", "main"]
 
 EXIT_OK = 0
 EXIT_FAILURE = 1  # something broke that is not the user's input
 EXIT_USAGE = 2  # bad input: arguments, sizes, files
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 128 + signal.SIGTERM  # 143, as a shell reports a process killed by SIGTERM
 
 
 class CLIError(Exception):
     """Bad input to a subcommand; the message is shown on one line and the exit code is 2."""
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived while :func:`main` ran.
+
+    Raised by the handler :func:`main` installs, it unwinds the stack as
+    KeyboardInterrupt does for SIGINT: every ``finally`` and ``except
+    BaseException`` runs (temporary files and scratch folders are removed,
+    a recording's worker process is stopped). Neither an ``Exception`` nor a
+    ``KeyboardInterrupt``, so no broad ``except Exception`` swallows it;
+    :func:`main` answers it with ``vizmm: terminated`` and exit code 143.
+    """
 
 
 #: Exceptions that a handler may raise for bad input (message shown, exit code 2).
@@ -394,10 +417,11 @@ def cmd_record(args: argparse.Namespace) -> int:
         drop_barrier=args.drop_barrier,
         on_estimate=say,
     )
-    path = trace.save(args.output)
+    data = trace.to_bytes()
+    path = atomic_write(args.output, data)
     if not args.quiet:
         print(
-            f"wrote {path} ({human_bytes(os.path.getsize(path))}): {trace.kernel} kernel, "
+            f"wrote {path} ({human_bytes(len(data))}): {trace.kernel} kernel, "
             f"M {j}x{k} . N {k}x{l}, TILE_WIDTH {trace.tile_width}, on the {trace.backend}"
         )
     return EXIT_OK
@@ -624,10 +648,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     options = {name: getattr(args, name) for name in EXPORT_OPTIONS}
     export.export(trace, out, fmt, block=block, progress=False if args.quiet else None, **options)
     n = len(Replay(trace, block, granularity=args.granularity, order=args.order))
-    size = os.path.getsize(out)
+    # a FIFO or a device keeps no size to report
+    size = f" ({human_bytes(os.path.getsize(out))})" if os.path.isfile(out) else ""
     what = f"{args.size[0]}x{args.size[1]}, " if fmt != "html" else ""
     print(
-        f"wrote {out} ({human_bytes(size)}): {fmt} of block ({block[0]},{block[1]}), {n} frames "
+        f"wrote {out}{size}: {fmt} of block ({block[0]},{block[1]}), {n} frames "
         f"({args.granularity}, {args.order}), {what}{args.fps:g} fps"
     )
     return 0
@@ -770,10 +795,49 @@ def add_serve_parser(subparsers) -> None:
     p.add_argument(
         "--num-procs", type=_non_negative, default=1, help="server processes (default: 1)"
     )
+    p.add_argument(
+        "--traces",
+        nargs="+",
+        default=[],
+        metavar="FILE_OR_FOLDER",
+        help="trace files, or folders of .vizmm files, that the pages may open (shown by "
+        "name, never by path); nothing else on this machine's disk is reachable from a page",
+    )
+    p.add_argument(
+        "--max-trace-mib",
+        type=_positive_mib,
+        default=None,
+        metavar="MIB",
+        help="the most one page may make the server decode or record per trace (MiB of "
+        "arrays in memory; default: 256)",
+    )
     p.add_argument("--show", action="store_true", help="open the dashboard in a browser")
     p.add_argument(
         "--dry-run", action="store_true", help="print the panel command instead of running it"
     )
+
+
+def _positive_mib(text: str) -> int:
+    """A size in MiB of at least 1 and at most 1 TiB."""
+    if len(text) > 12 or not text.strip().isdigit() or not 1 <= int(text) <= 2**20:
+        raise argparse.ArgumentTypeError(
+            f"{text[:20]!r} is not a size in MiB (a whole number from 1 to 1048576)"
+        )
+    return int(text)
+
+
+def _given_traces(paths: list[str]) -> list[str]:
+    """The absolute paths of ``--traces``, each checked to be a file or a folder."""
+    out = []
+    for p in paths:
+        if not os.path.exists(p):
+            raise CLIError(f"--traces {p}: no such file or folder")
+        if not (os.path.isfile(p) or os.path.isdir(p)):
+            raise CLIError(f"--traces {p}: not a regular file or a folder")
+        if os.pathsep in os.path.abspath(p):
+            raise CLIError(f"--traces {p}: a path with {os.pathsep!r} in it cannot be given")
+        out.append(os.path.abspath(p))
+    return out
 
 
 #: What ``vizmm serve`` sets in the server's environment where it is not set
@@ -786,23 +850,43 @@ def add_serve_parser(subparsers) -> None:
 SERVE_ENVIRONMENT = {"PYTHONMALLOC": "malloc"}
 
 
-def serve_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+def serve_environment(
+    environ: dict[str, str] | None = None, args: argparse.Namespace | None = None
+) -> dict[str, str]:
     """The variables ``vizmm serve`` adds to the server's environment.
 
     Parameters
     ----------
     environ : dict of str to str, optional
         The environment it starts from (``os.environ`` by default). A
-        variable set there is left as it is (``PYTHONMALLOC=pymalloc vizmm
-        serve`` keeps Python's allocator).
+        variable of :data:`SERVE_ENVIRONMENT` set there is left as it is
+        (``PYTHONMALLOC=pymalloc vizmm serve`` keeps Python's allocator).
+    args : argparse.Namespace, optional
+        ``vizmm serve``'s arguments: ``--traces`` becomes
+        ``VIZMM_SERVE_TRACES``, ``--max-trace-mib``
+        ``VIZMM_SERVER_MAX_TRACE_BYTES``.
 
     Returns
     -------
     dict of str to str
-        Those of :data:`SERVE_ENVIRONMENT` not set in ``environ``.
+        Those of :data:`SERVE_ENVIRONMENT` not set in ``environ``, and the
+        variables of ``args``.
+
+    Raises
+    ------
+    CLIError
+        For a ``--traces`` path that is neither a file nor a folder.
     """
     environ = os.environ if environ is None else environ
-    return {k: v for k, v in SERVE_ENVIRONMENT.items() if k not in environ}
+    out = {k: v for k, v in SERVE_ENVIRONMENT.items() if k not in environ}
+    if args is not None:
+        from .catalogue import GIVEN_TRACES_VARIABLE
+
+        if args.traces:
+            out[GIVEN_TRACES_VARIABLE] = os.pathsep.join(_given_traces(args.traces))
+        if args.max_trace_mib is not None:
+            out["VIZMM_SERVER_MAX_TRACE_BYTES"] = str(args.max_trace_mib * 2**20)
+    return out
 
 
 def serve_command(args: argparse.Namespace) -> list[str]:
@@ -858,11 +942,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     Examples
     --------
     vizmm serve --show                       (on this machine only)
+    vizmm serve --traces lecture/ big.vizmm  (pages may open these, by name)
     vizmm serve --address 0.0.0.0 --allow-websocket-origin=HOST:5006 --num-procs 2
                                              (a class: HOST is the name students type)
     """
     cmd = serve_command(args)
-    extra = serve_environment()
+    extra = serve_environment(args=args)
     if args.dry_run:  # as a shell would take it: the variables, then the command
         print(" ".join([*(f"{k}={v}" for k, v in extra.items()), *cmd]))
         return EXIT_OK
@@ -913,7 +998,8 @@ def _one_line(exc: BaseException) -> str:
     if isinstance(exc, KeyError) and exc.args:
         msg = str(exc.args[0])
     elif isinstance(exc, OSError) and exc.strerror and exc.filename:
-        msg = f"{exc.filename}: {exc.strerror}"
+        named = str(exc.filename) in exc.strerror  # "cannot write F: ..." names it already
+        msg = exc.strerror if named else f"{exc.filename}: {exc.strerror}"
     else:
         msg = str(exc) or type(exc).__name__
     return " ".join(msg.split())
@@ -953,8 +1039,42 @@ def _join_negative_values(argv: Sequence[str] | None) -> list[str]:
     return out
 
 
+def _raise_terminated(signum, frame) -> None:
+    """The SIGTERM handler of :func:`main`: raise :class:`Terminated` once.
+
+    A second SIGTERM (cleanup taking too long) gets the default action and
+    ends the process at once; temporary files it leaves are named for this
+    process and removed by a later write (:mod:`vizmm.trace.destination`).
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise Terminated(signum)
+
+
+def _handle_sigterm():
+    """Install :func:`_raise_terminated` for SIGTERM; return what to restore (None: nothing).
+
+    Only in the main thread (Python's rule for signal handlers), and not
+    where SIGTERM is ignored (the caller chose so, as ``nohup`` does for SIGHUP).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous == signal.SIG_IGN:
+            return None
+        signal.signal(signal.SIGTERM, _raise_terminated)
+    except (ValueError, OSError):  # no signals here (an embedded interpreter)
+        return None
+    return (previous,)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``vizmm`` command line; return the exit code.
+
+    While it runs (in the main thread), SIGTERM is handled like SIGINT: the
+    work unwinds, temporary files are removed, a recording's worker process
+    is stopped, and the exit code is 143 with ``vizmm: terminated`` on
+    stderr. The previous SIGTERM handler is restored on return.
 
     Parameters
     ----------
@@ -965,8 +1085,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     -------
     int
         0 on success, 2 for bad input (one line on stderr), 1 when something
-        else failed, 130 when interrupted.
+        else failed, 130 when interrupted (SIGINT), 143 when terminated (SIGTERM).
     """
+    restore = _handle_sigterm()
+    try:
+        return _main(argv)
+    except Terminated:  # arrived after _main's own handlers (while it returned)
+        print("vizmm: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
+    finally:
+        if restore is not None:
+            signal.signal(signal.SIGTERM, restore[0])
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         argv = _join_negative_values(argv)
         args = build_parser(argv[0] if argv else None).parse_args(argv)
@@ -975,15 +1107,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.code is None:
             return EXIT_OK
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    except BrokenPipeError:  # the reader went away, as with 'vizmm table ... | head'
-        _silence_stdout()
-        return EXIT_FAILURE
+    except BrokenPipeError as exc:
+        if exc.filename is None:  # the reader went away, as with 'vizmm table ... | head'
+            _silence_stdout()
+            return EXIT_FAILURE
+        # the reader of a FIFO given to -o went away: say so
+        print(f"vizmm: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
     except INPUT_ERRORS as exc:
         print(f"vizmm: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("vizmm: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Terminated:
+        print("vizmm: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
     except Exception as exc:  # noqa: BLE001 - the promise is: never a traceback
         print(f"vizmm: failed: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
         return EXIT_FAILURE
