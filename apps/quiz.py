@@ -29,7 +29,7 @@ import panel as pn
 
 from vizmm.render.bokeh_scene import add_glyph
 from vizmm.render.text import render_text
-from vizmm.replay import Replay
+from vizmm.replay import Replay, Sub
 from vizmm.replay.questions import Question, answer_label, pick_label, question_at, quiz, score
 
 __all__ = ["QuestionMode", "question_mode", "PICK", "RIGHT", "WRONG"]
@@ -283,13 +283,18 @@ class QuestionMode:
         }
 
     def _here(self) -> int:
-        """The current moment as a step of the block's lockstep sub-step replay."""
+        """The current moment as a step of the block's lockstep sub-step replay.
+
+        A whole phase (phase granularity) is asked about from its first
+        sub-step: the question is about the phase shown, not the next one.
+        """
         s = self.state
         if s.granularity == "substep" and s.order == "lockstep" or s.frame is None:
             return s.step
-        from apps.dashboard import _equivalent
-
-        return _equivalent(s.frame.step, Replay(s.trace, (s.by, s.bx)))
+        replay = Replay(s.trace, (s.by, s.bx))
+        if s.frame.step.sub == Sub.PHASE:
+            return replay.index_of(s.frame.step.phase, Sub.LOAD_M)
+        return replay.index_at(s.frame.step)
 
     def ask_here(self) -> None:
         """Ask the first question of this block at the current step or after it."""

@@ -207,3 +207,18 @@ def test_the_table_shows_future_cells_again_after_the_question(dash):
     s.go(q.view_step)
     after = " ".join(dash._scene.sources["table"].data["text"])
     assert after == before
+
+
+@pytest.mark.parametrize("granularity", ["substep", "phase"])
+@pytest.mark.parametrize("order", ["lockstep", "recorded"])
+def test_ask_here_in_every_granularity_and_order(dash, granularity, order):
+    """'Ask a question here' asks about the moment shown, whatever the replay's mode."""
+    s, qm = dash.state, dash.questions
+    s.param.update(granularity=granularity, order=order)
+    s.go(s.frame.count // 2)  # the middle of the replay: a phase after the first
+    phase = s.frame.step.phase
+    qm.ask_here()
+    q = qm.question
+    assert q is not None and q.block == (s.by, s.bx)
+    # the question is asked at this moment or after it, never before (Fig. 5.8's phases)
+    assert q.phase >= phase
