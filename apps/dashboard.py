@@ -682,7 +682,10 @@ class UploadBox(pn.widgets.FileDropper):
 
     def __init__(self, **params):
         limit_mb = max(1, catalogue.MAX_UPLOAD_BYTES // 10**6)
-        params.setdefault("accepted_filetypes", [".vizmm", ".npz"])
+        # No type filter: a browser gives a file of an unknown extension (.vizmm)
+        # an empty MIME type, and the uploader's type check would refuse it
+        # before anything is sent. The server checks every file's bytes.
+        params.setdefault("accepted_filetypes", [])
         params.setdefault("max_file_size", f"{limit_mb}MB")
         params.setdefault("chunk_size", 1_000_000)
         params.setdefault("multiple", False)
