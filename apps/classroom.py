@@ -3,7 +3,8 @@
 * ``/dashboard?class=new`` makes a class; the page (the instructor's) states
   its code in ``#vizmm-status`` (``data-class``) and shows it with the
   student link, and its URL becomes ``?class=CODE&teach=KEY`` (a reload, or
-  that link, is the instructor again; keep it to yourself).
+  that link, is the instructor again; keep it to yourself). The key is shown
+  to that page only: the class store keeps its SHA-256, never the key.
 * ``/dashboard?class=CODE`` is a student's page: it shows the instructor's
   trace, block and step as the instructor moves (it polls the class four
   times a second), lets the student explore alone ("Follow the instructor"
@@ -11,8 +12,24 @@
   question. Its URL gets ``&seat=...``: a reload is the same seat (its answer
   is kept and counted once).
 * The instructor asks the quiz's questions one by one, sees how many seats
-  answered and the distribution of the answers (no names: seats are random
-  keys), reveals, and downloads the results as CSV.
+  are here and answered and the distribution of the answers (no names: seats
+  are random keys), reveals, and downloads the results as CSV.
+
+Seats. Only a live page holds a seat: a student's page takes its seat once
+the browser has loaded it (``pn.state.onload``, the session's websocket
+connected), not when its HTML is requested, so plain GETs of the URL take
+none. The page keeps the seat while its session has a connection (it
+checks on every poll and stamps the seat every ``SEAT_TIMEOUT_S / 3``
+seconds) and gives it back when the connection goes or the session ends
+(``pn.state.on_session_destroyed``); a seat not stamped for
+``SEAT_TIMEOUT_S`` (a process that died) is dropped from the store by the
+next page that takes or stamps a seat. A class holds at most
+:func:`max_seats` seats (``MAX_SEATS``, or ``VIZMM_CLASS_MAX_SEATS``): a
+page that finds it full says so ("This class is full (N students): ask your
+instructor.") and does not join. A reload (the same ``seat=``) takes over
+its seat. A page that closes leaves, but the answers it already sent stay
+counted: the distributions and the CSV report the answers given, the
+"students here" count the pages open now.
 
 The questions and answers live on the server (in the class store): a
 student's page gets the prompt, then at the reveal the answer. Nothing is
@@ -20,8 +37,11 @@ written to disk: a class ends with the server process. ``panel serve
 --num-procs N`` runs N processes that do not share memory; set
 ``VIZMM_CLASS_DIR`` to a directory (a tmpfs such as ``/dev/shm/vizmm``) and
 the processes share classes through small JSON files there, locked with
-``fcntl`` (each process removes the classes it made when it stops).
-Without it, every class lives in the process that made it.
+``fcntl`` (each process removes the classes it made when it stops). The
+files are readable by the server's user only (0600, written to a temporary
+file of the same folder and renamed), a folder vizmm creates is 0700, and a
+folder that another user owns or may write to is refused. Without it, every
+class lives in the process that made it.
 """
 
 from __future__ import annotations
@@ -32,10 +52,15 @@ import contextlib
 import copy
 import csv
 import fcntl
+import hashlib
+import hmac
 import io
 import json
+import logging
 import os
 import secrets
+import stat
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -54,13 +79,19 @@ __all__ = [
     "Classroom",
     "class_session",
     "new_code",
+    "key_hash",
+    "key_matches",
+    "max_seats",
 ]
+
+log = logging.getLogger(__name__)
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
 CODE_LENGTH = 6
 MAX_CLASSES = 64  # per store; the oldest class goes first
-MAX_SEATS = 500  # per class
-SEAT_TIMEOUT_S = 6.0  # a seat not seen for this long is not counted as present
+MAX_SEATS = 500  # live seats per class (VIZMM_CLASS_MAX_SEATS overrides it)
+MAX_SEATS_ENV = "VIZMM_CLASS_MAX_SEATS"
+SEAT_TIMEOUT_S = 6.0  # a seat not stamped for this long is not counted, and is dropped
 POLL_MS = 250  # students' pages look for the instructor's moves this often
 VIEW_KEYS = ("source", "by", "bx", "granularity", "order", "step")
 
@@ -68,6 +99,72 @@ VIEW_KEYS = ("source", "by", "bx", "granularity", "order", "step")
 def new_code() -> str:
     """A random class code (6 characters of :data:`CODE_ALPHABET`)."""
     return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def max_seats() -> int:
+    """How many live seats a class holds: ``VIZMM_CLASS_MAX_SEATS`` if set, else ``MAX_SEATS``.
+
+    Returns
+    -------
+    int
+        At least 1.
+
+    Raises
+    ------
+    ValueError
+        Where ``VIZMM_CLASS_MAX_SEATS`` is set to anything but a whole number >= 1.
+    """
+    raw = os.environ.get(MAX_SEATS_ENV, "").strip()
+    if not raw:
+        return MAX_SEATS
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"{MAX_SEATS_ENV} must be a whole number >= 1, not {raw[:20]!r}")
+    return n
+
+
+def key_hash(key: str) -> str:
+    """The SHA-256 (hex) of an instructor's key: what the store keeps instead of the key.
+
+    Parameters
+    ----------
+    key : str
+        A key as :func:`_new_class` makes it, or as a URL gave it.
+
+    Returns
+    -------
+    str
+        64 hex digits.
+    """
+    # The key is 96 random bits (secrets.token_urlsafe(12)), not a password a
+    # person chose: nobody can try 2**96 keys against a hash, fast or slow, so
+    # one plain SHA-256 is enough. A salt or a slow KDF (scrypt, PBKDF2) helps
+    # guessable secrets only. What the hash buys: whoever reads the store (a
+    # class file) cannot become the instructor.
+    return hashlib.sha256(str(key).encode("utf-8")).hexdigest()
+
+
+def key_matches(cls: dict, key: str) -> bool:
+    """Whether ``key`` is the instructor's key of class ``cls`` (compared in constant time).
+
+    Parameters
+    ----------
+    cls : dict
+        A class of the store (it holds ``key_hash``).
+    key : str
+        The key offered (the ``teach`` URL parameter); empty never matches.
+
+    Returns
+    -------
+    bool
+    """
+    stored = cls.get("key_hash")
+    if not key or not isinstance(stored, str):
+        return False
+    return hmac.compare_digest(key_hash(key), stored)
 
 
 def _clean_code(code: str) -> str:
@@ -79,19 +176,29 @@ def _clean_code(code: str) -> str:
     return code
 
 
-def _new_class(view: dict) -> dict:
-    return {
+def _new_class(view: dict) -> tuple[dict, str]:
+    """A new class showing ``view`` and its instructor's key (the class keeps the key's hash)."""
+    key = secrets.token_urlsafe(12)
+    cls = {
         "code": new_code(),
-        "key": secrets.token_urlsafe(12),
+        "key_hash": key_hash(key),
         "created": time.time(),
         "version": 0,
         "view": dict(view),
         "question": None,  # {"source", "block", "index", "count"} of quiz(trace, block)
         "revealed": False,
-        "answers": {},  # seat -> sorted picks (lists)
-        "seats": {},  # seat -> last seen (time.time())
+        "answers": {},  # seat -> sorted picks (lists); kept when the seat leaves
+        "seats": {},  # seat -> {"seen": time.time() of its last stamp, "page": its page}
         "results": [],  # one row per revealed question (CSV)
     }
+    return cls, key
+
+
+def _created(cls: dict, key: str) -> dict:
+    """What :meth:`ClassStore.create` returns: a copy of ``cls`` with its key in clear."""
+    out = copy.deepcopy(cls)
+    out["key"] = key
+    return out
 
 
 class ClassStore(abc.ABC):
@@ -99,7 +206,9 @@ class ClassStore(abc.ABC):
 
     Values are plain JSON-able dicts (see :func:`_new_class`); :meth:`get`
     returns a copy, :meth:`update` applies ``change(cls)`` under a lock and
-    bumps ``version`` when ``change`` returns True.
+    keeps the class when ``change`` returns True (and then bumps ``version``,
+    what pages follow, unless ``bump`` is False). A class holds the hash of
+    its instructor's key (``key_hash``), never the key.
 
     Raises
     ------
@@ -109,15 +218,33 @@ class ClassStore(abc.ABC):
 
     @abc.abstractmethod
     def create(self, view: dict) -> dict:
-        """Make a class showing ``view``; returns it (with its code and key)."""
+        """Make a class showing ``view``.
+
+        Returns
+        -------
+        dict
+            A copy of the class with the instructor's key in clear under
+            ``key``: the only time the key is handed out (the store keeps
+            its hash).
+        """
 
     @abc.abstractmethod
     def get(self, code: str) -> dict:
         """A copy of class ``code``."""
 
     @abc.abstractmethod
-    def update(self, code: str, change: Callable[[dict], bool]) -> dict:
-        """Apply ``change(cls)`` under the lock; returns the class after it."""
+    def update(self, code: str, change: Callable[[dict], bool], bump: bool = True) -> dict:
+        """Apply ``change(cls)`` under the lock; returns the class after it.
+
+        Parameters
+        ----------
+        code : str
+        change : callable
+            ``change(cls) -> bool``: changes ``cls`` in place, True where it did.
+        bump : bool
+            Whether a change bumps ``version`` (pages follow it). Presence
+            (seats) changes nothing pages show: ``bump=False``.
+        """
 
 
 class MemoryStore(ClassStore):
@@ -128,15 +255,15 @@ class MemoryStore(ClassStore):
         self._classes: dict[str, dict] = {}
 
     def create(self, view: dict) -> dict:
-        """Make a class showing ``view``; returns it (with its code and key)."""
+        """Make a class showing ``view``; a copy with its key (:meth:`ClassStore.create`)."""
         with self._lock:
-            cls = _new_class(view)
+            cls, key = _new_class(view)
             while cls["code"] in self._classes:
                 cls["code"] = new_code()
             self._classes[cls["code"]] = cls
             while len(self._classes) > MAX_CLASSES:
                 del self._classes[next(iter(self._classes))]
-            return copy.deepcopy(cls)
+            return _created(cls, key)
 
     def get(self, code: str) -> dict:
         """A copy of class ``code``."""
@@ -146,14 +273,14 @@ class MemoryStore(ClassStore):
                 raise KeyError(f"no class {code} on this server (classes end when it stops)")
             return copy.deepcopy(self._classes[code])
 
-    def update(self, code: str, change: Callable[[dict], bool]) -> dict:
+    def update(self, code: str, change: Callable[[dict], bool], bump: bool = True) -> dict:
         """Apply ``change(cls)`` under the lock; returns the class after it."""
         code = _clean_code(code)
         with self._lock:
             if code not in self._classes:
                 raise KeyError(f"no class {code} on this server (classes end when it stops)")
             cls = self._classes[code]
-            if change(cls):
+            if change(cls) and bump:
                 cls["version"] += 1
             return copy.deepcopy(cls)
 
@@ -161,26 +288,59 @@ class MemoryStore(ClassStore):
 class FileStore(ClassStore):
     """Classes shared by the processes of ``panel serve --num-procs N`` through a directory.
 
-    One JSON file per class, replaced atomically, each change under an
-    exclusive ``fcntl`` lock of the directory's lock file. A process removes
-    the files of the classes it made when it exits.
+    One JSON file per class, readable by the server's user only (0600),
+    replaced atomically (a 0600 temporary file of the same folder, then
+    ``os.replace``), each change under an exclusive ``fcntl`` lock of the
+    folder's lock file. A process removes the files of the classes it made
+    when it exits.
+
+    Parameters
+    ----------
+    folder : str
+        Made 0700 where it does not exist.
+
+    Raises
+    ------
+    PermissionError
+        Where ``folder`` belongs to another user or other users may write
+        to it (they could replace the classes).
     """
 
     def __init__(self, folder: str):
-        self.folder = folder
-        os.makedirs(folder, exist_ok=True)
-        self._lockfile = os.path.join(folder, ".lock")
+        self.folder = os.path.abspath(folder)
+        os.makedirs(self.folder, mode=0o700, exist_ok=True)
+        st = os.stat(self.folder)
+        if st.st_uid != os.geteuid():
+            raise PermissionError(
+                f"class folder {self.folder} belongs to another user: give VIZMM_CLASS_DIR "
+                "a folder of the server's own (vizmm makes it, readable by its user only)"
+            )
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise PermissionError(
+                f"other users may write to the class folder {self.folder}: give "
+                "VIZMM_CLASS_DIR a folder of its own (vizmm makes it, readable by its user only)"
+            )
+        if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            log.warning(
+                "other users may list the class folder %s (its class codes); "
+                "chmod 700 it, or let vizmm make it",
+                self.folder,
+            )
+        self._lockfile = os.path.join(self.folder, ".lock")
         self._mine: set[str] = set()
         atexit.register(self._cleanup)
 
     @contextlib.contextmanager
     def _locked(self):
-        with open(self._lockfile, "a+") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)
+        fd = os.open(self._lockfile, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 yield
             finally:
-                fcntl.flock(f, fcntl.LOCK_UN)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
 
     def _path(self, code: str) -> str:
         return os.path.join(self.folder, f"class-{code}.json")
@@ -194,15 +354,21 @@ class FileStore(ClassStore):
 
     def _write(self, cls: dict) -> None:
         path = self._path(cls["code"])
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(cls, f)
-        os.replace(tmp, path)
+        # mkstemp makes the file 0600 whatever the umask: readable by this user only
+        fd, tmp = tempfile.mkstemp(prefix=f".class-{cls['code']}.", suffix=".tmp", dir=self.folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(cls, f)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
 
     def create(self, view: dict) -> dict:
-        """Make a class showing ``view``; returns it (with its code and key)."""
+        """Make a class showing ``view``; a copy with its key (:meth:`ClassStore.create`)."""
         with self._locked():
-            cls = _new_class(view)
+            cls, key = _new_class(view)
             while os.path.exists(self._path(cls["code"])):
                 cls["code"] = new_code()
             self._write(cls)
@@ -215,19 +381,20 @@ class FileStore(ClassStore):
             for _, n in names[: max(0, len(names) - MAX_CLASSES)]:
                 with contextlib.suppress(OSError):
                     os.remove(os.path.join(self.folder, n))
-            return cls
+            return _created(cls, key)
 
     def get(self, code: str) -> dict:
         """A copy of class ``code``."""
         return self._read(_clean_code(code))
 
-    def update(self, code: str, change: Callable[[dict], bool]) -> dict:
+    def update(self, code: str, change: Callable[[dict], bool], bump: bool = True) -> dict:
         """Apply ``change(cls)`` under the lock; returns the class after it."""
         code = _clean_code(code)
         with self._locked():
             cls = self._read(code)
             if change(cls):
-                cls["version"] += 1
+                if bump:
+                    cls["version"] += 1
                 self._write(cls)
             return cls
 
@@ -327,6 +494,25 @@ def results_csv(cls: dict) -> str:
     return out.getvalue()
 
 
+def present(cls: dict, now: float | None = None) -> int:
+    """How many seats of ``cls`` were stamped within ``SEAT_TIMEOUT_S`` (the students here)."""
+    now = time.time() if now is None else now
+    return sum(1 for e in cls["seats"].values() if now - e["seen"] < SEAT_TIMEOUT_S)
+
+
+def _drop_stale(cls: dict, now: float) -> bool:
+    """Drop the seats of ``cls`` not stamped within ``SEAT_TIMEOUT_S``; whether any went."""
+    stale = [s for s, e in cls["seats"].items() if now - e["seen"] >= SEAT_TIMEOUT_S]
+    for s in stale:
+        del cls["seats"][s]
+    return bool(stale)
+
+
+def full_message(cap: int) -> str:
+    """What a student's page says when its class has no seat left."""
+    return f"This class is full ({cap} students): ask your instructor."
+
+
 class Classroom:
     """One page's part in a class: the instructor's controls or a student's following.
 
@@ -342,17 +528,33 @@ class Classroom:
         A student's seat (the ``seat`` URL parameter), to rejoin after a reload.
     served : bool
         Whether timers and the URL are available (a Bokeh server session).
+        A served student's page takes its seat once the browser has loaded
+        it (``pn.state.onload``); one that is not served takes it at once.
+
+    Attributes
+    ----------
+    seat_state : str
+        A student's seat: ``"joining"`` (the page is not live yet),
+        ``"held"``, ``"away"`` (its connection went; taken again if it comes
+        back) or ``"full"`` (the class had no room: the page did not join).
     """
 
     def __init__(self, dashboard, code: str, key: str = "", seat: str = "", served: bool = True):
         self.dash, self.state, self.qm = dashboard, dashboard.state, dashboard.questions
         self.served = served
-        self.store = store()
+        self.store: ClassStore | None = None
         self.error = ""
         self.role = "student"
         self.code = ""
-        self.key = ""
+        self.key = ""  # the instructor's page only: its key, for its own URL
         self.seat = seat if seat and len(seat) <= 40 else secrets.token_urlsafe(6)
+        self.seat_state = "joining"
+        self.cap = MAX_SEATS
+        # this page's claim on its seat: a reload (a new page, the same seat) takes the
+        # seat over, and the old page's leaving then does not free it
+        self._page = secrets.token_hex(8)
+        self._doc = pn.state.curdoc if served else None
+        self._stopped = False
         self.following = True
         self._syncing = False
         self._version = -1
@@ -362,15 +564,17 @@ class Classroom:
         self._last_seen = 0.0
         self._build()
         try:
+            self.cap = max_seats()
+            self.store = store()
             if code.lower() == "new":
                 cls = self.store.create(self._view())
                 self.role, self.code, self.key = "instructor", cls["code"], cls["key"]
             else:
                 cls = self.store.get(code)
                 self.code = cls["code"]
-                if key and secrets.compare_digest(str(key), cls["key"]):
+                if key_matches(cls, key):
                     self.role, self.key = "instructor", key
-        except KeyError as exc:
+        except (KeyError, OSError, ValueError) as exc:
             self.error = str(exc).strip("'\"")
             self.state.show(f"Class: {self.error}", "warning")
             self.panel.visible = False
@@ -383,18 +587,36 @@ class Classroom:
         else:
             self.qm.on_submit = self._send
             self.state.param.watch(self._student_moved, list(VIEW_KEYS))
-            self._seen()
         self._fill()
-        self.poll()
-        if served:
+        self.poll()  # the page shows the class's step and question from the start
+        if not served:
+            self._loaded()
+            return
+        with contextlib.suppress(Exception):
+            pn.state.on_session_destroyed(lambda ctx: self._stop())
+        # Nothing more until a browser has loaded the page: a request for the HTML
+        # alone (a script, a link preview) builds a session that takes no seat and
+        # runs no timer, and ends unused.
+        pn.state.onload(self._loaded)
+
+    def _loaded(self) -> None:
+        """The page is live: a student takes the seat; the page follows the class."""
+        if self._stopped:
+            return
+        try:
+            if self.role == "student" and not self._claim(take_over=True):
+                return  # the class is full
+        except KeyError:
+            self._ended()
+            return
+        if self.served:
             self._cb = pn.state.add_periodic_callback(
                 self.poll, period=POLL_MS if self.role == "student" else 500
             )
-            with contextlib.suppress(Exception):
-                pn.state.on_session_destroyed(lambda ctx: self._stop())
-            if pn.state.curdoc is not None:
-                _listen(self.code, id(self), pn.state.curdoc, self.poll)
-            pn.state.onload(self._set_url)  # the page's URL is reachable once it has loaded
+            if self._doc is not None:
+                _listen(self.code, id(self), self._doc, self.poll)
+        self.poll()
+        self._set_url()  # the page's URL is reachable once it has loaded
 
     # ------------------------------------------------------------ widgets
     def _build(self) -> None:
@@ -540,19 +762,96 @@ class Classroom:
             return None
 
     # ----------------------------------------------------------- student
-    def _seen(self) -> None:
-        seat, now = self.seat, time.time()
-        self._last_seen = now
+    def _claim(self, take_over: bool = False) -> bool:
+        """Take or stamp this page's seat, dropping stale seats; False where the class is full.
+
+        ``take_over``: a page that has just loaded takes its seat from another
+        page of the same seat (the page before a reload); a stamp does not.
+        """
+        seat, page, cap, now = self.seat, self._page, self.cap, time.time()
+        full = []
 
         def change(cls):
-            if seat not in cls["seats"] and len(cls["seats"]) >= MAX_SEATS:
-                return False
-            cls["seats"][seat] = now
-            return False  # presence is not a change the pages must follow
+            dropped = _drop_stale(cls, now)
+            mine = cls["seats"].get(seat)
+            if mine is None and len(cls["seats"]) >= cap:
+                full.append(True)
+                return dropped
+            if mine is not None and mine["page"] != page and not take_over:
+                return dropped  # a newer page of this seat holds it
+            cls["seats"][seat] = {"seen": now, "page": page}
+            return True
 
-        self.store.update(self.code, change)
+        self.store.update(self.code, change, bump=False)  # presence: pages follow nothing
+        self._last_seen = now
+        if full:
+            self._full()
+            return False
+        if self.seat_state != "held":
+            self.seat_state = "held"
+            self.dash.refresh_status()
+        return True
+
+    def _release(self) -> None:
+        """Give the seat back (its answers stay counted), unless a newer page of it holds it."""
+        if self.seat_state != "held":
+            return
+        self.seat_state = "away"
+        seat, page = self.seat, self._page
+
+        def change(cls):
+            mine = cls["seats"].get(seat)
+            if mine is None or mine["page"] != page:
+                return False
+            del cls["seats"][seat]
+            return True
+
+        with contextlib.suppress(KeyError, OSError):
+            self.store.update(self.code, change, bump=False)
+
+    def _live(self) -> bool:
+        """Whether this page's session still has its browser's connection."""
+        doc = self._doc
+        if not self.served or doc is None:
+            return True
+        session = getattr(getattr(doc, "session_context", None), "session", None)
+        if session is None:
+            return True  # cannot tell: the seat times out if the process is gone
+        if getattr(session, "destroyed", False):
+            return False
+        return getattr(session, "connection_count", 1) > 0
+
+    def _keep_seat(self) -> None:
+        """Every poll of a student's page: stamp the seat while live, give it back when not."""
+        if self.seat_state not in ("held", "away"):
+            return
+        if not self._live():
+            self._release()
+        elif self.seat_state == "away" or time.time() - self._last_seen > SEAT_TIMEOUT_S / 3:
+            self._claim()
+
+    def _full(self) -> None:
+        """The class has no room: say so, and leave the class (the page stays a dashboard)."""
+        self.seat_state = "full"
+        self.following = False
+        message = full_message(self.cap)
+        self.title.object = (
+            f'<div id="vizmm-class-full" style="font-size:1.1em">Class <b>{self.code}</b> · '
+            f"{_esc(message)}</div>"
+        )
+        self.follow.visible = False
+        self.qm.on_submit = None
+        if self.qm.question is not None:
+            self.qm.close()
+        self._stop()
+        self.state.show(message, "warning")
+        self.dash.refresh_status()
 
     def _send(self, question: Question, picks: set) -> None:
+        with contextlib.suppress(KeyError):
+            self._keep_seat()
+        if self.seat_state != "held":
+            return
         seat, entry = self.seat, sorted([list(p) for p in picks])
 
         def change(cls):
@@ -577,6 +876,9 @@ class Classroom:
         self.dash.refresh_status()
 
     def _stop(self) -> None:
+        """The page leaves the class (its session ends, the class ended, or it is full)."""
+        self._stopped = True
+        self._release()
         _unlisten(self.code, id(self))
         if self._cb is not None:
             with contextlib.suppress(Exception):
@@ -586,13 +888,16 @@ class Classroom:
     # -------------------------------------------------------------- sync
     def poll(self) -> None:
         """Bring this page up to date with the class (timer callback)."""
+        if self.seat_state == "full":
+            return
         try:
-            if self.role == "student" and time.time() - self._last_seen > SEAT_TIMEOUT_S / 3:
-                self._seen()
+            if self.role == "student":
+                self._keep_seat()
+                if self.seat_state == "full":
+                    return
             cls = self.store.get(self.code)
         except KeyError:
-            self._stop()
-            self.state.show(f"Class {self.code} has ended.", "warning")
+            self._ended()
             return
         if self.role == "instructor":
             self._show_counts(cls)
@@ -605,6 +910,10 @@ class Classroom:
         elif self.role == "student" and self.qm.revealed and self.following:
             self._apply_view(cls["view"])
         self.dash.refresh_status()
+
+    def _ended(self) -> None:
+        self._stop()
+        self.state.show(f"Class {self.code} has ended.", "warning")
 
     def _apply_view(self, view: dict) -> None:
         s = self.state
@@ -651,11 +960,11 @@ class Classroom:
             self.qm.reveal()
 
     def _show_counts(self, cls: dict) -> None:
-        now = time.time()
-        present = sum(1 for t in cls["seats"].values() if now - t < SEAT_TIMEOUT_S)
+        here = present(cls)
+        full = f" (the class is full: {self.cap} seats)" if here >= self.cap else ""
         question = class_question(cls["question"])
         if question is None:
-            text = f"<b>{present}</b> student(s) here · no question asked yet"
+            text = f"<b>{here}</b> student(s) here{full} · no question asked yet"
             answered = 0
             dist = []
         else:
@@ -669,13 +978,13 @@ class Classroom:
             )
             state = "revealed" if cls["revealed"] else "open"
             text = (
-                f"<b>{present}</b> student(s) here · question {cls['question']['index'] + 1} "
+                f"<b>{here}</b> student(s) here{full} · question {cls['question']['index'] + 1} "
                 f"of {cls['question']['count']} ({state}) · <b id='vizmm-answered'>{answered}"
                 f"</b> answered<table style='margin-top:4px'>{rows}</table>"
             )
         if self.counts.object != text:
             self.counts.object = text
-        self._counts = {"students": present, "answered": answered, "answers": dist}
+        self._counts = {"students": here, "answered": answered, "answers": dist}
         self.reveal_button.disabled = question is None or cls["revealed"]
         self.dash.refresh_status()
 
@@ -683,12 +992,17 @@ class Classroom:
     def status(self) -> dict:
         """``data-*`` of ``#vizmm-status`` for a class page.
 
-        ``class``, ``role`` ('instructor' or 'student'), ``following``; the
-        instructor's page also ``students`` (seats present), ``answered`` and
-        ``answers`` (the distribution: ``[answer in words, seats]``, no names).
+        ``class``, ``role`` ('instructor' or 'student'), ``following``; a
+        student's page also ``seat`` (:attr:`seat_state`); the instructor's
+        page also ``students`` (seats present), ``answered`` (answers to the
+        open question, of the seats here or gone) and ``answers`` (the
+        distribution: ``[answer in words, seats]``, no names). Never the
+        instructor's key nor its hash.
         """
         out = {"class": self.code, "role": self.role, "following": self.following}
-        if self.role == "instructor":
+        if self.role == "student":
+            out["seat"] = self.seat_state
+        else:
             counts = getattr(self, "_counts", {"students": 0, "answered": 0, "answers": []})
             out.update(
                 students=counts["students"],

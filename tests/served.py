@@ -64,11 +64,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def _running(cmd: list[str], log_path: str, url: str, timeout: float, name: str):
+def _running(
+    cmd: list[str], log_path: str, url: str, timeout: float, name: str, env: dict | None = None
+):
     """Run ``cmd`` (output to ``log_path``) until ``url`` answers 200; yield the process.
 
     A server that does not answer within ``timeout`` seconds fails the test
-    with the end of its log; the server is stopped on the way out.
+    with the end of its log; the server is stopped on the way out. ``env``:
+    more environment variables for the server.
     """
     with open(log_path, "w+") as log:
         proc = subprocess.Popen(
@@ -76,7 +79,7 @@ def _running(cmd: list[str], log_path: str, url: str, timeout: float, name: str)
             cwd=ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"),
+            env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1", **(env or {})),
         )
         try:
             deadline = time.time() + timeout
@@ -102,18 +105,19 @@ def _running(cmd: list[str], log_path: str, url: str, timeout: float, name: str)
 
 
 @contextlib.contextmanager
-def serve(app: str, logdir, timeout: float = 120):
+def serve(app: str, logdir, timeout: float = 120, env: dict | None = None):
     """Run ``panel serve apps/<app>.py`` on a free local port; yield the app's URL.
 
     The server's output goes to ``logdir/panel.log``; a server that does not
     answer within ``timeout`` seconds fails the test with the end of that log.
+    ``env``: more environment variables for the server (``VIZMM_CLASS_DIR``...).
     """
     port = free_port()
     panel = os.path.join(os.path.dirname(sys.executable), "panel")
     cmd = [panel, "serve", f"apps/{app}.py", "--port", str(port), "--address", "127.0.0.1"]
     cmd.append(f"--allow-websocket-origin=127.0.0.1:{port}")
     url = f"http://127.0.0.1:{port}/{app}"
-    with _running(cmd, os.path.join(logdir, "panel.log"), url, timeout, "panel serve"):
+    with _running(cmd, os.path.join(logdir, "panel.log"), url, timeout, "panel serve", env):
         yield url
 
 

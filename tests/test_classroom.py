@@ -7,8 +7,11 @@ picks the test made.
 """
 
 import csv
+import hashlib
 import io
+import json
 import os
+import stat
 import sys
 
 import pytest
@@ -142,3 +145,145 @@ def test_the_file_store_is_shared_between_processes(tmp_path):
     one._cleanup()  # the process that made it stops: the class ends
     with pytest.raises(KeyError, match="no class"):
         two.get(cls["code"])
+
+
+def seats(code):
+    return C.store().get(code)["seats"]
+
+
+def test_a_page_that_leaves_frees_its_seat_and_its_answer_stays():
+    teacher = page("new")
+    code = teacher.classroom.code
+    a, b = page(code), page(code)
+    assert a.classroom.seat_state == b.classroom.seat_state == "held"
+    assert a.classroom.status()["seat"] == "held"
+    teacher.classroom.poll()
+    assert teacher.classroom.status()["students"] == 2
+    teacher.classroom.ask_next()
+    a.classroom.poll()
+    a.questions._pick_cell("M", 0, 0)
+    a.questions.submit()
+    a.classroom._stop()  # what the end of its session does (pn.state.on_session_destroyed)
+    assert set(seats(code)) == {b.classroom.seat}
+    teacher.classroom.poll()
+    st = teacher.classroom.status()
+    assert st["students"] == 1 and st["answered"] == 1  # its answer is still counted
+    teacher.classroom.reveal()
+    rows = list(csv.DictReader(io.StringIO(C.results_csv(C.store().get(code)))))
+    assert [(r["answer"], r["seats"]) for r in rows] == [("M_{0,0}", "1")]
+
+
+def test_a_full_class_turns_a_new_page_away(monkeypatch):
+    monkeypatch.setenv("VIZMM_CLASS_MAX_SEATS", "2")
+    teacher = page("new")
+    code = teacher.classroom.code
+    a, b, c = page(code), page(code), page(code)
+    assert [p.classroom.seat_state for p in (a, b, c)] == ["held", "held", "full"]
+    assert c.classroom.status()["seat"] == "full" and c.classroom.following is False
+    message = "This class is full (2 students): ask your instructor."
+    assert message in c.classroom.title.object and c.state.message == message
+    assert set(seats(code)) == {a.classroom.seat, b.classroom.seat}
+    teacher.classroom.poll()
+    assert teacher.classroom.status()["students"] == 2
+    assert "the class is full" in teacher.classroom.counts.object
+    # the page turned away follows nothing and answers nothing
+    teacher.classroom.ask_next()
+    c.classroom.poll()
+    assert c.questions.question is None and c.questions.on_submit is None
+    # a reload of a seated page is its own seat again, full or not
+    again = page(code, seat=a.classroom.seat)
+    assert again.classroom.seat_state == "held" and len(seats(code)) == 2
+    # a seat given back makes room
+    b.classroom._stop()
+    assert page(code).classroom.seat_state == "held"
+
+
+def test_a_reload_keeps_the_seat_when_the_old_page_goes():
+    teacher = page("new")
+    code = teacher.classroom.code
+    a = page(code)
+    again = page(code, seat=a.classroom.seat)  # the reload's page loads before the old one ends
+    a.classroom._keep_seat()  # the old page's stamp does not take the seat back
+    a.classroom._stop()
+    assert list(seats(code)) == [a.classroom.seat]
+    assert seats(code)[a.classroom.seat]["page"] == again.classroom._page
+    teacher.classroom.poll()
+    assert teacher.classroom.status()["students"] == 1
+
+
+def test_stale_seats_are_dropped_and_do_not_fill_the_class(monkeypatch):
+    monkeypatch.setenv("VIZMM_CLASS_MAX_SEATS", "1")
+    teacher = page("new")
+    code = teacher.classroom.code
+    gone = page(code)  # its process died: nobody gives the seat back
+
+    def age(cls):
+        cls["seats"][gone.classroom.seat]["seen"] -= C.SEAT_TIMEOUT_S + 1
+        return True
+
+    C.store().update(code, age, bump=False)
+    teacher.classroom.poll()
+    assert teacher.classroom.status()["students"] == 0  # not counted
+    late = page(code)
+    assert late.classroom.seat_state == "held"
+    assert list(seats(code)) == [late.classroom.seat]  # and dropped from the store
+
+
+def test_a_bad_seat_cap_is_said(monkeypatch):
+    teacher = page("new")
+    monkeypatch.setenv("VIZMM_CLASS_MAX_SEATS", "lots")
+    bad = page(teacher.classroom.code)
+    assert "VIZMM_CLASS_MAX_SEATS must be a whole number" in bad.classroom.error
+    assert bad.state.message
+
+
+def test_the_file_store_is_private_and_keeps_no_key(tmp_path, monkeypatch):
+    old = os.umask(0)  # files and folder private whatever the umask
+    try:
+        folder = tmp_path / "classes"
+        fs = C.FileStore(str(folder))
+        monkeypatch.setattr(C, "_store", fs)
+        teacher = page("new")
+        code, key = teacher.classroom.code, teacher.classroom.key
+        student = page(code)  # a seat: the file is written again
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+    names = sorted(os.listdir(folder))
+    assert names == [".lock", f"class-{code}.json"]  # no temporary file left
+    for name in names:
+        assert stat.S_IMODE(os.stat(folder / name).st_mode) == 0o600, name
+    text = (folder / f"class-{code}.json").read_text()
+    assert key and key not in text
+    stored = json.loads(text)
+    assert "key" not in stored and stored["key_hash"] == hashlib.sha256(key.encode()).hexdigest()
+    assert list(stored["seats"]) == [student.classroom.seat]
+    # the key still opens the instructor's page; a wrong key, the hash itself, none do not
+    assert page(code, key=key).classroom.role == "instructor"
+    for wrong in ("guess", stored["key_hash"], key[:-1], ""):
+        assert page(code, key=wrong).classroom.role == "student"
+    assert key not in json.dumps(student.classroom.status())
+    assert stored["key_hash"] not in json.dumps(teacher.classroom.status())
+    fs._cleanup()
+
+
+def test_a_file_store_counts_seats_and_answers(tmp_path, monkeypatch):
+    monkeypatch.setattr(C, "_store", C.FileStore(str(tmp_path)))
+    teacher = page("new")
+    a = page(teacher.classroom.code)
+    teacher.classroom.ask_next()
+    a.classroom.poll()
+    a.questions._pick_cell("M", 0, 0)
+    a.questions.submit()
+    teacher.classroom.poll()
+    st = teacher.classroom.status()
+    assert st["students"] == 1 and st["answered"] == 1
+    C.store()._cleanup()
+
+
+def test_a_folder_others_may_write_to_is_refused(tmp_path):
+    folder = tmp_path / "open"
+    folder.mkdir()
+    folder.chmod(0o777)
+    with pytest.raises(PermissionError, match="other users may write"):
+        C.FileStore(str(folder))
