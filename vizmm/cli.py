@@ -951,7 +951,75 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.dry_run:  # as a shell would take it: the variables, then the command
         print(" ".join([*(f"{k}={v}" for k, v in extra.items()), *cmd]))
         return EXIT_OK
-    os.execve(cmd[0], cmd, {**os.environ, **extra})  # pragma: no cover - replaces this process
+    return run_server(cmd, {**os.environ, **extra})
+
+
+#: Signals ``vizmm serve`` passes on to every server process it started.
+SERVER_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def run_server(cmd: list[str], env: dict[str, str], grace_s: float = 10.0) -> int:
+    """Run the server ``cmd`` in a process group of its own; stop all of it on a signal.
+
+    ``panel serve --num-procs N`` forks N worker processes. Killing only the
+    process that forked them would leave the workers serving the port, so
+    ``vizmm serve`` stays the parent: SIGTERM, SIGINT or SIGHUP sent to it is
+    passed on to the whole group, and when the server's first process ends,
+    whatever of the group is left is stopped too (SIGTERM, then SIGKILL after
+    ``grace_s`` seconds).
+
+    Parameters
+    ----------
+    cmd : list of str
+        The ``panel serve`` command (:func:`serve_command`).
+    env : dict of str to str
+        The server's environment.
+    grace_s : float
+        Seconds the group is given to stop before it is killed.
+
+    Returns
+    -------
+    int
+        The server's exit status (0 when it was stopped by a signal sent to
+        ``vizmm serve``).
+    """
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    stopping = []
+
+    def forward(signum, _frame):
+        stopping.append(signum)
+        _signal_group(proc.pid, signal.SIGTERM if signum == signal.SIGHUP else signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in SERVER_SIGNALS}
+    try:
+        rc = proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        _signal_group(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while _group_alive(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        _signal_group(proc.pid, signal.SIGKILL)
+    return EXIT_OK if stopping else rc
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 # --------------------------------------------------------------------- main
