@@ -88,7 +88,8 @@ log = logging.getLogger(__name__)
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
 CODE_LENGTH = 6
-MAX_CLASSES = 64  # per store; the oldest class goes first
+MAX_CLASSES = 64  # per store; the oldest class without a live instructor goes first
+INSTRUCTOR_TIMEOUT_S = 60.0  # a class whose instructor's page was not live for this long may go
 MAX_SEATS = 500  # live seats per class (VIZMM_CLASS_MAX_SEATS overrides it)
 MAX_SEATS_ENV = "VIZMM_CLASS_MAX_SEATS"
 SEAT_TIMEOUT_S = 6.0  # a seat not stamped for this long is not counted, and is dropped
@@ -189,9 +190,44 @@ def _new_class(view: dict) -> tuple[dict, str]:
         "revealed": False,
         "answers": {},  # seat -> sorted picks (lists); kept when the seat leaves
         "seats": {},  # seat -> {"seen": time.time() of its last stamp, "page": its page}
+        "instructor_seen": 0.0,  # time.time() the instructor's page was last live (0: never)
         "results": [],  # one row per revealed question (CSV)
     }
     return cls, key
+
+
+def _to_evict(classes: list[dict], new: str, now: float) -> list[str]:
+    """Codes of classes to remove so that at most :data:`MAX_CLASSES` remain.
+
+    Only classes whose instructor's page has not been live for
+    :data:`INSTRUCTOR_TIMEOUT_S` may go (a class made by a request whose page
+    never loaded, such as a plain GET of ``?class=new``, first), oldest
+    first; a class being taught is never removed for a new one.
+
+    Raises
+    ------
+    KeyError
+        When the server holds :data:`MAX_CLASSES` classes in session: the new
+        class ``new`` is then refused.
+    """
+    over = len(classes) - MAX_CLASSES
+    if over <= 0:
+        return []
+    stale = sorted(
+        (c for c in classes if c["code"] != new and not _taught(c, now)),
+        key=lambda c: (c.get("instructor_seen", 0.0) > 0, c.get("created", 0.0)),
+    )
+    if len(stale) < over:
+        raise KeyError(
+            f"this server holds {MAX_CLASSES} classes in session; try again when one ends"
+        )
+    return [c["code"] for c in stale[:over]]
+
+
+def _taught(cls: dict, now: float) -> bool:
+    """Whether the instructor's page of ``cls`` was live within :data:`INSTRUCTOR_TIMEOUT_S`."""
+    seen = cls.get("instructor_seen", 0.0)
+    return isinstance(seen, (int, float)) and now - seen < INSTRUCTOR_TIMEOUT_S
 
 
 def _created(cls: dict, key: str) -> dict:
@@ -260,9 +296,10 @@ class MemoryStore(ClassStore):
             cls, key = _new_class(view)
             while cls["code"] in self._classes:
                 cls["code"] = new_code()
+            gone = _to_evict([*self._classes.values(), cls], cls["code"], time.time())
+            for code in gone:
+                del self._classes[code]
             self._classes[cls["code"]] = cls
-            while len(self._classes) > MAX_CLASSES:
-                del self._classes[next(iter(self._classes))]
             return _created(cls, key)
 
     def get(self, code: str) -> dict:
@@ -371,16 +408,19 @@ class FileStore(ClassStore):
             cls, key = _new_class(view)
             while os.path.exists(self._path(cls["code"])):
                 cls["code"] = new_code()
+            held = []
+            for n in os.listdir(self.folder):
+                if n.startswith("class-") and n.endswith(".json"):
+                    code = n[len("class-") : -len(".json")]
+                    try:
+                        held.append(self._read(code))
+                    except (KeyError, OSError, ValueError):
+                        continue
+            for code in _to_evict([*held, cls], cls["code"], time.time()):
+                with contextlib.suppress(OSError):
+                    os.remove(self._path(code))
             self._write(cls)
             self._mine.add(cls["code"])
-            names = sorted(
-                (os.path.getmtime(os.path.join(self.folder, n)), n)
-                for n in os.listdir(self.folder)
-                if n.startswith("class-") and n.endswith(".json")
-            )
-            for _, n in names[: max(0, len(names) - MAX_CLASSES)]:
-                with contextlib.suppress(OSError):
-                    os.remove(os.path.join(self.folder, n))
             return _created(cls, key)
 
     def get(self, code: str) -> dict:
@@ -562,6 +602,8 @@ class Classroom:
         self._revealed = False
         self._cb = None
         self._last_seen = 0.0
+        self._taught_at = 0.0  # when the instructor's page last stamped the class
+        self._is_loaded = False  # a browser has loaded this page (pn.state.onload)
         self._build()
         try:
             self.cap = max_seats()
@@ -603,6 +645,7 @@ class Classroom:
         """The page is live: a student takes the seat; the page follows the class."""
         if self._stopped:
             return
+        self._is_loaded = True
         try:
             if self.role == "student" and not self._claim(take_over=True):
                 return  # the class is full
@@ -830,6 +873,24 @@ class Classroom:
         elif self.seat_state == "away" or time.time() - self._last_seen > SEAT_TIMEOUT_S / 3:
             self._claim()
 
+    def _keep_class(self) -> None:
+        """Every poll of the instructor's page: stamp the class as taught while the page is live.
+
+        A class whose instructor's page has not been live for
+        :data:`INSTRUCTOR_TIMEOUT_S` may make room for a new one; a class
+        whose page never loaded (a plain request) goes first.
+        """
+        now = time.time()
+        if not self._is_loaded or not self._live() or now - self._taught_at < 10.0:
+            return
+        self._taught_at = now
+
+        def change(cls):
+            cls["instructor_seen"] = now
+            return True
+
+        self.store.update(self.code, change, bump=False)
+
     def _full(self) -> None:
         """The class has no room: say so, and leave the class (the page stays a dashboard)."""
         self.seat_state = "full"
@@ -900,6 +961,7 @@ class Classroom:
             self._ended()
             return
         if self.role == "instructor":
+            self._keep_class()
             self._show_counts(cls)
         if cls["version"] == self._version:
             return

@@ -287,3 +287,27 @@ def test_a_folder_others_may_write_to_is_refused(tmp_path):
     folder.chmod(0o777)
     with pytest.raises(PermissionError, match="other users may write"):
         C.FileStore(str(folder))
+
+
+@pytest.mark.parametrize("kind", ["memory", "file"])
+def test_requests_for_new_classes_never_remove_a_class_being_taught(kind, tmp_path, monkeypatch):
+    """Plain GETs of ``?class=new`` (pages that never load) cannot empty a server's classes."""
+    monkeypatch.setattr(C, "MAX_CLASSES", 4)
+    if kind == "file":
+        monkeypatch.setattr(C, "_store", C.FileStore(str(tmp_path / "classes")))
+    teacher = page("new")  # a loaded instructor page (not served: loaded at once)
+    code = teacher.classroom.code
+    store = C.store()
+    for _ in range(12):  # what a script's GETs of ?class=new make: classes no page loaded
+        store.create({"source": "fig5-8", "by": 0, "bx": 0})
+    assert store.get(code)["code"] == code  # the taught class is still there
+    student = page(code)
+    assert student.classroom.role == "student" and not student.classroom.error
+    # a server full of taught classes refuses a new one, in words, and keeps them all
+    taught = [page("new").classroom.code for _ in range(3)]
+    with pytest.raises(KeyError, match="classes in session"):
+        store.create({"source": "fig5-8", "by": 0, "bx": 0})
+    for c in [code, *taught]:
+        assert store.get(c)["code"] == c
+    refused = page("new")
+    assert refused.classroom.error and "classes in session" in refused.state.message
