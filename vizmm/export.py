@@ -35,13 +35,13 @@ import json
 import math
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 
 import numpy as np
 
 from .replay import GRANULARITIES, NAIVE_REFUSAL, ORDERS, Replay
 from .trace import Trace, atomic_write, not_recorded_message
+from .trace.destination import STREAMS, inspect, scratch_folder
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -393,10 +393,22 @@ def _gif_bytes(render: Callable[[int], object], n: int, fps: float, progress: _P
     return buf.getvalue()
 
 
-def _mp4_bytes(frames: Iterable, size: tuple[int, int], fps: float, progress: _Progress) -> bytes:
+def _mp4_bytes(
+    frames: Iterable,
+    size: tuple[int, int],
+    fps: float,
+    progress: _Progress,
+    workdir: str | os.PathLike | None = None,
+) -> bytes:
+    """The MP4 of ``frames``, encoded by ffmpeg into a scratch folder in ``workdir``.
+
+    The scratch folder (``.vizmm-<pid>-mp4-*.tmp``, see
+    :func:`vizmm.trace.destination.scratch_folder`) is removed however this
+    returns: success, an error, KeyboardInterrupt or the CLI's SIGTERM.
+    """
     import imageio.v2 as iio
 
-    with tempfile.TemporaryDirectory(prefix="vizmm-mp4-") as tmp:
+    with scratch_folder(workdir, "mp4") as tmp:
         path = os.path.join(tmp, "export.mp4")
         writer = iio.get_writer(
             path,
@@ -699,8 +711,9 @@ def export_bytes(
     theme: str = "light",
     transactions: bool = False,
     warp: int = 0,
+    workdir: str | os.PathLike | None = None,
 ) -> bytes:
-    """The bytes of an export of one block's replay; writes no file.
+    """The bytes of an export of one block's replay; writes no file but scratch files.
 
     Parameters
     ----------
@@ -741,6 +754,11 @@ def export_bytes(
         and the totals (:func:`vizmm.memory_transactions`).
     warp : int
         The current warp of that view (the followed thread's when ``focus``).
+    workdir : str or os.PathLike, optional
+        The folder in which the MP4 encoder makes its scratch folder (a hidden
+        ``.vizmm-<pid>-mp4-*.tmp``, removed before this returns or raises);
+        default: the system temp folder. :func:`export` passes the
+        destination's folder.
 
     Returns
     -------
@@ -776,7 +794,7 @@ def export_bytes(
 
         if fmt == "gif":
             return _gif_bytes(render, n, fps, bar)
-        return _mp4_bytes((render(i) for i in range(n)), size, fps, bar)
+        return _mp4_bytes((render(i) for i in range(n)), size, fps, bar, workdir)
     finally:
         bar.close()
 
@@ -787,7 +805,10 @@ def export(trace: Trace, path: str | os.PathLike, fmt: str | None = None, **kwar
     The file is written to a temporary file in the same folder and renamed
     into place: a failed export (bad argument, encoder error, interruption)
     leaves no file, and an existing file at ``path`` is replaced only by a
-    complete one.
+    complete one. The MP4 encoder's scratch folder is made there too, not in
+    the system temp folder. A symbolic link is written through, a FIFO or a
+    character device written to, never replaced (see
+    :func:`~vizmm.trace.fileformat.atomic_write`).
 
     Parameters
     ----------
@@ -812,12 +833,17 @@ def export(trace: Trace, path: str | os.PathLike, fmt: str | None = None, **kwar
         For bad arguments (see :func:`export_bytes`), or a format that
         cannot be told from the path.
     OSError
-        When the folder does not exist or is not writable.
+        When the folder does not exist or is not writable, ``path`` is a
+        folder, a socket or a block device, or nothing reads the FIFO.
     """
     path = os.fspath(path)
     fmt = format_from_path(path) if fmt is None else _check_format(fmt)
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise FileNotFoundError(2, "no such folder", folder)
+    dest = inspect(path)
+    # scratch files beside the file written; a FIFO's or a device's folder
+    # (/dev) is no place for them: the system temp folder then
+    kwargs.setdefault("workdir", None if dest.kind in STREAMS else dest.folder)
     data = export_bytes(trace, fmt, **kwargs)
     return atomic_write(path, data)

@@ -372,15 +372,19 @@ def _record_in_subprocess(job, M, N, quiet, cancel=None):
         env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if job.backend == "simulator" else "0")
         args = [sys.executable, "-m", "vizmm.record.worker", inp, out, job.to_json()]
         proc = subprocess.Popen(args, env=env, stderr=None if not quiet else subprocess.DEVNULL)
-        while True:
-            try:
-                proc.wait(timeout=0.2)
-                break
-            except subprocess.TimeoutExpired:
-                if cancel is not None and cancel.is_set():
-                    proc.kill()
-                    proc.wait()
-                    raise RecordingCancelled("the recording was cancelled") from None
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=0.2)
+                    break
+                except subprocess.TimeoutExpired:
+                    if cancel is not None and cancel.is_set():
+                        raise RecordingCancelled("the recording was cancelled") from None
+        except BaseException:  # cancelled, KeyboardInterrupt, the CLI's SIGTERM: no orphan
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            raise
         if proc.returncode != 0 or not os.path.exists(out):
             raise RuntimeError(
                 f"the {job.backend} recording process failed (exit code {proc.returncode})"

@@ -213,44 +213,68 @@ def check_path(path, what: str = "path") -> str:
 
 
 def atomic_write(path: str | os.PathLike, data: bytes) -> str:
-    """Write ``data`` to ``path`` through a temporary file in the same folder, then rename.
+    """Write ``data`` to ``path`` so that a reader never sees a half-written file.
 
-    The file gets the mode a new file gets here (``0o666`` less the umask,
-    usually ``0o644``: readable by the class), not the temporary file's 0600.
+    What is at ``path`` is looked at first (``os.lstat``,
+    :func:`vizmm.trace.destination.inspect`):
+
+    * nothing or a regular file: ``data`` goes to a temporary file
+      ``.vizmm-<pid>-<random>.tmp`` in the same folder, which is then renamed
+      onto ``path``. The file gets the mode a new file gets here (``0o666``
+      less the umask, usually ``0o644``: readable by the class), not the
+      temporary file's 0600. Leftover temporary files of dead writers in that
+      folder are removed first (a writer killed by SIGKILL cannot clean up);
+    * a symbolic link: written through to its final target the same way; the
+      link stays a link. A dangling link creates its target when the target's
+      folder exists;
+    * a FIFO or a character device (``/dev/null``, a terminal): opened and
+      written to, never replaced; a FIFO that nothing reads is refused at once;
+    * a folder, a socket, a block device: refused, never replaced.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    data : bytes
+
+    Returns
+    -------
+    str
+        ``path``, as given (a string).
 
     Raises
     ------
     TraceError
         When ``path`` is not a path.
-    FileNotFoundError, IsADirectoryError, PermissionError
-        When the folder does not exist, ``path`` is a folder, or the folder
-        is not writable; the message names ``path``; no file is left.
+    FileNotFoundError, IsADirectoryError, PermissionError, OSError
+        When the folder does not exist, ``path`` is a folder, a socket or a
+        block device, the folder is not writable, nothing reads the FIFO, the
+        device is full; the message names ``path``; no file and no temporary
+        file is left.
     """
+    from . import destination
+
     path = check_path(path, "the file to write")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(
-            errno.ENOENT, f"cannot write {path}: the folder {folder} does not exist", path
-        )
-    if os.path.isdir(path):
-        raise IsADirectoryError(errno.EISDIR, f"cannot write {path}: it is a folder", path)
+    dest = destination.inspect(path)
+    if dest.kind in destination.STREAMS:
+        destination.write_through(dest, data)
+        return path
+    folder = dest.folder
+    destination.remove_dead_temporaries(folder)
+    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".vizmm-", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise type(exc)(exc.errno, f"cannot write {path}: {exc.strerror or exc}", path) from None
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())
+        fd, tmp = tempfile.mkstemp(prefix=destination.temp_prefix(), suffix=".tmp", dir=folder)
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o666 & ~_umask())
             f.write(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        if os.path.exists(tmp):
+            f.flush()
+            os.fsync(f.fileno())
+        destination.replace_file(tmp, dest)
+    except BaseException as exc:
+        if tmp is not None and os.path.lexists(tmp):
             os.unlink(tmp)
+        if not isinstance(exc, OSError) or str(exc.strerror).startswith("cannot write "):
+            raise
         raise type(exc)(exc.errno, f"cannot write {path}: {exc.strerror or exc}", path) from None
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
     return path
 
 
