@@ -12,6 +12,7 @@ NumPy only: traces are replayed anywhere, no numba.
 
 from .fileformat import (
     DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_FILE_BYTES,
     FORMAT,
     VERSION,
     TraceInfo,
@@ -20,6 +21,7 @@ from .fileformat import (
     from_bytes,
     load,
     read_info,
+    read_trace_bytes,
     seeded_inputs,
 )
 from .launch import (
@@ -52,9 +54,11 @@ __all__ = [
     "ARRAY_NAMES",
     "BlockError",
     "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_FILE_BYTES",
     "Deferred",
     "TraceInfo",
     "read_info",
+    "read_trace_bytes",
     "BLOCK_FIELDS",
     "FORMAT",
     "KERNELS",

@@ -5,22 +5,42 @@ manifest stored as a ``uint8`` array named ``manifest``: the format name, its
 version, the metadata, a few totals (``stats``: what ``vizmm info`` prints)
 and, for every array, its dtype, shape and SHA-256, and how it is stored.
 
-Reading checks, in this order, before any array is rebuilt:
+One reader, :func:`read_trace_bytes`, gets a file's bytes for :func:`load`
+and :func:`read_info`: it refuses anything but a regular file before opening
+it (a folder, a FIFO with no writer, a device such as ``/dev/zero`` behind a
+symbolic link, a socket), checks the size of the file it opened against
+``max_file_bytes`` (:data:`DEFAULT_MAX_FILE_BYTES`) before reading, and reads
+at most one byte more than that. A missing file is a ``FileNotFoundError``.
 
-1. the file is a zip archive holding a manifest of at most 1 MiB;
+Decoding then checks, in this order, before any array is rebuilt:
+
+1. the bytes are a zip archive listing at most :data:`MAX_ZIP_ENTRIES`
+   members, holding a manifest of at most 1 MiB nested at most 32 deep;
 2. the manifest is ours (format, a version this vizmm reads), its metadata
-   describes a valid launch, and every array's dtype and shape is the one
-   that launch implies;
+   describes a valid launch and every field that vizmm reads has the type
+   and range it must have (:func:`~vizmm.trace.model.check_meta`), every
+   array's dtype and shape is the one that launch implies, every array has
+   a checksum and a known encoding, and the totals are two counts and a flag;
 3. the arrays' total size (the trace in memory) is within ``max_bytes``;
-4. every stored member has the size its description implies (no member
-   inflates beyond it), and the SHA-256 of what is stored matches.
+4. every member is a plain zip entry (not encrypted, stored or deflated)
+   no larger than its description implies, so none inflates beyond it;
+5. every member's ``.npy`` header (read with NumPy's ``read_magic`` and
+   ``read_array_header_1_0`` / ``_2_0``, never ``read_array``) says the
+   dtype and shape the manifest implies, in C order, before exactly that
+   many bytes are read: no header makes NumPy allocate anything;
+6. the SHA-256 of what is stored matches, and the zip's CRC;
+7. the records themselves (:class:`~vizmm.trace.model.Trace`): codes, blocks
+   inside the grid, load records whose (row, col) the kernels can write,
+   and the manifest's totals equal to what the arrays hold.
 
-Only then are the compact encodings undone: ``seeded`` M and N (made again
-from the seed), ``xor-product`` / ``product`` P (from ``M @ N``) and
-``fill`` (an array of one value). M, N and P are rebuilt when first used
+:func:`read_info` makes checks 1-5 (the arrays' data is not read). Only then
+are the compact encodings undone: ``seeded`` M and N (made again from the
+seed), ``xor-product`` / ``product`` P (from ``M @ N``) and ``fill`` (an
+array of one value). M, N and P are rebuilt when first used
 (:class:`~vizmm.trace.model.Deferred`), and their own SHA-256 is checked then.
-A file that fails any check is refused with :class:`TraceError` saying what
-is wrong, in our words.
+A file that fails any check, or makes the zip, zlib, JSON or NumPy readers
+fail in any way, is refused with one :class:`TraceError` naming the file and
+saying what is wrong, in our words.
 
 The model (:class:`~vizmm.trace.model.Trace`) lives in :mod:`.model`; this
 module only turns it into bytes and back.
@@ -35,16 +55,29 @@ import io
 import json
 import math
 import os
+import stat
+import struct
 import tempfile
 import threading
+import tokenize
 import zipfile
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from .launch import LaunchShape
-from .model import OPTIONAL_ARRAYS, Deferred, Trace, TraceError, array_specs, check_meta, describe
+from .model import (
+    ARRAY_NAMES,
+    OPTIONAL_ARRAYS,
+    Deferred,
+    Trace,
+    TraceError,
+    array_specs,
+    check_meta,
+    describe,
+)
 from .units import human_bytes
 
 FORMAT = "vizmm-trace"
@@ -86,9 +119,13 @@ def env_limit(name: str, default, kind: type | None = None):
 #: Largest trace (bytes of its arrays in memory) recorded or read by default:
 #: 1 GiB, or ``$VIZMM_MAX_TRACE_BYTES``.
 DEFAULT_MAX_BYTES = env_limit("VIZMM_MAX_TRACE_BYTES", 2**30)
+#: Largest trace file read by default (bytes on disk, checked before reading):
+#: 256 MiB, or ``$VIZMM_MAX_TRACE_FILE_BYTES``.
+DEFAULT_MAX_FILE_BYTES = env_limit("VIZMM_MAX_TRACE_FILE_BYTES", 256 * 2**20)
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_FILE_BYTES",
     "FORMAT",
     "READABLE_VERSIONS",
     "VERSION",
@@ -98,6 +135,7 @@ __all__ = [
     "from_bytes",
     "load",
     "read_info",
+    "read_trace_bytes",
     "seeded_inputs",
     "to_bytes",
 ]
@@ -325,39 +363,182 @@ def _refuse_non_zip(data: bytes, name: str) -> None:
             "'vizmm record' or Trace.save; this one starts with "
             f"{data[:8]!r})"
         )
+    # zipfile makes one ZipInfo per central-directory entry it finds; every
+    # entry starts with this signature, so counting it bounds that work.
+    if data.count(_CENTRAL_ENTRY) > MAX_ZIP_ENTRIES:
+        raise TraceError(
+            f"{name}: the zip archive lists more than {MAX_ZIP_ENTRIES} members; a trace "
+            f"file holds {len(ARRAY_NAMES) + 1}"
+        )
 
 
-def _read_member(zf: zipfile.ZipFile, member: str, limit: int, name: str) -> np.ndarray:
+#: The most central-directory entries a trace file may list (it holds 19).
+MAX_ZIP_ENTRIES = 256
+_CENTRAL_ENTRY = b"PK\x01\x02"
+# Zip flag bits no trace file sets: encrypted (0x1), patched data (0x20),
+# strong encryption (0x40).
+_FOREIGN_FLAGS = 0x1 | 0x20 | 0x40
+# How deeply a manifest may nest lists and mappings (ours: 4).
+_MAX_NESTING = 32
+# What NumPy raises for a .npy header it cannot read (the zip's own errors,
+# BadZipFile, zlib.error and EOFError, are none of these).
+_BAD_HEADER = (ValueError, SyntaxError, TypeError, RecursionError, tokenize.TokenError)
+# What the zip reader raises for a member whose bytes are damaged.
+_DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, struct.error)
+
+
+class _Bounded:
+    """A zip member's reader that never asks for more than the member's declared size.
+
+    ``zipfile`` inflates at most what is asked for (and 4 KiB); asking for at
+    most what is left keeps a lying ``.npy`` header (a 4 GiB header length)
+    from inflating more than the member's size.
+    """
+
+    def __init__(self, f, size: int):
+        self._f, self.left = f, size
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n is None or n < 0 else min(n, self.left)
+        data = self._f.read(n) if n > 0 else b""
+        self.left -= len(data)
+        return data
+
+
+def _read_member(
+    zf: zipfile.ZipFile, member: str, limit: int, name: str, expect, header_only: bool = False
+) -> np.ndarray | None:
+    """The array stored as ``member``, its zip entry and ``.npy`` header checked before its data.
+
+    ``expect(dtype, shape)`` raises :class:`TraceError` unless the header's
+    dtype and shape are what the manifest describes; only then are exactly
+    that many bytes read, and the array is a read-only view of them (None
+    with ``header_only``: the entry and the header are checked, no data read).
+    """
     info = zf.getinfo(member)
+    if info.flag_bits & _FOREIGN_FLAGS:
+        raise TraceError(
+            f"{name}: {member} is encrypted or patched (zip flag bits {info.flag_bits:#06x}); "
+            "trace files hold plain members"
+        )
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise TraceError(
+            f"{name}: {member} uses zip compression method {info.compress_type}; trace files "
+            f"are stored ({zipfile.ZIP_STORED}) or deflated ({zipfile.ZIP_DEFLATED})"
+        )
     if info.file_size > limit:
         raise TraceError(
             f"{name}: {member} holds {info.file_size} bytes, more than its description allows "
             f"({limit}); the file was changed or damaged"
         )
-    with zf.open(info) as f:
-        return np.lib.format.read_array(f, allow_pickle=False)
+    try:
+        with zf.open(info) as raw:
+            f = _Bounded(raw, info.file_size)
+            try:
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    read_header = np.lib.format.read_array_header_1_0
+                elif version == (2, 0):
+                    read_header = np.lib.format.read_array_header_2_0
+                else:
+                    raise TraceError(
+                        f"{name}: {member} is a .npy array of format version "
+                        f"{version[0]}.{version[1]}; trace files use 1.0 or 2.0"
+                    )
+                shape, fortran_order, dtype = read_header(f, max_header_size=_NPY_HEADER)
+            except TraceError:
+                raise
+            except _BAD_HEADER:  # NumPy's words would quote the header: ours say what is wrong
+                raise TraceError(
+                    f"{name}: {member} has no valid .npy header (cut short, or not a "
+                    "description of an array)"
+                ) from None
+            if fortran_order:
+                raise TraceError(f"{name}: {member} is in Fortran order; trace files use C order")
+            expect(dtype, shape)
+            if header_only:
+                return None
+            nbytes = math.prod(shape) * dtype.itemsize
+            data = f.read(nbytes)
+            if len(data) != nbytes:
+                raise TraceError(f"{name}: {member} is cut short ({len(data)} of {nbytes} bytes)")
+            if f.left:
+                raise TraceError(f"{name}: {member} holds {f.left} bytes more than its header says")
+    except _DAMAGED as exc:  # the zip's own checks: CRC, inflating, sizes
+        raise TraceError(f"{name}: {member} is damaged ({_why(exc)})") from None
+    return np.frombuffer(data, dtype).reshape(shape)
+
+
+def _cut(value) -> str:
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _expect(key: str, dtype: np.dtype, shape, name: str):
+    """A check that a member's header says ``dtype`` and ``shape`` (see :func:`_read_member`)."""
+
+    def check(got_dtype: np.dtype, got_shape: tuple) -> None:
+        if got_dtype != dtype or got_dtype.str != dtype.str or got_shape != tuple(shape):
+            raise TraceError(
+                f"{name}: array {key!r} is stored as {_cut(got_dtype.str)} "
+                f"{_cut(list(got_shape))} but the manifest says {dtype.str} {list(shape)}"
+            )
+
+    return check
+
+
+def _nesting(obj) -> int:
+    """How deeply lists and mappings nest in ``obj`` (iteratively: no recursion)."""
+    deepest, todo = 0, [(obj, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, depth)
+            if depth <= _MAX_NESTING:
+                todo.extend((v, depth + 1) for v in item)
+    return deepest
 
 
 def _manifest_of(zf: zipfile.ZipFile, name: str) -> dict:
     if "manifest.npy" not in zf.namelist():
         raise TraceError(f"{name} is not a vizmm trace (a zip archive with no manifest)")
-    blob = _read_member(zf, "manifest.npy", MAX_MANIFEST_BYTES + _NPY_HEADER, name)
-    if blob.dtype != np.uint8 or blob.ndim != 1:
-        raise TraceError(f"{name}: the manifest is not text")
+
+    def text(dtype: np.dtype, shape: tuple) -> None:
+        if dtype != np.uint8 or dtype.str != "|u1" or len(shape) != 1:
+            raise TraceError(f"{name}: the manifest is not text")
+        if not 0 <= shape[0] <= MAX_MANIFEST_BYTES:
+            raise TraceError(
+                f"{name}: the manifest says it holds {_cut(shape[0])} bytes, not 0 to "
+                f"{MAX_MANIFEST_BYTES}"
+            )
+
+    blob = _read_member(zf, "manifest.npy", MAX_MANIFEST_BYTES + _NPY_HEADER, name, text)
     try:
         manifest = json.loads(blob.tobytes().decode())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TraceError(f"{name}: the manifest is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise TraceError(f"{name}: the manifest is nested too deeply to be a trace's") from None
+    except ValueError as exc:  # not UTF-8, not JSON, a number too long
+        raise TraceError(f"{name}: the manifest is not valid JSON ({_short(exc)})") from None
+    if _nesting(manifest) > _MAX_NESTING:
+        raise TraceError(f"{name}: the manifest is nested too deeply to be a trace's")
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         what = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
-        raise TraceError(f"{name} is not a vizmm trace (format {what!r})")
+        raise TraceError(f"{name} is not a vizmm trace (format {_cut(repr(what))})")
     version = manifest.get("version")
-    if version not in READABLE_VERSIONS:
+    if type(version) is not int or version not in READABLE_VERSIONS:
         raise TraceError(
-            f"{name} has trace format version {version!r}; this vizmm reads versions "
+            f"{name} has trace format version {_cut(repr(version))}; this vizmm reads versions "
             f"{', '.join(map(str, READABLE_VERSIONS))}"
         )
     return manifest
+
+
+def _is_digest(value) -> bool:
+    return (
+        isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+    )
 
 
 def _check_manifest(manifest: dict, name: str, max_bytes: int) -> tuple[dict, dict, int]:
@@ -391,19 +572,44 @@ def _check_manifest(manifest: dict, name: str, max_bytes: int) -> tuple[dict, di
             raise TraceError(f"{name}: the manifest does not describe array {key!r}")
         if d.get("dtype") != dtype.str or d.get("shape") != list(shape):
             raise TraceError(
-                f"{name}: array {key!r} is described as {d.get('dtype')} of shape "
-                f"{d.get('shape')} but the metadata ({LaunchShape.of(meta).label()}) implies "
-                f"{dtype.str} of shape {list(shape)}"
+                f"{name}: array {key!r} is described as {_cut(d.get('dtype'))} of shape "
+                f"{_cut(d.get('shape'))} but the metadata ({LaunchShape.of(meta).label()}) "
+                f"implies {dtype.str} of shape {list(shape)}"
             )
+        if not _is_digest(d.get("sha256")):
+            raise TraceError(f"{name}: array {key!r} has no valid checksum in the manifest")
     return meta, specs, nbytes
 
 
-def _stored_spec(key: str, d: dict, dtype: np.dtype, shape, name: str):
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
+
+
+def _stats_of(manifest: dict, name: str) -> dict | None:
+    """The totals ``vizmm info`` prints (version 2; None for version 1), checked."""
+    if manifest["version"] < 2:
+        return None
+    st = manifest.get("stats")
+    if not (
+        isinstance(st, dict)
+        and _is_count(st.get("m_reads"))
+        and _is_count(st.get("n_reads"))
+        and isinstance(st.get("has_clocks"), bool)
+    ):
+        raise TraceError(
+            f"{name}: the manifest's totals (stats) are not two counts of reads and a flag"
+        )
+    return st
+
+
+def _stored_spec(key: str, d: dict, dtype: np.dtype, shape, meta: dict, name: str):
     """(dtype, shape, sha256 or None) of what the file stores for array ``key``."""
     enc = d.get("encoding")
     if enc is None:
         expect = (dtype, tuple(shape))
     elif enc == "seeded" and key in ("M", "N"):
+        if "seed" not in meta:
+            raise TraceError(f"{name}: array {key!r} is stored as its seed, but there is no seed")
         expect = (np.dtype(np.float32), (0, 0))
     elif enc == "product" and key == "P":
         expect = (np.dtype(np.uint32), (0, 0))
@@ -413,20 +619,24 @@ def _stored_spec(key: str, d: dict, dtype: np.dtype, shape, name: str):
         fill = d.get("fill")
         info = np.iinfo(dtype)
         if isinstance(fill, bool) or not isinstance(fill, int) or not info.min <= fill <= info.max:
-            raise TraceError(f"{name}: array {key!r} has a fill value {fill!r} outside {dtype}")
+            raise TraceError(
+                f"{name}: array {key!r} has a fill value {_cut(repr(fill))} outside {dtype}"
+            )
         expect = (dtype, (0,))
     else:
-        raise TraceError(f"{name}: array {key!r} has an unknown encoding {enc!r}")
+        raise TraceError(f"{name}: array {key!r} has an unknown encoding {_cut(repr(enc))}")
     stored = d.get("stored")
     digest = d.get("sha256") if enc is None else None
     if isinstance(stored, dict):
         if stored.get("dtype") != expect[0].str or stored.get("shape") != list(expect[1]):
             raise TraceError(
                 f"{name}: the stored form of array {key!r} is described as "
-                f"{stored.get('dtype')} {stored.get('shape')}; its encoding implies "
+                f"{_cut(stored.get('dtype'))} {_cut(stored.get('shape'))}; its encoding implies "
                 f"{expect[0].str} {list(expect[1])}"
             )
         digest = stored.get("sha256")
+        if not _is_digest(digest):
+            raise TraceError(f"{name}: the stored form of array {key!r} has no valid checksum")
     return expect[0], expect[1], digest
 
 
@@ -445,35 +655,32 @@ def _read(data: bytes, name: str, max_bytes: int | None, manifest_only: bool = F
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         manifest = _manifest_of(zf, name)
         meta, specs, nbytes = _check_manifest(manifest, name, limit)
-        stats = manifest.get("stats") if manifest["version"] >= 2 else None
+        stats = _stats_of(manifest, name)
+        declared = manifest["arrays"]
+        members = set(zf.namelist())
+        missing = [key for key in specs if f"{key}.npy" not in members]
+        if missing:
+            raise TraceError(f"{name} lacks arrays: {', '.join(sorted(missing))}")
+        # 1. what is stored: zip entries, .npy headers (all that read_info reads of
+        # the arrays), then sizes and checksums, before any rebuilding
+        stored = {}
+        for key, (dtype, shape) in specs.items():
+            d = declared[key]
+            sdtype, sshape, digest = _stored_spec(key, d, dtype, shape, meta, name)
+            size = math.prod(sshape) * sdtype.itemsize
+            check = _expect(key, sdtype, sshape, name)
+            a = _read_member(zf, f"{key}.npy", size + _NPY_HEADER, name, check, manifest_only)
+            if digest is not None and a is not None:
+                a = _verified(key, a, digest, name)
+            stored[key] = a
         if manifest_only:
             return TraceInfo(
                 meta=meta,
                 launch=LaunchShape.of(meta, error=TraceError),
                 version=manifest["version"],
                 nbytes=nbytes,
-                stats=stats if isinstance(stats, dict) else None,
+                stats=stats,
             )
-        declared = manifest["arrays"]
-        members = set(zf.namelist())
-        missing = [key for key in specs if f"{key}.npy" not in members]
-        if missing:
-            raise TraceError(f"{name} lacks arrays: {', '.join(sorted(missing))}")
-        # 1. what is stored: sizes, dtypes, shapes and checksums, before any rebuilding
-        stored = {}
-        for key, (dtype, shape) in specs.items():
-            d = declared[key]
-            sdtype, sshape, digest = _stored_spec(key, d, dtype, shape, name)
-            size = int(np.prod(sshape, dtype=object)) * sdtype.itemsize
-            a = _read_member(zf, f"{key}.npy", size + _NPY_HEADER, name)
-            if a.dtype != sdtype or a.shape != tuple(sshape):
-                raise TraceError(
-                    f"{name}: array {key!r} is stored as {a.dtype.str} {list(a.shape)} but the "
-                    f"manifest says {sdtype.str} {list(sshape)}"
-                )
-            if digest is not None:
-                a = _verified(key, a, digest, name)
-            stored[key] = a
     # 2. rebuild the compact encodings (M, N and P when first used)
     arrays: dict[str, Any] = {}
     seeded: dict[str, np.ndarray] = {}
@@ -491,7 +698,21 @@ def _read(data: bytes, name: str, max_bytes: int | None, manifest_only: bool = F
             arrays[key] = Deferred(
                 dtype, tuple(shape), _rebuild(key, enc, a, meta, arrays, d["sha256"], name, seeded)
             )
-    return Trace(meta=meta, **arrays)
+    # 3. the records themselves (codes, blocks, load indices), and the totals info printed
+    try:
+        trace = Trace(meta=meta, **arrays)
+    except TraceError as exc:
+        raise TraceError(f"{name}: {exc}") from None
+    if stats is not None and (
+        stats["m_reads"] != int(trace.m_reads.sum())
+        or stats["n_reads"] != int(trace.n_reads.sum())
+        or stats["has_clocks"] != trace.has_clocks
+    ):
+        raise TraceError(
+            f"{name}: the manifest's totals (stats) disagree with its arrays (the file was "
+            "changed or damaged)"
+        )
+    return trace
 
 
 def _rebuild(key, enc, stored, meta, arrays, digest, name, seeded):
@@ -508,8 +729,10 @@ def _rebuild(key, enc, stored, meta, arrays, digest, name, seeded):
                 ref = _product(_value(arrays["M"]), _value(arrays["N"]))
                 out = ref if enc == "product" else (stored.view(np.uint32) ^ ref.view(np.uint32))
                 out = out.view(np.float32)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise TraceError(f"{name}: cannot rebuild array {key!r} ({exc})") from None
+        except TraceError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure here is a damaged file's
+            raise TraceError(f"{name}: cannot rebuild array {key!r} ({_why(exc)})") from None
         return _verified(key, out, digest, name)
 
     return compute
@@ -519,44 +742,168 @@ def _value(a):
     return a.value() if isinstance(a, Deferred) else a
 
 
-def from_bytes(data: bytes, name: str = "<bytes>", max_bytes: int | None = None) -> Trace:
-    """Read a trace from the bytes of a trace file (see :func:`load`)."""
+def _decode(data, name: str, max_bytes: int | None, manifest_only: bool = False):
+    """:func:`_read`, with every failure of a damaged file turned into :class:`TraceError`."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TraceError(f"{name}: a trace is read from bytes, got {type(data).__name__}")
     try:
-        return _read(bytes(data), name, max_bytes)
+        return _read(bytes(data), name, max_bytes, manifest_only)
     except TraceError:
         raise
-    except (
-        zipfile.BadZipFile,
-        zipfile.LargeZipFile,
-        EOFError,
-        OSError,
-        ValueError,
-        KeyError,
-    ) as exc:
+    except Exception as exc:  # noqa: BLE001 - the promise: one TraceError, in our words
         raise TraceError(
-            f"{name} is not a readable vizmm trace (truncated or damaged file: {_short(exc)})"
+            f"{name} is not a readable vizmm trace (truncated or damaged file: {_why(exc)})"
         ) from None
+
+
+def from_bytes(data: bytes, name: str = "<bytes>", max_bytes: int | None = None) -> Trace:
+    """Read a trace from the bytes of a trace file (see :func:`load`).
+
+    Parameters
+    ----------
+    data : bytes
+        The file's bytes.
+    name : str
+        The file's name, for messages.
+    max_bytes : int, optional
+        As :func:`load`.
+
+    Raises
+    ------
+    TraceError
+        For anything that is not an intact trace (see the module docstring).
+    """
+    return _decode(data, name, max_bytes)
+
+
+# Exceptions a damaged file makes the zip, zlib, JSON or NumPy readers raise,
+# and what each says about the file (never the library's own words).
+_WHY = (
+    (RecursionError, "nested too deeply"),
+    (MemoryError, "it would take more memory than there is"),
+    (zlib.error, "its compressed data is corrupt"),
+    (NotImplementedError, "it uses a zip feature trace files never use"),
+    (struct.error, "a zip or .npy header is cut short"),
+    (UnicodeError, "a name or header is not valid text"),
+    (OverflowError, "a size is out of range"),
+)
+
+
+def _why(exc: BaseException) -> str:
+    for cls, text in _WHY:
+        if isinstance(exc, cls):
+            return text
+    if isinstance(exc, (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError)):
+        return _short(exc)
+    return f"unreadable data ({type(exc).__name__})"
 
 
 def _short(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     if "pickle" in text:  # NumPy's advice to load pickles is never ours to give
         return "an array that is not plain numbers"
-    return text[:200]
+    text = text.encode("ascii", "backslashreplace").decode("ascii")
+    return text if len(text) <= 160 else text[:157] + "..."
 
 
-def _read_file(path, max_file_bytes: int | None = None) -> tuple[str, bytes]:
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)  # a FIFO opened anyway (a race) never blocks
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def _refuse_special(mode: int, path: str) -> None:
+    """Refuse anything but a regular file (:class:`TraceError` saying what it is)."""
+    if stat.S_ISREG(mode):
+        return
+    kinds = (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    what = next((text for test, text in kinds if test(mode)), "not a regular file")
+    raise TraceError(f"{path} is {what}, not a trace file")
+
+
+def read_trace_bytes(path, max_file_bytes: int | None = None) -> tuple[str, bytes]:
+    """The bytes of the trace file at ``path``, read within a size limit; and its name.
+
+    The one reader of trace files. ``path`` is looked at (``os.stat``) and
+    anything but a regular file is refused before it is opened (a FIFO with
+    no writer, ``/dev/zero`` behind a symbolic link); the file is then
+    opened non-blocking and looked at again (``os.fstat``: the file that was
+    opened is the one checked); its size is checked against
+    ``max_file_bytes`` before anything is read, and at most
+    ``max_file_bytes + 1`` bytes are read (a file that grows meanwhile is
+    still refused).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    max_file_bytes : int, optional
+        The largest file read (bytes); default :data:`DEFAULT_MAX_FILE_BYTES`.
+
+    Returns
+    -------
+    name : str
+        The file's name (its last path component), for messages.
+    data : bytes
+
+    Raises
+    ------
+    FileNotFoundError
+        When nothing is at ``path``.
+    TraceError
+        When ``path`` is not a path, is a folder or any other non-regular
+        file, cannot be read (permissions), or is larger than
+        ``max_file_bytes``.
+    """
     path = check_path(path, "the trace file")
-    if os.path.isdir(path):
-        raise TraceError(f"{path} is a folder, not a trace file")
-    if not os.path.exists(path):
-        raise FileNotFoundError(errno.ENOENT, f"{path}: no such file", path)
-    with open(path, "rb") as f:
-        data = f.read()
-    return path, data
+    limit = DEFAULT_MAX_FILE_BYTES if max_file_bytes is None else int(max_file_bytes)
+    name = os.path.basename(os.path.normpath(path)) or path
+    try:
+        _refuse_special(os.stat(path).st_mode, path)  # a FIFO is never opened
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, f"{path}: no such file", path) from None
+    except OSError as exc:
+        raise TraceError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        _refuse_special(st.st_mode, path)
+        if st.st_size > limit:
+            raise TraceError(
+                f"{path} is {human_bytes(st.st_size)}, over the limit of {human_bytes(limit)} "
+                "for a trace file ($VIZMM_MAX_TRACE_FILE_BYTES); it was not read"
+            )
+        chunks, total = [], 0
+        while total <= limit:
+            ask = st.st_size + 1 - total if total <= st.st_size else 2**20
+            chunk = os.read(fd, min(ask, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as exc:
+        raise TraceError(f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if total > limit:
+        raise TraceError(
+            f"{path} grew past the limit of {human_bytes(limit)} for a trace file while it "
+            "was read; it was not read"
+        )
+    return name, chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def load(path: str | os.PathLike, max_bytes: int | None = None) -> Trace:
+def load(
+    path: str | os.PathLike, max_bytes: int | None = None, max_file_bytes: int | None = None
+) -> Trace:
     """Read a trace file written by :meth:`Trace.save`, checking it before decoding it.
 
     Parameters
@@ -565,39 +912,49 @@ def load(path: str | os.PathLike, max_bytes: int | None = None) -> Trace:
     max_bytes : int, optional
         Refuse traces whose arrays would take more memory (bytes); default
         :data:`DEFAULT_MAX_BYTES`.
+    max_file_bytes : int, optional
+        Refuse files larger than this on disk (bytes), before reading them;
+        default :data:`DEFAULT_MAX_FILE_BYTES`.
 
     Raises
     ------
     FileNotFoundError
         When ``path`` does not exist.
     TraceError
-        When ``path`` is not a path or is a folder; for a file that is not a
-        zip archive, an unknown version, a manifest that disagrees with its
-        launch, a trace over ``max_bytes``, a truncated, tampered or foreign
-        file.
+        For everything else that is not an intact trace, with the file's
+        name and what is wrong: ``path`` is not a path, a folder, a FIFO, a
+        device or a socket; a file over ``max_file_bytes``; not a zip
+        archive, an encrypted or foreign zip, an unknown version, a manifest
+        or metadata that disagrees with its launch, a trace over
+        ``max_bytes``, a truncated, tampered or corrupt file (see the
+        module docstring for the order of the checks).
     """
-    path, data = _read_file(path)
-    return from_bytes(data, name=os.path.basename(path), max_bytes=max_bytes)
+    name, data = read_trace_bytes(path, max_file_bytes)
+    return _decode(data, name, max_bytes)
 
 
-def read_info(path: str | os.PathLike, max_bytes: int | None = None) -> TraceInfo:
+def read_info(
+    path: str | os.PathLike, max_bytes: int | None = None, max_file_bytes: int | None = None
+) -> TraceInfo:
     """What a trace file holds, from its manifest alone (no array is decoded).
+
+    The file, its manifest, the arrays' zip entries and their ``.npy``
+    headers get :func:`load`'s checks; the arrays' data is not read, so a
+    file whose array bytes are damaged is refused when it is loaded.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    max_bytes, max_file_bytes : int, optional
+        As :func:`load`.
 
     Raises
     ------
     FileNotFoundError, TraceError
-        As :func:`load`, for the checks of the manifest.
+        As :func:`load`, for those checks.
     """
-    path, data = _read_file(path)
-    name = os.path.basename(path)
-    try:
-        return _read(data, name, max_bytes, manifest_only=True)
-    except TraceError:
-        raise
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as exc:
-        raise TraceError(
-            f"{name} is not a readable vizmm trace (truncated or damaged file: {_short(exc)})"
-        ) from None
+    name, data = read_trace_bytes(path, max_file_bytes)
+    return _decode(data, name, max_bytes, manifest_only=True)
 
 
 def seeded_inputs(j: int, k: int, l: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

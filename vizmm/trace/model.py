@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 import os
 import threading
 from collections.abc import Mapping
@@ -152,27 +153,162 @@ class Deferred:
 
 
 def check_meta(meta: Mapping[str, Any]) -> LaunchShape:
-    """Check a trace's metadata (required keys and their types, the launch); its launch.
+    """Check a trace's metadata, every field that vizmm reads; return its launch.
+
+    The required keys (``kernel``, ``tile_width``, ``j``, ``k``, ``l``,
+    ``backend``, ``n_detail``, ``aggregated``) must be there with their
+    types, and describe a valid launch; every optional key that vizmm reads
+    (``figure``, ``source``, ``seed``, ``inputs``, ``versions``, ``created``,
+    ``device_name``, ``sm_count``, ``compute_capability``, ``elapsed_s``,
+    ``drop_barrier``, ``simulated_blocks``, ...) must, when present, have
+    the type and range the recorder writes (``_OPTIONAL_META``), so that
+    :meth:`Trace.summary`, ``vizmm info`` and the views never meet a value
+    they cannot show. Keys vizmm does not know are kept and never read.
+
+    Parameters
+    ----------
+    meta : mapping
+        The trace's metadata.
+
+    Returns
+    -------
+    LaunchShape
 
     Raises
     ------
     TraceError
-        Naming the missing or wrong key.
+        Naming the missing or wrong key and what it must be.
     """
     for key, typ in _REQUIRED_META.items():
         if key not in meta:
             raise TraceError(f"trace metadata lacks {key!r}")
         if typ is int and (isinstance(meta[key], bool) or not isinstance(meta[key], int)):
-            raise TraceError(f"trace metadata {key!r} must be an integer, got {meta[key]!r}")
+            raise TraceError(f"trace metadata {key!r} must be an integer, got {_shown(meta[key])}")
         if typ is not int and not isinstance(meta[key], typ):
-            raise TraceError(f"trace metadata {key!r} must be {typ.__name__}, got {meta[key]!r}")
+            raise TraceError(
+                f"trace metadata {key!r} must be {typ.__name__}, got {_shown(meta[key])}"
+            )
     launch = LaunchShape.of(meta, error=TraceError)
     if not 0 <= meta["n_detail"] <= launch.n_blocks:
         raise TraceError(
             f"trace metadata n_detail must be 0..{launch.n_blocks} (blocks in the grid), "
             f"got {meta['n_detail']}"
         )
+    if meta["backend"] not in BACKENDS:
+        raise TraceError(
+            f"trace metadata 'backend' must be one of {', '.join(BACKENDS)}, "
+            f"got {_shown(meta['backend'])}"
+        )
+    for key, (check, what) in _OPTIONAL_META.items():
+        if key in meta and not check(meta[key], launch):
+            raise TraceError(f"trace metadata {key!r} must be {what}, got {_shown(meta[key])}")
     return launch
+
+
+#: Where a trace was recorded (meta ``backend``).
+BACKENDS = ("simulator", "gpu")
+#: The longest text of a metadata field (characters), ``source`` excepted.
+MAX_META_TEXT = 1000
+#: The longest kernel source kept in the metadata (characters).
+MAX_META_SOURCE = 2**16
+
+
+def _shown(value) -> str:
+    """``repr(value)``, cut to a few words (a message never echoes a whole field)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _text(limit: int):
+    return lambda v, launch: isinstance(v, str) and len(v) <= limit
+
+
+def _int_in(lo: int, hi: int | None = None):
+    return lambda v, launch: _is_int(v) and lo <= v and (hi is None or v <= hi)
+
+
+def _seconds(v, launch) -> bool:
+    if v is None:  # the writer keeps a non-finite float as null
+        return True
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        return False
+    try:
+        v = float(v)  # what ``describe`` formats
+    except OverflowError:
+        return False
+    return math.isfinite(v) and v >= 0
+
+
+def _versions(v, launch) -> bool:
+    return (
+        isinstance(v, Mapping)
+        and len(v) <= 64
+        and all(
+            isinstance(a, str) and isinstance(b, str) and len(a) <= 100 and len(b) <= 100
+            for a, b in v.items()
+        )
+    )
+
+
+def _capability(v, launch) -> bool:
+    return isinstance(v, (list, tuple)) and len(v) == 2 and all(_int_in(0, 1000)(x, 0) for x in v)
+
+
+def _barriers(v, launch) -> bool:
+    return (
+        isinstance(v, (list, tuple))
+        and all(_is_int(b) and b in (1, 2) for b in v)
+        and len(set(v)) == len(v)
+    )
+
+
+def _blocks(v, launch) -> bool:
+    if isinstance(v, str):
+        return v == "all"
+    if not isinstance(v, (list, tuple)) or len(v) > launch.n_blocks:
+        return False
+    gy, gx = launch.grid
+    seen = set()
+    for b in v:
+        if not (isinstance(b, (list, tuple)) and len(b) == 2 and all(_is_int(x) for x in b)):
+            return False
+        by, bx = int(b[0]), int(b[1])
+        if not (0 <= by < gy and 0 <= bx < gx) or (by, bx) in seen:
+            return False
+        seen.add((by, bx))
+    return True
+
+
+def _flag(v, launch) -> bool:
+    return isinstance(v, bool)
+
+
+# Optional metadata vizmm reads: key -> (check(value, launch), what it must be).
+_OPTIONAL_META = {
+    "figure": (_text(MAX_META_TEXT), f"text of at most {MAX_META_TEXT} characters"),
+    "source": (_text(MAX_META_SOURCE), f"text of at most {MAX_META_SOURCE} characters"),
+    "seed": (_int_in(0), "an integer >= 0"),
+    "inputs": (lambda v, launch: v in ("seeded", "given"), "'seeded' or 'given'"),
+    "tile_width_from": (_text(MAX_META_TEXT), f"text of at most {MAX_META_TEXT} characters"),
+    "versions": (_versions, "a mapping of at most 64 names to version strings"),
+    "created": (_text(100), "a date (ISO 8601 text)"),
+    "device_name": (_text(MAX_META_TEXT), f"text of at most {MAX_META_TEXT} characters"),
+    "sm_count": (_int_in(1, 2**16), f"an integer from 1 to {2**16} (SMs)"),
+    "compute_capability": (_capability, "a [major, minor] pair of integers"),
+    "elapsed_s": (_seconds, "a finite number of seconds >= 0"),
+    "spread_stored": (_flag, "true or false"),
+    "reads_recorded": (_flag, "true or false"),
+    "drop_barrier": (_barriers, "a list of the barriers removed, 1 and/or 2, each once"),
+    "sim_schedule": (_text(MAX_META_TEXT), f"text of at most {MAX_META_TEXT} characters"),
+    "simulated_blocks": (
+        _blocks,
+        "'all' or a list of distinct [by, bx] blocks inside the grid",
+    ),
+}
 
 
 def array_specs(meta: Mapping[str, Any]) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
@@ -213,6 +349,48 @@ def _array_specs(meta: Mapping[str, Any]) -> dict[str, tuple[np.dtype, tuple[int
 
 # Arrays a trace file may lack (files written before they existed): empty then.
 OPTIONAL_ARRAYS = ("shared_reads", "read_values")
+
+
+def _check_loads(loads: np.ndarray, launch: LaunchShape) -> None:
+    """Refuse load records whose (row, col) the kernels cannot have written.
+
+    Every record (``NOT_RECORDED`` ones too: the recorder leaves them 0, 0)
+    names an element of the launch's tiles: ``0 <= row, col`` below the
+    padded sizes. Its kind agrees with where that element lies (the
+    kernels' ``classify_unchecked`` and boundary check): ``LOADED`` inside
+    the matrix, ``ZERO_FILL`` outside it, ``WRONG_ELEMENT`` outside it with
+    ``row * ncols + col`` inside the allocation, ``OUT_OF_ALLOCATION`` past
+    the allocation. So a replay can index M and N with every record.
+    """
+    if not loads.size:
+        return
+    j, k, l = launch.shape
+    pj, pk, pl = launch.padded
+    for what, base, nrows, ncols, prow, pcol in (("M", 0, j, k, pj, pk), ("N", 3, k, l, pk, pl)):
+        kind = loads[..., base]
+        row = loads[..., base + 1].astype(np.int64)
+        col = loads[..., base + 2].astype(np.int64)
+        if row.min() < 0 or col.min() < 0 or row.max() >= prow or col.max() >= pcol:
+            raise TraceError(
+                f"loads holds an {what} element outside the {prow} x {pcol} tiles of the launch "
+                f"({launch.label()})"
+            )
+        inside = (row < nrows) & (col < ncols)
+        in_alloc = row * ncols + col < nrows * ncols
+        bad = (
+            ((kind == Access.LOADED) & ~inside)
+            | ((kind == Access.ZERO_FILL) & inside)
+            | ((kind == Access.WRONG_ELEMENT) & (inside | ~in_alloc))
+            | ((kind == Access.OUT_OF_ALLOCATION) & in_alloc)
+        )
+        if bad.any():
+            at = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise TraceError(
+                f"loads records {what}[{int(row[at])}][{int(col[at])}] as "
+                f"{Access(int(kind[at])).name}, which the {nrows} x {ncols} {what} does not "
+                f"allow (detailed block {at[0]}, phase {at[1]}, thread {at[2:]})"
+            )
+
 
 # Analyses offered as Trace methods. The trace layer imports no analysis: the
 # analysis modules register their function here when imported (vizmm imports
@@ -270,7 +448,9 @@ class Trace:
         'general'), ``tile_width``, ``j``, ``k``, ``l``, ``backend``
         ('simulator' or 'gpu'), ``n_detail``, ``aggregated`` (bool), and
         optional ``device_name``, ``sm_count``, ``versions``, ``created``
-        (ISO 8601, UTC), ``seed``, ``simulated_blocks``, ``elapsed_s``.
+        (ISO 8601, UTC), ``seed``, ``simulated_blocks``, ``elapsed_s``;
+        every field vizmm reads is checked when the trace is made
+        (:func:`check_meta`).
     M, N, P : ndarray of float32, (j, k), (k, l), (j, l)
         The inputs and the result P as the kernel stored it. Where the kernel
         stored no P element (a skipped or out-of-allocation store) P holds NaN.
@@ -405,9 +585,7 @@ class Trace:
             raise TraceError("loads holds an unknown access code")
         if self.p_write.size and (self.p_write.min() < 0 or self.p_write.max() > max(PWrite)):
             raise TraceError("p_write holds an unknown code")
-        drop = meta.get("drop_barrier", [])
-        if not isinstance(drop, (list, tuple)) or not set(drop) <= {1, 2}:
-            raise TraceError(f"drop_barrier must list barriers 1 and/or 2, got {drop!r}")
+        _check_loads(self.loads, self.launch)
         if self.shared_reads.size and self.shared_reads.min() < -3:
             raise TraceError("shared_reads holds a tag below -3 (no such sentinel)")
         object.__setattr__(
