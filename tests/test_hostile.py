@@ -494,6 +494,16 @@ def test_upload_box_refuses_chunks_over_the_limit():
 
 
 # ------------------------------------------------------------------ server
+def _parent(pid: int) -> int:
+    """The parent's pid of process ``pid`` (from /proc), or -1 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return -1
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
+
+
 def _listening(port: int) -> list[str]:
     """Local addresses (hex, as /proc/net/tcp{,6} writes them) listening on ``port``."""
     out = []
@@ -519,9 +529,12 @@ def test_vizmm_serve_listens_on_localhost_only(tmp_path):
         port = int(base.rsplit(":", 1)[1])
         # 127.0.0.1 only: no 0.0.0.0 (00000000), no [::]
         assert _listening(port) == ["0100007F"]
-        # the server runs with the C library's allocator (vizmm serve replaced
-        # itself with it: the same process), unless the environment chose one
-        with open(f"/proc/{proc.pid}/environ", "rb") as f:
+        # the server (vizmm serve's child) runs with the C library's allocator,
+        # unless the environment chose one
+        (server,) = [
+            int(p) for p in os.listdir("/proc") if p.isdigit() and _parent(int(p)) == proc.pid
+        ]
+        with open(f"/proc/{server}/environ", "rb") as f:
             environ = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
         want = os.environ.get("PYTHONMALLOC", "malloc").encode()
         assert environ.get(b"PYTHONMALLOC") == want

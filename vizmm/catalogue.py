@@ -529,6 +529,8 @@ class Catalogue:
             raise _refused_file(key)
         try:
             return load(path, max_bytes=self.max_trace_bytes)
+        except TraceError as exc:  # said by the file's name: a page never sees a path
+            raise TraceError(str(exc).replace(path, name)) from None
         except FileNotFoundError:
             raise TraceError(
                 f"the trace file {name!r} given to this server is no longer there"
