@@ -27,7 +27,7 @@ SHIPPED_11 = os.path.join(os.path.dirname(vizmm.__file__), "data", "fig5-11.vizm
 
 @pytest.fixture
 def disk(tmp_path):
-    """A given folder (two traces, one in a subfolder, a symlink to /dev/zero) and things outside."""
+    """A given folder (two traces, one in a subfolder, a link to /dev/zero), and things outside."""
     given = tmp_path / "lecture"
     (given / "week2").mkdir(parents=True)
     shutil.copy(SHIPPED, given / "fig58.vizmm")
