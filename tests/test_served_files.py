@@ -109,8 +109,22 @@ def test_a_served_trace_is_bounded_by_the_server_budget(disk):
     """A given file whose arrays exceed the page budget is refused before decoding."""
     given, _ = disk
     cat = Catalogue(given=[str(given)], max_trace_bytes=1000)  # Fig. 5.8 holds ~3 KB
-    with pytest.raises(vizmm.TraceError, match="over the limit"):
+    with pytest.raises(vizmm.TraceError, match="over the limit") as e:
         cat.get("file:fig58.vizmm")
+    assert "vizmm serve --max-trace-mib" in str(e.value)  # who can raise it, and how
+
+
+def test_the_command_line_says_how_to_raise_its_limit(monkeypatch, capsys):
+    from vizmm.cli import main
+    from vizmm.trace import fileformat
+
+    monkeypatch.setattr(fileformat, "DEFAULT_MAX_BYTES", 1000)
+    assert main(["table", SHIPPED]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "over the limit of 1000 B" in err[0]
+    # the hint names the size it needs: Fig. 5.8's arrays, from its manifest
+    need = vizmm.trace.read_info(SHIPPED, max_bytes=2**30).nbytes
+    assert err[0].endswith(f"set VIZMM_MAX_TRACE_BYTES={need} (bytes)")
 
 
 def test_serve_hands_its_given_traces_to_the_server(disk, capsys):

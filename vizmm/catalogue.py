@@ -60,7 +60,16 @@ from .record import (
     normalize,
     record,
 )
-from .trace import ARRAY_NAMES, Trace, TraceError, env_limit, from_bytes, human_bytes, load
+from .trace import (
+    ARRAY_NAMES,
+    Trace,
+    TraceError,
+    TraceOverLimitError,
+    env_limit,
+    from_bytes,
+    human_bytes,
+    load,
+)
 
 __all__ = [
     "CATALOGUE",
@@ -530,7 +539,7 @@ class Catalogue:
         try:
             return load(path, max_bytes=self.max_trace_bytes)
         except TraceError as exc:  # said by the file's name: a page never sees a path
-            raise TraceError(str(exc).replace(path, name)) from None
+            raise TraceError(str(exc).replace(path, name) + _over_limit(exc)) from None
         except FileNotFoundError:
             raise TraceError(
                 f"the trace file {name!r} given to this server is no longer there"
@@ -625,9 +634,12 @@ class Catalogue:
         data = bytes(data)
         key = "upload:" + hashlib.sha256(data).hexdigest()[:12]
         if self.cached(key) is None:
-            trace = from_bytes(
-                data, name=name, max_bytes=min(MAX_UPLOAD_TRACE_BYTES, self.max_trace_bytes)
-            )
+            try:
+                trace = from_bytes(
+                    data, name=name, max_bytes=min(MAX_UPLOAD_TRACE_BYTES, self.max_trace_bytes)
+                )
+            except TraceOverLimitError as exc:
+                raise UploadError(str(exc) + _over_limit(exc)) from None
             warm(trace)
             self._names[key] = name
             self._store(key, trace)
@@ -690,6 +702,16 @@ def preload_once() -> threading.Thread | None:
         if _preload_thread is None and not CATALOGUE._preloaded.is_set():
             _preload_thread = CATALOGUE.preload_in_background()
         return _preload_thread
+
+
+def _over_limit(exc: TraceError) -> str:
+    """What a page is told of a trace over the server's limit: who can raise it, and how."""
+    if not isinstance(exc, TraceOverLimitError):
+        return ""
+    return (
+        " (the most one page may open on this server; whoever starts it can raise it with "
+        "vizmm serve --max-trace-mib)"
+    )
 
 
 def _under(path: str, root: str) -> bool:

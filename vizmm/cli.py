@@ -48,6 +48,7 @@ from .trace import (
     KERNELS,
     MAX_TILE_WIDTH,
     TraceError,
+    TraceOverLimitError,
     atomic_write,
     human_bytes,
     load,
@@ -1183,7 +1184,10 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"vizmm: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except INPUT_ERRORS as exc:
-        print(f"vizmm: error: {_one_line(exc)}", file=sys.stderr)
+        hint = ""
+        if isinstance(exc, TraceOverLimitError):  # say how to raise the limit, here
+            hint = f"; to read it, set VIZMM_MAX_TRACE_BYTES={exc.nbytes} (bytes)"
+        print(f"vizmm: error: {_one_line(exc)}{hint}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("vizmm: interrupted", file=sys.stderr)

@@ -130,6 +130,7 @@ __all__ = [
     "READABLE_VERSIONS",
     "VERSION",
     "TraceInfo",
+    "TraceOverLimitError",
     "atomic_write",
     "env_limit",
     "from_bytes",
@@ -139,6 +140,22 @@ __all__ = [
     "seeded_inputs",
     "to_bytes",
 ]
+
+
+class TraceOverLimitError(TraceError):
+    """A trace file describes more memory than the reader's limit; nothing was decoded.
+
+    Attributes
+    ----------
+    nbytes : int
+        What the trace's arrays would take in memory (bytes), from its manifest.
+    limit : int
+        The limit it is over (bytes).
+    """
+
+    def __init__(self, message: str, nbytes: int, limit: int):
+        super().__init__(message)
+        self.nbytes, self.limit = int(nbytes), int(limit)
 
 
 def to_bytes(trace: Trace) -> bytes:
@@ -554,9 +571,11 @@ def _check_manifest(manifest: dict, name: str, max_bytes: int) -> tuple[dict, di
     nbytes = sum(int(np.prod(shape, dtype=object)) * dt.itemsize for dt, shape in specs.values())
     if nbytes > max_bytes:
         launch = LaunchShape.of(meta, error=TraceError)
-        raise TraceError(
+        raise TraceOverLimitError(
             f"{name} describes a trace of {human_bytes(nbytes)} in memory ({launch.label()}), "
-            f"over the limit of {human_bytes(max_bytes)}; it was not read"
+            f"over the limit of {human_bytes(max_bytes)}; it was not read",
+            nbytes=nbytes,
+            limit=max_bytes,
         )
     declared = manifest.get("arrays")
     if not isinstance(declared, dict):
