@@ -67,16 +67,15 @@ from vizmm.record import RecordingCancelled  # noqa: E402
 from vizmm.render.bokeh_scene import Scene, slot_label  # noqa: E402
 from vizmm.replay import (  # noqa: E402
     GRANULARITIES,
-    NAIVE_REFUSAL,
     ORDERS,
     Replay,
     SlotState,
     ThreadState,
 )
+from vizmm.replay.navigator import Place, Position, clamp, place  # noqa: E402
 from vizmm.trace import (  # noqa: E402
     TILED_KERNELS,
     Trace,
-    not_recorded_message,
 )
 
 __all__ = ["DashboardState", "Dashboard", "RecordForm", "URL_PARAMS", "KEYS", "create_app"]
@@ -186,6 +185,7 @@ class DashboardState(param.Parameterized):
         self._guard = False
         self._started = False
         self._trace_key: str | None = None
+        self._place: Place | None = None  # where the page is (vizmm.replay.navigator)
         super().__init__(**params)
         self.param.watch(self._changed, self._WATCHED)
         self.param.watch(self._on_source, ["source"])
@@ -292,72 +292,42 @@ class DashboardState(param.Parameterized):
     def _rebuild(self, names: set[str]) -> None:
         trace = self.trace
         if trace is None:
-            self.replay, self.frame = None, None
+            self.replay, self.frame, self._place = None, None, None
             return
-        if trace.kernel == "naive":
-            self.replay, self.frame = None, None
-            self.show(NAIVE_REFUSAL[0].upper() + NAIVE_REFUSAL[1:] + ".")
-            return
-        if not len(trace.detail_blocks):
-            self.replay, self.frame = None, None
-            self.show(
-                "This trace holds no block recorded per thread (aggregated only); "
-                "there is nothing to replay thread by thread.",
-                "warning",
-            )
-            return
-        gy, gx = trace.grid
-        block = (self.by, self.bx)
-        old = self.replay
-        if not trace.has_block(block):
-            fallback = (
-                old.block
-                if old is not None and old.trace is trace and "trace" not in names
-                else tuple(int(v) for v in trace.detail_blocks[0])
-            )
-            if not (0 <= block[0] < gy and 0 <= block[1] < gx):
-                self.show(
-                    f"Block ({block[0]},{block[1]}) is outside this trace's {gy} x {gx} grid "
-                    f"(by 0..{gy - 1}, bx 0..{gx - 1}); showing block "
-                    f"({fallback[0]},{fallback[1]}).",
-                    "warning",
-                )
-            elif "trace" not in names:
-                why = not_recorded_message(trace, block)
-                self.show(
-                    f"{why[0].upper()}{why[1:]}; still showing block "
-                    f"({fallback[0]},{fallback[1]}).",
-                    "warning",
-                )
-            block = fallback
-        T = trace.tile_width
-        focus = (self.ty, self.tx) if (0 <= self.ty < T and 0 <= self.tx < T) else None
-        self._set_quietly(
-            by=block[0], bx=block[1], ty=focus[0] if focus else -1, tx=focus[1] if focus else -1
-        )
-        transactions = self.transactions
-        if transactions:
+        transactions = self.transactions and trace.kernel != "naive"
+        if transactions and len(trace.detail_blocks):
             try:
                 memory_transactions(trace)
             except TransactionsError as exc:
                 self.show(f"No memory transactions for this trace: {exc}", "warning")
                 transactions = False
-        new = Replay(trace, block, self.granularity, self.order, focus, transactions=transactions)
-        step = self.step
-        if (
-            old is not None
-            and old.trace is trace
-            and old.block == new.block
-            and "step" not in names
-            and names & {"granularity", "order"}
-        ):
-            step = new.index_at(old.steps[min(step, len(old) - 1)])
-        step = max(0, min(step, len(new) - 1))
-        self.replay = new
-        self._set_quietly(step=step, n_steps=len(new))
+        wanted = Position(
+            (self.by, self.bx), (self.ty, self.tx), self.step, self.granularity, self.order
+        )
+        placed = place(
+            trace,
+            wanted,
+            self._place,
+            same_moment=bool("step" not in names and names & {"granularity", "order"}),
+            new_trace="trace" in names,
+            transactions=transactions,
+        )
+        self._place = placed
+        if placed.note is not None:
+            self.show(placed.note.text, placed.note.kind)
+        if placed.replay is None:
+            self.replay, self.frame = None, None
+            return
+        shown = placed.position
+        focus = shown.focus or (-1, -1)
+        self._set_quietly(
+            by=shown.block[0], bx=shown.block[1], ty=focus[0], tx=focus[1], step=shown.step
+        )
+        self.replay = placed.replay
+        self._set_quietly(n_steps=len(placed.replay))
         if self.message_kind == "danger":
             self.message = ""
-        self.frame = new.frame(step)
+        self.frame = placed.replay.frame(shown.step)
 
     def _show_step(self) -> None:
         if self.replay is None:
@@ -371,7 +341,7 @@ class DashboardState(param.Parameterized):
     def go(self, step: int) -> None:
         """Go to ``step`` (clamped to the replay)."""
         if self.replay is not None:
-            self.step = max(0, min(int(step), len(self.replay) - 1))
+            self.step = clamp(step, self.replay)
 
     def next(self) -> bool:
         """One step forward; returns False (and stops playing) at the last step."""

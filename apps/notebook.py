@@ -27,6 +27,7 @@ if _ROOT not in sys.path:
 from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.render.bokeh_scene import VIEWS, Scene  # noqa: E402
 from vizmm.replay import GRANULARITIES, ORDERS, Replay  # noqa: E402
+from vizmm.replay.navigator import clamp, default_block  # noqa: E402
 from vizmm.trace import Trace  # noqa: E402
 
 __all__ = ["ReplayView"]
@@ -79,11 +80,11 @@ class ReplayView(pn.viewable.Viewer):
                 f"got {granularity!r}, {order!r}"
             )
         if block is None and len(trace.detail_blocks):
-            block = tuple(int(v) for v in trace.detail_blocks[0])
+            block = default_block(trace)
         self.replay = Replay(trace, block or (0, 0), granularity, order)
         self.scene = Scene(trace, views=VIEWS if views is None else views, theme=theme)
         n = len(self.replay)
-        super().__init__(step=max(0, min(int(step), n - 1)))
+        super().__init__(step=clamp(step, self.replay))
         self.slider = pn.widgets.IntSlider(
             name="step", start=1, end=max(2, n), value=self.step + 1, width=420
         )

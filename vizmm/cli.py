@@ -272,7 +272,11 @@ def _block(trace, args: argparse.Namespace) -> tuple[int, int]:
     """``--block``, or the trace's first block recorded per thread (CLIError if none)."""
     if len(trace.detail_blocks) == 0:
         raise CLIError(f"{args.file} recorded no block per thread")
-    return args.block if args.block is not None else tuple(trace.detail_blocks[0].tolist())
+    if args.block is not None:
+        return args.block
+    from .replay.navigator import default_block
+
+    return default_block(trace)
 
 
 # ------------------------------------------------------------------- record

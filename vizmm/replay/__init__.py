@@ -7,6 +7,8 @@
   residency, waves, read counts, barrier waits).
 * :mod:`.table`: the book's Fig. 5.8 table for any block.
 * :mod:`.lockstep`: two replays stepped together (same phase and sub-step).
+* :mod:`.navigator`: where a page is in a trace (block, thread, step,
+  granularity, order) and what it shows when a person moves.
 
 No colours, no Bokeh, no Pillow: renderers draw what these say.
 """
@@ -26,6 +28,7 @@ from .block import (
     source_lines,
 )
 from .lockstep import Lockstep, matching_step, moment
+from .navigator import Note, Place, Position, place
 
 __all__ = [
     "GRANULARITIES",
@@ -43,4 +46,8 @@ __all__ = [
     "Lockstep",
     "matching_step",
     "moment",
+    "Note",
+    "Place",
+    "Position",
+    "place",
 ]
