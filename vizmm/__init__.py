@@ -19,7 +19,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 from ._version import __version__
-from .analysis import hazards as _hazards  # noqa: F401 - registers Trace.hazards()
+from .analysis.hazards import hazards
 from .record import (
     BACKENDS,
     Estimate,
@@ -96,6 +96,7 @@ __all__ = [
     "TraceTooLargeError",
     "estimate",
     "gpu_available",
+    "hazards",
     "load",
     "occupancy",
     "record",

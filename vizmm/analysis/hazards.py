@@ -41,8 +41,6 @@ import re
 
 import numpy as np
 
-from ..trace.model import register_analysis
-
 __all__ = [
     "AHEAD_DTYPE",
     "HAZARD_DTYPE",
@@ -700,6 +698,3 @@ def analyse(trace) -> BarrierReport:
         wrong_p=wrong_p(trace),
         has_reads=bool(reads is not None and reads.size > 0),
     )
-
-
-register_analysis("hazards", hazards)

@@ -205,7 +205,7 @@ def record(
     drop_barrier : {None, 1, 2, (1, 2)}
         Barrier lab ('tiled' and 'boundary'): remove the ``__syncthreads()``
         after the loads (1), the one after the k loop (2), or both; ``None``
-        keeps both (the book's kernel). See ``Trace.hazards()``.
+        keeps both (the book's kernel). See ``vizmm.hazards(trace)``.
     reads : bool, optional
         Record every k-loop read of Mds / Nds (the element's tag and the
         value: ``Trace.shared_reads`` / ``read_values``). By default on when

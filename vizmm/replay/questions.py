@@ -28,7 +28,7 @@ Kinds of question (PMPP 4th ed., Section 5.3-5.5):
 ``hazard``
     Barrier lab, a kernel without barrier 1: which threads read a wrong
     element of Mds or Nds at this k (read-after-write, Section 5.4)? From
-    ``Trace.hazards()`` and the recorded reads.
+    ``vizmm.hazards(trace)`` and the recorded reads.
 ``loads``
     How many global loads has this block made after phase ph, with the
     tiled kernel and with the naive kernel (Fig. 3.11)?
@@ -44,6 +44,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..analysis.hazards import hazards
 from ..trace import Access, Trace
 from .block import Replay, Sub
 
@@ -454,10 +455,7 @@ def _hazard(b: _Block, ph: int) -> Question | None:
     tr = b.trace
     if 1 not in (tr.meta.get("drop_barrier") or []):
         return None
-    try:
-        rows = tr.hazards()
-    except (RuntimeError, AttributeError):  # the analysis is not installed
-        return None
+    rows = hazards(tr)
     if not len(rows):
         return None
     sel = rows[

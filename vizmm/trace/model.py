@@ -392,17 +392,6 @@ def _check_loads(loads: np.ndarray, launch: LaunchShape) -> None:
             )
 
 
-# Analyses offered as Trace methods. The trace layer imports no analysis: the
-# analysis modules register their function here when imported (vizmm imports
-# them), e.g. ``Trace.hazards`` -> ``vizmm.analysis.hazards.hazards``.
-_ANALYSES: dict = {}
-
-
-def register_analysis(name: str, fn) -> None:
-    """Offer ``fn(trace)`` as the method ``Trace.<name>()`` (called by ``vizmm.analysis``)."""
-    _ANALYSES[name] = fn
-
-
 ARRAY_NAMES = tuple(
     _array_specs(
         {
@@ -780,23 +769,6 @@ class Trace:
     def cgma_op_per_byte(self) -> float:
         """CGMA in the book's unit, FLOP per byte read (OP/B): 0.25 naive, 4 with TILE_WIDTH 16."""
         return self.cgma() / 4.0
-
-    def hazards(self) -> np.ndarray:
-        """Barrier lab: every read-after-write and write-after-read hazard on Mds / Nds.
-
-        One row per hazard (a NumPy structured array, see
-        ``vizmm.analysis.hazards.HAZARD_DTYPE``): ``kind`` ('RAW' or 'WAR'),
-        ``block`` (by, bx), ``phase``, ``write_phase``, ``array`` ('Mds' or
-        'Nds'), ``slot`` (row, col), ``writer`` and ``reader`` (ty, tx),
-        ``k``, ``write_line`` and ``read_line`` (1-based lines of
-        ``meta['source']``) and ``wrong`` (the read returned a wrong element
-        in this run). Empty when both ``__syncthreads()`` were kept (Section
-        5.4). Covers the blocks recorded per thread.
-        """
-        fn = _ANALYSES.get("hazards")
-        if fn is None:  # only when the trace layer is used without the vizmm package
-            raise RuntimeError("import vizmm.analysis.hazards to analyse hazards")
-        return fn(self)
 
     def summary(self) -> str:
         """A few lines saying what the trace holds (used by ``vizmm info``)."""
