@@ -72,7 +72,7 @@ from vizmm.replay import (  # noqa: E402
     SlotState,
     ThreadState,
 )
-from vizmm.replay.navigator import Place, Position, clamp, place  # noqa: E402
+from vizmm.replay.navigator import Place, Position, clamp, past_the_end, place  # noqa: E402
 from vizmm.trace import (  # noqa: E402
     TILED_KERNELS,
     Trace,
@@ -87,7 +87,7 @@ URL_PARAMS = {
     "bx": "bx",
     "ty": "ty",
     "tx": "tx",
-    "step": "step",
+    "url_step": "step",  # 1-based, as the page numbers it
     "granularity": "granularity",
     "order": "order",
     "presenter": "presenter",
@@ -139,7 +139,13 @@ class DashboardState(param.Parameterized):
     bx = param.Integer(default=0, bounds=(0, None), doc="blockIdx.x of the replayed block.")
     ty = param.Integer(default=-1, bounds=(-1, None), doc="Followed thread's ty (-1: none).")
     tx = param.Integer(default=-1, bounds=(-1, None), doc="Followed thread's tx (-1: none).")
-    step = param.Integer(default=0, bounds=(0, None), doc="Step of the replay.")
+    step = param.Integer(default=0, bounds=(0, None), doc="Step of the replay (0-based).")
+    url_step = param.Integer(
+        default=1,
+        bounds=(1, None),
+        precedence=-1,
+        doc="The step as the page, its URL and the README number it: step + 1 (1-based).",
+    )
     granularity = param.Selector(default="substep", objects=list(GRANULARITIES))
     order = param.Selector(default="lockstep", objects=list(ORDERS))
     presenter = param.Boolean(default=False, doc="Large fonts, controls tucked away.")
@@ -189,6 +195,23 @@ class DashboardState(param.Parameterized):
         super().__init__(**params)
         self.param.watch(self._changed, self._WATCHED)
         self.param.watch(self._on_source, ["source"])
+        self._url_sync = False
+        self.param.watch(self._step_to_url, ["step"])
+        self.param.watch(self._url_to_step, ["url_step"])
+
+    def _step_to_url(self, *events) -> None:
+        """Keep :attr:`url_step` (the URL's, 1-based) one ahead of :attr:`step`."""
+        if self.url_step != self.step + 1:
+            self._url_sync = True
+            try:
+                self.url_step = self.step + 1
+            finally:
+                self._url_sync = False
+
+    def _url_to_step(self, *events) -> None:
+        """A step asked for by the URL (1-based) is the replay's step ``url_step - 1``."""
+        if not self._url_sync:
+            self.step = self.url_step - 1
 
     # ----------------------------------------------------------- loading
     def start(self) -> DashboardState:
@@ -334,6 +357,7 @@ class DashboardState(param.Parameterized):
             return
         n = len(self.replay)
         if self.step >= n:
+            self.show(past_the_end(self.step, n), "info")
             self._set_quietly(step=n - 1)
         self.frame = self.replay.frame(self.step)
 

@@ -125,7 +125,7 @@ def test_hover_ghost_cells_only(page, server):
     cells (rows 3 of M's tile, past Width = 3) answer the hover with "outside the
     matrix". Over M_{2,0}, inside the tile and the edge, only the element's tooltip.
     """
-    open_page(page, server + "?trace=fig5-11&by=1&bx=1&step=2")
+    open_page(page, server + "?trace=fig5-11&by=1&bx=1&step=3")
 
     def tooltips_at(x, y):
         page.mouse.move(*page.evaluate(TO_SCREEN, ["vizmm-M", x, y]))
@@ -150,7 +150,16 @@ def test_bookmark_brings_back_the_same_slide(page, server, browser):
     for _ in range(10):
         page.keyboard.press("ArrowRight")
     before = wait_step(page, 10)
-    page.wait_for_function("() => window.location.search.includes('step=10')", timeout=15000)
+    # one numbering: the URL says the step the page shows (1-based: the 11th of the replay)
+    page.wait_for_function(
+        "() => new URLSearchParams(location.search).get('step') === '11'", timeout=15000
+    )
+    shown = page.evaluate(
+        """() => [...Bokeh.documents[0].all_models]
+                 .filter(m => m.title === "step" && m.value !== undefined)
+                 .map(m => m.value)"""
+    )
+    assert shown == [11], shown  # the step slider the page shows
     bookmark = page.url
     other = browser.new_page(viewport={"width": 1600, "height": 1000})
     try:
@@ -225,14 +234,14 @@ PRESET_STEPS = {
 @pytest.mark.parametrize("key", list(PRESET_STEPS))
 def test_preset_screenshots(page, server, key):
     for step in PRESET_STEPS[key]:
-        open_page(page, f"{server}?trace={key}&step={step}&ty=0&tx=1")
+        open_page(page, f"{server}?trace={key}&step={step + 1}&ty=0&tx=1")  # 1-based
         st = status(page)
         assert st["source"] == key and st["step"] == step and st["thread"] == [0, 1]
         shot(page, f"{key}-step{step:02d}")
 
 
 def test_presenter_mode(page, server):
-    open_page(page, server + "?trace=fig5-11&step=10&presenter=true")
+    open_page(page, server + "?trace=fig5-11&step=11&presenter=true")
     assert status(page)["step"] == 10
     page.keyboard.press("ArrowRight")
     wait_step(page, 11)

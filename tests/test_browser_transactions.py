@@ -82,7 +82,7 @@ def test_turn_on_transactions_step_to_k_and_see_the_banks(page, server):
     assert any("bank conflicts/request 3.50" in t for t in st["totals"])
     shot(page, "transactions-conflict-k3")
     # The padded kernel at the same step: no conflict.
-    page.goto(server + "?trace=padded&step=8&transactions=true")
+    page.goto(server + "?trace=padded&step=9&transactions=true")
     page.wait_for_selector("#vizmm-status[data-step='8']", timeout=60000)
     st = status(page)
     assert st["nds_way"] == 1 and st["nds_conflicts"] == 0
@@ -91,7 +91,7 @@ def test_turn_on_transactions_step_to_k_and_see_the_banks(page, server):
 
 
 def test_uncoalesced_loads_outline_sixteen_sectors(page, server):
-    page.goto(server + "?trace=uncoalesced&step=1&transactions=true")
+    page.goto(server + "?trace=uncoalesced&step=2&transactions=true")
     page.wait_for_selector("#vizmm-status[data-step='1']", timeout=60000)
     st = status(page)
     assert st["sub"] == "load M" and st["transactions"] is True

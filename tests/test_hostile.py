@@ -383,7 +383,7 @@ def _dashboard():
 @pytest.mark.parametrize(
     "query,message",
     [
-        ("step=abc", "step=abc (a whole number >= 0)"),
+        ("url_step=abc", "step=abc (a whole number >= 1)"),  # the URL counts from 1
         ("by=-3", "by=-3 (a whole number >= 0)"),
         ("granularity=zzz", "granularity=zzz (one of substep, phase)"),
         ("order=sideways", "order=sideways (one of lockstep, recorded)"),

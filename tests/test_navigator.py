@@ -27,7 +27,10 @@ def test_steps_of_fig_5_8_and_the_clamp(fig58):
     # start + 2 phases x (load M, load N, arrive 1, release 1, k=0, k=1, arrive 2, release 2)
     # + write P
     assert p.count == 1 + 2 * (4 + 2 + 2) + 1 == 18
-    assert p.position.step == 17 and p.note is None
+    assert p.position.step == 17
+    # pages number steps from 1: the 1000th step of 18 is past the end, and the page says so
+    assert p.note.text == "Step 1000 is past the last step of this replay (18); showing step 18."
+    assert place(fig58, Position(step=17)).note is None
     assert clamp(-5, p.replay) == 0 and clamp(3, None) == 0
 
 

@@ -153,7 +153,7 @@ def test_presenter_view_fits_the_projector(browser, server, size):
     pg = new_page(browser, *size)
     try:
         # Fig. 5.11: phase 1 of block (0,0), loading N (ghost cells, zero-fills)
-        open_page(pg, server + "?trace=fig5-11&step=10&presenter=true")
+        open_page(pg, server + "?trace=fig5-11&step=11&presenter=true")
         wait_presenter(pg, True)
         pg.wait_for_function(
             "() => Bokeh.documents.length && document.scrollingElement.scrollWidth <= innerWidth",
@@ -212,7 +212,7 @@ def test_p_pressed_several_times_in_a_row_toggles_each_time(browser, server):
 def test_presenter_button_is_applied_at_the_first_click(browser, server):
     pg = new_page(browser, 1280, 720)
     try:
-        open_page(pg, server + "?trace=fig5-8&step=5")
+        open_page(pg, server + "?trace=fig5-8&step=6")
         for on in (True, False, True):
             pg.get_by_role("button", name="Presenter mode").click()
             wait_presenter(pg, on)  # no second click, no other event needed
@@ -238,7 +238,7 @@ def test_dark_theme_from_the_url_and_from_its_button(browser, server):
     dark = "rgb({}, {}, {})".format(*pal.hex_to_rgb(pal.DARK.BACKGROUND))
     pg = new_page(browser, 1280, 720)
     try:
-        open_page(pg, server + "?trace=fig5-11&step=10&presenter=true&theme=dark")
+        open_page(pg, server + "?trace=fig5-11&step=11&presenter=true&theme=dark")
         st = status(pg)
         assert st["theme"] == "dark" and st["presenter"] is True
         # the figures are drawn on the dark palette's background; Panel's page is dark too

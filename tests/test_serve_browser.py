@@ -20,7 +20,7 @@ sync_api = pytest.importorskip("playwright.sync_api")
 PAGES = {
     "trace=fig5-11": ("fig5-11", 0, "light"),
     "trace=general&theme=dark": ("general", 0, "dark"),
-    "trace=fig5-8&step=5": ("fig5-8", 5, "light"),
+    "trace=fig5-8&step=6": ("fig5-8", 5, "light"),  # the URL counts from 1
     "": ("fig5-8", 0, "light"),
 }
 

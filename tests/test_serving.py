@@ -181,9 +181,9 @@ def test_a_page_without_a_browser_opens_and_steps(served_dashboard):
 
     async def run():
         configure_http(2)
-        page = ProtocolPage(served_dashboard, "dashboard?trace=fig5-8&step=2")
+        page = ProtocolPage(served_dashboard, "dashboard?trace=fig5-8&step=3")
         ready = await page.open()
-        assert ready > 0 and page.ready_status and page.step == 2  # the URL's step
+        assert ready > 0 and page.ready_status and page.step == 2  # the URL's step 3 (1-based)
         assert {"keys", "location", "browser"} <= set(page.ids)
         for want in (3, 4, 5):
             ms = await page.press()

@@ -29,6 +29,7 @@ __all__ = [
     "clamp",
     "default_block",
     "focus_in",
+    "past_the_end",
     "place",
 ]
 
@@ -148,6 +149,17 @@ def clamp(step: int, replay: Replay | None) -> int:
     return max(0, min(int(step), len(replay) - 1))
 
 
+def past_the_end(step: int, count: int) -> str:
+    """What a page says when asked for a step past the replay's last one.
+
+    Pages number steps from 1 (``step + 1``), as the URL does.
+    """
+    return (
+        f"Step {int(step) + 1} is past the last step of this replay ({count}); "
+        f"showing step {count}."
+    )
+
+
 def place(
     trace: Trace,
     wanted: Position,
@@ -219,5 +231,7 @@ def place(
     step = wanted.step
     if same_moment and old is not None and old.block == replay.block:
         step = replay.index_at(old.steps[clamp(wanted.step, old)])
+    elif step >= len(replay) and note is None:
+        note = Note(past_the_end(step, len(replay)), "info")
     shown = Position(block, focus, clamp(step, replay), wanted.granularity, wanted.order)
     return Place(replay, shown, note)
