@@ -5,8 +5,11 @@ unrelated ``kernels`` distribution on the package index can never shadow it.
 This package knows nothing of vizmm: the instrumented kernels fill plain
 NumPy-shaped record arrays whose codes are documented in :mod:`.codes`.
 
-The same source runs on an NVIDIA GPU and in Numba's CUDA simulator
-(``NUMBA_ENABLE_CUDASIM=1``, set before numba is first imported).
+The same source runs on an NVIDIA GPU, compiled by numba-cuda-mlir or by
+numba-cuda, and in Numba's CUDA simulator; :mod:`._target` chooses once per
+process (``NUMBA_ENABLE_CUDASIM=1``: the simulator; else
+``VIZMM_KERNELS_TARGET``, by default numba-cuda-mlir when installed), before
+the kernels are first imported.
 
 ===============  =========================================  ==========================
 name             what                                       dims after (M, N, P)

@@ -1,17 +1,29 @@
-"""Hardware registers read from inside a kernel, and the decorator of device functions.
+"""Hardware registers read from inside a kernel, and the decorators of device functions.
 
 Registers: ``%clock64``, ``%globaltimer``, ``%smid``.
 
-On a GPU each is one inline-PTX ``mov`` instruction. Numba's CUDA simulator has
+On a GPU each is one inline-PTX ``mov`` instruction, marked as having side
+effects so that the compiler neither merges nor moves two reads of a clock.
+Each compiler takes it its own way: numba-cuda through an ``intrinsic`` whose
+code generator writes LLVM IR (llvmlite), numba-cuda-mlir through an
+``intrinsic`` whose code generator emits the MLIR ``llvm.inline_asm``
+operation (its ``cuda.inline_ptx`` turns every ``%`` into an operand marker,
+so a register name cannot be written with it). Numba's CUDA simulator has
 none of these registers; there they return the sentinel ``-1``
-(:data:`codes.NO_CLOCK`), so the same kernel source runs in both places.
+(:data:`codes.NO_CLOCK`), so the same kernel source runs in all three
+places (:mod:`._target` says which one this process uses).
 """
 
-from numba import config, cuda
-
+from ._target import MLIR, NAME, SIMULATOR, cuda
 from .codes import NO_CLOCK
 
-if config.ENABLE_CUDASIM:
+# The recording keeps more values live than the plain kernel (at TILE_WIDTH 32
+# the uncapped kernel needs 93 registers a thread and 1024 threads cannot
+# launch). Capping at 32, the plain kernel's count, measured fastest on an
+# H200 at Width 4096 (benchmarks/gpu_suite.py).
+MAX_REGISTERS = 32
+
+if NAME == SIMULATOR:
     try:
         from numba.cuda.simulator.kernel import _get_kernel_context
 
@@ -49,18 +61,47 @@ if config.ENABLE_CUDASIM:
         """Simulator fallback: no SM, returns -1."""
         return NO_CLOCK
 
+elif NAME == MLIR:
+    from numba_cuda_mlir.extending import intrinsic
+    from numba_cuda_mlir.numba_cuda import types
+
+    device = cuda.jit(device=True)
+    instrumented_kernel = cuda.jit(max_registers=MAX_REGISTERS)
+
+    def _special_register(name, bits):
+        ptype = "u64" if bits == 64 else "u32"
+        constraint = "=l" if bits == 64 else "=r"
+        nbtype = types.int64 if bits == 64 else types.int32
+
+        @intrinsic
+        def read(typingctx):
+            def codegen(builder, target, args, kwargs):
+                from numba_cuda_mlir._mlir.dialects import llvm
+                from numba_cuda_mlir._mlir.ir import IntegerType
+
+                value = llvm.inline_asm(
+                    IntegerType.get_signless(bits),
+                    [],
+                    f"mov.{ptype} $0, %{name};",
+                    constraint,
+                    has_side_effects=True,
+                )
+                builder.store_var(target, value)
+
+            return nbtype(), codegen
+
+        return read
+
+    clock64 = _special_register("clock64", 64)
+    globaltimer = _special_register("globaltimer", 64)
+    smid = _special_register("smid", 32)
+
 else:
     from llvmlite import ir
     from numba.core import types
     from numba.cuda.extending import intrinsic
 
     device = cuda.jit(device=True)
-
-    # The recording keeps more values live than the plain kernel (at
-    # TILE_WIDTH 32 the uncapped kernel needs 93 registers a thread and
-    # 1024 threads cannot launch). Capping at 32, the plain kernel's count,
-    # measured fastest on an H200 at Width 4096 (benchmarks/gpu_suite.py).
-    MAX_REGISTERS = 32
     instrumented_kernel = cuda.jit(max_registers=MAX_REGISTERS)
 
     def _special_register(name, bits):
@@ -85,4 +126,11 @@ else:
     globaltimer = _special_register("globaltimer", 64)
     smid = _special_register("smid", 32)
 
-__all__ = ["clock64", "device", "globaltimer", "instrumented_kernel", "smid"]
+__all__ = [
+    "MAX_REGISTERS",
+    "clock64",
+    "device",
+    "globaltimer",
+    "instrumented_kernel",
+    "smid",
+]

@@ -14,9 +14,8 @@ phase loop and tripled the kernel's registers (32 to 96 at TILE_WIDTH 16,
 which cut occupancy to a quarter).
 """
 
-from numba import cuda
-
 from ._hw import clock64, device, globaltimer, smid
+from ._target import cuda
 from .codes import (
     BLK_CLK0,
     BLK_CLK1,

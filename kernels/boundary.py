@@ -5,8 +5,6 @@ element lies outside the matrix stores 0.0 into its Mds / Nds slot (the
 zero-fill), and only threads with a valid (Row, Col) store P.
 """
 
-from numba import cuda, float32, int32
-
 from ._hw import instrumented_kernel
 from ._record import (
     rec_block_end,
@@ -19,6 +17,7 @@ from ._record import (
     rec_tag,
     rec_tags_init,
 )
+from ._target import cuda, float32, int32
 from .codes import LOADED, M_KIND, N_KIND, READ_M, READ_N, TAG_ZERO_FILL, ZERO_FILL
 
 

@@ -17,10 +17,9 @@ bank ``k`` and 8 in bank ``k + 16``: 8-way. The store ``Nds[tx][ty]``
 conflicts the same way. :mod:`.padded` is the fix.
 """
 
-from numba import cuda, float32
-
 from ._hw import instrumented_kernel
 from ._record import rec_block_end, rec_block_start, rec_load, rec_pvalue, rec_pwrite, rec_sync
+from ._target import cuda, float32
 from .codes import LOADED, M_KIND, N_KIND, ZERO_FILL
 
 

@@ -31,10 +31,9 @@ section boundary is ``Mds_sz // 4`` floats.
 
 import functools
 
-from numba import cuda, float32
-
 from ._hw import instrumented_kernel
 from ._record import rec_block_end, rec_block_start, rec_load, rec_pvalue, rec_pwrite, rec_sync
+from ._target import cuda, float32
 from .codes import LOADED, M_KIND, N_KIND, ZERO_FILL
 
 FLOAT_BYTES = 4  # sizeof(float)

@@ -5,10 +5,9 @@ with the three sizes kept apart. Same boundary checks: zero-fill of Mds/Nds
 outside M and N, P stored only where ``Row < j`` and ``Col < l``.
 """
 
-from numba import cuda, float32
-
 from ._hw import instrumented_kernel
 from ._record import rec_block_end, rec_block_start, rec_load, rec_pvalue, rec_pwrite, rec_sync
+from ._target import cuda, float32
 from .codes import LOADED, M_KIND, N_KIND, ZERO_FILL
 
 

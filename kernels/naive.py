@@ -7,10 +7,9 @@ cut ``TILE_WIDTH``-fold (Section 5.4). Square ``Width x Width`` matrices,
 linearized row-major; blocks of ``TILE_WIDTH x TILE_WIDTH`` threads.
 """
 
-from numba import cuda, float32
-
 from ._hw import instrumented_kernel
 from ._record import rec_block_end, rec_block_start, rec_global_read, rec_pwrite
+from ._target import cuda, float32
 from .codes import LOADED, ZERO_FILL
 
 

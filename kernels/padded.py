@@ -10,10 +10,9 @@ store ``Nds[tx][ty]`` too). The extra column is never read or written.
 P is right for every ``Width`` (Fig. 5.13's boundary checks).
 """
 
-from numba import cuda, float32
-
 from ._hw import instrumented_kernel
 from ._record import rec_block_end, rec_block_start, rec_load, rec_pvalue, rec_pwrite, rec_sync
+from ._target import cuda, float32
 from .codes import LOADED, M_KIND, N_KIND, ZERO_FILL
 
 

@@ -19,8 +19,6 @@ e.g. M_{0,3} reads M_{1,0}); one past the end of the allocation is recorded
 as ``OUT_OF_ALLOCATION`` and not performed, and the thread keeps running.
 """
 
-from numba import cuda, float32, int32
-
 from ._hw import instrumented_kernel
 from ._record import (
     classify_unchecked,
@@ -34,6 +32,7 @@ from ._record import (
     rec_tag,
     rec_tags_init,
 )
+from ._target import cuda, float32, int32
 from .codes import M_KIND, N_KIND, OUT_OF_ALLOCATION, READ_M, READ_N
 
 

@@ -13,10 +13,9 @@ memory accesses", broken on purpose). With ``TILE_WIDTH`` 32 the stores
 ``Mds[tx][ty]`` / ``Nds[tx][ty]`` also hit one bank (a 32-way conflict).
 """
 
-from numba import cuda, float32
-
 from ._hw import instrumented_kernel
 from ._record import rec_block_end, rec_block_start, rec_load, rec_pvalue, rec_pwrite, rec_sync
+from ._target import cuda, float32
 from .codes import LOADED, M_KIND, N_KIND, ZERO_FILL
 
 

@@ -2,7 +2,8 @@
 
 * The instrumented kernels are the plain ones plus record calls: their
   syntax trees, with the record calls taken out, equal the plain kernels'.
-* The compiled PTX (sm_90, no GPU needed) has exactly the barriers kept:
+* The compiled PTX (sm_90, no GPU needed; numba-cuda-mlir when installed,
+  else numba-cuda, see ``tests/ptx.py``) has exactly the barriers kept:
   ``bar.sync`` counted in the unoptimized plain and instrumented kernels, and
   one more where the reads are recorded (the tags' initialisation before the
   phase loop).
@@ -10,12 +11,9 @@
 
 import ast
 import inspect
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
+import ptx
 import pytest
 import vizmm_kernels as K
 from vizmm_kernels import boundary, tiled
@@ -121,21 +119,14 @@ def test_drop_barrier_only_where_there_are_barriers():
 
 SCRIPT = textwrap.dedent(
     """
-    import json, sys, types as pytypes
-
-    import numba.cuda.dispatcher as dispatcher
-
-    # No GPU here: answer numba-cuda's question about the current device.
-    dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))
+    import json
 
     import numpy as np
-    from numba import config, cuda, typeof
 
     import vizmm_kernels as K
 
-    assert not config.ENABLE_CUDASIM
     i32, i64, f32, i8 = np.int32, np.int64, np.float32, np.int8
-    out = {}
+    out = {"target": TARGET}
     for name in ("tiled", "boundary"):
         for T in (2, 16):
             for drop in ((), (1,), (2,), (1, 2)):
@@ -168,12 +159,8 @@ SCRIPT = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def barrier_counts():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=900
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    # numba-cuda-mlir when installed, else numba-cuda (tests/ptx.py)
+    return ptx.run(SCRIPT)
 
 
 @pytest.mark.parametrize("instrumented", [False, True, "reads"])

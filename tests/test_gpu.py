@@ -1,8 +1,11 @@
 """On a real GPU: the same records as the simulator, and exact products at full size.
 
-Skipped unless numba can use a CUDA GPU (see conftest.py). One process runs
-numba in one mode only, so of each GPU / simulator pair one recording runs in
-a subprocess (``vizmm.record`` does that by itself).
+Skipped unless numba can use a CUDA GPU (see conftest.py). Every test runs
+for each GPU target that can compile here: ``gpu`` (numba-cuda-mlir when
+installed, else numba-cuda) and ``gpu-legacy`` (numba-cuda, NumPy < 2.5),
+the second skipped when it is the same compiler or cannot compile. One
+process compiles for one target only, so recordings for the others run in a
+subprocess (``vizmm.record`` does that by itself).
 
 Run them on a machine with a GPU with ``VIZMM_TEST_GPU=1 python -m pytest -m gpu``
 (the GPU in-process, the simulator in subprocesses) or plainly ``python -m
@@ -14,8 +17,22 @@ import pytest
 
 import vizmm
 from vizmm import Access
+from vizmm.record import GPUUnavailableError, resolve_backend
 
 pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(params=["gpu", "gpu-legacy"])
+def backend(request):
+    """A GPU backend that records here, by its own compiler (see the module docstring)."""
+    try:
+        choice = resolve_backend(request.param)
+    except GPUUnavailableError as exc:
+        pytest.skip(f"{request.param}: {exc}")
+    if request.param == "gpu-legacy" and resolve_backend("gpu").target == choice.target:
+        pytest.skip("gpu-legacy is the same compiler as gpu here (numba-cuda-mlir not installed)")
+    return request.param
+
 
 # Fields that depend only on the launch, not on timing: byte-identical on both backends.
 SAME_BYTES = ("loads", "p_write", "m_reads", "n_reads", "detail_blocks", "pvalue", "zero_fills")
@@ -36,17 +53,25 @@ def _ids(case):
     return "{}-{}x{}x{}-T{}".format(*case)
 
 
-def _pair(kernel, j, k, l, T, **kwargs):
+_SIM = {}
+
+
+def _pair(backend, kernel, j, k, l, T, **kwargs):
     common = dict(tile_width=T, kernel=kernel, seed=11, quiet=True, **kwargs)
-    gpu = vizmm.record(j, k, l, backend="gpu", **common)
-    sim = vizmm.record(j, k, l, backend="simulator", **common)
+    gpu = vizmm.record(j, k, l, backend=backend, **common)
+    key = (kernel, j, k, l, T, tuple(sorted(kwargs.items())))
+    if key not in _SIM:  # the same for every GPU target
+        _SIM[key] = vizmm.record(j, k, l, backend="simulator", **common)
+    sim = _SIM[key]
     assert gpu.backend == "gpu" and sim.backend == "simulator"
+    assert gpu.meta["target"]["name"] == resolve_backend(backend).target
+    assert sim.meta["target"]["name"] == "numba-cuda-simulator"
     return gpu, sim
 
 
 @pytest.mark.parametrize("case", CASES, ids=_ids)
-def test_gpu_records_equal_simulator_records(case):
-    gpu, sim = _pair(*case)
+def test_gpu_records_equal_simulator_records(backend, case):
+    gpu, sim = _pair(backend, *case)
     kernel, j, k, l, T = case
     fields = list(SAME_BYTES)
     if kernel == "tiled" and k % T:
@@ -68,9 +93,9 @@ def test_gpu_records_equal_simulator_records(case):
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c[0] != "naive"], ids=_ids)
-def test_gpu_barriers_and_clocks(case):
+def test_gpu_barriers_and_clocks(backend, case):
     kernel, j, k, l, T = case
-    trace = vizmm.record(j, k, l, tile_width=T, kernel=kernel, backend="gpu", quiet=True)
+    trace = vizmm.record(j, k, l, tile_width=T, kernel=kernel, backend=backend, quiet=True)
     assert trace.has_clocks
     assert trace.meta.get("device_name")
     assert (trace.block_info[..., 0] >= 0).all()  # every block's SM
@@ -96,12 +121,12 @@ LARGE = [
 
 
 @pytest.mark.parametrize("case", LARGE, ids=_ids)
-def test_large_products_are_exact(case):
+def test_large_products_are_exact(backend, case):
     kernel, j, k, l, T = case
     gy, gx = -(-j // T), -(-l // T)
     window = [(0, 0), (gy - 1, gx - 1)]
     trace = vizmm.record(
-        j, k, l, tile_width=T, kernel=kernel, backend="gpu", window=window, quiet=True
+        j, k, l, tile_width=T, kernel=kernel, backend=backend, window=window, quiet=True
     )
     # Integers 0..9: every float32 partial sum is exact (k * 81 < 2**24).
     np.testing.assert_array_equal(trace.P, trace.M.astype(np.float64) @ trace.N)

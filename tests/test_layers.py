@@ -55,7 +55,7 @@ def _violations(folder: str, forbidden: tuple[str, ...]) -> list[str]:
 def test_the_rules_see_imports_inside_functions(tmp_path):
     # The oracle of the rule itself: a lazy import is found.
     f = REPO / "vizmm" / "record" / "launcher.py"
-    assert "numba" in _imports(f) or "numba.config" in _imports(f)
+    assert "vizmm_kernels" in _imports(f)  # imported inside launch()
 
 
 def test_kernels_import_nothing_of_vizmm():
@@ -65,7 +65,7 @@ def test_kernels_import_nothing_of_vizmm():
 def test_only_record_imports_numba():
     bad = [
         v
-        for v in _violations("vizmm", ("numba", "llvmlite", "vizmm_kernels"))
+        for v in _violations("vizmm", ("numba", "numba_cuda_mlir", "llvmlite", "vizmm_kernels"))
         if not v.startswith("vizmm/record/")
     ]
     assert bad == []

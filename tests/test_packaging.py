@@ -71,7 +71,8 @@ def test_import_vizmm_does_not_import_numba(tmp_path):
         import vizmm, vizmm.trace, vizmm.replay.table, vizmm.replay.large, vizmm.cli
         import vizmm.analysis, vizmm.render.text, vizmm.export
         print(json.dumps(sorted(m for m in sys.modules
-                                if m.split(".")[0] in ("numba", "llvmlite", "vizmm_kernels"))))
+                                if m.split(".")[0] in ("numba", "numba_cuda_mlir", "llvmlite",
+                                                       "vizmm_kernels"))))
         """,
         tmp_path,
     )

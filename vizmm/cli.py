@@ -322,8 +322,9 @@ def add_record_parser(subparsers) -> None:
         "-b",
         choices=BACKENDS,
         default="auto",
-        help="gpu, simulator (Numba's CUDA simulator, slow, runs anywhere), or auto: "
-        "the GPU when one is usable (default: auto)",
+        help="gpu (numba-cuda-mlir when installed, else numba-cuda), gpu-legacy (numba-cuda), "
+        "simulator (Numba's CUDA simulator, slow, runs anywhere), or auto: the GPU when one "
+        "is usable (default: auto; 'vizmm doctor' says which and why)",
     )
     p.add_argument(
         "--seed",
@@ -1027,6 +1028,56 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+# ------------------------------------------------------------------- doctor
+def add_doctor_parser(subparsers) -> None:
+    """Add ``vizmm doctor``."""
+    p = _subcommand(subparsers, cmd_doctor)
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument(
+        "--no-run",
+        action="store_true",
+        help="check versions and the driver only: run no kernel",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="seconds each target's kernel run may take (default: 300)",
+    )
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Say what can record here, what cannot and how to fix it.
+
+    Print the versions of Python, NumPy, numba, numba-cuda and numba-cuda-mlir,
+    the NVIDIA driver and each GPU (compute capability), which backend
+    --backend auto picks and why, and for each compiler (numba-cuda-mlir,
+    numba-cuda, the simulator) whether it records here: each usable one runs
+    the book's Fig. 5.9 kernel in a fresh process with a time limit, checked
+    against NumPy. Every known failure is named with its fix. Exit code 0 when
+    some path records (the simulator counts), 1 when none does.
+
+    Examples
+    --------
+    vizmm doctor
+    vizmm doctor --no-run          (versions and driver only, in a second)
+    vizmm doctor --json > doctor.json
+    """
+    if not args.timeout > 0:
+        raise CLIError(f"--timeout must be a number of seconds > 0, got {args.timeout}")
+    from .record.doctor import diagnose
+
+    report = diagnose(run=not args.no_run, timeout=args.timeout)
+    if args.json:
+        import json
+
+        print(json.dumps(report.as_dict(), indent=1))
+    else:
+        print("\n".join(report.lines()))
+    return EXIT_OK if report.ok else EXIT_FAILURE
+
+
 # --------------------------------------------------------------------- main
 #: One function per subcommand, each ``add(subparsers)``; see the module docstring.
 SUBCOMMANDS: list[Callable] = [
@@ -1037,6 +1088,7 @@ SUBCOMMANDS: list[Callable] = [
     add_occupancy_parser,
     add_transactions_parser,
     add_serve_parser,
+    add_doctor_parser,
 ]
 
 

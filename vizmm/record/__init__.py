@@ -7,11 +7,14 @@ made: importing it does not import numba.
   decides from sizes alone whether a recording may run (size, simulator
   time, a server's :class:`Budget`).
 * :mod:`.recorder`: :func:`record`, the choice of backend.
+* :mod:`.targets`: which compiler a backend gets (numba-cuda-mlir,
+  numba-cuda, the simulator) and the combinations known to break.
+* :mod:`.doctor`: ``vizmm doctor``'s report.
 * :mod:`.launcher`: record arrays sized before the launch, the launch itself,
   the :class:`~vizmm.trace.Trace` it makes.
 * :mod:`.simulator`: driving Numba's simulator block by block.
-* :mod:`.worker`: the fresh process that records for the other numba mode
-  (numba fixes GPU or simulator once per process).
+* :mod:`.worker`: the fresh process that records for another target
+  (numba fixes GPU or simulator, the kernels their compiler, once per process).
 """
 
 from . import admission as _admission

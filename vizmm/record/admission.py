@@ -246,7 +246,7 @@ def admit(
     launch : LaunchShape
     blocks : sequence of (by, bx) or None
         The window (already checked by :func:`normalize`); ``None``: every block.
-    backend : {'simulator', 'gpu', 'auto'}
+    backend : {'simulator', 'gpu', 'gpu-legacy', 'auto'}
         The simulator's time is checked for 'simulator' and 'auto' (a GPU
         may be missing).
     limits : Limits, optional
@@ -275,7 +275,7 @@ def admit(
             "window of blocks (window=[(by, bx), ...]), use smaller matrices, or raise max_bytes"
         )
     cap = limits.max_simulator_seconds
-    if backend != "gpu" and cap is not None and est.simulator_seconds > cap:
+    if backend not in ("gpu", "gpu-legacy") and cap is not None and est.simulator_seconds > cap:
         raise TooSlowError(
             f"this recording would take the simulator about {est.simulator_seconds:,.0f} s, "
             f"over the limit of {cap:,.0f} s here; record fewer blocks (a window), a larger "

@@ -1,10 +1,12 @@
 """Device properties for the recording: the live GPU's, the compiler's registers, the presets'.
 
 The occupancy arithmetic is NumPy-only (:mod:`vizmm.analysis.occupancy`);
-this module gives what only numba can tell: the attributes of the GPU numba
-drives (``cuda.get_current_device()``) and the registers per thread of a
-kernel as numba-cuda compiles it for that GPU. It imports numba only when
-asked, and asks a fresh process when this one already runs the simulator.
+this module gives what only the compiler can tell: the attributes of the GPU
+it drives (``cuda.get_current_device()``) and the registers per thread of a
+kernel as the GPU target (numba-cuda-mlir, else numba-cuda: see
+:mod:`.targets`) compiles it for that GPU. It imports the compiler only when
+asked, and asks a fresh process when this one compiles for another target
+(the simulator, say).
 The presets' attributes (the book's A100, the measured H100 and H200) are
 read from ``vizmm/data`` for the Fig. 5.14 kernel's choice of TILE_WIDTH in
 the simulator.
@@ -19,7 +21,8 @@ import os
 import subprocess
 import sys
 
-from .recorder import GPUUnavailableError, RecordError, _numba_mode, gpu_available
+from . import targets
+from .recorder import GPUUnavailableError, RecordError, gpu_available, resolve_backend
 
 __all__ = [
     "LIVE",
@@ -61,8 +64,8 @@ ATTRIBUTES = (
 
 
 def _read_attributes() -> dict:
-    """The attributes of numba's current GPU (this process must drive a GPU)."""
-    from numba import cuda
+    """The attributes of the current GPU (this process must compile for a GPU)."""
+    from vizmm_kernels._target import cuda
 
     dev = cuda.get_current_device()
     out = {
@@ -91,12 +94,14 @@ def live_attributes() -> dict:
             "device='live' needs a CUDA GPU that numba can use, and there is none here; "
             f"use a preset: {', '.join(PRESETS)}"
         )
-    if _numba_mode() != "simulator":
+    target = resolve_backend("gpu").target
+    if targets.can_run_here(target):
+        targets.bind_here(target)
         return _read_attributes()
     code = (
         "import json; from vizmm.record.device import _read_attributes as r; print(json.dumps(r()))"
     )
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    env = dict(os.environ, **targets.environment(target))
     proc = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
     )
@@ -107,16 +112,20 @@ def live_attributes() -> dict:
 
 @functools.cache
 def compiled_registers(kernel: str, tile_width: int, instrumented: bool = False) -> int | None:
-    """Registers per thread of ``kernel`` as numba-cuda compiles it for the live GPU.
+    """Registers per thread of ``kernel`` as the GPU target compiles it for the live GPU.
 
     Returns None when this process cannot compile for a GPU (the simulator,
     or no GPU): callers then use the measured values.
     """
-    if _numba_mode() == "simulator" or not gpu_available():
+    if not gpu_available():
         return None
+    target = resolve_backend("gpu").target
+    if not targets.can_run_here(target):
+        return None
+    targets.bind_here(target)
     import numpy as np
     import vizmm_kernels as K
-    from numba import typeof
+    from vizmm_kernels._target import typeof
 
     from .launcher import allocate_records
 
@@ -127,7 +136,10 @@ def compiled_registers(kernel: str, tile_width: int, instrumented: bool = False)
         rec, _ = allocate_records(W, W, W, tile_width, kernel, [(0, 0)], True)
         args += list(rec.values())
     kern = K.get_kernel(kernel, tile_width, instrumented)
-    return int(kern.compile(tuple(typeof(a) for a in args)).regs_per_thread)
+    sig = tuple(typeof(a) for a in args)
+    compiled = kern.compile(sig)
+    regs = getattr(compiled, "regs_per_thread", None)  # numba-cuda's compile result
+    return int(kern.get_regs_per_thread(sig) if regs is None else regs)  # numba-cuda-mlir
 
 
 @functools.cache
@@ -157,7 +169,7 @@ def tile_width_from_device(backend: str, device: str) -> tuple[int, str]:
     """
     from vizmm_kernels.dynamic import choose_tile_width
 
-    if backend == "gpu" or (backend == "auto" and gpu_available()):
+    if backend in targets.GPU_BACKENDS or (backend == "auto" and gpu_available()):
         attrs, where = live_attributes(), "this machine's GPU"
     else:
         attrs = preset_attributes(device)
@@ -178,7 +190,7 @@ class LiveGPU:
 
     name: str = LIVE
     source: str = "live: cuda.get_current_device() on this machine"
-    registers_source: str = "compiler: numba-cuda, for this machine's GPU"
+    registers_source: str = "compiler: numba-cuda-mlir or numba-cuda, for this machine's GPU"
 
     def attributes(self) -> dict:
         """:func:`live_attributes` (raises GPUUnavailableError without a usable GPU)."""

@@ -37,7 +37,7 @@ class Job:
         times, read counts and barrier spread.
     seed : int
         Seed of the random integer inputs.
-    backend : {'simulator', 'gpu'}
+    backend : {'simulator', 'gpu', 'gpu-legacy'}
     inputs : {'seeded', 'given'}
         Whether M and N came from ``seed`` or from the caller.
     drop : tuple of int
@@ -46,6 +46,9 @@ class Job:
         Record every k-loop read of Mds / Nds.
     tile_width_from : str, optional
         How Fig. 5.14 chose TILE_WIDTH from a device.
+    target : str
+        The compiler (:data:`vizmm.record.targets.TARGETS`): 'numba-cuda-mlir',
+        'numba-cuda' or 'numba-cuda-simulator'; by default the backend's.
     """
 
     launch: LaunchShape
@@ -57,6 +60,14 @@ class Job:
     drop: tuple[int, ...] = ()
     reads: bool = False
     tile_width_from: str | None = None
+    target: str = ""
+
+    def __post_init__(self):
+        if not self.target:  # the backend's target, as vizmm.record.targets resolves it
+            from .targets import SIMULATOR, Software, gpu_target
+
+            target = SIMULATOR if self.backend == "simulator" else None
+            object.__setattr__(self, "target", target or gpu_target(self.backend, Software.here()))
 
     def to_json(self) -> str:
         """Every field but ``blocks`` (a worker gets those in an array), as JSON."""
@@ -78,7 +89,7 @@ def _versions() -> dict[str, str]:
     from .._version import __version__
 
     out = {"python": sys.version.split()[0], "vizmm": __version__}
-    for dist in ("numpy", "numba", "numba-cuda"):
+    for dist in ("numpy", "numba", "numba-cuda", "numba-cuda-mlir"):
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             out[dist] = importlib.metadata.version(dist)
     return out
@@ -168,8 +179,12 @@ def launch(job: Job, M, N, show, cancel=None) -> Trace:
     block with :class:`~vizmm.record.admission.RecordingCancelled`.
     """
     import vizmm_kernels as K
-    from numba import config, cuda
-    from vizmm_kernels import codes
+    from vizmm_kernels import _target, codes
+
+    from .targets import SIMULATOR, GPUUnavailableError, gpu_error
+
+    cuda = _target.cuda
+    simulated = _target.NAME == SIMULATOR
 
     shape = job.launch
     kernel, j, k, l, T = shape.kernel, shape.j, shape.k, shape.l, shape.tile_width
@@ -197,17 +212,16 @@ def launch(job: Job, M, N, show, cancel=None) -> Trace:
         "inputs": job.inputs,
         **({"tile_width_from": job.tile_width_from} if job.tile_width_from is not None else {}),
         "versions": _versions(),
+        "target": {"name": _target.NAME, "version": _target.VERSION},
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     if drop or reads:
         meta["drop_barrier"] = list(drop)
         meta["reads_recorded"] = reads
-    update, close = _progress_reporter(
-        show, nd if aggregated and config.ENABLE_CUDASIM else gy * gx
-    )
+    update, close = _progress_reporter(show, nd if aggregated and simulated else gy * gx)
     t0 = time.perf_counter()
     try:
-        if config.ENABLE_CUDASIM:
+        if simulated:
             meta["backend"] = "simulator"
             sim_blocks = blocks if aggregated else None
             if reads or drop:
@@ -227,16 +241,15 @@ def launch(job: Job, M, N, show, cancel=None) -> Trace:
             meta["simulated_blocks"] = [list(b) for b in blocks] if aggregated else "all"
         else:
             meta["backend"] = "gpu"
-            dev = cuda.get_current_device()
-            meta["device_name"] = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
-            meta["sm_count"] = int(dev.MULTIPROCESSOR_COUNT)
-            meta["compute_capability"] = list(dev.compute_capability)
-            d_args = [cuda.to_device(a) for a in (M.ravel(), N.ravel(), P)]
-            d_rec = {name: cuda.to_device(a) for name, a in rec.items()}
-            kern[grid, block, 0, dyn_shared](*d_args, *scalars, *d_rec.values())
-            cuda.synchronize()
-            P = d_args[2].copy_to_host()
-            rec = {name: a.copy_to_host() for name, a in d_rec.items()}
+            try:
+                P, rec = _launch_gpu(
+                    cuda, kern, grid, block, dyn_shared, M, N, P, scalars, rec, meta
+                )
+            except Exception as exc:  # a known failure inside the compiler or the driver
+                line = gpu_error(exc, _target.NAME)
+                if line is None:
+                    raise
+                raise GPUUnavailableError(line) from exc
             update(gy * gx, gy * gx)
     finally:
         close()
@@ -261,6 +274,19 @@ def launch(job: Job, M, N, show, cancel=None) -> Trace:
         **summaries,
         **({"shared_reads": rec["rd"], "read_values": rec["rv"]} if reads else {}),
     )
+
+
+def _launch_gpu(cuda, kern, grid, block, dyn_shared, M, N, P, scalars, rec, meta):
+    """Copy the inputs and record arrays to the GPU, launch once, copy back; (P, rec)."""
+    dev = cuda.get_current_device()
+    meta["device_name"] = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
+    meta["sm_count"] = int(dev.MULTIPROCESSOR_COUNT)
+    meta["compute_capability"] = list(dev.compute_capability)
+    d_args = [cuda.to_device(a) for a in (M.ravel(), N.ravel(), P)]
+    d_rec = {name: cuda.to_device(a) for name, a in rec.items()}
+    kern[grid, block, 0, dyn_shared](*d_args, *scalars, *d_rec.values())
+    cuda.synchronize()
+    return d_args[2].copy_to_host(), {name: a.copy_to_host() for name, a in d_rec.items()}
 
 
 def _summarise_spread(raw: np.ndarray, codes, aggregated: bool, meta: dict, dims) -> dict:

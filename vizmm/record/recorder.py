@@ -2,9 +2,10 @@
 
 This is the only module of vizmm that imports numba. Numba fixes at its first
 import whether ``numba.cuda`` is the real driver or the simulator
-(``NUMBA_ENABLE_CUDASIM``); when a recording asks for the other backend than
-the one this process already imported, it runs in a fresh Python process and
-the trace comes back as a file.
+(``NUMBA_ENABLE_CUDASIM``), and the kernels fix their compiler when first
+imported (numba-cuda-mlir or numba-cuda: :mod:`.targets`); when a recording
+asks for another target than the one this process is bound to, it runs in a
+fresh Python process and the trace comes back as a file.
 
 The simulator runs one block at a time with one Python thread per CUDA
 thread; vizmm drives it block by block itself, which gives a progress bar by
@@ -18,6 +19,7 @@ What may be recorded is decided in :mod:`.admission`, from the sizes alone.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import subprocess
 import sys
@@ -28,7 +30,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..trace import Trace, from_bytes, seeded_inputs
-from . import launcher
+from . import launcher, targets
 from .admission import (
     Budget,
     Estimate,
@@ -41,18 +43,14 @@ from .admission import (
     estimate,
     normalize,
 )
+from .targets import BACKENDS, GPUUnavailableError
 
 # The admission's names (estimate, Limits, the errors ...) are vizmm.record's.
-__all__ = ["BACKENDS", "GPUUnavailableError", "gpu_available", "record"]
+__all__ = ["BACKENDS", "GPUUnavailableError", "gpu_available", "record", "resolve_backend"]
 
-BACKENDS = ("simulator", "gpu", "auto")
 PROGRESS_AFTER_S = 2.0  # show a progress bar when the simulator is expected to take longer
 
 _LOCK = threading.Lock()
-
-
-class GPUUnavailableError(RuntimeError):
-    """A GPU was asked for where numba sees none."""
 
 
 def _inputs(j, k, l, M, N, seed):
@@ -76,40 +74,51 @@ def _as_matrix(name, a):
     return out
 
 
-def gpu_available() -> bool:
-    """True when a CUDA GPU is usable by numba in this process (imports numba if needed).
+@functools.cache
+def _software() -> targets.Software:
+    return targets.Software.here()
 
-    Returns False without importing numba when no CUDA driver library exists,
-    and when this process already runs numba's simulator.
+
+def resolve_backend(backend: str = "auto") -> targets.Choice:
+    """The backend and compiler a recording asked for with ``backend`` gets here.
+
+    'gpu' is numba-cuda-mlir when installed, else numba-cuda; 'gpu-legacy'
+    numba-cuda; 'auto' the GPU when one is usable, else the simulator (the
+    choice's ``reason`` says why). Nothing is compiled: the versions come
+    from the installed distributions, the driver is asked through ctypes
+    (:mod:`.targets`).
+
+    Raises
+    ------
+    GPUUnavailableError
+        For 'gpu' or 'gpu-legacy' where that target cannot record, with the
+        one line that names the fix (NumPy 2.5 with numba-cuda, no driver,
+        a driver older than the toolkit ...).
+    RecordError
+        For an unknown backend.
     """
-    mode = _numba_mode()
-    if mode == "simulator":
-        return _probe_gpu_in_subprocess()
-    if mode is None:
-        import ctypes.util
+    if backend not in BACKENDS:
+        raise RecordError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    software = _software()
+    driver = targets.Driver()
+    if backend != "simulator":
+        target = targets.gpu_target("gpu" if backend == "auto" else backend, software)
+        if targets.software_problem(target, software) is None:
+            driver = targets.driver_here()
+    return targets.choose(backend, software, driver)
 
-        if ctypes.util.find_library("cuda") is None and not os.path.exists("/dev/nvidia0"):
-            return False
-    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0")
+
+def gpu_available(backend: str = "gpu") -> bool:
+    """True when ``backend`` ('gpu' or 'gpu-legacy') can record here.
+
+    A driver and a GPU are found and the target's versions are not a
+    combination known to break; nothing is compiled and numba is not
+    imported (the driver is asked through ctypes, in a fresh process when
+    this one runs numba's simulator).
+    """
     try:
-        from numba import cuda
-
-        return bool(cuda.is_available())
-    except Exception:  # noqa: BLE001 - a broken driver means no GPU
-        return False
-
-
-def _probe_gpu_in_subprocess() -> bool:
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    code = "from numba import cuda; import sys; sys.exit(0 if cuda.is_available() else 1)"
-    try:
-        return (
-            subprocess.run(
-                [sys.executable, "-c", code], env=env, timeout=120, capture_output=True
-            ).returncode
-            == 0
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        return resolve_backend(backend).backend == backend
+    except GPUUnavailableError:
         return False
 
 
@@ -165,9 +174,13 @@ def record(
         accesses are recorded), 'boundary' Fig. 5.13, 'general' the
         j x k . k x l form, 'naive' Fig. 3.11, 'dynamic' Fig. 5.14 (Fig. 5.13
         with its Mds and Nds in one dynamically sized shared array).
-    backend : {'auto', 'simulator', 'gpu'}
-        'auto' takes a GPU when numba can use one, else the simulator, and
-        says which on stderr (unless ``quiet``).
+    backend : {'auto', 'simulator', 'gpu', 'gpu-legacy'}
+        'gpu' compiles with numba-cuda-mlir when it is installed, else with
+        numba-cuda; 'gpu-legacy' with numba-cuda; 'simulator' runs Numba's
+        CUDA simulator. 'auto' takes the GPU when one is usable, else the
+        simulator, and says which and why on stderr (unless ``quiet``). See
+        :func:`resolve_backend`; the trace's ``meta['target']`` names the
+        compiler and its version.
     device : {'A100', 'H100', 'H200'}
         The device preset whose properties choose TILE_WIDTH for the
         'dynamic' kernel in the simulator (``tile_width=None``).
@@ -234,7 +247,9 @@ def record(
     RecordingCancelled
         When ``cancel`` was set before the recording finished.
     GPUUnavailableError
-        When ``backend='gpu'`` and numba sees no usable GPU.
+        When a GPU backend was asked for and cannot record here: one line
+        naming the fix (see :func:`resolve_backend`), found before anything
+        is compiled.
 
     Notes
     -----
@@ -299,27 +314,25 @@ def record(
     if N is not None:
         N = _as_matrix("N", N)
 
-    if backend == "auto":
-        backend = "gpu" if gpu_available() else "simulator"
-        if not quiet:
-            print(
-                f"vizmm: recording on the {backend}"
-                + (" (no usable GPU found)" if backend == "simulator" else ""),
-                file=sys.stderr,
-            )
-    if backend == "gpu" and not gpu_available():
-        raise GPUUnavailableError(
-            "backend='gpu' was asked for but numba finds no usable CUDA GPU here; use "
-            "backend='simulator' (or 'auto'), which runs the same kernels in Numba's CUDA "
-            "simulator, slowly but everywhere"
-        )
+    choice = resolve_backend(backend)  # GPUUnavailableError names the fix, before any compile
+    if backend == "auto" and not quiet:
+        print(f"vizmm: recording on the {choice.backend} ({choice.reason})", file=sys.stderr)
     with budget.reserve(est) if budget is not None else contextlib.nullcontext():
         inputs = "seeded" if M is None and N is None else "given"
         M, N = _inputs(j, k, l, M, N, seed)
         if blocks is None:  # built only now that the size is admitted (a list of every block)
             blocks = [(by, bx) for by, bx in np.ndindex(launch.grid)]
         job = launcher.Job(
-            launch, blocks, window is not None, int(seed), backend, inputs, drop, reads, chosen_from
+            launch,
+            blocks,
+            window is not None,
+            int(seed),
+            choice.backend,
+            inputs,
+            drop,
+            reads,
+            chosen_from,
+            choice.target,
         )
         return _run(job, M, N, est, progress, quiet, cancel)
 
@@ -347,16 +360,12 @@ def _shape_of(name, a) -> tuple[int, int] | None:
 
 
 def _run(job, M, N, est, progress, quiet, cancel) -> Trace:
-    backend = job.backend
-    mode = _numba_mode()
-    want = backend
-    if mode is not None and mode != want:
+    if not targets.can_run_here(job.target):  # numba or the kernels chose another target here
         return _record_in_subprocess(job, M, N, quiet=quiet, cancel=cancel)
-    if mode is None:
-        os.environ["NUMBA_ENABLE_CUDASIM"] = "1" if want == "simulator" else "0"
+    targets.bind_here(job.target)
     show = progress
     if show is None:
-        show = backend == "simulator" and est.simulator_seconds > PROGRESS_AFTER_S and not quiet
+        show = job.backend == "simulator" and est.simulator_seconds > PROGRESS_AFTER_S and not quiet
     acquire(_LOCK, cancel)
     try:
         return launcher.launch(job, M, N, show, cancel=cancel)
@@ -369,7 +378,7 @@ def _record_in_subprocess(job, M, N, quiet, cancel=None):
         inp = os.path.join(tmp, "in.npz")
         out = os.path.join(tmp, "out.vizmm")
         np.savez(inp, M=M, N=N, blocks=np.asarray(job.blocks, np.int32).reshape(-1, 2))
-        env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if job.backend == "simulator" else "0")
+        env = dict(os.environ, **targets.environment(job.target))
         args = [sys.executable, "-m", "vizmm.record.worker", inp, out, job.to_json()]
         proc = subprocess.Popen(args, env=env, stderr=None if not quiet else subprocess.DEVNULL)
         try:
@@ -385,6 +394,9 @@ def _record_in_subprocess(job, M, N, quiet, cancel=None):
                 proc.kill()
             proc.wait()
             raise
+        if proc.returncode == targets.EXIT_KNOWN and os.path.exists(out + ".error"):
+            with open(out + ".error", encoding="utf-8") as f:  # one line naming the fix
+                raise GPUUnavailableError(f.read().strip())
         if proc.returncode != 0 or not os.path.exists(out):
             raise RuntimeError(
                 f"the {job.backend} recording process failed (exit code {proc.returncode})"

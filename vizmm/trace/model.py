@@ -287,6 +287,20 @@ def _flag(v, launch) -> bool:
     return isinstance(v, bool)
 
 
+#: What compiled (or simulated) a recording (meta ``target``'s ``name``).
+TARGETS = ("numba-cuda-mlir", "numba-cuda", "numba-cuda-simulator")
+
+
+def _target(v, launch) -> bool:
+    return (
+        isinstance(v, Mapping)
+        and set(v) == {"name", "version"}
+        and v["name"] in TARGETS
+        and isinstance(v["version"], str)
+        and 0 < len(v["version"]) <= 100
+    )
+
+
 # Optional metadata vizmm reads: key -> (check(value, launch), what it must be).
 _OPTIONAL_META = {
     "figure": (_text(MAX_META_TEXT), f"text of at most {MAX_META_TEXT} characters"),
@@ -295,6 +309,10 @@ _OPTIONAL_META = {
     "inputs": (lambda v, launch: v in ("seeded", "given"), "'seeded' or 'given'"),
     "tile_width_from": (_text(MAX_META_TEXT), f"text of at most {MAX_META_TEXT} characters"),
     "versions": (_versions, "a mapping of at most 64 names to version strings"),
+    "target": (
+        _target,
+        f"{{'name': one of {', '.join(TARGETS)}, 'version': a version string}}",
+    ),
     "created": (_text(100), "a date (ISO 8601 text)"),
     "device_name": (_text(MAX_META_TEXT), f"text of at most {MAX_META_TEXT} characters"),
     "sm_count": (_int_in(1, 2**16), f"an integer from 1 to {2**16} (SMs)"),
@@ -850,6 +868,7 @@ def describe(meta, launch: LaunchShape, n_detail: int, global_loads: int, has_cl
         f"backend     {m['backend']}"
         + (f" on {m['device_name']}" if m.get("device_name") else "")
         + (f" ({m['sm_count']} SMs)" if m.get("sm_count") else ""),
+        *([f"compiler    {m['target']['name']} {m['target']['version']}"] if "target" in m else []),
         f"detail      {n_detail} of {gy * gx} blocks recorded per thread"
         + (" (aggregated mode)" if m["aggregated"] else ""),
         *(

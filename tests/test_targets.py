@@ -1,0 +1,338 @@
+"""The two GPU targets and the simulator: which compiles for which request, known failures, doctor.
+
+Nothing here needs a GPU: the decision functions of :mod:`vizmm.record.targets`
+and ``vizmm_kernels._target`` are pure (versions and driver passed in), the
+recorder is given made-up versions, and ``vizmm doctor`` runs on this machine
+(which on CI has no GPU).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+from conftest import gpu_usable
+
+import vizmm
+from vizmm.cli import main
+from vizmm.record import GPUUnavailableError, launcher, recorder, targets
+from vizmm.record.doctor import _run_probe, diagnose
+from vizmm.trace import TraceError, from_bytes
+from vizmm.trace.model import check_meta
+
+MLIR, LEGACY, SIMULATOR = targets.MLIR, targets.LEGACY, targets.SIMULATOR
+GPU = targets.Driver(
+    "libcuda.so.1", (13, 0), None, ({"name": "H100", "compute_capability": [9, 0]},)
+)
+NO_DRIVER = targets.Driver()
+
+
+def software(numpy="2.4.6", mlir="0.6.0", legacy="0.30.4", bindings="13.0.3", row_stack=True):
+    return targets.Software(
+        python="3.12.3",
+        numpy=numpy,
+        numba="0.63.0",
+        numba_cuda=legacy,
+        numba_cuda_mlir=mlir,
+        cuda_bindings=bindings,
+        legacy_row_stack=row_stack,
+    )
+
+
+# ----------------------------------------------------------------- the choice
+@pytest.mark.parametrize(
+    "backend, mlir, want",
+    [
+        ("gpu", "0.6.0", MLIR),
+        ("gpu", None, LEGACY),
+        ("gpu-legacy", "0.6.0", LEGACY),
+        ("gpu-legacy", None, LEGACY),
+    ],
+)
+def test_gpu_target_prefers_numba_cuda_mlir(backend, mlir, want):
+    assert targets.gpu_target(backend, software(mlir=mlir)) == want
+    assert targets.choose(backend, software(mlir=mlir), GPU).target == want
+
+
+def test_simulator_is_numba_cuda_s():
+    choice = targets.choose("simulator", software(), NO_DRIVER)
+    assert (choice.backend, choice.target) == ("simulator", SIMULATOR)
+
+
+@pytest.mark.parametrize("numpy", ["2.5.0", "2.5.2", "2.6.0rc1", "3.0.0"])
+def test_legacy_with_numpy_2_5_is_refused_before_any_compile(numpy):
+    with pytest.raises(GPUUnavailableError) as info:
+        targets.choose("gpu-legacy", software(numpy=numpy), GPU)
+    assert str(info.value).startswith(targets.LEGACY_NUMPY)
+    assert targets.LEGACY_NUMPY == (
+        "numba-cuda cannot compile with NumPy 2.5: pip install 'vizmm[gpu]' "
+        "(numba-cuda-mlir), or pip install 'numpy<2.5'"
+    )
+    # 'gpu' without numba-cuda-mlir is numba-cuda: the same refusal.
+    with pytest.raises(GPUUnavailableError, match="cannot compile with NumPy 2.5"):
+        targets.choose("gpu", software(numpy=numpy, mlir=None), GPU)
+
+
+def test_numba_cuda_mlir_compiles_with_numpy_2_5():
+    choice = targets.choose("gpu", software(numpy="2.5.2"), GPU)
+    assert (choice.backend, choice.target) == ("gpu", MLIR)
+    assert choice.reason == "numba-cuda-mlir 0.6.0"
+
+
+def test_legacy_with_numpy_2_4_or_a_fixed_numba_cuda_compiles():
+    assert targets.choose("gpu-legacy", software(numpy="2.4.6"), GPU).target == LEGACY
+    # A numba-cuda whose np.row_stack overload is gone is not refused.
+    assert targets.choose("gpu-legacy", software(numpy="2.5.2", row_stack=False), GPU).target
+    # Unknown (the file could not be read): refused, to be safe.
+    with pytest.raises(GPUUnavailableError):
+        targets.choose("gpu-legacy", software(numpy="2.5.2", row_stack=None), GPU)
+
+
+def test_auto_picks_the_gpu_when_usable_else_says_why():
+    assert targets.choose("auto", software(), GPU).backend == "gpu"
+    assert "H100" in targets.choose("auto", software(), GPU).reason
+    choice = targets.choose("auto", software(), NO_DRIVER)
+    assert (choice.backend, choice.target) == ("simulator", SIMULATOR)
+    assert choice.reason.startswith("no NVIDIA driver found")
+    choice = targets.choose("auto", software(numpy="2.5.0", mlir=None), GPU)
+    assert choice.backend == "simulator" and choice.reason == targets.LEGACY_NUMPY
+
+
+@pytest.mark.parametrize(
+    "driver, words",
+    [
+        (NO_DRIVER, "no NVIDIA driver found (libcuda)"),
+        (targets.Driver("libcuda.so.1", (13, 0), "CUDA_ERROR_NO_DEVICE"), "sees no GPU"),
+        (targets.Driver("libcuda.so.1", (13, 0), None, ()), "sees no GPU"),
+        (
+            targets.Driver("libcuda.so.1", (12, 4), None, GPU.devices),
+            "older than the CUDA 13 of cuda-bindings 13.0.3",
+        ),
+        (
+            targets.Driver("libcuda.so.1", (13, 0), "CUDA_ERROR_UNKNOWN"),
+            "failed to start (CUDA_ERROR_UNKNOWN)",
+        ),
+    ],
+)
+def test_driver_problems_name_the_fix(driver, words):
+    with pytest.raises(GPUUnavailableError) as info:
+        targets.choose("gpu", software(), driver)
+    message = str(info.value)
+    assert words in message
+    assert "\n" not in message
+    assert "simulator" in message  # the way that works without a GPU
+
+
+def test_a_driver_too_old_for_cuda_13_points_to_the_cuda_12_build():
+    old = targets.Driver("libcuda.so.1", (12, 8), None, GPU.devices)
+    line = targets.problem(MLIR, software(bindings="13.0.3"), old)
+    assert "pip install 'vizmm[gpu-cu12]'" in line
+    # The CUDA 12 build runs on that driver.
+    assert targets.problem(MLIR, software(bindings="12.9.10"), old) is None
+
+
+def test_unknown_backend():
+    with pytest.raises(ValueError, match="unknown backend"):
+        targets.choose("cuda", software(), GPU)
+
+
+@pytest.mark.parametrize(
+    "exc, words",
+    [
+        (AttributeError("module 'numpy' has no attribute 'row_stack'"), "NumPy 2.5"),
+        (RuntimeError("CUDA_ERROR_UNSUPPORTED_PTX_VERSION"), "older than the CUDA toolkit"),
+        (RuntimeError("CUDA driver library cannot be found."), "no NVIDIA driver"),
+        (RuntimeError("[100] Call to cuInit results in CUDA_ERROR_NO_DEVICE"), "sees no GPU"),
+    ],
+)
+def test_failures_met_inside_a_compiler_become_one_line(exc, words):
+    line = targets.gpu_error(exc, LEGACY)
+    assert words in line and "\n" not in line
+    assert targets.gpu_error(ValueError("something else"), LEGACY) is None
+
+
+# ------------------------------------------------------ one target per process
+def test_the_kernels_choice_is_pure():
+    from vizmm_kernels import _target
+
+    assert _target.choose(None, True, False) == MLIR
+    assert _target.choose("auto", False, False) == LEGACY
+    assert _target.choose("numba-cuda", True, False) == LEGACY
+    assert _target.choose("numba-cuda-mlir", True, True) == SIMULATOR  # the simulator wins
+    with pytest.raises(ValueError, match="not installed"):
+        _target.choose("numba-cuda-mlir", False, False)
+    with pytest.raises(ValueError, match="must be"):
+        _target.choose("cuda", True, False)
+    assert _target.simulating({"NUMBA_ENABLE_CUDASIM": "1"}, {}) is True
+    assert _target.simulating({}, {}) is False
+    config = types.SimpleNamespace(ENABLE_CUDASIM=0)  # numba imported: its config decides
+    assert _target.simulating({"NUMBA_ENABLE_CUDASIM": "1"}, {"numba.core.config": config}) is False
+
+
+def test_the_names_agree_and_this_process_simulates():
+    from vizmm_kernels import _target
+
+    assert (_target.MLIR, _target.LEGACY, _target.SIMULATOR) == (MLIR, LEGACY, SIMULATOR)
+    assert _target.ENV == targets.KERNELS_ENV
+    assert set(targets.TARGETS) == set(vizmm.trace.model.TARGETS)
+    if not os.environ.get("VIZMM_TEST_GPU"):
+        assert _target.NAME == SIMULATOR
+        assert targets.process_target() == SIMULATOR
+
+
+def test_a_process_bound_to_one_target_sends_the_others_to_a_worker():
+    sim = types.SimpleNamespace(ENABLE_CUDASIM=1)
+    gpu = types.SimpleNamespace(ENABLE_CUDASIM=0)
+    kernels = {"vizmm_kernels._target": types.SimpleNamespace(NAME=MLIR)}
+    assert targets.can_run_here(SIMULATOR, {}) and targets.can_run_here(MLIR, {})
+    assert targets.can_run_here(SIMULATOR, {"numba.core.config": sim})
+    assert not targets.can_run_here(MLIR, {"numba.core.config": sim})
+    assert not targets.can_run_here(SIMULATOR, {"numba.core.config": gpu})
+    assert targets.can_run_here(LEGACY, {"numba.core.config": gpu})
+    assert targets.can_run_here(MLIR, kernels) and not targets.can_run_here(LEGACY, kernels)
+    assert targets.environment(SIMULATOR) == {"NUMBA_ENABLE_CUDASIM": "1"}
+    assert targets.environment(LEGACY) == {
+        "NUMBA_ENABLE_CUDASIM": "0",
+        "VIZMM_KERNELS_TARGET": "numba-cuda",
+    }
+
+
+def test_numba_cuda_sim_set_after_numba_was_imported_is_named():
+    gpu = {"numba.core.config": types.SimpleNamespace(ENABLE_CUDASIM=0)}
+    line = targets.late_simulator_flag({"NUMBA_ENABLE_CUDASIM": "1"}, gpu)
+    assert "after numba was imported" in line and "set it before" in line
+    assert targets.late_simulator_flag({"NUMBA_ENABLE_CUDASIM": "0"}, gpu) is None
+    assert targets.late_simulator_flag({"NUMBA_ENABLE_CUDASIM": "1"}, {}) is None
+
+
+# ------------------------------------------------------------ the recorder
+@pytest.fixture
+def numpy_2_5(monkeypatch):
+    """The recorder sees NumPy 2.5 and no numba-cuda-mlir; nothing may be launched."""
+    monkeypatch.setattr(recorder, "_software", lambda: software(numpy="2.5.0", mlir=None))
+
+    def no_launch(*args, **kwargs):
+        raise AssertionError("launched although the combination is known to break")
+
+    monkeypatch.setattr(launcher, "launch", no_launch)
+    monkeypatch.setattr(recorder, "_record_in_subprocess", no_launch)
+
+
+# (ids: a test whose keywords hold "gpu" is a GPU test for conftest.py)
+@pytest.mark.parametrize("backend", ["gpu", "gpu-legacy"], ids=["best", "legacy"])
+def test_record_refuses_legacy_under_numpy_2_5_before_compiling(numpy_2_5, backend):
+    with pytest.raises(GPUUnavailableError) as info:
+        vizmm.record(width=4, tile_width=2, backend=backend, quiet=True)
+    assert str(info.value).startswith(targets.LEGACY_NUMPY)
+
+
+def test_auto_under_numpy_2_5_says_why_it_simulates(numpy_2_5, monkeypatch, capsys):
+    recorded = []
+    monkeypatch.setattr(launcher, "launch", lambda job, *a, **k: recorded.append(job))
+    monkeypatch.setattr(
+        recorder, "_record_in_subprocess", lambda job, *a, **k: recorded.append(job)
+    )
+    vizmm.record(width=4, tile_width=2, backend="auto")
+    assert recorded[0].backend == "simulator" and recorded[0].target == SIMULATOR
+    assert f"recording on the simulator ({targets.LEGACY_NUMPY})" in capsys.readouterr().err
+
+
+def test_cli_prints_the_fix_on_one_line_with_exit_2(numpy_2_5, tmp_path, capsys):
+    out = tmp_path / "t.vizmm"
+    code = main(["record", "--width", "4", "-t", "2", "--backend", "gpu-legacy", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip() == f"vizmm: error: {targets.LEGACY_NUMPY}; {targets.SIMULATOR_HINT}"
+    assert not out.exists()
+
+
+@pytest.mark.skipif(gpu_usable(), reason="a GPU is usable here")
+def test_a_worker_answers_a_known_failure_in_one_line():
+    job = launcher.Job(
+        vizmm.LaunchShape("tiled", 4, 4, 4, 2), [(0, 0)], False, 0, "gpu", "seeded", target=MLIR
+    )
+    M, N = vizmm.trace.seeded_inputs(4, 4, 4, 0)
+    with pytest.raises(GPUUnavailableError) as info:  # not installed, or no driver
+        recorder._record_in_subprocess(job, M, N, quiet=True)
+    assert "\n" not in str(info.value) and "Traceback" not in str(info.value)
+
+
+def test_gpu_available_asks_the_driver_not_a_compiler(monkeypatch):
+    monkeypatch.setattr(recorder, "_software", lambda: software())
+    monkeypatch.setattr(targets, "driver_here", lambda: NO_DRIVER)
+    assert not vizmm.gpu_available() and not vizmm.gpu_available("gpu-legacy")
+    monkeypatch.setattr(targets, "driver_here", lambda: GPU)
+    assert vizmm.gpu_available() and vizmm.gpu_available("gpu-legacy")
+
+
+# ------------------------------------------------------- the trace's target
+def test_the_trace_records_its_target_and_keeps_it(record_sim):
+    trace = record_sim(width=4, tile_width=2, kernel="tiled")
+    target = trace.meta["target"]
+    assert target["name"] == SIMULATOR
+    assert target["version"] == trace.meta["versions"]["numba-cuda"]
+    again = from_bytes(trace.to_bytes())
+    assert again.meta["target"] == target
+    assert f"compiler    {SIMULATOR} {target['version']}" in again.summary()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "numba-cuda-mlir",
+        {"name": "numba-cuda-mlir"},
+        {"name": "cupy", "version": "13"},
+        {"name": "numba-cuda", "version": 30},
+        {"name": "numba-cuda", "version": ""},
+        {"name": "numba-cuda", "version": "0.30", "extra": 1},
+    ],
+)
+def test_a_bad_target_in_the_metadata_is_refused(record_sim, bad):
+    meta = dict(record_sim(width=4, tile_width=2, kernel="tiled").meta, target=bad)
+    with pytest.raises(TraceError, match="'target'"):
+        check_meta(meta)
+
+
+# ------------------------------------------------------------------- doctor
+@pytest.mark.skipif(gpu_usable(), reason="a GPU is usable here")
+def test_doctor_without_a_gpu_exits_0_and_says_why():
+    env = dict(os.environ)
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "vizmm", "doctor"], capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    for name in ("python", "numpy", "numba", "numba-cuda", "numba-cuda-mlir"):
+        assert any(line.split()[0] == name for line in lines if line), name
+    sim = next(line for line in lines if line.startswith("simulator "))
+    assert "ok: Fig. 5.9 recorded in the simulator, P == NumPy" in sim
+    assert next(line for line in lines if line.startswith("auto picks")).split()[2] == "simulator"
+    verdict = next(line for line in lines if line.startswith("verdict"))
+    assert "ok, in the simulator only: the GPU path is unavailable (" in verdict
+
+
+@pytest.mark.skipif(gpu_usable(), reason="a GPU is usable here")
+def test_doctor_json_and_no_run(capsys):
+    assert main(["doctor", "--no-run", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] and not report["gpu_works"]
+    by_name = {t["name"]: t for t in report["targets"]}
+    assert by_name[SIMULATOR]["works"] and by_name[SIMULATOR]["run"] is None
+    assert by_name[MLIR]["problem"] and by_name[LEGACY]["problem"]
+    assert report["auto"]["backend"] == "simulator"
+
+
+def test_a_hanging_probe_cannot_take_doctor_down():
+    answer = _run_probe(SIMULATOR, timeout=0.01)
+    assert answer == {"ok": False, "seconds": 0.01, "error": "no answer within 0 s"}
+    report = diagnose(run=True, timeout=0.01)  # every run times out: nothing is proven
+    assert not report.ok
+    assert "nothing can record here" in report.lines()[-1]
+
+
+def test_doctor_rejects_a_bad_timeout(capsys):
+    assert main(["doctor", "--timeout", "0"]) == 2
+    assert "--timeout" in capsys.readouterr().err
