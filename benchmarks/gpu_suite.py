@@ -10,13 +10,19 @@ Run on a machine with an NVIDIA GPU (``NUMBA_ENABLE_CUDASIM`` unset or 0):
    Width / TILE_WIDTH times (aggregated recording at 4096);
 3. GPU and simulator load records byte for byte: whole small launches, and
    the detailed window of a large GPU run re-simulated;
-4. timings (CUDA events, median): plain tiled kernel against the aggregated
+4. timings (CUDA events, median), for each GPU target side by side
+   (numba-cuda-mlir and numba-cuda, each in its own process: a process
+   compiles for one target): the plain tiled kernel against the aggregated
    instrumented kernel (Width 1024 and 4096) and against the full-detail
    instrumented kernel (Width 1024 and 2048, the largest whose full records
-   fit on the card);
+   fit on the card); at Width 4096 also what the aggregated recording's
+   parts cost (the read counters alone, the barrier clocks alone, neither,
+   the probes of ``benchmarks/sync_variants.py``) and a 40-register cap;
 5. recordings of the traces shipped with vizmm (saved to OUTDIR).
 
-Prints a short table last and writes ``gpu_suite.json`` to OUTDIR.
+Prints a short table last and writes ``gpu_suite.json`` to OUTDIR. The
+targets compared are those that can compile here (numba-cuda needs NumPy
+< 2.5); ``--targets numba-cuda-mlir,numba-cuda`` names them.
 """
 
 from __future__ import annotations
@@ -24,17 +30,16 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
+import types
 
-os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0")
+import numpy as np
 
-import numpy as np  # noqa: E402
-import vizmm_kernels as K  # noqa: E402
-from numba import cuda  # noqa: E402
-
-import vizmm  # noqa: E402
-from vizmm.trace import ceil_div  # noqa: E402
+import vizmm
+from vizmm.record import resolve_backend, targets
+from vizmm.trace import ceil_div
 
 RESULTS: dict = {}
 LOAD_FIELDS = ("loads", "p_write", "m_reads", "n_reads", "detail_blocks", "pvalue", "zero_fills")
@@ -157,7 +162,7 @@ def check_identical():
     RESULTS["identical"] = out
 
 
-def _event_time(fn, reps):
+def _event_time(cuda, fn, reps):
     start, stop = cuda.event(), cuda.event()
     fn()
     cuda.synchronize()
@@ -171,59 +176,209 @@ def _event_time(fn, reps):
     return statistics.median(times), times
 
 
-def _record_arrays(kernel, W, T, detail_all, aggregated):
-    """Device copies of the record arrays ``vizmm.record`` would pass (flat)."""
+def _record_arrays(cuda, kernel, W, T, detail_all, aggregated, drop=()):
+    """Device copies of the record arrays ``vizmm.record`` would pass (flat), by name.
+
+    ``drop`` names arrays passed empty instead ('mcount', 'ncount': no read
+    counters; 'spread': no barrier clocks), to time what each part costs.
+    """
     from vizmm.record.launcher import allocate_records
 
     g = ceil_div(W, T)
     blocks = [(by, bx) for by in range(g) for bx in range(g)] if detail_all else [(0, 0)]
     rec, _ = allocate_records(W, W, W, T, kernel, blocks, aggregated)
-    return [cuda.to_device(a) for a in rec.values()]
+    return [cuda.to_device(a[:0] if name in drop else a) for name, a in rec.items()]
 
 
-def time_kernels(quick):
-    out = []
+def _variants(cuda, T):
+    """The instrumented kernel's variants, by name: (kernel, mode it is timed in).
+
+    ``cap40``: the shipped kernel under a 40-register cap instead of 32; the
+    others swap ``rec_sync`` for one of ``benchmarks/sync_variants.py``.
+    """
+    import sync_variants
+    import vizmm_kernels as K
+    from vizmm_kernels import tiled
+
+    def rebuilt(fn, **globs):
+        g = dict(fn.__globals__, **globs)
+        return types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
+
+    shipped = K.get_kernel("tiled", T, instrumented=True)
+    out = {"cap40": (cuda.jit(max_registers=40)(shipped.py_func), "aggregated")}
+    for name, (fn, mode) in sync_variants.VARIANTS.items():
+        out[name] = (rebuilt(tiled.make_instrumented, rec_sync=fn)(T), mode)
+    return out
+
+
+def _spread_valid(cuda, kern, grid, block, M, N, P, W, T):
+    """Of one aggregated launch's (block, phase, barrier): the fraction with a valid clock span,
+    and the median arrival spread (cycles), from the kernel's ``spread`` as the launcher reduces it.
+    """
+    from vizmm_kernels import codes
+
+    from vizmm.record.launcher import _reduce_spread
+
+    arrays = _record_arrays(cuda, "tiled", W, T, False, True)
+    kern[grid, block](M, N, P, W, *arrays)
+    cuda.synchronize()
+    spread = arrays[6].copy_to_host().reshape(-1, 3)  # the flat spread array (kernel order)
+    arrival = _reduce_spread(spread, codes)[..., 0]
+    ok = arrival >= 0
+    return float(ok.mean()), float(np.median(arrival[ok])) if ok.any() else None
+
+
+def timing_worker(target, out_path, quick):
+    """Time one target's kernels in this process (started by :func:`time_kernels`)."""
+    bound = targets.bind_here(target)
+    import vizmm_kernels as K
+
+    cuda = bound.cuda
+    dev = cuda.get_current_device()
+    name = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
+    out = {"target": bound.NAME, "version": bound.VERSION, "device": name, "rows": []}
     rng = np.random.default_rng(0)
     plan = [(1024, 16), (1024, 32), (2048, 32), (4096, 16), (4096, 32)]
     if quick:
-        plan = [(1024, 16), (4096, 32)]
+        plan = [(1024, 16), (1024, 32), (4096, 16), (4096, 32)]
     for W, T in plan:
-        M = cuda.to_device(rng.integers(0, 10, W * W).astype(np.float32))
-        N = cuda.to_device(rng.integers(0, 10, W * W).astype(np.float32))
+        Mh = rng.integers(0, 10, W * W).astype(np.float32)
+        Nh = rng.integers(0, 10, W * W).astype(np.float32)
+        M, N = cuda.to_device(Mh), cuda.to_device(Nh)
         P = cuda.device_array(W * W, np.float32)
         grid, block = K.grid_dims(W, W, T)
         plain = K.get_kernel("tiled", T)
         inst = K.get_kernel("tiled", T, instrumented=True)
         reps = 20 if W <= 2048 else 10
         row = {"W": W, "T": T}
-        row["plain_ms"], _ = _event_time(lambda: plain[grid, block](M, N, P, W), reps)
-        agg = _record_arrays("tiled", W, T, detail_all=False, aggregated=True)
-        row["aggregated_ms"], _ = _event_time(lambda: inst[grid, block](M, N, P, W, *agg), reps)
+        row["plain_ms"], _ = _event_time(cuda, lambda: plain[grid, block](M, N, P, W), reps)
+        P_plain = P.copy_to_host()
+        agg = _record_arrays(cuda, "tiled", W, T, detail_all=False, aggregated=True)
+        row["aggregated_ms"], _ = _event_time(
+            cuda, lambda: inst[grid, block](M, N, P, W, *agg), reps
+        )
+        row["aggregated_P_equals_plain"] = bool(P.copy_to_host().tobytes() == P_plain.tobytes())
+        variants = _variants(cuda, T) if (W == 4096 or (W == 1024 and T == 32)) else {}
+        if W == 4096:
+            probes = {
+                "no_counters": ("mcount", "ncount"),
+                "no_clocks": ("spread",),
+                "neither": ("mcount", "ncount", "spread"),
+            }
+            for label, drop in probes.items():
+                arrays = _record_arrays(cuda, "tiled", W, T, False, True, drop)
+                row[f"{label}_ms"], _ = _event_time(
+                    cuda, lambda a=arrays: inst[grid, block](M, N, P, W, *a), reps
+                )
+            row["spread_valid"], row["spread_median"] = _spread_valid(
+                cuda, inst, grid, block, M, N, P, W, T
+            )
+            for label, (kern, mode) in variants.items():
+                if mode == "full":
+                    continue
+                arrays = _record_arrays(cuda, "tiled", W, T, False, True)
+                try:
+                    row[f"{label}_ms"], _ = _event_time(
+                        cuda, lambda k=kern, a=arrays: k[grid, block](M, N, P, W, *a), reps
+                    )
+                except Exception as exc:  # noqa: BLE001 - a variant this compiler refuses
+                    row[f"{label}_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
         full_bytes = (W * W) * ceil_div(W, T) * (24 + 4 + 16 + 32)
         if full_bytes < 30e9:
-            full = _record_arrays("tiled", W, T, detail_all=True, aggregated=False)
+            full = _record_arrays(cuda, "tiled", W, T, detail_all=True, aggregated=False)
             row["full_ms"], _ = _event_time(
-                lambda: inst[grid, block](M, N, P, W, *full), max(3, reps // 4)
+                cuda, lambda: inst[grid, block](M, N, P, W, *full), max(3, reps // 4)
             )
+            for label, (kern, mode) in variants.items():
+                if mode in ("full", "both"):
+                    try:
+                        row[f"full_{label}_ms"], _ = _event_time(
+                            cuda,
+                            lambda k=kern: k[grid, block](M, N, P, W, *full),
+                            max(3, reps // 4),
+                        )
+                    except Exception as exc:  # noqa: BLE001 - a variant this compiler refuses
+                        row[f"full_{label}_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+            full = None  # free the device copies before the next size
         else:
             row["full_ms"] = None
             row["full_note"] = f"full records would take {full_bytes / 1e9:.0f} GB"
-        row["aggregated_ratio"] = row["aggregated_ms"] / row["plain_ms"]
-        row["full_ratio"] = row["full_ms"] / row["plain_ms"] if row["full_ms"] else None
-        flops = 2.0 * W**3
-        row["plain_tflops"] = flops / (row["plain_ms"] * 1e-3) / 1e12
-        out.append(row)
+        for key in list(row):
+            if key.endswith("_ms") and key != "plain_ms" and row[key]:
+                row[key.removesuffix("_ms") + "_ratio"] = row[key] / row["plain_ms"]
+        row["plain_tflops"] = 2.0 * W**3 / (row["plain_ms"] * 1e-3) / 1e12
+        out["rows"].append(row)
         log(
-            f"timing W={W} T={T}: plain {row['plain_ms']:.3f} ms "
-            f"({row['plain_tflops']:.2f} TFLOP/s), aggregated {row['aggregated_ms']:.3f} ms "
-            f"(x{row['aggregated_ratio']:.2f}), full "
-            + (
-                f"{row['full_ms']:.3f} ms (x{row['full_ratio']:.2f})"
-                if row["full_ms"]
-                else row.get("full_note", "")
-            )
+            f"{bound.NAME} W={W} T={T}: plain {row['plain_ms']:.3f} ms, aggregated "
+            f"x{row['aggregated_ratio']:.2f}"
+            + (f", full x{row['full_ratio']:.2f}" if row.get("full_ratio") else "")
         )
-    RESULTS["timing"] = out
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump(out, f, indent=1)
+    return 0
+
+
+def time_kernels(quick, names=None):
+    """Each GPU target's timings, one process per target, side by side."""
+    software = targets.Software.here()
+    names = names or [
+        t for t in (targets.MLIR, targets.LEGACY) if targets.software_problem(t, software) is None
+    ]
+    out = {}
+    for target in names:
+        path = os.path.join(RESULTS["_outdir"], f"timing-{target}.json")
+        cmd = [sys.executable, __file__, "--timing-worker", target, path]
+        env = dict(os.environ, **targets.environment(target))
+        proc = subprocess.run(cmd + (["--quick"] if quick else []), env=env)
+        if proc.returncode != 0 or not os.path.exists(path):
+            out[target] = {"error": f"timing worker failed (exit code {proc.returncode})"}
+            continue
+        with open(path, encoding="utf-8") as f:
+            out[target] = json.load(f)
+    skipped = {
+        t: targets.software_problem(t, software)
+        for t in (targets.MLIR, targets.LEGACY)
+        if t not in names
+    }
+    RESULTS["timing"] = {"targets": out, "not_run": skipped, "checks": _timing_checks(out)}
+
+
+def _timing_checks(out):
+    """The targets: aggregated <= 1.2x at 4096/32, full <= 8x at 1024, plain within 5%."""
+    checks = []
+    plain = {}
+    for target, res in out.items():
+        for r in res.get("rows", []):
+            if (r["W"], r["T"]) == (4096, 32):
+                plain[target] = r["plain_ms"]
+                checks.append(
+                    {
+                        "target": target,
+                        "check": "aggregated <= 1.2x plain at Width 4096, TILE_WIDTH 32",
+                        "value": round(r["aggregated_ratio"], 3),
+                        "ok": r["aggregated_ratio"] <= 1.2,
+                    }
+                )
+            if r["W"] == 1024 and r.get("full_ratio"):
+                checks.append(
+                    {
+                        "target": target,
+                        "check": f"full <= 8x plain at Width 1024, TILE_WIDTH {r['T']}",
+                        "value": round(r["full_ratio"], 3),
+                        "ok": r["full_ratio"] <= 8,
+                    }
+                )
+    if len(plain) == 2:
+        a, b = plain.values()
+        checks.append(
+            {
+                "target": " vs ".join(plain),
+                "check": "plain tiled within 5% between targets at Width 4096, TILE_WIDTH 32",
+                "value": round(max(a, b) / min(a, b) - 1, 4),
+                "ok": max(a, b) / min(a, b) <= 1.05,
+            }
+        )
+    return checks
 
 
 def record_shipped(outdir):
@@ -263,18 +418,20 @@ def record_shipped(outdir):
 
 
 def main(argv):
+    if argv and argv[0] == "--timing-worker":
+        return timing_worker(argv[1], argv[2], "--quick" in argv)
     outdir = argv[0] if argv else "."
     quick = "--quick" in argv
-    dev = cuda.get_current_device()
-    RESULTS["device"] = {
-        "name": str(dev.name),
-        "sm_count": dev.MULTIPROCESSOR_COUNT,
-        "cc": list(dev.compute_capability),
-    }
-    import numba
-
-    RESULTS["versions"] = {"numpy": np.__version__, "numba": numba.__version__}
-    log("device", RESULTS["device"], RESULTS["versions"])
+    names = None
+    if "--targets" in argv:
+        names = argv[argv.index("--targets") + 1].split(",")
+        argv = [a for a in argv if a not in ("--targets", ",".join(names))]
+    RESULTS["_outdir"] = outdir
+    driver = targets.driver_here()
+    RESULTS["device"] = driver.as_dict()
+    RESULTS["versions"] = targets.Software.here().as_dict()
+    RESULTS["auto"] = resolve_backend("auto").reason
+    log("device", RESULTS["device"]["devices"], RESULTS["versions"])
     steps = [a for a in argv[1:] if not a.startswith("--")] or [
         "correct",
         "claim",
@@ -288,19 +445,44 @@ def main(argv):
             "correct": lambda: check_correctness(quick),
             "claim": check_book_claim,
             "identical": check_identical,
-            "timing": lambda: time_kernels(quick),
+            "timing": lambda: time_kernels(quick, names),
             "shipped": lambda: record_shipped(outdir),
         }[step]()
         log(f"-- {step} took {time.perf_counter() - t0:.1f} s")
         with open(os.path.join(outdir, "gpu_suite.json"), "w") as f:
-            json.dump(RESULTS, f, indent=1, default=str)
-    log("\nW     T   plain ms  TFLOP/s  aggregated x  full x")
-    for r in RESULTS.get("timing", []):
-        log(
-            f"{r['W']:<5} {r['T']:<3} {r['plain_ms']:8.3f} {r['plain_tflops']:8.2f} "
-            f"{r['aggregated_ratio']:12.2f}  "
-            + (f"{r['full_ratio']:.2f}" if r["full_ratio"] else "n/a")
-        )
+            json.dump(
+                {k: v for k, v in RESULTS.items() if k != "_outdir"}, f, indent=1, default=str
+            )
+    timing = RESULTS.get("timing", {})
+    card = ", ".join(d["name"] for d in RESULTS["device"]["devices"])
+    log(f"\ncard: {card}")
+    log("target             W     T   plain ms  TFLOP/s  aggregated x  full x")
+    for target, res in timing.get("targets", {}).items():
+        for r in res.get("rows", []):
+            log(
+                f"{target:<18} {r['W']:<5} {r['T']:<3} {r['plain_ms']:8.3f} "
+                f"{r['plain_tflops']:8.2f} {r['aggregated_ratio']:12.2f}  "
+                + (f"{r['full_ratio']:.2f}" if r.get("full_ratio") else "n/a")
+            )
+            if any(k.startswith("full_") and k.endswith("_ratio") for k in r) or r["W"] == 4096:
+                parts = ", ".join(
+                    f"{k.removesuffix('_ratio')} x{r[k]:.2f}"
+                    for k in sorted(r)
+                    if k.endswith("_ratio") and k not in ("aggregated_ratio", "full_ratio")
+                )
+                log(f"{'':<18} {'':<9} variants: {parts}")
+                spans = ", ".join(
+                    f"{k[:-12].rstrip('_') or 'shipped'}: valid {r[k]:.3f}, "  # -12: spread_valid
+                    f"median {r[k.replace('valid', 'median')]}"
+                    for k in sorted(r)
+                    if k.endswith("spread_valid")
+                )
+                if spans:
+                    log(f"{'':<18} {'':<9} arrival spreads: {spans}")
+    for t, why in timing.get("not_run", {}).items():
+        log(f"{t}: not timed ({why})")
+    for c in timing.get("checks", []):
+        log(f"{'ok ' if c['ok'] else 'MISS'} {c['target']}: {c['check']}: {c['value']}")
     return 0
 
 
