@@ -557,8 +557,10 @@ def test_window_form_estimates_then_simulates():
     ((tr, label),) = got
     assert tr.backend == "simulator" and large.simulated_blocks(tr) == [(3, 1)]
     assert "3,1" in label and not form.busy
+    # every block of a 14 x 14 grid (448 / TILE_WIDTH 32): under the page's 256 MiB,
+    # over the simulator's 900 s
     form.param.update(
-        j=2000, tile_width=16, window="; ".join(f"{i // 100},{i % 100}" for i in range(300))
+        j=448, tile_width=32, window="; ".join(f"{i // 14},{i % 14}" for i in range(196))
     )
     assert not form.valid and "over the limit of 900 s" in form.estimate
 
