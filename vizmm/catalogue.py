@@ -247,7 +247,7 @@ DEFAULT = "fig5-8"
 
 _REC = re.compile(
     r"^rec:(?P<kernel>[a-z]{1,16}):(?P<j>\d{1,7})x(?P<k>\d{1,7})x(?P<l>\d{1,7}):T(?P<T>\d{1,3}):"
-    r"s(?P<seed>\d{1,10}):(?P<backend>[a-z]{1,16})(?::d(?P<drop>1|2|12))?$"
+    r"s(?P<seed>\d{1,10}):(?P<backend>[a-z][a-z-]{0,15})(?::d(?P<drop>1|2|12))?$"
 )
 _UPLOAD = re.compile(r"^upload:[0-9a-f]{12}$")
 _FILE = "file:"
