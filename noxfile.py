@@ -1,0 +1,25 @@
+"""The test suite on every Python that vizmm supports: ``nox`` (or ``nox -s tests-3.13``).
+
+Each session makes a fresh virtual environment with that interpreter,
+installs ``.[test]`` there (pip picks the newest NumPy, Panel and Bokeh that
+Python allows), and runs the README's test command, ``pytest -q``; arguments
+after ``--`` go to pytest (``nox -s tests-3.13 -- -x tests/test_cli.py``).
+An interpreter that is not installed is skipped, not failed
+(``error_on_missing_interpreters = False``).
+"""
+
+import nox
+
+nox.options.error_on_missing_interpreters = False
+nox.options.download_python = "never"  # the interpreters here, none downloaded
+
+#: Every Python the README claims (``requires-python`` in pyproject.toml).
+PYTHONS = ["3.11", "3.12", "3.13"]
+
+
+@nox.session(python=PYTHONS)
+def tests(session: nox.Session) -> None:
+    """Install ``.[test]`` and run ``pytest -q`` (the README's test command)."""
+    session.install("-e", ".[test]")
+    session.run("python", "-m", "pip", "list", "--format=freeze")  # the versions tested
+    session.run("python", "-m", "pytest", "-q", *session.posargs)
