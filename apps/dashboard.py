@@ -52,6 +52,7 @@ import vizmm  # noqa: E402
 from apps import barrier_view, classroom, large_view, occupancy_view, quiz  # noqa: E402
 from apps.keys import KeyboardShortcuts, PageTheme  # noqa: E402
 from apps.parts import (  # noqa: E402
+    TABLE_EXTENSIONS,
     drop_long_url_values,
     launch_inputs,
     page_drawn,
@@ -1418,7 +1419,8 @@ def create_app(served: bool | None = None) -> Dashboard:
     Dashboard
     """
     served = bool(pn.state.served) if served is None else served
-    pn.extension("filedropper", notifications=False)  # the upload box (bundled FilePond)
+    # the upload box (bundled FilePond); the large view's DataTable (apps.parts)
+    pn.extension("filedropper", *TABLE_EXTENSIONS, notifications=False)
     if served:
         catalogue.preload_once()
     return Dashboard(

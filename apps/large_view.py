@@ -38,6 +38,7 @@ if _ROOT not in sys.path:  # `panel serve apps/large_view.py` runs this file as 
 
 import vizmm  # noqa: E402
 from apps.parts import (  # noqa: E402
+    TABLE_EXTENSIONS,
     launch_inputs,
     page_drawn,
     page_header,
@@ -950,7 +951,7 @@ def create_app(paths: list[str] | None = None, served: bool | None = None) -> La
     ``served`` says whether this runs in a Bokeh server session; by default
     ``pn.state.served`` (which reads the call stack: the served script says so).
     """
-    pn.extension(notifications=False)
+    pn.extension(*TABLE_EXTENSIONS, notifications=False)  # the barrier waits' DataTable
     served = bool(pn.state.served) if served is None else served
     if served:
         catalogue.preload_once()

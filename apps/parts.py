@@ -7,9 +7,11 @@ import urllib.parse
 from collections.abc import Callable
 
 import panel as pn
+from packaging.version import Version
 
 __all__ = [
     "MAX_URL_VALUE_CHARS",
+    "TABLE_EXTENSIONS",
     "clear_drawing_caches",
     "drop_long_url_values",
     "freeze_built_pages",
@@ -43,6 +45,16 @@ def served_script(module_name: str) -> bool:
     """
     return module_name.startswith("bokeh_app_")
 
+
+#: The Panel extensions a page names so that BokehJS can draw a Bokeh ``DataTable``
+#: made after the page loaded (the large view's table of slowest blocks, built
+#: once its trace is read): from Panel 1.10 a page gets BokehJS's tables bundle
+#: only if its first document holds a table or the page names ``bokeh-tables``
+#: (else "could not resolve type 'DataTable'"); Panel 1.9 always sends the bundle
+#: and knows no such extension. Pass them to ``pn.extension`` with the page's own.
+TABLE_EXTENSIONS: tuple[str, ...] = (
+    ("bokeh-tables",) if Version(pn.__version__).release[:2] >= (1, 10) else ()
+)
 
 #: The longest value of a URL parameter a page reads (characters); the longest
 #: meaningful one, a recording's key, is under 80.
