@@ -22,7 +22,6 @@ __all__ = [
     "play",
     "release_memory_soon",
     "replace_timer",
-    "send_websocket_frames_at_once",
     "served_script",
 ]
 
@@ -385,41 +384,3 @@ def freeze_built_pages() -> None:
     if not _freezing_built_pages:
         _freezing_built_pages = True
         pn.state.on_session_created(_freeze)
-
-
-def send_websocket_frames_at_once() -> bool:
-    """Make the server's websockets send each frame as soon as it is written (``TCP_NODELAY``).
-
-    Bokeh sends a message as three frames or more (header, metadata,
-    content, then each buffer), each its own write, and neither Bokeh nor
-    Panel turns off Nagle's algorithm on the server's side of the websocket,
-    as Tornado advises for an interactive socket. The kernel then holds each
-    frame after the first until the browser acknowledges the one before,
-    which a browser delays by up to 40 ms: every update a key press caused
-    reached the page about 20-40 ms late, on an idle server. Here each
-    websocket of Panel's handler asks for ``TCP_NODELAY`` when it opens.
-
-    Returns
-    -------
-    bool
-        Whether it is in effect (False: Panel's handler has no ``open`` to wrap).
-    """
-    try:
-        from panel.io.server import WSHandler
-    except ImportError:  # a Panel without its own websocket handler
-        return False
-    original = WSHandler.__dict__.get("open")
-    if original is None:
-        return False
-    if getattr(original, "_vizmm_nodelay", False):
-        return True
-
-    def open(self, *args, **kwargs):  # noqa: A001 - Tornado's name for it
-        self.set_nodelay(True)
-        return original(self, *args, **kwargs)
-
-    open._vizmm_nodelay = True
-    open.__wrapped__ = original
-    open.__doc__ = original.__doc__
-    WSHandler.open = open
-    return True

@@ -6,19 +6,12 @@ shares them) and the barrier lab's findings, then builds one dashboard page
 and throws it away: the libraries a page needs are imported before the first
 visitor, not while the first class waits. Bokeh's validation of every new
 session's document (warnings in the log, nothing a visitor sees) is turned
-off, Bokeh's property system gets the speed-ups of ``apps/bokeh_speedups.py``
-(where its methods are the known ones), and what the process holds by then
-is frozen out of the garbage collector's walks (``gc.freeze``), as each page
-will be once built (``apps.parts.freeze_built_pages``). Its websockets send
-each frame at once (``apps.parts.send_websocket_frames_at_once``).
+off, and what the process holds by then is frozen out of the garbage
+collector's walks (``gc.freeze``), as each page will be once built
+(``apps.parts.freeze_built_pages``).
 
-With ``--num-procs N`` the processes share one listening socket, and Tornado's
-accept handler takes up to 128 waiting connections each time the socket is
-ready: the process that woke first took a whole class arriving at once
-(``benchmarks/bench_sessions.py --num-procs 2``: all 10 sessions in one
-process, the other idle; so too with Chromium pages). Here each process takes
-one connection per turn of its loop, so the waiting ones go to whichever
-process is free (the sessions split about evenly between the two).
+Only public settings and hooks of Bokeh, Panel and Tornado are used: no
+method or private attribute of theirs is replaced.
 """
 
 import gc
@@ -32,15 +25,12 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from bokeh.settings import settings  # noqa: E402
-from tornado import netutil  # noqa: E402
 
-from apps import bokeh_speedups  # noqa: E402
 from apps.barrier_view import lab_findings  # noqa: E402
 from apps.parts import (  # noqa: E402
     clear_drawing_caches,
     freeze_built_pages,
     give_back_memory,
-    send_websocket_frames_at_once,
 )
 from vizmm.catalogue import CATALOGUE, LAB_PRESETS, PRESETS  # noqa: E402
 from vizmm.render.bokeh_scene import table_extent  # noqa: E402
@@ -60,20 +50,8 @@ give_back_memory()
 
 settings.perform_document_validation.set_value(False)
 
-for _name in bokeh_speedups.apply():
-    print(
-        f"vizmm: Bokeh's {_name} is not the one known; built without that speed-up", file=sys.stderr
-    )
-
-# Each websocket frame leaves at once, not after the browser's delayed
-# acknowledgement of the one before (apps.parts.send_websocket_frames_at_once).
-if not send_websocket_frames_at_once():
-    print("vizmm: Panel's websocket handler is not the one known; frames wait", file=sys.stderr)
 # Built pages' objects leave the collector's walks (apps.parts.freeze_built_pages).
 freeze_built_pages()
-# One connection accepted per turn of the loop (see above). Tornado reads this
-# module constant each time the socket is ready; it has no public setting.
-netutil._DEFAULT_BACKLOG = 1
 
 
 # Panel rewrites the signatures of all its classes on every pn.extension()

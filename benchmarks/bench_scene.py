@@ -9,10 +9,9 @@ For each case (a preset's full scene, its presenter scene), in this process:
 the models of a Document holding the scene, the CPU time (process time) to
 build the :class:`~vizmm.render.bokeh_scene.Scene` and show its first frame,
 and the CPU time of ``Document.to_json()`` (what a new page is sent), median
-of ``--runs`` runs after one warm-up, with Bokeh as it is and with the
-server's speed-ups of it (``apps/bokeh_speedups.py``), side by side. Then
-the same for the messages of a key press on an open page: the ``PATCH-DOC``
-a step makes, and the keyboard patch the page sends.
+of ``--runs`` runs after one warm-up. Then the same for the messages of a
+key press on an open page: the ``PATCH-DOC`` a step makes, and the keyboard
+patch the page sends.
 ``--types`` also counts the models by type.
 """
 
@@ -100,47 +99,28 @@ def main(argv=None) -> None:
     ap.add_argument("--runs", type=int, default=9, help="runs per case (median)")
     ap.add_argument("--types", action="store_true", help="count the models by type")
     args = ap.parse_args(argv)
-    from apps import bokeh_speedups
-
     for key, presenter in CASES:
-        figures = {}
-        for mode in ("Bokeh", "sped up"):
-            if mode == "sped up":
-                bokeh_speedups.apply()
-            else:
-                bokeh_speedups.remove()
-            measure(key, presenter)  # warm-up: imports, cached tables
-            builds, sends = [], []
-            for _ in range(args.runs):
-                build, send, doc = measure(key, presenter)
-                builds.append(build)
-                sends.append(send)
-            figures[mode] = statistics.median(builds), statistics.median(sends)
+        measure(key, presenter)  # warm-up: imports, cached tables
+        builds, sends = [], []
+        for _ in range(args.runs):
+            build, send, doc = measure(key, presenter)
+            builds.append(build)
+            sends.append(send)
         models = list(doc.models)
         name = f"{key}{' presenter' if presenter else ''}"
-        (b0, s0), (b1, s1) = figures["Bokeh"], figures["sped up"]
         print(
             f"{name:18s} models {len(models):4d}   build + first frame "
-            f"{1000 * b0:6.1f} -> {1000 * b1:6.1f} ms ({b1 / b0:.2f}x)   to_json "
-            f"{1000 * s0:6.1f} -> {1000 * s1:6.1f} ms ({s1 / s0:.2f}x)   "
-            f"(Bokeh -> sped up, median of {args.runs})"
+            f"{1000 * statistics.median(builds):6.1f} ms   to_json "
+            f"{1000 * statistics.median(sends):6.1f} ms   (median of {args.runs})"
         )
         if args.types:
             counts = collections.Counter(type(m).__name__ for m in models)
             print("   ", ", ".join(f"{t} {n}" for t, n in counts.most_common()))
-    figures = {}
-    for mode in ("Bokeh", "sped up"):
-        if mode == "sped up":
-            bokeh_speedups.apply()
-        else:
-            bokeh_speedups.remove()
-        measure_messages("fig5-8", 3)  # warm-up
-        figures[mode] = measure_messages("fig5-8", 20 * args.runs)
-    (m0, a0), (m1, a1) = figures["Bokeh"], figures["sped up"]
+    measure_messages("fig5-8", 3)  # warm-up
+    make, apply = measure_messages("fig5-8", 20 * args.runs)
     print(
-        f"{'messages fig5-8':18s} a step's PATCH-DOC made {1000 * m0:5.2f} -> {1000 * m1:5.2f} ms "
-        f"({m1 / m0:.2f}x)   a page's patch applied {1000 * a0:5.2f} -> {1000 * a1:5.2f} ms "
-        f"({a1 / a0:.2f}x)   (Bokeh -> sped up, median of {20 * args.runs})"
+        f"{'messages fig5-8':18s} a step's PATCH-DOC made {1000 * make:5.2f} ms   "
+        f"a page's patch applied {1000 * apply:5.2f} ms   (median of {20 * args.runs})"
     )
 
 

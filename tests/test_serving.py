@@ -1,7 +1,5 @@
 """What ``vizmm serve`` does to its server processes besides serving (apps/parts.py).
 
-* Websocket frames leave at once (``TCP_NODELAY``): the oracle is the socket
-  itself, asked with ``getsockopt`` on the server's side of a real websocket.
 * Built pages are frozen out of the collector's walks and collected when
   pages close: the oracle is Python's collector (a weak reference to an
   object of a garbage cycle dies only when the cycle is collected).
@@ -13,92 +11,18 @@
 import asyncio
 import gc
 import os
-import re
-import socket
 import sys
-import time
-import urllib.request
 import weakref
 
 import panel as pn
 import pytest
-from served import free_port, vizmm_serve
+from served import vizmm_serve
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from apps import parts  # noqa: E402
-
-
-# ------------------------------------------------------------- TCP_NODELAY
-def _server_sockets_nodelay(url: str) -> list[int]:
-    """Open a websocket to the Panel app at ``url``; TCP_NODELAY of each server-side websocket."""
-    from panel.io.server import WSHandler
-    from tornado.httpclient import HTTPRequest
-    from tornado.websocket import websocket_connect
-
-    with urllib.request.urlopen(url, timeout=60) as r:
-        html = r.read().decode()
-    token = re.search(r'"token"\s*:\s*"([^"]+)"', html).group(1)
-    base = url.rsplit("/", 1)[0]
-
-    async def connect():
-        ws = await websocket_connect(
-            HTTPRequest(url.replace("http", "ws", 1) + "/ws", headers={"Origin": base}),
-            subprotocols=["bokeh", token],
-        )
-        await ws.read_message()  # the ACK's header: the server has opened its side
-        handlers = [o for o in gc.get_objects() if isinstance(o, WSHandler)]
-        options = [
-            h.ws_connection.stream.socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
-            for h in handlers
-            if h.ws_connection is not None and h.ws_connection.stream.socket is not None
-        ]
-        ws.close()
-        while await ws.read_message() is not None:  # until the server has closed it too
-            pass
-
-        return options
-
-    return asyncio.run(connect())
-
-
-@pytest.mark.slow
-def test_websockets_send_frames_at_once(monkeypatch):
-    from panel.io.server import WSHandler
-
-    monkeypatch.setattr(WSHandler, "open", WSHandler.open)  # put back after the test
-    port = free_port()
-    server = pn.serve(
-        {"app": lambda: pn.pane.Markdown("x")},
-        port=port,
-        address="127.0.0.1",
-        threaded=True,
-        show=False,
-        websocket_origin=[f"127.0.0.1:{port}"],
-    )
-    try:
-        url = f"http://127.0.0.1:{port}/app"
-        deadline = time.time() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(url, timeout=10) as r:
-                    r.read()
-                break
-            except OSError:
-                assert time.time() < deadline
-                time.sleep(0.2)
-        if not getattr(WSHandler.open, "_vizmm_nodelay", False):
-            # Panel's and Bokeh's own handler: Nagle's algorithm left on
-            assert _server_sockets_nodelay(url) == [0]
-        assert parts.send_websocket_frames_at_once()
-        assert parts.send_websocket_frames_at_once()  # a second call wraps nothing again
-        assert getattr(WSHandler.open, "__wrapped__", None) is not None
-        assert not hasattr(WSHandler.open.__wrapped__, "__wrapped__")
-        assert _server_sockets_nodelay(url) == [1]
-    finally:
-        server.stop()
 
 
 # ------------------------------------------------------------------ gc.freeze
