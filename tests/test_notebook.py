@@ -5,7 +5,9 @@ return Panel's rendering of it (the mime bundle a notebook displays, with the
 Bokeh figures' names in it), not a plain text repr.
 """
 
+import json
 import os
+import re
 
 import pytest
 
@@ -41,6 +43,12 @@ def test_example_notebook_renders_the_views():
     for data in rendered:
         assert "application/vnd.holoviews_exec.v0+json" in data, sorted(data)
         assert "vizmm-Mds" in data["text/html"] and "vizmm-threads" in data["text/html"]
+    # offline: BokehJS and Panel are inside the outputs, nothing is fetched from a CDN
+    # (a classroom behind a proxy, a student on a train)
+    outputs = json.dumps([c.outputs for c in code])
+    fetched = re.findall(r"https?://cdn[\w.-]*\.(?:bokeh|holoviz)\.org/[^\"'\\ ]+", outputs)
+    assert fetched == [], sorted(set(fetched))[:5]
+    assert "Bokeh.set_log_level" in outputs or "bokeh-3" in outputs  # BokehJS itself is inline
     # the first view opens at the step asked for (0-based 5: Fig. 5.9's k = 0 of phase 0)
     assert "Step 6 of 18" in rendered[0]["text/html"]
     # the printed frame is the book's: step 9 of Fig. 5.8 loads M's phase-1 tile
