@@ -31,36 +31,24 @@ its seat. A page that closes leaves, but the answers it already sent stay
 counted: the distributions and the CSV report the answers given, the
 "students here" count the pages open now.
 
-The questions and answers live on the server (in the class store): a
-student's page gets the prompt, then at the reveal the answer. Nothing is
-written to disk: a class ends with the server process. ``panel serve
---num-procs N`` runs N processes that do not share memory; set
-``VIZMM_CLASS_DIR`` to a directory (a tmpfs such as ``/dev/shm/vizmm``) and
-the processes share classes through small JSON files there, locked with
-``fcntl`` (each process removes the classes it made when it stops). The
-files are readable by the server's user only (0600, written to a temporary
-file of the same folder and renamed), a folder vizmm creates is 0700, and a
-folder that another user owns or may write to is refused. Without it, every
-class lives in the process that made it.
+The questions and answers live on the server, in the class store
+(:mod:`vizmm.serve.classes`): a student's page gets the prompt, then at the
+reveal the answer. Every process of a server shares it (an SQLite file by
+default, a Redis server with ``VIZMM_CLASS_STORE=redis://...``): a page may
+be served by any process of ``vizmm serve --num-procs N``, and a change made
+in one process reaches the pages of the others at their next poll. A
+class lasts until its instructor's page has been closed for two hours
+(:data:`vizmm.serve.classes.CLASS_IDLE_S`), across server restarts.
 """
 
 from __future__ import annotations
 
-import abc
-import atexit
 import contextlib
-import copy
 import csv
-import fcntl
-import hashlib
-import hmac
 import io
-import json
 import logging
 import os
 import secrets
-import stat
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -70,36 +58,29 @@ import panel as pn
 from vizmm.catalogue import CATALOGUE
 from vizmm.render.text import render_text
 from vizmm.replay.questions import Question, answer_label, quiz
+from vizmm.serve.classes import ClassStore, StoreUnavailable, key_matches, store
 
 __all__ = [
-    "ClassStore",
-    "MemoryStore",
-    "FileStore",
-    "store",
     "Classroom",
     "class_session",
-    "new_code",
-    "key_hash",
-    "key_matches",
     "max_seats",
+    "distribution",
+    "results_csv",
+    "present",
+    "full_message",
 ]
 
 log = logging.getLogger(__name__)
+# panel serve logs Bokeh's own records at its --log-level (info by default) and
+# every other logger's at warning: the class's records (a class made, a page
+# live, in which server process) follow Bokeh's level.
+log.setLevel(logging.getLogger("bokeh").getEffectiveLevel())
 
-CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
-CODE_LENGTH = 6
-MAX_CLASSES = 64  # per store; the oldest class without a live instructor goes first
-INSTRUCTOR_TIMEOUT_S = 60.0  # a class whose instructor's page was not live for this long may go
 MAX_SEATS = 500  # live seats per class (VIZMM_CLASS_MAX_SEATS overrides it)
 MAX_SEATS_ENV = "VIZMM_CLASS_MAX_SEATS"
 SEAT_TIMEOUT_S = 6.0  # a seat not stamped for this long is not counted, and is dropped
 POLL_MS = 250  # students' pages look for the instructor's moves this often
 VIEW_KEYS = ("source", "by", "bx", "granularity", "order", "step")
-
-
-def new_code() -> str:
-    """A random class code (6 characters of :data:`CODE_ALPHABET`)."""
-    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
 
 
 def max_seats() -> int:
@@ -127,329 +108,9 @@ def max_seats() -> int:
     return n
 
 
-def key_hash(key: str) -> str:
-    """The SHA-256 (hex) of an instructor's key: what the store keeps instead of the key.
-
-    Parameters
-    ----------
-    key : str
-        A key as :func:`_new_class` makes it, or as a URL gave it.
-
-    Returns
-    -------
-    str
-        64 hex digits.
-    """
-    # The key is 96 random bits (secrets.token_urlsafe(12)), not a password a
-    # person chose: nobody can try 2**96 keys against a hash, fast or slow, so
-    # one plain SHA-256 is enough. A salt or a slow KDF (scrypt, PBKDF2) helps
-    # guessable secrets only. What the hash buys: whoever reads the store (a
-    # class file) cannot become the instructor.
-    return hashlib.sha256(str(key).encode("utf-8")).hexdigest()
-
-
-def key_matches(cls: dict, key: str) -> bool:
-    """Whether ``key`` is the instructor's key of class ``cls`` (compared in constant time).
-
-    Parameters
-    ----------
-    cls : dict
-        A class of the store (it holds ``key_hash``).
-    key : str
-        The key offered (the ``teach`` URL parameter); empty never matches.
-
-    Returns
-    -------
-    bool
-    """
-    stored = cls.get("key_hash")
-    if not key or not isinstance(stored, str):
-        return False
-    return hmac.compare_digest(key_hash(key), stored)
-
-
-def _clean_code(code: str) -> str:
-    code = (code or "").strip().upper()
-    if len(code) != CODE_LENGTH or any(c not in CODE_ALPHABET for c in code):
-        raise KeyError(
-            f"{code[:12]!r} is not a class code (codes are {CODE_LENGTH} letters and digits)"
-        )
-    return code
-
-
-def _new_class(view: dict) -> tuple[dict, str]:
-    """A new class showing ``view`` and its instructor's key (the class keeps the key's hash)."""
-    key = secrets.token_urlsafe(12)
-    cls = {
-        "code": new_code(),
-        "key_hash": key_hash(key),
-        "created": time.time(),
-        "version": 0,
-        "view": dict(view),
-        "question": None,  # {"source", "block", "index", "count"} of quiz(trace, block)
-        "revealed": False,
-        "answers": {},  # seat -> sorted picks (lists); kept when the seat leaves
-        "seats": {},  # seat -> {"seen": time.time() of its last stamp, "page": its page}
-        "instructor_seen": 0.0,  # time.time() the instructor's page was last live (0: never)
-        "results": [],  # one row per revealed question (CSV)
-    }
-    return cls, key
-
-
-def _to_evict(classes: list[dict], new: str, now: float) -> list[str]:
-    """Codes of classes to remove so that at most :data:`MAX_CLASSES` remain.
-
-    Only classes whose instructor's page has not been live for
-    :data:`INSTRUCTOR_TIMEOUT_S` may go (a class made by a request whose page
-    never loaded, such as a plain GET of ``?class=new``, first), oldest
-    first; a class being taught is never removed for a new one.
-
-    Raises
-    ------
-    KeyError
-        When the server holds :data:`MAX_CLASSES` classes in session: the new
-        class ``new`` is then refused.
-    """
-    over = len(classes) - MAX_CLASSES
-    if over <= 0:
-        return []
-    stale = sorted(
-        (c for c in classes if c["code"] != new and not _taught(c, now)),
-        key=lambda c: (c.get("instructor_seen", 0.0) > 0, c.get("created", 0.0)),
-    )
-    if len(stale) < over:
-        raise KeyError(
-            f"this server holds {MAX_CLASSES} classes in session; try again when one ends"
-        )
-    return [c["code"] for c in stale[:over]]
-
-
-def _taught(cls: dict, now: float) -> bool:
-    """Whether the instructor's page of ``cls`` was live within :data:`INSTRUCTOR_TIMEOUT_S`."""
-    seen = cls.get("instructor_seen", 0.0)
-    return isinstance(seen, (int, float)) and now - seen < INSTRUCTOR_TIMEOUT_S
-
-
-def _created(cls: dict, key: str) -> dict:
-    """What :meth:`ClassStore.create` returns: a copy of ``cls`` with its key in clear."""
-    out = copy.deepcopy(cls)
-    out["key"] = key
-    return out
-
-
-class ClassStore(abc.ABC):
-    """Where classes live: :meth:`create`, :meth:`get` and :meth:`update` by code.
-
-    Values are plain JSON-able dicts (see :func:`_new_class`); :meth:`get`
-    returns a copy, :meth:`update` applies ``change(cls)`` under a lock and
-    keeps the class when ``change`` returns True (and then bumps ``version``,
-    what pages follow, unless ``bump`` is False). A class holds the hash of
-    its instructor's key (``key_hash``), never the key.
-
-    Raises
-    ------
-    KeyError
-        For a malformed code or a class this server does not hold.
-    """
-
-    @abc.abstractmethod
-    def create(self, view: dict) -> dict:
-        """Make a class showing ``view``.
-
-        Returns
-        -------
-        dict
-            A copy of the class with the instructor's key in clear under
-            ``key``: the only time the key is handed out (the store keeps
-            its hash).
-        """
-
-    @abc.abstractmethod
-    def get(self, code: str) -> dict:
-        """A copy of class ``code``."""
-
-    @abc.abstractmethod
-    def update(self, code: str, change: Callable[[dict], bool], bump: bool = True) -> dict:
-        """Apply ``change(cls)`` under the lock; returns the class after it.
-
-        Parameters
-        ----------
-        code : str
-        change : callable
-            ``change(cls) -> bool``: changes ``cls`` in place, True where it did.
-        bump : bool
-            Whether a change bumps ``version`` (pages follow it). Presence
-            (seats) changes nothing pages show: ``bump=False``.
-        """
-
-
-class MemoryStore(ClassStore):
-    """Classes in this process's memory (one ``panel serve`` process)."""
-
-    def __init__(self):
-        self._lock = threading.RLock()
-        self._classes: dict[str, dict] = {}
-
-    def create(self, view: dict) -> dict:
-        """Make a class showing ``view``; a copy with its key (:meth:`ClassStore.create`)."""
-        with self._lock:
-            cls, key = _new_class(view)
-            while cls["code"] in self._classes:
-                cls["code"] = new_code()
-            gone = _to_evict([*self._classes.values(), cls], cls["code"], time.time())
-            for code in gone:
-                del self._classes[code]
-            self._classes[cls["code"]] = cls
-            return _created(cls, key)
-
-    def get(self, code: str) -> dict:
-        """A copy of class ``code``."""
-        code = _clean_code(code)
-        with self._lock:
-            if code not in self._classes:
-                raise KeyError(f"no class {code} on this server (classes end when it stops)")
-            return copy.deepcopy(self._classes[code])
-
-    def update(self, code: str, change: Callable[[dict], bool], bump: bool = True) -> dict:
-        """Apply ``change(cls)`` under the lock; returns the class after it."""
-        code = _clean_code(code)
-        with self._lock:
-            if code not in self._classes:
-                raise KeyError(f"no class {code} on this server (classes end when it stops)")
-            cls = self._classes[code]
-            if change(cls) and bump:
-                cls["version"] += 1
-            return copy.deepcopy(cls)
-
-
-class FileStore(ClassStore):
-    """Classes shared by the processes of ``panel serve --num-procs N`` through a directory.
-
-    One JSON file per class, readable by the server's user only (0600),
-    replaced atomically (a 0600 temporary file of the same folder, then
-    ``os.replace``), each change under an exclusive ``fcntl`` lock of the
-    folder's lock file. A process removes the files of the classes it made
-    when it exits.
-
-    Parameters
-    ----------
-    folder : str
-        Made 0700 where it does not exist.
-
-    Raises
-    ------
-    PermissionError
-        Where ``folder`` belongs to another user or other users may write
-        to it (they could replace the classes).
-    """
-
-    def __init__(self, folder: str):
-        self.folder = os.path.abspath(folder)
-        os.makedirs(self.folder, mode=0o700, exist_ok=True)
-        st = os.stat(self.folder)
-        if st.st_uid != os.geteuid():
-            raise PermissionError(
-                f"class folder {self.folder} belongs to another user: give VIZMM_CLASS_DIR "
-                "a folder of the server's own (vizmm makes it, readable by its user only)"
-            )
-        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            raise PermissionError(
-                f"other users may write to the class folder {self.folder}: give "
-                "VIZMM_CLASS_DIR a folder of its own (vizmm makes it, readable by its user only)"
-            )
-        if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-            log.warning(
-                "other users may list the class folder %s (its class codes); "
-                "chmod 700 it, or let vizmm make it",
-                self.folder,
-            )
-        self._lockfile = os.path.join(self.folder, ".lock")
-        self._mine: set[str] = set()
-        atexit.register(self._cleanup)
-
-    @contextlib.contextmanager
-    def _locked(self):
-        fd = os.open(self._lockfile, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
-
-    def _path(self, code: str) -> str:
-        return os.path.join(self.folder, f"class-{code}.json")
-
-    def _read(self, code: str) -> dict:
-        try:
-            with open(self._path(code), encoding="utf-8") as f:
-                return json.load(f)
-        except FileNotFoundError:
-            raise KeyError(f"no class {code} on this server (classes end when it stops)") from None
-
-    def _write(self, cls: dict) -> None:
-        path = self._path(cls["code"])
-        # mkstemp makes the file 0600 whatever the umask: readable by this user only
-        fd, tmp = tempfile.mkstemp(prefix=f".class-{cls['code']}.", suffix=".tmp", dir=self.folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(cls, f)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
-            raise
-
-    def create(self, view: dict) -> dict:
-        """Make a class showing ``view``; a copy with its key (:meth:`ClassStore.create`)."""
-        with self._locked():
-            cls, key = _new_class(view)
-            while os.path.exists(self._path(cls["code"])):
-                cls["code"] = new_code()
-            held = []
-            for n in os.listdir(self.folder):
-                if n.startswith("class-") and n.endswith(".json"):
-                    code = n[len("class-") : -len(".json")]
-                    try:
-                        held.append(self._read(code))
-                    except (KeyError, OSError, ValueError):
-                        continue
-            for code in _to_evict([*held, cls], cls["code"], time.time()):
-                with contextlib.suppress(OSError):
-                    os.remove(self._path(code))
-            self._write(cls)
-            self._mine.add(cls["code"])
-            return _created(cls, key)
-
-    def get(self, code: str) -> dict:
-        """A copy of class ``code``."""
-        return self._read(_clean_code(code))
-
-    def update(self, code: str, change: Callable[[dict], bool], bump: bool = True) -> dict:
-        """Apply ``change(cls)`` under the lock; returns the class after it."""
-        code = _clean_code(code)
-        with self._locked():
-            cls = self._read(code)
-            if change(cls):
-                if bump:
-                    cls["version"] += 1
-                self._write(cls)
-            return cls
-
-    def _cleanup(self) -> None:
-        for code in self._mine:
-            with contextlib.suppress(OSError):
-                os.remove(self._path(code))
-
-
-_store: ClassStore | None = None
-_store_lock = threading.Lock()
-
 # Pages of this process in each class: code -> {id: (document, callback)}. A change
 # made here is pushed to them at once (next tick of each page's document); the
-# timer still catches changes made by other processes (FileStore).
+# timer still catches changes made by other processes (the class store).
 _pages: dict[str, dict[int, tuple]] = {}
 _pages_lock = threading.Lock()
 
@@ -478,16 +139,6 @@ def _notify(code: str) -> None:
     for doc, callback in pages:
         with contextlib.suppress(Exception):  # a closing page
             doc.add_next_tick_callback(lambda doc=doc, cb=callback: run(doc, cb))
-
-
-def store() -> ClassStore:
-    """The process's class store: a :class:`FileStore` in ``VIZMM_CLASS_DIR``, else memory."""
-    global _store
-    with _store_lock:
-        if _store is None:
-            folder = os.environ.get("VIZMM_CLASS_DIR")
-            _store = FileStore(folder) if folder else MemoryStore()
-        return _store
 
 
 def class_question(q: dict | None) -> Question | None:
@@ -611,12 +262,15 @@ class Classroom:
             if code.lower() == "new":
                 cls = self.store.create(self._view())
                 self.role, self.code, self.key = "instructor", cls["code"], cls["key"]
+                log.info(
+                    "class %s: made in server process %d (%r)", self.code, os.getpid(), self.store
+                )
             else:
                 cls = self.store.get(code)
                 self.code = cls["code"]
                 if key_matches(cls, key):
                     self.role, self.key = "instructor", key
-        except (KeyError, OSError, ValueError) as exc:
+        except (KeyError, OSError, ValueError, ImportError) as exc:
             self.error = str(exc).strip("'\"")
             self.state.show(f"Class: {self.error}", "warning")
             self.panel.visible = False
@@ -652,6 +306,15 @@ class Classroom:
         except KeyError:
             self._ended()
             return
+        except StoreUnavailable as exc:
+            log.warning("class %s: %s", self.code, exc)
+            self.seat_state = "away"  # the next poll takes the seat
+        log.info(
+            "class %s: %s page live in server process %d",
+            self.code,
+            "a student's" if self.role == "student" else "the instructor's",
+            os.getpid(),
+        )
         if self.served:
             self._cb = pn.state.add_periodic_callback(
                 self.poll, period=POLL_MS if self.role == "student" else 500
@@ -771,14 +434,16 @@ class Classroom:
     def reveal(self) -> None:
         """Reveal the current question to every page of the class, and keep its results."""
         cls = self.store.get(self.code)
-        question = class_question(cls["question"])
+        q = cls["question"]
+        question = class_question(q)
         if question is None or cls["revealed"]:
             return
-        dist = distribution(cls, question)
 
         def change(cls):
-            if cls["revealed"]:
+            if cls["revealed"] or cls["question"] != q:
                 return False
+            # counted here, in the change: an answer sent just before is in it
+            dist = distribution(cls, question)
             cls["revealed"] = True
             cls["results"].append(
                 {
@@ -815,6 +480,7 @@ class Classroom:
         full = []
 
         def change(cls):
+            full.clear()  # a store may call change again (a conflict): decide afresh
             dropped = _drop_stale(cls, now)
             mine = cls["seats"].get(seat)
             if mine is None and len(cls["seats"]) >= cap:
@@ -957,11 +623,15 @@ class Classroom:
                 if self.seat_state == "full":
                     return
             cls = self.store.get(self.code)
+            if self.role == "instructor":
+                self._keep_class()
         except KeyError:
             self._ended()
             return
+        except StoreUnavailable as exc:  # busy or unreachable: the next poll tries again
+            log.warning("class %s: %s", self.code, exc)
+            return
         if self.role == "instructor":
-            self._keep_class()
             self._show_counts(cls)
         if cls["version"] == self._version:
             return

@@ -71,15 +71,16 @@ def _running(
 
     A server that does not answer within ``timeout`` seconds fails the test
     with the end of its log; the server is stopped on the way out. ``env``:
-    more environment variables for the server.
+    more environment variables for the server (a value None: not set).
     """
+    environ = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", **(env or {}))
     with open(log_path, "w+") as log:
         proc = subprocess.Popen(
             cmd,
             cwd=ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1", **(env or {})),
+            env={k: v for k, v in environ.items() if v is not None},
         )
         try:
             deadline = time.time() + timeout
@@ -122,19 +123,20 @@ def serve(app: str, logdir, timeout: float = 120, env: dict | None = None):
 
 
 @contextlib.contextmanager
-def vizmm_serve(logdir, *args: str, timeout: float = 240):
+def vizmm_serve(logdir, *args: str, timeout: float = 240, env: dict | None = None):
     """Run ``vizmm serve --port P *args`` (a free port); yield its process and base URL.
 
     Ready once ``/dashboard`` answers (a page is built for that request). The
     server's output goes to ``logdir/serve.log``; a server that does not
     answer within ``timeout`` seconds fails the test with the end of that log.
+    ``env``: more environment variables for the server (a value None: not set).
     """
     port = free_port()
     exe = os.path.join(os.path.dirname(sys.executable), "vizmm")
     base = f"http://127.0.0.1:{port}"
     cmd = [exe, "serve", "--port", str(port), *args]
     with _running(
-        cmd, os.path.join(logdir, "serve.log"), f"{base}/dashboard", timeout, "vizmm serve"
+        cmd, os.path.join(logdir, "serve.log"), f"{base}/dashboard", timeout, "vizmm serve", env
     ) as proc:
         yield proc, base
 

@@ -30,7 +30,9 @@ TO_SCREEN = """([name, x, y]) => {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    with serve("dashboard", tmp_path_factory.mktemp("serve")) as url:
+    # the class store (SQLite) in a folder of the test's, not the user's default
+    env = {"VIZMM_CLASS_DIR": str(tmp_path_factory.mktemp("classes") / "store")}
+    with serve("dashboard", tmp_path_factory.mktemp("serve"), env=env) as url:
         yield url
 
 

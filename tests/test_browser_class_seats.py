@@ -1,21 +1,22 @@
 """Seats of a class held by live pages only, a full class, and a private class store.
 
-One ``panel serve`` of the dashboard with a shared class store
-(``VIZMM_CLASS_DIR``, a folder vizmm makes) and a cap of two seats
+One ``panel serve`` of the dashboard with its class store, an SQLite file
+in ``VIZMM_CLASS_DIR`` (a folder vizmm makes), and a cap of two seats
 (``VIZMM_CLASS_MAX_SEATS=2``). An instructor's page in headless Chromium
 makes a class; a script then requests the student URL many times over plain
-HTTP (each request builds a page on the server, none loads it): the class
-file has no seat and the instructor's page counts 0. Real student pages
+HTTP (each request builds a page on the server, none loads it): the
+database has no seat and the instructor's page counts 0. Real student pages
 then join (the count says 1, then 2), a third is told the class is full,
-a page that closes frees its seat. The class file is 0600 in a 0700 folder
-and holds the hash of the instructor's key, not the key; nothing a student's
-page receives holds either; the key still makes a page the instructor's
-and a wrong key (or the hash itself) does not.
+a page that closes frees its seat. The database and its journal are 0600 in
+a 0700 folder and hold the hash of the instructor's key, not the key;
+nothing a student's page receives holds either; the key still makes a page
+the instructor's and a wrong key (or the hash itself) does not.
 """
 
 import hashlib
 import json
 import os
+import sqlite3
 import stat
 import time
 import urllib.request
@@ -76,13 +77,15 @@ def open_page(browser, url, errors, received=None):
     return pg
 
 
-def class_file(class_dir, code):
-    return os.path.join(class_dir, f"class-{code}.json")
+def database(class_dir):
+    return os.path.join(class_dir, "classes.db")
 
 
 def seats(class_dir, code) -> dict:
-    with open(class_file(class_dir, code), encoding="utf-8") as f:
-        return json.load(f)["seats"]
+    """The seats of class ``code``, read from the database as another process would."""
+    with sqlite3.connect(database(class_dir)) as db:
+        rows = db.execute("SELECT seat, page, seen FROM seats WHERE code = ?", (code,))
+        return {seat: {"page": page, "seen": seen} for seat, page, seen in rows}
 
 
 def test_only_live_pages_hold_seats_up_to_the_cap(browser, server, class_dir):
@@ -138,16 +141,20 @@ def test_only_live_pages_hold_seats_up_to_the_cap(browser, server, class_dir):
     wait_attr(c, "seat", "held")
     wait_attr(teacher, "students", "2")
 
-    # the class file: 0600 in a 0700 folder, the key's hash and not the key
-    path = class_file(class_dir, code)
+    # the database: 0600 in a 0700 folder, the key's hash and not the key
     assert stat.S_IMODE(os.stat(class_dir).st_mode) == 0o700
-    for name in os.listdir(class_dir):  # the class, the lock file; no temporary file left
+    names = sorted(os.listdir(class_dir))
+    assert names == ["classes.db", "classes.db-shm", "classes.db-wal"]
+    raw = b""
+    for name in names:
         assert stat.S_IMODE(os.stat(os.path.join(class_dir, name)).st_mode) == 0o600, name
-    assert not [n for n in os.listdir(class_dir) if n.endswith(".tmp")]
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+        with open(os.path.join(class_dir, name), "rb") as f:
+            raw += f.read()
     digest = hashlib.sha256(key.encode()).hexdigest()
-    assert key not in text and json.loads(text)["key_hash"] == digest
+    assert key.encode() not in raw
+    with sqlite3.connect(database(class_dir)) as db:
+        row = db.execute("SELECT key_hash FROM classes WHERE code = ?", (code,)).fetchone()
+    assert row == (digest,)
     # nothing a student's page received (its HTML, every websocket frame) holds either
     assert received
     for message in received:

@@ -25,11 +25,12 @@ pytest.importorskip("panel")
 from apps import classroom as C  # noqa: E402
 from apps import dashboard as D  # noqa: E402
 from apps import quiz as Q  # noqa: E402
+from vizmm.serve import classes as S  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def memory_store(monkeypatch):
-    monkeypatch.setattr(C, "_store", C.MemoryStore())
+    monkeypatch.setattr(S, "_store", S.MemoryStore())
 
 
 def page(code, key="", seat=""):
@@ -91,7 +92,7 @@ def test_a_question_answered_counted_revealed_and_exported():
         s.classroom.poll()
         assert s.questions.revealed and s.questions.correct is right
         assert s.state.step == q.reveal_step
-    rows = list(csv.DictReader(io.StringIO(C.results_csv(C.store().get(code)))))
+    rows = list(csv.DictReader(io.StringIO(C.results_csv(S.store().get(code)))))
     assert {(r["answer"], r["correct"], r["seats"]) for r in rows} == {
         ("M_{0,0}", "yes", "1"),
         ("M_{1,0}", "no", "1"),
@@ -116,7 +117,7 @@ def test_a_reload_rejoins_the_seat():
     assert again.questions.picks == {("M", 0, 0)} and again.questions.submitted
     teacher.classroom.poll()
     assert teacher.classroom.status()["answered"] == 1
-    assert len(C.store().get(code)["seats"]) == 1
+    assert len(S.store().get(code)["seats"]) == 1
 
 
 def test_the_instructor_key_and_bad_codes():
@@ -130,25 +131,8 @@ def test_the_instructor_key_and_bad_codes():
     assert "no class ABCDEF" in gone.classroom.error
 
 
-def test_the_file_store_is_shared_between_processes(tmp_path):
-    one, two = C.FileStore(str(tmp_path)), C.FileStore(str(tmp_path))  # as two processes
-    cls = one.create({"source": "fig5-8", "step": 0})
-    assert two.get(cls["code"])["view"]["source"] == "fig5-8"
-
-    def move(c):
-        c["view"]["step"] = 3
-        return True
-
-    two.update(cls["code"], move)
-    got = one.get(cls["code"])
-    assert got["view"]["step"] == 3 and got["version"] == 1
-    one._cleanup()  # the process that made it stops: the class ends
-    with pytest.raises(KeyError, match="no class"):
-        two.get(cls["code"])
-
-
 def seats(code):
-    return C.store().get(code)["seats"]
+    return S.store().get(code)["seats"]
 
 
 def test_a_page_that_leaves_frees_its_seat_and_its_answer_stays():
@@ -169,7 +153,7 @@ def test_a_page_that_leaves_frees_its_seat_and_its_answer_stays():
     st = teacher.classroom.status()
     assert st["students"] == 1 and st["answered"] == 1  # its answer is still counted
     teacher.classroom.reveal()
-    rows = list(csv.DictReader(io.StringIO(C.results_csv(C.store().get(code)))))
+    rows = list(csv.DictReader(io.StringIO(C.results_csv(S.store().get(code)))))
     assert [(r["answer"], r["seats"]) for r in rows] == [("M_{0,0}", "1")]
 
 
@@ -221,7 +205,7 @@ def test_stale_seats_are_dropped_and_do_not_fill_the_class(monkeypatch):
         cls["seats"][gone.classroom.seat]["seen"] -= C.SEAT_TIMEOUT_S + 1
         return True
 
-    C.store().update(code, age, bump=False)
+    S.store().update(code, age, bump=False)
     teacher.classroom.poll()
     assert teacher.classroom.status()["students"] == 0  # not counted
     late = page(code)
@@ -237,26 +221,26 @@ def test_a_bad_seat_cap_is_said(monkeypatch):
     assert bad.state.message
 
 
-def test_the_file_store_is_private_and_keeps_no_key(tmp_path, monkeypatch):
+def test_the_sqlite_store_is_private_and_keeps_no_key(tmp_path, monkeypatch):
     old = os.umask(0)  # files and folder private whatever the umask
     try:
         folder = tmp_path / "classes"
-        fs = C.FileStore(str(folder))
-        monkeypatch.setattr(C, "_store", fs)
+        monkeypatch.setattr(S, "_store", S.SQLiteStore(str(folder / "classes.db")))
         teacher = page("new")
         code, key = teacher.classroom.code, teacher.classroom.key
-        student = page(code)  # a seat: the file is written again
+        student = page(code)  # a seat: the database is written again
     finally:
         os.umask(old)
     assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
     names = sorted(os.listdir(folder))
-    assert names == [".lock", f"class-{code}.json"]  # no temporary file left
+    assert names == ["classes.db", "classes.db-shm", "classes.db-wal"]
     for name in names:
         assert stat.S_IMODE(os.stat(folder / name).st_mode) == 0o600, name
-    text = (folder / f"class-{code}.json").read_text()
-    assert key and key not in text
-    stored = json.loads(text)
-    assert "key" not in stored and stored["key_hash"] == hashlib.sha256(key.encode()).hexdigest()
+    raw = b"".join((folder / name).read_bytes() for name in names)
+    assert key and key.encode() not in raw
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    stored = S.store().get(code)
+    assert "key" not in stored and stored["key_hash"] == digest
     assert list(stored["seats"]) == [student.classroom.seat]
     # the key still opens the instructor's page; a wrong key, the hash itself, none do not
     assert page(code, key=key).classroom.role == "instructor"
@@ -264,11 +248,10 @@ def test_the_file_store_is_private_and_keeps_no_key(tmp_path, monkeypatch):
         assert page(code, key=wrong).classroom.role == "student"
     assert key not in json.dumps(student.classroom.status())
     assert stored["key_hash"] not in json.dumps(teacher.classroom.status())
-    fs._cleanup()
 
 
-def test_a_file_store_counts_seats_and_answers(tmp_path, monkeypatch):
-    monkeypatch.setattr(C, "_store", C.FileStore(str(tmp_path)))
+def test_an_sqlite_store_counts_seats_and_answers(tmp_path, monkeypatch):
+    monkeypatch.setattr(S, "_store", S.SQLiteStore(str(tmp_path / "classes.db")))
     teacher = page("new")
     a = page(teacher.classroom.code)
     teacher.classroom.ask_next()
@@ -278,26 +261,32 @@ def test_a_file_store_counts_seats_and_answers(tmp_path, monkeypatch):
     teacher.classroom.poll()
     st = teacher.classroom.status()
     assert st["students"] == 1 and st["answered"] == 1
-    C.store()._cleanup()
+    teacher.classroom.reveal()
+    rows = list(csv.DictReader(io.StringIO(C.results_csv(S.store().get(teacher.classroom.code)))))
+    assert [(r["answer"], r["correct"], r["seats"]) for r in rows] == [("M_{0,0}", "yes", "1")]
 
 
-def test_a_folder_others_may_write_to_is_refused(tmp_path):
+def test_a_store_the_page_cannot_open_is_said(tmp_path, monkeypatch):
     folder = tmp_path / "open"
     folder.mkdir()
     folder.chmod(0o777)
-    with pytest.raises(PermissionError, match="other users may write"):
-        C.FileStore(str(folder))
+    monkeypatch.setattr(S, "_store", None)
+    monkeypatch.setenv("VIZMM_CLASS_STORE", str(folder / "classes.db"))
+    bad = page("new")
+    assert "other users may write" in bad.classroom.error and bad.state.message
+    monkeypatch.setenv("VIZMM_CLASS_STORE", "postgres://db/classes")
+    assert "not a class store" in page("new").classroom.error
 
 
-@pytest.mark.parametrize("kind", ["memory", "file"])
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
 def test_requests_for_new_classes_never_remove_a_class_being_taught(kind, tmp_path, monkeypatch):
     """Plain GETs of ``?class=new`` (pages that never load) cannot empty a server's classes."""
-    monkeypatch.setattr(C, "MAX_CLASSES", 4)
-    if kind == "file":
-        monkeypatch.setattr(C, "_store", C.FileStore(str(tmp_path / "classes")))
+    monkeypatch.setattr(S, "MAX_CLASSES", 4)
+    if kind == "sqlite":
+        monkeypatch.setattr(S, "_store", S.SQLiteStore(str(tmp_path / "classes.db")))
     teacher = page("new")  # a loaded instructor page (not served: loaded at once)
     code = teacher.classroom.code
-    store = C.store()
+    store = S.store()
     for _ in range(12):  # what a script's GETs of ?class=new make: classes no page loaded
         store.create({"source": "fig5-8", "by": 0, "bx": 0})
     assert store.get(code)["code"] == code  # the taught class is still there
