@@ -47,7 +47,7 @@ def test_shipped_gpu_traces_race_where_racecheck_saw_races(name):
     trace = vizmm.load(str(DATA / f"{name}.vizmm"))
     case = CASES[name]
     assert trace.backend == "gpu" and trace.meta["drop_barrier"] == case["drop_barrier"]
-    rows = trace.hazards()
+    rows = vizmm.hazards(trace)
     # Every block of these full-grid recordings: racecheck saw hazards in exactly
     # the blocks where the analysis finds them.
     assert trace.is_detailed
@@ -168,7 +168,7 @@ def test_racecheck_on_this_gpu_agrees_with_the_analysis(tmp_path, drop):
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     parsed = rc.parse(proc.stdout)
-    rows = trace.hazards()
+    rows = vizmm.hazards(trace)
     rc_blocks = {b for per in parsed["counts"].values() for b in per}
     assert rc_blocks == _blocks(rows)
     viz = {
