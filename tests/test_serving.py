@@ -46,7 +46,19 @@ def thawed(monkeypatch):
     gc.unfreeze()
 
 
+def _frozen_by_python() -> int:
+    """What the interpreter itself keeps frozen after a full collection, with nothing frozen.
+
+    0 on CPython 3.11 and 3.13; CPython 3.12.1 puts 375 objects of its own in
+    the permanent generation at start and again at every ``gc.collect()``.
+    """
+    gc.unfreeze()
+    gc.collect()
+    return gc.get_freeze_count()
+
+
 def test_a_frozen_page_is_collected_when_pages_close(thawed):
+    own = _frozen_by_python()
     parts.freeze_built_pages()
     parts.freeze_built_pages()  # once per process, however often it is asked
     assert type(pn.state)._on_session_created == [parts._freeze]
@@ -58,14 +70,14 @@ def test_a_frozen_page_is_collected_when_pages_close(thawed):
     assert cycle() is not None  # a full collection no longer walks it
     parts._release_memory()  # pages closed: unfreeze, collect, freeze the rest
     assert cycle() is None
-    assert gc.get_freeze_count() > 0  # what is left is frozen again
+    assert gc.get_freeze_count() > own  # what is left is frozen again
 
 
 def test_without_freezing_the_release_leaves_nothing_frozen(thawed):
-    gc.unfreeze()
+    own = _frozen_by_python()
     cycle = _garbage_cycle()
     parts._release_memory()
-    assert cycle() is None and gc.get_freeze_count() == 0
+    assert cycle() is None and gc.get_freeze_count() == own
 
 
 def test_a_page_drawn_freezes_only_where_asked(thawed, monkeypatch):
