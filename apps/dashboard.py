@@ -344,11 +344,15 @@ class DashboardState(param.Parameterized):
             return
         shown = placed.position
         focus = shown.focus or (-1, -1)
-        self._set_quietly(
-            by=shown.block[0], bx=shown.block[1], ty=focus[0], tx=focus[1], step=shown.step
-        )
         self.replay = placed.replay
-        self._set_quietly(n_steps=len(placed.replay))
+        self._set_quietly(
+            by=shown.block[0],
+            bx=shown.block[1],
+            ty=focus[0],
+            tx=focus[1],
+            step=shown.step,
+            n_steps=len(placed.replay),
+        )
         if self.message_kind == "danger":
             self.message = ""
         self.frame = placed.replay.frame(shown.step)

@@ -65,3 +65,15 @@ def record_sim():
         return cache[key]
 
     return run
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium, headless, shared by one test module's pages (tests/served.py)."""
+    from served import ARGS, CHROMIUM
+
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()

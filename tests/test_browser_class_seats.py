@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from served import ARGS, CHROMIUM, read_status, serve
+from served import CHROMIUM, read_status, serve
 
 pytestmark = pytest.mark.browser
 
@@ -46,14 +46,6 @@ def server(tmp_path_factory, class_dir):
     env = {"VIZMM_CLASS_DIR": str(class_dir), "VIZMM_CLASS_MAX_SEATS": str(CAP)}
     with serve("dashboard", tmp_path_factory.mktemp("serve"), env=env) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 def status(pg) -> dict:
