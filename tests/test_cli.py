@@ -209,11 +209,13 @@ def test_parser_has_subcommands():
 def test_serve_uses_the_c_allocator_unless_told(monkeypatch, capsys):
     """``vizmm serve`` starts the server with PYTHONMALLOC=malloc; a PYTHONMALLOC set is kept."""
     monkeypatch.delenv("PYTHONMALLOC", raising=False)
+    monkeypatch.delenv("PYTHONINTMAXSTRDIGITS", raising=False)
     assert main(["serve", "--dry-run"]) == 0
     words = capsys.readouterr().out.split()
-    assert words[0] == "PYTHONMALLOC=malloc"  # as a shell takes it: the variable, then the command
-    assert words[1:4] == [words[1], "-m", "panel"] and os.path.isfile(words[1])
+    # as a shell takes it: the variables, then the command
+    assert words[:2] == ["PYTHONMALLOC=malloc", "PYTHONINTMAXSTRDIGITS=65536"]
+    assert words[2:5] == [words[2], "-m", "panel"] and os.path.isfile(words[2])
     monkeypatch.setenv("PYTHONMALLOC", "pymalloc")
     assert main(["serve", "--dry-run"]) == 0
     words = capsys.readouterr().out.split()
-    assert words[1:3] == ["-m", "panel"] and not any("PYTHONMALLOC" in w for w in words)
+    assert words[2:4] == ["-m", "panel"] and not any("PYTHONMALLOC" in w for w in words)

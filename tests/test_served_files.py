@@ -199,6 +199,14 @@ def test_served_page_opens_only_what_the_server_was_given(disk, tmp_path):
                         "this server opens only the trace files it was started with (vizmm "
                         "serve --traces ...); load your own with 'Load a trace file'"
                     ), key
+            # a 5,000-digit step: Panel converts digits before any page code runs
+            pg.goto(f"{base}/dashboard?trace=fig5-8&step=" + "9" * 5000)
+            pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=120_000)
+            st = read_status(pg, "#vizmm-status")
+            # the page is not blank: it shows the last step and says why, briefly
+            assert st["ready"] and st["step"] == 17, st
+            assert "is past the last step of this replay (18)" in st["message"]
+            assert len(st["message"]) < 200
             after = _rss_mb(proc.pid)
             pg.screenshot(path=str(tmp_path / "refused.png"))
             browser.close()

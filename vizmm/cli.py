@@ -852,8 +852,14 @@ def _given_traces(paths: list[str]) -> list[str]:
 #: memory after ten pages had closed (nearly 60% after sixty browser pages),
 #: with the same data live; the C library's allocator gives it back
 #: (``benchmarks/bench_sessions.py``: +0-2%; ``load_test.py --pages 30``:
-#: +3%), for about the same CPU per new page.
-SERVE_ENVIRONMENT = {"PYTHONMALLOC": "malloc"}
+#: +3%), for about the same CPU per new page. ``PYTHONINTMAXSTRDIGITS``:
+#: Panel turns a URL value of digits into an ``int`` when it makes a page's
+#: location, before any vizmm code runs, and Python refuses more than 4,300
+#: digits with an error that leaves the page blank. Tornado refuses requests
+#: whose headers exceed 64 KiB, so no URL value has more than 65,536 digits:
+#: the limit is raised to that (about 20 ms of CPU at most), and the page
+#: then leaves the over-long value out and names it (``apps.parts.drop_long_url_values``).
+SERVE_ENVIRONMENT = {"PYTHONMALLOC": "malloc", "PYTHONINTMAXSTRDIGITS": "65536"}
 
 
 def serve_environment(

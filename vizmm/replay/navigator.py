@@ -154,10 +154,9 @@ def past_the_end(step: int, count: int) -> str:
 
     Pages number steps from 1 (``step + 1``), as the URL does.
     """
-    return (
-        f"Step {int(step) + 1} is past the last step of this replay ({count}); "
-        f"showing step {count}."
-    )
+    asked = str(int(step) + 1)
+    asked = asked if len(asked) <= 12 else asked[:12] + "…"  # a URL may carry thousands
+    return f"Step {asked} is past the last step of this replay ({count}); showing step {count}."
 
 
 def place(
