@@ -3,7 +3,7 @@
 The traces they show come from :mod:`vizmm.catalogue` (presets, recordings,
 uploads; one cache per process).
 
-* :mod:`apps.dashboard`: the dashboard (state, controls, the Bokeh scene).
-* :mod:`apps.large_view`: the large-matrix view (also a tab of the dashboard).
-* :mod:`apps.keys`: keyboard shortcuts (a small JSComponent).
+* :mod:`vizmm_apps.dashboard`: the dashboard (state, controls, the Bokeh scene).
+* :mod:`vizmm_apps.large_view`: the large-matrix view (also a tab of the dashboard).
+* :mod:`vizmm_apps.keys`: keyboard shortcuts (a small JSComponent).
 """

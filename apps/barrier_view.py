@@ -95,7 +95,7 @@ class HazardPanel(pn.viewable.Viewer):
 
     Parameters
     ----------
-    state : apps.dashboard.DashboardState
+    state : vizmm_apps.dashboard.DashboardState
     """
 
     page = param.Integer(default=0, bounds=(0, None), precedence=-1)

@@ -209,8 +209,8 @@ class Classroom:
 
     Parameters
     ----------
-    dashboard : apps.dashboard.Dashboard
-        Its ``questions`` (:class:`apps.quiz.QuestionMode`) asks and reveals.
+    dashboard : vizmm_apps.dashboard.Dashboard
+        Its ``questions`` (:class:`vizmm_apps.quiz.QuestionMode`) asks and reveals.
     code : str
         ``"new"`` to make a class (instructor), or a class code.
     key : str, optional
@@ -763,11 +763,11 @@ def class_session(dash):
     """The dashboard's add-on: a page opened with ``?class=...`` takes its part in the class.
 
     Pass it in ``Dashboard(addons=[question_mode, class_session])``, after
-    :func:`apps.quiz.question_mode` (a class asks the page's questions).
+    :func:`vizmm_apps.quiz.question_mode` (a class asks the page's questions).
 
     Parameters
     ----------
-    dash : apps.dashboard.Dashboard
+    dash : vizmm_apps.dashboard.Dashboard
         A served page with a question mode (``dash.questions``).
 
     Returns

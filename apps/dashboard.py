@@ -33,8 +33,6 @@ import html
 import importlib.util
 import io
 import json
-import os
-import sys
 import threading
 import types
 import urllib.parse
@@ -44,24 +42,7 @@ from typing import ClassVar
 import panel as pn
 import param
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # `panel serve apps/dashboard.py` runs this file as a script
-    sys.path.insert(0, _ROOT)
-
 import vizmm  # noqa: E402
-from apps import barrier_view, classroom, large_view, occupancy_view, quiz  # noqa: E402
-from apps.keys import KeyboardShortcuts, PageTheme  # noqa: E402
-from apps.parts import (  # noqa: E402
-    TABLE_EXTENSIONS,
-    drop_long_url_values,
-    launch_inputs,
-    page_drawn,
-    page_header,
-    play,
-    release_memory_soon,
-    replace_timer,
-    served_script,
-)
 from vizmm import TransactionsError, catalogue, memory_transactions  # noqa: E402
 from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.record import RecordingCancelled  # noqa: E402
@@ -77,6 +58,19 @@ from vizmm.replay.navigator import Place, Position, clamp, past_the_end, place  
 from vizmm.trace import (  # noqa: E402
     TILED_KERNELS,
     Trace,
+)
+from vizmm_apps import barrier_view, classroom, large_view, occupancy_view, quiz  # noqa: E402
+from vizmm_apps.keys import KeyboardShortcuts, PageTheme  # noqa: E402
+from vizmm_apps.parts import (  # noqa: E402
+    TABLE_EXTENSIONS,
+    drop_long_url_values,
+    launch_inputs,
+    page_drawn,
+    page_header,
+    play,
+    release_memory_soon,
+    replace_timer,
+    served_script,
 )
 
 __all__ = ["DashboardState", "Dashboard", "RecordForm", "URL_PARAMS", "KEYS", "create_app"]
@@ -1423,7 +1417,7 @@ def create_app(served: bool | None = None) -> Dashboard:
     Dashboard
     """
     served = bool(pn.state.served) if served is None else served
-    # the upload box (bundled FilePond); the large view's DataTable (apps.parts)
+    # the upload box (bundled FilePond); the large view's DataTable (vizmm_apps.parts)
     pn.extension("filedropper", *TABLE_EXTENSIONS, notifications=False)
     if served:
         catalogue.preload_once()

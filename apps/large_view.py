@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import html
 import importlib.resources
-import os
 import sys
 import threading
 from collections.abc import Callable
@@ -32,12 +31,15 @@ from collections.abc import Callable
 import panel as pn
 import param
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # `panel serve apps/large_view.py` runs this file as a script
-    sys.path.insert(0, _ROOT)
-
 import vizmm  # noqa: E402
-from apps.parts import (  # noqa: E402
+from vizmm import catalogue, render  # noqa: E402
+from vizmm.catalogue import CATALOGUE, LARGE_PRESETS  # noqa: E402
+from vizmm.cli import parse_window  # noqa: E402
+from vizmm.record import RecordingCancelled  # noqa: E402
+from vizmm.render.large_bokeh import LargeScene  # noqa: E402
+from vizmm.replay import large  # noqa: E402
+from vizmm.trace import MAX_TILE_WIDTH, TILED_KERNELS, Trace, TraceError  # noqa: E402
+from vizmm_apps.parts import (  # noqa: E402
     TABLE_EXTENSIONS,
     launch_inputs,
     page_drawn,
@@ -47,13 +49,6 @@ from apps.parts import (  # noqa: E402
     replace_timer,
     served_script,
 )
-from vizmm import catalogue, render  # noqa: E402
-from vizmm.catalogue import CATALOGUE, LARGE_PRESETS  # noqa: E402
-from vizmm.cli import parse_window  # noqa: E402
-from vizmm.record import RecordingCancelled  # noqa: E402
-from vizmm.render.large_bokeh import LargeScene  # noqa: E402
-from vizmm.replay import large  # noqa: E402
-from vizmm.trace import MAX_TILE_WIDTH, TILED_KERNELS, Trace, TraceError  # noqa: E402
 
 __all__ = [
     "LARGE_PRESETS",
@@ -893,7 +888,7 @@ class DashboardLargeTab(pn.viewable.Viewer):
 
     Parameters
     ----------
-    state : apps.dashboard.DashboardState
+    state : vizmm_apps.dashboard.DashboardState
     """
 
     def __init__(self, state, **params):

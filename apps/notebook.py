@@ -3,26 +3,19 @@
 In a notebook started from the repository's root::
 
     import panel as pn; pn.extension()
-    from apps.notebook import ReplayView
+    from vizmm_apps.notebook import ReplayView
     ReplayView("fig5-8")              # Fig. 5.7/5.8; or ReplayView(trace, block=(1, 1))
 
 The last line's value is shown by Panel (a :class:`panel.viewable.Viewer`
 renders itself through ``_repr_mimebundle_``). The whole page works the same
-way: ``Dashboard(served=False)`` from :mod:`apps.dashboard`. The views are the
+way: ``Dashboard(served=False)`` from :mod:`vizmm_apps.dashboard`. The views are the
 dashboard's own :class:`~vizmm.render.bokeh_scene.Scene`.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-
 import panel as pn
 import param
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
 
 from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.render.bokeh_scene import VIEWS, Scene  # noqa: E402

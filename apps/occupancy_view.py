@@ -18,20 +18,14 @@ from __future__ import annotations
 
 import html
 import json
-import os
-import sys
 
 import panel as pn
 import param
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # `panel serve apps/occupancy_view.py` runs this file as a script
-    sys.path.insert(0, _ROOT)
-
-from apps.parts import served_script  # noqa: E402
 from vizmm.analysis import occupancy as occ  # noqa: E402
 from vizmm.analysis import roofline as rl  # noqa: E402
 from vizmm.render.roofline_bokeh import RooflineView, speed_figure  # noqa: E402
+from vizmm_apps.parts import served_script  # noqa: E402
 
 TAB = "Occupancy & speed"
 KERNELS = ("tiled", "boundary", "dynamic", "naive", "general")
@@ -47,7 +41,7 @@ class OccupancyView(pn.viewable.Viewer):
 
     Parameters
     ----------
-    state : apps.dashboard.DashboardState, optional
+    state : vizmm_apps.dashboard.DashboardState, optional
         The dashboard's state: its trace's kernel, TILE_WIDTH and read counts
         are shown; without one, no trace is.
     """

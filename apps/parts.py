@@ -240,7 +240,7 @@ def play(
     return replace_timer(timer, tick if playing else None, max(shortest_ms, int(1000 / speed)))
 
 
-# Memory of closed sessions: one release for many (apps.parts is imported once per
+# Memory of closed sessions: one release for many (vizmm_apps.parts is imported once per
 # process, unlike the app scripts that `panel serve` runs afresh for every session).
 _release_pending = False
 RELEASE_DELAY_S = 2.0  # seconds to wait for other sessions closing at the same time

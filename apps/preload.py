@@ -8,32 +8,26 @@ visitor, not while the first class waits. Bokeh's validation of every new
 session's document (warnings in the log, nothing a visitor sees) is turned
 off, and what the process holds by then is frozen out of the garbage
 collector's walks (``gc.freeze``), as each page will be once built
-(``apps.parts.freeze_built_pages``).
+(``vizmm_apps.parts.freeze_built_pages``).
 
 Only public settings and hooks of Bokeh, Panel and Tornado are used: no
 method or private attribute of theirs is replaced.
 """
 
 import gc
-import os
 import sys
 
 import panel as pn
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
-
 from bokeh.settings import settings  # noqa: E402
 
-from apps.barrier_view import lab_findings  # noqa: E402
-from apps.parts import (  # noqa: E402
+from vizmm.catalogue import CATALOGUE, LAB_PRESETS, PRESETS  # noqa: E402
+from vizmm.render.bokeh_scene import table_extent  # noqa: E402
+from vizmm_apps.barrier_view import lab_findings  # noqa: E402
+from vizmm_apps.parts import (  # noqa: E402
     clear_drawing_caches,
     freeze_built_pages,
     give_back_memory,
 )
-from vizmm.catalogue import CATALOGUE, LAB_PRESETS, PRESETS  # noqa: E402
-from vizmm.render.bokeh_scene import table_extent  # noqa: E402
 
 for _key, _problem in CATALOGUE.preload().items():
     print(f"vizmm: preset {_key} not loaded: {_problem}", file=sys.stderr)
@@ -50,7 +44,7 @@ give_back_memory()
 
 settings.perform_document_validation.set_value(False)
 
-# Built pages' objects leave the collector's walks (apps.parts.freeze_built_pages).
+# Built pages' objects leave the collector's walks (vizmm_apps.parts.freeze_built_pages).
 freeze_built_pages()
 
 
@@ -71,7 +65,7 @@ def _warm() -> None:
     import panel.io.location  # noqa: F401
     from bokeh.document import Document
 
-    from apps.dashboard import create_app
+    from vizmm_apps.dashboard import create_app
 
     doc = Document()
     doc.add_root(create_app(served=False).__panel__().get_root(doc))

@@ -49,7 +49,7 @@ class QuestionMode:
 
     Parameters
     ----------
-    dashboard : apps.dashboard.Dashboard
+    dashboard : vizmm_apps.dashboard.Dashboard
 
     Attributes
     ----------
@@ -574,7 +574,7 @@ def question_mode(dash):
 
     Parameters
     ----------
-    dash : apps.dashboard.Dashboard
+    dash : vizmm_apps.dashboard.Dashboard
         The page, while it builds its widgets.
 
     Returns

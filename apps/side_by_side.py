@@ -26,22 +26,16 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
-import os
-import sys
 import threading
 
 import panel as pn
 import param
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:  # `panel serve apps/side_by_side.py` runs this file as a script
-    sys.path.insert(0, _ROOT)
-
-from apps.keys import KeyboardShortcuts  # noqa: E402
-from apps.parts import drop_long_url_values, page_drawn, page_header, served_script  # noqa: E402
 from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.render.bokeh_scene import Scene  # noqa: E402
 from vizmm.replay import Lockstep, Replay  # noqa: E402
+from vizmm_apps.keys import KeyboardShortcuts  # noqa: E402
+from vizmm_apps.parts import drop_long_url_values, page_drawn, page_header, served_script  # noqa: E402
 
 __all__ = ["PAIRS", "Pair", "SideBySideState", "SideBySide", "create_app"]
 

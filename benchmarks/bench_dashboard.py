@@ -46,7 +46,7 @@ def server_side(key: str, steps: int = 60) -> list[float]:
     from bokeh.document import Document
     from bokeh.protocol import Protocol
 
-    from apps.dashboard import Dashboard
+    from vizmm_apps.dashboard import Dashboard
 
     d = Dashboard(served=False)
     d.trace_select.value = key

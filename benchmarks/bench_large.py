@@ -100,7 +100,7 @@ def main(argv):
         f"(target < 100 ms: {'ok' if med < 0.1 else 'MISSED'})"
     )
 
-    from apps.large_view import LargeTraceView
+    from vizmm_apps.large_view import LargeTraceView
 
     view = LargeTraceView(trace, served=False)
     s = view.state

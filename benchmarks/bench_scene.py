@@ -68,7 +68,7 @@ def measure_messages(key: str, runs: int) -> tuple[float, float]:
     from bokeh.document import Document
     from bokeh.protocol.messages.patch_doc import patch_doc
 
-    from apps.dashboard import Dashboard, DashboardState
+    from vizmm_apps.dashboard import Dashboard, DashboardState
 
     doc = Document()
     dash = Dashboard(state=DashboardState(source=key), served=False)

@@ -24,9 +24,9 @@ import time
 os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
 import numpy as np  # noqa: E402
-import vizmm_kernels as K  # noqa: E402
 
 import vizmm  # noqa: E402
+import vizmm_kernels as K  # noqa: E402
 
 rec_mod = sys.modules["vizmm.record.simulator"]
 

@@ -121,7 +121,6 @@ def device_attributes():
 def _signature_args(name, T, instrumented):
     import vizmm_kernels as K
     import vizmm_kernels.dynamic as D
-
     from vizmm.record import allocate_records
 
     W = 64
@@ -154,8 +153,9 @@ def _get_kernel(name, T, instrumented):
 def resources(job):
     """Worker: compile one kernel for one TILE_WIDTH, read its resources and CUDA's occupancy."""
     name, T, instrumented = job
-    import vizmm_kernels.dynamic as D
     from numba import cuda, typeof
+
+    import vizmm_kernels.dynamic as D
 
     t0 = time.perf_counter()
     kern = _get_kernel(name, T, instrumented)
@@ -313,9 +313,10 @@ def _timed(fn, budget_s=0.4):
 
 def products(quick):
     import cupy as cp
+    from numba import cuda
+
     import vizmm_kernels as K
     import vizmm_kernels.dynamic as D
-    from numba import cuda
 
     sizes = (256, 1024, ODD) if quick else (*SIZES, ODD)
     rows = []
@@ -412,10 +413,10 @@ def _cupy_ms(fn):
 
 
 def dynamic_records_equal():
-    import vizmm_kernels as K
-    import vizmm_kernels.dynamic as D
     from numba import cuda
 
+    import vizmm_kernels as K
+    import vizmm_kernels.dynamic as D
     from vizmm.record import allocate_records
 
     out = []

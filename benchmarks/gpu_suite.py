@@ -197,6 +197,7 @@ def _variants(cuda, T):
     others swap ``rec_sync`` for one of ``benchmarks/sync_variants.py``.
     """
     import sync_variants
+
     import vizmm_kernels as K
     from vizmm_kernels import tiled
 
@@ -215,9 +216,8 @@ def _spread_valid(cuda, kern, grid, block, M, N, P, W, T):
     """Of one aggregated launch's (block, phase, barrier): the fraction with a valid clock span,
     and the median arrival spread (cycles), from the kernel's ``spread`` as the launcher reduces it.
     """
-    from vizmm_kernels import codes
-
     from vizmm.record.launcher import _reduce_spread
+    from vizmm_kernels import codes
 
     arrays = _record_arrays(cuda, "tiled", W, T, False, True)
     kern[grid, block](M, N, P, W, *arrays)

@@ -68,9 +68,9 @@ def case_name(kernel, width, T, drop) -> str:
 
 def plain_main(kernel, width, T, drop, seed):
     """Launch the plain kernel once on vizmm's seeded inputs; print wrong P elements."""
-    import vizmm_kernels as K
     from numba import cuda
 
+    import vizmm_kernels as K
     from vizmm.trace import seeded_inputs
 
     M, N = seeded_inputs(width, width, width, seed)

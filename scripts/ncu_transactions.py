@@ -84,8 +84,9 @@ def launch_all():
     import importlib
 
     import numpy as np
-    import vizmm_kernels as K
     from numba import cuda
+
+    import vizmm_kernels as K
 
     sass = {}
     for kernel, W, T in LAUNCHES:

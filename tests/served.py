@@ -17,6 +17,11 @@ import urllib.request
 
 import pytest
 
+import vizmm_apps
+
+#: Where the installed pages are (``apps/`` in a checkout, installed as ``vizmm_apps``).
+APPS_DIR = os.path.dirname(os.path.abspath(vizmm_apps.__file__))
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = os.path.join(ROOT, "test-output", "screenshots")
@@ -115,7 +120,15 @@ def serve(app: str, logdir, timeout: float = 120, env: dict | None = None):
     """
     port = free_port()
     panel = os.path.join(os.path.dirname(sys.executable), "panel")
-    cmd = [panel, "serve", f"apps/{app}.py", "--port", str(port), "--address", "127.0.0.1"]
+    cmd = [
+        panel,
+        "serve",
+        os.path.join(APPS_DIR, f"{app}.py"),
+        "--port",
+        str(port),
+        "--address",
+        "127.0.0.1",
+    ]
     cmd.append(f"--allow-websocket-origin=127.0.0.1:{port}")
     url = f"http://127.0.0.1:{port}/{app}"
     with _running(cmd, os.path.join(logdir, "panel.log"), url, timeout, "panel serve", env):

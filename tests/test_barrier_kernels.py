@@ -15,6 +15,7 @@ import textwrap
 
 import ptx
 import pytest
+
 import vizmm_kernels as K
 from vizmm_kernels import boundary, tiled
 

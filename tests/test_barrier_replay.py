@@ -117,8 +117,8 @@ def test_hazard_list_of_a_two_by_two_block():
 
 def test_dashboard_state_opens_the_lab_presets():
     pytest.importorskip("panel")
-    from apps import barrier_view
-    from apps.dashboard import DashboardState
+    from vizmm_apps import barrier_view
+    from vizmm_apps.dashboard import DashboardState
 
     for key in barrier_view.LAB_PRESETS:
         s = DashboardState(source=key).start()
@@ -141,8 +141,8 @@ def test_gif_export_of_a_race_has_no_removed_barrier_steps(tmp_path):
 
 def test_hazard_panel_reaches_every_hazard_a_page_at_a_time():
     pytest.importorskip("panel")
-    from apps.barrier_view import PAGE_ROWS, HazardPanel
-    from apps.dashboard import DashboardState
+    from vizmm_apps.barrier_view import PAGE_ROWS, HazardPanel
+    from vizmm_apps.dashboard import DashboardState
 
     key = "gpu-barrier-tiled-32-t16-drop12"
     trace = _load(key)
@@ -199,8 +199,8 @@ def test_drawing_the_hazard_list_picks_no_row():
     pytest.importorskip("panel")
     from bokeh.document import Document
 
-    from apps.barrier_view import HazardPanel
-    from apps.dashboard import DashboardState
+    from vizmm_apps.barrier_view import HazardPanel
+    from vizmm_apps.dashboard import DashboardState
 
     s = DashboardState(source="lab-4x4-drop1").start()
     s.step = 6
@@ -214,8 +214,8 @@ def test_drawing_the_hazard_list_picks_no_row():
 def test_hazard_panel_says_why_its_list_is_empty(record_sim):
     """The naive kernel has no barrier to keep; no trace, nothing to check (Section 5.4)."""
     pytest.importorskip("panel")
-    from apps.barrier_view import HazardPanel
-    from apps.dashboard import DashboardState
+    from vizmm_apps.barrier_view import HazardPanel
+    from vizmm_apps.dashboard import DashboardState
 
     s = DashboardState(source="fig5-8").start()
     panel = HazardPanel(s)

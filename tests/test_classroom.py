@@ -1,6 +1,6 @@
 """Class sessions in process: an instructor's dashboard and students' dashboards.
 
-Pages are :class:`apps.dashboard.Dashboard` objects without a server; a
+Pages are :class:`vizmm_apps.dashboard.Dashboard` objects without a server; a
 student page's timer is called by hand (``poll``). The answers' oracle is the
 book (Fig. 5.8) and the questions' own public prompt; the counts are the
 picks the test made.
@@ -22,10 +22,10 @@ if ROOT not in sys.path:
 
 pytest.importorskip("panel")
 
-from apps import classroom as C  # noqa: E402
-from apps import dashboard as D  # noqa: E402
-from apps import quiz as Q  # noqa: E402
 from vizmm.serve import classes as S  # noqa: E402
+from vizmm_apps import classroom as C  # noqa: E402
+from vizmm_apps import dashboard as D  # noqa: E402
+from vizmm_apps import quiz as Q  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -22,10 +22,10 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 import vizmm  # noqa: E402
-from apps.dashboard import Dashboard, DashboardState  # noqa: E402
 from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.render.bokeh_scene import SOURCE_NAMES, Scene, frame_columns  # noqa: E402
 from vizmm.replay import Replay  # noqa: E402
+from vizmm_apps.dashboard import Dashboard, DashboardState  # noqa: E402
 
 LOAD_M0, LOAD_N0, BAR1, REL1, K0, K1, BAR2, REL2 = range(1, 9)
 LOAD_M1, LOAD_N1 = 9, 10
@@ -558,10 +558,10 @@ def test_a_trace_that_fails_to_open_leaves_the_menu_on_the_trace_shown(dash):
 
 def test_closed_pages_drop_the_drawing_caches_when_none_is_left():
     # The drawing caches are filled among a page's own objects; once no page is
-    # left they go with the pages (apps.parts._release_memory), not before.
-    from apps import parts
+    # left they go with the pages (vizmm_apps.parts._release_memory), not before.
     from vizmm.render import bokeh_scene
     from vizmm.render.shared_steps import STEPS
+    from vizmm_apps import parts
 
     dash = Dashboard(served=False)
     dash.__panel__()

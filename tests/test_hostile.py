@@ -375,7 +375,7 @@ def _dashboard():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if root not in sys.path:
         sys.path.insert(0, root)
-    from apps.dashboard import Dashboard
+    from vizmm_apps.dashboard import Dashboard
 
     return Dashboard(served=False)
 

@@ -475,7 +475,7 @@ def test_scene_step_is_fast_at_4096(t4096):
 # ---------------------------------------------------------------------- app
 def _view(trace, **kw):
     sys.path.insert(0, ROOT)
-    from apps.large_view import LargeTraceView
+    from vizmm_apps.large_view import LargeTraceView
 
     return LargeTraceView(trace, served=False, **kw)
 
@@ -535,7 +535,7 @@ def test_view_embeds_the_replay_of_a_detailed_block(t1000):
 
 def test_window_form_estimates_then_simulates():
     sys.path.insert(0, ROOT)
-    from apps.large_view import WindowForm
+    from vizmm_apps.large_view import WindowForm
 
     got = []
     form = WindowForm(
@@ -567,7 +567,7 @@ def test_window_form_estimates_then_simulates():
 
 def test_app_opens_a_trace_file(tmp_path, record_sim):
     sys.path.insert(0, ROOT)
-    from apps.large_view import LargeApp
+    from vizmm_apps.large_view import LargeApp
 
     tr = record_sim(width=8, tile_width=2, kernel="boundary", window=[(0, 0), (3, 1)])
     path = tr.save(tmp_path / "win.vizmm")
@@ -691,8 +691,8 @@ def test_browser_large_view(tmp_path):
 def test_dashboard_gets_the_large_presets_and_tab(t1000):
     """What create_app passes: the tab, the presets, and the zoom into Block replay."""
     sys.path.insert(0, ROOT)
-    from apps import dashboard, large_view
     from vizmm import catalogue
+    from vizmm_apps import dashboard, large_view
 
     p = catalogue.PRESETS["gpu-1000-t16-boundary"]
     assert p.label == "Large: 1000×1000 T=16 (GPU)" and p.large

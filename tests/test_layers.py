@@ -164,9 +164,8 @@ def test_each_layer_imports_only_what_it_may(folder, forbidden):
 def test_kernel_codes_are_the_trace_enums():
     # The kernels write plain integers (they know nothing of vizmm); the trace
     # names them. Same names, same values, both ways.
-    from vizmm_kernels import codes
-
     from vizmm.trace import Access, PWrite
+    from vizmm_kernels import codes
 
     for member in Access:
         assert getattr(codes, member.name) == member.value
@@ -186,7 +185,6 @@ def test_kernel_codes_are_the_trace_enums():
 
 def test_one_kernel_list():
     import vizmm_kernels
-
     from vizmm.trace import KERNELS, MAX_TILE_WIDTH
 
     assert tuple(vizmm_kernels.KERNEL_NAMES) == tuple(KERNELS)

@@ -27,7 +27,8 @@ def test_example_notebook_renders_the_views():
         nb,
         timeout=300,
         kernel_name="python3",
-        resources={"metadata": {"path": ROOT}},  # run from the repository's root
+        # run from the notebook's own folder, as Jupyter starts its kernel
+        resources={"metadata": {"path": os.path.dirname(NOTEBOOK)}},
         allow_errors=False,
     )
     client.execute()

@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from apps import parts  # noqa: E402
+from vizmm_apps import parts  # noqa: E402
 
 
 # ------------------------------------------------------------------ gc.freeze

@@ -109,7 +109,7 @@ def test_table_extent_is_worked_out_once_per_trace_and_let_go_with_it(monkeypatc
 
     import vizmm
     import vizmm.render.bokeh_scene as scene
-    from apps.parts import clear_drawing_caches
+    from vizmm_apps.parts import clear_drawing_caches
 
     trace = vizmm.record(backend="simulator", quiet=True, width=4, tile_width=2, kernel="tiled")
     measured = []

@@ -518,7 +518,7 @@ def test_pillow_frame_paints_each_slot_with_its_bank(record_sim):
 
 def test_dashboard_state_says_the_banks(record_sim):
     pytest.importorskip("panel")
-    from apps.dashboard import DashboardState
+    from vizmm_apps.dashboard import DashboardState
 
     st = DashboardState(source="padded").start()
     st.transactions = True
@@ -551,8 +551,8 @@ def test_export_with_transactions_and_cli(tmp_path, record_sim, capsys):
 
 def test_side_by_side_pairs_show_the_contrast():
     pytest.importorskip("panel")
-    from apps.side_by_side import SideBySideState
     from vizmm.replay import Sub
+    from vizmm_apps.side_by_side import SideBySideState
 
     st = SideBySideState(pair="bank-conflict")
     st.load()

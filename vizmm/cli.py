@@ -858,7 +858,7 @@ def _given_traces(paths: list[str]) -> list[str]:
 #: digits with an error that leaves the page blank. Tornado refuses requests
 #: whose headers exceed 64 KiB, so no URL value has more than 65,536 digits:
 #: the limit is raised to that (about 20 ms of CPU at most), and the page
-#: then leaves the over-long value out and names it (``apps.parts.drop_long_url_values``).
+#: then leaves the over-long value out and names it (``vizmm_apps.parts.drop_long_url_values``).
 SERVE_ENVIRONMENT = {"PYTHONMALLOC": "malloc", "PYTHONINTMAXSTRDIGITS": "65536"}
 
 
@@ -903,12 +903,15 @@ def serve_environment(
 
 def serve_command(args: argparse.Namespace) -> list[str]:
     """The ``panel serve`` command line that ``vizmm serve`` runs."""
-    apps = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "apps")
-    if not os.path.isfile(os.path.join(apps, "dashboard.py")):
+    import importlib.util
+
+    spec = importlib.util.find_spec("vizmm_apps")
+    if spec is None or not spec.submodule_search_locations:
         raise CLIError(
-            "the apps folder is not next to this vizmm (install the repository with "
-            "'pip install -e .' to serve it)"
+            "vizmm's pages (the vizmm_apps package) are not installed with this vizmm; "
+            "reinstall it with 'pip install vizmm' or 'pip install -e .' in its repository"
         )
+    apps = list(spec.submodule_search_locations)[0]
     cmd = [
         sys.executable,
         "-m",

@@ -124,6 +124,7 @@ def compiled_registers(kernel: str, tile_width: int, instrumented: bool = False)
         return None
     targets.bind_here(target)
     import numpy as np
+
     import vizmm_kernels as K
     from vizmm_kernels._target import typeof
 
