@@ -18,7 +18,6 @@ import urllib.request
 import zipfile
 
 import pytest
-
 from served import ROOT, free_port
 
 pytestmark = pytest.mark.slow
