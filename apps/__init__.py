@@ -1,6 +1,6 @@
 """Panel apps of vizmm: ``vizmm serve`` (or ``panel serve apps/dashboard.py``).
 
-The traces they show come from :mod:`vizmm.catalogue` (presets, recordings,
+The traces they show come from :mod:`vizmm.serve.catalogue` (presets, recordings,
 uploads; one cache per process).
 
 * :mod:`vizmm_apps.dashboard`: the dashboard (state, controls, the Bokeh scene).

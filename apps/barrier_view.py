@@ -6,7 +6,7 @@
 kind (RAW / WAR), block (the replayed one by default), phase and whether the
 read went wrong in this run, with counts; clicking a row goes to that
 block and step and follows that thread. For traces with both barriers it
-says there is no hazard. The presets (``vizmm.catalogue.LAB_PRESETS``) are
+says there is no hazard. The presets (``vizmm.serve.catalogue.LAB_PRESETS``) are
 the 4 x 4, TILE_WIDTH 2 example of Fig. 5.8 with barrier 1, barrier 2 or both
 removed, and races recorded on an NVIDIA H200.
 
@@ -26,10 +26,10 @@ import panel as pn
 import param
 
 from vizmm.analysis import hazards as hz
-from vizmm.catalogue import LAB_PRESETS
 from vizmm.replay import Sub
+from vizmm.serve.catalogue import LAB_PRESETS
 
-# LAB_PRESETS (key -> menu label) are defined with the other presets in vizmm.catalogue.
+# LAB_PRESETS (key -> menu label) are defined with the other presets in vizmm.serve.catalogue.
 __all__ = ["LAB_PRESETS", "PAGE_ROWS", "HazardPanel", "LabFindings", "lab_findings", "row_label"]
 PAGE_ROWS = 200  # rows of the hazard list sent to the page at a time
 _THIS_BLOCK = "this"  # the block filter's value for "the replayed block"

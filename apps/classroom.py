@@ -55,9 +55,9 @@ from collections.abc import Callable
 
 import panel as pn
 
-from vizmm.catalogue import CATALOGUE
 from vizmm.render.text import render_text
 from vizmm.replay.questions import Question, answer_label, quiz
+from vizmm.serve.catalogue import CATALOGUE
 from vizmm.serve.classes import ClassStore, StoreUnavailable, key_matches, store
 
 __all__ = [

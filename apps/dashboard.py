@@ -22,7 +22,7 @@ occupancy tab, the question mode and class sessions.
 
 Heavy work (reading a trace, recording, decoding an upload) runs in a thread
 off the server's event loop; traces come from the process's one
-:data:`vizmm.catalogue.CATALOGUE`, shared read-only by every session. A
+:data:`vizmm.serve.catalogue.CATALOGUE`, shared read-only by every session. A
 recording the session no longer needs (another trace was asked for, or the
 tab was closed) is cancelled.
 """
@@ -43,8 +43,7 @@ import panel as pn
 import param
 
 import vizmm  # noqa: E402
-from vizmm import TransactionsError, catalogue, memory_transactions  # noqa: E402
-from vizmm.catalogue import CATALOGUE  # noqa: E402
+from vizmm import TransactionsError, memory_transactions  # noqa: E402
 from vizmm.record import RecordingCancelled  # noqa: E402
 from vizmm.render.bokeh_scene import Scene, slot_label  # noqa: E402
 from vizmm.replay import (  # noqa: E402
@@ -55,6 +54,8 @@ from vizmm.replay import (  # noqa: E402
     ThreadState,
 )
 from vizmm.replay.navigator import Place, Position, clamp, past_the_end, place  # noqa: E402
+from vizmm.serve import catalogue  # noqa: E402
+from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
 from vizmm.trace import (  # noqa: E402
     TILED_KERNELS,
     Trace,
@@ -129,7 +130,7 @@ class DashboardState(param.Parameterized):
     :attr:`frame` / :meth:`status`. Nothing here knows about widgets.
     """
 
-    source = param.String(default=catalogue.DEFAULT, doc="Trace key (see vizmm.catalogue).")
+    source = param.String(default=catalogue.DEFAULT, doc="Trace key (see vizmm.serve.catalogue).")
     by = param.Integer(default=0, bounds=(0, None), doc="blockIdx.y of the replayed block.")
     bx = param.Integer(default=0, bounds=(0, None), doc="blockIdx.x of the replayed block.")
     ty = param.Integer(default=-1, bounds=(-1, None), doc="Followed thread's ty (-1: none).")
@@ -662,7 +663,7 @@ def _plain(exc: BaseException) -> str:
 class UploadBox(pn.widgets.FileDropper):
     """The trace-file upload: sent in 1 MB chunks, refused over the server's upload limit.
 
-    The page refuses a file over :data:`vizmm.catalogue.MAX_UPLOAD_BYTES`
+    The page refuses a file over :data:`vizmm.serve.catalogue.MAX_UPLOAD_BYTES`
     before sending it; the server also refuses (and forgets) any upload whose
     chunks add up to more, whatever the page says, and sets :attr:`refused`
     to the message. Chunks keep every websocket message small (a single

@@ -32,12 +32,13 @@ import panel as pn
 import param
 
 import vizmm  # noqa: E402
-from vizmm import catalogue, render  # noqa: E402
-from vizmm.catalogue import CATALOGUE, LARGE_PRESETS  # noqa: E402
+from vizmm import render  # noqa: E402
 from vizmm.cli import parse_window  # noqa: E402
 from vizmm.record import RecordingCancelled  # noqa: E402
 from vizmm.render.large_bokeh import LargeScene  # noqa: E402
 from vizmm.replay import large  # noqa: E402
+from vizmm.serve import catalogue  # noqa: E402
+from vizmm.serve.catalogue import CATALOGUE, LARGE_PRESETS  # noqa: E402
 from vizmm.trace import MAX_TILE_WIDTH, TILED_KERNELS, Trace, TraceError  # noqa: E402
 from vizmm_apps.parts import (  # noqa: E402
     TABLE_EXTENSIONS,
@@ -80,7 +81,7 @@ def load_large(key: str) -> Trace:
     """A large trace by preset key or ``file:`` key, from the process's one catalogue.
 
     Read once per process and shared read-only by every session and app
-    (:data:`vizmm.catalogue.CATALOGUE`); call it off the event loop the first
+    (:data:`vizmm.serve.catalogue.CATALOGUE`); call it off the event loop the first
     time (reading the 4096 x 4096 trace takes about a second).
 
     Raises

@@ -17,10 +17,10 @@ from __future__ import annotations
 import panel as pn
 import param
 
-from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.render.bokeh_scene import VIEWS, Scene  # noqa: E402
 from vizmm.replay import GRANULARITIES, ORDERS, Replay  # noqa: E402
 from vizmm.replay.navigator import clamp, default_block  # noqa: E402
+from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
 from vizmm.trace import Trace  # noqa: E402
 
 __all__ = ["ReplayView"]
@@ -32,7 +32,7 @@ class ReplayView(pn.viewable.Viewer):
     Parameters
     ----------
     trace : Trace or str
-        A trace, or a trace key of :mod:`vizmm.catalogue` (``"fig5-8"``,
+        A trace, or a trace key of :mod:`vizmm.serve.catalogue` (``"fig5-8"``,
         ``"fig5-11"``, ``"rec:tiled:5x5x5:T2:s0:simulator"`` ...).
     block : (by, bx)
         A block recorded per thread; default the trace's first one.

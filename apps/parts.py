@@ -296,7 +296,7 @@ def clear_drawing_caches() -> int:
     The ``functools`` caches of :data:`DRAWING_CACHE_MODULES`, and the steps
     the scenes share (:data:`vizmm.render.shared_steps.STEPS`). Only what a
     page would compute again (and does, when it next draws); the traces of
-    :data:`vizmm.catalogue.CATALOGUE` and the barrier lab's findings, read
+    :data:`vizmm.serve.catalogue.CATALOGUE` and the barrier lab's findings, read
     before the server listens, stay.
     """
     import sys

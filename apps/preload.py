@@ -20,8 +20,8 @@ import sys
 import panel as pn
 from bokeh.settings import settings  # noqa: E402
 
-from vizmm.catalogue import CATALOGUE, LAB_PRESETS, PRESETS  # noqa: E402
 from vizmm.render.bokeh_scene import table_extent  # noqa: E402
+from vizmm.serve.catalogue import CATALOGUE, LAB_PRESETS, PRESETS  # noqa: E402
 from vizmm_apps.barrier_view import lab_findings  # noqa: E402
 from vizmm_apps.parts import (  # noqa: E402
     clear_drawing_caches,

@@ -31,9 +31,9 @@ import threading
 import panel as pn
 import param
 
-from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.render.bokeh_scene import Scene  # noqa: E402
 from vizmm.replay import Lockstep, Replay  # noqa: E402
+from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
 from vizmm_apps.keys import KeyboardShortcuts  # noqa: E402
 from vizmm_apps.parts import drop_long_url_values, page_drawn, page_header, served_script  # noqa: E402
 

@@ -39,9 +39,9 @@ def measure(key: str, presenter: bool):
     """(build seconds, to_json seconds, document) of one new scene of preset ``key``."""
     from bokeh.document import Document
 
-    from vizmm.catalogue import CATALOGUE
     from vizmm.render.bokeh_scene import PRESENTER_VIEWS, Scene
     from vizmm.replay import Replay
+    from vizmm.serve.catalogue import CATALOGUE
 
     trace = CATALOGUE.get(key)
     frame = Replay(trace, (0, 0), focus=(0, 1)).frame(3)

@@ -23,7 +23,7 @@ sys.path.insert(0, ROOT)
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 import vizmm  # noqa: E402
-from vizmm.catalogue import PRESETS as ALL_PRESETS  # noqa: E402
+from vizmm.serve.catalogue import PRESETS as ALL_PRESETS  # noqa: E402
 
 # Presets recorded on a GPU ship as they came back from it (benchmarks/gpu_suite.py,
 # scripts/gpu_barrier_lab.py); the others are recorded here in the simulator.

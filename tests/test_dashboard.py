@@ -22,9 +22,9 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 import vizmm  # noqa: E402
-from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.render.bokeh_scene import SOURCE_NAMES, Scene, frame_columns  # noqa: E402
 from vizmm.replay import Replay  # noqa: E402
+from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
 from vizmm_apps.dashboard import Dashboard, DashboardState  # noqa: E402
 
 LOAD_M0, LOAD_N0, BAR1, REL1, K0, K1, BAR2, REL2 = range(1, 9)

@@ -451,7 +451,7 @@ def test_record_form_answers_out_of_range_values(values, message):
 
 
 def test_uploads_empty_too_large_and_foreign():
-    from vizmm.catalogue import CATALOGUE, MAX_UPLOAD_BYTES, UploadError
+    from vizmm.serve.catalogue import CATALOGUE, MAX_UPLOAD_BYTES, UploadError
 
     with pytest.raises(UploadError, match="empty"):
         CATALOGUE.register_upload(b"", "e.vizmm")
@@ -473,7 +473,7 @@ class _Event:
 
 
 def test_upload_box_refuses_chunks_over_the_limit():
-    from vizmm.catalogue import MAX_UPLOAD_BYTES
+    from vizmm.serve.catalogue import MAX_UPLOAD_BYTES
 
     d = _dashboard()
     box = d.upload

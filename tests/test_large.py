@@ -691,7 +691,7 @@ def test_browser_large_view(tmp_path):
 def test_dashboard_gets_the_large_presets_and_tab(t1000):
     """What create_app passes: the tab, the presets, and the zoom into Block replay."""
     sys.path.insert(0, ROOT)
-    from vizmm import catalogue
+    from vizmm.serve import catalogue
     from vizmm_apps import dashboard, large_view
 
     p = catalogue.PRESETS["gpu-1000-t16-boundary"]
@@ -721,7 +721,7 @@ def test_preload_once_starts_a_thread_only_where_nothing_was_preloaded(monkeypat
     """``vizmm serve`` preloads before listening: its first page starts no thread."""
     import threading
 
-    from vizmm import catalogue
+    from vizmm.serve import catalogue
 
     ran = threading.Event()
     monkeypatch.setattr(catalogue.CATALOGUE, "preload", lambda keys=None: ran.set() or {})

@@ -11,7 +11,7 @@
 import pytest
 
 import vizmm
-from vizmm.catalogue import CATALOGUE, PRESETS
+from vizmm.serve.catalogue import CATALOGUE, PRESETS
 
 
 @pytest.mark.parametrize(

@@ -18,8 +18,8 @@ if ROOT not in sys.path:
 
 from served import ARGS, CHROMIUM, SHOTS, read_status, serve  # noqa: E402
 
-from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.render.bokeh_scene import PRESENTER_BOX, PRESENTER_VIEWS, Scene  # noqa: E402
+from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
 from vizmm_apps.keys import KeyboardShortcuts  # noqa: E402
 
 PRESENTER_FIGURES = ["vizmm-" + v for v in PRESENTER_VIEWS]

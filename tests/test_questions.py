@@ -14,7 +14,6 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from vizmm.catalogue import CATALOGUE, PRESETS  # noqa: E402
 from vizmm.replay import Replay, SlotState, Sub  # noqa: E402
 from vizmm.replay.questions import (  # noqa: E402
     KINDS,
@@ -26,6 +25,7 @@ from vizmm.replay.questions import (  # noqa: E402
     quiz,
     score,
 )
+from vizmm.serve.catalogue import CATALOGUE, PRESETS  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -264,7 +264,7 @@ def test_hazard_reads_are_the_recorded_wrong_reads():
     # The barrier lab's 4 x 4 kernel without barrier 1: the threads that read a wrong
     # element at k are those whose recorded tag is not the book's element (Fig. 5.9:
     # Mds[ty][k] holds M[Row][ph*T + k], Nds[k][tx] holds N[ph*T + k][Col]).
-    from vizmm.catalogue import CATALOGUE
+    from vizmm.serve.catalogue import CATALOGUE
 
     t = CATALOGUE.get("lab-4x4-drop1")
     T = t.tile_width

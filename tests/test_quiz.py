@@ -24,9 +24,9 @@ pn = pytest.importorskip("panel")
 from bokeh.document import Document  # noqa: E402
 from bokeh.models import ColumnDataSource  # noqa: E402
 
-from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.render.text import render_text  # noqa: E402
 from vizmm.replay.questions import block_questions, pick_label  # noqa: E402
+from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
 from vizmm.trace import Access  # noqa: E402
 from vizmm_apps import dashboard as D  # noqa: E402
 from vizmm_apps import quiz as Q  # noqa: E402

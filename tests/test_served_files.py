@@ -18,7 +18,7 @@ import pytest
 from served import ARGS, CHROMIUM, read_status, vizmm_serve
 
 import vizmm
-from vizmm.catalogue import Catalogue, parse_key
+from vizmm.serve.catalogue import Catalogue, parse_key
 
 SECRET = "root:x:0:0 SECRET-LINE-OF-A-PRIVATE-FILE"
 SHIPPED = os.path.join(os.path.dirname(vizmm.__file__), "data", "fig5-8.vizmm")

@@ -14,10 +14,10 @@ import pytest
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
-from vizmm.catalogue import CATALOGUE  # noqa: E402
 from vizmm.render.bokeh_scene import Scene, frame_columns  # noqa: E402
 from vizmm.render.shared_steps import STEPS, SharedSteps  # noqa: E402
 from vizmm.replay import Replay  # noqa: E402
+from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
 
 
 def _shows(scene: Scene, frame) -> None:

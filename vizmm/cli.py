@@ -892,7 +892,7 @@ def serve_environment(
     environ = os.environ if environ is None else environ
     out = {k: v for k, v in SERVE_ENVIRONMENT.items() if k not in environ}
     if args is not None:
-        from .catalogue import GIVEN_TRACES_VARIABLE
+        from .serve.catalogue import GIVEN_TRACES_VARIABLE
 
         if args.traces:
             out[GIVEN_TRACES_VARIABLE] = os.pathsep.join(_given_traces(args.traces))

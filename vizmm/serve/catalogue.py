@@ -51,7 +51,7 @@ import re
 import threading
 from collections.abc import Callable
 
-from .record import (
+from ..record import (
     Budget,
     Estimate,
     Limits,
@@ -60,7 +60,7 @@ from .record import (
     normalize,
     record,
 )
-from .trace import (
+from ..trace import (
     ARRAY_NAMES,
     Trace,
     TraceError,
