@@ -44,7 +44,7 @@ import param
 
 import vizmm  # noqa: E402
 from vizmm import TransactionsError, memory_transactions  # noqa: E402
-from vizmm.record import RecordingCancelled  # noqa: E402
+from vizmm.record import RecordingCancelled, in_words  # noqa: E402
 from vizmm.render.bokeh_scene import Scene, slot_label  # noqa: E402
 from vizmm.replay import (  # noqa: E402
     GRANULARITIES,
@@ -653,7 +653,7 @@ def _num(v) -> float | None:
 
 
 def _plain(exc: BaseException) -> str:
-    msg = str(exc)
+    msg = in_words(exc, "page")  # a refused recording's advice in the page's words
     if isinstance(exc, KeyError) and len(msg) > 1 and msg[0] == msg[-1] == "'":
         msg = msg[1:-1]
     return msg
@@ -779,7 +779,7 @@ class RecordForm(pn.viewable.Viewer):
                 s.j, s.k, s.l, s.tile_width, s.kernel, None, s.backend, reads=bool(s.drop)
             )
         except vizmm.RecordError as exc:
-            self.param.update(estimate=f"⚠ {exc}", valid=False)
+            self.param.update(estimate=f"⚠ {in_words(exc, 'page')}", valid=False)
         else:
             text = f"Estimate: {est.describe()}."
             if s.backend != "gpu" and est.simulator_seconds > 30:

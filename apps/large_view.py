@@ -34,7 +34,7 @@ import param
 import vizmm  # noqa: E402
 from vizmm import render  # noqa: E402
 from vizmm.cli import parse_window  # noqa: E402
-from vizmm.record import RecordingCancelled  # noqa: E402
+from vizmm.record import RecordingCancelled, in_words  # noqa: E402
 from vizmm.render.large_bokeh import LargeScene  # noqa: E402
 from vizmm.replay import large  # noqa: E402
 from vizmm.serve import catalogue  # noqa: E402
@@ -679,7 +679,7 @@ class WindowForm(pn.viewable.Viewer):
             # the server's one admission (size, simulator time), arithmetic on sizes
             est = CATALOGUE.admit(j, k, l, self.tile_width, self.kernel, blocks, "simulator")
         except (ValueError, vizmm.RecordError) as exc:
-            self.param.update(estimate=f"⚠ {exc}", valid=False)
+            self.param.update(estimate=f"⚠ {in_words(exc, 'page')}", valid=False)
         else:
             text = (
                 f"Estimate: {est.describe()}. Simulates {len(blocks)} of {est.blocks} blocks: "

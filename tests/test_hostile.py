@@ -408,7 +408,7 @@ def test_block_outside_the_grid_from_the_url():
     "key,message",
     [
         # the form refuses over 900 s; a URL gets the same answer
-        ("rec:boundary:448x448x448:T32:s0:simulator", "over the limit of 900 s"),
+        ("rec:boundary:448x448x448:T32:s0:simulator", "over the limit of 15 min"),
         ("rec:boundary:6000x6000x6000:T1:s0:simulator", "over the limit of 256.0 MiB"),
         ("rec:boundary:4x4x4:T64:s0:simulator", "from 1 to 32"),
         ("rec:strassen:4x4x4:T2:s0:simulator", "unknown kernel"),
@@ -434,7 +434,7 @@ def test_url_recordings_are_admitted_like_the_form(key, message):
         (dict(tile_width=0), "from 1 to 32"),
         (dict(j=-5), "positive integer"),
         (dict(seed=-1), "seed must be an integer"),
-        (dict(j=448, tile_width=32), "over the limit of 900 s"),
+        (dict(j=448, tile_width=32), "over the limit of 15 min"),
         (dict(kernel="general", j=6000, k=6000, l=6000, tile_width=1), "over the limit"),
     ],
 )

@@ -42,6 +42,8 @@ from .record import (
     DEFAULT_MAX_BYTES,
     GPUUnavailableError,
     RecordError,
+    TooSlowError,
+    TraceTooLargeError,
     record,
 )
 from .trace import (
@@ -52,8 +54,10 @@ from .trace import (
     atomic_write,
     human_bytes,
     load,
+    not_recorded_message,
     read_info,
 )
+from .trace.destination import check_writable
 
 __all__ = ["CLIError", "INPUT_ERRORS", "SUBCOMMANDS", "Terminated", "build_parser", "main"]
 
@@ -268,11 +272,19 @@ def _load(path: str):
     return load(path)
 
 
+def _check_in_grid(trace, block: tuple[int, int]) -> None:
+    """Refuse a ``--block`` outside the trace's grid (CLIError in the one wording)."""
+    gy, gx = trace.grid
+    if not (0 <= block[0] < gy and 0 <= block[1] < gx):
+        raise CLIError(f"--block {block[0]},{block[1]}: {not_recorded_message(trace, block)}")
+
+
 def _block(trace, args: argparse.Namespace) -> tuple[int, int]:
     """``--block``, or the trace's first block recorded per thread (CLIError if none)."""
     if len(trace.detail_blocks) == 0:
         raise CLIError(f"{args.file} recorded no block per thread")
     if args.block is not None:
+        _check_in_grid(trace, args.block)
         return args.block
     from .replay.navigator import default_block
 
@@ -368,6 +380,26 @@ def add_record_parser(subparsers) -> None:
     )
 
 
+def _record(args: argparse.Namespace, j: int, k: int, l: int, limit: int, say):  # noqa: E741
+    """:func:`vizmm.record` with ``vizmm record``'s arguments."""
+    return record(
+        j,
+        k,
+        l,
+        tile_width=args.tile_width,
+        device=args.device,
+        kernel=args.kernel,
+        backend=args.backend,
+        seed=args.seed,
+        window=args.window,
+        max_bytes=limit,
+        progress=not args.quiet,
+        quiet=args.quiet,
+        drop_barrier=args.drop_barrier,
+        on_estimate=say,
+    )
+
+
 def cmd_record(args: argparse.Namespace) -> int:
     """Run an instrumented kernel and save its trace.
 
@@ -386,11 +418,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         j, k, l = args.shape
     else:
         j = k = l = args.width
-    folder = os.path.dirname(os.path.abspath(args.output)) or "."
-    if not os.path.isdir(folder):
-        raise CLIError(f"cannot write {args.output}: the folder {folder} does not exist")
-    if os.path.isdir(args.output):
-        raise CLIError(f"cannot write {args.output}: it is a folder")
+    check_writable(args.output)  # before anything is recorded
     if args.tile_width is None:  # Fig. 5.14: record() chooses it; say from what first
         if args.kernel != "dynamic":
             raise CLIError(
@@ -407,22 +435,10 @@ def cmd_record(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"estimate: {est.describe()} (limit {human_bytes(limit)})", flush=True)
 
-    trace = record(
-        j,
-        k,
-        l,
-        tile_width=args.tile_width,
-        device=args.device,
-        kernel=args.kernel,
-        backend=args.backend,
-        seed=args.seed,
-        window=args.window,
-        max_bytes=limit,
-        progress=not args.quiet,
-        quiet=args.quiet,
-        drop_barrier=args.drop_barrier,
-        on_estimate=say,
-    )
+    try:
+        trace = _record(args, j, k, l, limit, say)
+    except (TraceTooLargeError, TooSlowError) as exc:  # its advice in this command's flags
+        raise CLIError(exc.words("cli")) from None
     data = trace.to_bytes()
     path = atomic_write(args.output, data)
     if not args.quiet:
@@ -749,6 +765,8 @@ def cmd_transactions(args: argparse.Namespace) -> int:
     from .analysis.transactions import TransactionsError, memory_transactions
 
     trace = _load(args.file)
+    if args.block is not None:  # before any totals are printed
+        _check_in_grid(trace, args.block)
     try:
         mt = memory_transactions(trace, vector_loads=args.vector_loads)
     except TransactionsError as exc:
@@ -790,7 +808,9 @@ def add_serve_parser(subparsers) -> None:
         help="the address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0: "
         "every interface)",
     )
-    p.add_argument("--port", type=_non_negative, default=5006, help="default: 5006")
+    p.add_argument(
+        "--port", type=_port, default=5006, help="0 to 65535 (0: any free port; default: 5006)"
+    )
     p.add_argument(
         "--allow-websocket-origin",
         action="append",
@@ -821,6 +841,68 @@ def add_serve_parser(subparsers) -> None:
     p.add_argument(
         "--dry-run", action="store_true", help="print the panel command instead of running it"
     )
+
+
+def _port(text: str) -> int:
+    """A TCP port number, 0 to 65535."""
+    if len(text) > 8 or not text.strip().isdigit() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a port (a whole number 0 to 65535)")
+    return int(text)
+
+
+def check_can_listen(address: str, port: int) -> None:
+    """Say now, in one line, when the server could not listen on ``address:port``.
+
+    Each address the name stands for is bound, as Tornado will bind it
+    (``SO_REUSEADDR``, IPv6 sockets IPv6 only), then closed at once; the
+    server binds it a moment later.
+
+    Parameters
+    ----------
+    address : str
+        ``--address``: a name or a numeric address of this machine.
+    port : int
+        ``--port``, 0 to 65535.
+
+    Raises
+    ------
+    CLIError
+        For a port in use, an address that is not this machine's (or not
+        an address at all), or a port that needs privileges.
+    """
+    import errno
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(
+            address or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except (socket.gaierror, UnicodeError) as exc:
+        raise CLIError(
+            f"--address {address}: no such address ({getattr(exc, 'strerror', None) or exc}); "
+            "give an address of this machine, such as 127.0.0.1 or 0.0.0.0"
+        ) from None
+    for family, kind, proto, _name, sockaddr in infos:
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(sockaddr)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    why = "is in use by another program; choose another with --port"
+                elif exc.errno == errno.EADDRNOTAVAIL:
+                    raise CLIError(
+                        f"--address {address} is not an address of this machine; give one of "
+                        "its own, such as 127.0.0.1 (this machine only) or 0.0.0.0 (every "
+                        "interface)"
+                    ) from None
+                elif exc.errno == errno.EACCES:
+                    why = "needs privileges to listen on; choose a port above 1023 with --port"
+                else:
+                    why = f"cannot be listened on ({exc.strerror or exc})"
+                raise CLIError(f"port {port} of {address} {why}") from None
 
 
 def _positive_mib(text: str) -> int:
@@ -966,6 +1048,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.dry_run:  # as a shell would take it: the variables, then the command
         print(" ".join([*(f"{k}={v}" for k, v in extra.items()), *cmd]))
         return EXIT_OK
+    check_can_listen(args.address, args.port)
     return run_server(cmd, {**os.environ, **extra})
 
 

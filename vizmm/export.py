@@ -41,7 +41,7 @@ import numpy as np
 
 from .replay import GRANULARITIES, NAIVE_REFUSAL, ORDERS, Replay
 from .trace import Trace, atomic_write, not_recorded_message
-from .trace.destination import STREAMS, inspect, scratch_folder
+from .trace.destination import STREAMS, check_writable, scratch_folder
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -841,7 +841,7 @@ def export(trace: Trace, path: str | os.PathLike, fmt: str | None = None, **kwar
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise FileNotFoundError(2, "no such folder", folder)
-    dest = inspect(path)
+    dest = check_writable(path)  # before any frame is drawn
     # scratch files beside the file written; a FIFO's or a device's folder
     # (/dev) is no place for them: the system temp folder then
     kwargs.setdefault("workdir", None if dest.kind in STREAMS else dest.folder)

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from ..trace import DEFAULT_MAX_BYTES, LaunchShape, env_limit, human_bytes
+from ..trace import DEFAULT_MAX_BYTES, LaunchShape, env_limit, human_bytes, human_duration
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -40,6 +40,7 @@ __all__ = [
     "TooSlowError",
     "TraceTooLargeError",
     "admit",
+    "in_words",
     "estimate",
     "normalize",
 ]
@@ -61,12 +62,126 @@ class RecordError(ValueError):
     """The recording was asked with arguments it cannot take; the message says which."""
 
 
+#: How each place a person records from names the ways out of a refused
+#: recording: ``"python"`` (the API's arguments), ``"cli"`` (``vizmm record``'s
+#: flags), ``"page"`` (a served page's form, whose limits the server sets).
+ADVICE_WORDS = {
+    "python": {
+        "window": "record a window of blocks (window=[(by, bx), ...])",
+        "raise_bytes": "raise max_bytes",
+        "raise_time": "raise max_seconds",
+        "gpu": "record it on a GPU (backend='gpu')",
+    },
+    "cli": {
+        "window": "record a window of blocks (--window BY,BX, repeatable)",
+        "raise_bytes": "raise --max-bytes",
+        "raise_time": "raise VIZMM_MAX_SIMULATOR_SECONDS",
+        "gpu": "record it on a GPU (--backend gpu)",
+    },
+    "page": {
+        "window": "simulate a window of blocks (the Large matrices tab's window blocks)",
+        "raise_bytes": "ask whoever started the server to raise its limit "
+        "(vizmm serve --max-trace-mib)",
+        "raise_time": "ask whoever started the server for a longer limit",
+        "gpu": "record it on a GPU (backend gpu)",
+    },
+}
+
+
+def _check_place(place: str) -> dict[str, str]:
+    if place not in ADVICE_WORDS:
+        raise ValueError(f"place must be one of {', '.join(ADVICE_WORDS)}, got {place!r}")
+    return ADVICE_WORDS[place]
+
+
 class TraceTooLargeError(RecordError):
-    """The trace would exceed the size limit; nothing was launched."""
+    """The trace would exceed the size limit; nothing was launched.
+
+    Parameters
+    ----------
+    nbytes : int
+        The trace's estimated size (bytes of its arrays in memory).
+    limit : int
+        The limit it is over (bytes).
+
+    Attributes
+    ----------
+    nbytes, limit : int
+    """
+
+    def __init__(self, nbytes: int, limit: int):
+        self.nbytes, self.limit = int(nbytes), int(limit)
+        super().__init__(self.words("python"))
+
+    def __reduce__(self):  # a worker process passes it back pickled
+        return (type(self), (self.nbytes, self.limit))
+
+    def words(self, place: str) -> str:
+        """The message with its advice in the words of ``place`` (see :data:`ADVICE_WORDS`).
+
+        Raises
+        ------
+        ValueError
+            For a place not in :data:`ADVICE_WORDS`.
+        """
+        w = _check_place(place)
+        return (
+            f"this trace would take about {human_bytes(self.nbytes)} ({self.nbytes} bytes), "
+            f"over the limit of {human_bytes(self.limit)} ({self.limit} bytes); "
+            f"{w['window']}, use smaller matrices, or {w['raise_bytes']}"
+        )
 
 
 class TooSlowError(RecordError):
-    """The simulator would take longer than the limit; nothing was launched."""
+    """The simulator would take longer than the limit; nothing was launched.
+
+    Parameters
+    ----------
+    seconds : float
+        The simulator's expected time (s).
+    limit : float
+        The limit it is over (s).
+    """
+
+    def __init__(self, seconds: float, limit: float):
+        self.seconds, self.limit = float(seconds), float(limit)
+        super().__init__(self.words("python"))
+
+    def __reduce__(self):
+        return (type(self), (self.seconds, self.limit))
+
+    def words(self, place: str) -> str:
+        """The message with its advice in the words of ``place`` (see :data:`ADVICE_WORDS`).
+
+        Raises
+        ------
+        ValueError
+            For a place not in :data:`ADVICE_WORDS`.
+        """
+        w = _check_place(place)
+        return (
+            f"this recording would take the simulator about {human_duration(self.seconds)}, "
+            f"over the limit of {human_duration(self.limit)} here; {w['window']}, a larger "
+            f"TILE_WIDTH or smaller matrices, or {w['gpu']}"
+        )
+
+
+def in_words(exc: BaseException, place: str) -> str:
+    """What ``exc`` says, its advice worded for ``place`` where it has any.
+
+    Parameters
+    ----------
+    exc : BaseException
+        Any error; :class:`TraceTooLargeError` and :class:`TooSlowError`
+        reword their advice, others give ``str(exc)``.
+    place : {'python', 'cli', 'page'}
+
+    Returns
+    -------
+    str
+    """
+    words = getattr(exc, "words", None)
+    return words(place) if callable(words) else str(exc)
 
 
 class ServerBusyError(RecordError):
@@ -108,7 +223,7 @@ class Estimate:
                 if self.simulated_blocks != self.blocks
                 else ""
             )
-            + f", ~{self.simulator_seconds:.1f} s in the simulator"
+            + f", about {human_duration(self.simulator_seconds)} in the simulator"
         )
 
 
@@ -269,18 +384,10 @@ def admit(
     limits = limits or Limits()
     est = _estimate(launch, None if blocks is None else len(blocks), reads=reads)
     if est.bytes > limits.max_bytes:
-        raise TraceTooLargeError(
-            f"this trace would take about {human_bytes(est.bytes)} ({est.bytes} bytes), over "
-            f"the limit of {human_bytes(limits.max_bytes)} ({limits.max_bytes} bytes); record a "
-            "window of blocks (window=[(by, bx), ...]), use smaller matrices, or raise max_bytes"
-        )
+        raise TraceTooLargeError(est.bytes, limits.max_bytes)
     cap = limits.max_simulator_seconds
     if backend not in ("gpu", "gpu-legacy") and cap is not None and est.simulator_seconds > cap:
-        raise TooSlowError(
-            f"this recording would take the simulator about {est.simulator_seconds:,.0f} s, "
-            f"over the limit of {cap:,.0f} s here; record fewer blocks (a window), a larger "
-            "TILE_WIDTH or smaller matrices, or record it on a GPU"
-        )
+        raise TooSlowError(est.simulator_seconds, cap)
     return est
 
 

@@ -49,7 +49,7 @@ from .model import (
     TraceError,
     not_recorded_message,
 )
-from .units import format_blocks, human_bytes
+from .units import format_blocks, human_bytes, human_duration
 
 __all__ = [
     "ARRAY_NAMES",
@@ -84,6 +84,7 @@ __all__ = [
     "format_blocks",
     "from_bytes",
     "human_bytes",
+    "human_duration",
     "load",
     "not_recorded_message",
     "seeded_inputs",

@@ -34,6 +34,7 @@ import tempfile
 __all__ = [
     "TEMP_PREFIX",
     "Destination",
+    "check_writable",
     "inspect",
     "pid_alive",
     "remove_dead_temporaries",
@@ -292,6 +293,48 @@ def inspect(path: str) -> Destination:
             "own path",
         )
     return Destination(path, "file", real, link=True)
+
+
+def check_writable(path: str) -> Destination:
+    """Say now, before any work, whether ``path`` can be written; what is there.
+
+    A FIFO or a character device is opened when written and only looked at
+    here. For a file, an empty temporary file is made and removed in the
+    folder the write will use (beside a link's target): the folder's mode,
+    a read-only file system, a full quota or an access-control list answer
+    the same as they will when the work is done, which ``os.access`` cannot
+    promise (it says yes to root, and knows nothing of read-only mounts).
+
+    Parameters
+    ----------
+    path : str
+        Where a file will be written.
+
+    Returns
+    -------
+    Destination
+        What :func:`inspect` found.
+
+    Raises
+    ------
+    OSError
+        What :func:`inspect` raises, and, with the errno of the failed
+        attempt (``PermissionError``, ``EROFS``...), a message naming the
+        folder when nothing can be made there.
+    """
+    dest = inspect(path)
+    if dest.kind in STREAMS:
+        return dest
+    try:
+        fd, name = tempfile.mkstemp(prefix=temp_prefix(), suffix=".tmp", dir=dest.folder)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        raise _error(
+            exc.errno or errno.EACCES, path, f"the folder {dest.folder} is not writable ({why})"
+        ) from None
+    os.close(fd)
+    os.unlink(name)
+    return dest
 
 
 def write_through(dest: Destination, data: bytes) -> None:

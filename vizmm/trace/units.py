@@ -19,6 +19,34 @@ def human_bytes(n: float) -> str:
     return f"{n} B"  # pragma: no cover
 
 
+def human_duration(seconds: float) -> str:
+    """A time for people, in the largest fitting unit: ``'40 s'``, ``'12 min'``, ``'3.5 h'``.
+
+    Parameters
+    ----------
+    seconds : float
+        A duration (s), at least 0.
+
+    Returns
+    -------
+    str
+        Seconds under two minutes (one decimal under 10 s), then minutes, hours,
+        days and years (365 days), never a raw count of seconds past a minute.
+    """
+    s = max(0.0, float(seconds))
+    if s < 10:
+        return f"{s:.1f} s"
+    if s < 120:
+        return f"{s:.0f} s"
+    for size, unit in ((31_536_000, "years"), (86_400, "days"), (3_600, "h"), (60, "min")):
+        if s >= size or unit == "min":
+            n = s / size
+            if unit == "years" and n >= 1000:
+                return f"{n:,.0f} years"
+            return (f"{n:.1f}".removesuffix(".0") if n < 10 else f"{n:.0f}") + f" {unit}"
+    return f"{s:.0f} s"  # pragma: no cover
+
+
 def format_blocks(blocks: Iterable[Sequence[int]], limit: int = 8) -> str:
     """``"(0,0), (63,63), (127,0) … (9 in all)"``: at most ``limit`` blocks, then a count."""
     blocks = [(int(b[0]), int(b[1])) for b in blocks]
