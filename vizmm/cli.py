@@ -34,7 +34,7 @@ import signal
 import sys
 import textwrap
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from . import __version__
 from .record import (
@@ -233,7 +233,10 @@ def _subcommand(subparsers, func: Callable) -> argparse.ArgumentParser:
     description of ``vizmm NAME --help``, and an ``Examples`` section its
     epilog, printed as written.
     """
-    summary, _, rest = inspect.getdoc(func).partition("\n\n")
+    doc = inspect.getdoc(func)
+    if doc is None:
+        raise TypeError(f"the subcommand {func.__name__} has no docstring to describe it")
+    summary, _, rest = doc.partition("\n\n")
     description, _, examples = rest.partition("Examples\n--------\n")
     p = subparsers.add_parser(
         func.__name__.removeprefix("cmd_"),
@@ -945,7 +948,7 @@ SERVE_ENVIRONMENT = {"PYTHONMALLOC": "malloc", "PYTHONINTMAXSTRDIGITS": "65536"}
 
 
 def serve_environment(
-    environ: dict[str, str] | None = None, args: argparse.Namespace | None = None
+    environ: Mapping[str, str] | None = None, args: argparse.Namespace | None = None
 ) -> dict[str, str]:
     """The variables ``vizmm serve`` adds to the server's environment.
 

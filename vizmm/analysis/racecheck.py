@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import re
+from typing import Any
 
 __all__ = ["COMMAND", "SHARED_BASE", "parse", "slot_of", "summary_counts"]
 
@@ -94,10 +95,10 @@ def parse(lines, keep: int = 50) -> dict:
     if isinstance(lines, str):
         lines = lines.splitlines()
     counts: dict = collections.defaultdict(collections.Counter)
-    warp_level = collections.Counter()
-    addresses = set()
-    first = []
-    current = None
+    warp_level: collections.Counter[str] = collections.Counter()
+    addresses: set[tuple[str, tuple[int, int], int]] = set()
+    first: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
     summary = None
     n_analysis = 0
     for line in lines:

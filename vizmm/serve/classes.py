@@ -54,7 +54,7 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
@@ -436,7 +436,7 @@ def private_folder(folder: str) -> str:
     return folder
 
 
-def default_folder(environ: dict | None = None) -> str:
+def default_folder(environ: Mapping[str, str] | None = None) -> str:
     """The folder of the SQLite class store when nothing says where it is.
 
     ``VIZMM_CLASS_DIR`` where set; else ``$XDG_RUNTIME_DIR/vizmm`` (the
@@ -864,7 +864,7 @@ class RedisStore(ClassStore):
 
 
 # ------------------------------------------------------------- the store
-def open_store(spec: str | None = None, environ: dict | None = None) -> ClassStore:
+def open_store(spec: str | None = None, environ: Mapping[str, str] | None = None) -> ClassStore:
     """The class store ``spec`` names (``VIZMM_CLASS_STORE`` by default).
 
     Parameters

@@ -221,13 +221,13 @@ def to_bytes(trace: Trace) -> bytes:
     }
     buf = io.BytesIO()
     blob = np.frombuffer(json.dumps(manifest).encode(), dtype=np.uint8)
-    np.savez_compressed(buf, manifest=blob, **stored)
+    np.savez_compressed(buf, allow_pickle=False, manifest=blob, **stored)
     return buf.getvalue()
 
 
 def _digest(a: np.ndarray) -> str:
     a = np.ascontiguousarray(a)
-    return hashlib.sha256(memoryview(a.reshape(-1)).cast("B") if a.size else b"").hexdigest()
+    return hashlib.sha256(a.reshape(-1).data.cast("B") if a.size else b"").hexdigest()
 
 
 def _jsonable(obj):
@@ -532,6 +532,7 @@ def _manifest_of(zf: zipfile.ZipFile, name: str) -> dict:
             )
 
     blob = _read_member(zf, "manifest.npy", MAX_MANIFEST_BYTES + _NPY_HEADER, name, text)
+    assert blob is not None  # read with its data (not header_only)
     try:
         manifest = json.loads(blob.tobytes().decode())
     except RecursionError:
@@ -682,7 +683,7 @@ def _read(data: bytes, name: str, max_bytes: int | None, manifest_only: bool = F
             raise TraceError(f"{name} lacks arrays: {', '.join(sorted(missing))}")
         # 1. what is stored: zip entries, .npy headers (all that read_info reads of
         # the arrays), then sizes and checksums, before any rebuilding
-        stored = {}
+        stored: dict[str, np.ndarray | None] = {}
         for key, (dtype, shape) in specs.items():
             d = declared[key]
             sdtype, sshape, digest = _stored_spec(key, d, dtype, shape, meta, name)
@@ -705,6 +706,7 @@ def _read(data: bytes, name: str, max_bytes: int | None, manifest_only: bool = F
     seeded: dict[str, np.ndarray] = {}
     for key, (dtype, shape) in specs.items():
         d, a = declared[key], stored[key]
+        assert a is not None  # not manifest_only: every array was read
         enc = d.get("encoding")
         if enc is None:
             a.setflags(write=False)

@@ -548,15 +548,17 @@ class Trace:
     zero_fills: np.ndarray
     wait_hist: np.ndarray
     block_wait: np.ndarray
-    shared_reads: np.ndarray | None = None
-    read_values: np.ndarray | None = None
+    # None when constructed means "not recorded": __post_init__ puts an empty array
+    # there, so a made Trace always holds arrays.
+    shared_reads: np.ndarray = None  # type: ignore[assignment]
+    read_values: np.ndarray = None  # type: ignore[assignment]
 
     def __post_init__(self):
         meta = dict(self.meta)
         for name in OPTIONAL_ARRAYS:
             if getattr(self, name) is None and not meta.get("reads_recorded"):
-                dtype = np.int32 if name == "shared_reads" else np.float32
-                object.__setattr__(self, name, np.zeros((0, 0, 0, 0, 0, 2), dtype))
+                empty = np.int32 if name == "shared_reads" else np.float32
+                object.__setattr__(self, name, np.zeros((0, 0, 0, 0, 0, 2), empty))
         object.__setattr__(self, "launch", check_meta(meta))
         object.__setattr__(self, "meta", _FrozenDict(meta))
         deferred: dict[str, Deferred] = {}
@@ -919,4 +921,4 @@ class _FrozenDict(dict):
     def _refuse(self, *args, **kwargs):
         raise TypeError("trace metadata is read-only")
 
-    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse
