@@ -1,0 +1,1162 @@
+"""The instrumenter: any ``@cuda.jit`` kernel rewritten to log what it does.
+
+Given a kernel (the function, its Python source, or ``"file.py:name"``),
+:func:`instrument` parses its source with :mod:`ast`, rewrites every load and
+store of a global array argument and of every ``cuda.shared.array`` (the
+dynamic ``cuda.shared.array(0, ...)`` of Fig. 5.14 and its sections
+included), every ``cuda.syncthreads()`` (arrival and release) and the
+kernel's end into calls of :mod:`.instrument_device`, and compiles the
+result with this process's ``cuda`` (:mod:`vizmm_kernels._target`): the same
+rewritten source runs on numba-cuda-mlir, numba-cuda and the simulator.
+
+What the rewrite adds, per kernel:
+
+* parameters after the kernel's own: ``_detail`` (the block's row in the
+  log, -1 for a block not recorded in detail), the log ``_ev``, ``_vals``,
+  ``_cnt``, ``_cap`` (events per thread), the barrier clocks ``_ticks``, the
+  block info ``_blk`` / ``_seq`` and one read counter per global array
+  (``_reads_M`` ...);
+* beside each shared array, a shadow ``int32`` array of the same size
+  (``Mds__src``): the *tag* of each slot, the global element last copied
+  into it (``src_idx * 8 + src_arr``) or :data:`TAG_ZERO` /
+  :data:`TAG_COMPUTED`; stamped :data:`TAG_NEVER` and a barrier at the
+  kernel's start. A shared load logs the tag it found, so every value a
+  thread used is traced to the global element it came from, on the GPU
+  as in the simulator;
+* for a 1-D index ``a*W + b`` (``W`` a scalar argument, or failing that a
+  constant) the code's ``(row, col) = (a, b)`` is logged too: how Fig.
+  5.11's row wrap (a wrong element) is found afterwards.
+
+Bounds: when every loop is a ``range`` of constants and scalar arguments
+the events per thread are bounded statically (:attr:`Instrumented.bound`);
+otherwise a first "count" launch of the same kernel with ``cap = 0``
+counts them. Either way the log is sized, and checked against the byte
+limit, before it is allocated.
+
+Only this layer imports numba; the log is interpreted with NumPy
+(:mod:`vizmm.record.instrument_log`).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import dataclasses
+import functools
+import inspect
+import itertools
+import math
+import os
+import textwrap
+import time
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from . import instrument_device as D
+
+__all__ = [
+    "InstrumentError",
+    "Instrumented",
+    "instrument",
+    "kernel_source",
+    "load_kernel",
+]
+
+_HELPERS = (
+    "g_load",
+    "g_load2",
+    "g_ok",
+    "g_ok2",
+    "g_store",
+    "g_store2",
+    "s_load",
+    "s_load2",
+    "s_store",
+    "s_store2",
+    "arrive",
+    "release",
+    "block_start",
+    "end",
+)
+#: Arguments every logging call ends with (the log and the thread's state).
+_LOG = "_ev, _vals, _cnt, _cap, _t, _ep"
+
+
+class InstrumentError(ValueError):
+    """A kernel the instrumenter cannot take; the message says what and what is allowed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ArrayInfo:
+    """One array the log names (its id is its index in :attr:`Instrumented.arrays`).
+
+    Attributes
+    ----------
+    name : str
+        The kernel's name for it (``M``, ``Mds`` ...).
+    space : {'global', 'shared'}
+    ndim : int or None
+        1 or 2 where known from the source (shared arrays; global ones: from
+        their subscripts).
+    base : str or None
+        For a section of the dynamic shared array (``Mds = Mds_Nds[a:b]``),
+        the extern array's name.
+    """
+
+    name: str
+    space: str
+    ndim: int | None
+    base: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Instrumented:
+    """A kernel rewritten to log its accesses, compiled for this process's target.
+
+    Attributes
+    ----------
+    name : str
+        The kernel function's name.
+    source : str
+        The kernel's source as written (dedented).
+    code : str
+        The rewritten source (readable Python; what is compiled).
+    params : tuple of str
+        The kernel's own parameters.
+    global_arrays : tuple of str
+        Parameters used as arrays, in parameter order.
+    arrays : tuple of ArrayInfo
+        Every array the log names, by id.
+    accumulator : str or None
+        The variable the kernel stores into its last global array (Pvalue):
+        logged with every event.
+    kernel : object
+        The compiled dispatcher (``cuda.jit`` of the rewritten function).
+    bound : callable or None
+        ``bound(scalars: dict) -> int``, an upper bound of the events per
+        thread from the scalar arguments; None when a loop cannot be bounded
+        statically (a count launch is needed).
+    seconds : float
+        How long the rewrite and the compile's first step took (s).
+    """
+
+    name: str
+    source: str
+    code: str
+    params: tuple
+    global_arrays: tuple
+    arrays: tuple
+    accumulator: str | None
+    kernel: object
+    bound: Callable[[Mapping[str, int]], int] | None
+    dynamic_shared: int
+    seconds: float
+
+    def array_id(self, name: str) -> int:
+        """The log's id of array ``name``."""
+        for i, a in enumerate(self.arrays):
+            if a.name == name:
+                return i
+        raise KeyError(name)
+
+
+# ---------------------------------------------------------------- source
+def load_kernel(spec: str):
+    """The kernel object named by ``"file.py:name"`` (runs the file's code: a worker's job).
+
+    Raises
+    ------
+    InstrumentError
+        When the text is not ``FILE.py:NAME``, the file cannot be read or
+        run, or has no such name.
+    """
+    path, sep, name = spec.rpartition(":")
+    if not sep or not path.endswith(".py") or not name.isidentifier():
+        raise InstrumentError(
+            f"a kernel file is given as FILE.py:NAME (a Python file and the kernel's name), "
+            f"got {spec!r}"
+        )
+    if not os.path.isfile(path):
+        raise InstrumentError(f"kernel file {path!r} does not exist")
+    import runpy
+
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        raise InstrumentError(f"{path}, line {exc.lineno}: syntax error: {exc.msg}") from None
+    try:
+        namespace = runpy.run_path(path, run_name="vizmm_user_kernel")
+    except Exception as exc:
+        raise InstrumentError(
+            f"running {path} failed: {type(exc).__name__}: {exc}".splitlines()[0]
+        ) from None
+    if name not in namespace:
+        found = [k for k, v in namespace.items() if _py_function(v) is not None and k[0] != "_"]
+        raise InstrumentError(
+            f"{path} has no kernel named {name!r}"
+            + (f"; functions there: {', '.join(sorted(found))}" if found else "")
+        )
+    kern = namespace[name]
+    fn = _py_function(kern)
+    if fn is not None and getattr(fn, "__module__", None) == "vizmm_user_kernel":
+        # runpy's namespace is a copy: the function's globals were cleared when it returned
+        fn.__globals__.update(namespace)
+    return kern
+
+
+def _py_function(obj):
+    """The Python function behind a kernel object (numba dispatcher, simulator kernel) or None."""
+    for attr in ("py_func", "fn"):
+        fn = getattr(obj, attr, None)
+        if inspect.isfunction(fn):
+            return fn
+    return obj if inspect.isfunction(obj) else None
+
+
+def _is_cuda_kernel(obj) -> bool:
+    if inspect.isfunction(obj):
+        return False
+    mod = type(obj).__module__ or ""
+    return ("numba" in mod or "cuda" in mod) and _py_function(obj) is not None
+
+
+def kernel_source(kernel) -> tuple[ast.FunctionDef, str, dict]:
+    """``(FunctionDef, dedented source, namespace)`` of a kernel (closure constants included).
+
+    Raises
+    ------
+    InstrumentError
+        When ``kernel`` is not a ``@cuda.jit`` kernel (nor a function or
+        source text of one), or its source cannot be read or parsed.
+    """
+    if isinstance(kernel, str):
+        if "def " in kernel:  # source text
+            text = textwrap.dedent(kernel)
+            return _parse(text, "<kernel source>"), text, {}
+        kernel = load_kernel(kernel)
+    fn = _py_function(kernel)
+    if fn is None:
+        raise InstrumentError(
+            f"not a CUDA kernel: {type(kernel).__name__} {kernel!r:.60}; give a @cuda.jit "
+            "function, its source text or 'file.py:name'"
+        )
+    if not _is_cuda_kernel(kernel) and inspect.isfunction(kernel):
+        # a plain function: accepted only when its source says @cuda.jit
+        pass
+    try:
+        text = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError) as exc:
+        raise InstrumentError(
+            f"the source of kernel {fn.__name__!r} cannot be read: {exc}"
+        ) from None
+    tree = _parse(text, fn.__code__.co_filename)
+    if not _is_cuda_kernel(kernel) and not any(
+        "jit" in ast.unparse(d) for d in tree.decorator_list
+    ):
+        raise InstrumentError(
+            f"not a CUDA kernel: {fn.__name__!r} is a plain Python function (no @cuda.jit)"
+        )
+    namespace = dict(fn.__globals__)
+    if fn.__closure__:
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__, strict=True):
+            try:
+                namespace[name] = cell.cell_contents
+            except ValueError:  # an empty cell
+                pass
+    return tree, text, namespace
+
+
+def _parse(text: str, filename: str) -> ast.FunctionDef:
+    try:
+        module = ast.parse(text, filename=filename)
+    except SyntaxError as exc:
+        raise InstrumentError(f"line {exc.lineno}: syntax error: {exc.msg}") from None
+    for node in module.body:
+        if isinstance(node, ast.FunctionDef):
+            return node
+    raise InstrumentError("no function definition found in the kernel's source")
+
+
+# --------------------------------------------------------------- rewrite
+def _is_call_to(node, dotted: str) -> bool:
+    return isinstance(node, ast.Call) and ast.unparse(node.func).endswith(dotted)
+
+
+def _name(node) -> str | None:
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _expr(text: str) -> ast.expr:
+    return ast.parse(text, mode="eval").body
+
+
+def _stmts(text: str) -> list[ast.stmt]:
+    return ast.parse(textwrap.dedent(text)).body
+
+
+def _has_array_access(node, arrays) -> bool:
+    return any(isinstance(n, ast.Subscript) and _name(n.value) in arrays for n in ast.walk(node))
+
+
+def _add_terms(node) -> list[ast.expr]:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _add_terms(node.left) + _add_terms(node.right)
+    return [node]
+
+
+def _split_index(node, scalars, constants) -> tuple[str, str] | None:
+    """``(row, col)`` source of a 1-D index ``a*W + b`` (``W`` a scalar argument or constant)."""
+    terms = _add_terms(node)
+    for pool in (scalars, constants):
+        found = []
+        for i, term in enumerate(terms):
+            if isinstance(term, ast.BinOp) and isinstance(term.op, ast.Mult):
+                sides = [(term.left, term.right), (term.right, term.left)]
+                for w, a in sides:
+                    if _name(w) in pool:
+                        found.append((i, a))
+        if len(found) == 1:
+            i, a = found[0]
+            rest = [t for j, t in enumerate(terms) if j != i]
+            col = " + ".join(ast.unparse(t) for t in rest) if rest else "0"
+            return ast.unparse(a), col
+        if found:
+            return None
+    return None
+
+
+class _Rewriter:
+    """Rewrites one kernel's body (see the module docstring)."""
+
+    def __init__(self, fn: ast.FunctionDef, namespace: dict, dynamic_shared: int):
+        self.fn = fn
+        self.ns = namespace
+        self.params = [a.arg for a in fn.args.args]
+        subscripted = {
+            _name(n.value)
+            for n in ast.walk(fn)
+            if isinstance(n, ast.Subscript) and _name(n.value) is not None
+        }
+        self.globals = [p for p in self.params if p in subscripted]
+        self.scalars = [p for p in self.params if p not in subscripted]
+        self.constants = {
+            k
+            for k, v in namespace.items()
+            if isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+        }
+        self.arrays: list[ArrayInfo] = []
+        self.ids: dict[str, int] = {}
+        for g in self.globals:
+            ndims = {
+                len(n.slice.elts) if isinstance(n.slice, ast.Tuple) else 1
+                for n in ast.walk(fn)
+                if isinstance(n, ast.Subscript) and _name(n.value) == g
+            }
+            if len(ndims) != 1 or next(iter(ndims)) > 2:
+                raise InstrumentError(
+                    f"array {g!r} is indexed with {sorted(ndims)} subscripts; the instrumenter "
+                    "takes 1-D (M[i]) and 2-D (M[r, c]) arrays, each always the same way"
+                )
+            self._add(ArrayInfo(g, "global", next(iter(ndims))))
+        if len(self.globals) > D.TAG_ARRAYS:
+            raise InstrumentError(f"at most {D.TAG_ARRAYS} global array arguments can be traced")
+        self.dynamic_shared = dynamic_shared
+        self.shared: dict[str, dict] = {}  # name -> {size, ndim, shadow, off}
+        self.acc = self._accumulator()
+        self.acc_ready = False
+        self.tmp = itertools.count()
+
+    def _add(self, info: ArrayInfo) -> int:
+        self.ids[info.name] = len(self.arrays)
+        self.arrays.append(info)
+        return self.ids[info.name]
+
+    def _accumulator(self) -> str | None:
+        out = None
+        for n in ast.walk(self.fn):
+            if (
+                isinstance(n, ast.Assign)
+                and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Subscript)
+                and _name(n.targets[0].value) in self.globals
+                and isinstance(n.value, ast.Name)
+            ):
+                out = n.value.id
+        return out
+
+    # ------------------------------------------------------------ shared
+    def _shared_decl(self, stmt) -> list[ast.stmt] | None:
+        """A ``cuda.shared.array`` declaration or a section of the dynamic one, with its shadow."""
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            return None
+        target = _name(stmt.targets[0])
+        value = stmt.value
+        if target and _is_call_to(value, "shared.array"):
+            shape_node = value.args[0] if value.args else None
+            dtype = ast.unparse(value.args[1]) if len(value.args) > 1 else "float32"
+            try:
+                shape = eval(compile(ast.Expression(shape_node), "<shape>", "eval"), dict(self.ns))
+            except Exception:
+                raise InstrumentError(
+                    f"line {stmt.lineno}: the shape of shared array {target!r} "
+                    f"({ast.unparse(shape_node)}) must be a constant (a closure or global int)"
+                ) from None
+            shape = tuple(shape) if isinstance(shape, (tuple, list)) else (int(shape),)
+            if shape == (0,):  # extern __shared__ (Fig. 5.14): sized by the launch
+                item = _np_dtype(dtype, self.ns).itemsize
+                if self.dynamic_shared <= 0:
+                    raise InstrumentError(
+                        f"line {stmt.lineno}: {target!r} is a dynamic shared array "
+                        "(cuda.shared.array(0, ...)); give the launch's dynamic shared memory "
+                        "in bytes (dynamic_shared=...)"
+                    )
+                size, ndim = self.dynamic_shared // item, 1
+            else:
+                if len(shape) > 2:
+                    raise InstrumentError(
+                        f"line {stmt.lineno}: shared array {target!r} has {len(shape)} "
+                        "dimensions; the instrumenter takes 1-D and 2-D shared arrays"
+                    )
+                size, ndim = math.prod(shape), len(shape)
+            self._add(ArrayInfo(target, "shared", ndim))
+            shadow = f"{target}__src"
+            self.shared[target] = dict(size=size, ndim=ndim, shadow=shadow, off="0")
+            return [stmt, *_stmts(f"{shadow} = cuda.shared.array({max(size, 1)}, int32)")]
+        if (
+            target
+            and isinstance(value, ast.Subscript)
+            and _name(value.value) in self.shared
+            and isinstance(value.slice, ast.Slice)
+            and value.slice.step is None
+        ):
+            base = self.shared[_name(value.value)]
+            lower = ast.unparse(value.slice.lower) if value.slice.lower else "0"
+            self._add(ArrayInfo(target, "shared", 1, _name(value.value)))
+            off = f"{target}__off"
+            self.shared[target] = dict(
+                size=base["size"], ndim=1, shadow=base["shadow"], off=off, section=True
+            )
+            return [*_stmts(f"{off} = {base['off']} + ({lower})"), stmt]
+        return None
+
+    # -------------------------------------------------------- expressions
+    def _acc(self) -> str:
+        return self.acc if (self.acc and self.acc_ready) else "0.0"
+
+    def _index_parts(self, node: ast.Subscript):
+        """(indices as source, (row, col) as source) of a subscript of a known array."""
+        sl = node.slice
+        if isinstance(sl, ast.Tuple):
+            idx = [ast.unparse(self.expr(e)) for e in sl.elts]
+            return idx, (idx[0], idx[1])
+        if isinstance(sl, ast.Slice):
+            raise InstrumentError(
+                f"line {node.lineno}: slicing {ast.unparse(node)} is only taken as a section of "
+                "the dynamic shared array (Mds = Mds_Nds[a:b])"
+            )
+        i = ast.unparse(self.expr(sl))
+        rc = None
+        if not _has_array_access(sl, self.ids):
+            rc = _split_index(sl, set(self.scalars), self.constants)
+        return [i], rc or (str(D.NO_INDEX), str(D.NO_INDEX))
+
+    def load_call(self, node: ast.Subscript) -> str:
+        name = node.value.id
+        aid = self.ids[name]
+        idx, (row, col) = self._index_parts(node)
+        ln = node.lineno
+        if name in self.shared:
+            s = self.shared[name]
+            if len(idx) == 2:
+                return (
+                    f"s_load2({name}, {idx[0]}, {idx[1]}, {s['shadow']}, {s['off']}, {aid}, {ln}, "
+                    f"{_LOG}, {self._acc()})"
+                )
+            return (
+                f"s_load({name}, {idx[0]}, {row}, {col}, {s['shadow']}, {s['off']}, {aid}, {ln}, "
+                f"{_LOG}, {self._acc()})"
+            )
+        if len(idx) == 2:
+            return (
+                f"g_load2({name}, {idx[0]}, {idx[1]}, {aid}, {ln}, _reads_{name}, _ZERO_{name}, "
+                f"{_LOG}, {self._acc()})"
+            )
+        return (
+            f"g_load({name}, {idx[0]}, {row}, {col}, {aid}, {ln}, _reads_{name}, _ZERO_{name}, "
+            f"{_LOG}, {self._acc()})"
+        )
+
+    def expr(self, node):
+        """``node`` with every load of a known array replaced by its logging call."""
+        rewriter = self
+
+        class T(ast.NodeTransformer):
+            def visit_Subscript(self, n):
+                if (
+                    isinstance(n.ctx, ast.Load)
+                    and _name(n.value) in rewriter.ids
+                    and not isinstance(n.slice, ast.Slice)
+                ):
+                    return ast.copy_location(_expr(rewriter.load_call(n)), n)
+                return self.generic_visit(n)
+
+        return T().visit(node)
+
+    # --------------------------------------------------------- statements
+    def store(self, target: ast.Subscript, value, lineno, guard=None) -> list[ast.stmt]:
+        """The statements for ``target = value`` (``guard``: the If's copy, for a zero-fill)."""
+        name = target.value.id
+        aid = self.ids[name]
+        idx, (row, col) = self._index_parts(target)
+        acc = self._acc()
+        if name not in self.shared:  # a global store (P)
+            v = ast.unparse(self.expr(value))
+            if len(idx) == 2:
+                return _stmts(
+                    f"g_store2({name}, {idx[0]}, {idx[1]}, {v}, {aid}, {lineno}, {_LOG}, {acc})"
+                )
+            return _stmts(
+                f"g_store({name}, {idx[0]}, {v}, {row}, {col}, {aid}, {lineno}, {_LOG}, {acc})"
+            )
+        s = self.shared[name]
+        pre: list[ast.stmt] = []
+        ok = "True"
+        no = str(D.NO_INDEX)
+        src = (str(D.TAG_COMPUTED), "-1", "-1", no, no)  # tag, arr, idx, row, col
+        copy = (
+            value
+            if isinstance(value, ast.Subscript) and _name(value.value) in self.globals
+            else None
+        )
+        if copy is not None:
+            g = copy.value.id
+            gidx, (grow, gcol) = self._index_parts(copy)
+            n = next(self.tmp)
+            gid = self.ids[g]
+            if len(gidx) == 2:
+                pre = _stmts(
+                    f"_i{n} = {gidx[0]} * {g}.shape[1] + {gidx[1]}\n"
+                    f"_ok{n} = g_ok2({g}, {gidx[0]}, {gidx[1]})\n"
+                    f"_v{n} = g_load2({g}, {gidx[0]}, {gidx[1]}, {gid}, {lineno}, _reads_{g}, "
+                    f"_ZERO_{g}, {_LOG}, {acc})"
+                )
+                grow, gcol = gidx
+            else:
+                pre = _stmts(
+                    f"_i{n} = {gidx[0]}\n"
+                    f"_ok{n} = g_ok({g}, _i{n})\n"
+                    f"_v{n} = g_load({g}, _i{n}, {grow}, {gcol}, {gid}, {lineno}, _reads_{g}, "
+                    f"_ZERO_{g}, {_LOG}, {acc})"
+                )
+            v = f"_v{n}"
+            ok = f"_ok{n}"
+            src = (f"_i{n} * {D.TAG_ARRAYS} + {gid}", str(gid), f"_i{n}", grow, gcol)
+        else:
+            v = ast.unparse(self.expr(value))
+            if not _has_array_access(value, self.ids) and not any(
+                isinstance(x, ast.Name) and x.id not in self.ns for x in ast.walk(value)
+            ):
+                src = (str(D.TAG_ZERO), "-1", "-1", no, no)  # a constant (the zero-fill)
+                if guard is not None:
+                    g = guard.value.id
+                    gidx, (grow, gcol) = self._index_parts(guard)
+                    if len(gidx) == 2:
+                        grow, gcol = gidx
+                        flat = f"{gidx[0]} * {g}.shape[1] + {gidx[1]}"
+                    else:
+                        flat = gidx[0]
+                    src = (str(D.TAG_ZERO), str(self.ids[g]), flat, grow, gcol)
+        tag, sa, si, sr, sc = src
+        if len(idx) == 2:
+            call = (
+                f"s_store2({name}, {idx[0]}, {idx[1]}, {v}, {s['shadow']}, {s['off']}, {ok}, "
+                f"{tag}, {sa}, {si}, {sr}, {sc}, {aid}, {lineno}, {_LOG}, {acc})"
+            )
+        else:
+            call = (
+                f"s_store({name}, {idx[0]}, {v}, {row}, {col}, {s['shadow']}, {s['off']}, {ok}, "
+                f"{tag}, {sa}, {si}, {sr}, {sc}, {aid}, {lineno}, {_LOG}, {acc})"
+            )
+        return pre + _stmts(call)
+
+    def barrier(self, lineno) -> list[ast.stmt]:
+        acc = self._acc()
+        return _stmts(
+            f"arrive(_ticks, _slot, {lineno}, {_LOG}, {acc})\n"
+            "cuda.syncthreads()\n"
+            "_ep += 1\n"
+            f"release(_ticks, _slot, {lineno}, {_LOG}, {acc})"
+        )
+
+    def end(self, lineno) -> list[ast.stmt]:
+        return _stmts(f"end(_blk, _seq, _bid, _tid, {lineno}, {_LOG}, {self._acc()})")
+
+    def body(self, stmts: list[ast.stmt], top=False) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in stmts:
+            out.extend(self.stmt(stmt, top))
+        return out or [ast.Pass()]
+
+    def _copy_of(self, stmts):
+        if len(stmts) == 1 and isinstance(stmts[0], ast.Assign):
+            a = stmts[0]
+            if (
+                len(a.targets) == 1
+                and isinstance(a.targets[0], ast.Subscript)
+                and _name(a.targets[0].value) in self.shared
+                and isinstance(a.value, ast.Subscript)
+                and _name(a.value.value) in self.globals
+            ):
+                return a
+        return None
+
+    def stmt(self, stmt: ast.stmt, top=False) -> list[ast.stmt]:
+        decl = self._shared_decl(stmt)
+        if decl is not None:
+            if not top:
+                raise InstrumentError(
+                    f"line {stmt.lineno}: declare shared arrays at the top level of the kernel's "
+                    "body (not inside a loop or a branch)"
+                )
+            return decl
+        if isinstance(stmt, ast.Expr) and _is_call_to(stmt.value, "syncthreads"):
+            return self.barrier(stmt.lineno)
+        if isinstance(stmt, ast.Return):
+            return [*self.end(stmt.lineno), ast.Return(value=None)]
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0]
+            if isinstance(target, ast.Subscript) and _name(target.value) in self.ids:
+                return self.store(target, stmt.value, stmt.lineno)
+            if top and self.acc and _name(target) == self.acc:
+                out = [self.expr(stmt)]
+                self.acc_ready = True
+                return out
+        if (
+            isinstance(stmt, ast.AugAssign)
+            and isinstance(stmt.target, ast.Subscript)
+            and _name(stmt.target.value) in self.ids
+        ):
+            load = ast.Subscript(
+                value=stmt.target.value, slice=stmt.target.slice, ctx=ast.Load(), lineno=stmt.lineno
+            )
+            value = ast.BinOp(left=load, op=stmt.op, right=stmt.value)
+            return self.store(stmt.target, value, stmt.lineno)
+        if isinstance(stmt, (ast.Assign, ast.AugAssign)) and any(
+            isinstance(t, (ast.Tuple, ast.List))
+            and any(isinstance(e, ast.Subscript) and _name(e.value) in self.ids for e in t.elts)
+            for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+        ):
+            raise InstrumentError(
+                f"line {stmt.lineno}: store into one array element per statement "
+                f"({ast.unparse(stmt)})"
+            )
+        if isinstance(stmt, ast.If):
+            copy = self._copy_of(stmt.body)
+            test = self.expr(stmt.test)
+            body = self.body(stmt.body)
+            orelse: list[ast.stmt] = []
+            if stmt.orelse:
+                other = stmt.orelse
+                if (
+                    copy is not None
+                    and len(other) == 1
+                    and isinstance(other[0], ast.Assign)
+                    and len(other[0].targets) == 1
+                    and ast.unparse(other[0].targets[0]) == ast.unparse(copy.targets[0])
+                ):
+                    orelse = self.store(
+                        other[0].targets[0], other[0].value, other[0].lineno, guard=copy.value
+                    )
+                else:
+                    orelse = self.body(other)
+            return [ast.If(test=test, body=body, orelse=orelse)]
+        if isinstance(stmt, ast.For):
+            return [
+                ast.For(
+                    target=stmt.target,
+                    iter=self.expr(stmt.iter),
+                    body=self.body(stmt.body),
+                    orelse=self.body(stmt.orelse) if stmt.orelse else [],
+                    type_comment=None,
+                )
+            ]
+        if isinstance(stmt, ast.While):
+            return [
+                ast.While(
+                    test=self.expr(stmt.test),
+                    body=self.body(stmt.body),
+                    orelse=self.body(stmt.orelse) if stmt.orelse else [],
+                )
+            ]
+        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef, ast.With, ast.Try)):
+            raise InstrumentError(
+                f"line {stmt.lineno}: a {type(stmt).__name__} statement cannot be instrumented "
+                "in a kernel"
+            )
+        return [self.expr(stmt)]
+
+    # ------------------------------------------------------------- whole
+    def rewrite(self) -> ast.FunctionDef:
+        fn = self.fn
+        body = self.body(fn.body, top=True)
+        nshared = [s for s in self.shared.values() if not s.get("section")]
+        # Where the last declaration of a shared array is: the shadows' stamp goes after it.
+        last = 0
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, ast.Assign) and _is_call_to(stmt.value, "shared.array"):
+                last = i + 1
+            elif (
+                isinstance(stmt, ast.Assign)
+                and isinstance(stmt.value, ast.Subscript)
+                and _name(stmt.value.value) in self.shared
+                and isinstance(stmt.value.slice, ast.Slice)
+            ):
+                last = i + 1
+        stamp: list[ast.stmt] = []
+        for s in nshared:
+            stamp += _stmts(
+                f"for _i in range(_tid, {max(s['size'], 1)}, _nthreads):\n"
+                f"    {s['shadow']}[_i] = {D.TAG_NEVER}"
+            )
+        if stamp:
+            stamp += _stmts("cuda.syncthreads()  # the shadows are stamped before any access")
+        prologue = _stmts(
+            "_tid = (cuda.threadIdx.z * cuda.blockDim.y + cuda.threadIdx.y) * cuda.blockDim.x "
+            "+ cuda.threadIdx.x\n"
+            "_nthreads = cuda.blockDim.x * cuda.blockDim.y * cuda.blockDim.z\n"
+            "_bid = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x\n"
+            "_slot = _detail[cuda.blockIdx.y, cuda.blockIdx.x]\n"
+            "_t = -1\n"
+            "if _slot >= 0:\n"
+            "    _t = _slot * _nthreads + _tid\n"
+            "_ep = 0\n"
+            "block_start(_blk, _bid, _tid)"
+        )
+        last_line = max((getattr(n, "lineno", 0) for n in ast.walk(fn)), default=0)
+        tail = [] if body and isinstance(body[-1], ast.Return) else self.end(last_line)
+        new_body = body[:last] + prologue + stamp + body[last:] + tail
+        extra = [
+            "_detail",
+            "_ev",
+            "_vals",
+            "_cnt",
+            "_cap",
+            "_ticks",
+            "_blk",
+            "_seq",
+            *(f"_reads_{g}" for g in self.globals),
+        ]
+        args = ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(arg=a) for a in (*self.params, *extra)],
+            kwonlyargs=[],
+            kw_defaults=[],
+            defaults=[],
+        )
+        new = ast.FunctionDef(
+            name=fn.name, args=args, body=new_body, decorator_list=[], returns=None, type_params=[]
+        )
+        return ast.fix_missing_locations(new)
+
+
+def _np_dtype(text: str, ns: dict):
+    obj = ns.get(text.split(".")[-1])
+    try:
+        return np.dtype(str(obj)) if obj is not None else np.dtype(text.split(".")[-1])
+    except TypeError:
+        return np.dtype(np.float32)
+
+
+# ------------------------------------------------------------------ bound
+def _static_bound(fn: ast.FunctionDef, rw: _Rewriter):
+    """``bound(scalars) -> events per thread`` when every loop is a static ``range``; else None."""
+    arrays = set(rw.ids)
+
+    def accesses(node) -> int:
+        return sum(
+            1
+            for n in ast.walk(node)
+            if isinstance(n, ast.Subscript)
+            and _name(n.value) in arrays
+            and not isinstance(n.slice, ast.Slice)
+        )
+
+    known_locals: dict[str, ast.expr] = {}
+    for stmt in fn.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _name(stmt.targets[0]):
+            known_locals[stmt.targets[0].id] = stmt.value
+
+    def count(stmts, env_names) -> Callable | None:
+        parts = []
+        for stmt in stmts:
+            if isinstance(stmt, ast.For):
+                it = stmt.iter
+                if not (_is_call_to(it, "range") and isinstance(it.func, ast.Name)):
+                    return None
+                inner = count(stmt.body, env_names)
+                if inner is None:
+                    return None
+                args = [compile(ast.Expression(a), "<bound>", "eval") for a in it.args]
+                used = {n.id for a in it.args for n in ast.walk(a) if isinstance(n, ast.Name)}
+                if used & {stmt.target.id if isinstance(stmt.target, ast.Name) else ""} or (
+                    used - env_names - set(rw.ns) - set(known_locals)
+                ):
+                    return None
+                if any(
+                    isinstance(n, ast.Attribute) and n.attr in ("threadIdx", "blockIdx")
+                    for a in it.args
+                    for n in ast.walk(a)
+                ):
+                    return None
+                head = accesses(it)
+                parts.append(
+                    lambda env, args=args, inner=inner, head=head: (
+                        head + len(range(*(int(eval(a, env)) for a in args))) * inner(env)
+                    )
+                )
+            elif isinstance(stmt, ast.While):
+                return None
+            elif isinstance(stmt, ast.If):
+                a, b = count(stmt.body, env_names), count(stmt.orelse, env_names)
+                if a is None or b is None:
+                    return None
+                head = accesses(stmt.test)
+                parts.append(lambda env, a=a, b=b, head=head: head + max(a(env), b(env)))
+            elif isinstance(stmt, ast.Expr) and _is_call_to(stmt.value, "syncthreads"):
+                parts.append(lambda env: 2)
+            else:
+                n = accesses(stmt) + (1 if isinstance(stmt, ast.Return) else 0)
+                parts.append(lambda env, n=n: n)
+        return lambda env: sum(p(env) for p in parts)
+
+    total = count(fn.body, set(rw.scalars))
+    if total is None:
+        return None
+
+    def bound(scalars: Mapping[str, int], block=(1, 1, 1), grid=(1, 1, 1)) -> int:
+        env = dict(rw.ns)
+        env.update(scalars)
+
+        class _Dim:
+            def __init__(self, x, y, z):
+                self.x, self.y, self.z = x, y, z
+
+        env["cuda"] = type("cuda", (), {"blockDim": _Dim(*block), "gridDim": _Dim(*grid)})
+        for name, value in known_locals.items():
+            try:
+                env[name] = eval(compile(ast.Expression(value), "<bound>", "eval"), env)
+            except Exception:
+                pass
+        return total(env) + 1  # the end event
+
+    return bound
+
+
+# --------------------------------------------------------------- compile
+_CACHE: dict = {}
+
+
+def instrument(
+    kernel,
+    *,
+    constants: Mapping | None = None,
+    dynamic_shared: int = 0,
+    dtypes: Mapping[str, object] | None = None,
+) -> Instrumented:
+    """Rewrite ``kernel`` to log every access (see the module docstring) and compile it.
+
+    Parameters
+    ----------
+    kernel : numba CUDA kernel, function, source text or ``"file.py:name"``
+        A ``@cuda.jit`` kernel. Its closure and module globals give the
+        constants (``TILE_WIDTH``, the barrier lab's flags).
+    constants : mapping, optional
+        Names to add to (or override in) the kernel's namespace; source text
+        gets ``cuda``, ``float32``, ``int32`` and these.
+    dynamic_shared : int
+        Bytes of dynamic shared memory of the launch (the extern array of
+        Fig. 5.14); sizes its shadow.
+    dtypes : mapping, optional
+        NumPy dtype of each global array argument (default float32): the
+        zero an out-of-bounds load returns.
+
+    Returns
+    -------
+    Instrumented
+        Cached per (function, constants, dynamic_shared, dtypes).
+
+    Raises
+    ------
+    InstrumentError
+        For an object that is not a CUDA kernel, a syntax error, or a form
+        the instrumenter does not take (the message names the line).
+    """
+    t0 = time.perf_counter()
+    tree, text, namespace = kernel_source(kernel)
+    from vizmm_kernels import _target
+
+    base = {"cuda": _target.cuda, "float32": _target.float32, "int32": _target.int32, "math": math}
+    ns = {**base, **namespace, **dict(constants or {})}
+    ns["cuda"] = namespace.get("cuda", _target.cuda)
+    key_consts = tuple(
+        sorted(
+            (k, v)
+            for k, v in ns.items()
+            if isinstance(v, (int, float, bool, np.integer)) and not k.startswith("__")
+        )
+    )
+    key = (
+        text,
+        key_consts,
+        int(dynamic_shared),
+        tuple(sorted((dtypes or {}).items())),
+        _target.NAME,
+    )
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    rw = _Rewriter(copy.deepcopy(tree), ns, int(dynamic_shared))
+    new = rw.rewrite()
+    code = ast.unparse(new) + "\n"
+    filename = f"<vizmm instrumented {tree.name}>"
+    env = dict(ns)
+    env.update({h: getattr(D, h) for h in _HELPERS})
+    for g in rw.globals:
+        env[f"_ZERO_{g}"] = np.dtype((dtypes or {}).get(g, np.float32)).type(0)
+    import linecache
+
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    try:
+        exec(compile(code, filename, "exec"), env)
+    except SyntaxError as exc:  # pragma: no cover - the rewrite writes valid Python
+        raise InstrumentError(f"the rewritten kernel does not parse: {exc}") from None
+    kern = _target.cuda.jit(env[tree.name])
+    out = Instrumented(
+        name=tree.name,
+        source=text,
+        code=code,
+        params=tuple(rw.params),
+        global_arrays=tuple(rw.globals),
+        arrays=tuple(rw.arrays),
+        accumulator=rw.acc,
+        kernel=kern,
+        bound=_static_bound(tree, rw),
+        dynamic_shared=int(dynamic_shared),
+        seconds=time.perf_counter() - t0,
+    )
+    _CACHE[key] = out
+    return out
+
+
+@functools.cache
+def _empty(dtype):
+    return np.zeros(0, dtype)
+
+
+# ------------------------------------------------------------------ launch
+@dataclasses.dataclass(frozen=True)
+class RawLog:
+    """What one launch of an instrumented kernel logged (see :mod:`.instrument_device`).
+
+    Attributes
+    ----------
+    events : ndarray of int32, (nd, threads, cap, NF)
+        Per detailed block (slot), thread (``tid = (tz*bdy + ty)*bdx + tx``)
+        and event, the fields :data:`~.instrument_device.FIELDS`.
+    values : ndarray of float64, (nd, threads, cap, 2)
+        The value loaded or stored, and the accumulator at that moment.
+    counts : ndarray of int32, (nd, threads)
+        Events per thread (all of them: ``counts <= cap``).
+    reads : dict of str to ndarray of int32
+        Per global array, how many times each element was read (flat).
+    block_info : ndarray of int64, (gy, gx, 6)
+        SM, times, clocks and completion order of every block (-1 where not read).
+    outputs : dict of str to ndarray
+        The global arrays after the launch (P).
+    """
+
+    events: np.ndarray
+    values: np.ndarray
+    counts: np.ndarray
+    reads: dict
+    block_info: np.ndarray
+    outputs: dict
+
+
+#: Bytes one logged event takes (its int32 fields and two float64 values).
+EVENT_BYTES = D.NF * 4 + 16
+
+
+def log_bytes(cap: int, threads: int) -> int:
+    """Bytes of a log of ``cap`` events for each of ``threads`` threads."""
+    return int(cap) * int(threads) * EVENT_BYTES
+
+
+def _records(inst, grid, block, blocks, cap, arrays, aggregated):
+    gx, gy = grid
+    nthreads = block[0] * block[1] * (block[2] if len(block) > 2 else 1)
+    nd = len(blocks)
+    detail = np.full((gy, gx), -1, np.int32)
+    for i, (by, bx) in enumerate(blocks):
+        detail[by, bx] = i
+    rec = dict(
+        _detail=detail,
+        _ev=np.zeros(max(nd * nthreads * cap * D.NF, 1), np.int32),
+        _vals=np.zeros(max(nd * nthreads * cap * 2, 1), np.float64),
+        _cnt=np.zeros(max(nd * nthreads, 1), np.int32),
+        _cap=np.int32(cap),
+        _ticks=np.zeros(max(nd, 1), np.int32),
+        _blk=np.full(gy * gx * 6, -1, np.int64),
+        _seq=np.zeros(1, np.int32),
+    )
+    for g in inst.global_arrays:
+        rec[f"_reads_{g}"] = np.zeros(arrays[g].size, np.int32)
+    return rec
+
+
+def run(
+    inst: Instrumented,
+    args: Mapping[str, object],
+    grid,
+    block,
+    blocks,
+    *,
+    max_bytes: int = 1 << 30,
+    aggregated: bool = False,
+    turns: bool = False,
+    update=None,
+    cancel=None,
+) -> RawLog:
+    """Launch ``inst`` once (twice when its events must be counted first) and return its log.
+
+    Parameters
+    ----------
+    inst : Instrumented
+    args : mapping
+        The kernel's own arguments by name: arrays (NumPy, copied in, the
+        outputs copied back) and scalars.
+    grid : (gx, gy)
+    block : (bx, by) or (bx, by, bz)
+        Threads per block.
+    blocks : list of (by, bx)
+        The blocks logged per thread.
+    max_bytes : int
+        The largest log allowed (bytes), checked before it is allocated.
+    aggregated : bool
+        Run only ``blocks`` in the simulator; on a GPU every block still
+        counts its global reads and times.
+    turns : bool
+        Simulator: the threads of a block take turns between barriers
+        (:func:`vizmm.record.simulator.run_block_in_turns`).
+
+    Raises
+    ------
+    InstrumentError
+        When the log would exceed ``max_bytes`` (nothing allocated), an
+        argument is missing, or the grid is not 1-D or 2-D.
+    """
+    from vizmm_kernels import _target
+
+    from .simulator import simulate
+
+    missing = [p for p in inst.params if p not in args]
+    if missing:
+        raise InstrumentError(
+            f"kernel {inst.name}({', '.join(inst.params)}) lacks argument(s) {', '.join(missing)}"
+        )
+    block = tuple(int(b) for b in block)
+    nthreads = math.prod(block)
+    if nthreads > 1024 or nthreads < 1:
+        raise InstrumentError(
+            f"a block of {' x '.join(map(str, block))} = {nthreads} threads cannot be launched "
+            "(1 to 1024 threads per block)"
+        )
+    arrays = {g: np.ascontiguousarray(args[g]) for g in inst.global_arrays}
+    for g, info in zip(inst.global_arrays, inst.arrays, strict=False):
+        a = arrays[g]
+        if a.size == 0:
+            raise InstrumentError(f"array {g!r} is empty")
+        if a.size >= 2**31 // D.TAG_ARRAYS:
+            raise InstrumentError(
+                f"array {g!r} has {a.size} elements; the log traces arrays of fewer than "
+                f"{2**31 // D.TAG_ARRAYS} elements"
+            )
+        if info.ndim == 1 and a.ndim != 1:
+            arrays[g] = a.ravel()
+        elif info.ndim == 2 and a.ndim != 2:
+            raise InstrumentError(
+                f"kernel {inst.name} indexes {g!r} as {g}[r, c] but it was given with "
+                f"{a.ndim} dimension(s)"
+            )
+    scalars = {p: args[p] for p in inst.params if p not in arrays}
+    nd = len(blocks)
+    simulated = _target.NAME == _target.SIMULATOR
+    sim_blocks = list(blocks) if aggregated else None
+    dims = (block + (1,) * 3)[:3]
+    gdims = (tuple(grid) + (1,) * 3)[:3]
+    update = update or (lambda done, total: None)
+
+    def launch(cap):
+        rec = _records(inst, grid, block[:2], blocks, cap, arrays, aggregated)
+        outs = {g: a.copy() for g, a in arrays.items()}
+        ordered = [outs[p] if p in outs else scalars[p] for p in inst.params]
+        if simulated:
+            simulate(
+                inst.kernel,
+                tuple(grid),
+                block[:2],
+                ordered,
+                rec,
+                sim_blocks,
+                update,
+                inst.dynamic_shared,
+                turns=turns,
+                cancel=cancel,
+            )
+        else:
+            cuda = _target.cuda
+            d_args = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in ordered]
+            d_rec = {
+                k: cuda.to_device(v) if isinstance(v, np.ndarray) else v for k, v in rec.items()
+            }
+            inst.kernel[tuple(grid), block, 0, inst.dynamic_shared](*d_args, *d_rec.values())
+            cuda.synchronize()
+            for p, d in zip(inst.params, d_args, strict=True):
+                if p in outs:
+                    outs[p] = d.copy_to_host()
+            rec = {
+                k: v.copy_to_host() if hasattr(v, "copy_to_host") else v for k, v in d_rec.items()
+            }
+            update(1, 1)
+        return rec, outs
+
+    if inst.bound is not None:
+        cap = inst.bound(scalars, dims, gdims)
+    else:  # count first: the same kernel with no room, every thread counts its events
+        rec, _ = launch(0)
+        cap = int(rec["_cnt"].max()) if nd else 0
+    need = log_bytes(cap, nd * nthreads)
+    if need > max_bytes:
+        raise InstrumentError(
+            f"the access log would take {need} bytes ({cap} events for each of {nd * nthreads} "
+            f"logged threads), over the limit of {max_bytes}; log fewer blocks (a window) or "
+            "a smaller launch"
+        )
+    rec, outs = launch(cap)
+    counts = rec["_cnt"][: nd * nthreads].reshape(nd, nthreads)
+    if (counts > cap).any():
+        raise InstrumentError(
+            f"kernel {inst.name} logged more events than its bound ({int(counts.max())} > {cap})"
+        )
+    gx, gy = grid
+    return RawLog(
+        events=rec["_ev"][: nd * nthreads * cap * D.NF].reshape(nd, nthreads, cap, D.NF),
+        values=rec["_vals"][: nd * nthreads * cap * 2].reshape(nd, nthreads, cap, 2),
+        counts=counts,
+        reads={g: rec[f"_reads_{g}"] for g in inst.global_arrays},
+        block_info=rec["_blk"].reshape(gy, gx, 6),
+        outputs=outs,
+    )

@@ -1,0 +1,290 @@
+"""Device functions the instrumenter's rewritten kernels call: each does one access and logs it.
+
+:mod:`vizmm.record.instrument` rewrites a kernel's source so that every load
+and store of a global array argument or a shared array, every
+``cuda.syncthreads()`` and the kernel's end go through the functions here.
+Each one performs the access (unless it is out of bounds: then it is logged
+and *not* performed, and a load returns zero) and appends one event to the
+thread's slot range of the access log:
+
+``ev`` (int32, flat ``(threads, cap, NF)``)
+    One row of :data:`FIELDS` per event.
+``vals`` (float64, flat ``(threads, cap, 2)``)
+    The value loaded or stored, then the kernel's accumulator (the variable
+    it stores into P) at that moment.
+``cnt`` (int32, ``(threads,)``)
+    Events per thread; counted past ``cap`` (a count launch has ``cap`` 0).
+
+A thread logs when its block is recorded in detail (``t >= 0``); every
+thread counts its in-bounds global reads in the per-array ``reads`` counters
+(one atomic add per load; empty arrays count nothing). Nothing here depends
+on timing except the barrier tickets (the block's logical clock), so a GPU
+run and a simulator run of one launch fill the same bytes.
+
+Imported only by the rewritten kernels (through the instrumenter): it binds
+``cuda`` to this process's target (:mod:`vizmm_kernels._target`).
+"""
+
+from vizmm_kernels._hw import clock64, device, globaltimer, smid
+from vizmm_kernels._target import cuda
+
+#: Event fields (last axis of ``ev``).
+FIELDS = (
+    "op",  # LOAD, STORE, ARRIVE, RELEASE, END
+    "flag",  # OK, OUT_OF_BOUNDS (not performed), SOURCE_OUT_OF_BOUNDS (store skipped)
+    "arr",  # the array's id (the instrumenter's table), -1 for barriers and the end
+    "idx",  # the flat element index the code named (may be out of bounds)
+    "row",  # the code's (row, col): a 2-D subscript, or a*W + b of a 1-D one; NO_INDEX if none
+    "col",
+    "tag",  # shared stores/loads: the slot's provenance tag written/found (TAG_*, or src)
+    "src_arr",  # the global element the value came from (copy, zero-fill guard, slot's tag)
+    "src_idx",
+    "src_row",
+    "src_col",
+    "epoch",  # cuda.syncthreads() the thread had passed
+    "tick",  # barriers: the block's logical clock (arrival/release order); -1 otherwise
+    "line",  # the kernel source's line
+)
+NF = len(FIELDS)
+(OP, FLAG, ARR, IDX, ROW, COL, TAG, SRC_ARR, SRC_IDX, SRC_ROW, SRC_COL, EPOCH, TICK, LINE) = range(
+    NF
+)
+LOAD, STORE, ARRIVE, RELEASE, END = 1, 2, 3, 4, 5
+OK, OUT_OF_BOUNDS, SOURCE_OUT_OF_BOUNDS = 0, 1, 2
+NO_INDEX = -(2**31)
+#: A slot's tag: ``src_idx * TAG_ARRAYS + src_arr`` of the global element copied into it, or:
+TAG_ZERO = -1  # a constant was stored (the boundary check's zero-fill)
+TAG_NEVER = -2  # no thread of the block has written the slot
+TAG_COMPUTED = -4  # a computed value (not a plain copy of one global element)
+TAG_ARRAYS = 8
+
+# Per-block info (as the hand-instrumented kernels: kernels/codes.py BLK_*).
+_BLK_SMID, _BLK_T0, _BLK_T1, _BLK_CLK0, _BLK_CLK1, _BLK_SEQ = range(6)
+
+
+@device
+def log(ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, tag, sa, si, sr, sc, ep, tk, ln, v, a):
+    """Append one event to thread ``t``'s log (nothing when ``t < 0``)."""
+    if t >= 0:
+        n = cnt[t]
+        if n < cap:
+            e = t * cap + n
+            i = e * 14
+            ev[i] = op
+            ev[i + 1] = flag
+            ev[i + 2] = arr
+            ev[i + 3] = idx
+            ev[i + 4] = row
+            ev[i + 5] = col
+            ev[i + 6] = tag
+            ev[i + 7] = sa
+            ev[i + 8] = si
+            ev[i + 9] = sr
+            ev[i + 10] = sc
+            ev[i + 11] = ep
+            ev[i + 12] = tk
+            ev[i + 13] = ln
+            vals[2 * e] = v
+            vals[2 * e + 1] = a
+        cnt[t] = n + 1
+
+
+@device
+def g_load(A, i, row, col, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc):
+    """``A[i]`` of a 1-D global array, logged; zero (not read) when ``i`` is out of bounds."""
+    if i >= 0 and i < A.shape[0]:
+        v = A[i]
+        if reads.shape[0] > 0:
+            cuda.atomic.add(reads, i, 1)
+        log(ev, vals, cnt, cap, t, 1, 0, aid, i, row, col, -4, -1, -1, -1, -1, ep, -1, ln, v, acc)
+        return v
+    log(ev, vals, cnt, cap, t, 1, 1, aid, i, row, col, -4, -1, -1, -1, -1, ep, -1, ln, 0.0, acc)
+    return zero
+
+
+@device
+def g_load2(A, r, c, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc):
+    """``A[r, c]`` of a 2-D global array, logged with its flat index ``r * ncols + c``."""
+    i = r * A.shape[1] + c
+    if r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]:
+        v = A[r, c]
+        if reads.shape[0] > 0:
+            cuda.atomic.add(reads, i, 1)
+        log(ev, vals, cnt, cap, t, 1, 0, aid, i, r, c, -4, -1, -1, -1, -1, ep, -1, ln, v, acc)
+        return v
+    log(ev, vals, cnt, cap, t, 1, 1, aid, i, r, c, -4, -1, -1, -1, -1, ep, -1, ln, 0.0, acc)
+    return zero
+
+
+@device
+def g_ok(A, i):
+    """Whether flat index ``i`` lies inside the 1-D array ``A``."""
+    return i >= 0 and i < A.shape[0]
+
+
+@device
+def g_ok2(A, r, c):
+    """Whether ``(r, c)`` lies inside the 2-D array ``A``."""
+    return r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]
+
+
+@device
+def g_store(A, i, v, row, col, aid, ln, ev, vals, cnt, cap, t, ep, acc):
+    """``A[i] = v`` on a 1-D global array, logged; not performed out of bounds."""
+    if i >= 0 and i < A.shape[0]:
+        A[i] = v
+        log(ev, vals, cnt, cap, t, 2, 0, aid, i, row, col, -4, -1, -1, -1, -1, ep, -1, ln, v, acc)
+    else:
+        log(ev, vals, cnt, cap, t, 2, 1, aid, i, row, col, -4, -1, -1, -1, -1, ep, -1, ln, v, acc)
+
+
+@device
+def g_store2(A, r, c, v, aid, ln, ev, vals, cnt, cap, t, ep, acc):
+    """``A[r, c] = v`` on a 2-D global array, logged; not performed out of bounds."""
+    i = r * A.shape[1] + c
+    if r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]:
+        A[r, c] = v
+        log(ev, vals, cnt, cap, t, 2, 0, aid, i, r, c, -4, -1, -1, -1, -1, ep, -1, ln, v, acc)
+    else:
+        log(ev, vals, cnt, cap, t, 2, 1, aid, i, r, c, -4, -1, -1, -1, -1, ep, -1, ln, v, acc)
+
+
+@device
+def s_load(S, i, row, col, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc):
+    """``S[i]`` of a 1-D shared array (or a section of the extern array), logged with its tag."""
+    if i >= 0 and i < S.shape[0]:
+        v = S[i]
+        tag = sh[off + i]
+        sa, si = tag, -1
+        if tag >= 0:
+            sa, si = tag % 8, tag // 8
+        log(ev, vals, cnt, cap, t, 1, 0, aid, i, row, col, tag, sa, si, -1, -1, ep, -1, ln, v, acc)
+        return v
+    log(ev, vals, cnt, cap, t, 1, 1, aid, i, row, col, -4, -1, -1, -1, -1, ep, -1, ln, 0.0, acc)
+    return S[0] * 0
+
+
+@device
+def s_load2(S, r, c, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc):
+    """``S[r, c]`` of a 2-D shared array, logged with the tag of its slot."""
+    i = r * S.shape[1] + c
+    if r >= 0 and r < S.shape[0] and c >= 0 and c < S.shape[1]:
+        v = S[r, c]
+        tag = sh[off + i]
+        sa, si = tag, -1
+        if tag >= 0:
+            sa, si = tag % 8, tag // 8
+        log(ev, vals, cnt, cap, t, 1, 0, aid, i, r, c, tag, sa, si, -1, -1, ep, -1, ln, v, acc)
+        return v
+    log(ev, vals, cnt, cap, t, 1, 1, aid, i, r, c, -4, -1, -1, -1, -1, ep, -1, ln, 0.0, acc)
+    return S[0, 0] * 0
+
+
+@device
+def s_store(
+    S, i, v, row, col, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cnt, cap, t, ep, acc
+):
+    """``S[i] = v`` on a 1-D shared array and its slot's tag; not done when ``ok`` is false."""
+    if i >= 0 and i < S.shape[0]:
+        if ok:
+            S[i] = v
+            sh[off + i] = tag
+            log(
+                ev,
+                vals,
+                cnt,
+                cap,
+                t,
+                2,
+                0,
+                aid,
+                i,
+                row,
+                col,
+                tag,
+                sa,
+                si,
+                sr,
+                sc,
+                ep,
+                -1,
+                ln,
+                v,
+                acc,
+            )
+        else:
+            log(
+                ev,
+                vals,
+                cnt,
+                cap,
+                t,
+                2,
+                2,
+                aid,
+                i,
+                row,
+                col,
+                tag,
+                sa,
+                si,
+                sr,
+                sc,
+                ep,
+                -1,
+                ln,
+                v,
+                acc,
+            )
+    else:
+        log(ev, vals, cnt, cap, t, 2, 1, aid, i, row, col, tag, sa, si, sr, sc, ep, -1, ln, v, acc)
+
+
+@device
+def s_store2(S, r, c, v, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cnt, cap, t, ep, acc):
+    """``S[r, c] = v`` on a 2-D shared array and its slot's tag (see :func:`s_store`)."""
+    i = r * S.shape[1] + c
+    if r >= 0 and r < S.shape[0] and c >= 0 and c < S.shape[1]:
+        if ok:
+            S[r, c] = v
+            sh[off + i] = tag
+            log(ev, vals, cnt, cap, t, 2, 0, aid, i, r, c, tag, sa, si, sr, sc, ep, -1, ln, v, acc)
+        else:
+            log(ev, vals, cnt, cap, t, 2, 2, aid, i, r, c, tag, sa, si, sr, sc, ep, -1, ln, v, acc)
+    else:
+        log(ev, vals, cnt, cap, t, 2, 1, aid, i, r, c, tag, sa, si, sr, sc, ep, -1, ln, v, acc)
+
+
+@device
+def arrive(ticks, slot, ln, ev, vals, cnt, cap, t, ep, acc):
+    """A thread arrives at a ``cuda.syncthreads()``: its ticket of the block's clock, logged."""
+    if t >= 0:
+        tk = cuda.atomic.add(ticks, slot, 1)
+        log(ev, vals, cnt, cap, t, 3, 0, -1, -1, -1, -1, -4, -1, -1, -1, -1, ep, tk, ln, 0.0, acc)
+
+
+@device
+def release(ticks, slot, ln, ev, vals, cnt, cap, t, ep, acc):
+    """A thread leaves a ``cuda.syncthreads()`` (``ep`` already counts it)."""
+    if t >= 0:
+        tk = cuda.atomic.add(ticks, slot, 1)
+        log(ev, vals, cnt, cap, t, 4, 0, -1, -1, -1, -1, -4, -1, -1, -1, -1, ep, tk, ln, 0.0, acc)
+
+
+@device
+def block_start(blk, bid, tid):
+    """Thread 0 records the block's SM, ``%globaltimer`` (ns) and ``%clock64`` at its start."""
+    if tid == 0:
+        blk[bid * 6 + 0] = smid()
+        blk[bid * 6 + 1] = globaltimer()
+        blk[bid * 6 + 3] = clock64()
+
+
+@device
+def end(blk, seq, bid, tid, ln, ev, vals, cnt, cap, t, ep, acc):
+    """The thread ends (last line or ``return``), logged; thread 0 closes the block's times."""
+    log(ev, vals, cnt, cap, t, 5, 0, -1, -1, -1, -1, -4, -1, -1, -1, -1, ep, -1, ln, 0.0, acc)
+    if tid == 0:
+        blk[bid * 6 + 4] = clock64()
+        blk[bid * 6 + 2] = globaltimer()
+        blk[bid * 6 + 5] = cuda.atomic.add(seq, 0, 1)
