@@ -217,6 +217,10 @@ class Device:
         cc = attrs.get("compute_capability")
         if cc is None and "COMPUTE_CAPABILITY_MAJOR" in attrs:
             cc = (attrs["COMPUTE_CAPABILITY_MAJOR"], attrs.get("COMPUTE_CAPABILITY_MINOR", 0))
+        if cc is not None and not (isinstance(cc, (tuple, list)) and len(cc) == 2):
+            raise OccupancyError(
+                f"device attribute compute_capability must be (major, minor), got {cc!r}"
+            )
         cc = tuple(int(c) for c in cc) if cc is not None else None
         sms = opt("MULTIPROCESSOR_COUNT", None)
         clock_khz = opt("CLOCK_RATE", None)
@@ -723,7 +727,7 @@ def choose_tile_width(
         TILE_WIDTH, 1 to 32.
     """
     dev = get_device(device)
-    best = None
+    best: tuple[float, int] | None = None
     for T in range(1, MAX_TILE_WIDTH + 1):
         threads, shared = kernel_resources(kernel, T)
         if threads > dev.max_threads_per_block or shared > dev.shared_per_block:
@@ -734,6 +738,8 @@ def choose_tile_width(
         ).occupancy
         if best is None or occ >= best[0] - 1e-12:
             best = (max(occ, best[0]) if best else occ, T)
+    if best is None:
+        raise OccupancyError(f"no TILE_WIDTH from 1 to {MAX_TILE_WIDTH} fits a block of {dev.name}")
     return best[1]
 
 

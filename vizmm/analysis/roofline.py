@@ -26,7 +26,7 @@ import os
 import numpy as np
 
 from ..trace import Trace, load
-from .occupancy import get_device, speed_data
+from .occupancy import Device, OccupancyError, get_device, speed_data
 
 __all__ = [
     "BYTES_PER_ELEMENT",
@@ -207,10 +207,19 @@ class Roofline:
         return np.minimum(self.peak_gflops, self.bandwidth_gb_s * x)
 
 
+def _roof(dev: Device) -> tuple[float, float]:
+    """The device's DRAM bandwidth (GB/s) and FP32 peak (GFLOP/s), which a roofline needs."""
+    if dev.bandwidth_gb_s is None or dev.peak_gflops is None:
+        raise OccupancyError(
+            f"device {dev.name} has no DRAM bandwidth or FP32 peak; a roofline needs both"
+        )
+    return dev.bandwidth_gb_s, dev.peak_gflops
+
+
 def book_a100() -> Roofline:
     """Section 5.4's A100 example: 1555 GB/s, 19,500 GFLOPS; 0.25 OP/B -> 389, 4 OP/B -> 6220."""
     dev = get_device("A100")
-    bw, peak = dev.bandwidth_gb_s, dev.peak_gflops
+    bw, peak = _roof(dev)
     pts = (
         RooflinePoint("naive (book)", "naive", None, 0.25, bw * 0.25, bw * 0.25),
         RooflinePoint("tiled T=16 (book)", "tiled", 16, 4.0, bw * 4.0, bw * 4.0),
@@ -252,9 +261,7 @@ def measured_roofline(device: str = "H200", width: int = 4096) -> Roofline:
         if r["width"] == width
     }
     pts = []
-    roof = Roofline(
-        device, dev.bandwidth_gb_s, dev.peak_gflops, dev.spec_peak_gflops, dev.source, ()
-    )
+    roof = Roofline(device, *_roof(dev), dev.spec_peak_gflops, dev.source, ())
     for key in ROOFLINE_TRACES:
         if key not in speeds:
             continue

@@ -67,6 +67,7 @@ layout says in which *physical word* a logical slot lies
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -799,11 +800,11 @@ def warp_detail(
     _, kk, l = trace.shape
     lanes = mt.warp_threads[warp]
     lanes = lanes[lanes >= 0]
-    threads = np.zeros(T * T, bool)
-    threads[lanes] = True
-    threads = threads.reshape(T, T)
+    in_warp = np.zeros(T * T, bool)
+    in_warp[lanes] = True
+    threads = in_warp.reshape(T, T)
     rec = trace.loads[trace.slot(block), phase].reshape(T * T, 6)[lanes]
-    out = {}
+    out: dict[str, Any] = {}
     for i, (name, base, ncols, nrows) in enumerate((("m", 0, kk, trace.shape[0]), ("n", 3, l, kk))):
         kind = rec[:, base]
         act = (kind == Access.LOADED) | (kind == Access.WRONG_ELEMENT)
@@ -822,7 +823,7 @@ def warp_detail(
             "bytes": int(mt.global_bytes[b, phase, warp, i]),
         }
     mds_w, nds_w = mt.layout.slot_words(T)
-    reads = {}
+    reads: dict[str, Any] = {}
     for i, name in enumerate(("mds", "nds")):
         read = np.zeros((T, T), bool)
         conflict = np.zeros((T, T), bool)
@@ -928,8 +929,8 @@ def transactions_overlay(
     if not 0 <= warp < nw:
         raise IndexError(f"warp must be 0..{nw - 1}, got {warp}")
     false = np.zeros((T, T), bool)
-    spans = {"m_sectors": [], "n_sectors": [], "m_segments": [], "n_segments": []}
-    shared = dict(
+    spans: dict[str, Any] = {"m_sectors": [], "n_sectors": [], "m_segments": [], "n_segments": []}
+    shared: dict[str, Any] = dict(
         mds_bank=None, nds_bank=None, mds_read=false, nds_read=false, mds_conflict=false,
         nds_conflict=false, mds_way=0, nds_way=0,
     )  # fmt: skip
