@@ -1,0 +1,146 @@
+"""A recording through the instrumenter: the book's kernel (or a user's) as a Trace.
+
+:func:`launch` is :func:`vizmm.record.launcher.launch` for a job whose
+kernel goes through :mod:`.instrument`: the plain kernel (as printed) is
+rewritten to log its accesses, run once, and the log read as the book's
+matrix multiplication (:func:`.instrument_log.matmul_fields`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+
+import numpy as np
+
+from ..trace import LaunchShape, Trace
+from . import instrument as I
+from .instrument_log import matmul_fields
+
+__all__ = ["book_kernel", "launch"]
+
+
+def book_kernel(kernel: str, T: int, drop=()) -> I.Instrumented:
+    """The book's plain kernel ``kernel`` for TILE_WIDTH ``T`` through the instrumenter."""
+    import vizmm_kernels as K
+
+    plain = K.get_kernel(kernel, T, instrumented=False, drop_barrier=drop or None)
+    return I.instrument(plain, dynamic_shared=K.dynamic_shared_bytes(kernel, T))
+
+
+def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) -> Trace:
+    """Record ``job`` (a :class:`~vizmm.record.launcher.Job`) through the instrumenter.
+
+    ``kernel``: a user's kernel (function, source or ``"file.py:name"``)
+    instead of the book's ``job.launch.kernel``; it takes ``(M, N, P,
+    Width)`` (square) or ``(M, N, P, j, k, l)``, M, N and P given flat
+    (row-major) or 2-D as its subscripts say.
+    """
+    import vizmm_kernels as K
+    from vizmm_kernels import _target
+
+    from .launcher import _progress_reporter, _summarise_spread, _versions, plain_source
+
+    shape: LaunchShape = job.launch
+    name, j, k, l, T = shape.kernel, shape.j, shape.k, shape.l, shape.tile_width
+    (gy, gx), nph = shape.grid, shape.n_phases
+    blocks = [tuple(b) for b in job.blocks]
+    t0 = time.perf_counter()
+    if kernel is None:
+        inst = book_kernel(name, T, job.drop)
+        scalars = K.launch_dims(name, j, k, l, T)
+        source = plain_source(name)
+        figure = K.FIGURES[name]
+    else:
+        inst = I.instrument(kernel)
+        source = inst.source
+        figure = f"user kernel {inst.name}"
+    own = inst.params
+    if kernel is not None:
+        if len(own) == 4:
+            scalars = (k,)
+        elif len(own) == 6:
+            scalars = (j, k, l)
+        else:
+            raise I.InstrumentError(
+                f"kernel {inst.name}({', '.join(own)}) must take (M, N, P, Width) or "
+                "(M, N, P, j, k, l)"
+            )
+    P = np.full((j, l), np.nan, np.float32)
+    values = dict(zip(own, (M, N, P, *scalars), strict=True))
+    simulated = _target.NAME == _target.SIMULATOR
+    update, close = _progress_reporter(show, len(blocks) if simulated else gy * gx)
+    grid, block = K.grid_dims(j, l, T)
+    try:
+        log = I.run(
+            inst,
+            values,
+            grid,
+            block,
+            blocks,
+            max_bytes=max_bytes,
+            aggregated=job.aggregated,
+            turns=bool(job.reads or job.drop),
+            update=update,
+            cancel=cancel,
+        )
+    finally:
+        close()
+    fields = matmul_fields(log, inst, shape, blocks, reads=job.reads)
+    nd = len(blocks)
+    meta = {
+        "kernel": name,
+        "figure": figure,
+        "source": source,
+        "tile_width": T,
+        "j": j,
+        "k": k,
+        "l": l,
+        "n_detail": nd,
+        "aggregated": job.aggregated,
+        "seed": job.seed,
+        "inputs": job.inputs,
+        "versions": _versions(),
+        "target": {"name": _target.NAME, "version": _target.VERSION},
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "backend": "simulator" if simulated else "gpu",
+        "recorder": "instrumenter",
+        "instrument_s": round(inst.seconds, 3),
+    }
+    if job.drop or job.reads:
+        meta["drop_barrier"] = list(job.drop)
+        meta["reads_recorded"] = bool(job.reads)
+        if simulated:
+            meta["sim_schedule"] = "turns"
+    if simulated:
+        meta["simulated_blocks"] = [list(b) for b in blocks] if job.aggregated else "all"
+    meta["elapsed_s"] = round(time.perf_counter() - t0, 3)
+    from vizmm_kernels import codes
+
+    spread = np.full((gy, gx, nph, 2, 3), codes.NO_CLOCK, np.int64)  # not logged (no clocks)
+    summaries = _summarise_spread(spread.ravel(), codes, job.aggregated, meta, (gy, gx, nph))
+    P_out = log.outputs[inst.global_arrays[-1]].reshape(j, l).astype(np.float32)
+    r = log.reads
+    g = inst.global_arrays
+    return Trace(
+        meta=meta,
+        M=M,
+        N=N,
+        P=P_out,
+        detail_blocks=np.asarray(blocks, np.int32).reshape(-1, 2),
+        loads=fields["loads"],
+        pvalue=fields["pvalue"],
+        barrier_tick=fields["barrier_tick"],
+        barrier_clock=np.full(fields["barrier_tick"].shape, codes.NO_CLOCK, np.int64),
+        p_write=fields["p_write"],
+        block_info=log.block_info,
+        m_reads=r[g[0]].reshape(j, k),
+        n_reads=r[g[1]].reshape(k, l),
+        zero_fills=fields["zero_fills"],
+        **summaries,
+        **(
+            {"shared_reads": fields["shared_reads"], "read_values": fields["read_values"]}
+            if job.reads
+            else {}
+        ),
+    )
