@@ -19,7 +19,6 @@ Mds, Nds, the threads, P and the Fig. 5.8 table are the frames'
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import NamedTuple
 
 import panel as pn
@@ -28,6 +27,7 @@ import param
 from vizmm.analysis import hazards as hz
 from vizmm.replay import Sub
 from vizmm.serve.catalogue import LAB_PRESETS
+from vizmm.trace.derived import per_trace
 
 # LAB_PRESETS (key -> menu label) are defined with the other presets in vizmm.serve.catalogue.
 __all__ = ["LAB_PRESETS", "PAGE_ROWS", "HazardPanel", "LabFindings", "lab_findings", "row_label"]
@@ -45,9 +45,9 @@ class LabFindings(NamedTuple):
     has_reads: bool  # whether the trace recorded the k loop's reads
 
 
-@lru_cache(maxsize=len(LAB_PRESETS) + 2)
+@per_trace(maxsize=1)
 def lab_findings(trace) -> LabFindings:
-    """The barrier lab's findings on ``trace``, computed once per trace in this process.
+    """The barrier lab's findings on ``trace``, computed once and kept with the trace.
 
     Parameters
     ----------

@@ -9,13 +9,13 @@ from collections.abc import Callable
 import panel as pn
 from packaging.version import Version
 
+from vizmm.serve.memory import freeze, freezing, release_memory_soon, start_freezing
+
 __all__ = [
     "MAX_URL_VALUE_CHARS",
     "TABLE_EXTENSIONS",
-    "clear_drawing_caches",
     "drop_long_url_values",
     "freeze_built_pages",
-    "give_back_memory",
     "launch_inputs",
     "page_drawn",
     "page_header",
@@ -116,8 +116,8 @@ def page_drawn(served: bool) -> threading.Event:
     drawn = threading.Event()
     if served and pn.state.curdoc is not None:
         pn.state.onload(drawn.set)
-        if _freezing_built_pages:
-            pn.state.onload(_freeze)
+        if freezing():
+            pn.state.onload(freeze)
     else:
         drawn.set()
     return drawn
@@ -240,147 +240,17 @@ def play(
     return replace_timer(timer, tick if playing else None, max(shortest_ms, int(1000 / speed)))
 
 
-# Memory of closed sessions: one release for many (vizmm_apps.parts is imported once per
-# process, unlike the app scripts that `panel serve` runs afresh for every session).
-_release_pending = False
-RELEASE_DELAY_S = 2.0  # seconds to wait for other sessions closing at the same time
-_server_contexts: set = set()  # the apps (dashboard, large view) whose sessions closed
-
-#: Modules whose ``functools`` caches hold what pages drew, shared by the pages
-#: open at the time (labels, value texts, Fig. 5.8 tables, grids, colours): they
-#: are filled again on demand, and dropped once no page is left.
-DRAWING_CACHE_MODULES = ("vizmm.render.bokeh_scene", "vizmm.render.palette", "vizmm.trace.units")
-
-
-def release_memory_soon(session_context) -> None:
-    """After a session closes: collect cycles and hand freed pages back, once for many.
-
-    A closed session's Bokeh models are cycles; without a collection and
-    glibc's ``malloc_trim``, the server's resident memory does not come back
-    down. A full collection takes a tenth of a second or more on a busy
-    server: when a class closes thirty tabs, one runs :data:`RELEASE_DELAY_S`
-    seconds after the first, not thirty on the event loop.
-
-    When no session of these apps is left, the drawing caches go too
-    (:func:`clear_drawing_caches`): their entries were made while the pages
-    were built, among the pages' own objects, and Python's allocator returns
-    a megabyte of memory to the system only when nothing in it is alive, so a
-    few cached labels would keep most of the closed pages' memory.
-
-    Parameters
-    ----------
-    session_context : bokeh.server.contexts.BokehSessionContext
-        Passed by ``pn.state.on_session_destroyed``: its server context says
-        how many sessions of its app are left.
-    """
-    global _release_pending
-    server_context = getattr(session_context, "server_context", None)
-    if server_context is not None:
-        _server_contexts.add(server_context)
-    if _release_pending:
-        return
-    from tornado.ioloop import IOLoop
-
-    _release_pending = True
-    IOLoop.current().call_later(RELEASE_DELAY_S, _release_memory)
-
-
-def live_sessions() -> int:
-    """Sessions alive now in the apps that have had a session closed (0: none left)."""
-    return sum(len(context.sessions) for context in _server_contexts)
-
-
-def clear_drawing_caches() -> int:
-    """Empty the drawing caches and the scenes' shared steps; the entries dropped.
-
-    The ``functools`` caches of :data:`DRAWING_CACHE_MODULES`, and the steps
-    the scenes share (:data:`vizmm.render.shared_steps.STEPS`). Only what a
-    page would compute again (and does, when it next draws); the traces of
-    :data:`vizmm.serve.catalogue.CATALOGUE` and the barrier lab's findings, read
-    before the server listens, stay.
-    """
-    import sys
-
-    from vizmm.render.shared_steps import STEPS
-
-    dropped = len(STEPS)
-    STEPS.clear()
-    for name in DRAWING_CACHE_MODULES:
-        module = sys.modules.get(name)
-        for obj in vars(module).values() if module is not None else ():
-            info = getattr(obj, "cache_info", None)
-            if callable(info) and callable(getattr(obj, "cache_clear", None)):
-                dropped += info().currsize
-                obj.cache_clear()
-    return dropped
-
-
-def give_back_memory() -> None:
-    """Collect cycles, then hand the C heap's free pages back to the system.
-
-    ``gc.collect`` and glibc's ``malloc_trim(0)`` (nothing more where the C
-    library is not glibc). Python's own allocator returns a megabyte arena
-    only once nothing in it is alive; ``malloc_trim`` returns what NumPy and
-    larger Python objects freed.
-    """
-    import ctypes
-    import gc
-
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
-
-
-def _release_memory() -> None:
-    import gc
-
-    global _release_pending
-    _release_pending = False
-    if not live_sessions():
-        clear_drawing_caches()
-    gc.unfreeze()  # the closed pages' objects may be among the frozen ones
-    give_back_memory()
-    if _freezing_built_pages:
-        gc.freeze()
-
-
-#: Whether pages' objects leave the collector's walks once built (see
-#: :func:`freeze_built_pages`; ``vizmm serve`` sets it in ``apps/preload.py``).
-_freezing_built_pages = False
-
-
-def _freeze(*_session_context) -> None:
-    import gc
-
-    gc.freeze()
-
-
 def freeze_built_pages() -> None:
     """From now on, take the pages built so far out of the collector's walks, page by page.
 
-    Python's collector walks every object of the oldest generation in a full
-    collection, and starts one whenever that generation has grown by a
-    quarter. Thirty open dashboard pages are millions of objects: a full
-    collection then held the event loop for 0.5-0.8 s, eight times while a
-    class of thirty arrived and again while it stepped
-    (``benchmarks/load_test.py --clients protocol``: the slowest key presses).
-    Here ``gc.freeze()`` runs when a new session starts, before its page is
-    built, and again when a page has been drawn (Panel's ``onload``): what
-    exists then, every page built so far with it, is no longer walked, and a
-    full collection walks only what came after.
-
-    The pages' cycles are still collected: when sessions close, the release
-    of their memory (:func:`release_memory_soon`) unfreezes everything,
-    collects, and freezes what is left (the libraries and the pages still
-    open). Cycles that were already garbage when they were frozen wait for
-    that release too.
+    :func:`vizmm.serve.memory.freeze` runs when a new session starts, before
+    its page is built, and again when a page has been drawn (Panel's
+    ``onload``, :func:`page_drawn`); :func:`vizmm.serve.memory.release_memory`
+    unfreezes, collects and freezes what is left when pages close. Why: see
+    :mod:`vizmm.serve.memory`.
 
     Call it in a server process before it listens (a ``--setup`` script): it
     adds a session-created callback, which Panel refuses inside a session.
     """
-    global _freezing_built_pages
-    if not _freezing_built_pages:
-        _freezing_built_pages = True
-        pn.state.on_session_created(_freeze)
+    if start_freezing():
+        pn.state.on_session_created(freeze)

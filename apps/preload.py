@@ -21,17 +21,15 @@ import panel as pn
 from bokeh.settings import settings  # noqa: E402
 
 from vizmm.render.bokeh_scene import table_extent  # noqa: E402
+from vizmm.serve.caches import CACHES  # noqa: E402
 from vizmm.serve.catalogue import CATALOGUE, LAB_PRESETS, PRESETS  # noqa: E402
+from vizmm.serve.memory import give_back_memory  # noqa: E402
 from vizmm_apps.barrier_view import lab_findings  # noqa: E402
-from vizmm_apps.parts import (  # noqa: E402
-    clear_drawing_caches,
-    freeze_built_pages,
-    give_back_memory,
-)
+from vizmm_apps.parts import freeze_built_pages  # noqa: E402
 
 for _key, _problem in CATALOGUE.preload().items():
     print(f"vizmm: preset {_key} not loaded: {_problem}", file=sys.stderr)
-for _key in LAB_PRESETS:  # the barrier lab's hazard lists, found once for every session
+for _key in LAB_PRESETS:  # the barrier lab's hazard lists, kept on each trace for every session
     _trace = CATALOGUE.cached(_key)
     if _trace is not None:
         lab_findings(_trace)
@@ -39,7 +37,7 @@ for _key, _preset in PRESETS.items():  # the Fig. 5.8 table's size, per preset's
     _trace = CATALOGUE.cached(_key)
     if _trace is not None and not _preset.large:
         table_extent(_trace)
-clear_drawing_caches()  # the whole tables built for that are not kept
+CACHES.clear()  # the labels drawn for that are not kept
 give_back_memory()
 
 settings.perform_document_validation.set_value(False)

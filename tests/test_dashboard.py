@@ -558,10 +558,11 @@ def test_a_trace_that_fails_to_open_leaves_the_menu_on_the_trace_shown(dash):
 
 def test_closed_pages_drop_the_drawing_caches_when_none_is_left():
     # The drawing caches are filled among a page's own objects; once no page is
-    # left they go with the pages (vizmm_apps.parts._release_memory), not before.
+    # left they go with the pages (vizmm.serve.memory.release_memory), not before.
     from vizmm.render import bokeh_scene
     from vizmm.render.shared_steps import STEPS
-    from vizmm_apps import parts
+    from vizmm.serve import memory
+    from vizmm.serve.caches import CACHES
 
     dash = Dashboard(served=False)
     dash.__panel__()
@@ -572,16 +573,16 @@ def test_closed_pages_drop_the_drawing_caches_when_none_is_left():
         sessions = [object()]
 
     live = Live()
-    parts._server_contexts.add(live)
+    memory._server_contexts.add(live)
     try:
-        parts._release_memory()
+        memory.release_memory()
         assert bokeh_scene._uni.cache_info().currsize > 0  # a page is still open
         assert len(STEPS) > 0
     finally:
-        parts._server_contexts.discard(live)
-    parts._release_memory()
+        memory._server_contexts.discard(live)
+    memory.release_memory()
     assert bokeh_scene._uni.cache_info().currsize == 0 and len(STEPS) == 0
-    assert parts.clear_drawing_caches() == 0
+    assert CACHES.clear() == 0 and CACHES.entries() == 0
 
 
 def test_wrap_title_breaks_between_words_to_fit():

@@ -1,7 +1,8 @@
 """The folders are the layers: each imports only what its room allows.
 
 kernels -> record -> trace -> replay / analysis -> render -> export / cli -> apps;
-serve (what a server process holds: the class store) beside render, for apps only.
+serve (what a server process holds: the catalogue, the class store, caches, memory,
+the server command) beside render, for the CLI and apps only.
 The rules are read from the source with ``ast`` (every ``import`` and
 ``from ... import`` anywhere in a file, inside functions too), so a lazy import
 cannot slip past them.
@@ -242,3 +243,78 @@ def test_gif_frames_and_dashboard_print_a_value_alike(record_sim, monkeypatch):
     text = "\n".join(drawn)
     assert "13" in text and "13.0" not in text  # the GIF prints 13 as the dashboard does
     assert "2.75" in text and "0.25" in text
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _private_uses(source: str, filename: str = "page.py") -> list[str]:
+    """Private names (``_x``) of vizmm or vizmm_apps modules that a page's source uses.
+
+    Imported (``from vizmm_apps.dashboard import _equivalent``, ``import
+    vizmm._x``) or reached as an attribute of something imported from them
+    (``dashboard._equivalent``, ``Replay._cache``), anywhere in the file.
+    """
+    ours = ("vizmm", "vizmm_apps", "apps")
+    tree = ast.parse(source)
+    bound: set[str] = set()  # names the file binds to vizmm / vizmm_apps objects
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            if node.level:  # a relative import inside apps/
+                mod = "vizmm_apps" + (f".{mod}" if mod else "")
+            if mod.split(".")[0] not in ours:
+                continue
+            for a in node.names:
+                if any(_is_private(p) for p in mod.split(".")) or _is_private(a.name):
+                    bad.append(f"{filename}:{node.lineno} imports {a.name} from {mod}")
+                bound.add(a.asname or a.name)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] not in ours:
+                    continue
+                if any(_is_private(p) for p in a.name.split(".")):
+                    bad.append(f"{filename}:{node.lineno} imports {a.name}")
+                bound.add(a.asname or a.name.split(".")[0])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _is_private(node.attr):
+            base = node.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in bound:
+                bad.append(f"{filename}:{node.lineno} uses {ast.unparse(node)}")
+    return bad
+
+
+def test_the_private_name_rule_finds_what_broke_the_quiz():
+    # The oracle of the rule itself: the import that broke "Ask a question here"
+    # (issue 28), a relative one, a private module and an attribute reach are found;
+    # dunders and the page's own names are not.
+    page = (
+        "import vizmm.replay as rp\n"
+        "from vizmm_apps import dashboard\n"
+        "from vizmm import __version__\n"
+        "def ask():\n"
+        "    from vizmm_apps.dashboard import _equivalent\n"
+        "    from .parts import _memory\n"
+        "    from vizmm.record import _probe\n"
+        "    return dashboard._states, rp.Replay._cache, _own(), dashboard.DashboardState\n"
+        "def _own():\n"
+        "    return 1\n"
+    )
+    assert _private_uses(page) == [
+        "page.py:5 imports _equivalent from vizmm_apps.dashboard",
+        "page.py:6 imports _memory from vizmm_apps.parts",
+        "page.py:7 imports _probe from vizmm.record",
+        "page.py:8 uses dashboard._states",
+        "page.py:8 uses rp.Replay._cache",
+    ]
+
+
+def test_pages_use_no_private_names_of_other_modules():
+    bad = []
+    for path in _files("apps"):
+        bad += _private_uses(path.read_text(encoding="utf-8"), str(path.relative_to(REPO)))
+    assert bad == []

@@ -22,6 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from vizmm.serve import memory  # noqa: E402
 from vizmm_apps import parts  # noqa: E402
 
 
@@ -39,7 +40,7 @@ def _garbage_cycle() -> weakref.ref:
 @pytest.fixture
 def thawed(monkeypatch):
     """Built pages frozen as ``vizmm serve`` freezes them; everything thawed afterwards."""
-    monkeypatch.setattr(parts, "_freezing_built_pages", False)
+    monkeypatch.setattr(memory, "_freezing", False)
     monkeypatch.setattr(type(pn.state), "_on_session_created", [])
     monkeypatch.setattr(type(pn.state), "curdoc", property(lambda self: None))  # no session
     yield
@@ -61,14 +62,14 @@ def test_a_frozen_page_is_collected_when_pages_close(thawed):
     own = _frozen_by_python()
     parts.freeze_built_pages()
     parts.freeze_built_pages()  # once per process, however often it is asked
-    assert type(pn.state)._on_session_created == [parts._freeze]
+    assert type(pn.state)._on_session_created == [memory.freeze]
     cycle = _garbage_cycle()  # garbage already, but not yet collected
     frozen = gc.get_freeze_count()
     type(pn.state)._on_session_created[0](object())  # a new session starts: freeze
     assert gc.get_freeze_count() > frozen
     gc.collect()
     assert cycle() is not None  # a full collection no longer walks it
-    parts._release_memory()  # pages closed: unfreeze, collect, freeze the rest
+    memory.release_memory()  # pages closed: unfreeze, collect, freeze the rest
     assert cycle() is None
     assert gc.get_freeze_count() > own  # what is left is frozen again
 
@@ -76,7 +77,7 @@ def test_a_frozen_page_is_collected_when_pages_close(thawed):
 def test_without_freezing_the_release_leaves_nothing_frozen(thawed):
     own = _frozen_by_python()
     cycle = _garbage_cycle()
-    parts._release_memory()
+    memory.release_memory()
     assert cycle() is None and gc.get_freeze_count() == own
 
 
@@ -91,13 +92,13 @@ def test_a_page_drawn_freezes_only_where_asked(thawed, monkeypatch):
     assert calls == []  # not in a session: nothing waits for a browser
     monkeypatch.setattr(type(pn.state), "curdoc", property(lambda self: Doc()))
     parts.page_drawn(True)
-    assert parts._freeze not in calls and len(calls) == 1  # plain panel serve: no freeze
+    assert memory.freeze not in calls and len(calls) == 1  # plain panel serve: no freeze
     monkeypatch.setattr(type(pn.state), "curdoc", property(lambda self: None))
     parts.freeze_built_pages()  # in a --setup script, before any session
     monkeypatch.setattr(type(pn.state), "curdoc", property(lambda self: Doc()))
     calls.clear()
     parts.page_drawn(True)
-    assert calls[1] is parts._freeze and len(calls) == 2
+    assert calls[1] is memory.freeze and len(calls) == 2
 
 
 # -------------------------------------------------- a page with no browser

@@ -109,7 +109,6 @@ def test_table_extent_is_worked_out_once_per_trace_and_let_go_with_it(monkeypatc
 
     import vizmm
     import vizmm.render.bokeh_scene as scene
-    from vizmm_apps.parts import clear_drawing_caches
 
     trace = vizmm.record(backend="simulator", quiet=True, width=4, tile_width=2, kernel="tiled")
     measured = []
@@ -123,8 +122,41 @@ def test_table_extent_is_worked_out_once_per_trace_and_let_go_with_it(monkeypatc
     assert width > 0
     count = len(scene._TABLE_EXTENTS)
     alive = weakref.ref(trace)
-    del trace
-    clear_drawing_caches()  # the whole tables, which do hold the trace
+    del trace  # the whole tables built for it are kept on it, and go with it
     gc.collect()
     assert alive() is None  # the size kept did not keep the trace
     assert len(scene._TABLE_EXTENTS) <= count - 1
+
+
+def test_a_frame_carries_its_blocks_table_and_lets_it_go_with_the_trace():
+    """The Fig. 5.8 table rides on the frame; what was worked out goes with the trace."""
+    import gc
+    import weakref
+
+    import vizmm
+    from vizmm.render.bokeh_scene import frame_columns
+    from vizmm.replay import Replay
+    from vizmm.serve.caches import CACHES
+    from vizmm.trace.derived import derived_count
+
+    trace = vizmm.record(backend="simulator", quiet=True, width=4, tile_width=2, kernel="tiled")
+    replay = Replay(trace, (0, 1))
+    first, last = replay.frame(0), replay.frame(len(replay) - 1)
+    # Fig. 5.8 for block_{0,1}: thread (0,0) loads M_{0,0} and N_{0,2} in phase 0
+    # (Row = 0, Col = bx*TILE_WIDTH + tx = 2), M_{0,2} and N_{2,2} in phase 1.
+    table = first.table
+    assert table is last.table  # one table per block, shared by its frames
+    assert table.block == (0, 1)
+    assert table.cell((0, 0), "Phase 0: M → Mds").text.startswith("M_{0,0}")
+    assert table.cell((0, 0), "Phase 0: N → Nds").text.startswith("N_{0,2}")
+    assert table.cell((0, 0), "Phase 1: M → Mds").text.startswith("M_{0,2}")
+    assert table.cell((0, 0), "Phase 1: N → Nds").text.startswith("N_{2,2}")
+    # the renderer draws the frame's cells: every cell's note is in the table
+    notes = set(frame_columns(last, trace, ["table"])["table"]["note"])
+    assert any("N₂,₂" in n for n in notes)
+    assert derived_count(trace) >= 2  # the table and its layout, kept on the trace
+    assert CACHES.unbounded() == []  # every registered drawing cache has a maxsize
+    alive = weakref.ref(trace)
+    del trace, replay, first, last, table
+    gc.collect()
+    assert alive() is None  # nothing kept the trace alive

@@ -34,7 +34,7 @@ import signal
 import sys
 import textwrap
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 from . import __version__
 from .record import (
@@ -917,119 +917,6 @@ def _positive_mib(text: str) -> int:
     return int(text)
 
 
-def _given_traces(paths: list[str]) -> list[str]:
-    """The absolute paths of ``--traces``, each checked to be a file or a folder."""
-    out = []
-    for p in paths:
-        if not os.path.exists(p):
-            raise CLIError(f"--traces {p}: no such file or folder")
-        if not (os.path.isfile(p) or os.path.isdir(p)):
-            raise CLIError(f"--traces {p}: not a regular file or a folder")
-        if os.pathsep in os.path.abspath(p):
-            raise CLIError(f"--traces {p}: a path with {os.pathsep!r} in it cannot be given")
-        out.append(os.path.abspath(p))
-    return out
-
-
-#: What ``vizmm serve`` sets in the server's environment where it is not set
-#: already. ``PYTHONMALLOC=malloc``: Python's own allocator keeps each 1 MiB
-#: arena in which a few objects still live, so a server kept 8-13% more
-#: memory after ten pages had closed (nearly 60% after sixty browser pages),
-#: with the same data live; the C library's allocator gives it back
-#: (``benchmarks/bench_sessions.py``: +0-2%; ``load_test.py --pages 30``:
-#: +3%), for about the same CPU per new page. ``PYTHONINTMAXSTRDIGITS``:
-#: Panel turns a URL value of digits into an ``int`` when it makes a page's
-#: location, before any vizmm code runs, and Python refuses more than 4,300
-#: digits with an error that leaves the page blank. Tornado refuses requests
-#: whose headers exceed 64 KiB, so no URL value has more than 65,536 digits:
-#: the limit is raised to that (about 20 ms of CPU at most), and the page
-#: then leaves the over-long value out and names it (``vizmm_apps.parts.drop_long_url_values``).
-SERVE_ENVIRONMENT = {"PYTHONMALLOC": "malloc", "PYTHONINTMAXSTRDIGITS": "65536"}
-
-
-def serve_environment(
-    environ: Mapping[str, str] | None = None, args: argparse.Namespace | None = None
-) -> dict[str, str]:
-    """The variables ``vizmm serve`` adds to the server's environment.
-
-    Parameters
-    ----------
-    environ : dict of str to str, optional
-        The environment it starts from (``os.environ`` by default). A
-        variable of :data:`SERVE_ENVIRONMENT` set there is left as it is
-        (``PYTHONMALLOC=pymalloc vizmm serve`` keeps Python's allocator).
-    args : argparse.Namespace, optional
-        ``vizmm serve``'s arguments: ``--traces`` becomes
-        ``VIZMM_SERVE_TRACES``, ``--max-trace-mib``
-        ``VIZMM_SERVER_MAX_TRACE_BYTES``.
-
-    Returns
-    -------
-    dict of str to str
-        Those of :data:`SERVE_ENVIRONMENT` not set in ``environ``, and the
-        variables of ``args``.
-
-    Raises
-    ------
-    CLIError
-        For a ``--traces`` path that is neither a file nor a folder.
-    """
-    environ = os.environ if environ is None else environ
-    out = {k: v for k, v in SERVE_ENVIRONMENT.items() if k not in environ}
-    if args is not None:
-        from .serve.catalogue import GIVEN_TRACES_VARIABLE
-
-        if args.traces:
-            out[GIVEN_TRACES_VARIABLE] = os.pathsep.join(_given_traces(args.traces))
-        if args.max_trace_mib is not None:
-            out["VIZMM_SERVER_MAX_TRACE_BYTES"] = str(args.max_trace_mib * 2**20)
-    return out
-
-
-def serve_command(args: argparse.Namespace) -> list[str]:
-    """The ``panel serve`` command line that ``vizmm serve`` runs."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("vizmm_apps")
-    if spec is None or not spec.submodule_search_locations:
-        raise CLIError(
-            "vizmm's pages (the vizmm_apps package) are not installed with this vizmm; "
-            "reinstall it with 'pip install vizmm' or 'pip install -e .' in its repository"
-        )
-    apps = list(spec.submodule_search_locations)[0]
-    cmd = [
-        sys.executable,
-        "-m",
-        "panel",
-        "serve",
-        os.path.join(apps, "dashboard.py"),
-        os.path.join(apps, "large_view.py"),
-        "--setup",
-        os.path.join(apps, "preload.py"),
-        "--address",
-        args.address,
-        "--port",
-        str(args.port),
-        "--num-procs",
-        str(args.num_procs),
-        # A page's session is built when the page is asked for and kept until its
-        # browser connects: with a class arriving at once the connections queue
-        # behind the other pages' builds, and a session let go after Panel's 15 s
-        # would be built a second time. Closed pages' sessions go after a minute.
-        "--unused-session-lifetime",
-        "60000",
-        "--check-unused-sessions",
-        "5000",
-    ]
-    origins = list(args.allow_websocket_origin)
-    if args.address in ("127.0.0.1", "localhost", "::1") and not origins:
-        origins = [f"localhost:{args.port}", f"127.0.0.1:{args.port}"]
-    cmd += [f"--allow-websocket-origin={o}" for o in origins]
-    if args.show:
-        cmd.append("--show")
-    return cmd
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve the dashboard and the large view (localhost unless told otherwise).
 
@@ -1046,81 +933,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     vizmm serve --address 0.0.0.0 --allow-websocket-origin=HOST:5006 --num-procs 2
                                              (a class: HOST is the name students type)
     """
-    cmd = serve_command(args)
-    extra = serve_environment(args=args)
+    from .serve.command import ServeError, run_server, serve_command, serve_environment
+
+    try:
+        cmd = serve_command(
+            args.address, args.port, args.num_procs, args.allow_websocket_origin, args.show
+        )
+        extra = serve_environment(traces=args.traces, max_trace_mib=args.max_trace_mib)
+    except ServeError as exc:
+        raise CLIError(str(exc)) from None
     if args.dry_run:  # as a shell would take it: the variables, then the command
         print(" ".join([*(f"{k}={v}" for k, v in extra.items()), *cmd]))
         return EXIT_OK
     check_can_listen(args.address, args.port)
     return run_server(cmd, {**os.environ, **extra})
-
-
-#: Signals ``vizmm serve`` passes on to every server process it started.
-SERVER_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-
-
-def run_server(cmd: list[str], env: dict[str, str], grace_s: float = 10.0) -> int:
-    """Run the server ``cmd`` in a process group of its own; stop all of it on a signal.
-
-    ``panel serve --num-procs N`` forks N worker processes. Killing only the
-    process that forked them would leave the workers serving the port, so
-    ``vizmm serve`` stays the parent: SIGTERM, SIGINT or SIGHUP sent to it is
-    passed on to the whole group, and when the server's first process ends,
-    whatever of the group is left is stopped too (SIGTERM, then SIGKILL after
-    ``grace_s`` seconds).
-
-    Parameters
-    ----------
-    cmd : list of str
-        The ``panel serve`` command (:func:`serve_command`).
-    env : dict of str to str
-        The server's environment.
-    grace_s : float
-        Seconds the group is given to stop before it is killed.
-
-    Returns
-    -------
-    int
-        The server's exit status (0 when it was stopped by a signal sent to
-        ``vizmm serve``).
-    """
-    import subprocess
-    import time
-
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
-    stopping = []
-
-    def forward(signum, _frame):
-        stopping.append(signum)
-        _signal_group(proc.pid, signal.SIGTERM if signum == signal.SIGHUP else signum)
-
-    previous = {sig: signal.signal(sig, forward) for sig in SERVER_SIGNALS}
-    try:
-        rc = proc.wait()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        _signal_group(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        while _group_alive(proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        _signal_group(proc.pid, signal.SIGKILL)
-    return EXIT_OK if stopping else rc
-
-
-def _signal_group(pgid: int, signum: int) -> None:
-    try:
-        os.killpg(pgid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
 
 
 # ------------------------------------------------------------------- doctor

@@ -56,8 +56,9 @@ import numpy as np
 from bokeh.core.properties import value
 
 from ..replay import CellState, Frame, SlotState, ThreadState
-from ..replay.table import build_table
+from ..replay.table import Table, frame_table
 from ..trace import Access, Trace, ceil_div
+from ..trace.derived import kept, per_trace
 from . import palette as pal
 from .bokeh_tools import add_hover
 from .policy import check_known_views, view_names
@@ -305,9 +306,12 @@ def _slot_label(state: int, r: int, c: int, matrix: str) -> str:
 # ---------------------------------------------------------- static lookups
 
 
-@lru_cache(maxsize=16)
+@per_trace(maxsize=3)
 def _static_grid(trace: Trace, name: str) -> dict[str, list]:
-    """Columns of a matrix grid that never change for a trace (positions, names, values)."""
+    """Columns of a matrix grid that never change for a trace (positions, names, values).
+
+    Kept on the trace (:func:`vizmm.trace.derived.per_trace`), M, N and P.
+    """
     j, k, l = trace.shape
     rows, cols = {"M": (j, k), "N": (k, l), "P": (j, l)}[name]
     r, c = np.divmod(np.arange(rows * cols), cols)
@@ -322,12 +326,6 @@ def _static_grid(trace: Trace, name: str) -> dict[str, list]:
         "final": final,
         "text": final if name != "P" else [""] * len(final),
     }
-
-
-@lru_cache(maxsize=16)
-def _table(trace: Trace, block: tuple[int, int]):
-    T = trace.tile_width
-    return build_table(trace, block, values=True, p_write=True, max_terms=None if T <= 2 else 3)
 
 
 # ------------------------------------------------------------------ frames
@@ -919,10 +917,16 @@ def _table_kind_fill(th: pal.Palette) -> dict[str, str]:
     }
 
 
-@lru_cache(maxsize=16)
-def _table_layout(trace: Trace, block: tuple[int, int]):
-    """Columns kept, their widths (characters) and display texts for a block's table."""
-    table = _table(trace, block)
+def _table_layout(trace: Trace, block: tuple[int, int], table: Table):
+    """Columns kept, their widths (characters) and display texts for a block's table.
+
+    ``table`` is the block's (a frame's :attr:`~vizmm.replay.Frame.table`);
+    its layout is kept with the trace, a few blocks at a time.
+    """
+    return kept(trace, "bokeh_scene.table_layout", tuple(block), lambda: _layout(table, trace))
+
+
+def _layout(table: Table, trace: Trace):
     T = trace.tile_width
     keep = [i for i, c in enumerate(table.columns) if not (c.role == "pvalue" and T > 2)]
     texts = []
@@ -957,7 +961,9 @@ def _table_columns(
     frame: Frame, trace: Trace, th: pal.Palette, conceal: bool = False
 ) -> dict[str, list]:
     block = tuple(frame.block)
-    table, keep, texts, heads, widths = _table_layout(trace, block)
+    if frame.table is None:  # a frame made by hand: nothing to draw
+        return _columns_of("table")
+    table, keep, texts, heads, widths = _table_layout(trace, block, frame.table)
     T = trace.tile_width
     nrows = len(table.rows)
     columns = [table.columns[i] for i in keep]
@@ -1098,7 +1104,7 @@ def _measure_table(trace: Trace) -> tuple[float, int]:
     # first and last blocks have the shortest and longest indices; edges the odd loads
     sample = {tuple(b) for b in (blocks[:2] + blocks[-2:] + blocks[len(blocks) // 2 :][:1])}
     for b in sorted(sample):
-        table, keep, texts, heads, widths = _table_layout(trace, tuple(b))
+        table, keep, texts, heads, widths = _layout(frame_table(trace, tuple(b)), trace)
         columns = [table.columns[i] for i in keep]
         fixed = sum(w for w, c in zip(widths, columns, strict=True) if c.phase is None)
         per = {}

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import re
+from collections.abc import Callable
 from functools import cached_property
 from typing import NamedTuple
 
@@ -45,7 +47,7 @@ from ..analysis.transactions import (
     transactions_overlay,
 )
 from ..trace import TILED_KERNELS, Access, LaunchShape, PWrite, Trace, ceil_div
-from .table import TableCursor
+from .table import Table, TableCursor, frame_table
 
 __all__ = [
     "Sub",
@@ -329,6 +331,8 @@ class Frame:
         pages). Empty for a frame not made by :meth:`Replay.frame`; a frame
         made from another with other values (``dataclasses.replace``) must
         be given ``key=()`` or a key of its own.
+    table_of : callable or None
+        Gives :attr:`table` (the block's Fig. 5.8 table) when first asked.
     """
 
     index: int
@@ -390,6 +394,19 @@ class Frame:
     struck_lines: tuple = ()
     transactions: TransactionsOverlay | None = None
     key: tuple = ()
+    table_of: Callable[[], Table] | None = dataclasses.field(default=None, repr=False)
+
+    @property
+    def table(self) -> Table | None:
+        """The Fig. 5.8 table of this frame's block: the cells a renderer draws.
+
+        Its cells are the same at every step of the block (what each thread
+        loads and adds, :func:`~vizmm.replay.table.frame_table`);
+        :attr:`table_cursor` says how far this step has filled them. Worked
+        out on first use and kept with the trace, so a frame drawn without
+        its table (a GIF) costs nothing. None for a frame made without one.
+        """
+        return None if self.table_of is None else self.table_of()
 
     @property
     def cgma(self) -> float:
@@ -1008,6 +1025,7 @@ class Replay:
             source_line=line,
             table_focus=self._table_focus(step),
             table_cursor=self._table_cursor(step),
+            table_of=functools.partial(frame_table, self.trace, self.block),
             phase_pvalues=phase_pvalues,
             mds_loader=loaders["M"],
             nds_loader=loaders["N"],

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from functools import lru_cache
 
 import numpy as np
 
@@ -47,6 +46,7 @@ from ..trace import (
     format_blocks,
     not_recorded_message,
 )
+from ..trace.derived import per_trace
 
 __all__ = [
     "BlockState",
@@ -1027,7 +1027,19 @@ class LargeModel:
         )
 
 
-@lru_cache(maxsize=4)
+@per_trace(maxsize=1)
 def model(trace: Trace) -> LargeModel:
-    """:meth:`LargeModel.of`, cached for the last few traces (traces are immutable)."""
+    """:meth:`LargeModel.of`, kept with the trace (traces are immutable).
+
+    Parameters
+    ----------
+    trace : Trace
+        A trace, of any size.
+
+    Returns
+    -------
+    LargeModel
+        Worked out once, and let go with the trace
+        (:func:`vizmm.trace.derived.per_trace`).
+    """
     return LargeModel.of(trace)

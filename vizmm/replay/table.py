@@ -44,6 +44,7 @@ import numpy as np
 
 from ..analysis import hazards as hz
 from ..trace import Access, PWrite, Trace
+from ..trace.derived import per_trace
 from ..trace.units import format_value
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "Table",
     "TableCursor",
     "build_table",
+    "frame_table",
 ]
 
 #: Every value :attr:`Cell.kind` can take.
@@ -578,3 +580,33 @@ def build_table(
         f"M {j}x{k} . N {k}x{l}, TILE_WIDTH {T}"
     )
     return Table(title, (by, bx), phases, tuple(columns), tuple(rows))
+
+
+@per_trace(maxsize=8)
+def frame_table(trace: Trace, block: tuple[int, int]) -> Table:
+    """The Fig. 5.8 table a replay's frames carry (:attr:`vizmm.replay.Frame.table`).
+
+    Every phase, the Pvalue after each phase and the P store
+    (:func:`build_table` with ``values=True, p_write=True``); Pvalue sums
+    shortened to 3 terms for TILE_WIDTH over 2. Built once per block and kept
+    with the trace (its last 8 blocks), so every page replaying a block
+    shares one table.
+
+    Parameters
+    ----------
+    trace : Trace
+        A recording.
+    block : (by, bx)
+        A block recorded per thread.
+
+    Returns
+    -------
+    Table
+
+    Raises
+    ------
+    KeyError
+        When ``block`` was not recorded per thread.
+    """
+    max_terms = None if trace.tile_width <= 2 else 3
+    return build_table(trace, tuple(block), values=True, p_write=True, max_terms=max_terms)
