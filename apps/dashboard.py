@@ -37,7 +37,7 @@ import threading
 import types
 import urllib.parse
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import panel as pn
 import param
@@ -823,7 +823,10 @@ class Dashboard(pn.viewable.Viewer):
         recordings, URL sync); by default ``pn.state.served``.
     """
 
-    state = param.ClassSelector(class_=DashboardState)
+    if TYPE_CHECKING:  # never None: __init__ makes one when none is given
+        state: DashboardState
+    else:
+        state = param.ClassSelector(class_=DashboardState)
     views = param.List(
         default=[],
         doc="Extra tabs after 'Block replay': ``(title, factory)`` pairs, ``factory(state)`` "

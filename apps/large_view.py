@@ -27,6 +27,7 @@ import importlib.resources
 import sys
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import panel as pn
 import param
@@ -371,7 +372,10 @@ class LargeTraceView(pn.viewable.Viewer):
         The figures of the current trace.
     """
 
-    state = param.ClassSelector(class_=LargeViewState)
+    if TYPE_CHECKING:  # never None: __init__ makes one when none is given
+        state: LargeViewState
+    else:
+        state = param.ClassSelector(class_=LargeViewState)
     embed_replay = param.Boolean(default=True)
     zoom_block = param.Tuple(
         default=None,

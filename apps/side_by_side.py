@@ -27,6 +27,7 @@ import dataclasses
 import html
 import json
 import threading
+from typing import TYPE_CHECKING
 
 import panel as pn
 import param
@@ -198,7 +199,10 @@ class SideBySideState(param.Parameterized):
 class SideBySide(pn.viewable.Viewer):
     """The page: a pair menu, one row of controls, the two scenes and their counters."""
 
-    state = param.ClassSelector(class_=SideBySideState)
+    if TYPE_CHECKING:  # never None: __init__ makes one when none is given
+        state: SideBySideState
+    else:
+        state = param.ClassSelector(class_=SideBySideState)
 
     def __init__(self, state: SideBySideState | None = None, served: bool | None = None, **params):
         served = bool(pn.state.served) if served is None else served
