@@ -53,6 +53,7 @@ from vizmm.replay import (  # noqa: E402
     SlotState,
     ThreadState,
 )
+from vizmm.replay.narration import narrate  # noqa: E402
 from vizmm.replay.navigator import Place, Position, clamp, past_the_end, place  # noqa: E402
 from vizmm.serve import catalogue  # noqa: E402
 from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
@@ -61,6 +62,7 @@ from vizmm.trace import (  # noqa: E402
     Trace,
 )
 from vizmm_apps import barrier_view, classroom, large_view, occupancy_view, quiz  # noqa: E402
+from vizmm_apps.access import Narration, PageLandmarks, opened_theme, page_css  # noqa: E402
 from vizmm_apps.keys import KeyboardShortcuts, PageTheme  # noqa: E402
 from vizmm_apps.parts import (  # noqa: E402
     TABLE_EXTENSIONS,
@@ -591,6 +593,20 @@ class DashboardState(param.Parameterized):
             self.show("Ignored in the URL: " + "; ".join(bad) + ".", "warning")
 
 
+def _toggle_look(on: bool) -> dict:
+    """A toggle's look: solid primary while on, outlined while off."""
+    return {"button_type": "primary", "button_style": "solid" if on else "outline"}
+
+
+def _relabel(toggle, name: str) -> Callable:
+    """A watcher giving ``toggle`` its look and a label saying its state ("✓ Presenter mode")."""
+
+    def show(event) -> None:
+        toggle.param.update(label=("✓ " if event.new else "") + name, **_toggle_look(event.new))
+
+    return show
+
+
 def _filled_when_opened(title: str, width: int, content) -> pn.Card:
     """A collapsed card whose content goes to the page when it is first opened.
 
@@ -929,24 +945,40 @@ class Dashboard(pn.viewable.Viewer):
         self.speed = pn.widgets.FloatSlider.from_param(
             s.param.speed, label="steps / s", start=0.5, end=10, step=0.5, width=140
         )
+        # the pressed choice solid, the others outlined (both themes)
         self.granularity = pn.widgets.RadioButtonGroup.from_param(
-            s.param.granularity, width=170, color="default"
+            s.param.granularity, width=170, button_type="primary", button_style="outline"
         )
-        self.order = pn.widgets.RadioButtonGroup.from_param(s.param.order, width=170)
+        self.order = pn.widgets.RadioButtonGroup.from_param(
+            s.param.order, width=170, button_type="primary", button_style="outline"
+        )
+        # toggles: outlined while off, solid with a check mark while on
         self.presenter = pn.widgets.Toggle.from_param(
-            s.param.presenter, label="Presenter mode", width=140, color="primary"
+            s.param.presenter, label="Presenter mode", width=150, **_toggle_look(s.presenter)
         )
-        self.theme = pn.widgets.Toggle(label="Dark", value=s.theme == "dark", width=70)
+        self.theme = pn.widgets.Toggle(
+            label="Dark", value=s.theme == "dark", width=80, **_toggle_look(s.theme == "dark")
+        )
         self.theme.param.watch(lambda e: setattr(s, "theme", "dark" if e.new else "light"), "value")
         # Panel draws its widgets in the theme the page was opened with (?theme=):
         # a change of theme in a served page opens it again in the new one.
         self.page_theme = PageTheme(theme=s.theme)
         self.transactions = pn.widgets.Toggle.from_param(
-            s.param.transactions, label="Memory transactions", width=170, color="primary"
+            s.param.transactions, label="Memory transactions", width=180, **_toggle_look(False)
         )
+        for toggle, name in (
+            (self.presenter, "Presenter mode"),
+            (self.transactions, "Memory transactions"),
+            (self.theme, "Dark"),
+        ):
+            toggle.param.watch(_relabel(toggle, name), "value")
+            toggle.param.trigger("value")
         self.unfollow = pn.widgets.Button(label="stop following", width=120, visible=False)
         self.unfollow.on_click(lambda e: s.param.update(ty=-1, tx=-1))
         self.status_pane = pn.pane.HTML("", sizing_mode="stretch_width", height=22, margin=(0, 10))
+        # each step in words, read out by screen readers; captions on a projector
+        self.narration = Narration()
+        self.landmarks = PageLandmarks()
         self.alert = pn.pane.Alert(
             "", alert_type="danger", visible=False, sizing_mode="stretch_width"
         )
@@ -1032,10 +1064,12 @@ class Dashboard(pn.viewable.Viewer):
             *addons,
             self.alert,
             pn.Row(self.status_pane, self.progress, sizing_mode="stretch_width"),
+            self.narration,
             self.tabs,
             self.presenter_view,
             self.keys,
             self.page_theme,
+            self.landmarks,
             sizing_mode="stretch_width",
         )
 
@@ -1201,6 +1235,10 @@ class Dashboard(pn.viewable.Viewer):
             self.slider.value = s.step + 1
             self.unfollow.visible = frame.focus is not None and not s.presenter
             self._export_name()
+        self.narration.param.update(
+            text=narrate(frame) if frame is not None and s.trace is not None else "",
+            large=s.presenter,
+        )
         self.status_pane.object = self._status_html()
 
     def _scene_for(self, presenter: bool, theme: str) -> Scene:
@@ -1422,7 +1460,9 @@ def create_app(served: bool | None = None) -> Dashboard:
     """
     served = bool(pn.state.served) if served is None else served
     # the upload box (bundled FilePond); the large view's DataTable (vizmm_apps.parts)
-    pn.extension("filedropper", *TABLE_EXTENSIONS, notifications=False)
+    pn.extension(
+        "filedropper", *TABLE_EXTENSIONS, notifications=False, raw_css=page_css(opened_theme())
+    )
     if served:
         catalogue.preload_once()
     return Dashboard(

@@ -5,7 +5,9 @@ Panel has no page-wide key bindings. :class:`KeyboardShortcuts` adds one
 key it is told to watch to Python, where :attr:`KeyboardShortcuts.on_key` is
 called with the key's name (``"ArrowRight"``, ``" "``, ``"g"`` ...). Keys
 typed into inputs, text areas, selects and editable elements are left alone,
-and so are keys with Ctrl, Alt or Meta.
+and so are keys with Ctrl, Alt or Meta, the keys a focused control acts on
+itself (←/→/Home/End on a slider, a tab, a menu; space on a button or a link):
+the keyboard alone then moves a slider or presses a button as everywhere.
 
 Keys travel in one synchronised parameter, ``queue``: the last
 :data:`QUEUE_LENGTH` keys pressed, each with its sequence number; Python acts
@@ -82,12 +84,21 @@ class KeyboardShortcuts(JSComponent):
 
     _esm = """
     const EDITABLE = new Set(["INPUT", "TEXTAREA", "SELECT"]);
+    // Controls that act on these keys themselves: a focused slider moves with
+    // the arrows, Home and End; a focused button or link is pressed by space.
+    const OWN_KEYS = new Set(["slider", "spinbutton", "combobox", "listbox", "option",
+                              "textbox", "tab", "radio", "menuitem", "scrollbar"]);
+    const PRESSED = new Set(["BUTTON", "A", "SUMMARY"]);
 
     function typing(event) {
       const path = event.composedPath ? event.composedPath() : [event.target];
       for (const node of path) {
         if (!node || !node.tagName) continue;
         if (EDITABLE.has(node.tagName) || node.isContentEditable) return true;
+        if (OWN_KEYS.has(node.getAttribute("role"))) return true;
+        if (event.key === " " && (PRESSED.has(node.tagName)
+            || ["button", "checkbox", "switch", "link"].includes(node.getAttribute("role"))))
+          return true;
       }
       return false;
     }

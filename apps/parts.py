@@ -124,7 +124,10 @@ def page_drawn(served: bool) -> threading.Event:
 
 
 def page_header(title: str, *widgets) -> pn.Row:
-    """A page's header: ``### vizmm · title`` and the widgets beside it (the trace menu ...).
+    """A page's header: its level-one heading ``vizmm · title`` and the widgets beside it.
+
+    The heading is the page's ``<h1>`` (screen readers list pages by it),
+    drawn at the size of the ``###`` it replaced.
 
     Parameters
     ----------
@@ -137,7 +140,11 @@ def page_header(title: str, *widgets) -> pn.Row:
     -------
     pn.Row
     """
-    heading = pn.pane.Markdown(f"### vizmm · {title}", margin=(10, 10, 0, 10))
+    heading = pn.pane.Markdown(
+        f"# vizmm · {title}",
+        margin=(10, 10, 0, 10),
+        stylesheets=["h1 { font-size: 1.17em; font-weight: bold; margin: 0.6em 0 0.4em; }"],
+    )
     return pn.Row(heading, *widgets, align="center")
 
 
