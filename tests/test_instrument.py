@@ -1,0 +1,262 @@
+"""The instrumenter (vizmm.record.instrument): any @cuda.jit kernel logs what it did.
+
+Oracles: the traces recorded by the hand-instrumented kernels before the
+instrumenter existed (``tests/fixtures/hand-instrumented``, copies of the
+shipped presets) must come back equal, field by field, when the book's
+plain kernels are recorded through the instrumenter; kernels written in
+other styles (``instrument_kernels.py``) must log the loads their index
+expressions name, derived here by hand.
+"""
+
+import pathlib
+
+import instrument_kernels as IK
+import numpy as np
+import pytest
+
+import vizmm
+from vizmm.record import instrument as I
+from vizmm.record import instrument_device as D
+from vizmm.record.instrument_trace import launch as instrumented_launch
+from vizmm.record.launcher import Job
+
+FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "hand-instrumented"
+# Every field the replay reads. Barrier tickets are compared exactly where the
+# simulator ran the block in turns (the same every run); elsewhere the order in
+# which threads reached a barrier is the interpreter's timing, so only which
+# arrivals were recorded is compared.
+FIELDS = (
+    "P",
+    "loads",
+    "pvalue",
+    "p_write",
+    "m_reads",
+    "n_reads",
+    "zero_fills",
+    "shared_reads",
+    "read_values",
+    "barrier_tick",
+)
+
+
+def _job(trace):
+    m = trace.meta
+    blocks = [tuple(b) for b in trace.detail_blocks.tolist()]
+    return Job(
+        trace.launch,
+        blocks,
+        m["aggregated"],
+        m.get("seed", 0),
+        "simulator",
+        m.get("inputs", "seeded"),
+        tuple(m.get("drop_barrier", ())),
+        bool(m.get("reads_recorded")),
+    )
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.vizmm")), ids=lambda p: p.stem)
+def test_book_kernels_through_the_instrumenter_equal_the_hand_instrumented_traces(path):
+    old = vizmm.load(path)
+    new = instrumented_launch(_job(old), np.asarray(old.M), np.asarray(old.N))
+    assert new.meta["recorder"] == "instrumenter"
+    for name in FIELDS:
+        a, b = np.asarray(getattr(old, name)), np.asarray(getattr(new, name))
+        assert a.shape == b.shape, name
+        if name == "barrier_tick" and old.meta.get("sim_schedule") != "turns":
+            np.testing.assert_array_equal(a < 0, b < 0, err_msg=name)
+            # each barrier's tickets are distinct within a block: an order exists
+            nd = len(a)
+            for s in range(nd):
+                t = b[s][b[s] >= 0]
+                assert len(np.unique(t)) == len(t)
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=name)
+
+
+def _events(log, s, tid):
+    n = int(log.counts[s, tid])
+    return log.events[s, tid, :n], log.values[s, tid, :n]
+
+
+def _global_loads(inst, log, s, tid):
+    ev, _ = _events(log, s, tid)
+    names = [a.name for a in inst.arrays]
+    sel = (ev[:, D.OP] == D.LOAD) & np.isin(
+        ev[:, D.ARR], [inst.array_id(g) for g in inst.global_arrays]
+    )
+    return [(names[e[D.ARR]], int(e[D.ROW]), int(e[D.COL])) for e in ev[sel]]
+
+
+def _inputs(n, seed=1):
+    rng = np.random.default_rng(seed)
+    M = rng.integers(0, 10, (n, n)).astype(np.float32)
+    N = rng.integers(0, 10, (n, n)).astype(np.float32)
+    return M, N
+
+
+def test_2d_indexing_other_names_and_cuda_grid():
+    n, T = 3, IK.T
+    M, N = _inputs(n)
+    inst = I.instrument(IK.tiled_2d)
+    blocks = [(by, bx) for by in range(2) for bx in range(2)]
+    C = np.full((n, n), np.nan, np.float32)
+    log = I.run(inst, dict(A=M, B=N, C=C, n=n), (2, 2), (T, T), blocks)
+    np.testing.assert_array_equal(log.outputs["C"], M @ N)
+    for s, (by, bx) in enumerate(blocks):
+        for i in range(T):
+            for j in range(T):
+                row, col = by * T + i, bx * T + j
+                # by hand: A[row, t*T + j] when inside, B[t*T + i, col] when inside
+                want = []
+                for t in range(2):
+                    if row < n and t * T + j < n:
+                        want.append(("A", row, t * T + j))
+                    if t * T + i < n and col < n:
+                        want.append(("B", t * T + i, col))
+                assert _global_loads(inst, log, s, i * T + j) == want
+    # the zero-fill's store names the element its check guarded
+    ev, _ = _events(
+        log, 3, 1 * T + 1
+    )  # block (1, 1), thread (1, 1): row 3 is outside A, t = 0: A[3, 0*T + 1]
+    zf = ev[(ev[:, D.OP] == D.STORE) & (ev[:, D.TAG] == D.TAG_ZERO)]
+    assert (inst.arrays[zf[0, D.SRC_ARR]].name, zf[0, D.SRC_ROW], zf[0, D.SRC_COL]) == ("A", 3, 1)
+
+
+def test_coarsened_kernel_two_p_elements_per_thread():
+    W, T = 4, IK.T
+    M, N = _inputs(W)
+    inst = I.instrument(IK.coarsened)
+    blocks = [(by, bx) for by in range(2) for bx in range(1)]
+    P = np.full(W * W, np.nan, np.float32)
+    log = I.run(inst, dict(M=M, N=N, P=P, Width=W), (1, 2), (T, T), blocks)
+    np.testing.assert_array_equal(log.outputs["P"].reshape(W, W), M @ N)
+    for s, (by, bx) in enumerate(blocks):
+        for ty in range(T):
+            for tx in range(T):
+                Row, Col = by * T + ty, bx * 2 * T + tx
+                want = []
+                for ph in range(W // T):
+                    want += [
+                        ("M", Row, ph * T + tx),
+                        ("N", ph * T + ty, Col),
+                        ("N", ph * T + ty, Col + T),
+                    ]
+                assert _global_loads(inst, log, s, ty * T + tx) == want
+        # every product term traced to its global elements: Mds slot (ty, k) held M[Row][ph*T+k]
+        ev, vals = _events(log, s, 0)
+        mds = inst.array_id("Mds")
+        reads = ev[(ev[:, D.OP] == D.LOAD) & (ev[:, D.ARR] == mds)]
+        got = [divmod(int(e[D.SRC_IDX]), W) for e in reads]
+        want = [(by * T, ph * T + k) for ph in range(2) for k in range(T) for _ in range(2)]
+        assert got == want
+
+
+def test_column_major_n_logs_the_code_row_and_col():
+    W, T = 4, IK.T
+    M, N = _inputs(W)
+    inst = I.instrument(IK.column_major_n)
+    blocks = [(0, 0), (1, 1)]
+    P = np.full(W * W, np.nan, np.float32)
+    Nt = np.ascontiguousarray(N.T)
+    log = I.run(inst, dict(M=M, Nt=Nt, P=P, Width=W), (2, 2), (T, T), blocks)
+    for s, (by, bx) in enumerate(blocks):
+        for ty in range(T):
+            for tx in range(T):
+                Row, Col = by * T + ty, bx * T + tx
+                # Nt[Col * Width + ph*T + ty]: the code's (row, col) is (Col, ph*T + ty)
+                want = []
+                for ph in range(W // T):
+                    want += [("M", Row, ph * T + tx), ("Nt", Col, ph * T + ty)]
+                assert _global_loads(inst, log, s, ty * T + tx) == want
+    out = log.outputs["P"].reshape(W, W)
+    np.testing.assert_array_equal(out[:2, :2], (M @ N)[:2, :2])
+    np.testing.assert_array_equal(out[2:, 2:], (M @ N)[2:, 2:])
+
+
+def test_out_of_bounds_read_is_logged_not_performed_and_the_thread_goes_on():
+    W = 2
+    M, N = _inputs(W)
+    inst = I.instrument(IK.past_the_end)
+    P = np.full(W * W, np.nan, np.float32)
+    log = I.run(inst, dict(M=M, N=N, P=P, Width=W), (1, 1), (2, 2), [(0, 0)])
+    # thread (ty=1, tx=c): M[1*2 + 2] = M[4] is past the 4 elements of M: logged, read as 0
+    for tx in range(2):
+        ev, _ = _events(log, 0, 1 * 2 + tx)
+        m = ev[(ev[:, D.OP] == D.LOAD) & (ev[:, D.ARR] == inst.array_id("M"))][0]
+        assert (m[D.FLAG], m[D.IDX], m[D.ROW], m[D.COL]) == (D.OUT_OF_BOUNDS, 4, 1, 2)
+        assert log.outputs["P"][2 + tx] == N.ravel()[tx]  # the thread went on and stored P
+    # thread (0, c) read M[2] = M[1][0], a wrong element (row 0, col 2 of a 2-wide M)
+    ev, _ = _events(log, 0, 0)
+    m = ev[(ev[:, D.OP] == D.LOAD) & (ev[:, D.ARR] == inst.array_id("M"))][0]
+    assert (m[D.FLAG], m[D.IDX], m[D.ROW], m[D.COL]) == (D.OK, 2, 0, 2)
+    assert log.reads["M"].tolist() == [0, 0, 2, 0]
+
+
+def test_unbounded_loop_is_sized_by_a_count_launch():
+    W = 3
+    M, N = _inputs(W)
+    inst = I.instrument(IK.while_loop)
+    assert inst.bound is None
+    P = np.full(W * W, np.nan, np.float32)
+    log = I.run(inst, dict(M=M, N=N, P=P, Width=W), (1, 1), (3, 3), [(0, 0)])
+    # thread (ty, tx) reads M[ty][0..tx]: tx + 1 loads, a P store and the end
+    for ty in range(3):
+        for tx in range(3):
+            assert log.counts[0, ty * 3 + tx] == tx + 1 + 2
+    np.testing.assert_array_equal(log.outputs["P"].reshape(3, 3), np.cumsum(M, axis=1))
+
+
+def test_static_bound_of_the_book_kernel():
+    import vizmm_kernels as K
+
+    inst = I.instrument(K.get_kernel("tiled", 2))
+    # per phase: 2 global loads, 2 shared stores, 2 barriers (arrival and release
+    # each), 2 x TILE_WIDTH shared loads; then the P store and the end
+    assert inst.bound({"Width": 4}, (2, 2, 1), (2, 2, 1)) == 2 * (2 + 2 + 4 + 4) + 2
+
+
+def test_rewrite_is_cached_and_quick():
+    import vizmm_kernels as K
+
+    a = I.instrument(K.get_kernel("boundary", 4))
+    assert I.instrument(K.get_kernel("boundary", 4)) is a
+    assert a.seconds < 2.0
+    assert "s_store2(Mds, ty, tx" in a.code  # readable: the kernel's own names
+
+
+@pytest.mark.parametrize(
+    "kernel, words",
+    [
+        (IK.not_a_kernel, "not a CUDA kernel"),
+        (42, "not a CUDA kernel"),
+        ("def k(M, N, P, Width)\n    P[0] = 1\n", "syntax error"),
+        ("nofile.py:kern", "does not exist"),
+        ("kernel.txt", "FILE.py:NAME"),
+    ],
+)
+def test_bad_kernels_get_one_clear_message(kernel, words):
+    with pytest.raises(I.InstrumentError, match=words):
+        I.instrument(kernel)
+
+
+def test_file_kernel_syntax_error_and_missing_name(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def k(M, N, P, Width):\n    P[0] = M[0] +\n")
+    with pytest.raises(I.InstrumentError, match=r"bad.py, line 2: syntax error"):
+        I.instrument(f"{bad}:k")
+    good = tmp_path / "good.py"
+    good.write_text("from numba import cuda\n\n@cuda.jit\ndef k(M, N, P, Width):\n    P[0] = 1\n")
+    with pytest.raises(I.InstrumentError, match="no kernel named 'other'"):
+        I.instrument(f"{good}:other")
+
+
+def test_launch_too_large_is_refused_before_allocating():
+    import vizmm_kernels as K
+
+    inst = I.instrument(K.get_kernel("tiled", 2))
+    M, N = _inputs(4)
+    args = dict(M=M, N=N, P=np.zeros(16, np.float32), Width=4)
+    with pytest.raises(I.InstrumentError, match="1 to 1024 threads per block"):
+        I.run(inst, args, (1, 1), (64, 64), [(0, 0)])
+    with pytest.raises(I.InstrumentError, match=r"access log would take \d+ bytes"):
+        I.run(inst, args, (2, 2), (2, 2), [(0, 0)], max_bytes=1000)
