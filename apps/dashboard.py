@@ -675,6 +675,18 @@ def _plain(exc: BaseException) -> str:
     return msg
 
 
+# The dashboard's link to two replays side by side (``vizmm serve`` serves
+# ``/side_by_side`` beside ``/dashboard``): a relative address, as the pages
+# share one server. Made once per page (a model belongs to one document).
+def side_by_side_link() -> pn.pane.HTML:
+    """The link to ``/side_by_side`` shown in the dashboard's header."""
+    return pn.pane.HTML(
+        '<a id="vizmm-side-by-side-link" href="side_by_side" style="font-size:15px">'
+        "Side by side: two replays in lockstep</a>",
+        margin=(10, 10, 0, 10),
+    )
+
+
 # ---------------------------------------------------------------- upload
 class UploadBox(pn.widgets.FileDropper):
     """The trace-file upload: sent in 1 MB chunks, refused over the server's upload limit.
@@ -1023,7 +1035,7 @@ class Dashboard(pn.viewable.Viewer):
             _filled_when_opened("Keys and clicks", 420, help_md),
         )
         self.header = page_header(
-            "the tiled matrix multiplication of PMPP ch. 5", self.trace_select
+            "the tiled matrix multiplication of PMPP ch. 5", self.trace_select, side_by_side_link()
         )
         # Controls wrap onto a second line where the window is narrower than
         # they are (a projector's 1280 pixels), instead of running off its edge.

@@ -1,21 +1,21 @@
 """Two replays side by side, in lockstep, with their counters next to each other.
 
-Serve it with::
-
-    panel serve apps/side_by_side.py         # http://localhost:5006/side_by_side
+``vizmm serve`` serves it at ``/side_by_side`` (http://localhost:5006/side_by_side),
+and the dashboard links to it. Each pane is titled by what sets it apart.
 
 Pairs (``?pair=``): ``tile-width`` (TILE_WIDTH 2 against 4 on the book's 4 x 4
-example), ``boundary`` (the boundary-checked kernel of Fig. 5.13 against the
-unchecked one of Fig. 5.9 on 3 x 3), ``barrier`` (Fig. 5.9's kernel with and
-without its first ``__syncthreads()``: the barrier lab, recorded in the
-simulator's turns), ``naive`` (the tiled kernel against the
-naive kernel of Fig. 3.11: the naive kernel has no tiles to draw, so its side
-shows its global loads at the same moment); with the memory-transactions view
-on both sides, ``coalescing`` (the book's loads against the uncoalesced
-kernel's), ``bank-conflict`` (``Nds[k][tx]`` against ``Nds[tx][k]``) and
-``padding`` (the conflict against its fix). Step with the buttons or the
-keys (← → Home End); both sides stay at the same phase and sub-step where
-both have one (:class:`vizmm.replay.Lockstep`). ``?theme=dark`` for dim rooms.
+example, both with Fig. 5.9's kernel), ``boundary`` (the boundary-checked
+kernel of Fig. 5.13 against the unchecked one of Fig. 5.9 on 3 x 3),
+``barrier`` (Fig. 5.9's kernel with and without its first ``__syncthreads()``:
+the barrier lab, recorded in the simulator's turns), ``naive`` (the tiled
+kernel against the naive kernel of Fig. 3.11: the naive kernel has no tiles to
+draw, so its side shows its global loads at the same moment); with the memory-
+transactions view on both sides, ``coalescing`` (the book's loads against the
+uncoalesced kernel's), ``bank-conflict`` (``Nds[k][tx]`` against
+``Nds[tx][k]``) and ``padding`` (the conflict against its fix). Step with the
+buttons or the keys (← → Home End); both sides stay at the same phase and sub-
+step where both have one (:class:`vizmm.replay.Lockstep`). ``?theme=dark`` for
+dim rooms.
 
 The app only holds choices: the joint timeline is the replay layer's, the
 pictures are the dashboard's :class:`~vizmm.render.bokeh_scene.Scene`.
@@ -35,6 +35,7 @@ import param
 from vizmm.render.bokeh_scene import Scene  # noqa: E402
 from vizmm.replay import Lockstep, Replay  # noqa: E402
 from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
+from vizmm_apps.access import PageLandmarks, opened_theme, page_css  # noqa: E402
 from vizmm_apps.keys import KeyboardShortcuts  # noqa: E402
 from vizmm_apps.parts import drop_long_url_values, page_drawn, page_header, served_script  # noqa: E402
 
@@ -48,12 +49,17 @@ SIDE_BOX = (770, 600)
 
 @dataclasses.dataclass(frozen=True)
 class Pair:
-    """Two traces to compare (catalogue keys; right None: the naive kernel)."""
+    """Two traces to compare (catalogue keys; right None: the naive kernel).
+
+    ``titles``: what each pane is titled, by what sets it apart (the one
+    difference the note speaks of).
+    """
 
     label: str
     left: str
     right: str | None
     note: str
+    titles: tuple[str, str]
     transactions: bool = False  # both sides draw the memory-transactions view
 
 
@@ -61,9 +67,11 @@ PAIRS = {
     "tile-width": Pair(
         "TILE_WIDTH 2 against 4 · 4×4 (Fig. 5.7)",
         "fig5-8",
-        "rec:boundary:4x4x4:T4:s0:simulator",
-        "Twice the tile width: half the phases, each with twice the k steps; "
+        "rec:tiled:4x4x4:T4:s0:simulator",
+        "The same kernel (Fig. 5.9's tiled kernel) on the same inputs; only TILE_WIDTH "
+        "changes. Twice the tile width: half the phases, each with twice the k steps; "
         "global loads halve again.",
+        ("TILE_WIDTH 2 (Fig. 5.9's kernel)", "TILE_WIDTH 4 (the same kernel)"),
     ),
     "boundary": Pair(
         "Boundary checks (Fig. 5.13) against none (Fig. 5.9) · 3×3",
@@ -71,6 +79,7 @@ PAIRS = {
         "fig5-9-3x3",
         "Where the checked kernel zero-fills, the unchecked one reads a wrong element "
         "(row wrap) or past the end of N.",
+        ("With boundary checks (Fig. 5.13)", "Without boundary checks (Fig. 5.9)"),
     ),
     "barrier": Pair(
         "With barrier 1 against without it · 4×4, TILE_WIDTH 2 (barrier lab)",
@@ -79,6 +88,10 @@ PAIRS = {
         "Without the first __syncthreads() (right) the threads go from loading straight to "
         "the k loop and may read Mds / Nds before the others have written them "
         "(read-after-write); the left waits at the barrier while the right does not.",
+        (
+            "Both barriers: none removed (Fig. 5.9)",
+            "Lacks barrier 1: no __syncthreads() after the loads",
+        ),
     ),
     "naive": Pair(
         "Tiled (Fig. 5.9) against naive (Fig. 3.11) · 4×4",
@@ -86,6 +99,7 @@ PAIRS = {
         None,
         "The naive kernel has no tiles: every thread reads its row of M and column of N "
         "from global memory, k elements of each.",
+        ("Tiled (Fig. 5.9)", "Naive (Fig. 3.11): no tiles, its loads in the counters"),
     ),
     "coalescing": Pair(
         "Memory: the book's loads against the roles swapped (uncoalesced) · 32×32, T=16",
@@ -93,6 +107,7 @@ PAIRS = {
         "uncoalesced",
         "At each load, warp 0's sectors are outlined: two 64-byte runs of a row (4 sectors) "
         "on the left, one sector in each of 16 rows on the right.",
+        ("The book's loads (coalesced)", "Roles swapped (uncoalesced)"),
         transactions=True,
     ),
     "bank-conflict": Pair(
@@ -101,6 +116,7 @@ PAIRS = {
         "conflict",
         "At each k, every Nds slot shows its bank: warp 0 reads 16 banks on the left, "
         "8 words in each of 2 banks on the right (conflicts in red).",
+        ("Nds[k][tx]: no bank conflict", "Nds[tx][k]: 8-way bank conflict"),
         transactions=True,
     ),
     "padding": Pair(
@@ -109,6 +125,7 @@ PAIRS = {
         "padded",
         "One more column in Nds moves each thread's word to its own bank: the 8-way "
         "conflict is gone.",
+        ("Nds[tx][k]: 8-way bank conflict", "Padded (TILE_WIDTH + 1 columns): no conflict"),
         transactions=True,
     ),
 }
@@ -185,9 +202,11 @@ class SideBySideState(param.Parameterized):
                 "loads": int(frame.loads_so_far),
             }
 
+        titles = PAIRS[self.pair].titles
         return {
             "ready": True,
             "pair": self.pair,
+            "titles": list(titles),
             "step": self.step,
             "count": len(both),
             "left": side(fl, both.left),
@@ -232,14 +251,22 @@ class SideBySide(pn.viewable.Viewer):
         self.counters = pn.pane.HTML("", margin=(0, 10))
         self.left_pane = pn.pane.Bokeh(None, sizing_mode="fixed")
         self.right_pane = pn.pane.Bokeh(None, sizing_mode="fixed")
+        # each pane titled by what sets it apart (which barrier it lacks ...)
+        self.left_title = pn.pane.HTML("", margin=(0, 10))
+        self.right_title = pn.pane.HTML("", margin=(0, 10))
         self.keys = KeyboardShortcuts(on_key=s.handle_key, keys=_KEYS)
         self.layout = pn.Column(
             page_header("side by side", self.pair_select, self.buttons),
             self.note,
             self.status_pane,
             self.counters,
-            pn.Row(self.left_pane, self.right_pane, styles={"gap": "20px"}),
+            pn.Row(
+                pn.Column(self.left_title, self.left_pane),
+                pn.Column(self.right_title, self.right_pane),
+                styles={"gap": "20px"},
+            ),
             self.keys,
+            PageLandmarks(),
         )
         if served and pn.state.location is not None:  # before the watchers: ?step= stays
             drop_long_url_values(pn.state.location)
@@ -254,6 +281,12 @@ class SideBySide(pn.viewable.Viewer):
         s = self.state
         self.pair_select.value = s.pair
         self.note.object = PAIRS[s.pair].note
+        panes = (self.left_title, self.right_title)
+        for pane, side, title in zip(panes, ("left", "right"), PAIRS[s.pair].titles, strict=True):
+            pane.object = (
+                f'<h2 class="vizmm-pane-title" data-side="{side}" style="font-size:18px;'
+                f'margin:4px 0">{html.escape(title)}</h2>'
+            )
         if events:
             s.step = 0
         if not self._served:
@@ -353,7 +386,7 @@ def create_app(served: bool | None = None) -> SideBySide:
     ``served`` says whether this runs in a Bokeh server session; by default
     ``pn.state.served`` (which reads the call stack: the served script says so).
     """
-    pn.extension(notifications=False)
+    pn.extension(notifications=False, raw_css=page_css(opened_theme()))
     return SideBySide(served=served)
 
 

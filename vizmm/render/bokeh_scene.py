@@ -231,6 +231,7 @@ PRESENTER_VIEWS = ("caption", "M", "N", "P", "Mds", "Nds", "threads")
 #: Pixels (width, height) a presenter scene fits in: a 1024 x 768 or 1280 x 720
 #: projector less the page's one row of controls and its status line.
 PRESENTER_BOX = (990, 610)
+MIN_INDEX_PX = 8  # smallest type of a grid's index labels before indices are left out
 TABLE_ROWS = 9  # the table shows every thread when T*T <= this, else a window
 TABLE_PHASES = 3  # ... and at most this many phases around the current one
 COUNTER_CHARS = 46
@@ -1524,30 +1525,51 @@ class Scene:
         return f
 
     def _grid_axes(self, f, rows, cols):
-        """Index labels above and left of a grid (every cell, or every T-th line past 16)."""
+        """Index labels above and left of a grid (every cell, or every T-th line past 16).
+
+        Up to 16 cells every index is labelled: the labels' type shrinks to the
+        cell (down to :data:`MIN_INDEX_PX`) rather than leaving indices out;
+        only cells too small for that type label every second (or further) one.
+        """
         from bokeh.models import FixedTicker, LinearAxis
 
         s = self.sizes
         T = self.trace.tile_width
         cell = (f.width - 30) / max(1, f.x_range.end - f.x_range.start)
-        every = max(1, math.ceil(2.2 * s.font / max(cell, 1)))
         for side, n in (("above", cols), ("left", rows)):
+            px = max(9, s.font - 3)
             if n <= 16:
+                # a label is about 0.62 em a digit wide, 1.15 em high (left side)
+                digits = len(str(max(0, n - 1)))
+                room = (cell - 2) / (0.62 * digits) if side == "above" else cell / 1.15
+                px = int(max(MIN_INDEX_PX, min(px, room)))
+                need = 0.62 * digits * px + 2 if side == "above" else 1.15 * px
+                every = max(1, math.ceil(need / max(cell, 1)))
                 ticks = [i + 0.5 for i in range(0, n, every)]
                 labels = {i + 0.5: str(i) for i in range(n)}
             else:
                 ticks = list(range(0, n + 1, T))
                 labels = {t: str(t) for t in ticks}
+                # the last label (n) sits on the grid's far edge: room for its half
+                half = math.ceil(0.31 * len(str(n)) * px if side == "above" else 0.6 * px) + 2
+                edge = "min_border_right" if side == "above" else "min_border_bottom"
+                grow = max(0, half - (getattr(f, edge) or f.min_border or 0))
+                if grow:
+                    setattr(f, edge, half)
+                    if side == "above":
+                        f.width += grow
+                    else:
+                        f.height += grow
             # grids with the same labels on a side share the axis (a plot draws
             # its own view of it; an axis holds nothing of the plot's)
-            key = ("axis", side, tuple(ticks), tuple(labels.items()))
+            key = ("axis", side, px, tuple(ticks), tuple(labels.items()))
             axis = self._shared_models.get(key)
             if axis is None:
                 axis = self._shared_models[key] = LinearAxis(
                     **self._axis_parts,
                     ticker=self._one(FixedTicker, ticks=ticks),
                     major_label_overrides=labels,
-                    major_label_text_font_size=f"{max(9, s.font - 3)}px",
+                    major_label_text_font_size=f"{px}px",
                     major_label_text_color=self.palette.MUTED,
                     axis_line_color=None,
                     major_tick_line_color=None if n <= 16 else self.palette.MUTED,

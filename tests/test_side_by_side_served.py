@@ -1,0 +1,104 @@
+"""Side by side as a student finds it (issue 32, item 9): served by ``vizmm serve``,
+linked from the dashboard, the TILE_WIDTH pair running one kernel at both widths,
+each pane titled by what sets it apart, every index of a small grid labelled."""
+
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from served import ARGS, CHROMIUM, SHOTS, read_status, vizmm_serve  # noqa: E402
+
+from vizmm.render.bokeh_scene import Scene  # noqa: E402
+from vizmm.replay import Lockstep, Replay  # noqa: E402
+from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
+from vizmm_apps.side_by_side import PAIRS, SIDE_BOX, SIDE_VIEWS  # noqa: E402
+
+
+def test_tile_width_pair_runs_one_kernel_at_both_widths():
+    pair = PAIRS["tile-width"]
+    left, right = CATALOGUE.get(pair.left), CATALOGUE.get(pair.right)
+    assert left.kernel == right.kernel == "tiled"  # Fig. 5.9's kernel on both sides
+    assert (left.tile_width, right.tile_width) == (2, 4)
+    assert left.shape == right.shape == (4, 4, 4)
+    assert left.meta["seed"] == right.meta["seed"]  # the same inputs
+    assert (left.M == right.M).all() and (left.N == right.N).all()
+
+
+def test_every_pair_titles_its_panes_apart():
+    for key, pair in PAIRS.items():
+        assert len(set(pair.titles)) == 2, key
+    left, right = PAIRS["barrier"].titles
+    assert "barrier 1" in right.lower() and "lacks" in right.lower()
+    assert "none removed" in left
+
+
+def _labelled(scene, name: str) -> dict[str, list[float]]:
+    """The ticks each axis of figure ``name`` labels, by side."""
+    from bokeh.models import LinearAxis
+
+    f = scene.figures[name]
+    return {
+        side: list(a.ticker.ticks)
+        for side in ("above", "left")
+        for a in getattr(f, side)
+        if isinstance(a, LinearAxis)
+    }
+
+
+@pytest.mark.parametrize("key", ["tile-width", "boundary", "barrier"])
+def test_every_index_labelled_in_both_panes(key):
+    pair = PAIRS[key]
+    both = Lockstep(Replay(CATALOGUE.get(pair.left)), Replay(CATALOGUE.get(pair.right)))
+    for replay in (both.left, both.right):
+        scene = Scene(replay.trace, views=SIDE_VIEWS, fit=SIDE_BOX)
+        j, k, l = replay.trace.shape
+        for name, (rows, cols) in {"M": (j, k), "N": (k, l), "P": (j, l)}.items():
+            ticks = _labelled(scene, name)
+            # one label at the middle of every cell of the matrix, on both sides
+            assert ticks["above"] == [i + 0.5 for i in range(cols)], (key, name)
+            assert ticks["left"] == [i + 0.5 for i in range(rows)], (key, name)
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing")
+def test_vizmm_serve_serves_side_by_side_linked_from_the_dashboard(tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with vizmm_serve(tmp_path) as (_proc, base), sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        pg = b.new_page(viewport={"width": 1600, "height": 1000})
+        errors = []
+        pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        try:
+            pg.goto(base + "/dashboard")
+            link = pg.wait_for_selector("#vizmm-side-by-side-link", timeout=120000)
+            link.click()  # as a student would: the dashboard's link
+            pg.wait_for_url("**/side_by_side*", timeout=30000)
+            pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
+            st = read_status(pg, "#vizmm-pair-status")
+            assert st["pair"] == "tile-width"
+            assert st["left"]["kernel"] == st["right"]["kernel"] == "tiled"
+            assert (st["left"]["tile_width"], st["right"]["tile_width"]) == (2, 4)
+            # the barrier pair: each pane says which barrier it lacks
+            pg.goto(base + "/side_by_side?pair=barrier&step=4")
+            pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
+            titles = pg.eval_on_selector_all(
+                "h2.vizmm-pane-title", "els => els.map(e => [e.dataset.side, e.textContent])"
+            )
+            expected = zip(("left", "right"), PAIRS["barrier"].titles, strict=True)
+            assert dict(titles) == dict(expected)
+            os.makedirs(SHOTS, exist_ok=True)
+            pg.wait_for_timeout(3000)  # the second pane draws a moment after the first
+            pg.screenshot(path=os.path.join(SHOTS, "side-by-side-barrier.png"))
+            pg.set_viewport_size({"width": 1280, "height": 720})
+            pg.goto(base + "/side_by_side?pair=tile-width&step=6")
+            pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
+            pg.wait_for_timeout(3000)
+            pg.screenshot(path=os.path.join(SHOTS, "side-by-side-tile-width-1280.png"))
+        finally:
+            b.close()
+        assert errors == []
