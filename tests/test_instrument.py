@@ -260,3 +260,60 @@ def test_launch_too_large_is_refused_before_allocating():
         I.run(inst, args, (1, 1), (64, 64), [(0, 0)])
     with pytest.raises(I.InstrumentError, match=r"access log would take \d+ bytes"):
         I.run(inst, args, (2, 2), (2, 2), [(0, 0)], max_bytes=1000)
+
+
+USER_FILE = """
+from numba import cuda, float32
+
+TILE = 2
+
+
+@cuda.jit
+def mykernel(A, B, C, Width):
+    As = cuda.shared.array((TILE, TILE), float32)
+    Bs = cuda.shared.array((TILE, TILE), float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    r = cuda.blockIdx.y * TILE + ty
+    c = cuda.blockIdx.x * TILE + tx
+    s = float32(0)
+    for p in range(Width // TILE):
+        As[ty, tx] = A[r * Width + p * TILE + tx]
+        Bs[ty, tx] = B[(p * TILE + ty) * Width + c]
+        cuda.syncthreads()
+        for q in range(TILE):
+            s += As[ty, q] * Bs[q, tx]
+        cuda.syncthreads()
+    C[r * Width + c] = s
+"""
+
+
+def test_record_a_function_kernel_gives_the_book_fields():
+    trace = vizmm.record(width=4, tile_width=2, kernel=IK.tiled_2d, backend="simulator", quiet=True)
+    M, N = np.asarray(trace.M), np.asarray(trace.N)
+    np.testing.assert_array_equal(trace.P, M @ N)
+    assert trace.meta["figure"] == "user kernel tiled_2d"
+    # Fig. 5.8 by hand: block (0, 0), phase 1, thread (ty, tx) loads M[ty][2 + tx], N[2 + ty][tx]
+    for (ty, tx), (m, n) in trace.tile_loads((0, 0), 1).items():
+        assert m == (ty, 2 + tx) and n == (2 + ty, tx)
+
+
+def test_cli_records_a_kernel_file_in_a_worker(tmp_path):
+    import subprocess
+    import sys
+
+    src = tmp_path / "mine.py"
+    src.write_text(USER_FILE)
+    out = tmp_path / "mine.vizmm"
+    cmd = [sys.executable, "-m", "vizmm", "record", "--kernel", f"{src}:mykernel"]
+    args = ["--width", "4", "-t", "2", "--backend", "simulator", "-q", "-o", str(out)]
+    done = subprocess.run(cmd + args, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    trace = vizmm.load(out)
+    np.testing.assert_array_equal(trace.P, np.asarray(trace.M) @ np.asarray(trace.N))
+    for (ty, tx), (m, n) in trace.tile_loads((1, 0), 0).items():
+        assert m == (2 + ty, tx) and n == (ty, tx)
+    bad = cmd[:-1] + [f"{src}:other"] + args
+    done = subprocess.run(bad, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert "has no kernel named 'other'; functions there: mykernel" in done.stderr

@@ -123,6 +123,15 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     return _ints(text, 3, "--shape", "3,4,5 (M is 3x4, N is 4x5)")  # type: ignore[return-value]
 
 
+def parse_kernel(text: str) -> str:
+    """A book kernel's name or ``FILE.py:NAME`` (a kernel of your own), else an error."""
+    if text in KERNELS or ".py:" in text:
+        return text
+    raise argparse.ArgumentTypeError(
+        f"unknown kernel {text!r}; choose one of {', '.join(KERNELS)}, or FILE.py:NAME"
+    )
+
+
 def parse_tile_width(text: str) -> int | None:
     """``'16'`` -> 16; ``'device'`` -> None (the Fig. 5.14 kernel chooses from the device)."""
     if text.strip().lower() == "device":
@@ -320,11 +329,14 @@ def add_record_parser(subparsers) -> None:
     p.add_argument(
         "--kernel",
         "-k",
-        choices=KERNELS,
+        type=parse_kernel,
         default="boundary",
+        metavar="KERNEL",
         help="naive (Fig. 3.11), tiled (Fig. 5.9, no boundary checks), boundary "
         "(Fig. 5.13), general (j x k . k x l), dynamic (Fig. 5.14, dynamically sized "
-        "shared memory); default: boundary",
+        "shared memory), or FILE.py:NAME, a @cuda.jit kernel of your own taking "
+        "(M, N, P, Width) or (M, N, P, j, k, l), recorded through the instrumenter in a "
+        "worker process; default: boundary",
     )
     p.add_argument(
         "--device",

@@ -49,6 +49,13 @@ class Job:
     target : str
         The compiler (:data:`vizmm.record.targets.TARGETS`): 'numba-cuda-mlir',
         'numba-cuda' or 'numba-cuda-simulator'; by default the backend's.
+    user_kernel : str
+        ``"file.py:name"`` of a user's kernel, recorded through the
+        instrumenter (:mod:`vizmm.record.instrument_trace`); empty for the
+        book's kernel ``launch.kernel``.
+    instrumenter : bool
+        Record the book's plain kernel through the instrumenter instead of
+        its hand-instrumented copy.
     """
 
     launch: LaunchShape
@@ -61,6 +68,8 @@ class Job:
     reads: bool = False
     tile_width_from: str | None = None
     target: str = ""
+    user_kernel: str = ""
+    instrumenter: bool = False
 
     def __post_init__(self):
         if not self.target:  # the backend's target, as vizmm.record.targets resolves it
@@ -178,6 +187,10 @@ def launch(job: Job, M, N, show, cancel=None) -> Trace:
     ``cancel`` (a ``threading.Event``) stops a simulator run before its next
     block with :class:`~vizmm.record.admission.RecordingCancelled`.
     """
+    if job.user_kernel or job.instrumenter:
+        from .instrument_trace import launch as instrumented
+
+        return instrumented(job, M, N, show, cancel, kernel=job.user_kernel or None)
     import vizmm_kernels as K
     from vizmm_kernels import _target, codes
 

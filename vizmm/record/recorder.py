@@ -51,6 +51,8 @@ __all__ = ["BACKENDS", "GPUUnavailableError", "gpu_available", "record", "resolv
 PROGRESS_AFTER_S = 2.0  # show a progress bar when the simulator is expected to take longer
 
 _LOCK = threading.Lock()
+#: How a worker marks a user kernel's error line (vizmm.record.worker).
+_INSTRUMENT_ERROR = "InstrumentError: "
 
 
 def _inputs(j, k, l, M, N, seed):
@@ -137,7 +139,7 @@ def record(
     l: int | None = None,
     *,
     tile_width: int | None = 2,
-    kernel: str = "boundary",
+    kernel: str | Callable = "boundary",
     backend: str = "auto",
     device: str = "A100",
     M=None,
@@ -154,6 +156,7 @@ def record(
     drop_barrier: int | Sequence[int] | None = None,
     reads: bool | None = None,
     on_estimate: Callable[[Estimate], object] | None = None,
+    instrumenter: bool = False,
 ) -> Trace:
     """Run an instrumented kernel once and return what it recorded.
 
@@ -168,7 +171,17 @@ def record(
         device's properties as Section 5.6 describes
         (:func:`vizmm.analysis.occupancy.choose_tile_width`): the real GPU's
         on the GPU, the preset ``device``'s in the simulator.
-    kernel : {'boundary', 'tiled', 'general', 'naive', 'dynamic'}
+    kernel : {'boundary', 'tiled', 'general', 'naive', 'dynamic'}, a kernel or ``"file.py:name"``
+        A ``@cuda.jit`` kernel of your own (the function, its source text, or
+        ``"file.py:name"``) is recorded through the instrumenter
+        (:mod:`vizmm.record.instrument`): it takes ``(M, N, P, Width)``
+        (square, ``j = k = l``) or ``(M, N, P, j, k, l)``, with M, N and P
+        flat row-major (``M[r * k + c]``) or 2-D (``M[r, c]``) as its
+        subscripts say, one thread per P element in blocks of TILE_WIDTH x
+        TILE_WIDTH; a kernel with other arguments is run with
+        :func:`vizmm.record.instrument.run`, which takes any arguments by
+        name. A file runs in a worker process under CPU and memory limits;
+        a function runs here. The trace's ``meta['user_kernel']`` names it.
         'tiled' is Fig. 5.9 (no boundary checks: on a Width that is not a
         multiple of TILE_WIDTH its wrong-element and out-of-allocation
         accesses are recorded), 'boundary' Fig. 5.13, 'general' the
@@ -228,6 +241,9 @@ def record(
     on_estimate : callable, optional
         Called with the :class:`Estimate` once the arguments are checked,
         before the limits are (the command line prints it first).
+    instrumenter : bool
+        Record the book's plain kernel through the instrumenter instead of
+        its hand-instrumented copy (the same records; see ARCHITECTURE.md).
 
     Returns
     -------
@@ -259,6 +275,9 @@ def record(
     """
     if backend not in BACKENDS:
         raise RecordError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    user = None
+    if not isinstance(kernel, str) or ".py:" in kernel or "def " in kernel:
+        user, kernel = kernel, "general"  # any launch shape: j x k . k x l
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise RecordError(f"seed must be an integer >= 0, got {seed!r}")
     if width is not None:
@@ -333,7 +352,25 @@ def record(
             reads,
             chosen_from,
             choice.target,
+            user_kernel=user if isinstance(user, str) and "def " not in user else "",
+            instrumenter=bool(instrumenter or user is not None),
         )
+        if user is not None and not job.user_kernel:  # a function or source: here
+            if not targets.can_run_here(job.target):
+                raise RecordError(
+                    "a kernel given as a function records in this process, which is bound to "
+                    "another target; give it as 'file.py:name' to record it in a worker"
+                )
+            targets.bind_here(job.target)
+            from .instrument_trace import launch as instrumented
+
+            acquire(_LOCK, cancel)
+            try:
+                return instrumented(job, M, N, bool(progress), cancel, kernel=user)
+            finally:
+                _LOCK.release()
+        if job.user_kernel:  # a user's file runs in a worker, under limits
+            return _record_in_subprocess(job, M, N, quiet=quiet, cancel=cancel)
         return _run(job, M, N, est, progress, quiet, cancel)
 
 
@@ -396,7 +433,12 @@ def _record_in_subprocess(job, M, N, quiet, cancel=None):
             raise
         if proc.returncode == targets.EXIT_KNOWN and os.path.exists(out + ".error"):
             with open(out + ".error", encoding="utf-8") as f:  # one line naming the fix
-                raise GPUUnavailableError(f.read().strip())
+                line = f.read().strip()
+            if line.startswith(_INSTRUMENT_ERROR):  # the user's kernel, not the GPU
+                from .instrument import InstrumentError
+
+                raise InstrumentError(line[len(_INSTRUMENT_ERROR) :])
+            raise GPUUnavailableError(line)
         if proc.returncode != 0 or not os.path.exists(out):
             raise RuntimeError(
                 f"the {job.backend} recording process failed (exit code {proc.returncode})"

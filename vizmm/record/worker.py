@@ -15,9 +15,24 @@ import sys
 import numpy as np
 
 from .admission import RecordError
+from .instrument import InstrumentError
 from .launcher import Job, launch
 from .recorder import _LOCK
 from .targets import EXIT_KNOWN, GPUUnavailableError, bind_here
+
+#: Limits of a worker that runs a user's kernel file: CPU seconds, and address
+#: space (bytes) in the simulator (a GPU driver reserves far more address space).
+USER_CPU_SECONDS = 3600
+USER_ADDRESS_SPACE = 16 << 30
+
+
+def _limit_resources(target: str) -> None:
+    """Cap CPU time (and, simulating, address space) before a user's file is run."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CPU, (USER_CPU_SECONDS, USER_CPU_SECONDS))
+    if target == "numba-cuda-simulator":
+        resource.setrlimit(resource.RLIMIT_AS, (USER_ADDRESS_SPACE, USER_ADDRESS_SPACE))
 
 
 def main(argv):
@@ -26,13 +41,16 @@ def main(argv):
     with np.load(inp, allow_pickle=False) as z:
         M, N, blocks = z["M"], z["N"], [tuple(b) for b in z["blocks"].tolist()]
     job = Job.from_json(job, blocks)
+    if job.user_kernel:  # a user's file runs here, in this child, under limits
+        _limit_resources(job.target)
     try:
         bind_here(job.target)
         with _LOCK:
             trace = launch(job, M, N, show=False)
-    except (GPUUnavailableError, RecordError) as exc:
+    except (GPUUnavailableError, RecordError, InstrumentError) as exc:
+        mark = "InstrumentError: " if isinstance(exc, InstrumentError) else ""
         with open(out + ".error", "w", encoding="utf-8") as f:
-            f.write(" ".join(str(exc).split()))
+            f.write(mark + " ".join(str(exc).split()))
         return EXIT_KNOWN
     trace.save(out)
     return 0
