@@ -25,7 +25,8 @@ import param
 from vizmm.analysis import occupancy as occ  # noqa: E402
 from vizmm.analysis import roofline as rl  # noqa: E402
 from vizmm.render.roofline_bokeh import RooflineView, speed_figure  # noqa: E402
-from vizmm_apps.parts import served_script  # noqa: E402
+from vizmm_apps.access import PageLandmarks, opened_theme, page_css  # noqa: E402
+from vizmm_apps.parts import page_header, served_script  # noqa: E402
 
 TAB = "Occupancy & speed"
 KERNELS = ("tiled", "boundary", "dynamic", "naive", "general")
@@ -43,7 +44,8 @@ class OccupancyView(pn.viewable.Viewer):
     ----------
     state : vizmm_apps.dashboard.DashboardState, optional
         The dashboard's state: its trace's kernel, TILE_WIDTH and read counts
-        are shown; without one, no trace is.
+        are shown, and the charts take its theme; without one, no trace is,
+        and the charts take the theme the page was opened in.
     """
 
     device = param.Selector(default="A100", objects=list(occ.DEVICES), doc="Device preset")
@@ -53,8 +55,8 @@ class OccupancyView(pn.viewable.Viewer):
     def __init__(self, state=None, **params):
         super().__init__(**params)
         self.dash_state = state
-        self._views: dict[str, RooflineView] = {}
-        self._speed: dict[str, object] = {}
+        self._views: dict[tuple[str, str], RooflineView] = {}  # by device and theme
+        self._speed: dict[tuple[str, str], object] = {}
         self.occ_pane = pn.pane.HTML("", width=560, margin=(5, 10))
         self.trace_pane = pn.pane.HTML("", width=560, margin=(5, 10))
         self.roof_pane = pn.pane.Bokeh(None)
@@ -76,6 +78,7 @@ class OccupancyView(pn.viewable.Viewer):
         self.param.watch(self._update, ["device", "kernel", "tile_width"])
         if state is not None:
             state.param.watch(self._on_trace, ["trace"])
+            state.param.watch(self._update, ["theme"])
             self._on_trace()
         self._update()
 
@@ -89,14 +92,22 @@ class OccupancyView(pn.viewable.Viewer):
             self.param.update(kernel=t.kernel, tile_width=t.tile_width)
         self._update()
 
+    def _theme(self) -> str:
+        """The charts' theme: the dashboard's, or the page's when shown alone."""
+        theme = getattr(self.dash_state, "theme", None)
+        return theme if theme in ("light", "dark") else opened_theme()
+
     def _roof(self) -> RooflineView:
-        dev = _measured(self.device)
-        if dev not in self._views:
-            self._views[dev] = RooflineView(
-                rl.measured_roofline(dev), rl.book_a100(), height=400, width=860
+        key = (_measured(self.device), self._theme())
+        dev, theme = key
+        if key not in self._views:
+            self._views[key] = RooflineView(
+                rl.measured_roofline(dev), rl.book_a100(), height=400, width=860, theme=theme
             )
-            self._speed[dev] = speed_figure(rl.speed_series(dev), dev, height=340, width=860)
-        return self._views[dev]
+            self._speed[key] = speed_figure(
+                rl.speed_series(dev), dev, height=340, width=860, theme=theme
+            )
+        return self._views[key]
 
     # ---------------------------------------------------------------- update
     def _update(self, *events) -> None:
@@ -112,7 +123,7 @@ class OccupancyView(pn.viewable.Viewer):
             f"this trace: {ai.op_per_byte:.2f} OP/B" if ai else "",
         )
         self.roof_pane.object = view.figure
-        self.speed_pane.object = self._speed[_measured(self.device)]
+        self.speed_pane.object = self._speed[(_measured(self.device), self._theme())]
         self.occ_pane.object = self._occupancy_html(o, chosen, view)
         self.trace_pane.object = self._trace_html(t, ai)
 
@@ -161,8 +172,8 @@ class OccupancyView(pn.viewable.Viewer):
             f"{d.max_threads_per_sm}); allocated {o.shared_allocated_per_block:,} B with the "
             f"{d.reserved_shared_per_block} B reserved per block<br>"
             f"registers per thread: {regs}<br>"
-            f"<table style='margin:4px 0'><tr><th>blocks per SM allowed by</th><th></th>"
-            f"<th></th></tr>{rows}</table>"
+            f"<table style='margin:4px 0'><tr><th>blocks per SM allowed by</th><th>blocks</th>"
+            f"<th>limits?</th></tr>{rows}</table>"
             f"<b>{o.blocks_per_sm} blocks = {o.threads_per_sm} threads = {o.warps_per_sm} of "
             f"{d.max_warps_per_sm} warps per SM: occupancy {o.occupancy:.0%}</b>, limited by "
             f"{html.escape(' and '.join(o.limits))}<br>"
@@ -190,5 +201,7 @@ class OccupancyView(pn.viewable.Viewer):
 
 
 if served_script(__name__):
-    pn.extension(notifications=False)
-    OccupancyView().servable(title="vizmm · occupancy and speed")
+    pn.extension(notifications=False, raw_css=page_css(opened_theme()))
+    pn.Column(
+        page_header("occupancy and speed (Sections 5.4 and 5.6)"), OccupancyView(), PageLandmarks()
+    ).servable(title="vizmm · occupancy and speed")

@@ -12,7 +12,8 @@ cuBLAS. Both only draw what the analysis computed.
 from __future__ import annotations
 
 import numpy as np
-from bokeh.models import ColumnDataSource, FixedTicker, Label, Legend, LegendItem
+from bokeh.models import ColumnDataSource, FixedTicker
+from bokeh.models.annotations import Label, Legend, LegendItem
 from bokeh.plotting import figure
 
 from ..analysis.roofline import Roofline
@@ -28,24 +29,48 @@ X_RANGE = (0.1, 100.0)  # OP/B
 _LOG_LOG = {"x_axis_type": "log", "y_axis_type": "log", "y_axis_label": "GFLOP/s"}
 
 
-def _log_log(name: str, title: str, x_label: str, height: int, width: int, **ranges):
-    """A log-log figure of GFLOP/s against ``x_label``, without a toolbar."""
+def _log_log(
+    name: str, title: str, x_label: str, height: int, width: int, p: pal.Palette, **ranges
+):
+    """A log-log figure of GFLOP/s against ``x_label``, without a toolbar, in palette ``p``."""
     size = {"height": height, "width": width, **ranges}
     f = figure(
         name=name, title=title, x_axis_label=x_label, toolbar_location=None, **_LOG_LOG, **size
     )
     f.title.text_font_size = "12pt"
+    f.background_fill_color = f.border_fill_color = p.BACKGROUND
+    f.outline_line_color = p.GRID_LINE
+    f.title.text_color = p.TEXT
+    for axis in f.axis:
+        axis.axis_label_text_color = axis.major_label_text_color = p.TEXT
+        axis.axis_line_color = axis.major_tick_line_color = axis.minor_tick_line_color = p.MUTED
+    f.grid.grid_line_color = p.GRID_LINE
     return f
 
 
-def _roof_marker(f, name: str, **style):
+def _legend(items: list, p: pal.Palette) -> Legend:
+    """The legend right of a figure, in palette ``p``."""
+    return Legend(
+        items=items,
+        label_text_font_size="8pt",
+        spacing=0,
+        label_text_color=p.TEXT,
+        background_fill_color=p.BACKGROUND,
+        border_line_color=p.GRID_LINE,
+    )
+
+
+def _roof_marker(f, name: str, p: pal.Palette, **style):
     """An empty source (``x``, ``y``, ``label``) and its marker on the roof (``style``: glyph's)."""
     source = ColumnDataSource({"x": [], "y": [], "label": []})
-    return source, f.scatter("x", "y", source=source, name=name, line_color=pal.TEXT, **style)
+    return source, f.scatter("x", "y", source=source, name=name, line_color=p.TEXT, **style)
 
 
-def _color(kernel: str) -> str:
-    return pal.KERNEL_COLORS.get(kernel, pal.MUTED)
+def _color(kernel: str, p: pal.Palette = pal.LIGHT) -> str:
+    """A kernel's colour; cuBLAS (black) drawn in the theme's text colour."""
+    if kernel == "cublas":
+        return p.TEXT
+    return pal.KERNEL_COLORS.get(kernel, p.MUTED)
 
 
 def roof_columns(roof: Roofline, n: int = 200) -> dict[str, np.ndarray]:
@@ -79,6 +104,8 @@ class RooflineView:
         Drawn in grey beside it (the book's A100).
     height, width : int
         Pixels.
+    theme : {'light', 'dark'}
+        The palette (:func:`vizmm.render.palette.palette`).
 
     Attributes
     ----------
@@ -87,7 +114,15 @@ class RooflineView:
         ``x`` (OP/B), ``y`` (the roof there, GFLOP/s), ``label``: the trace on screen.
     """
 
-    def __init__(self, roof: Roofline, book: Roofline | None = None, height=360, width=560):
+    def __init__(
+        self,
+        roof: Roofline,
+        book: Roofline | None = None,
+        height=360,
+        width=560,
+        theme: str = "light",
+    ):
+        p = pal.palette(theme)
         top = max(roof.peak_gflops, roof.spec_peak_gflops or 0, book.peak_gflops if book else 0)
         f = _log_log(
             "roofline",
@@ -95,6 +130,7 @@ class RooflineView:
             "arithmetic intensity, CGMA (OP/B: FLOP per byte read)",
             height,
             width,
+            p,
             x_range=X_RANGE,
             y_range=(50, top * 2),
         )
@@ -104,7 +140,7 @@ class RooflineView:
                 "x",
                 "y",
                 source=ColumnDataSource(roof_columns(book)),
-                color=pal.MUTED,
+                color=p.MUTED,
                 line_width=2,
                 line_dash="dashed",
             )
@@ -114,7 +150,7 @@ class RooflineView:
                 source=ColumnDataSource(point_columns(book)),
                 size=10,
                 marker="square",
-                color=pal.MUTED,
+                color=p.MUTED,
             )
             for q in book.points:
                 f.add_layout(
@@ -122,7 +158,7 @@ class RooflineView:
                         x=q.op_per_byte,
                         y=q.gflops,
                         text=f"{q.gflops:,.0f}",
-                        text_color=pal.MUTED,
+                        text_color=p.MUTED,
                         text_font_size="9pt",
                         x_offset=6,
                         y_offset=-14,
@@ -132,7 +168,7 @@ class RooflineView:
                 LegendItem(label=f"{book.device}: 1555 GB/s, 19,500 GFLOPS", renderers=[bl, bp])
             )
         rl = f.line(
-            "x", "y", source=ColumnDataSource(roof_columns(roof)), color=pal.TEXT, line_width=2
+            "x", "y", source=ColumnDataSource(roof_columns(roof)), color=p.TEXT, line_width=2
         )
         items.append(
             LegendItem(
@@ -143,21 +179,21 @@ class RooflineView:
         )
         if roof.spec_peak_gflops:
             sl = f.line(
-                list(X_RANGE), [roof.spec_peak_gflops] * 2, color=pal.TEXT, line_dash="dotted"
+                list(X_RANGE), [roof.spec_peak_gflops] * 2, color=p.TEXT, line_dash="dotted"
             )
             items.append(
                 LegendItem(label=f"data-sheet peak {roof.spec_peak_gflops:,.0f}", renderers=[sl])
             )
         pts = ColumnDataSource(point_columns(roof))
         pr = f.scatter(
-            "x", "y", source=pts, size=9, color="color", line_color=pal.TEXT, name="points"
+            "x", "y", source=pts, size=9, color="color", line_color=p.TEXT, name="points"
         )
         items.append(LegendItem(label="kernels, measured (GFLOP/s at Width 4096)", renderers=[pr]))
-        marker = {"size": 16, "marker": "inverted_triangle", "fill_color": pal.FOCUS}
-        self.current, cr = _roof_marker(f, "current", **marker)
+        marker = {"size": 16, "marker": "inverted_triangle", "fill_color": p.FOCUS}
+        self.current, cr = _roof_marker(f, "current", p, **marker)
         items.append(LegendItem(label="this trace's CGMA on the roof", renderers=[cr]))
-        marker = {"size": 14, "marker": "diamond", "fill_color": pal.READ}
-        self.chosen, chr_ = _roof_marker(f, "chosen", **marker)
+        marker = {"size": 14, "marker": "diamond", "fill_color": p.READ}
+        self.chosen, chr_ = _roof_marker(f, "chosen", p, **marker)
         items.append(LegendItem(label="the TILE_WIDTH chosen, on the roof", renderers=[chr_]))
         tips = [
             ("kernel", "@label"),
@@ -168,7 +204,7 @@ class RooflineView:
         ]
         add_hover(f, pr, tips)
         add_hover(f, [cr, chr_], [("", "@label")])
-        f.add_layout(Legend(items=items, label_text_font_size="8pt", spacing=0), "right")
+        f.add_layout(_legend(items, p), "right")
         self.figure = f
         self.roof = roof
 
@@ -187,7 +223,13 @@ class RooflineView:
         self.chosen.data = self._marker(op_per_byte, label)
 
 
-def speed_figure(series: dict[str, list[tuple[int, float]]], device: str, height=360, width=560):
+def speed_figure(
+    series: dict[str, list[tuple[int, float]]],
+    device: str,
+    height=360,
+    width=560,
+    theme: str = "light",
+):
     """Measured GFLOP/s against the square size (log-log), one line per kernel and cuBLAS.
 
     Parameters
@@ -197,13 +239,19 @@ def speed_figure(series: dict[str, list[tuple[int, float]]], device: str, height
         :func:`vizmm.analysis.roofline.speed_series` returns.
     device : str
         For the title.
+    height, width : int
+        Pixels.
+    theme : {'light', 'dark'}
+        The palette (:func:`vizmm.render.palette.palette`).
     """
+    p = pal.palette(theme)
     f = _log_log(
         "speed",
         f"Measured speed on the {device} (CUDA events, median)",
         "Width (square matrices)",
         height,
         width,
+        p,
     )
     items = []
     dashes = {8: "dotted", 16: "solid", 32: "dashed"}
@@ -217,15 +265,15 @@ def speed_figure(series: dict[str, list[tuple[int, float]]], device: str, height
             "x",
             "y",
             source=src,
-            color=_color(kernel),
+            color=_color(kernel, p),
             line_width=2,
             line_dash=dashes.get(T, "solid"),
         )
-        dots = f.scatter("x", "y", source=src, color=_color(kernel), size=5)
+        dots = f.scatter("x", "y", source=src, color=_color(kernel, p), size=5)
         items.append(LegendItem(label=label, renderers=[line, dots]))
     add_hover(f, "auto", [("", "@label"), ("Width", "@x"), ("GFLOP/s", "@y{0,0}")])
     sizes = sorted({p[0] for pts in series.values() for p in pts})
     f.xaxis.ticker = FixedTicker(ticks=sizes)
     f.xaxis.major_label_orientation = 0.6
-    f.add_layout(Legend(items=items, label_text_font_size="8pt", spacing=0), "right")
+    f.add_layout(_legend(items, p), "right")
     return f
