@@ -151,6 +151,7 @@ class Instrumented:
     kernel: object
     bound: Callable[[Mapping[str, int]], int] | None
     dynamic_shared: int
+    after_reads: Mapping[int, bool]
     seconds: float
 
     def array_id(self, name: str) -> int:
@@ -331,8 +332,11 @@ def _split_index(node, scalars, constants) -> tuple[str, str] | None:
 class _Rewriter:
     """Rewrites one kernel's body (see the module docstring)."""
 
-    def __init__(self, fn: ast.FunctionDef, namespace: dict, dynamic_shared: int):
+    def __init__(
+        self, fn: ast.FunctionDef, namespace: dict, dynamic_shared: int, shared_loads=True
+    ):
         self.fn = fn
+        self.shared_loads = shared_loads
         self.ns = namespace
         self.params = [a.arg for a in fn.args.args]
         subscripted = {
@@ -368,6 +372,8 @@ class _Rewriter:
         self.acc = self._accumulator()
         self.acc_ready = False
         self.tmp = itertools.count()
+        self.read_seen = False  # a shared load earlier in this loop iteration
+        self.after_reads: dict[int, bool] = {}
 
     def _add(self, info: ArrayInfo) -> int:
         self.ids[info.name] = len(self.arrays)
@@ -499,6 +505,7 @@ class _Rewriter:
                     isinstance(n.ctx, ast.Load)
                     and _name(n.value) in rewriter.ids
                     and not isinstance(n.slice, ast.Slice)
+                    and (rewriter.shared_loads or _name(n.value) not in rewriter.shared)
                 ):
                     return ast.copy_location(_expr(rewriter.load_call(n)), n)
                 return self.generic_visit(n)
@@ -597,8 +604,22 @@ class _Rewriter:
     def body(self, stmts: list[ast.stmt], top=False) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for stmt in stmts:
+            reads = any(  # before the rewrite replaces the loads
+                isinstance(n, ast.Subscript)
+                and isinstance(n.ctx, ast.Load)
+                and _name(n.value) in self.shared
+                for n in ast.walk(stmt)
+            )
             out.extend(self.stmt(stmt, top))
+            self.read_seen = self.read_seen or reads
         return out or [ast.Pass()]
+
+    def loop_body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        saved, self.read_seen = self.read_seen, False
+        try:
+            return self.body(stmts)
+        finally:
+            self.read_seen = saved
 
     def _copy_of(self, stmts):
         if len(stmts) == 1 and isinstance(stmts[0], ast.Assign):
@@ -623,6 +644,7 @@ class _Rewriter:
                 )
             return decl
         if isinstance(stmt, ast.Expr) and _is_call_to(stmt.value, "syncthreads"):
+            self.after_reads[stmt.lineno] = self.read_seen
             return self.barrier(stmt.lineno)
         if isinstance(stmt, ast.Return):
             return [*self.end(stmt.lineno), ast.Return(value=None)]
@@ -678,7 +700,7 @@ class _Rewriter:
                 ast.For(
                     target=stmt.target,
                     iter=self.expr(stmt.iter),
-                    body=self.body(stmt.body),
+                    body=self.loop_body(stmt.body),
                     orelse=self.body(stmt.orelse) if stmt.orelse else [],
                     type_comment=None,
                 )
@@ -687,7 +709,7 @@ class _Rewriter:
             return [
                 ast.While(
                     test=self.expr(stmt.test),
-                    body=self.body(stmt.body),
+                    body=self.loop_body(stmt.body),
                     orelse=self.body(stmt.orelse) if stmt.orelse else [],
                 )
             ]
@@ -716,7 +738,7 @@ class _Rewriter:
             ):
                 last = i + 1
         stamp: list[ast.stmt] = []
-        for s in nshared:
+        for s in nshared if self.shared_loads else ():  # only shared loads read the tags
             stamp += _stmts(
                 f"for _i in range(_tid, {max(s['size'], 1)}, _nthreads):\n"
                 f"    {s['shadow']}[_i] = {D.TAG_NEVER}"
@@ -782,6 +804,11 @@ def _static_bound(fn: ast.FunctionDef, rw: _Rewriter):
             if isinstance(n, ast.Subscript)
             and _name(n.value) in arrays
             and not isinstance(n.slice, ast.Slice)
+            and (
+                rw.shared_loads
+                or _name(n.value) not in rw.shared
+                or not isinstance(n.ctx, ast.Load)
+            )
         )
 
     known_locals: dict[str, ast.expr] = {}
@@ -865,6 +892,7 @@ def instrument(
     constants: Mapping | None = None,
     dynamic_shared: int = 0,
     dtypes: Mapping[str, object] | None = None,
+    shared_loads: bool = True,
 ) -> Instrumented:
     """Rewrite ``kernel`` to log every access (see the module docstring) and compile it.
 
@@ -882,6 +910,12 @@ def instrument(
     dtypes : mapping, optional
         NumPy dtype of each global array argument (default float32): the
         zero an out-of-bounds load returns.
+    shared_loads : bool
+        Log the loads of shared arrays (each value a thread used, traced to
+        its global element by the slot's tag). Off, a shared load is the
+        kernel's own line: the simulator runs the book's k loop at the plain
+        kernel's speed, and only the copies into shared memory, the barriers,
+        the global accesses and the end are logged.
 
     Returns
     -------
@@ -909,6 +943,7 @@ def instrument(
         )
     )
     key = (
+        bool(shared_loads),
         text,
         key_consts,
         int(dynamic_shared),
@@ -918,7 +953,7 @@ def instrument(
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    rw = _Rewriter(copy.deepcopy(tree), ns, int(dynamic_shared))
+    rw = _Rewriter(copy.deepcopy(tree), ns, int(dynamic_shared), bool(shared_loads))
     new = rw.rewrite()
     code = ast.unparse(new) + "\n"
     filename = f"<vizmm instrumented {tree.name}>"
@@ -945,6 +980,7 @@ def instrument(
         kernel=kern,
         bound=_static_bound(tree, rw),
         dynamic_shared=int(dynamic_shared),
+        after_reads=dict(rw.after_reads),
         seconds=time.perf_counter() - t0,
     )
     _CACHE[key] = out

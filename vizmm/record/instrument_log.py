@@ -65,17 +65,13 @@ def roles(events: np.ndarray, counts: np.ndarray, arrays, global_arrays) -> dict
     return out
 
 
-def _kind(row, col, nrows, ncols, flag, tag, src_idx):
-    if flag == D.SOURCE_OUT_OF_BOUNDS:
-        return _OOA
-    if tag == D.TAG_ZERO:
-        return _ZERO_FILL
-    if row == D.NO_INDEX:
-        return _LOADED
-    inside = 0 <= row < nrows and 0 <= col < ncols
-    if inside:
-        return _LOADED
-    return _WRONG if 0 <= src_idx < nrows * ncols else _OOA
+def _kinds(row, col, nrows, ncols, flag, tag, src_idx):
+    """Access codes of loads into Mds / Nds (arrays of one shape; see the module docstring)."""
+    inside = (row >= 0) & (row < nrows) & (col >= 0) & (col < ncols)
+    in_alloc = (src_idx >= 0) & (src_idx < nrows * ncols)
+    out = np.where(inside | (row == D.NO_INDEX), _LOADED, np.where(in_alloc, _WRONG, _OOA))
+    out = np.where(tag == D.TAG_ZERO, _ZERO_FILL, out)
+    return np.where(flag == D.SOURCE_OUT_OF_BOUNDS, _OOA, out).astype(np.int32)
 
 
 def matmul_fields(log, inst, launch, blocks, reads: bool = False) -> dict:
@@ -108,69 +104,87 @@ def matmul_fields(log, inst, launch, blocks, reads: bool = False) -> dict:
     ev, vals, counts = log.events, log.values, log.counts
     role = roles(ev, counts, inst.arrays, inst.global_arrays)
     m_id, n_id, p_id = role.get("M"), role.get("N"), role.get("P")
-    mds, nds = role.get("Mds"), role.get("Nds")
+    mds, nds = role.get("Mds", -9), role.get("Nds", -9)
     loads = np.zeros((nd, nph, T, T, 6), np.int32)
     pvalue = np.full((nd, nph, T, T), np.nan, np.float32)
     ticks = np.full((nd, nph, 2, 2, T, T), -1, np.int32)
-    p_write = np.zeros((nd, T, T), np.int8)
+    p_write = np.full((nd, T, T), 2, np.int8)  # SKIPPED: no store of P
     zero_fills = np.zeros((gy, gx, nph, 2), np.int32)
     rshape = (nd, nph, T, T, T, 2) if reads else (0, 0, 0, 0, 0, 2)
     shared_reads = np.full(rshape, -3, np.int32)
     read_values = np.full(rshape, np.nan, np.float32)
-    dims = {m_id: (j, k), n_id: (k, l), p_id: (j, l)}
-    for s, (by, bx) in enumerate(blocks):
-        for tid in range(T * T):
-            ty, tx = divmod(tid, T)
-            n = int(counts[s, tid])
-            e, v = ev[s, tid, :n], vals[s, tid, :n]
-            ph = -1
-            read_in_phase = False
-            kread = [0, 0]
-            p_kind = 2  # SKIPPED: no store of P
-            for i in range(n):
-                op, flag, arr = int(e[i, D.OP]), int(e[i, D.FLAG]), int(e[i, D.ARR])
-                if op == D.STORE and arr in (mds, nds):
-                    field = 0 if arr == mds else 1
-                    if field == 0:
-                        ph += 1
-                        read_in_phase = False
-                        kread = [0, 0]
-                    if not 0 <= ph < nph:
-                        continue
-                    src = m_id if field == 0 else n_id
-                    nrows, ncols = dims[src]
-                    row, col = int(e[i, D.SRC_ROW]), int(e[i, D.SRC_COL])
-                    sidx, tag = int(e[i, D.SRC_IDX]), int(e[i, D.TAG])
-                    kind = _kind(row, col, nrows, ncols, flag, tag, sidx)
-                    if row == D.NO_INDEX and sidx >= 0:
-                        row, col = divmod(sidx, ncols)
-                    loads[s, ph, ty, tx, 3 * field : 3 * field + 3] = (kind, row, col)
-                    if kind == _ZERO_FILL:
-                        zero_fills[by, bx, ph, field] += 1
-                elif op == D.LOAD and arr in (mds, nds) and 0 <= ph < nph:
-                    read_in_phase = True
-                    field = 0 if arr == mds else 1
-                    if reads and kread[field] < T:
-                        tag = int(e[i, D.TAG])
-                        shared_reads[s, ph, ty, tx, kread[field], field] = (
-                            tag // D.TAG_ARRAYS if tag >= 0 else max(tag, -3)
-                        )
-                        read_values[s, ph, ty, tx, kread[field], field] = v[i, 0]
-                    kread[field] += 1
-                elif op in (D.ARRIVE, D.RELEASE) and 0 <= ph < nph:
-                    which = 1 if read_in_phase else 0
-                    ticks[s, ph, which, op - D.ARRIVE, ty, tx] = e[i, D.TICK]
-                elif op == D.STORE and arr == p_id and p_id is not None:
-                    row, col = int(e[i, D.ROW]), int(e[i, D.COL])
-                    if flag == D.OUT_OF_BOUNDS:
-                        p_kind = _OOA
-                    elif row == D.NO_INDEX or (0 <= row < j and 0 <= col < l):
-                        p_kind = 1
-                    else:
-                        p_kind = _WRONG
-                if 0 <= ph < nph:
-                    pvalue[s, ph, ty, tx] = v[i, 1]
-            p_write[s, ty, tx] = p_kind
+    cap = ev.shape[2]
+    valid = np.arange(cap)[None, None, :] < counts[:, : T * T, None]
+    ev, vals, valid = ev[:, : T * T], vals[:, : T * T], valid[:, : T * T]
+    op, arr, flag = ev[..., D.OP], ev[..., D.ARR], ev[..., D.FLAG]
+    s_ix, t_ix, _ = np.indices(op.shape)
+    ty_ix, tx_ix = np.divmod(t_ix, T)
+    blk = np.asarray(blocks, np.int64).reshape(-1, 2)
+    # phases: a thread's n-th store into Mds (into Nds) is phase n of that array
+    store = valid & (op == D.STORE)
+    for field, sid, _src in ((0, mds, m_id), (1, nds, n_id)):
+        mine = store & (arr == sid)
+        ph = np.cumsum(mine, axis=2) - 1
+        sel = mine & (ph < nph)
+        if not sel.any():
+            continue
+        e = ev[sel]
+        nrows, ncols = (j, k) if field == 0 else (k, l)
+        row, col = e[:, D.SRC_ROW].astype(np.int64), e[:, D.SRC_COL].astype(np.int64)
+        sidx = e[:, D.SRC_IDX].astype(np.int64)
+        kind = _kinds(row, col, nrows, ncols, e[:, D.FLAG], e[:, D.TAG], sidx)
+        wrap = (row == D.NO_INDEX) & (sidx >= 0)
+        row = np.where(wrap, sidx // ncols, row)
+        col = np.where(wrap, sidx % ncols, col)
+        at = (s_ix[sel], ph[sel], ty_ix[sel], tx_ix[sel])
+        loads[(*at, 3 * field)] = kind
+        loads[(*at, 3 * field + 1)] = row
+        loads[(*at, 3 * field + 2)] = col
+        zf = kind == _ZERO_FILL
+        np.add.at(zero_fills, (blk[at[0][zf], 0], blk[at[0][zf], 1], at[1][zf], field), 1)
+    # every other event belongs to the phase of the thread's latest Mds store
+    phase = np.cumsum(store & (arr == mds), axis=2) - 1
+    in_phase = valid & (phase >= 0) & (phase < nph)
+    shared_load = valid & (op == D.LOAD) & ((arr == mds) | (arr == nds))
+    # k-loop reads so far in the phase: reads before the event minus those before the phase
+    before = np.cumsum(shared_load, axis=2) - shared_load
+    start = np.where(store & (arr == mds), before, 0)
+    start = np.maximum.accumulate(start, axis=2)
+    read_seen = (before - start) > 0
+    bar = in_phase & ((op == D.ARRIVE) | (op == D.RELEASE))
+    if bar.any():
+        lines = ev[..., D.LINE][bar]
+        seen = read_seen[bar]
+        which = np.array(
+            [int(inst.after_reads.get(int(x), y)) for x, y in zip(lines, seen, strict=True)],
+            np.int64,
+        )
+        ticks[s_ix[bar], phase[bar], which, op[bar] - D.ARRIVE, ty_ix[bar], tx_ix[bar]] = ev[
+            ..., D.TICK
+        ][bar]
+    # Pvalue after a phase: the accumulator at the thread's last event of the phase
+    nxt = np.concatenate([phase[..., 1:], np.full(phase.shape[:2] + (1,), -9)], axis=2)
+    nxt_valid = np.concatenate([valid[..., 1:], np.zeros(valid.shape[:2] + (1,), bool)], axis=2)
+    last = in_phase & ((nxt != phase) | ~nxt_valid)
+    pvalue[s_ix[last], phase[last], ty_ix[last], tx_ix[last]] = vals[..., 1][last]
+    if reads:
+        for field, sid in ((0, mds), (1, nds)):
+            mine = shared_load & (arr == sid) & in_phase
+            kk = np.cumsum(mine, axis=2) - 1
+            kk = kk - np.maximum.accumulate(
+                np.where(store & (arr == mds), np.cumsum(mine, axis=2), 0), axis=2
+            )
+            sel = mine & (kk >= 0) & (kk < T)
+            tag = ev[..., D.TAG][sel].astype(np.int64)
+            at = (s_ix[sel], phase[sel], ty_ix[sel], tx_ix[sel], kk[sel], field)
+            shared_reads[at] = np.where(tag >= 0, tag // D.TAG_ARRAYS, np.maximum(tag, -3))
+            read_values[at] = vals[..., 0][sel]
+    if p_id is not None:
+        pst = valid & (op == D.STORE) & (arr == p_id)
+        row, col = ev[..., D.ROW][pst].astype(np.int64), ev[..., D.COL][pst].astype(np.int64)
+        inside = (row == D.NO_INDEX) | ((row >= 0) & (row < j) & (col >= 0) & (col < l))
+        kind = np.where(flag[pst] == D.OUT_OF_BOUNDS, _OOA, np.where(inside, 1, _WRONG))
+        p_write[s_ix[pst], ty_ix[pst], tx_ix[pst]] = kind
     out = dict(
         loads=loads,
         pvalue=pvalue,

@@ -20,12 +20,14 @@ from .instrument_log import matmul_fields
 __all__ = ["book_kernel", "launch"]
 
 
-def book_kernel(kernel: str, T: int, drop=()) -> I.Instrumented:
+def book_kernel(kernel: str, T: int, drop=(), shared_loads=True) -> I.Instrumented:
     """The book's plain kernel ``kernel`` for TILE_WIDTH ``T`` through the instrumenter."""
     import vizmm_kernels as K
 
     plain = K.get_kernel(kernel, T, instrumented=False, drop_barrier=drop or None)
-    return I.instrument(plain, dynamic_shared=K.dynamic_shared_bytes(kernel, T))
+    return I.instrument(
+        plain, dynamic_shared=K.dynamic_shared_bytes(kernel, T), shared_loads=shared_loads
+    )
 
 
 def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) -> Trace:
@@ -47,12 +49,12 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
     blocks = [tuple(b) for b in job.blocks]
     t0 = time.perf_counter()
     if kernel is None:
-        inst = book_kernel(name, T, job.drop)
+        inst = book_kernel(name, T, job.drop, shared_loads=job.reads)
         scalars = K.launch_dims(name, j, k, l, T)
         source = plain_source(name)
         figure = K.FIGURES[name]
     else:
-        inst = I.instrument(kernel)
+        inst = I.instrument(kernel, shared_loads=job.reads)
         source = inst.source
         figure = f"user kernel {inst.name}"
     own = inst.params

@@ -1,0 +1,84 @@
+"""The instrumenter's costs, side by side in one process (Numba's CUDA simulator).
+
+* instrumenting each book kernel (source to a compiled simulator kernel:
+  parse, rewrite, exec, ``cuda.jit``), uncached; target <= 2 s;
+* Width x Width, TILE_WIDTH T, Fig. 5.13 (boundary): the plain kernel at
+  vizmm's switch interval, ``vizmm.record`` with the hand-instrumented
+  kernel, and ``vizmm.record(instrumenter=True)`` (the plain kernel through
+  the instrumenter, k-loop reads logged); target: instrumenter <= 1.2x plain.
+
+Usage: ``python benchmarks/bench_instrument.py [WIDTH] [TILE_WIDTH] [REPEATS]``
+"""
+
+import os
+import statistics
+import sys
+import time
+
+os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+
+import numpy as np  # noqa: E402
+
+import vizmm  # noqa: E402
+import vizmm_kernels as K  # noqa: E402
+from vizmm.record import instrument as I  # noqa: E402
+from vizmm.record.simulator import SIM_SWITCH_INTERVAL  # noqa: E402
+
+
+def timed(fn, repeats):
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return statistics.median(out)
+
+
+def main(argv):
+    W = int(argv[0]) if argv else 64
+    T = int(argv[1]) if len(argv) > 1 else 16
+    reps = int(argv[2]) if len(argv) > 2 else 3
+    print("instrumenting (uncached), seconds:")
+    for name in K.KERNEL_NAMES:
+        plain = K.get_kernel(name, T)
+        I._CACHE.clear()
+        t0 = time.perf_counter()
+        I.instrument(plain, dynamic_shared=K.dynamic_shared_bytes(name, T))
+        print(f"  {name:12s} {time.perf_counter() - t0:6.3f}")
+    rng = np.random.default_rng(0)
+    M = rng.integers(0, 10, (W, W)).astype(np.float32)
+    N = rng.integers(0, 10, (W, W)).astype(np.float32)
+    grid, block = K.grid_dims(W, W, T)
+    plain = K.get_kernel("boundary", T)
+
+    def run_plain():
+        old = sys.getswitchinterval()
+        sys.setswitchinterval(SIM_SWITCH_INTERVAL)
+        try:
+            plain[grid, block](M.ravel(), N.ravel(), np.zeros(W * W, np.float32), W)
+        finally:
+            sys.setswitchinterval(old)
+
+    def run_record(instrumenter):
+        return lambda: vizmm.record(
+            M=M,
+            N=N,
+            tile_width=T,
+            kernel="boundary",
+            backend="simulator",
+            progress=False,
+            quiet=True,
+            instrumenter=instrumenter,
+        )
+
+    p = timed(run_plain, reps)
+    h = timed(run_record(False), reps)
+    i = timed(run_record(True), reps)
+    print(f"simulator, Width {W}, TILE_WIDTH {T}, boundary kernel, median of {reps}")
+    print(f"  plain kernel (switch interval {SIM_SWITCH_INTERVAL * 1e3:.1f} ms): {p:7.2f} s")
+    print(f"  hand-instrumented vizmm.record:          {h:7.2f} s  ratio {h / p:.2f}")
+    print(f"  instrumenter vizmm.record:               {i:7.2f} s  ratio {i / p:.2f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
