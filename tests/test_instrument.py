@@ -317,3 +317,39 @@ def test_cli_records_a_kernel_file_in_a_worker(tmp_path):
     done = subprocess.run(bad, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
     assert "has no kernel named 'other'; functions there: mykernel" in done.stderr
+
+
+def test_the_access_log_is_kept_in_the_trace_file_and_old_files_load(tmp_path):
+    trace = vizmm.record(
+        width=4,
+        tile_width=2,
+        kernel="tiled",
+        backend="simulator",
+        quiet=True,
+        reads=True,
+        drop_barrier=None,
+        instrumenter=True,
+    )
+    path = trace.save(tmp_path / "t.vizmm")
+    back = vizmm.load(path)
+    layout = back.meta["access_log"]
+    assert [a["name"] for a in layout["arrays"]] == ["M", "N", "P", "Mds", "Nds"]
+    np.testing.assert_array_equal(back.log_events, trace.log_events)
+    np.testing.assert_array_equal(back.log_counts, trace.log_counts)
+    # Every product term of Fig. 5.9 traced to its global elements, by hand:
+    # thread (ty, tx) of block (by, bx) reads, in phase ph at k, Mds[ty][k] holding
+    # M[by*2 + ty][ph*2 + k] and Nds[k][tx] holding N[ph*2 + k][bx*2 + tx].
+    ev = back.log_events
+    for s, (by, bx) in enumerate(back.detail_blocks.tolist()):
+        for tid in range(4):
+            ty, tx = divmod(tid, 2)
+            e = ev[s, tid, : back.log_counts[s, tid]]
+            reads = e[(e[:, D.OP] == D.LOAD) & (e[:, D.ARR] >= 3)]
+            got = [(int(r[D.ARR]), divmod(int(r[D.SRC_IDX]), 4)) for r in reads]
+            want = []
+            for ph in range(2):
+                for k in range(2):
+                    want += [(3, (by * 2 + ty, ph * 2 + k)), (4, (ph * 2 + k, bx * 2 + tx))]
+            assert got == want
+    old = vizmm.load(FIXTURES / "fig5-8.vizmm")
+    assert old.log_events.size == 0 and "access_log" not in old.meta

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..trace import LaunchShape, Trace
 from . import instrument as I
+from . import instrument_device as D
 from .instrument_log import matmul_fields
 
 __all__ = ["book_kernel", "launch"]
@@ -49,7 +50,7 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
     blocks = [tuple(b) for b in job.blocks]
     t0 = time.perf_counter()
     if kernel is None:
-        inst = book_kernel(name, T, job.drop, shared_loads=job.reads)
+        inst = book_kernel(name, T, job.drop_barrier, shared_loads=job.reads)
         scalars = K.launch_dims(name, j, k, l, T)
         source = plain_source(name)
         figure = K.FIGURES[name]
@@ -82,7 +83,7 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
             blocks,
             max_bytes=max_bytes,
             aggregated=job.aggregated,
-            turns=bool(job.reads or job.drop),
+            turns=bool(job.reads or job.drop_barrier),
             update=update,
             cancel=cancel,
         )
@@ -107,10 +108,16 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "backend": "simulator" if simulated else "gpu",
         "recorder": "instrumenter",
+        "access_log": {
+            "threads": int(log.events.shape[1]),
+            "cap": int(log.events.shape[2]),
+            "fields": list(D.FIELDS),
+            "arrays": [{"name": a.name, "space": a.space} for a in inst.arrays],
+        },
         "instrument_s": round(inst.seconds, 3),
     }
-    if job.drop or job.reads:
-        meta["drop_barrier"] = list(job.drop)
+    if job.drop_barrier or job.reads:
+        meta["drop_barrier"] = list(job.drop_barrier)
         meta["reads_recorded"] = bool(job.reads)
         if simulated:
             meta["sim_schedule"] = "turns"
@@ -139,6 +146,9 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
         m_reads=r[g[0]].reshape(j, k),
         n_reads=r[g[1]].reshape(k, l),
         zero_fills=fields["zero_fills"],
+        log_events=log.events,
+        log_values=log.values,
+        log_counts=log.counts,
         **summaries,
         **(
             {"shared_reads": fields["shared_reads"], "read_values": fields["read_values"]}

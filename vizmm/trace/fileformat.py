@@ -81,9 +81,9 @@ from .model import (
 from .units import human_bytes
 
 FORMAT = "vizmm-trace"
-VERSION = 2
-#: Versions this vizmm reads (1: no stored checksums, no stats, no fill).
-READABLE_VERSIONS = (1, 2)
+VERSION = 3
+#: Versions this vizmm reads (1: no stored checksums, no stats, no fill; 2: no access log).
+READABLE_VERSIONS = (1, 2, 3)
 #: The largest manifest read (bytes).
 MAX_MANIFEST_BYTES = 2**20
 _NPY_HEADER = 4096  # an .npy header is at most this many bytes (ours: 128)

@@ -39,6 +39,7 @@ __all__ = [
     "Trace",
     "TraceError",
     "LoadRecord",
+    "LOG_FIELDS",
     "not_recorded_message",
     "KERNELS",
     "ARRAY_NAMES",
@@ -301,6 +302,49 @@ def _target(v, launch) -> bool:
     )
 
 
+#: The access log's event fields (vizmm.record.instrument_device.FIELDS), in order.
+LOG_FIELDS = (
+    "op",
+    "flag",
+    "arr",
+    "idx",
+    "row",
+    "col",
+    "tag",
+    "src_arr",
+    "src_idx",
+    "src_row",
+    "src_col",
+    "epoch",
+    "tick",
+    "line",
+)
+#: The most events a thread may log in a trace (a file's log is sized from this).
+MAX_LOG_EVENTS = 1 << 24
+
+
+def _access_log(v, launch) -> bool:
+    """``{'threads', 'cap', 'fields', 'arrays'}``: how the optional access log is laid out."""
+    if not (isinstance(v, Mapping) and set(v) == {"threads", "cap", "fields", "arrays"}):
+        return False
+    arrays = v["arrays"]
+    return (
+        _int_in(1, 1024)(v["threads"], launch)
+        and _int_in(0, MAX_LOG_EVENTS)(v["cap"], launch)
+        and isinstance(v["fields"], (list, tuple))
+        and tuple(v["fields"]) == LOG_FIELDS
+        and isinstance(arrays, (list, tuple))
+        and len(arrays) <= 64
+        and all(
+            isinstance(a, Mapping)
+            and set(a) == {"name", "space"}
+            and _text(100)(a["name"], launch)
+            and a["space"] in ("global", "shared")
+            for a in arrays
+        )
+    )
+
+
 # Optional metadata vizmm reads: key -> (check(value, launch), what it must be).
 _OPTIONAL_META = {
     "figure": (_text(MAX_META_TEXT), f"text of at most {MAX_META_TEXT} characters"),
@@ -326,6 +370,11 @@ _OPTIONAL_META = {
         _blocks,
         "'all' or a list of distinct [by, bx] blocks inside the grid",
     ),
+    "access_log": (
+        _access_log,
+        "{'threads': 1..1024, 'cap': events per thread, 'fields': the log's field names, "
+        "'arrays': [{'name', 'space': 'global' or 'shared'}, ...]}",
+    ),
 }
 
 
@@ -343,6 +392,8 @@ def _array_specs(meta: Mapping[str, Any]) -> dict[str, tuple[np.dtype, tuple[int
     nsp = gy if meta.get("spread_stored", meta["aggregated"]) else 0
     nagg = 1 if meta["aggregated"] else 0
     reads = (nd, nph, T, T, T, 2) if meta.get("reads_recorded") else (0, 0, 0, 0, 0, 2)
+    log = meta.get("access_log")
+    nt, cap, nl = (log["threads"], log["cap"], nd) if isinstance(log, Mapping) else (0, 0, 0)
     return {
         "M": (np.dtype(np.float32), (j, k)),
         "N": (np.dtype(np.float32), (k, l)),
@@ -362,11 +413,16 @@ def _array_specs(meta: Mapping[str, Any]) -> dict[str, tuple[np.dtype, tuple[int
         "block_wait": (np.dtype(np.int32), (gy * nagg, gx * nagg, 2, 3)),
         "shared_reads": (np.dtype(np.int32), reads),
         "read_values": (np.dtype(np.float32), reads),
+        "log_events": (np.dtype(np.int32), (nl, nt, cap, len(LOG_FIELDS))),
+        "log_values": (np.dtype(np.float64), (nl, nt, cap, 2)),
+        "log_counts": (np.dtype(np.int32), (nl, nt)),
     }
 
 
 # Arrays a trace file may lack (files written before they existed): empty then.
-OPTIONAL_ARRAYS = ("shared_reads", "read_values")
+OPTIONAL_ARRAYS = ("shared_reads", "read_values", "log_events", "log_values", "log_counts")
+#: The access log's arrays (recordings made through the instrumenter; empty otherwise).
+LOG_ARRAYS = ("log_events", "log_values", "log_counts")
 
 
 def _check_loads(loads: np.ndarray, launch: LaunchShape) -> None:
@@ -519,6 +575,18 @@ class Trace:
         the loads, 2 after the k loop).
     read_values : ndarray of float32, same shape as ``shared_reads``
         The values those reads returned (what the thread multiplied).
+    log_events : ndarray of int32, (nd, threads, cap, 14), or empty
+        The instrumenter's access log (meta ``access_log`` says its layout;
+        empty in recordings made otherwise): per detailed block, thread
+        (``ty * T + tx``) and event, the fields :data:`LOG_FIELDS` (what the
+        access was, which array and element, the code's (row, col), the
+        shared slot's tag and the global element it traces to, the barrier
+        epoch, the barrier ticket, the source line); see
+        :mod:`vizmm.record.instrument_device`.
+    log_values : ndarray of float64, (nd, threads, cap, 2), or empty
+        Per event, the value loaded or stored and the accumulator (Pvalue).
+    log_counts : ndarray of int32, (nd, threads), or empty
+        Events each thread logged.
 
     launch : LaunchShape
         The launch (kernel, sizes, TILE_WIDTH, grid, phases), made from
@@ -552,10 +620,18 @@ class Trace:
     # there, so a made Trace always holds arrays.
     shared_reads: np.ndarray = None  # type: ignore[assignment]
     read_values: np.ndarray = None  # type: ignore[assignment]
+    log_events: np.ndarray = None  # type: ignore[assignment]
+    log_values: np.ndarray = None  # type: ignore[assignment]
+    log_counts: np.ndarray = None  # type: ignore[assignment]
 
     def __post_init__(self):
         meta = dict(self.meta)
         for name in OPTIONAL_ARRAYS:
+            if name in LOG_ARRAYS:  # empty unless the instrumenter kept its log
+                if getattr(self, name) is None and not isinstance(meta.get("access_log"), Mapping):
+                    dtype, shape = _array_specs(meta)[name]
+                    object.__setattr__(self, name, np.zeros(shape, dtype))
+                continue
             if getattr(self, name) is None and not meta.get("reads_recorded"):
                 empty = np.int32 if name == "shared_reads" else np.float32
                 object.__setattr__(self, name, np.zeros((0, 0, 0, 0, 0, 2), empty))
@@ -597,6 +673,10 @@ class Trace:
         _check_loads(self.loads, self.launch)
         if self.shared_reads.size and self.shared_reads.min() < -3:
             raise TraceError("shared_reads holds a tag below -3 (no such sentinel)")
+        if self.log_counts.size and (
+            self.log_counts.min() < 0 or self.log_counts.max() > self.log_events.shape[2]
+        ):
+            raise TraceError("log_counts holds a count outside 0..cap (events per thread)")
         object.__setattr__(
             self, "_slot", {(int(b[0]), int(b[1])): i for i, b in enumerate(db.tolist())}
         )
