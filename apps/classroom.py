@@ -58,7 +58,13 @@ import panel as pn
 from vizmm.render.text import render_text
 from vizmm.replay.questions import Question, answer_label, quiz
 from vizmm.serve.catalogue import CATALOGUE
-from vizmm.serve.classes import ClassStore, StoreUnavailable, key_matches, store
+from vizmm.serve.classes import (
+    INSTRUCTOR_TIMEOUT_S,
+    ClassStore,
+    StoreUnavailable,
+    key_matches,
+    store,
+)
 
 __all__ = [
     "Classroom",
@@ -68,6 +74,7 @@ __all__ = [
     "results_csv",
     "present",
     "full_message",
+    "instructor_gone",
 ]
 
 log = logging.getLogger(__name__)
@@ -199,6 +206,28 @@ def _drop_stale(cls: dict, now: float) -> bool:
     return bool(stale)
 
 
+#: What a student's page says while the instructor's page is closed.
+INSTRUCTOR_GONE = (
+    "The instructor's page has closed. Your answers stay counted; explore on your own, "
+    "and this page follows the instructor again when their page is back."
+)
+
+
+def instructor_gone(cls: dict, now: float | None = None) -> bool:
+    """Whether the instructor's page of ``cls`` is closed.
+
+    Closed when the page noted so as it went (``instructor_left``), or when a
+    page that was live has not stamped the class for
+    :data:`vizmm.serve.classes.INSTRUCTOR_TIMEOUT_S` (its server process
+    ended without a word). A class whose page has not loaded yet is not.
+    """
+    now = time.time() if now is None else now
+    if cls.get("instructor_left"):
+        return True
+    seen = float(cls.get("instructor_seen") or 0.0)
+    return seen > 0 and now - seen >= INSTRUCTOR_TIMEOUT_S
+
+
 def full_message(cap: int) -> str:
     """What a student's page says when its class has no seat left."""
     return f"This class is full ({cap} students): ask your instructor."
@@ -254,6 +283,7 @@ class Classroom:
         self._cb = None
         self._last_seen = 0.0
         self._taught_at = 0.0  # when the instructor's page last stamped the class
+        self._left = False  # the instructor's page noted in the class that it closed
         self._is_loaded = False  # a browser has loaded this page (pn.state.onload)
         self._build()
         try:
@@ -327,6 +357,10 @@ class Classroom:
     # ------------------------------------------------------------ widgets
     def _build(self) -> None:
         self.title = pn.pane.HTML("", sizing_mode="stretch_width", margin=(4, 10))
+        # a student's page: says so while the instructor's page is closed
+        self.notice = pn.pane.Alert(
+            INSTRUCTOR_GONE, alert_type="warning", visible=False, margin=(0, 10)
+        )
         self.follow = pn.widgets.Toggle(label="Follow the instructor", value=True, width=190)
         self.follow.param.watch(self._on_follow, "value")
         self.ask_button = pn.widgets.Button(label="Ask the class", color="primary", width=150)
@@ -343,6 +377,7 @@ class Classroom:
         )
         self.panel = pn.Column(
             self.title,
+            self.notice,
             pn.Row(self.follow, self.ask_button, self.reveal_button, self.download),
             self.counts,
             sizing_mode="stretch_width",
@@ -547,15 +582,40 @@ class Classroom:
         whose page never loaded (a plain request) goes first.
         """
         now = time.time()
-        if not self._is_loaded or not self._live() or now - self._taught_at < 10.0:
+        if not self._is_loaded:
             return
-        self._taught_at = now
+        if not self._live():  # the page closed: the students are told at their next poll
+            self._leave_class()
+            return
+        if now - self._taught_at < 10.0 and not self._left:
+            return
+        self._taught_at, back, page = now, self._left, self._page
+        self._left = False
 
         def change(cls):
             cls["instructor_seen"] = now
+            cls["instructor_page"] = page
+            cls.pop("instructor_left", None)
             return True
 
-        self.store.update(self.code, change, bump=False)
+        self.store.update(self.code, change, bump=back)
+
+    def _leave_class(self) -> None:
+        """The instructor's page closed: note it in the class (unless a newer page teaches)."""
+        if self.role != "instructor" or self._left or self.store is None:
+            return
+        self._left = True
+        now, page = time.time(), self._page
+
+        def change(cls):
+            if cls.get("instructor_page", page) != page:
+                return False  # a reload of the instructor's page teaches now
+            cls["instructor_left"] = now
+            return True
+
+        with contextlib.suppress(KeyError, OSError, StoreUnavailable):
+            self.store.update(self.code, change)
+        _notify(self.code)
 
     def _full(self) -> None:
         """The class has no room: say so, and leave the class (the page stays a dashboard)."""
@@ -605,6 +665,8 @@ class Classroom:
     def _stop(self) -> None:
         """The page leaves the class (its session ends, the class ended, or it is full)."""
         self._stopped = True
+        if self.role == "instructor" and self._is_loaded:
+            self._leave_class()
         self._release()
         _unlisten(self.code, id(self))
         if self._cb is not None:
@@ -633,6 +695,8 @@ class Classroom:
             return
         if self.role == "instructor":
             self._show_counts(cls)
+        else:
+            self._show_instructor(cls)
         if cls["version"] == self._version:
             return
         self._version = cls["version"]
@@ -642,6 +706,13 @@ class Classroom:
         elif self.role == "student" and self.qm.revealed and self.following:
             self._apply_view(cls["view"])
         self.dash.refresh_status()
+
+    def _show_instructor(self, cls: dict) -> None:
+        """A student's page: say whether the instructor's page is open (:func:`instructor_gone`)."""
+        gone = instructor_gone(cls)
+        if self.notice.visible != gone:
+            self.notice.visible = gone
+            self.dash.refresh_status()
 
     def _ended(self) -> None:
         self._stop()
@@ -685,6 +756,7 @@ class Classroom:
                 mine = cls["answers"].get(self.seat)
                 if mine is not None:  # a reload: the seat's answer is kept
                     self.qm.picks = {tuple(p) for p in mine}
+                    self.qm.sent = set(self.qm.picks)
                     self.qm.submitted = True
                     self.qm._show()
         if cls["revealed"] and not self._revealed:
@@ -734,6 +806,7 @@ class Classroom:
         out = {"class": self.code, "role": self.role, "following": self.following}
         if self.role == "student":
             out["seat"] = self.seat_state
+            out["instructor"] = "gone" if self.notice.visible else "here"
         else:
             counts = getattr(self, "_counts", {"students": 0, "answered": 0, "answers": []})
             out.update(

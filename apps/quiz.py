@@ -61,6 +61,9 @@ class QuestionMode:
     on_submit : callable or None
         ``on_submit(question, picks)``; when set (a class session) a submit
         sends the answer and waits for the instructor's reveal.
+    sent : set or None
+        In a class session, the picks sent (``None``: nothing sent yet). Once
+        sent the picks are locked, and the reveal grades what was sent.
     """
 
     def __init__(self, dashboard):
@@ -72,6 +75,7 @@ class QuestionMode:
         self.revealed = False
         self.correct: bool | None = None
         self.submitted = False
+        self.sent: set[tuple] | None = None
         self.quiz: list[Question] = []
         self.index = -1
         self.answers: dict[int, list] = {}
@@ -248,10 +252,14 @@ class QuestionMode:
         else:
             self._pick_cell(view, int(data["ty"][i]), int(data["tx"][i]))
 
+    def _locked(self) -> bool:
+        """Whether the picks can no longer change: revealed, or sent to the class."""
+        return self.revealed or (self.on_submit is not None and self.submitted)
+
     def _pick_cell(self, view: str, a: int, b: int) -> None:
         """Pick (or unpick) cell ``(a, b)`` of ``view``: (row, col) or (ty, tx)."""
         q = self.question
-        if q is None or self.revealed or view not in q.views:
+        if q is None or self._locked() or view not in q.views:
             return
         pick = (view, int(a), int(b))
         if q.multiple:
@@ -262,7 +270,7 @@ class QuestionMode:
 
     def _on_choice(self, event) -> None:
         q = self.question
-        if q is None or self.revealed or event.new is None:
+        if q is None or self._locked() or event.new is None:
             return
         if event.new in q.choices:
             self.picks = {("choice", q.choices.index(event.new))}
@@ -327,7 +335,7 @@ class QuestionMode:
     def ask(self, q: Question) -> None:
         """Open ``q``: pin the view at its step, hide what comes next, wait for picks."""
         self.question, self.picks, self.revealed = q, set(), False
-        self.correct, self.submitted = None, False
+        self.correct, self.submitted, self.sent = None, False, None
         self._mark_scenes()
         self._source = self.state.source
         self._set_conceal(True)
@@ -350,8 +358,10 @@ class QuestionMode:
         if q is None or self.revealed:
             return
         if self.on_submit is not None:
-            self.submitted = True
-            self.on_submit(q, set(self.picks))
+            if self.submitted:  # sent once: the class counts that answer
+                return
+            self.submitted, self.sent = True, set(self.picks)
+            self.on_submit(q, set(self.sent))
             self._show()
             return
         self.reveal()
@@ -367,6 +377,9 @@ class QuestionMode:
         if q is None:
             return
         self.revealed = True
+        if self.on_submit is not None:  # a class: grade what was sent, as the class counts it
+            self.picks = set(self.sent or ())
+            skipped = skipped or self.sent is None
         self.correct = None if skipped else q.check(self.picks)
         if 0 <= self.index < len(self.quiz):
             self.answers[self.index] = None if skipped else sorted(self.picks)
@@ -477,15 +490,23 @@ class QuestionMode:
         where = " or ".join(q.views) if q.views != ("choice",) else "the options above"
         if self.observer:
             mine, where = "(the students answer on their pages)", ""
-        wait = " · sent, waiting for the reveal" if self.submitted and not self.revealed else ""
-        mine = html.escape(render_text(mine, "unicode"))
-        self.picked.object = (
-            f'<span id="vizmm-picks">Your answer: <b>{mine}</b>{wait}'
-            f"{'' if self.revealed or not where else f' · click in {html.escape(where)}'}</span>"
+        wait = (
+            " · sent (it can no longer change), waiting for the reveal"
+            if self.submitted and not self.revealed
+            else ""
         )
-        self.choices.disabled = self.revealed or self.observer
+        mine = html.escape(render_text(mine, "unicode"))
+        click = "" if self._locked() or not where else f" · click in {html.escape(where)}"
+        self.picked.object = (
+            f'<span id="vizmm-picks">Your answer: <b>{mine}</b>{wait}{click}</span>'
+        )
+        self.choices.disabled = self._locked() or self.observer
         self.submit_button.visible = not self.revealed and not self.observer
-        self.submit_button.label = "Send" if self.on_submit is not None else "Submit"
+        sent = self.on_submit is not None and self.submitted
+        self.submit_button.disabled = sent
+        self.submit_button.label = (
+            ("Sent" if sent else "Send") if self.on_submit is not None else "Submit"
+        )
         self.skip_button.visible = not self.revealed and not in_class
         more = bool(self.quiz) and self.index + 1 < len(self.quiz)
         self.next_button.visible = self.revealed and bool(self.quiz) and self.on_submit is None
@@ -531,7 +552,8 @@ class QuestionMode:
         dict
             ``question`` ("asking", "revealed" or ""), ``question_kind``,
             ``quiz_index``, ``quiz_count``, ``picks`` (labels), ``correct``
-            (True / False after the reveal, else None), ``score`` ("c/t").
+            (True / False after the reveal, else None), ``score`` ("c/t"),
+            ``sent`` (in a class: the picks sent, as labels; None: nothing sent).
         """
         q = self.question
         s = score(self.quiz, self.answers) if self.quiz else None
@@ -543,6 +565,7 @@ class QuestionMode:
             "picks": sorted(pick_label(p) for p in self.picks),
             "correct": self.correct if self.revealed else None,
             "score": "" if s is None else f"{s.correct}/{s.total}",
+            "sent": None if self.sent is None else sorted(pick_label(p) for p in self.sent),
         }
 
     def __panel__(self):
