@@ -786,9 +786,11 @@ class RecordForm(pn.viewable.Viewer):
             j, k, l = self.j, self.k, self.l
         else:
             j = k = l = self.j
-        drop = {"no barrier 1": (1,), "no barrier 2": (2,), "none": (1, 2)}.get(self.barriers, ())
+        drop_barrier = {"no barrier 1": (1,), "no barrier 2": (2,), "none": (1, 2)}.get(
+            self.barriers, ()
+        )
         return catalogue.RecordSpec(
-            self.kernel, j, k, l, self.tile_width, self.seed, self.backend, drop
+            self.kernel, j, k, l, self.tile_width, self.seed, self.backend, drop_barrier
         )
 
     @param.depends("kernel", "barriers", "j", "k", "l", "tile_width", "seed", "backend", watch=True)
@@ -798,13 +800,13 @@ class RecordForm(pn.viewable.Viewer):
         try:
             if s.seed < 0 or s.seed > 2**32 - 1:
                 raise vizmm.RecordError(f"seed must be an integer from 0 to {2**32 - 1}")
-            if s.drop and s.kernel not in ("tiled", "boundary"):
+            if s.drop_barrier and s.kernel not in ("tiled", "boundary"):
                 raise vizmm.RecordError(
                     f"kernel {s.kernel!r} has no __syncthreads() to remove; the barrier lab "
                     "runs 'tiled' and 'boundary'"
                 )
             est = CATALOGUE.admit(
-                s.j, s.k, s.l, s.tile_width, s.kernel, None, s.backend, reads=bool(s.drop)
+                s.j, s.k, s.l, s.tile_width, s.kernel, None, s.backend, reads=bool(s.drop_barrier)
             )
         except vizmm.RecordError as exc:
             self.param.update(estimate=f"⚠ {in_words(exc, 'page')}", valid=False)

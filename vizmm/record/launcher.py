@@ -40,7 +40,7 @@ class Job:
     backend : {'simulator', 'gpu', 'gpu-legacy'}
     inputs : {'seeded', 'given'}
         Whether M and N came from ``seed`` or from the caller.
-    drop : tuple of int
+    drop_barrier : tuple of int
         The barriers removed (barrier lab); empty keeps both.
     reads : bool
         Record every k-loop read of Mds / Nds.
@@ -64,7 +64,7 @@ class Job:
     seed: int
     backend: str
     inputs: str = "given"
-    drop: tuple[int, ...] = ()
+    drop_barrier: tuple[int, ...] = ()
     reads: bool = False
     tile_width_from: str | None = None
     target: str = ""
@@ -89,7 +89,7 @@ class Job:
         """The job that :meth:`to_json` wrote, with its ``blocks``."""
         fields = json.loads(text)
         launch = LaunchShape(**fields.pop("launch"))
-        return cls(launch, blocks, drop=tuple(fields.pop("drop")), **fields)
+        return cls(launch, blocks, drop_barrier=tuple(fields.pop("drop_barrier")), **fields)
 
 
 def _versions() -> dict[str, str]:
@@ -204,7 +204,7 @@ def launch(job: Job, M, N, show, cancel=None) -> Trace:
     blocks, aggregated = job.blocks, job.aggregated
     (gy, gx), nph = shape.grid, shape.n_phases
     nd = len(blocks)
-    drop, reads = job.drop, job.reads
+    drop, reads = job.drop_barrier, job.reads
     rec, shapes = allocate_records(j, k, l, T, kernel, blocks, aggregated, reads)
     P = np.full(j * l, np.nan, np.float32)
     kern = K.get_kernel(kernel, T, instrumented=True, drop_barrier=drop, reads=reads)

@@ -317,6 +317,10 @@ class Frame:
         ``{(ty, tx): "thread (0,1) had already loaded phase 1's M_{0,3} into
         Mds[0][1] while thread (0,0) still needed phase 0's M_{0,1}"}`` for
         those threads (several joined by "; ").
+    drop_barrier : tuple of int
+        The ``__syncthreads()`` this recording removed (1 after the loads, 2
+        after the k loop; ``meta["drop_barrier"]``, the name
+        :func:`vizmm.record` and the record form use); empty: both kept.
     struck_lines : tuple of int
         0-based lines of ``trace.meta["source"]`` whose ``__syncthreads()``
         this recording removed (``meta["drop_barrier"]``).
@@ -392,6 +396,7 @@ class Frame:
     thread_ahead: np.ndarray | None = None
     ahead_notes: dict | None = None
     struck_lines: tuple = ()
+    drop_barrier: tuple = ()
     transactions: TransactionsOverlay | None = None
     key: tuple = ()
     table_of: Callable[[], Table] | None = dataclasses.field(default=None, repr=False)
@@ -542,7 +547,7 @@ class Replay:
         self.granularity = granularity
         self.order = order
         self.focus = focus
-        self.dropped = tuple(trace.meta.get("drop_barrier", ()) or ())
+        self.drop_barrier = tuple(trace.meta.get("drop_barrier", ()) or ())
         self.transactions = bool(transactions)
         nw = trace.launch.warps_per_block
         if isinstance(warp, bool) or not isinstance(warp, (int, np.integer)) or not 0 <= warp < nw:
@@ -571,11 +576,11 @@ class Replay:
                 steps.append(Step(Sub.PHASE, ph))
                 continue
             steps += [Step(Sub.LOAD_M, ph), Step(Sub.LOAD_N, ph)]
-            if 1 not in self.dropped:  # the barrier lab may have removed it
+            if 1 not in self.drop_barrier:  # the barrier lab may have removed it
                 steps += self._barrier_steps(Sub.ARRIVE_1, ph)
                 steps.append(Step(Sub.RELEASE_1, ph))
             steps += [Step(Sub.K, ph, k) for k in range(T)]
-            if 2 not in self.dropped:
+            if 2 not in self.drop_barrier:
                 steps += self._barrier_steps(Sub.ARRIVE_2, ph)
                 steps.append(Step(Sub.RELEASE_2, ph))
         steps.append(Step(Sub.WRITE_P))
@@ -1079,7 +1084,7 @@ class Replay:
         lines = self._lines
         out = []
         for b, key in ((1, Sub.ARRIVE_1), (2, Sub.ARRIVE_2)):
-            if b in self.dropped and key in lines:
+            if b in self.drop_barrier and key in lines:
                 out.append(lines[key])
         return tuple(out)
 
@@ -1087,6 +1092,7 @@ class Replay:
         """The barrier lab's fields of a frame (see :class:`Frame`)."""
         out = {
             "struck_lines": self._struck,
+            "drop_barrier": self.drop_barrier,
             "mds_wrong": None,
             "nds_wrong": None,
             "thread_wrong": None,

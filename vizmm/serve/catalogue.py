@@ -142,9 +142,11 @@ class RecordSpec:
     seed : int
         Seed of the random integer inputs 0..9.
     backend : {'simulator', 'gpu', 'auto'}
-    drop : tuple of int
+    drop_barrier : tuple of int
         Barrier lab: the ``__syncthreads()`` removed (1 after the loads, 2 after
-        the k loop); empty keeps both.
+        the k loop); empty keeps both. The one name of a removed barrier from
+        the record form to the frame (:func:`vizmm.record`'s argument, the
+        trace's ``meta["drop_barrier"]``, :attr:`vizmm.replay.Frame.drop_barrier`).
     """
 
     kernel: str
@@ -154,7 +156,7 @@ class RecordSpec:
     tile_width: int
     seed: int = 0
     backend: str = "simulator"
-    drop: tuple = ()
+    drop_barrier: tuple = ()
 
     @property
     def key(self) -> str:
@@ -162,14 +164,14 @@ class RecordSpec:
         return (
             f"rec:{self.kernel}:{self.j}x{self.k}x{self.l}:T{self.tile_width}:"
             f"s{self.seed}:{self.backend}"
-            + (f":d{''.join(map(str, self.drop))}" if self.drop else "")
+            + (f":d{''.join(map(str, self.drop_barrier))}" if self.drop_barrier else "")
         )
 
     def record_kwargs(self) -> dict:
-        """Keyword arguments of :func:`vizmm.record`: the fields, ``drop`` as ``drop_barrier``."""
+        """Keyword arguments of :func:`vizmm.record`: the fields (``drop_barrier`` only if any)."""
         kwargs = dataclasses.asdict(self)
-        drop = kwargs.pop("drop")
-        return dict(kwargs, drop_barrier=tuple(drop)) if drop else kwargs
+        drop_barrier = kwargs.pop("drop_barrier")
+        return dict(kwargs, drop_barrier=tuple(drop_barrier)) if drop_barrier else kwargs
 
     def describe(self) -> str:
         """A short human label (``general · M 5×3 · N 3×6 · TILE_WIDTH 2 · seed 0``)."""
@@ -181,7 +183,7 @@ class RecordSpec:
         lab = {(1,): " · no barrier 1", (2,): " · no barrier 2", (1, 2): " · no barriers"}
         return (
             f"{self.kernel} · {shape} · TILE_WIDTH {self.tile_width} · seed {self.seed}"
-            + lab.get(tuple(self.drop), "")
+            + lab.get(tuple(self.drop_barrier), "")
         )
 
 
@@ -227,7 +229,7 @@ def _read_presets() -> dict[str, Preset]:
         presets[entry["key"]] = Preset(
             entry["key"],
             entry["label"],
-            RecordSpec(**{**spec, "drop": tuple(spec.get("drop", ()))}),
+            RecordSpec(**{**spec, "drop_barrier": tuple(spec.get("drop_barrier", ()))}),
             block=tuple(entry.get("block", (0, 0))),
             note=entry.get("note", _LARGE_NOTE if entry.get("large") else ""),
             large=bool(entry.get("large", False)),
@@ -239,7 +241,7 @@ def _read_presets() -> dict[str, Preset]:
 PRESETS: dict[str, Preset] = _read_presets()
 #: The barrier lab's presets (those that remove a barrier): key -> menu label
 #: (apps/barrier_view.py shows their hazards).
-LAB_PRESETS = {key: p.label for key, p in PRESETS.items() if p.spec.drop}
+LAB_PRESETS = {key: p.label for key, p in PRESETS.items() if p.spec.drop_barrier}
 
 #: The large GPU presets: key -> menu label.
 LARGE_PRESETS = {key: p.label for key, p in PRESETS.items() if p.large}
@@ -247,7 +249,7 @@ DEFAULT = "fig5-8"
 
 _REC = re.compile(
     r"^rec:(?P<kernel>[a-z]{1,16}):(?P<j>\d{1,7})x(?P<k>\d{1,7})x(?P<l>\d{1,7}):T(?P<T>\d{1,3}):"
-    r"s(?P<seed>\d{1,10}):(?P<backend>[a-z][a-z-]{0,15})(?::d(?P<drop>1|2|12))?$"
+    r"s(?P<seed>\d{1,10}):(?P<backend>[a-z][a-z-]{0,15})(?::d(?P<drop_barrier>1|2|12))?$"
 )
 _UPLOAD = re.compile(r"^upload:[0-9a-f]{12}$")
 _FILE = "file:"
@@ -291,7 +293,7 @@ def parse_key(key) -> Preset | RecordSpec | str:
     if m:
         return RecordSpec(
             m["kernel"], int(m["j"]), int(m["k"]), int(m["l"]), int(m["T"]), int(m["seed"]),
-            m["backend"], tuple(int(c) for c in m["drop"] or ""),
+            m["backend"], tuple(int(c) for c in m["drop_barrier"] or ""),
         )  # fmt: skip
     if _UPLOAD.match(key) or (key.startswith(_FILE) and _NAME.match(key[len(_FILE) :])):
         return key
@@ -601,7 +603,7 @@ class Catalogue:
             s.tile_width,
         ):
             return None
-        if tuple(trace.meta.get("drop_barrier", ())) != tuple(s.drop):
+        if tuple(trace.meta.get("drop_barrier", ())) != tuple(s.drop_barrier):
             return None
         return trace
 
