@@ -1,4 +1,4 @@
-"""One name for a removed ``__syncthreads()``, from the record form to the frame: ``drop_barrier``."""
+"""One name for a removed ``__syncthreads()`` from the record form to the frame: drop_barrier."""
 
 import os
 
