@@ -837,6 +837,18 @@ class RecordForm(pn.viewable.Viewer):
             },
             330,
         )
+        # a row of buttons shows no name of its own: its label above it, as the inputs have
+        rows = []
+        for w in widgets.layout.objects:
+            if isinstance(w, pn.widgets.RadioButtonGroup):
+                rows.append(
+                    pn.pane.HTML(
+                        f'<div class="vizmm-form-label">{html.escape(w.name)}</div>',
+                        margin=(5, 10, 0, 10),
+                    )
+                )
+            rows.append(w)
+        widgets.layout.objects = rows
         return pn.Column(widgets, extra, self._estimate_pane, self._button, width=350)
 
 
