@@ -625,7 +625,8 @@ def _html_bytes(
 ) -> bytes:
     from bokeh.embed import file_html
     from bokeh.layouts import column, row
-    from bokeh.models import Button, CustomJS, Div, Slider
+    from bokeh.models import CustomJS
+    from bokeh.models.widgets import Button, Div, Slider
     from jinja2 import Template
 
     from .render.bokeh_scene import Scene, frame_columns

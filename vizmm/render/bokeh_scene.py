@@ -1236,7 +1236,8 @@ def add_glyph(fig, kind: str, source=None, *, selectable: bool = False, every=No
     -------
     bokeh.models.GlyphRenderer
     """
-    from bokeh.models import AllIndices, CDSView, ColumnDataSource, GlyphRenderer, glyphs
+    from bokeh.models import AllIndices, CDSView, ColumnDataSource, glyphs
+    from bokeh.models.renderers import GlyphRenderer
     from bokeh.plotting._renderer import pop_visuals
 
     cls = getattr(glyphs, kind)
@@ -1465,7 +1466,8 @@ class Scene:
         ``figure()`` adds (axes, grids, their tickers) costs a new session
         time to build and to send even where it is hidden.
         """
-        from bokeh.models import Plot, Title, Toolbar
+        from bokeh.models import Plot, Toolbar
+        from bokeh.models.annotations import Title
 
         if title is not None:
             title = Title(text=title)

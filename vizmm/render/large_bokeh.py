@@ -496,7 +496,8 @@ class LargeScene:
         return f
 
     def _legend(self, f, items, location="below", columns=None):
-        from bokeh.models import ColumnDataSource, Legend, LegendItem
+        from bokeh.models import ColumnDataSource
+        from bokeh.models.annotations import Legend, LegendItem
 
         entries = []
         for label, color, kind in items:
@@ -545,14 +546,8 @@ class LargeScene:
 
     def _timeline_panel(self):
         from bokeh.layouts import column, row
-        from bokeh.models import (
-            ColumnDataSource,
-            CustomJSHover,
-            FixedTicker,
-            Label,
-            Range1d,
-            Span,
-        )
+        from bokeh.models import ColumnDataSource, CustomJSHover, FixedTicker, Range1d
+        from bokeh.models.annotations import Label, Span
 
         m = self.model
         tl = m.timeline
@@ -812,14 +807,14 @@ class LargeScene:
     def _reads_panel(self):
         from bokeh.layouts import column, row
         from bokeh.models import (
-            ColorBar,
             ColumnDataSource,
-            Div,
             LogColorMapper,
             LogTicker,
             NumeralTickFormatter,
             Range1d,
         )
+        from bokeh.models.annotations import ColorBar
+        from bokeh.models.widgets import Div
 
         rc = self.model.reads
         fs = self._font
@@ -925,15 +920,8 @@ class LargeScene:
 
     def _waits_panel(self):
         from bokeh.layouts import column, row
-        from bokeh.models import (
-            ColumnDataSource,
-            DataTable,
-            Div,
-            FixedTicker,
-            NumeralTickFormatter,
-            Range1d,
-            TableColumn,
-        )
+        from bokeh.models import ColumnDataSource, FixedTicker, NumeralTickFormatter, Range1d
+        from bokeh.models.widgets import DataTable, Div, TableColumn
 
         fs = self._font
         hist = self.trace.wait_hist
@@ -1012,7 +1000,7 @@ def _bars(f, source):
 
 
 def _subtitle(text: str, fs: int):
-    from bokeh.models import Title
+    from bokeh.models.annotations import Title
 
     return Title(
         text=text,
