@@ -29,7 +29,7 @@ import panel as pn
 
 from vizmm.render.bokeh_scene import add_glyph
 from vizmm.render.text import render_text
-from vizmm.replay import Replay, Sub
+from vizmm.replay.navigator import substep_moment
 from vizmm.replay.questions import Question, answer_label, pick_label, question_at, quiz, score
 
 __all__ = ["QuestionMode", "question_mode", "PICK", "RIGHT", "WRONG"]
@@ -299,10 +299,7 @@ class QuestionMode:
         s = self.state
         if s.granularity == "substep" and s.order == "lockstep" or s.frame is None:
             return s.step
-        replay = Replay(s.trace, (s.by, s.bx))
-        if s.frame.step.sub == Sub.PHASE:
-            return replay.index_of(s.frame.step.phase, Sub.LOAD_M)
-        return replay.index_at(s.frame.step)
+        return substep_moment(s.trace, (s.by, s.bx), s.frame.step)
 
     def ask_here(self) -> None:
         """Ask the first question of this block at the current step or after it."""

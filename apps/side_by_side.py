@@ -34,6 +34,7 @@ import param
 
 from vizmm.render.bokeh_scene import Scene  # noqa: E402
 from vizmm.replay import Lockstep, Replay  # noqa: E402
+from vizmm.replay.navigator import clamp  # noqa: E402
 from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
 from vizmm_apps.access import PageLandmarks, opened_theme, page_css  # noqa: E402
 from vizmm_apps.keys import KeyboardShortcuts  # noqa: E402
@@ -153,12 +154,12 @@ class SideBySideState(param.Parameterized):
             self.param.update(lockstep=None, message=f"Could not load the pair: {exc}")
             return
         both = Lockstep(left, right)
-        self.param.update(lockstep=both, step=min(self.step, len(both) - 1), message="")
+        self.param.update(lockstep=both, step=clamp(self.step, both), message="")
 
     def go(self, step: int) -> None:
         """Go to joint step ``step`` (clamped)."""
         if self.lockstep is not None:
-            self.step = max(0, min(int(step), len(self.lockstep) - 1))
+            self.step = clamp(step, self.lockstep)
 
     def handle_key(self, key: str) -> None:
         """← → Home End, as in the dashboard."""

@@ -85,3 +85,34 @@ def test_bad_modes_are_refused():
         Position(granularity="warp")
     with pytest.raises(ValueError, match="order"):
         Position(order="random")
+
+
+def test_a_question_is_asked_from_the_phase_shown(fig58):
+    # Phase granularity: start, phase 0, phase 1, write P. A question at phase 1
+    # is about phase 1 from its first sub-step: load M of phase 1 is step
+    # 1 + 8 = 9 of the lockstep sub-step replay (1-based page step 10).
+    from vizmm.replay import Replay
+    from vizmm.replay.navigator import substep_moment
+
+    phases = Replay(fig58, (0, 0), "phase")
+    assert [s.sub for s in phases.steps] == [Sub.START, Sub.PHASE, Sub.PHASE, Sub.WRITE_P]
+    assert substep_moment(fig58, (0, 0), phases.steps[2]) == 9
+    assert substep_moment(fig58, (0, 0), phases.steps[1]) == 1
+    assert substep_moment(fig58, (0, 0), phases.steps[3]) == 17
+    # Recorded order: the same sub-step of the same phase and k.
+    recorded = Replay(fig58, (0, 0), "substep", "recorded")
+    k1 = next(i for i, s in enumerate(recorded.steps) if s.sub == Sub.K and s.k == 1)
+    assert substep_moment(fig58, (0, 0), recorded.steps[k1]) == 6  # phase 0, k = 1
+
+
+def test_a_whole_phase_maps_to_its_last_sub_step_without_barrier_2(record_sim):
+    # Barrier lab, barrier 2 removed: a phase's sub-steps are load M, load N,
+    # arrive 1, release 1, k = 0, k = 1 (no barrier 2). Phase 0 ends at k = 1:
+    # step 1 + 5 = 6.
+    from vizmm.replay import Replay
+
+    lab = record_sim(width=4, tile_width=2, kernel="tiled", drop_barrier=2)
+    phases = Replay(lab, (0, 0), "phase")
+    subs = Replay(lab, (0, 0))
+    end = subs.index_at(phases.steps[1])
+    assert end == 6 and subs.steps[end].sub == Sub.K and subs.steps[end].k == 1

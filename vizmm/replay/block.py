@@ -625,8 +625,9 @@ class Replay:
                 if s.sub == Sub.PHASE and s.phase == step.phase:
                     return i
             return 0
-        if step.sub == Sub.PHASE:  # a whole phase: its end in sub-steps
-            return self.index_of(step.phase, Sub.RELEASE_2)
+        if step.sub == Sub.PHASE:  # a whole phase: its end in sub-steps (its last step,
+            # barrier 2's release unless the barrier lab removed it)
+            return max(i for i, s in enumerate(steps) if s.phase == step.phase)
         best, best_i = None, 0
         for i, s in enumerate(steps):
             if s.sub == step.sub and s.phase == step.phase and s.k == step.k:

@@ -17,9 +17,10 @@ Nothing here draws or holds widgets; it is pure NumPy-side bookkeeping over
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sized
 
 from ..trace import Trace, not_recorded_message
-from .block import GRANULARITIES, NAIVE_REFUSAL, ORDERS, Replay
+from .block import GRANULARITIES, NAIVE_REFUSAL, ORDERS, Replay, Step, Sub
 
 __all__ = [
     "NO_DETAIL",
@@ -31,6 +32,7 @@ __all__ = [
     "focus_in",
     "past_the_end",
     "place",
+    "substep_moment",
 ]
 
 #: What a page says of a trace with no block recorded per thread.
@@ -142,8 +144,13 @@ def focus_in(trace: Trace, focus) -> tuple[int, int] | None:
     return (ty, tx) if 0 <= ty < T and 0 <= tx < T else None
 
 
-def clamp(step: int, replay: Replay | None) -> int:
-    """``step`` held inside ``0 .. len(replay) - 1`` (0 when there is no replay)."""
+def clamp(step: int, replay: Replay | Sized | None) -> int:
+    """``step`` held inside ``0 .. len(replay) - 1`` (0 when there is no replay).
+
+    ``replay`` is a :class:`~vizmm.replay.block.Replay`, or anything with a
+    length in steps (the side-by-side page's
+    :class:`~vizmm.replay.lockstep.Lockstep`).
+    """
     if replay is None:
         return 0
     return max(0, min(int(step), len(replay) - 1))
@@ -234,3 +241,32 @@ def place(
         note = Note(past_the_end(step, len(replay)), "info")
     shown = Position(block, focus, clamp(step, replay), wanted.granularity, wanted.order)
     return Place(replay, shown, note)
+
+
+def substep_moment(trace: Trace, block: tuple[int, int], step: Step) -> int:
+    """The step of the block's sub-step, lockstep replay at the moment of ``step``.
+
+    What the quiz asks about: its questions are numbered by that replay's
+    steps, whatever granularity and order the page shows. ``step`` is a step
+    of a replay of ``block`` at any granularity and order
+    (:meth:`Replay.index_at`); a whole phase (phase granularity) is taken
+    from its first sub-step (loading M), since the question is about the
+    phase shown, not the one after it.
+
+    Parameters
+    ----------
+    trace : Trace
+    block : (by, bx)
+        A block recorded per thread.
+    step : Step
+        The step shown (``frame.step``).
+
+    Returns
+    -------
+    int
+        A step number of ``Replay(trace, block)`` (0-based).
+    """
+    replay = Replay(trace, block)
+    if step.sub == Sub.PHASE:
+        return replay.index_of(step.phase, Sub.LOAD_M)
+    return replay.index_at(step)
