@@ -8,6 +8,7 @@
   ``lang``, makes the page's root its main landmark, and names the slider
   handles (Panel's sliders draw a handle with ``role="slider"`` and no name)
   after their visible titles.
+* :class:`BusySignal`: "Working…" the moment a slow button is pressed.
 * :class:`Narration`: an ARIA live region (``role="status"``) whose text a
   screen reader reads when it changes; the dashboard puts each step's
   :func:`vizmm.replay.narration.narrate` there, where it also serves as
@@ -22,7 +23,7 @@ from __future__ import annotations
 import param
 from panel.custom import JSComponent
 
-__all__ = ["FOCUS_COLORS", "Narration", "PageLandmarks", "opened_theme", "page_css"]
+__all__ = ["BusySignal", "FOCUS_COLORS", "Narration", "PageLandmarks", "opened_theme", "page_css"]
 
 #: The focus ring's colour in each theme: 7.0:1 against white, 10.9:1 against
 #: Panel's dark background ``#212529``.
@@ -189,3 +190,67 @@ class Narration(JSComponent):
         params.setdefault("sizing_mode", "stretch_width")
         params.setdefault("margin", (0, 10))
         super().__init__(**params)
+
+
+class BusySignal(JSComponent):
+    """Say "Working…" the moment a slow button is pressed, until Python says it is done.
+
+    A click (or Enter, or space) on a button whose label is one of
+    :attr:`labels` shows :attr:`message` at once in the browser, in a live
+    region (``<span id="vizmm-busy" role="status">``), with ``aria-busy`` on
+    the page and a progress cursor, before the server has even received the
+    click; the server's work (a question on a big trace can take seconds)
+    then ends with :meth:`done_now`, which hides it.
+
+    Parameters
+    ----------
+    labels : list of str
+        The labels of the buttons whose work may take a while.
+    message : str
+        What the page says meanwhile.
+    """
+
+    labels = param.List(default=[], item_type=str)
+    message = param.String(default="Working…")
+    done = param.Integer(default=0, doc="Bumped by Python when the work is done.")
+
+    _esm = """
+    export function render({ model, el }) {
+      const p = document.createElement("span");
+      p.id = "vizmm-busy";
+      p.setAttribute("role", "status");
+      p.setAttribute("aria-live", "polite");
+      p.style.display = "none";
+      p.style.fontWeight = "bold";
+      el.appendChild(p);
+      const root = document.documentElement;
+      const on = (event) => {
+        for (const node of event.composedPath()) {
+          if (node.tagName === "BUTTON" && model.labels.includes(node.textContent.trim())) {
+            p.textContent = "⏳ " + model.message;
+            p.style.display = "";
+            root.setAttribute("aria-busy", "true");
+            root.style.cursor = "progress";
+            return;
+          }
+        }
+      };
+      const off = () => {
+        p.style.display = "none";
+        p.textContent = "";
+        root.removeAttribute("aria-busy");
+        root.style.cursor = "";
+      };
+      document.addEventListener("click", on, true);
+      model.on("done", off);
+      model.on("remove", () => document.removeEventListener("click", on, true));
+    }
+    """
+
+    def __init__(self, **params):
+        params.setdefault("margin", (12, 10, 0, 10))
+        super().__init__(**params)
+
+    def done_now(self) -> None:
+        """The work is done: hide the message."""
+        self.done += 1

@@ -31,6 +31,7 @@ from vizmm.render.bokeh_scene import add_glyph
 from vizmm.render.text import render_text
 from vizmm.replay.navigator import substep_moment
 from vizmm.replay.questions import Question, answer_label, pick_label, question_at, quiz, score
+from vizmm_apps.access import BusySignal
 
 __all__ = ["QuestionMode", "question_mode", "PICK", "RIGHT", "WRONG"]
 
@@ -108,11 +109,16 @@ class QuestionMode:
             description="A question about what comes next at this step",
             width=170,
         )
-        self.ask_button.on_click(lambda e: self.ask_here())
+        self.ask_button.on_click(lambda e: self._working(self.ask_here))
         self.quiz_button = pn.widgets.Button(
             label="Quiz on this block", description="5-10 questions in order", width=150
         )
-        self.quiz_button.on_click(lambda e: self.start_quiz())
+        self.quiz_button.on_click(lambda e: self._working(self.start_quiz))
+        # a question on a big trace takes seconds: the page says so the moment it is asked
+        self.busy = BusySignal(
+            labels=["Ask a question here", "Quiz on this block"],
+            message="Working out a question about this block …",
+        )
         self.prompt = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
         self.picked = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
         self.choices = pn.widgets.RadioButtonGroup(options=[], visible=False, color="light")
@@ -138,7 +144,7 @@ class QuestionMode:
             sizing_mode="stretch_width",
             styles={"border-left": f"4px solid {PICK}", "background": "#fbf8ff"},
         )
-        self.starters = pn.Row(self.ask_button, self.quiz_button)
+        self.starters = pn.Row(self.ask_button, self.quiz_button, self.busy)
         self.panel = pn.Column(
             pn.Row(
                 pn.pane.Markdown("**Predict, then reveal**", margin=(12, 10, 0, 10)),
@@ -300,6 +306,13 @@ class QuestionMode:
         if s.granularity == "substep" and s.order == "lockstep" or s.frame is None:
             return s.step
         return substep_moment(s.trace, (s.by, s.bx), s.frame.step)
+
+    def _working(self, action) -> None:
+        """Run ``action`` (a button's work), then hide the page's "Working …"."""
+        try:
+            action()
+        finally:
+            self.busy.done_now()
 
     def ask_here(self) -> None:
         """Ask the first question of this block at the current step or after it."""

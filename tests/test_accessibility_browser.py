@@ -308,3 +308,45 @@ def test_each_step_is_narrated_in_a_live_region(browser, dashboard):
         assert pg.errors == []
     finally:
         pg.close()
+
+
+# ---------------------------------------------------------------- item 12
+FIND = """function find(root, sel) {
+  const el = root.querySelector(sel);
+  if (el) return el;
+  for (const n of root.querySelectorAll('*'))
+    if (n.shadowRoot) { const f = find(n.shadowRoot, sel); if (f) return f; }
+  return null;
+}"""
+
+
+def test_a_question_says_at_once_that_the_page_is_working(browser, dashboard):
+    pg = open_page(browser, f"{dashboard}?trace=fig5-8&step=2")
+    try:
+        pg.wait_for_selector(READY, timeout=120000)
+        pg.wait_for_timeout(500)
+        # in the same turn of the browser as the click: before the server has heard of it
+        said = pg.evaluate(
+            "() => {"
+            + FIND
+            + """
+            const button = [...(function* all(r) { for (const n of r.querySelectorAll('*')) {
+                yield n; if (n.shadowRoot) yield* all(n.shadowRoot); } })(document)]
+              .find(n => n.tagName === 'BUTTON' && n.textContent.trim() === 'Ask a question here');
+            button.click();
+            const busy = find(document, '#vizmm-busy');
+            return [busy.style.display, busy.textContent, busy.getAttribute('role'),
+                    document.documentElement.getAttribute('aria-busy')];
+          }"""
+        )
+        assert said == ["", "⏳ Working out a question about this block …", "status", "true"]
+        # the question is asked, and the page no longer says it is working
+        pg.get_by_role("button", name="Submit").wait_for(timeout=60000)
+        pg.wait_for_function(
+            "() => {" + FIND + " return find(document, '#vizmm-busy').style.display === 'none'; }",
+            timeout=30000,
+        )
+        assert pg.evaluate("() => document.documentElement.getAttribute('aria-busy')") is None
+        assert pg.errors == []
+    finally:
+        pg.close()
