@@ -28,9 +28,18 @@ from vizmm.analysis import hazards as hz
 from vizmm.replay import Sub
 from vizmm.serve.catalogue import LAB_PRESETS
 from vizmm.trace.derived import per_trace
+from vizmm.trace.units import format_value
 
 # LAB_PRESETS (key -> menu label) are defined with the other presets in vizmm.serve.catalogue.
-__all__ = ["LAB_PRESETS", "PAGE_ROWS", "HazardPanel", "LabFindings", "lab_findings", "row_label"]
+__all__ = [
+    "LAB_PRESETS",
+    "PAGE_ROWS",
+    "HazardPanel",
+    "LabFindings",
+    "lab_findings",
+    "row_label",
+    "wrong_words",
+]
 PAGE_ROWS = 200  # rows of the hazard list sent to the page at a time
 _THIS_BLOCK = "this"  # the block filter's value for "the replayed block"
 _ALL = "all"
@@ -43,6 +52,7 @@ class LabFindings(NamedTuple):
     wrong_reads: int  # recorded reads that returned a wrong element
     wrong_p: int  # P elements that came out wrong
     has_reads: bool  # whether the trace recorded the k loop's reads
+    wrong: dict  # (by, bx, phase, k, ty, tx) -> what that thread found and should have, in words
 
 
 @per_trace(maxsize=1)
@@ -67,7 +77,44 @@ def lab_findings(trace) -> LabFindings:
         len(report.wrong_reads),
         int(report.wrong_p.sum()),
         report.has_reads,
+        wrong_words(trace, report.wrong_reads),
     )
+
+
+def wrong_words(trace, rows) -> dict:
+    """What each wrong read found and what the book's kernel finds there, with both values.
+
+    Parameters
+    ----------
+    trace : vizmm.trace.Trace
+    rows : ndarray of vizmm.analysis.hazards.WRONG_READ_DTYPE
+
+    Returns
+    -------
+    dict
+        ``{(by, bx, phase, k, ty, tx): "found M_{0,2} = 5 in Mds[0][0], the book's
+        kernel M_{0,0} = 8"}``; a thread's two reads of one ``k`` joined by "; ".
+    """
+    _, k_dim, l = trace.shape
+    out: dict = {}
+    for r in rows:
+        array = str(r["array"])
+        ncols = k_dim if array == "Mds" else l
+        found = hz.describe_tag(int(r["tag"]), array, ncols)
+        book = hz.describe_tag(int(r["expected"]), array, ncols)
+        want = hz.tag_value(trace, int(r["expected"]), array)
+        words = (
+            f"found {found}{_equals(float(r['value']))} in {array}[{r['slot'][0]}][{r['slot'][1]}]"
+            f", the book's kernel {book}{_equals(want)}"
+        )
+        key = (*(int(v) for v in r["block"]), int(r["phase"]), int(r["k"]))
+        key += tuple(int(v) for v in r["thread"])
+        out[key] = f"{out[key]}; {words}" if key in out else words
+    return out
+
+
+def _equals(v: float) -> str:
+    return f" = {format_value(v)}" if v == v else ""
 
 
 def _no_findings(trace) -> str:
@@ -265,9 +312,11 @@ class HazardPanel(pn.viewable.Viewer):
         a = self.page * PAGE_ROWS
         rows = [] if index is None else index[a : a + PAGE_ROWS].tolist()
         self._shown = rows
-        lst = None if index is None else self._findings().hazards
+        found = None if index is None else self._findings()
+        lst = None if found is None else found.hazards
+        words = None if found is None else found.wrong
         every_block = self.block.value != _THIS_BLOCK
-        self.table.options = {row_label(lst, i, every_block): n for n, i in enumerate(rows)}
+        self.table.options = {row_label(lst, i, every_block, words): n for n, i in enumerate(rows)}
         self.table.value = []
         self.page_info.object = f"rows {a + 1:,}–{a + len(rows):,} of {n:,}" if n else "no rows"
         self.prev_page.disabled = self.page == 0
@@ -294,16 +343,25 @@ class HazardPanel(pn.viewable.Viewer):
         return self.layout
 
 
-def row_label(hazards: hz.HazardList, i: int, block: bool = False) -> str:
+def row_label(
+    hazards: hz.HazardList, i: int, block: bool = False, found: dict | None = None
+) -> str:
     """Row ``i`` in words: ``'RAW · phase 0 · k 1 · thread (0,0) reads Mds[0][1] ...'``.
 
     ``block``: start with the row's block (a list of several blocks).
+    ``found``: :attr:`LabFindings.wrong` (:func:`wrong_words`); a row whose
+    read went wrong then says what the thread found and what the book's
+    kernel finds there, with both values.
     """
     r = hazards.rows[i]
     reads, writers = hazards.describe(i)
     where = f"block ({r['block'][0]},{r['block'][1]}) · " if block else ""
+    wrong = ""
+    if r["wrong"]:
+        key = (*(int(v) for v in r["block"]), int(r["phase"]), int(r["k"]))
+        words = (found or {}).get(key + tuple(int(v) for v in r["reader"]))
+        wrong = f" · ✗ {words}" if words else " · ✗ read the wrong element"
     return (
         f"{r['kind']} · {where}phase {r['phase']} · k {r['k']} · thread "
-        f"({r['reader'][0]},{r['reader'][1]}) reads {reads} written by {writers}"
-        + (" · ✗ read the wrong element" if r["wrong"] else "")
+        f"({r['reader'][0]},{r['reader'][1]}) reads {reads} written by {writers}{wrong}"
     )

@@ -64,6 +64,7 @@ __all__ = [
     "wrong_reads",
     "wrong_p",
     "describe_tag",
+    "tag_value",
 ]
 
 # Tags of the shared slots (the same values as vizmm_kernels.codes; this
@@ -635,6 +636,40 @@ def describe_tag(tag: int, array: str, ncols: int, phase: int | None = None) -> 
     row, col = divmod(tag, ncols)
     name = "M" if array == "Mds" else "N"
     return f"{name}_{{{row},{col}}}" + (f" (phase {phase})" if phase is not None else "")
+
+
+def tag_value(trace, tag: int, array: str) -> float:
+    """The value of the element a tag names: what a thread finds in the slot.
+
+    Parameters
+    ----------
+    trace : Trace
+    tag : int
+        A shared slot's tag: the linear index of an M (``array='Mds'``) or N
+        (``'Nds'``) element, or a ``TAG_*`` sentinel.
+    array : {'Mds', 'Nds'}
+
+    Returns
+    -------
+    float
+        The element's value in M or N; 0.0 for ``TAG_ZERO_FILL`` (Fig.
+        5.13's boundary check); NaN for a slot not written yet or a read
+        not recorded (no value to name).
+
+    Raises
+    ------
+    ValueError
+        For an array other than 'Mds' and 'Nds'.
+    """
+    if array not in ARRAYS:
+        raise ValueError(f"array must be 'Mds' or 'Nds', got {array!r}")
+    tag = int(tag)
+    if tag == TAG_ZERO_FILL:
+        return 0.0
+    flat = (trace.M if array == "Mds" else trace.N).ravel()
+    if tag < 0 or tag >= flat.size:
+        return float("nan")
+    return float(flat[tag])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -478,7 +478,7 @@ def _pvalue_columns(frame: Frame, trace: Trace) -> dict[str, list]:
     row0, col0 = frame.tiles["P"]
     cols = _columns_of("P_pvalue")
     names = _static_grid(trace, "P")["name"]
-    pstate, p_wrong, pvalue = frame.p_state, frame.p_wrong, frame.pvalue
+    pstate, p_wrong, pvalue, p_book = frame.p_state, frame.p_wrong, frame.pvalue, frame.p_book
     done = int(CellState.DONE)  # looked up once, not for every element
     for ty in range(min(T, j - row0)):
         for tx in range(min(T, l - col0)):
@@ -490,7 +490,10 @@ def _pvalue_columns(frame: Frame, trace: Trace) -> dict[str, list]:
                 r,
                 c,
                 name=names[r * l + c],
-                text=("✗ " if wrong else "") + _fmt(pvalue[ty, tx]),
+                # barrier lab: the wrong value, and under it the book's kernel's
+                text=f"✗ {_fmt(pvalue[ty, tx])}\n✓ {_fmt(p_book[ty, tx])}"
+                if wrong and p_book is not None
+                else ("✗ " if wrong else "") + _fmt(pvalue[ty, tx]),
                 thread=f"thread ({ty},{tx})",
                 code=P_WRITTEN if state == done else state,
             )
@@ -699,8 +702,11 @@ def _shared_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, lis
     reads = read.ravel().tolist()
     focuses = focus.ravel().tolist()
     wrongs = [False] * (T * T) if wrong_arr is None else wrong_arr.ravel().tolist()
+    array = "Mds" if matrix == "M" else "Nds"
+    found = frame.slot_found or {}
     for t, st in enumerate(states):
         label = _slot_label(st, rows[t], colsrc[t], matrix)
+        raced = found.get((array, t // T, t % T)) if wrongs[t] else None
         fill = th.SLOT_COLORS[st]
         if nows[t] and st == SlotState.LOADED:
             fill = tcol[who[t]]  # the colour of the thread storing it, as in M / N
@@ -720,6 +726,13 @@ def _shared_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, lis
             shown = f"✗ {shown}" if label != _NAN_TEXT else "✗"
         if st in _SHOW_VALUE and v == v:
             shown = f"{shown}\n{_fmt(v)}"
+        why = " · read at this k while another thread's write raced with it"
+        if raced is not None:  # what the racing read found here, not the slot's store
+            label = _found_label(raced, matrix)
+            shown = f"{_uni(label)}\n{_fmt(raced.value)}"
+            ty, tx = raced.reader
+            why = f" · thread ({ty},{tx}) {raced.words}"
+            v = raced.value
         _add_row(
             cols,
             x=pos["x"][t],
@@ -731,13 +744,19 @@ def _shared_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, lis
             line_width=width,
             text=f"✗ {shown}" if wrongs[t] else shown,
             text_color=th.MUTED if st in (SlotState.STALE, SlotState.EMPTY) else _text_on(fill),
-            state=th.SLOT_LABELS[st]
-            + (" · read at this k while another thread's write raced with it" if wrongs[t] else ""),
+            state=th.SLOT_LABELS[st] + (why if wrongs[t] else ""),
             element=label,
             value=_fmt(v),
             loader=pos["loader"][who[t]],
         )
     return cols
+
+
+def _found_label(found, matrix: str) -> str:
+    """The element a racing read found: ``'M_{0,2}'``, ``'0.0'`` (zero-fill), ``'?'``."""
+    if found.element is not None:
+        return _sub(matrix, *found.element)
+    return "0.0" if found.tag == -1 else _NAN_TEXT  # TAG_ZERO_FILL, else not written
 
 
 def _thread_columns(frame: Frame, th: pal.Palette) -> dict[str, list]:

@@ -47,6 +47,7 @@ from ..analysis.transactions import (
     transactions_overlay,
 )
 from ..trace import TILED_KERNELS, Access, LaunchShape, PWrite, Trace, ceil_div
+from ..trace.units import format_value
 from .table import Table, TableCursor, frame_table
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "Ghost",
     "Frame",
     "Replay",
+    "SlotFound",
     "GRANULARITIES",
     "ORDERS",
     "NAIVE_REFUSAL",
@@ -302,10 +304,21 @@ class Frame:
     thread_wrong : ndarray of bool, (T, T), or None
         Barrier lab: threads whose read at this step returned a wrong element.
     wrong_notes : dict or None
-        ``{(ty, tx): "read M_{0,0} (phase 0) where the book's kernel reads
-        M_{0,2}"}`` for those threads (both reads, joined by "; ").
+        ``{(ty, tx): "read M_{0,2} = 5 (phase 1) where the book's kernel reads
+        M_{0,0} = 8"}`` for those threads: what it found and what the book's
+        kernel finds, with their values (both reads, joined by "; ").
+    slot_found : dict or None
+        Barrier lab: what a racing read found in each slot of ``mds_wrong`` /
+        ``nds_wrong``, ``{("Mds" or "Nds", row, col): SlotFound}`` (the
+        followed thread's read where it is one of them, else the first
+        reader's), so that the picture of Mds / Nds shows what that thread
+        actually found there, not the store the slot received.
     p_wrong : ndarray of bool, (j, l), or None
         Barrier lab, at the P store: elements that came out wrong.
+    p_book : ndarray of float32, (T, T), or None
+        Barrier lab, at the P store: each thread's Pvalue as the book's kernel
+        computes it (:func:`vizmm.analysis.hazards.book_p`), beside the wrong
+        one; NaN where the book's kernel would read a slot never written.
     thread_ahead : ndarray of bool, (T, T), or None
         Barrier lab: threads that ran ahead of another at this step, as the
         wrong reads of this ``k`` (at phase granularity: of the phase) show
@@ -392,7 +405,9 @@ class Frame:
     nds_wrong: np.ndarray | None = None
     thread_wrong: np.ndarray | None = None
     wrong_notes: dict | None = None
+    slot_found: dict | None = None
     p_wrong: np.ndarray | None = None
+    p_book: np.ndarray | None = None
     thread_ahead: np.ndarray | None = None
     ahead_notes: dict | None = None
     struck_lines: tuple = ()
@@ -1077,6 +1092,7 @@ class Replay:
             "expected": hz.book_reads(tr)[self.slot],
             "wrong": wrong,
             "p_wrong": hz.wrong_p(tr),
+            "p_book": hz.book_p(tr)[self.slot],
             "ahead": _ahead_by_step(hz.ran_ahead(tr), self.block, tr.shape),
         }
 
@@ -1098,7 +1114,9 @@ class Replay:
             "nds_wrong": None,
             "thread_wrong": None,
             "wrong_notes": None,
+            "slot_found": None,
             "p_wrong": None,
+            "p_book": None,
             "thread_ahead": None,
             "ahead_notes": None,
         }
@@ -1113,6 +1131,7 @@ class Replay:
         notes: dict = {}
         thread_ahead = np.zeros((T, T), bool)
         ahead_notes: dict = {}
+        found: dict = {}
         # The reads of this k, or of every k of the phase at phase granularity.
         ks = [step.k] if step.sub == Sub.K else range(T) if step.sub == Sub.PHASE else []
         for k in ks:
@@ -1126,13 +1145,20 @@ class Replay:
                     if w[ty, tx, a]:
                         got = int(lab["tags"][ph, ty, tx, k, a])
                         want = int(lab["expected"][ph, ty, tx, k, a])
-                        seen = hz.describe_tag(got, name, ncols, _tag_phase(got, a, ncols, T))
-                        book = hz.describe_tag(want, name, ncols)
-                        _add_note(
-                            notes,
+                        here = _slot_found(
                             (int(ty), int(tx)),
-                            f"read {seen} where the book's kernel reads {book}",
+                            name,
+                            ncols,
+                            T,
+                            got,
+                            lab["values"][ph, ty, tx, k, a],
+                            want,
+                            hz.tag_value(self.trace, want, name),
                         )
+                        _add_note(notes, here.reader, here.words)
+                        slot = (name, int(ty), k) if a == 0 else (name, k, int(tx))
+                        if slot not in found or here.reader == self.focus:
+                            found[slot] = here
             for who, note in lab["ahead"].get((ph, k), ()):
                 thread_ahead[who] = True
                 _add_note(ahead_notes, who, note)
@@ -1141,11 +1167,13 @@ class Replay:
             nds_wrong=nds_wrong,
             thread_wrong=thread_wrong,
             wrong_notes=notes,
+            slot_found=found,
             thread_ahead=thread_ahead,
             ahead_notes=ahead_notes,
         )
         if step.sub == Sub.WRITE_P:
             out["p_wrong"] = lab["p_wrong"].copy()
+            out["p_book"] = lab["p_book"]
         return out
 
     def first_wrong_read(self) -> int | None:
@@ -1282,6 +1310,54 @@ class Replay:
         if step.sub in (Sub.K, Sub.PHASE, Sub.ARRIVE_2, Sub.RELEASE_2):
             return (step.phase, "P")
         return None
+
+
+class SlotFound(NamedTuple):
+    """What one racing read found in a shared slot (barrier lab, Section 5.4).
+
+    Attributes
+    ----------
+    reader : (ty, tx)
+        The reading thread.
+    tag : int
+        What it found: the linear index of an M / N element, or a ``TAG_*``
+        of :mod:`vizmm.analysis.hazards` (zero-fill, never written).
+    element : (row, col) or None
+        The element of M (Mds) or N (Nds) the tag names; None for a sentinel.
+    value : float
+        The value the thread read (recorded).
+    expected : int
+        The tag the book's kernel finds there.
+    expected_value : float
+        That element's value (NaN: none, a slot never written).
+    words : str
+        ``"read M_{0,2} = 5 (phase 1) where the book's kernel reads M_{0,0} = 8"``.
+    """
+
+    reader: tuple[int, int]
+    tag: int
+    element: tuple[int, int] | None
+    value: float
+    expected: int
+    expected_value: float
+    words: str
+
+
+def _slot_found(reader, array: str, ncols: int, T: int, got, value, want, want_value):
+    """The :class:`SlotFound` of a racing read (``array`` 'Mds' or 'Nds')."""
+    seen = hz.describe_tag(got, array, ncols)
+    book = hz.describe_tag(want, array, ncols)
+    phase = _tag_phase(got, 0 if array == "Mds" else 1, ncols, T)
+    when = f" (phase {phase})" if phase is not None else ""
+    held = _equals(value) if got >= -1 else f" (it held {format_value(value)})"
+    words = f"read {seen}{held}{when} where the book's kernel reads {book}{_equals(want_value)}"
+    element = divmod(int(got), ncols) if got >= 0 else None
+    return SlotFound(reader, int(got), element, float(value), int(want), want_value, words)
+
+
+def _equals(v: float) -> str:
+    """`` = 5`` for a value, nothing for NaN (no value to name)."""
+    return f" = {format_value(v)}" if v == v else ""
 
 
 def _add_note(notes: dict, who: tuple[int, int], note: str) -> None:
