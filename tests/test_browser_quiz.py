@@ -144,3 +144,38 @@ def test_a_quiz_answered_by_clicking(browser, server):
     assert status(pg)["score"] == "2/8" or status(pg)["score"].startswith("2/")
     pg.close()
     assert errors == []
+
+
+@pytest.mark.parametrize(
+    "granularity, order, step",
+    [
+        # Fig. 5.8 (4 x 4, TILE_WIDTH 2): 18 sub-steps; 4 steps at phase granularity
+        # (start, phase 0, phase 1, write P). Page steps count from 1.
+        ("substep", "lockstep", 10),
+        ("substep", "recorded", 10),
+        ("phase", "lockstep", 3),
+        ("phase", "recorded", 3),
+    ],
+)
+def test_ask_a_question_here_in_every_granularity_and_order(
+    browser, server, granularity, order, step
+):
+    """The button asks a question about the moment shown, whatever the replay's mode."""
+    pg = browser.new_page(viewport={"width": 1280, "height": 720})
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(f"{server}?trace=fig5-8&granularity={granularity}&order={order}&step={step}")
+    pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=60000)
+    st = status(pg)
+    assert (st["granularity"], st["order"], st["step"]) == (granularity, order, step - 1)
+    shown = st["phase"]
+    pg.get_by_role("button", name="Ask a question here").click()
+    wait_status(pg, "question", "asking")
+    prompt = pg.locator("#vizmm-question").inner_text()
+    assert "thread" in prompt and "?" in prompt  # a question, in the book's terms
+    st = status(pg)
+    assert st["question_kind"] and st["quiz_count"] == 0  # one question, not a quiz
+    assert st["phase"] is not None and st["phase"] >= shown  # this moment or after, never before
+    shot(pg, f"ask-here-{granularity}-{order}")
+    assert errors == []
+    pg.close()
