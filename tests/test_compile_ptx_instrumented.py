@@ -1,0 +1,75 @@
+"""Kernels rewritten by the instrumenter compile to PTX for a Hopper GPU (sm_90), without one.
+
+The book's plain kernels and the test kernels in other styles
+(``instrument_kernels.py``: 2-D arrays and ``cuda.grid``, a coarsened
+kernel, N column-major, a read past the end, a thread-dependent loop) go
+through :func:`vizmm.record.instrument.instrument` in a subprocess bound to
+a GPU compiler (``tests/ptx.py``), with the shared loads logged and not.
+"""
+
+import os
+import textwrap
+
+import ptx
+import pytest
+
+BOOK = ("naive", "tiled", "boundary", "general", "uncoalesced", "conflict", "padded", "dynamic")
+STYLES = ("tiled_2d", "coarsened", "column_major_n", "past_the_end", "while_loop")
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+
+    import numpy as np
+
+    sys.path.insert(0, sys.argv[1])
+    import instrument_kernels as IK
+    import vizmm_kernels as K
+    from vizmm.record import instrument as I
+
+    out = {"target": TARGET}
+    T = 16
+
+    def compile_one(inst, arrays, scalars):
+        args = {**arrays, **scalars}
+        rec = I._records(inst, (2, 2), (T, T), [(0, 0)], 8, arrays, False)
+        values = [args[p] for p in inst.params] + list(rec.values())
+        sig = tuple(typeof(a) for a in values)
+        text, _ = cuda.compile_ptx(inst.kernel.py_func, sig, cc=(9, 0))
+        return {"bar.sync": "bar.sync" in text, "atom": "atom." in text, "ok": ".target sm_90" in text}
+
+    for shared_loads in (False, True):
+        for name in K.KERNEL_NAMES:
+            plain = K.get_kernel(name, T)
+            inst = I.instrument(plain, dynamic_shared=K.dynamic_shared_bytes(name, T),
+                                shared_loads=shared_loads)
+            j, k, l = (5, 6, 7) if name == "general" else (5, 5, 5)
+            arrays = {"M": np.zeros(j * k, np.float32), "N": np.zeros(k * l, np.float32),
+                      "P": np.zeros(j * l, np.float32)}
+            scalars = dict(zip(inst.params[3:], K.launch_dims(name, j, k, l, T)))
+            out[f"{name}/{shared_loads}"] = compile_one(inst, arrays, scalars)
+        for name in sys.argv[2].split(","):
+            inst = I.instrument(getattr(IK, name), shared_loads=shared_loads)
+            arrays = {}
+            for g, a in zip(inst.global_arrays, inst.arrays):
+                arrays[g] = np.zeros((4, 4) if a.ndim == 2 else 16, np.float32)
+            scalars = {p: 4 for p in inst.params if p not in arrays}
+            out[f"{name}/{shared_loads}"] = compile_one(inst, arrays, scalars)
+    print(json.dumps(out))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    return ptx.run(SCRIPT, os.path.dirname(__file__), ",".join(STYLES))
+
+
+@pytest.mark.parametrize("shared_loads", (False, True))
+@pytest.mark.parametrize("kernel", BOOK + STYLES)
+def test_instrumented_kernel_compiles_for_the_gpu(compiled, kernel, shared_loads):
+    found = compiled[f"{kernel}/{shared_loads}"]
+    assert found["ok"]
+    assert found["atom"]  # the global read counters (one atomic add per load)
+    # __syncthreads() is bar.sync; kernels without one (and without shared arrays) have none
+    assert found["bar.sync"] == (kernel not in ("naive", "past_the_end", "while_loop"))
