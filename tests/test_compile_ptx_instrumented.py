@@ -36,7 +36,8 @@ SCRIPT = textwrap.dedent(
         values = [args[p] for p in inst.params] + list(rec.values())
         sig = tuple(typeof(a) for a in values)
         text, _ = cuda.compile_ptx(inst.kernel.py_func, sig, cc=(9, 0))
-        return {"bar.sync": "bar.sync" in text, "atom": "atom." in text, "ok": ".target sm_90" in text}
+        found = {"bar.sync": "bar.sync" in text, "atom": "atom." in text}
+        return dict(found, ok=".target sm_90" in text)
 
     for shared_loads in (False, True):
         for name in K.KERNEL_NAMES:

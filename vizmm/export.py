@@ -36,6 +36,7 @@ import math
 import os
 import sys
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -135,9 +136,13 @@ def _check_views(views, fmt: str, trace: Trace | None = None):
     from . import render
 
     if fmt == "html":
-        from .render.bokeh_scene import VIEWS as available
+        from .render.bokeh_scene import VIEWS as html_views
+
+        available: tuple[str, ...] = html_views
     else:
-        from .render.pillow import VIEWS as available
+        from .render.pillow import VIEWS as image_views
+
+        available = image_views
     if views is None:
         return available if trace is None else render.affordable_views(trace, available)
     views = tuple(render.view_names(views))
@@ -295,6 +300,7 @@ def gif_palette(images: Iterable):
         )
         used = sorted({int(i) for i in np.unique(np.asarray(quant))})
         p = quant.getpalette()
+        assert p is not None  # quantize() makes a palette image
         rest = [(p[3 * i] << 16) | (p[3 * i + 1] << 8) | p[3 * i + 2] for i in used]
     colors = [int(k) for k in exact] + [k for k in rest if k not in set(exact.tolist())]
     colors = colors[:256]
@@ -435,7 +441,7 @@ def _mp4_bytes(
 # -------------------------------------------------------------------- html
 def _jsonable_column(values) -> list:
     """A column as JSON-ready list: NaN and infinities become None (JSON has no NaN)."""
-    out = []
+    out: list = []
     for v in values:
         if isinstance(v, (float, np.floating)):
             v = float(v)
@@ -640,7 +646,7 @@ def _html_bytes(
     scene.update(replay.frame(0))
     pack = html_frame_data(per_frame, names=scene.sources.keys())
 
-    button = dict(width=90, height=32, margin=(0, 4, 0, 0))
+    button: dict[str, Any] = dict(width=90, height=32, margin=(0, 4, 0, 0))
     first = Button(label="|◀ first", **button)
     prev = Button(label="◀ step", **button)
     play = Button(label="▶ play", button_type="primary", **button)

@@ -2,7 +2,38 @@
 
 from __future__ import annotations
 
-__all__ = ["add_hover"]
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bokeh.models import Plot
+    from bokeh.models.annotations import Title
+
+__all__ = ["add_hover", "title_of"]
+
+
+def title_of(fig: Plot) -> Title:
+    """The figure's title model, which Bokeh makes from the ``title`` text a figure is given.
+
+    Parameters
+    ----------
+    fig : bokeh.models.Plot
+        A figure or any plot made with a title.
+
+    Returns
+    -------
+    bokeh.models.Title
+
+    Raises
+    ------
+    TypeError
+        For a plot made without a title.
+    """
+    from bokeh.models.annotations import Title
+
+    title = fig.title
+    if not isinstance(title, Title):
+        raise TypeError(f"the plot {fig.name!r} has no title model (it was made without a title)")
+    return title
 
 
 def add_hover(fig, renderers, tooltips: list, **kwargs) -> None:

@@ -11,6 +11,8 @@ cuBLAS. Both only draw what the analysis computed.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from bokeh.models import ColumnDataSource, FixedTicker
 from bokeh.models.annotations import Label, Legend, LegendItem
@@ -18,7 +20,7 @@ from bokeh.plotting import figure
 
 from ..analysis.roofline import Roofline
 from . import palette as pal
-from .bokeh_tools import add_hover
+from .bokeh_tools import add_hover, title_of
 
 __all__ = ["RooflineView", "roof_columns", "point_columns", "speed_figure"]
 
@@ -26,21 +28,21 @@ X_RANGE = (0.1, 100.0)  # OP/B
 
 
 #: What the roofline and the speed figure share: log-log axes, GFLOP/s up the side.
-_LOG_LOG = {"x_axis_type": "log", "y_axis_type": "log", "y_axis_label": "GFLOP/s"}
+_LOG_LOG: dict[str, Any] = {"x_axis_type": "log", "y_axis_type": "log", "y_axis_label": "GFLOP/s"}
 
 
 def _log_log(
     name: str, title: str, x_label: str, height: int, width: int, p: pal.Palette, **ranges
 ):
     """A log-log figure of GFLOP/s against ``x_label``, without a toolbar, in palette ``p``."""
-    size = {"height": height, "width": width, **ranges}
+    size: dict[str, Any] = {"height": height, "width": width, **ranges}
     f = figure(
         name=name, title=title, x_axis_label=x_label, toolbar_location=None, **_LOG_LOG, **size
     )
-    f.title.text_font_size = "12pt"
+    title_of(f).text_font_size = "12pt"
     f.background_fill_color = f.border_fill_color = p.BACKGROUND
     f.outline_line_color = p.GRID_LINE
-    f.title.text_color = p.TEXT
+    title_of(f).text_color = p.TEXT
     for axis in f.axis:
         axis.axis_label_text_color = axis.major_label_text_color = p.TEXT
         axis.axis_line_color = axis.major_tick_line_color = axis.minor_tick_line_color = p.MUTED
