@@ -1539,8 +1539,8 @@ class Scene:
         f = self._fig(
             width_chars * s.char + 12,
             lines * s.line + 8,
-            Range1d(-pad, width_chars + pad),
-            Range1d(lines, 0),
+            Range1d(start=-pad, end=width_chars + pad),
+            Range1d(start=lines, end=0),
         )
         self.figures[name] = f
         return f
@@ -1835,8 +1835,8 @@ class Scene:
         f = self._fig(
             threads.width,
             int(min(cell, 40)) + (1 + title.count("\n")) * (s.font + 5) + s.font + 11,
-            Range1d(0, nw),
-            Range1d(1, 0),
+            Range1d(start=0, end=nw),
+            Range1d(start=1, end=0),
             title=title,
         )
         src = self.sources["warps"]
@@ -1921,8 +1921,8 @@ class Scene:
         f = self._fig(
             cols * width_chars * char + 10,
             per_col * line_h + 8,
-            Range1d(0, cols * width_chars),
-            Range1d(per_col, 0),
+            Range1d(start=0, end=cols * width_chars),
+            Range1d(start=per_col, end=0),
             title="",  # the default empty title, as a bare figure has
             min_border=2,
         )

@@ -52,7 +52,7 @@ from ..replay.large import (
 )
 from ..trace import WAIT_BINS, Trace
 from . import palette as pal
-from .bokeh_tools import add_hover
+from .bokeh_tools import add_hover, title_of
 
 __all__ = [
     "LargeScene",
@@ -377,8 +377,8 @@ class LargeScene:
         """Outline ``block`` (by, bx) in the grid and the Gantt chart; None clears."""
         m = self.model
         self.block = None if block is None else (int(block[0]), int(block[1]))
-        grid = {"x": [], "y": []}
-        bar = {"left": [], "right": [], "bottom": [], "top": []}
+        grid: dict[str, list[float]] = {"x": [], "y": []}
+        bar: dict[str, list[float]] = {"left": [], "right": [], "bottom": [], "top": []}
         if self.block is not None:
             by, bx = self.block
             gy, gx = m.timeline.grid
@@ -463,10 +463,11 @@ class LargeScene:
         )
         if tools:
             f.toolbar.autohide = True
-        f.title.text_font = SANS
-        f.title.text_font_size = f"{self._font + 1}px"
-        f.title.text_color = pal.TEXT
-        f.title.text_font_style = "bold"
+        head = title_of(f)
+        head.text_font = SANS
+        head.text_font_size = f"{self._font + 1}px"
+        head.text_color = pal.TEXT
+        head.text_font_style = "bold"
         for axis in (f.xaxis, f.yaxis):
             axis.axis_label_text_font = SANS
             axis.axis_label_text_font_size = f"{self._font - 1}px"
@@ -486,8 +487,8 @@ class LargeScene:
         f = self._fig(
             width,
             height,
-            Range1d(0, cols),
-            Range1d(rows, 0),
+            Range1d(start=0, end=cols),
+            Range1d(start=rows, end=0),
             tools="pan,wheel_zoom,reset",
             x_axis_location="above",
             **kw,
@@ -533,7 +534,7 @@ class LargeScene:
             label_text_color=pal.TEXT,
             border_line_color=None,
             background_fill_alpha=0,
-            padding=2,
+            padding=2,  # type: ignore[arg-type]  # Bokeh 3.9's stub nests Property in padding's type
             spacing=10,
             margin=2,
             glyph_width=16,
@@ -677,9 +678,15 @@ class LargeScene:
         gw = 760 if not self.presenter else 900
         row_px = 4.0 if g.rows > 40 else max(4.0, 300 / g.rows)
         x_end = max(tl.duration * k, 1e-9)
-        x_range = Range1d(-0.01 * x_end, x_end * 1.01, bounds=(-0.02 * x_end, x_end * 1.05))
+        x_range = Range1d(
+            start=-0.01 * x_end, end=x_end * 1.01, bounds=(-0.02 * x_end, x_end * 1.05)
+        )
         gf = self._fig(
-            gw, g.rows * row_px + 90, x_range, Range1d(g.rows, 0), tools="xpan,xwheel_zoom,reset"
+            gw,
+            g.rows * row_px + 90,
+            x_range,
+            Range1d(start=g.rows, end=0),
+            tools="xpan,xwheel_zoom,reset",
         )
         gf.grid.visible = False
         gf.xaxis.axis_label = xlabel
@@ -792,10 +799,10 @@ class LargeScene:
             rf.title.text = (
                 f"Blocks running at once: {w.n_waves:.2f} waves of up to {w.slots} blocks (shaded)"
             )
-            rf.y_range = Range1d(0, w.slots * 1.12)
+            rf.y_range = Range1d(start=0, end=w.slots * 1.12)
         else:
             rf.title.text = "Blocks running at once (the simulator runs one at a time)"
-            rf.y_range = Range1d(0, 1.5)
+            rf.y_range = Range1d(start=0, end=1.5)
         now2 = Span(
             location=0, dimension="height", line_color=pal.TEXT, line_width=1.5, line_dash="dashed"
         )
@@ -893,7 +900,7 @@ class LargeScene:
             title_text_font_style="normal",
             padding=4,
         )
-        cb_fig = self._fig(110, side + 80, Range1d(0, 1), Range1d(0, 1))
+        cb_fig = self._fig(110, side + 80, Range1d(start=0, end=1), Range1d(start=0, end=1))
         cb_fig.axis.visible = False
         cb_fig.grid.visible = False
         cb_fig.add_layout(bar, "left")
@@ -930,7 +937,7 @@ class LargeScene:
         lo = int(used.min()) - 1 if len(used) else 0
         hi = int(used.max()) + 1 if len(used) else 16
         lo, hi = max(lo, -1), min(hi, WAIT_BINS)
-        f = self._fig(700, 330, Range1d(lo - 0.6, hi + 0.6), None, tools="")
+        f = self._fig(700, 330, Range1d(start=lo - 0.6, end=hi + 0.6), None, tools="")
         f.xgrid.visible = False
         f.ygrid.grid_line_color = pal.GRID_LINE
         src = ColumnDataSource(wait_columns(wait_distribution(self.trace, None)))
