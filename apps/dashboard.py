@@ -144,10 +144,12 @@ class DashboardState(param.Parameterized):
         precedence=-1,
         doc="The step as the page, its URL and the README number it: step + 1 (1-based).",
     )
-    granularity = param.Selector(default="substep", objects=list(GRANULARITIES))
-    order = param.Selector(default="lockstep", objects=list(ORDERS))
+    granularity: param.Selector[str] = param.Selector(
+        default="substep", objects=list(GRANULARITIES)
+    )
+    order: param.Selector[str] = param.Selector(default="lockstep", objects=list(ORDERS))
     presenter = param.Boolean(default=False, doc="Large fonts, controls tucked away.")
-    theme = param.Selector(
+    theme: param.Selector[str] = param.Selector(
         default="light", objects=["light", "dark"], doc="Colours: light, or dark for dim rooms."
     )
     transactions = param.Boolean(
@@ -162,7 +164,7 @@ class DashboardState(param.Parameterized):
     frame = param.Parameter(default=None, precedence=-1, doc="The current Frame (or None).")
     n_steps = param.Integer(default=1, precedence=-1)
     message = param.String(default="", precedence=-1, doc="What went wrong, for the page.")
-    message_kind = param.Selector(
+    message_kind: param.Selector[str] = param.Selector(
         default="danger", objects=["danger", "warning", "info"], precedence=-1
     )
     busy = param.String(default="", precedence=-1, doc="What is being loaded or recorded.")
@@ -747,7 +749,7 @@ class UploadBox(pn.widgets.FileDropper):
 class RecordForm(pn.viewable.Viewer):
     """Record any shape: kernel, sizes, TILE_WIDTH, seed, backend; estimate shown first."""
 
-    kernel = param.Selector(
+    kernel: param.Selector[str] = param.Selector(
         default="boundary",
         objects=list(TILED_KERNELS),
         doc="'boundary' Fig. 5.13, 'tiled' Fig. 5.9 (no checks), 'general' j x k . k x l; "
@@ -759,7 +761,7 @@ class RecordForm(pn.viewable.Viewer):
     j = param.Integer(default=6, label="rows of M (j) / Width")
     k = param.Integer(default=5, label="columns of M = rows of N (k)")
     l = param.Integer(default=7, label="columns of N (l)")  # noqa: E741
-    barriers = param.Selector(
+    barriers: param.Selector[str] = param.Selector(
         default="both",
         objects=["both", "no barrier 1", "no barrier 2", "none"],
         label="__syncthreads()",
@@ -768,7 +770,9 @@ class RecordForm(pn.viewable.Viewer):
     )
     tile_width = param.Integer(default=2, label="TILE_WIDTH")
     seed = param.Integer(default=0, label="seed of the inputs")
-    backend = param.Selector(default="simulator", objects=["simulator", "auto", "gpu"])
+    backend: param.Selector[str] = param.Selector(
+        default="simulator", objects=["simulator", "auto", "gpu"]
+    )
     estimate = param.String(default="", precedence=-1)
     valid = param.Boolean(default=True, precedence=-1)
 

@@ -154,7 +154,7 @@ class PageTheme(JSComponent):
     the same URL with the new ``theme`` when Python changes :attr:`theme`.
     """
 
-    theme = param.Selector(default="light", objects=["light", "dark"])
+    theme: param.Selector[str] = param.Selector(default="light", objects=["light", "dark"])
 
     _esm = """
     export function render({ model, el }) {

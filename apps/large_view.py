@@ -124,14 +124,14 @@ class LargeViewState(param.Parameterized):
         default=True, label="all phases", doc="Barrier waits of all phases together."
     )
     phase = param.Integer(default=0, bounds=(0, None), doc="Phase of the barrier waits.")
-    barrier = param.Selector(
+    barrier: param.Selector[str] = param.Selector(
         default=0, objects={"barrier 1 (after the loads)": 0, "barrier 2 (after the k loop)": 1}
     )
     block = param.Tuple(
         default=None, length=2, allow_None=True, doc="The selected block (by, bx), or None."
     )
     message = param.String(default="", precedence=-1)
-    message_kind = param.Selector(
+    message_kind: param.Selector[str] = param.Selector(
         default="warning", objects=["danger", "warning", "info"], precedence=-1
     )
 
@@ -638,7 +638,7 @@ class WindowForm(pn.viewable.Viewer):
     no times or reads, and the page says so.
     """
 
-    kernel = param.Selector(
+    kernel: param.Selector[str] = param.Selector(
         default="boundary",
         objects=list(TILED_KERNELS),
         doc="'boundary' Fig. 5.13, 'tiled' Fig. 5.9, 'general' j x k . k x l",
@@ -781,7 +781,7 @@ class WindowForm(pn.viewable.Viewer):
 class LargeApp(pn.viewable.Viewer):
     """The standalone page: pick a shipped GPU trace (or a file), or simulate a window."""
 
-    source = param.Selector(default=None, objects=[], allow_None=True)
+    source: param.Selector[str] = param.Selector(default=None, objects=[], allow_None=True)
 
     def __init__(self, paths: list[str] | None = None, served: bool | None = None, **params):
         super().__init__(**params)

@@ -48,8 +48,10 @@ class OccupancyView(pn.viewable.Viewer):
         and the charts take the theme the page was opened in.
     """
 
-    device = param.Selector(default="A100", objects=list(occ.DEVICES), doc="Device preset")
-    kernel = param.Selector(default="tiled", objects=list(KERNELS))
+    device: param.Selector[str] = param.Selector(
+        default="A100", objects=list(occ.DEVICES), doc="Device preset"
+    )
+    kernel: param.Selector[str] = param.Selector(default="tiled", objects=list(KERNELS))
     tile_width = param.Integer(default=16, bounds=(1, occ.MAX_TILE_WIDTH), label="TILE_WIDTH")
 
     def __init__(self, state=None, **params):

@@ -137,9 +137,9 @@ _KEYS = ["ArrowRight", "ArrowLeft", "Home", "End"]
 class SideBySideState(param.Parameterized):
     """The pair shown and the joint step; :attr:`lockstep` once both traces are loaded."""
 
-    pair = param.Selector(default="tile-width", objects=list(PAIRS))
+    pair: param.Selector[str] = param.Selector(default="tile-width", objects=list(PAIRS))
     step = param.Integer(default=0, bounds=(0, None), doc="Joint step (both sides).")
-    theme = param.Selector(default="light", objects=["light", "dark"])
+    theme: param.Selector[str] = param.Selector(default="light", objects=["light", "dark"])
     lockstep = param.ClassSelector(class_=Lockstep, default=None, allow_None=True, precedence=-1)
     message = param.String(default="", precedence=-1)
 
