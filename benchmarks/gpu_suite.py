@@ -18,7 +18,19 @@ Run on a machine with an NVIDIA GPU (``NUMBA_ENABLE_CUDASIM`` unset or 0):
    fit on the card); at Width 4096 also what the aggregated recording's
    parts cost (the read counters alone, the barrier clocks alone, neither,
    the probes of ``benchmarks/sync_variants.py``) and a 40-register cap;
-5. recordings of the traces shipped with vizmm (saved to OUTDIR).
+5. recordings of the traces shipped with vizmm (saved to OUTDIR);
+6. the instrumenter (``vizmm.record.instrument``): step ``instrumented``
+   records kernels of four styles (the book's Fig. 5.9 and 5.13, the
+   general kernel, Fig. 5.14's dynamic shared memory, and the test kernels
+   of ``tests/instrument_kernels.py``: 2-D arrays with ``cuda.grid``, a
+   coarsened kernel) on the GPU and in the simulator and compares their
+   access logs byte for byte (barrier tickets, which are timing, apart);
+   the timing step also times the plain Fig. 5.9 kernel through the
+   instrumenter, aggregated (one detailed block; every block counts its
+   global reads, one atomic per load, and records its SM and times) and in
+   full where the log fits (``inst_aggregated`` / ``inst_full`` ratios).
+
+Only the instrumenter's parts: ``python benchmarks/gpu_suite.py OUTDIR instrumented timing``.
 
 Prints a short table last and writes ``gpu_suite.json`` to OUTDIR. The
 targets compared are those that can compile here (numba-cuda needs NumPy
@@ -162,6 +174,73 @@ def check_identical():
     RESULTS["identical"] = out
 
 
+def check_identical_instrumented():
+    """The instrumenter's access logs, GPU against simulator, for kernels of four styles."""
+    from vizmm.record import instrument_device as D
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    styles = os.path.join(here, "..", "tests", "instrument_kernels.py")
+    cases = [
+        dict(width=4, tile_width=2, kernel="tiled"),
+        dict(width=3, tile_width=2, kernel="tiled", drop_barrier=None),
+        dict(width=5, tile_width=2, kernel="boundary", reads=True),
+        dict(j=37, k=29, l=45, tile_width=8, kernel="general"),
+        dict(width=64, tile_width=16, kernel="dynamic"),
+        dict(width=5, tile_width=2, kernel=f"{styles}:tiled_2d"),
+        dict(width=6, tile_width=2, kernel=f"{styles}:column_major_n"),
+    ]
+    out = []
+    for case in cases:
+        g = vizmm.record(backend="gpu", quiet=True, instrumenter=True, **case)
+        s = vizmm.record(backend="simulator", quiet=True, instrumenter=True, **case)
+        ge, se = g.log_events.copy(), s.log_events.copy()
+        ge[..., D.TICK] = se[..., D.TICK] = 0  # the order threads reached a barrier: timing
+        fields = {
+            "log_events": ge.tobytes() == se.tobytes(),
+            "log_values": g.log_values.tobytes() == s.log_values.tobytes(),
+            "log_counts": g.log_counts.tobytes() == s.log_counts.tobytes(),
+        }
+        for name in LOAD_FIELDS:
+            fields[name] = getattr(g, name).tobytes() == getattr(s, name).tobytes()
+        ok = all(fields.values())
+        out.append(
+            {"case": {k: str(v) for k, v in case.items()}, "identical": ok, "fields": fields}
+        )
+        log(f"instrumented identical {case}: {ok} {'' if ok else fields}")
+    RESULTS["identical_instrumented"] = out
+
+
+def _instrumented_time(cuda, W, T, M, N, P, reps, full):
+    """Times (ms) of the plain Fig. 5.9 kernel through the instrumenter: aggregated, full."""
+    import vizmm_kernels as K
+    from vizmm.record import instrument as I
+    from vizmm.record.instrument_trace import book_kernel
+
+    inst = book_kernel("tiled", T, shared_loads=False)
+    grid, block = K.grid_dims(W, W, T)
+    g = ceil_div(W, T)
+    cap = inst.bound({"Width": W}, (T, T, 1), (g, g, 1))
+    host = {"M": np.zeros(W * W, np.float32), "N": np.zeros(W * W, np.float32)}
+    host["P"] = host["N"]
+    out = {}
+    for mode in ("aggregated", "full") if full else ("aggregated",):
+        blocks = [(by, bx) for by in range(g) for bx in range(g)] if mode == "full" else [(0, 0)]
+        need = I.log_bytes(cap, len(blocks) * T * T)
+        if need > 30e9:
+            out[f"inst_{mode}_note"] = f"the log would take {need / 1e9:.0f} GB"
+            continue
+        rec = I._records(inst, grid, block, blocks, cap, host, mode == "aggregated")
+        d = [cuda.to_device(v) if isinstance(v, np.ndarray) else v for v in rec.values()]
+        kern = inst.kernel
+        out[f"inst_{mode}_ms"], _ = _event_time(
+            cuda,
+            lambda d=d: kern[grid, block](M, N, P, W, *d),
+            reps if mode == "aggregated" else max(3, reps // 4),
+        )
+        d = None
+    return out
+
+
 def _event_time(cuda, fn, reps):
     start, stop = cuda.event(), cuda.event()
     fn()
@@ -283,6 +362,10 @@ def timing_worker(target, out_path, quick):
                     )
                 except Exception as exc:  # noqa: BLE001 - a variant this compiler refuses
                     row[f"{label}_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        try:
+            row.update(_instrumented_time(cuda, W, T, M, N, P, reps, full=W <= 2048))
+        except Exception as exc:  # noqa: BLE001 - reported, the other timings go on
+            row["inst_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
         full_bytes = (W * W) * ceil_div(W, T) * (24 + 4 + 16 + 32)
         if full_bytes < 30e9:
             full = _record_arrays(cuda, "tiled", W, T, detail_all=True, aggregated=False)
@@ -436,6 +519,7 @@ def main(argv):
         "correct",
         "claim",
         "identical",
+        "instrumented",
         "timing",
         "shipped",
     ]
@@ -445,6 +529,7 @@ def main(argv):
             "correct": lambda: check_correctness(quick),
             "claim": check_book_claim,
             "identical": check_identical,
+            "instrumented": check_identical_instrumented,
             "timing": lambda: time_kernels(quick, names),
             "shipped": lambda: record_shipped(outdir),
         }[step]()
@@ -456,13 +541,21 @@ def main(argv):
     timing = RESULTS.get("timing", {})
     card = ", ".join(d["name"] for d in RESULTS["device"]["devices"])
     log(f"\ncard: {card}")
-    log("target             W     T   plain ms  TFLOP/s  aggregated x  full x")
+    log(
+        "target             W     T   plain ms  TFLOP/s  aggregated x  full x  instr. agg x  full x"
+    )
     for target, res in timing.get("targets", {}).items():
         for r in res.get("rows", []):
             log(
                 f"{target:<18} {r['W']:<5} {r['T']:<3} {r['plain_ms']:8.3f} "
                 f"{r['plain_tflops']:8.2f} {r['aggregated_ratio']:12.2f}  "
-                + (f"{r['full_ratio']:.2f}" if r.get("full_ratio") else "n/a")
+                + (f"{r['full_ratio']:6.2f}" if r.get("full_ratio") else "   n/a")
+                + (
+                    f"  {r['inst_aggregated_ratio']:12.2f}"
+                    if r.get("inst_aggregated_ratio")
+                    else ""
+                )
+                + (f"  {r['inst_full_ratio']:6.2f}" if r.get("inst_full_ratio") else "")
             )
             if any(k.startswith("full_") and k.endswith("_ratio") for k in r) or r["W"] == 4096:
                 parts = ", ".join(
