@@ -597,7 +597,7 @@ class DashboardState(param.Parameterized):
 
 def _toggle_look(on: bool) -> dict:
     """A toggle's look: solid primary while on, outlined while off."""
-    return {"button_type": "primary", "button_style": "solid" if on else "outline"}
+    return {"color": "primary", "variant": "solid" if on else "outline"}
 
 
 def _relabel(toggle, name: str) -> Callable:
@@ -977,10 +977,10 @@ class Dashboard(pn.viewable.Viewer):
         )
         # the pressed choice solid, the others outlined (both themes)
         self.granularity = pn.widgets.RadioButtonGroup.from_param(
-            s.param.granularity, width=170, button_type="primary", button_style="outline"
+            s.param.granularity, width=170, color="primary", variant="outline"
         )
         self.order = pn.widgets.RadioButtonGroup.from_param(
-            s.param.order, width=170, button_type="primary", button_style="outline"
+            s.param.order, width=170, color="primary", variant="outline"
         )
         # toggles: outlined while off, solid with a check mark while on
         self.presenter = pn.widgets.Toggle.from_param(
