@@ -94,7 +94,8 @@ if _target.NAME == _target.SIMULATOR:
                     tk,
                     ln,
                 )
-                vals[2 * e : 2 * e + 2] = (v, a)
+                vals[2 * e] = v
+                vals[2 * e + 1] = a
             cnt[t] = n + 1
 
 else:
