@@ -75,6 +75,7 @@ from vizmm_apps.parts import (  # noqa: E402
     replace_timer,
     served_script,
 )
+from vizmm_apps.viewport import Viewport  # noqa: E402
 
 __all__ = ["DashboardState", "Dashboard", "RecordForm", "URL_PARAMS", "KEYS", "create_app"]
 
@@ -689,6 +690,12 @@ def side_by_side_link() -> pn.pane.HTML:
     )
 
 
+#: Presenter mode: what the controls and margins take of the window (pixels,
+#: width and height) and the smallest scene it draws.
+PRESENTER_CHROME = (30, 130)
+PRESENTER_MIN = (600, 400)
+
+
 # ---------------------------------------------------------------- upload
 class UploadBox(pn.widgets.FileDropper):
     """The trace-file upload: sent in 1 MB chunks, refused over the server's upload limit.
@@ -893,7 +900,8 @@ class Dashboard(pn.viewable.Viewer):
         self._cancel: threading.Event | None = None
         self._served = served
         self._scene: Scene | None = None
-        self._scenes: dict[tuple[bool, str], Scene] = {}  # of the trace below, by mode
+        # of the trace below, by mode: (presenter, theme, the presenter scene's fit)
+        self._scenes: dict[tuple[bool, str, tuple | None], Scene] = {}
         self._scenes_of: Trace | None = None
         self._play_cb = None
         self._job = None
@@ -1020,6 +1028,9 @@ class Dashboard(pn.viewable.Viewer):
         self.presenter_pane = pn.pane.Bokeh(None, sizing_mode="fixed", margin=(0, 10))
         self.presenter_view = pn.Column(self.presenter_pane, visible=False)
         self.keys = KeyboardShortcuts(on_key=s.handle_key, keys=list(KEYS) + ["G"])
+        # the window's size: presenter mode sizes its scene to the screen
+        self.viewport = Viewport(visible=False)
+        self.viewport.param.watch(self._on_viewport, ["inner_width", "inner_height"])
 
         # Loading: record form, upload, export
         self.record_form = RecordForm(on_record=self._record)
@@ -1098,6 +1109,7 @@ class Dashboard(pn.viewable.Viewer):
             self.tabs,
             self.presenter_view,
             self.keys,
+            self.viewport,
             self.page_theme,
             self.landmarks,
             sizing_mode="stretch_width",
@@ -1271,6 +1283,20 @@ class Dashboard(pn.viewable.Viewer):
         )
         self.status_pane.object = self._status_html()
 
+    def _presenter_fit(self) -> tuple[int, int] | None:
+        """Pixels presenter mode's scene fills: the window less the controls (None: unknown)."""
+        w, h = self.viewport.inner_width, self.viewport.inner_height
+        if not (w and h):
+            return None
+        # in steps of 20 pixels, so that a window a few pixels off builds no new scene
+        w = max(PRESENTER_MIN[0], (w - PRESENTER_CHROME[0]) // 20 * 20)
+        h = max(PRESENTER_MIN[1], (h - PRESENTER_CHROME[1]) // 20 * 20)
+        return (w, h)
+
+    def _on_viewport(self, *events) -> None:
+        if self.state.presenter and self.state.trace is not None:
+            self._draw()
+
     def _scene_for(self, presenter: bool, theme: str) -> Scene:
         """The scene of the current trace for a mode, built once per trace and mode.
 
@@ -1281,14 +1307,18 @@ class Dashboard(pn.viewable.Viewer):
         trace = self.state.trace
         if self._scenes_of is not trace:
             self._scenes, self._scenes_of = {}, trace
-        scene = self._scenes.get((presenter, theme))
+        fit = self._presenter_fit() if presenter else None
+        scene = self._scenes.get((presenter, theme, fit))
         if scene is None:
+            if fit is not None:  # the window changed: a presenter scene of another size goes
+                for key in [k for k in self._scenes if k[0] and k[1] == theme]:
+                    del self._scenes[key]
             # large traces: no element-by-element M, N, P (apps/large_view.py)
-            scene = large_view.replay_scene(trace, presenter=presenter, theme=theme)
+            scene = large_view.replay_scene(trace, presenter=presenter, theme=theme, fit=fit)
             for hook in self.scene_hooks:
                 hook(scene)
             self._attach_taps(scene)
-            self._scenes[(presenter, theme)] = scene
+            self._scenes[(presenter, theme, fit)] = scene
         return scene
 
     def _attach_taps(self, scene: Scene) -> None:

@@ -328,7 +328,12 @@ def _make_scene(trace: Trace):
 is_large = render.is_large
 
 
-def replay_scene(trace: Trace, presenter: bool = False, theme: str = "light"):
+def replay_scene(
+    trace: Trace,
+    presenter: bool = False,
+    theme: str = "light",
+    fit: tuple[int, int] | None = None,
+):
     """The per-thread :class:`~vizmm.render.bokeh_scene.Scene` a trace can afford.
 
     Small traces get every view. Large ones (more than 40,000 elements of M,
@@ -336,14 +341,16 @@ def replay_scene(trace: Trace, presenter: bool = False, theme: str = "light"):
     (and the counters with up to 16 phases): drawing 4096 x 4096 matrices
     element by element is what the large views avoid. A presenter scene shows
     :data:`~vizmm.render.bokeh_scene.PRESENTER_VIEWS` (of those), sized to fit a
-    projector; ``theme`` is ``'light'`` or ``'dark'``.
+    projector; ``theme`` is ``'light'`` or ``'dark'``; ``fit`` (width, height):
+    the pixels the scene fills (presenter mode: the browser window's, less
+    the controls), else the default sizes.
     """
     from vizmm.render import bokeh_scene
 
     views = bokeh_scene.PRESENTER_VIEWS if presenter else bokeh_scene.VIEWS
     if is_large(trace):
         views = render.affordable_views(trace, views)
-    return bokeh_scene.Scene(trace, views=views, presenter=presenter, theme=theme)
+    return bokeh_scene.Scene(trace, views=views, presenter=presenter, theme=theme, fit=fit)
 
 
 # -------------------------------------------------------------------- view

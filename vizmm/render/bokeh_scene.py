@@ -231,6 +231,9 @@ PRESENTER_VIEWS = ("caption", "M", "N", "P", "Mds", "Nds", "threads")
 #: Pixels (width, height) a presenter scene fits in: a 1024 x 768 or 1280 x 720
 #: projector less the page's one row of controls and its status line.
 PRESENTER_BOX = (990, 610)
+#: Width of a digit in the scene's sans-serif type (em): presenter mode sizes
+#: a matrix's values so that its widest value fills its cell, no more.
+DIGIT_EM = 0.64  # DejaVu Sans: 0.636
 MIN_INDEX_PX = 8  # smallest type of a grid's index labels before indices are left out
 TABLE_ROWS = 9  # the table shows every thread when T*T <= this, else a window
 TABLE_PHASES = 3  # ... and at most this many phases around the current one
@@ -750,6 +753,15 @@ def _shared_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, lis
             loader=pos["loader"][who[t]],
         )
     return cols
+
+
+def _value_chars(trace: Trace, name: str) -> int:
+    """Characters of the widest value of matrix ``name`` ('M', 'N', 'P') as its cells show it."""
+    a = {"M": trace.M, "N": trace.N, "P": trace.P}[name]
+    finite = a[np.isfinite(a)]
+    if not finite.size:
+        return 1
+    return max(1, len(_fmt(float(finite.min()))), len(_fmt(float(finite.max()))))
 
 
 def _found_label(found, matrix: str) -> str:
@@ -1721,7 +1733,11 @@ class Scene:
                     line_alpha=0,
                 )
             if s.matrix_text:
-                fs = f"{max(9, min(s.font + 2, int(s.cell * 0.32)))}px"
+                px = int(s.cell * 0.32)
+                if self.presenter:  # a projector's values as large as their cells hold
+                    chars = _value_chars(tr, name)
+                    px = int(min((s.cell - 4) / (DIGIT_EM * chars), s.cell * 0.6))
+                fs = f"{max(9, min(s.font + 2, px))}px"
                 _centred_text(add, self.sources["P_pvalue"] if name == "P" else src, fs, text_map)
                 _centred_text(add, over, fs)
             _hover(f, r, "P" if name == "P" else "matrix", formatters={"@code": word})

@@ -1,0 +1,105 @@
+"""Presenter mode uses the screen (issue 32, item 14): the scene is sized to the
+browser window, the values the class reads are 18 px and up at 1280x720 and
+1024x768 on the book's example, every index of the rectangular preset is
+labelled, and the last axis label of a 48 x 48 launch has room.
+
+Font sizes are read from the page (the Bokeh models the browser draws), at
+the viewport sizes a projector gives.
+"""
+
+import math
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from served import ARGS, CHROMIUM, SHOTS, read_status, serve  # noqa: E402
+
+from vizmm.render.bokeh_scene import PRESENTER_VIEWS, Scene  # noqa: E402
+from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
+
+
+def _axes(fig):
+    from bokeh.models import LinearAxis
+
+    return {s: [a for a in getattr(fig, s) if isinstance(a, LinearAxis)] for s in ("above", "left")}
+
+
+def test_rectangular_preset_labels_every_index():
+    tr = CATALOGUE.get("general")  # M 5 x 3, N 3 x 6
+    j, k, l = tr.shape
+    for fit in [(1240, 580), (980, 620)]:  # 1280x720, 1024x768 less the controls
+        sc = Scene(tr, views=PRESENTER_VIEWS, presenter=True, fit=fit)
+        for name, (rows, cols) in {"M": (j, k), "N": (k, l), "P": (j, l)}.items():
+            ax = _axes(sc.figures[name])
+            assert set(ax["above"][0].ticker.ticks) >= {i + 0.5 for i in range(cols)}, name
+            assert set(ax["left"][0].ticker.ticks) >= {i + 0.5 for i in range(rows)}, name
+
+
+def test_the_last_label_of_48_by_48_has_room():
+    tr = CATALOGUE.get("medium")  # 48 x 48, TILE_WIDTH 16: labels at 0, 16, 32, 48
+    sc = Scene(tr, views=PRESENTER_VIEWS, presenter=True, fit=(1240, 580))
+    for name in ("M", "N", "P"):
+        f = sc.figures[name]
+        above = _axes(f)["above"][0]
+        assert 48 in above.ticker.ticks
+        px = int(above.major_label_text_font_size.rstrip("px"))
+        # "48" centred on the grid's right edge: half its width (0.64 em a digit) past it
+        assert (f.min_border_right or 0) >= math.ceil(0.64 * 2 * px / 2), name
+
+
+FONTS = """(name) => {
+  const doc = Bokeh.documents[0];
+  for (const m of doc._all_models.values()) {
+    if (m.name !== name) continue;
+    const view = Bokeh.index.find_one_by_id(m.id);
+    if (!view) continue;
+    const box = view.el.getBoundingClientRect();
+    if (!(box.width > 0)) continue;  // the hidden normal scene's figure
+    const sizes = [];
+    for (const r of m.renderers) {
+      const s = r.glyph && r.glyph.text_font_size;
+      if (s === undefined || s === null) continue;
+      const v = typeof s === "string" ? s : s.value;
+      if (typeof v === "string" && v.endsWith("px")) sizes.push(parseFloat(v));
+    }
+    return {sizes, width: box.width, height: box.height};
+  }
+  return null;
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing")
+def test_presenter_values_are_18px_and_the_scene_follows_the_window(tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with serve("dashboard", tmp_path) as url, sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        errors = []
+        try:
+            widths = {}
+            for w, h in [(1280, 720), (1024, 768)]:
+                pg = b.new_page(viewport={"width": w, "height": h})
+                pg.on("pageerror", lambda e: errors.append(str(e)))
+                pg.goto(url + "?trace=fig5-8&step=12&presenter=true")
+                pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=90000)
+                pg.wait_for_selector("#vizmm-status[data-presenter='true']", timeout=60000)
+                pg.wait_for_timeout(1500)  # the scene built for this window
+                for name in ("vizmm-M", "vizmm-N", "vizmm-P"):
+                    got = pg.evaluate(FONTS, name)
+                    assert got is not None and got["sizes"], name
+                    assert min(got["sizes"]) >= 18, (w, h, name, got["sizes"])
+                widths[(w, h)] = pg.evaluate(FONTS, "vizmm-P")["width"]
+                assert read_status(pg, "#vizmm-status")["presenter"] is True
+                os.makedirs(SHOTS, exist_ok=True)
+                pg.screenshot(path=os.path.join(SHOTS, f"presenter-screen-{w}x{h}.png"))
+                pg.close()
+            # 1024x768 is taller: its height-bound scene is larger than at 1280x720
+            assert widths[(1024, 768)] > widths[(1280, 720)], widths
+        finally:
+            b.close()
+        assert errors == []
