@@ -49,7 +49,6 @@ import io
 import logging
 import os
 import secrets
-import threading
 import time
 from collections.abc import Callable
 
@@ -65,6 +64,7 @@ from vizmm.serve.classes import (
     key_matches,
     store,
 )
+from vizmm.serve.listeners import CLASS_PAGES
 
 __all__ = [
     "Classroom",
@@ -115,37 +115,26 @@ def max_seats() -> int:
     return n
 
 
-# Pages of this process in each class: code -> {id: (document, callback)}. A change
+# Pages of this process in each class (vizmm.serve.listeners.CLASS_PAGES): a change
 # made here is pushed to them at once (next tick of each page's document); the
 # timer still catches changes made by other processes (the class store).
-_pages: dict[str, dict[int, tuple]] = {}
-_pages_lock = threading.Lock()
-
-
 def _listen(code: str, key: int, doc, callback: Callable[[], None]) -> None:
-    with _pages_lock:
-        _pages.setdefault(code, {})[key] = (doc, callback)
+    from panel.io.state import set_curdoc
+
+    def run():
+        with set_curdoc(doc):
+            callback()
+
+    CLASS_PAGES.listen(code, key, lambda: doc.add_next_tick_callback(run))
 
 
 def _unlisten(code: str, key: int) -> None:
-    with _pages_lock:
-        _pages.get(code, {}).pop(key, None)
+    CLASS_PAGES.unlisten(code, key)
 
 
 def _notify(code: str) -> None:
     """Run every page's ``callback`` of class ``code`` in its own document, soon."""
-    from panel.io.state import set_curdoc
-
-    with _pages_lock:
-        pages = list(_pages.get(code, {}).values())
-
-    def run(doc, callback):
-        with set_curdoc(doc):
-            callback()
-
-    for doc, callback in pages:
-        with contextlib.suppress(Exception):  # a closing page
-            doc.add_next_tick_callback(lambda doc=doc, cb=callback: run(doc, cb))
+    CLASS_PAGES.wake(code)
 
 
 def class_question(q: dict | None) -> Question | None:
