@@ -67,7 +67,9 @@ def no_server(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the server was started")
 
-    monkeypatch.setattr(vizmm.cli, "run_server", refuse)
+    import vizmm.serve.command
+
+    monkeypatch.setattr(vizmm.serve.command, "run_server", refuse)
 
 
 @pytest.mark.parametrize("port", ["99999", "65536", "-1", "http"])
