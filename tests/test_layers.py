@@ -318,3 +318,26 @@ def test_pages_use_no_private_names_of_other_modules():
     for path in _files("apps"):
         bad += _private_uses(path.read_text(encoding="utf-8"), str(path.relative_to(REPO)))
     assert bad == []
+
+
+def test_no_cache_is_keyed_on_a_trace():
+    # A functools cache keyed on a trace keeps the trace alive past the server's
+    # catalogue; what is worked out from a trace is kept on it (vizmm.trace.derived).
+    bad = []
+    for folder in ("vizmm", "apps"):
+        for path in _files(folder):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    continue
+                cached = any(
+                    "cache" in ast.unparse(d).split("(")[0].split(".")[-1]
+                    for d in node.decorator_list
+                )
+                args = node.args.posonlyargs + node.args.args
+                first = args[0] if args else None
+                if cached and first is not None:
+                    note = ast.unparse(first.annotation) if first.annotation else ""
+                    if first.arg == "trace" or note.endswith("Trace"):
+                        bad.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name}")
+    assert bad == []
