@@ -1,0 +1,24 @@
+"""Grading an assignment: the tiled matrix multiplication, graded with reasons and pictures.
+
+``vizmm grade ASSIGNMENT.toml SUBMISSION.py`` (see :mod:`vizmm.cli`) reads an
+assignment file (:mod:`.assignment`), runs every case in a child process
+under limits (:mod:`.runner`, :mod:`.case`) and writes Gradescope's
+``results.json``, a feedback page and, for a folder of submissions, a class
+CSV and summary page (:mod:`.report`).
+"""
+
+from .assignment import CHECKS, Assignment, AssignmentError, Case, load_assignment
+from .runner import CaseResult, CheckResult, Grading, grade, grade_many
+
+__all__ = [
+    "CHECKS",
+    "Assignment",
+    "AssignmentError",
+    "Case",
+    "CaseResult",
+    "CheckResult",
+    "Grading",
+    "grade",
+    "grade_many",
+    "load_assignment",
+]
