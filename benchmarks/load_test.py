@@ -424,6 +424,12 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--ref", default=None, help="also run the server of this commit, first")
     ap.add_argument(
+        "--ref-tree",
+        default=None,
+        help="also run the server of the tree in this folder, first (a commit already "
+        "exported, e.g. on a machine without the repository's history)",
+    )
+    ap.add_argument(
         "--nice-browsers",
         action="store_true",
         help="run the browsers at the lowest CPU priority (nice 19), so that the server is "
@@ -450,6 +456,9 @@ def main(argv=None) -> int:
     if args.ref:
         with tempfile.TemporaryDirectory(prefix="vizmm-ref-") as ref:
             runs.append((args.ref, report(run(export_tree(args.ref, ref), args), args)))
+    elif args.ref_tree:
+        tree = os.path.abspath(args.ref_tree)
+        runs.append((os.path.basename(tree), report(run(tree, args), args)))
     runs.append(("this tree", report(run(ROOT, args), args)))
     for i, (what, _) in enumerate(runs[0][1]):
         print(what)
