@@ -930,13 +930,14 @@ def _positive_mib(text: str) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Serve the dashboard and the large view (localhost unless told otherwise).
+    """Serve the dashboard, the large view and side by side (localhost unless told otherwise).
 
-    Serve the dashboard (/dashboard) and the large-matrix view (/large_view) with
-    Panel. It listens on localhost (127.0.0.1) unless --address says otherwise;
-    the shipped traces are read once per process before it listens, and shared by
-    every visitor. The server uses the C library's allocator (PYTHONMALLOC=malloc,
-    unless PYTHONMALLOC is set), which gives memory back after pages close.
+    Serve the dashboard (/dashboard), the large-matrix view (/large_view) and two
+    replays side by side (/side_by_side) with Panel. It listens on localhost
+    (127.0.0.1) unless --address says otherwise; the shipped traces are read once
+    per process before it listens, and shared by every visitor. The server uses the
+    C library's allocator (PYTHONMALLOC=malloc, unless PYTHONMALLOC is set), which
+    gives memory back after pages close.
 
     Examples
     --------
