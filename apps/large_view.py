@@ -27,7 +27,7 @@ import importlib.resources
 import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import panel as pn
 import param
@@ -215,7 +215,7 @@ class LargeViewState(param.Parameterized):
             "clock": m.timeline.clock,
             "counts": {s.name.lower(): n for s, n in counts.items()},
             "block": None if self.block is None else list(self.block),
-            "detailed": bool(self.block is not None and self.trace.has_block(self.block)),
+            "detailed": bool(self.block is not None and m.trace.has_block(self.block)),
             "phase": None if self.all_phases else self.phase,
             "barrier": self.barrier,
             "message": self.message,
@@ -230,7 +230,7 @@ class LargeViewState(param.Parameterized):
             return (
                 "Click a block in the grid, a bar of the Gantt chart or a row of the "
                 "slowest blocks. Blocks outlined in blue were recorded per thread: "
-                f"{large.format_blocks(self.trace.detail_blocks.tolist())}."
+                f"{large.format_blocks(m.trace.detail_blocks.tolist())}."
             )
         tl = m.timeline
         by, bx = b
@@ -246,7 +246,7 @@ class LargeViewState(param.Parameterized):
                 parts.append(f"completed {int(tl.start[by, bx]) + 1}ᵗʰ of {tl.n_blocks}")
         else:
             parts.append("not simulated: no data")
-        bw = self.trace.block_wait
+        bw = m.trace.block_wait
         if bw.shape[:2] == tl.grid and bw[by, bx, 0, 0] >= 0:
             w = bw[by, bx]
             parts.append(
@@ -256,9 +256,7 @@ class LargeViewState(param.Parameterized):
         zf = int(m.zero_fills[by, bx])
         if zf:
             parts.append(f"{zf:,} zero-filled Mds/Nds slots")
-        parts.append(
-            "recorded per thread ✓" if self.trace.has_block(b) else "not recorded per thread"
-        )
+        parts.append("recorded per thread ✓" if m.trace.has_block(b) else "not recorded per thread")
         return " · ".join(parts)
 
 
@@ -347,7 +345,7 @@ def replay_scene(
     """
     from vizmm.render import bokeh_scene
 
-    views = bokeh_scene.PRESENTER_VIEWS if presenter else bokeh_scene.VIEWS
+    views: tuple[str, ...] = bokeh_scene.PRESENTER_VIEWS if presenter else bokeh_scene.VIEWS
     if is_large(trace):
         views = render.affordable_views(trace, views)
     return bokeh_scene.Scene(trace, views=views, presenter=presenter, theme=theme, fit=fit)
@@ -521,16 +519,15 @@ class LargeTraceView(pn.viewable.Viewer):
     # --------------------------------------------------------- callbacks
     def _on_trace(self, *events) -> None:
         s = self.state
-        tr = s.trace
+        tr, m = s.trace, s.model
         self._close_replay()
-        if tr is None:
+        if tr is None or m is None:
             self.scene = None
             self.header.object = "<i>No trace.</i>"
             for pane in (self.timeline_pane, self.reads_pane, self.waits_pane):
                 pane.object = None
             self._on_block()
             return
-        m = s.model
         self.scene = LargeScene(m)
         self.scene.on_block(s.select_block)
         self.timeline_pane.object = self.scene.panels["timeline"]
@@ -576,16 +573,18 @@ class LargeTraceView(pn.viewable.Viewer):
             return
         scene.set_time(s.time)
         m = s.model
+        if m is None:
+            return
         k = 1e-3 if m.timeline.has_clock else 1.0
         v = s.time * k
-        if abs(self.time_slider.value - v) > 1e-9:
+        if self.time_slider.value is None or abs(self.time_slider.value - v) > 1e-9:
             self.time_slider.value = v
         self.status_pane.object = self._status_html()
 
     def _on_waits(self, *events) -> None:
         s, scene = self.state, self.scene
         self.phase.disabled = s.all_phases or self.all_phases.disabled
-        if scene is None:
+        if scene is None or s.trace is None:
             return
         scene.set_waits(
             None if s.all_phases else min(s.phase, max(s.trace.n_phases - 1, 0)), s.barrier
@@ -720,7 +719,8 @@ class WindowForm(pn.viewable.Viewer):
         if not self.valid or self.busy:
             return
         kwargs, label = self.record_kwargs(), self.label()
-        job = {"done": 0, "total": 0, "trace": None, "error": None, "finished": False}
+        job: dict[str, Any] = {"trace": None, "error": None, "finished": False}
+        job["done"] = job["total"] = 0
 
         def progress(done, total):
             job["done"], job["total"] = done, total
