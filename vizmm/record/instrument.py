@@ -545,7 +545,7 @@ class _Rewriter:
             gid = self.ids[g]
             if len(gidx) == 2:
                 pre = _stmts(
-                    f"_i{n} = {gidx[0]} * {g}.shape[1] + {gidx[1]}\n"
+                    f"_i{n} = ({gidx[0]}) * {g}.shape[1] + ({gidx[1]})\n"
                     f"_ok{n} = g_ok2({g}, {gidx[0]}, {gidx[1]})\n"
                     f"_v{n} = g_load2({g}, {gidx[0]}, {gidx[1]}, {gid}, {lineno}, _reads_{g}, "
                     f"_ZERO_{g}, {_LOG}, {acc})"
@@ -572,7 +572,7 @@ class _Rewriter:
                     gidx, (grow, gcol) = self._index_parts(guard)
                     if len(gidx) == 2:
                         grow, gcol = gidx
-                        flat = f"{gidx[0]} * {g}.shape[1] + {gidx[1]}"
+                        flat = f"({gidx[0]}) * {g}.shape[1] + ({gidx[1]})"
                     else:
                         flat = gidx[0]
                     src = (str(D.TAG_ZERO), str(self.ids[g]), flat, grow, gcol)
