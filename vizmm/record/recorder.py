@@ -237,7 +237,9 @@ def record(
         value: ``Trace.shared_reads`` / ``read_values``). By default on when
         a barrier is removed. In the simulator such recordings run the
         threads of a block in turns (see the README's barrier lab), so they
-        are the same on every run.
+        are the same on every run. For a kernel of your own, every load of
+        a shared array is logged with the tag of its slot (what
+        :func:`vizmm.check` reads).
     on_estimate : callable, optional
         Called with the :class:`Estimate` once the arguments are checked,
         before the limits are (the command line prints it first).
@@ -315,7 +317,7 @@ def record(
     j, k, l, T = launch.j, launch.k, launch.l, launch.tile_width
     drop = _check_drop_barrier(kernel, drop_barrier)
     reads = bool(drop) if reads is None else bool(reads)
-    if reads and kernel not in ("tiled", "boundary"):
+    if reads and kernel not in ("tiled", "boundary") and user is None:
         raise RecordError(
             f"reads=True records the k loop's reads of Mds / Nds; kernel {kernel!r} has no "
             "such reads (use 'tiled' or 'boundary')"
