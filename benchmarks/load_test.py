@@ -306,7 +306,8 @@ def run(tree: str, args) -> dict:
     os.makedirs(os.path.join(ROOT, "test-output"), exist_ok=True)
     log = open(os.path.join(ROOT, "test-output", f"load-test-{port}.log"), "w")  # noqa: SIM115
     cmd, extra = server_command(tree, port, args.num_procs)
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=tree, **extra)
+    path = os.pathsep.join(p for p in (tree, os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=path, **extra)
     server = subprocess.Popen(cmd, cwd=tree, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
     t0 = time.time()
