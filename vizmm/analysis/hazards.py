@@ -131,7 +131,13 @@ AHEAD_DTYPE = np.dtype(
 
 
 def barriers_kept(trace) -> tuple[bool, bool]:
-    """``(barrier 1 kept, barrier 2 kept)`` of a trace (old traces keep both)."""
+    """``(barrier 1 kept, barrier 2 kept)`` of a trace (old traces keep both).
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace; meta ``drop_barrier`` lists the barriers removed (1, 2).
+    """
     drop = tuple(trace.meta.get("drop_barrier", ()) or ())
     return 1 not in drop, 2 not in drop
 
@@ -142,6 +148,14 @@ def epochs(n_phases: int, kept: tuple[bool, bool]) -> tuple[np.ndarray, np.ndarr
     Returns two int arrays of shape ``(n_phases,)``: ``W(ph)`` comes after
     ``ph * (b1 + b2)`` barriers, ``R(ph, k)`` after ``ph * (b1 + b2) + b1``
     (``b1``, ``b2`` are 1 where the barrier is kept).
+
+    Parameters
+    ----------
+    n_phases : int
+        The number of phases, ``ceil(Width / TILE_WIDTH)``.
+    kept : tuple of (bool, bool)
+        Barrier 1 (after the loads) and barrier 2 (after the k loop) kept, as
+        :func:`barriers_kept` gives them.
     """
     b1, b2 = (int(bool(b)) for b in kept)
     ph = np.arange(n_phases)
@@ -191,6 +205,11 @@ def expected_tags(trace) -> np.ndarray:
     (0 Mds, 1 Nds) and slot, the tag written in this phase, or the one kept
     from an earlier phase where this phase stored nothing (an
     out-of-allocation load of Fig. 5.9), or ``TAG_NEVER_WRITTEN``.
+
+    Parameters
+    ----------
+    trace : Trace
+        A barrier-lab trace (meta ``reads_recorded``).
     """
     written = _written(trace)
     tags = _write_tags(trace)
@@ -208,6 +227,11 @@ def book_reads(trace) -> np.ndarray:
     Indexed like ``Trace.shared_reads`` (block slot, phase, ty, tx, k, array):
     the tag of the element in ``Mds[ty][k]`` / ``Nds[k][tx]`` with both
     barriers (:func:`expected_tags`).
+
+    Parameters
+    ----------
+    trace : Trace
+        A barrier-lab trace (meta ``reads_recorded``).
     """
     exp = expected_tags(trace)  # (nd, nph, 2, T, T)
     m = exp[:, :, 0]  # Mds[ty][k]: (nd, nph, ty, k)
@@ -509,12 +533,24 @@ class HazardList:
         return np.flatnonzero(keep)
 
     def counts(self, index: np.ndarray) -> dict:
-        """``{'RAW': hazards, 'WAR': hazards}`` in the rows ``index`` ((slot, writer) pairs)."""
+        """``{'RAW': hazards, 'WAR': hazards}`` in the rows ``index`` ((slot, writer) pairs).
+
+        Parameters
+        ----------
+        index : ndarray of int
+            Row numbers of :attr:`rows`, e.g. from :meth:`select`.
+        """
         r = self.rows[index]
         return {k: int(r["count"][r["kind"] == k].sum()) for k in ("RAW", "WAR")}
 
     def describe(self, i: int) -> tuple[str, str]:
-        """The slots row ``i`` reads and the threads writing them: ``('Mds[0][1]', '(0,1)')``."""
+        """The slots row ``i`` reads and the threads writing them: ``('Mds[0][1]', '(0,1)')``.
+
+        Parameters
+        ----------
+        i : int
+            A row number of :attr:`rows`.
+        """
         a, b = int(self._start[i]), int(self._start[i]) + int(self.rows["count"][i])
         reads = sorted(
             {
@@ -530,6 +566,11 @@ def wrong_read_mask(trace) -> np.ndarray | None:
     """Bool ``(nd, nph, T, T, T, 2)``: recorded reads that found another element.
 
     Compared with :func:`book_reads`; None when the trace holds no read records.
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace; one without read records gives None.
     """
     return _wrong_mask(trace)
 
@@ -543,6 +584,11 @@ def _wrong_mask(trace) -> np.ndarray | None:
 
 def wrong_reads(trace) -> np.ndarray:
     """The recorded reads that returned another element than the book's kernel reads.
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace; one without read records gives an empty array.
 
     Returns
     -------
@@ -580,6 +626,11 @@ def book_p(trace) -> np.ndarray:
     the book's kernel reads (from the expected tags: M / N elements, 0.0 for
     a zero-fill). Returns float32 ``(nd, T, T)``; NaN where a thread would
     read a never-written slot.
+
+    Parameters
+    ----------
+    trace : Trace
+        A trace with detailed blocks.
     """
     _, k, l = trace.shape
     exp = book_reads(trace)  # (nd, nph, ty, tx, k, 2)
@@ -606,6 +657,11 @@ def wrong_p(trace) -> np.ndarray:
     An element is wrong when the thread stored it and its value differs from
     :func:`book_p` (both NaN counts as equal). Elements outside the detailed
     blocks, and elements no thread stored, are False.
+
+    Parameters
+    ----------
+    trace : Trace
+        A trace with detailed blocks.
     """
     j, _, l = trace.shape
     T = trace.tile_width
@@ -625,7 +681,21 @@ def wrong_p(trace) -> np.ndarray:
 
 
 def describe_tag(tag: int, array: str, ncols: int, phase: int | None = None) -> str:
-    """A tag in the book's words: ``'M_{0,2}'``, ``'0.0 (zero-fill)'``, ``'never written'``."""
+    """A tag in the book's words: ``'M_{0,2}'``, ``'0.0 (zero-fill)'``, ``'never written'``.
+
+    Parameters
+    ----------
+    tag : int
+        A tag of ``shared_reads``: the linear index ``row * ncols + col`` of an M
+        or N element, ``TAG_ZERO_FILL`` (-1), ``TAG_NEVER_WRITTEN`` (-2) or
+        another negative value (not recorded).
+    array : {'Mds', 'Nds'}
+        The shared array the slot belongs to (M's elements go to Mds, N's to Nds).
+    ncols : int
+        Columns of that matrix (k for M, l for N).
+    phase : int, optional
+        The phase ``ph`` the element was loaded in, added to the words.
+    """
     tag = int(tag)
     if tag == TAG_ZERO_FILL:
         return "0.0 (zero-fill)"
@@ -724,7 +794,13 @@ class BarrierReport:
 
 
 def analyse(trace) -> BarrierReport:
-    """Hazards, wrong reads and wrong P elements of ``trace`` (see the module docstring)."""
+    """Hazards, wrong reads and wrong P elements of ``trace`` (see the module docstring).
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace; the report's ``has_reads`` says whether it holds read records.
+    """
     reads = getattr(trace, "shared_reads", None)
     return BarrierReport(
         kept=barriers_kept(trace),
