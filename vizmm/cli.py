@@ -1012,6 +1012,100 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_FAILURE
 
 
+# -------------------------------------------------------------------- grade
+def cmd_grade(args: argparse.Namespace) -> int:
+    """Grade a submission (or a folder of them) on an assignment's cases.
+
+    Each case runs the submission's kernel in a child process under a CPU-time
+    limit, an address-space limit and a wall-clock timeout (the assignment's
+    time_limit_s and memory_limit_mb); an endless loop, a huge allocation, a
+    crash, sys.exit, a syntax error or a wrong signature fails the case with
+    one line. One submission: -o writes Gradescope's results.json, --html the
+    feedback page. A folder: every *.py in it, one case per core at a time;
+    --csv writes one row per submission, --summary the class's page. Exit 0
+    when graded, 2 for a bad assignment file or arguments.
+
+    Examples
+    --------
+    vizmm grade examples/assignment.toml examples/tiled_matmul_correct.py -o results.json
+    vizmm grade examples/assignment.toml mine.py --html feedback.html
+    vizmm grade examples/assignment.toml submissions/ --csv class.csv --summary summary.html
+    """
+    from .grade import grade_many, load_assignment
+    from .grade.report import class_csv, feedback_html, results_json, summary_html
+
+    assignment = load_assignment(args.assignment)
+    target = args.submission
+    folder = os.path.isdir(target)
+    if folder:
+        if args.output or args.html:
+            raise CLIError("-o and --html are for one submission; a folder takes --csv, --summary")
+        paths = sorted(os.path.join(target, n) for n in os.listdir(target) if n.endswith(".py"))
+        if not paths:
+            raise CLIError(f"{target}: no submission (*.py) in this folder")
+    else:
+        if args.csv or args.summary:
+            raise CLIError("--csv and --summary are for a folder of submissions")
+        if not os.path.isfile(target):
+            raise CLIError(f"{target}: no such submission file")
+        paths = [target]
+    outputs = [p for p in (args.output, args.html, args.csv, args.summary) if p]
+    for p in outputs:
+        check_writable(p)  # before any case runs
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="vizmm-grade-") as tmp:
+
+        def progress(done: int, total: int) -> None:
+            if folder and not args.quiet:
+                print(f"\rvizmm: {done}/{total} cases graded", end="", file=sys.stderr)
+
+        gradings = grade_many(assignment, paths, jobs=args.jobs, workdir=tmp, progress=progress)
+        if folder and not args.quiet:
+            print(file=sys.stderr)
+        if not folder:
+            g = gradings[0]
+            if args.output:
+                atomic_write(args.output, results_json(g).encode("utf-8"))
+            if args.html:
+                atomic_write(args.html, feedback_html(g).encode("utf-8"))
+            if not args.quiet:
+                for r in g.cases:
+                    mark = "pass" if r.passed else "fail"
+                    print(f"{r.case.name}: {mark} ({r.score:g}/{r.max_score:g})")
+                print(f"score: {g.score:g} of {g.max_score:g}")
+        else:
+            if args.csv:
+                atomic_write(args.csv, class_csv(gradings).encode("utf-8"))
+            if args.summary:
+                atomic_write(args.summary, summary_html(gradings).encode("utf-8"))
+            if not args.quiet:
+                for g in gradings:
+                    print(f"{os.path.basename(g.submission)}: {g.score:g} of {g.max_score:g}")
+    return EXIT_OK
+
+
+def add_grade_parser(subparsers) -> None:
+    """Add ``vizmm grade`` to the ``vizmm`` command's subparsers."""
+    p = _subcommand(subparsers, cmd_grade)
+    p.add_argument("assignment", metavar="ASSIGNMENT.toml", help="the assignment file")
+    p.add_argument(
+        "submission", metavar="SUBMISSION", help="a submission (.py) or a folder of them"
+    )
+    p.add_argument("-o", "--output", metavar="RESULTS.json", help="Gradescope's results.json")
+    p.add_argument("--html", metavar="FEEDBACK.html", help="the feedback page (self-contained)")
+    p.add_argument("--csv", metavar="CLASS.csv", help="one row per submission (a folder)")
+    p.add_argument("--summary", metavar="SUMMARY.html", help="the class's page (a folder)")
+    p.add_argument(
+        "--jobs",
+        type=_non_negative,
+        default=0,
+        metavar="N",
+        help="cases graded at once (default: one per core)",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+
+
 # --------------------------------------------------------------------- main
 #: One function per subcommand, each ``add(subparsers)``; see the module docstring.
 SUBCOMMANDS: list[Callable] = [
@@ -1023,6 +1117,7 @@ SUBCOMMANDS: list[Callable] = [
     add_transactions_parser,
     add_serve_parser,
     add_doctor_parser,
+    add_grade_parser,
 ]
 
 

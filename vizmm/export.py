@@ -573,7 +573,7 @@ _ENGINE_JS = r"""
     const docs = window.Bokeh && window.Bokeh.documents;
     if (docs && docs.length && docs[0].get_model_by_id(PACK.slider)) {
       doc = docs[0];
-      show(0);
+      show(PACK.start || 0);
       document.body.dataset.vizmmReady = "1";
     } else setTimeout(wait, 20);
   })();
@@ -627,7 +627,13 @@ def _self_contained_resources():
 
 
 def _html_bytes(
-    trace: Trace, replay: Replay, views, fps: float, progress: _Progress, theme: str = "light"
+    trace: Trace,
+    replay: Replay,
+    views,
+    fps: float,
+    progress: _Progress,
+    theme: str = "light",
+    start: int = 0,
 ) -> bytes:
     from bokeh.embed import file_html
     from bokeh.layouts import column, row
@@ -643,7 +649,7 @@ def _html_bytes(
     for i in range(n):
         per_frame.append(frame_columns(replay.frame(i), trace, theme=scene.palette))
         progress.step()
-    scene.update(replay.frame(0))
+    scene.update(replay.frame(start))
     pack = html_frame_data(per_frame, names=scene.sources.keys())
 
     button: dict[str, Any] = dict(width=90, height=32, margin=(0, 4, 0, 0))
@@ -653,9 +659,15 @@ def _html_bytes(
     nxt = Button(label="step ▶", **button)
     last = Button(label="last ▶|", **button)
     slider = Slider(
-        start=1, end=max(n, 2), value=1, step=1, title="step", width=420, margin=(0, 12, 0, 8)
+        start=1,
+        end=max(n, 2),
+        value=start + 1,
+        step=1,
+        title="step",
+        width=420,
+        margin=(0, 12, 0, 8),
     )
-    status = Div(text=f"step 1 / {n}", width=120, margin=(8, 0, 0, 8))
+    status = Div(text=f"step {start + 1} / {n}", width=120, margin=(8, 0, 0, 8))
     first.js_on_click(CustomJS(code="window.vizmm && window.vizmm.step(-window.vizmm.n)"))
     prev.js_on_click(CustomJS(code="window.vizmm && window.vizmm.step(-1)"))
     play.js_on_click(CustomJS(code="window.vizmm && window.vizmm.toggle()"))
@@ -673,6 +685,7 @@ def _html_bytes(
         slider=slider.id,
         status=status.id,
         play=play.id,
+        start=start,
     )
     frames_json = json.dumps(pack, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     j, k, l = trace.shape
@@ -719,6 +732,7 @@ def export_bytes(
     transactions: bool = False,
     warp: int = 0,
     workdir: str | os.PathLike | None = None,
+    start: int = 0,
 ) -> bytes:
     """The bytes of an export of one block's replay; writes no file but scratch files.
 
@@ -766,6 +780,9 @@ def export_bytes(
         ``.vizmm-<pid>-mp4-*.tmp``, removed before this returns or raises);
         default: the system temp folder. :func:`export` passes the
         destination's folder.
+    start : int
+        HTML: the step (0-based, of the replay's steps) the page opens at, as a
+        link to a finding does; the GIF and MP4 always start at step 0.
 
     Returns
     -------
@@ -786,10 +803,13 @@ def export_bytes(
     if fmt != "html":
         size = _check_size(size, fmt)
     n = len(replay)
+    if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or not 0 <= start < n:
+        raise ExportError(f"start must be a step from 0 to {n - 1}, got {start!r}")
+    start = int(start)
     bar = _Progress(progress, n, f"vizmm export {fmt}")
     try:
         if fmt == "html":
-            return _html_bytes(trace, replay, views, fps, bar, theme)
+            return _html_bytes(trace, replay, views, fps, bar, theme, start)
         from .render.pillow import FrameRenderer
 
         renderer = FrameRenderer(
@@ -826,7 +846,7 @@ def export(trace: Trace, path: str | os.PathLike, fmt: str | None = None, **kwar
         Default: from the suffix of ``path``.
     **kwargs
         ``block``, ``granularity``, ``order``, ``views``, ``fps``, ``size``,
-        ``focus``, ``progress``, ``theme``, ``transactions``, ``warp``: see
+        ``focus``, ``progress``, ``theme``, ``transactions``, ``warp``, ``start``: see
         :func:`export_bytes`.
 
     Returns

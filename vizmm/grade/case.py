@@ -229,6 +229,7 @@ def run_case(spec: dict) -> dict[str, Any]:
     t0 = time.perf_counter()
     out: dict[str, Any] = {"error": None, "findings": [], "evaluated": [], "trace": None}
     import vizmm
+    from vizmm.trace import TraceError
 
     try:
         kern = _load(spec)
@@ -265,6 +266,11 @@ def run_case(spec: dict) -> dict[str, Any]:
         out["trace"] = "trace.vizmm"
     except SubmissionError as exc:
         out["error"] = str(exc)
+    except TraceError as exc:
+        out["error"] = (
+            "vizmm could not read this kernel's recording as a tiled matrix multiplication: "
+            + " ".join(str(exc).split())[:300]
+        )
     except MemoryError:
         out["error"] = "the submission ran out of memory (the address-space limit of a case)"
     except RecursionError:
