@@ -1493,7 +1493,9 @@ class Dashboard(pn.viewable.Viewer):
             )
         except Exception as exc:  # noqa: BLE001 - shown on the page
             s.show(f"Export failed: {exc}")
-            return None
+            # never None (Panel cannot send it, and the page's button then fails):
+            # the file the browser saves says what went wrong, as the page does
+            return io.BytesIO(f"vizmm: export failed: {exc}\n".encode())
         return io.BytesIO(data)
 
     def __panel__(self):
