@@ -348,10 +348,18 @@ def row_label(
 ) -> str:
     """Row ``i`` in words: ``'RAW · phase 0 · k 1 · thread (0,0) reads Mds[0][1] ...'``.
 
-    ``block``: start with the row's block (a list of several blocks).
-    ``found``: :attr:`LabFindings.wrong` (:func:`wrong_words`); a row whose
-    read went wrong then says what the thread found and what the book's
-    kernel finds there, with both values.
+    Parameters
+    ----------
+    hazards : HazardList
+        The hazards grouped per reading thread, phase and k.
+    i : int
+        A row number of ``hazards.rows``.
+    block : bool
+        Start with the row's block (a list of several blocks).
+    found : dict, optional
+        :attr:`LabFindings.wrong` (:func:`wrong_words`); a row whose read went
+        wrong then says what the thread found and what the book's kernel finds
+        there, with both values.
     """
     r = hazards.rows[i]
     reads, writers = hazards.describe(i)

@@ -138,7 +138,14 @@ def _notify(code: str) -> None:
 
 
 def class_question(q: dict | None) -> Question | None:
-    """The :class:`Question` a class's ``question`` entry names (made again on this server)."""
+    """The :class:`Question` a class's ``question`` entry names (made again on this server).
+
+    Parameters
+    ----------
+    q : dict or None
+        A class's ``question`` entry: ``{'source', 'block', 'index'}`` (catalogue
+        key, (by, bx), number in the block's quiz); None or empty for no question.
+    """
     if not q:
         return None
     trace = CATALOGUE.get(q["source"])
@@ -150,7 +157,15 @@ def _label(question: Question, picks) -> str:
 
 
 def distribution(cls: dict, question: Question) -> list[tuple[str, int, bool]]:
-    """Answers of a class to ``question``: ``(answer in words, seats, correct)``, most first."""
+    """Answers of a class to ``question``: ``(answer in words, seats, correct)``, most first.
+
+    Parameters
+    ----------
+    cls : dict
+        A class as the class store holds it (``answers``: seat to picks).
+    question : Question
+        The question the answers are to.
+    """
     counts: dict[str, list] = {}
     for picks in cls["answers"].values():
         label = _label(question, picks)
@@ -182,7 +197,15 @@ def results_csv(cls: dict) -> str:
 
 
 def present(cls: dict, now: float | None = None) -> int:
-    """How many seats of ``cls`` were stamped within ``SEAT_TIMEOUT_S`` (the students here)."""
+    """How many seats of ``cls`` were stamped within ``SEAT_TIMEOUT_S`` (the students here).
+
+    Parameters
+    ----------
+    cls : dict
+        A class as the class store holds it.
+    now : float, optional
+        The time (seconds since the epoch); ``time.time()`` by default.
+    """
     now = time.time() if now is None else now
     return sum(1 for e in cls["seats"].values() if now - e["seen"] < SEAT_TIMEOUT_S)
 
@@ -209,6 +232,13 @@ def instructor_gone(cls: dict, now: float | None = None) -> bool:
     page that was live has not stamped the class for
     :data:`vizmm.serve.classes.INSTRUCTOR_TIMEOUT_S` (its server process
     ended without a word). A class whose page has not loaded yet is not.
+
+    Parameters
+    ----------
+    cls : dict
+        A class as the class store holds it.
+    now : float, optional
+        The time (seconds since the epoch); ``time.time()`` by default.
     """
     now = time.time() if now is None else now
     if cls.get("instructor_left"):
@@ -218,7 +248,13 @@ def instructor_gone(cls: dict, now: float | None = None) -> bool:
 
 
 def full_message(cap: int) -> str:
-    """What a student's page says when its class has no seat left."""
+    """What a student's page says when its class has no seat left.
+
+    Parameters
+    ----------
+    cap : int
+        The class's number of seats.
+    """
     return f"This class is full ({cap} students): ask your instructor."
 
 

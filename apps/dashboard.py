@@ -242,7 +242,15 @@ class DashboardState(param.Parameterized):
         (self._loader or self.load_now)(key)
 
     def load_now(self, key: str, progress: Callable[[int, int], None] | None = None) -> None:
-        """Load or record ``key`` in this thread, then show it (errors go to :attr:`message`)."""
+        """Load or record ``key`` in this thread, then show it (errors go to :attr:`message`).
+
+        Parameters
+        ----------
+        key : str
+            A catalogue key (a shipped trace, a recording's key or an uploaded file's).
+        progress : callable, optional
+            ``progress(done, total)`` while a recording runs (blocks done of all).
+        """
         try:
             trace = CATALOGUE.get(key, progress=progress)
         except (ValueError, KeyError, OSError, vizmm.RecordError, vizmm.GPUUnavailableError) as exc:
@@ -257,7 +265,15 @@ class DashboardState(param.Parameterized):
         self.show(message)
 
     def set_trace(self, key: str, trace: Trace) -> None:
-        """Show ``trace`` if it is still the one asked for (``key`` is :attr:`source`)."""
+        """Show ``trace`` if it is still the one asked for (``key`` is :attr:`source`).
+
+        Parameters
+        ----------
+        key : str
+            The catalogue key ``trace`` was loaded for.
+        trace : Trace
+            The loaded trace.
+        """
         if key != self.source:
             return  # the user asked for something else meanwhile
         if self.message and self.message_kind == "danger":
@@ -266,11 +282,25 @@ class DashboardState(param.Parameterized):
         self.trace = trace
 
     def show(self, message: str, kind: str = "danger") -> None:
-        """Put a message on the page (``kind``: danger, warning or info)."""
+        """Put a message on the page (``kind``: danger, warning or info).
+
+        Parameters
+        ----------
+        message : str
+            The words shown (plain text).
+        kind : {'danger', 'warning', 'info'}
+            How the message is coloured.
+        """
         self.param.update(message=message, message_kind=kind)
 
     def choose_source(self, key: str) -> None:
-        """Open another trace at its first step (what the trace menu does)."""
+        """Open another trace at its first step (what the trace menu does).
+
+        Parameters
+        ----------
+        key : str
+            A catalogue key, as the trace menu holds them.
+        """
         block = (0, 0)
         what = None
         try:
@@ -368,7 +398,13 @@ class DashboardState(param.Parameterized):
 
     # ------------------------------------------------------- navigation
     def go(self, step: int) -> None:
-        """Go to ``step`` (clamped to the replay)."""
+        """Go to ``step`` (clamped to the replay).
+
+        Parameters
+        ----------
+        step : int
+            A step number of the replay (0-based).
+        """
         if self.replay is not None:
             self.step = clamp(step, self.replay)
 
@@ -412,20 +448,38 @@ class DashboardState(param.Parameterized):
         self.order = "recorded" if self.order == "lockstep" else "lockstep"
 
     def follow(self, ty: int, tx: int) -> None:
-        """Follow thread (ty, tx); following it again stops following."""
+        """Follow thread (ty, tx); following it again stops following.
+
+        Parameters
+        ----------
+        ty, tx : int
+            threadIdx.y and threadIdx.x of a thread of the block shown.
+        """
         if (self.ty, self.tx) == (ty, tx):
             self.param.update(ty=-1, tx=-1)
         else:
             self.param.update(ty=int(ty), tx=int(tx))
 
     def select_block(self, by: int, bx: int) -> None:
-        """Replay block (by, bx) (a block not recorded per thread gives a message)."""
+        """Replay block (by, bx) (a block not recorded per thread gives a message).
+
+        Parameters
+        ----------
+        by, bx : int
+            blockIdx.y and blockIdx.x of a block of the grid.
+        """
         if self.message_kind != "danger":
             self.message = ""
         self.param.update(by=int(by), bx=int(bx))
 
     def handle_key(self, key: str) -> None:
-        """Do what key ``key`` (a ``KeyboardEvent.key``) stands for (see :data:`KEYS`)."""
+        """Do what key ``key`` (a ``KeyboardEvent.key``) stands for (see :data:`KEYS`).
+
+        Parameters
+        ----------
+        key : str
+            A ``KeyboardEvent.key`` value, e.g. ``'ArrowRight'`` or ``' '``.
+        """
         action = {
             "ArrowRight": self.next,
             "ArrowLeft": self.prev,
@@ -535,7 +589,13 @@ class DashboardState(param.Parameterized):
         return urllib.parse.urlencode(q)
 
     def apply_query(self, query: str) -> None:
-        """Apply a URL query (``?trace=...&step=...``) exactly as ``location.sync`` does."""
+        """Apply a URL query (``?trace=...&step=...``) exactly as ``location.sync`` does.
+
+        Parameters
+        ----------
+        query : str
+            The query part of a URL, with or without the leading ``?``.
+        """
         from panel.util import parse_query
 
         loc = types.SimpleNamespace(search="?" + query.lstrip("?"))
@@ -558,7 +618,14 @@ class DashboardState(param.Parameterized):
             self.ignored_in_url(too_long)
 
     def ignored_in_url(self, items: list[str]) -> None:
-        """Name parameters of the URL that were not applied (with any named already)."""
+        """Name parameters of the URL that were not applied (with any named already).
+
+        Parameters
+        ----------
+        items : list of str
+            The URL parameters left out, as :func:`vizmm_apps.parts.drop_long_url_values`
+            names them.
+        """
         prefix = "Ignored in the URL: "
         if self.message.startswith(prefix):
             items = [self.message[len(prefix) :].rstrip("."), *items]
@@ -571,6 +638,11 @@ class DashboardState(param.Parameterized):
         integers. A value that is not allowed (``?step=abc``, ``?by=-3``,
         ``?granularity=zzz``) is left out and the page says which and what is
         allowed; the rest of the URL still applies.
+
+        Parameters
+        ----------
+        values : dict
+            URL parameter name to parsed value, as Panel's ``location.sync`` passes them.
         """
         clean, bad = {}, []
         for k, v in values.items():

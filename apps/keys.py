@@ -132,7 +132,13 @@ class KeyboardShortcuts(JSComponent):
         self.param.watch(self._queued, "queue")
 
     def press(self, key: str) -> None:
-        """Act as if ``key`` was pressed in the page (tests, scripted demos)."""
+        """Act as if ``key`` was pressed in the page (tests, scripted demos).
+
+        Parameters
+        ----------
+        key : str
+            A ``KeyboardEvent.key`` value, e.g. ``'ArrowRight'``.
+        """
         last = self.queue[-1][0] if self.queue else self.pressed
         seq = max(last, self.pressed) + 1
         self.queue = [*self.queue[-(QUEUE_LENGTH - 1) :], [seq, key]]

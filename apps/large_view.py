@@ -72,7 +72,13 @@ SCRUB_STEPS = 240  # the scrubber's steps from the first start to the last end
 
 
 def shipped_large(key: str):
-    """The package-data file of preset ``key`` (a Traversable), or None when absent."""
+    """The package-data file of preset ``key`` (a Traversable), or None when absent.
+
+    Parameters
+    ----------
+    key : str
+        A key of :data:`vizmm.serve.catalogue.LARGE_PRESETS`.
+    """
     if key not in LARGE_PRESETS:
         return None
     res = importlib.resources.files("vizmm") / "data" / f"{key}.vizmm"
@@ -85,6 +91,11 @@ def load_large(key: str) -> Trace:
     Read once per process and shared read-only by every session and app
     (:data:`vizmm.serve.catalogue.CATALOGUE`); call it off the event loop the first
     time (reading the 4096 x 4096 trace takes about a second).
+
+    Parameters
+    ----------
+    key : str
+        A key of :data:`vizmm.serve.catalogue.LARGE_PRESETS` or a ``file:`` key.
 
     Raises
     ------
@@ -155,7 +166,14 @@ class LargeViewState(param.Parameterized):
         self.param.update(time=0.0, playing=False, phase=0, block=None, message="")
 
     def go(self, t: float) -> None:
-        """Scrub to time ``t`` (clamped to the launch)."""
+        """Scrub to time ``t`` (clamped to the launch).
+
+        Parameters
+        ----------
+        t : float
+            Nanoseconds since the first block started, or completed blocks for a
+            trace without a clock.
+        """
         m = self.model
         end = m.timeline.duration if m is not None else 0.0
         self.time = float(min(max(t, 0.0), end))
@@ -182,7 +200,13 @@ class LargeViewState(param.Parameterized):
             self.forward()
 
     def select_block(self, by: int, bx: int) -> None:
-        """Select block (by, bx); says so when it was not recorded per thread."""
+        """Select block (by, bx); says so when it was not recorded per thread.
+
+        Parameters
+        ----------
+        by, bx : int
+            blockIdx.y and blockIdx.x of a block of the grid.
+        """
         tr = self.trace
         if tr is None:
             return
@@ -342,6 +366,17 @@ def replay_scene(
     projector; ``theme`` is ``'light'`` or ``'dark'``; ``fit`` (width, height):
     the pixels the scene fills (presenter mode: the browser window's, less
     the controls), else the default sizes.
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace with detailed blocks.
+    presenter : bool
+        Large fonts for a projector.
+    theme : {'light', 'dark'}
+        The colours.
+    fit : tuple of (int, int), optional
+        (width, height) in pixels the scene fills (presenter mode); else the default sizes.
     """
     from vizmm.render import bokeh_scene
 
@@ -840,7 +875,13 @@ class LargeApp(pn.viewable.Viewer):
         self.select.param.watch(lambda e: self.open(e.new), "value")
 
     def open(self, key: str) -> None:
-        """Show the trace of ``key`` (preset key, path, or a simulated window's label)."""
+        """Show the trace of ``key`` (preset key, path, or a simulated window's label).
+
+        Parameters
+        ----------
+        key : str
+            A large preset's key, a path given to the server, or a simulated window's label.
+        """
         if key in self._simulated:
             self.view.state.trace = self._simulated[key]
             return
@@ -956,8 +997,13 @@ LARGE_TAB = "Large matrices"
 def create_app(paths: list[str] | None = None, served: bool | None = None) -> LargeApp:
     """The standalone page for one browser session (traces shared by all sessions).
 
-    ``served`` says whether this runs in a Bokeh server session; by default
-    ``pn.state.served`` (which reads the call stack: the served script says so).
+    Parameters
+    ----------
+    paths : list of str, optional
+        Trace files to offer besides the presets (``vizmm serve --traces``).
+    served : bool, optional
+        Whether this runs in a Bokeh server session; by default ``pn.state.served``
+        (which reads the call stack: the served script says so).
     """
     # the barrier waits' DataTable; focus ring and dark-theme contrast (vizmm_apps.access)
     pn.extension(*TABLE_EXTENSIONS, notifications=False, raw_css=page_css(opened_theme()))

@@ -343,7 +343,13 @@ class QuestionMode:
         self.ask(self.quiz[0])
 
     def ask(self, q: Question) -> None:
-        """Open ``q``: pin the view at its step, hide what comes next, wait for picks."""
+        """Open ``q``: pin the view at its step, hide what comes next, wait for picks.
+
+        Parameters
+        ----------
+        q : Question
+            A question of the block's quiz.
+        """
         self.question, self.picks, self.revealed = q, set(), False
         self.correct, self.submitted, self.sent = None, False, None
         self._mark_scenes()
@@ -382,7 +388,13 @@ class QuestionMode:
             self.reveal(skipped=True)
 
     def reveal(self, skipped: bool = False) -> None:
-        """Show the answer: go to the reveal step, say right or wrong and why."""
+        """Show the answer: go to the reveal step, say right or wrong and why.
+
+        Parameters
+        ----------
+        skipped : bool
+            The student skipped the question: no picks are graded.
+        """
         q = self.question
         if q is None:
             return

@@ -157,12 +157,24 @@ class SideBySideState(param.Parameterized):
         self.param.update(lockstep=both, step=clamp(self.step, both), message="")
 
     def go(self, step: int) -> None:
-        """Go to joint step ``step`` (clamped)."""
+        """Go to joint step ``step`` (clamped).
+
+        Parameters
+        ----------
+        step : int
+            A joint step of the two replays (0-based).
+        """
         if self.lockstep is not None:
             self.step = clamp(step, self.lockstep)
 
     def handle_key(self, key: str) -> None:
-        """← → Home End, as in the dashboard."""
+        """← → Home End, as in the dashboard.
+
+        Parameters
+        ----------
+        key : str
+            A ``KeyboardEvent.key`` value: ``'ArrowRight'``, ``'ArrowLeft'``, ``'Home'``, ``'End'``.
+        """
         n = len(self.lockstep) if self.lockstep is not None else 1
         target = {
             "ArrowRight": self.step + 1,
@@ -384,8 +396,11 @@ def _counters_html(st: dict) -> str:
 def create_app(served: bool | None = None) -> SideBySide:
     """A side-by-side page for one browser session.
 
-    ``served`` says whether this runs in a Bokeh server session; by default
-    ``pn.state.served`` (which reads the call stack: the served script says so).
+    Parameters
+    ----------
+    served : bool, optional
+        Whether this runs in a Bokeh server session; by default ``pn.state.served``
+        (which reads the call stack: the served script says so).
     """
     pn.extension(notifications=False, raw_css=page_css(opened_theme()))
     return SideBySide(served=served)
