@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         TransactionsError,
         memory_transactions,
     )
+    from .checker import CheckReport, Finding, check
 
 
 def _live_occupancy():
@@ -56,6 +57,7 @@ def _live_occupancy():
 
 #: Names imported when first used (``vizmm.Device`` ...): module -> names.
 _LAZY = {
+    ".checker": ("check", "CheckReport", "Finding"),
     ".analysis.occupancy": ("Device", "Occupancy", "OccupancyError"),
     ".analysis.transactions": ("MemoryTransactions", "TransactionsError", "memory_transactions"),
 }
@@ -82,6 +84,9 @@ __all__ = [
     "__version__",
     "Access",
     "BACKENDS",
+    "CheckReport",
+    "Finding",
+    "check",
     "Device",
     "Estimate",
     "LaunchShape",
