@@ -51,6 +51,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import panel as pn
 
@@ -65,6 +66,9 @@ from vizmm.serve.classes import (
     store,
 )
 from vizmm.serve.listeners import CLASS_PAGES
+
+if TYPE_CHECKING:
+    from panel.io.callbacks import PeriodicCallback
 
 __all__ = [
     "Classroom",
@@ -305,7 +309,7 @@ class Classroom:
         self._version = -1
         self._asked: tuple | None = None  # the class question this page shows
         self._revealed = False
-        self._cb = None
+        self._cb: PeriodicCallback | None = None
         self._last_seen = 0.0
         self._taught_at = 0.0  # when the instructor's page last stamped the class
         self._left = False  # the instructor's page noted in the class that it closed
@@ -379,6 +383,12 @@ class Classroom:
         self.poll()
         self._set_url()  # the page's URL is reachable once it has loaded
 
+    def _opened(self) -> ClassStore:
+        """The class store, which the page opened as it started."""
+        if self.store is None:
+            raise RuntimeError("the class page has no store: it did not start")
+        return self.store
+
     # ------------------------------------------------------------ widgets
     def _build(self) -> None:
         self.title = pn.pane.HTML("", sizing_mode="stretch_width", margin=(4, 10))
@@ -432,13 +442,13 @@ class Classroom:
         loc = pn.state.location
         if loc is None:
             return
-        q = {"class": self.code}
+        q: dict[str, str] = {"class": self.code}
         if self.role == "instructor":
             q["teach"] = self.key
         else:
             q["seat"] = self.seat
         with contextlib.suppress(Exception):
-            loc.update_query(**q)
+            loc.update_query(**q)  # type: ignore[arg-type]  # Panel 1.9 types each value as a Mapping
 
     # -------------------------------------------------------- instructor
     def _view(self) -> dict:
@@ -454,7 +464,7 @@ class Classroom:
             cls["view"] = view
             return True
 
-        if self.store.update(self.code, change)["version"] != self._version:
+        if self._opened().update(self.code, change)["version"] != self._version:
             _notify(self.code)
 
     def _instructor_moved(self, *events) -> None:
@@ -465,7 +475,7 @@ class Classroom:
         s = self.state
         if s.trace is None:
             return
-        cls = self.store.get(self.code)
+        cls = self._opened().get(self.code)
         q = cls["question"]
         block = [s.by, s.bx]
         if q and q["source"] == s.source and q["block"] == block:
@@ -486,14 +496,14 @@ class Classroom:
             cls["question"], cls["revealed"], cls["answers"] = entry, False, {}
             return True
 
-        self.store.update(self.code, change)
+        self._opened().update(self.code, change)
         _notify(self.code)
         self.poll()
         self._publish_view()
 
     def reveal(self) -> None:
         """Reveal the current question to every page of the class, and keep its results."""
-        cls = self.store.get(self.code)
+        cls = self._opened().get(self.code)
         q = cls["question"]
         question = class_question(q)
         if question is None or cls["revealed"]:
@@ -518,14 +528,14 @@ class Classroom:
             )
             return True
 
-        self.store.update(self.code, change)
+        self._opened().update(self.code, change)
         _notify(self.code)
         self.poll()
         self._publish_view()
 
     def _csv(self):
         try:
-            return io.BytesIO(results_csv(self.store.get(self.code)).encode("utf-8"))
+            return io.BytesIO(results_csv(self._opened().get(self.code)).encode("utf-8"))
         except KeyError:
             return None
 
@@ -537,7 +547,7 @@ class Classroom:
         page of the same seat (the page before a reload); a stamp does not.
         """
         seat, page, cap, now = self.seat, self._page, self.cap, time.time()
-        full = []
+        full: list[bool] = []
 
         def change(cls):
             full.clear()  # a store may call change again (a conflict): decide afresh
@@ -551,7 +561,7 @@ class Classroom:
             cls["seats"][seat] = {"seen": now, "page": page}
             return True
 
-        self.store.update(self.code, change, bump=False)  # presence: pages follow nothing
+        self._opened().update(self.code, change, bump=False)  # presence: pages follow nothing
         self._last_seen = now
         if full:
             self._full()
@@ -576,7 +586,7 @@ class Classroom:
             return True
 
         with contextlib.suppress(KeyError, OSError):
-            self.store.update(self.code, change, bump=False)
+            self._opened().update(self.code, change, bump=False)
 
     def _live(self) -> bool:
         """Whether this page's session still has its browser's connection."""
@@ -623,7 +633,7 @@ class Classroom:
             cls.pop("instructor_left", None)
             return True
 
-        self.store.update(self.code, change, bump=back)
+        self._opened().update(self.code, change, bump=back)
 
     def _leave_class(self) -> None:
         """The instructor's page closed: note it in the class (unless a newer page teaches)."""
@@ -639,7 +649,7 @@ class Classroom:
             return True
 
         with contextlib.suppress(KeyError, OSError, StoreUnavailable):
-            self.store.update(self.code, change)
+            self._opened().update(self.code, change)
         _notify(self.code)
 
     def _full(self) -> None:
@@ -672,7 +682,7 @@ class Classroom:
             cls["answers"][seat] = entry
             return True
 
-        self.store.update(self.code, change)
+        self._opened().update(self.code, change)
         _notify(self.code)
 
     def _student_moved(self, *events) -> None:
@@ -709,7 +719,7 @@ class Classroom:
                 self._keep_seat()
                 if self.seat_state == "full":
                     return
-            cls = self.store.get(self.code)
+            cls = self._opened().get(self.code)
             if self.role == "instructor":
                 self._keep_class()
         except KeyError:
@@ -853,8 +863,8 @@ def _arg(name: str) -> str:
     v = args.get(name)
     if not v:
         return ""
-    v = v[0]
-    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+    first = v[0]
+    return first.decode("utf-8", "replace") if isinstance(first, bytes) else str(first)
 
 
 def class_session(dash):
