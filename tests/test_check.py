@@ -199,3 +199,28 @@ def test_bad_input_is_one_clear_error():
         vizmm.check(ck.grid_1d, 0, 4, 4, tile_width=T)
     with pytest.raises(vizmm.RecordError, match="over its"):
         vizmm.check(ck.grid_1d, width=512, tile_width=T)
+
+
+def test_cli_check_exit_codes_and_trace(tmp_path, capsys):
+    from pathlib import Path
+
+    from vizmm.cli import main
+
+    here = Path(__file__).resolve().parent / "check_kernels.py"
+    out = tmp_path / "checked.vizmm"
+    args = ["check", "--width", "4", "-t", "2", "-b", "simulator"]
+    assert main([*args[:1], f"{here}:transposed_tile", *args[1:], "-o", str(out)]) == 1
+    text = capsys.readouterr().out
+    # the first finding in full (derived in test_transposed_tile), the rest counted
+    assert "1. [error] wrong term: block (0,0), thread (0,1), phase 0, k=0" in text
+    assert "more wrong term" in text and "more wrong P" in text
+    # phase 0, k = 0 is step 6 of Fig. 5.8's replay: start, load M, load N, barrier 1
+    # arrivals, its release, k = 0
+    assert f"vizmm serve --traces {out}" in text
+    assert "trace=file%3Achecked.vizmm&by=0&bx=0&ty=0&tx=1&step=6" in text
+    assert vizmm.load(out).log_events.size
+    assert main(["check", f"{here}:grid_1d", *args[1:]]) == 0
+    assert "no findings" in capsys.readouterr().out
+    assert main(["check", "nothere.py:k", *args[1:]]) == 2
+    assert main(["check", "tiled", *args[1:]]) == 2
+    assert "FILE.py:NAME" in capsys.readouterr().err

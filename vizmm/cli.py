@@ -464,6 +464,78 @@ def cmd_record(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -------------------------------------------------------------------- check
+def add_check_parser(subparsers) -> None:
+    """Add ``vizmm check``."""
+    p = _subcommand(subparsers, cmd_check)
+    p.add_argument("kernel", metavar="FILE.py:NAME", help="a @cuda.jit kernel of your own")
+    size = p.add_mutually_exclusive_group(required=True)
+    size.add_argument("--shape", type=parse_shape, metavar="J,K,L", help="M is J x K, N is K x L")
+    size.add_argument("--width", type=int, metavar="W", help="square W x W matrices")
+    p.add_argument(
+        "--tile-width", "-t", type=int, required=True, metavar="T", help="TILE_WIDTH, 1 to 32"
+    )
+    p.add_argument("--backend", "-b", choices=BACKENDS, default="auto")
+    p.add_argument("--seed", type=_non_negative, default=0, help="seed of the inputs 0..9")
+    p.add_argument("--output", "-o", metavar="FILE", help="also write the trace here")
+    p.add_argument(
+        "--first", type=_non_negative, default=3, help="findings shown in full (default: 3)"
+    )
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Check a kernel of your own: what went wrong, in the book's terms.
+
+    Record the kernel (in a worker process, under limits) on seeded small
+    integers, trace every product it accumulated back through the shared
+    slot it was read from to the M and N elements stored there, and list
+    wrong terms, wrong P elements, races (two threads, one shared element,
+    no barrier between), out-of-bounds accesses, then warnings (uncoalesced,
+    bank conflicts) and information (global reads against Width/TILE_WIDTH).
+    The first few findings are printed in full, the rest counted. Exit code
+    0: no error found; 1: findings that are errors; 2: bad input.
+
+    Examples
+    --------
+    vizmm check mykernel.py:matrixMulKernel --width 4 --tile-width 2
+    vizmm check mykernel.py:matmul --shape 3,5,4 -t 2 -o checked.vizmm
+    """
+    from .checker import check
+    from .replay.block import Replay
+    from .replay.findings import finding_step, finding_url
+
+    if ".py:" not in args.kernel:
+        raise CLIError(
+            f"give the kernel as FILE.py:NAME (a Python file and the kernel's name), "
+            f"got {args.kernel!r}"
+        )
+    if args.shape is not None:
+        j, k, l = args.shape
+    else:
+        j = k = l = args.width
+    if args.output is not None:
+        check_writable(args.output)
+    report = check(args.kernel, j, k, l, tile_width=args.tile_width, backend=args.backend,
+                   seed=args.seed)  # fmt: skip
+    print(report.summary(first=args.first))
+    if args.output is not None:
+        data = report.trace.to_bytes()
+        path = atomic_write(args.output, data)
+        print(f"wrote {path} ({human_bytes(len(data))})")
+        if report.findings and report.findings[0].block is not None:
+            first = report.findings[0]
+            replay = Replay(report.trace, first.block)
+            name = os.path.basename(path)
+            print(
+                f"to see the first finding (step {finding_step(replay, first) + 1} of block "
+                f"{first.block}): vizmm serve --traces {path}, then open "
+                f"{finding_url(name, replay, first)}"
+            )
+    elif report.findings:
+        print("write the trace with -o FILE to see the findings in the dashboard")
+    return EXIT_OK if report.ok else EXIT_FAILURE
+
+
 # --------------------------------------------------------------------- info
 def add_info_parser(subparsers) -> None:
     """Add ``vizmm info``."""
@@ -1110,6 +1182,7 @@ def add_grade_parser(subparsers) -> None:
 #: One function per subcommand, each ``add(subparsers)``; see the module docstring.
 SUBCOMMANDS: list[Callable] = [
     add_record_parser,
+    add_check_parser,
     add_info_parser,
     add_table_parser,
     add_export_parser,
