@@ -224,3 +224,32 @@ def test_cli_check_exit_codes_and_trace(tmp_path, capsys):
     assert main(["check", "nothere.py:k", *args[1:]]) == 2
     assert main(["check", "tiled", *args[1:]]) == 2
     assert "FILE.py:NAME" in capsys.readouterr().err
+
+
+@pytest.mark.gpu
+def test_races_agree_with_racecheck(tmp_path):
+    """On a GPU: check's (block, slot) race sets equal racecheck's (scripts/check_racecheck.py)."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if shutil.which("compute-sanitizer") is None:
+        pytest.skip("compute-sanitizer is not on PATH")
+    script = Path(__file__).resolve().parents[1] / "scripts" / "check_racecheck.py"
+    out = tmp_path / "check-racecheck.json"
+    env = {k: v for k, v in __import__("os").environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    run = subprocess.run(
+        [sys.executable, str(script), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=env,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    import json
+
+    cases = {c["case"]: c for c in json.loads(out.read_text())["cases"]}
+    assert cases["book-both"]["check_slots"] == cases["book-both"]["racecheck_slots"] == 0
+    assert all(c["agree"] for c in cases.values())
