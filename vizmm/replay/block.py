@@ -35,7 +35,7 @@ import functools
 import re
 from collections.abc import Callable
 from functools import cached_property
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -1107,7 +1107,7 @@ class Replay:
 
     def _lab_marks(self, step: Step) -> dict:
         """The barrier lab's fields of a frame (see :class:`Frame`)."""
-        out = {
+        out: dict[str, Any] = {
             "struck_lines": self._struck,
             "drop_barrier": self.drop_barrier,
             "mds_wrong": None,

@@ -267,6 +267,6 @@ def substep_moment(trace: Trace, block: tuple[int, int], step: Step) -> int:
         A step number of ``Replay(trace, block)`` (0-based).
     """
     replay = Replay(trace, block)
-    if step.sub == Sub.PHASE:
+    if step.sub == Sub.PHASE and step.phase is not None:
         return replay.index_of(step.phase, Sub.LOAD_M)
     return replay.index_at(step)

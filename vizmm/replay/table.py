@@ -609,4 +609,5 @@ def frame_table(trace: Trace, block: tuple[int, int]) -> Table:
         When ``block`` was not recorded per thread.
     """
     max_terms = None if trace.tile_width <= 2 else 3
-    return build_table(trace, tuple(block), values=True, p_write=True, max_terms=max_terms)
+    by, bx = (int(v) for v in block)
+    return build_table(trace, (by, bx), values=True, p_write=True, max_terms=max_terms)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 __all__ = ["DRAWING_CACHE_MODULES", "DRAWING_CACHE_OBJECTS", "CacheRegistry", "CACHES"]
 
@@ -61,7 +62,7 @@ class CacheRegistry:
         self.modules = tuple(modules)
         self.objects = tuple(objects)
 
-    def functools_caches(self) -> Iterator[tuple[str, object]]:
+    def functools_caches(self) -> Iterator[tuple[str, Any]]:
         """``(qualified name, function)`` of every registered ``functools`` cache now loaded."""
         for name in self.modules:
             module = sys.modules.get(name)
@@ -71,7 +72,7 @@ class CacheRegistry:
                 ):
                     yield f"{name}.{attr}", obj
 
-    def _objects(self) -> Iterator[object]:
+    def _objects(self) -> Iterator[Any]:
         for module_name, attr in self.objects:
             module = sys.modules.get(module_name)
             if module is not None and hasattr(module, attr):
@@ -86,8 +87,8 @@ class CacheRegistry:
             The sum of the ``functools`` caches' ``currsize`` and the other
             objects' ``len()``.
         """
-        total = sum(f.cache_info().currsize for _, f in self.functools_caches())  # type: ignore[attr-defined]
-        return total + sum(len(o) for o in self._objects())  # type: ignore[arg-type]
+        total = sum(f.cache_info().currsize for _, f in self.functools_caches())
+        return total + sum(len(o) for o in self._objects())
 
     def unbounded(self) -> list[str]:
         """Registered ``functools`` caches without a ``maxsize`` (there should be none).
@@ -97,7 +98,7 @@ class CacheRegistry:
         list of str
             Their qualified names.
         """
-        return [n for n, f in self.functools_caches() if f.cache_info().maxsize is None]  # type: ignore[attr-defined]
+        return [n for n, f in self.functools_caches() if f.cache_info().maxsize is None]
 
     def clear(self) -> int:
         """Empty every registered cache; the entries dropped.
@@ -109,11 +110,11 @@ class CacheRegistry:
         """
         dropped = 0
         for obj in self._objects():
-            dropped += len(obj)  # type: ignore[arg-type]
-            obj.clear()  # type: ignore[attr-defined]
+            dropped += len(obj)
+            obj.clear()
         for _, func in self.functools_caches():
-            dropped += func.cache_info().currsize  # type: ignore[attr-defined]
-            func.cache_clear()  # type: ignore[attr-defined]
+            dropped += func.cache_info().currsize
+            func.cache_clear()
         return dropped
 
 
