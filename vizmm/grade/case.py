@@ -92,6 +92,8 @@ def _load(spec: dict):
     try:
         kern = load_kernel(f"{path}:{name}")
     except InstrumentError as exc:
+        if "MemoryError" in str(exc):
+            raise MemoryError from None
         raise SubmissionError(str(exc).replace(path, os.path.basename(path))) from None
     fn = _py_function(kern)
     if fn is None:
@@ -216,7 +218,9 @@ def run_case(spec: dict) -> dict[str, Any]:
     spec : dict
         ``submission`` (path), ``kernel``, ``signature`` (list of str),
         ``tile_width_name``, ``shape`` ([j, k, l]), ``tile_width``, ``seed``,
-        ``backend``, ``checks`` (names of :data:`CHECK_KINDS`), ``workdir``.
+        ``backend``, ``checks`` (names of :data:`CHECK_KINDS`), ``workdir``;
+        ``engine``: 'auto' (``vizmm.check`` where this vizmm has it) or
+        'record' (``vizmm.record`` and NumPy only).
 
     Returns
     -------
@@ -237,7 +241,7 @@ def run_case(spec: dict) -> dict[str, Any]:
         T, seed, backend = spec["tile_width"], spec["seed"], spec["backend"]
         checks = spec["checks"]
         findings: list[dict] = []
-        check = getattr(vizmm, "check", None)
+        check = getattr(vizmm, "check", None) if spec.get("engine", "auto") == "auto" else None
         if check is not None:
             report = check(kern, j, k, l, tile_width=T, backend=backend, seed=seed)
             trace = report.trace

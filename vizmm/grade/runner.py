@@ -179,7 +179,9 @@ def _signal_name(n: int) -> str:
         return f"signal {n}"
 
 
-def _run_child(assignment: Assignment, submission: str, case: Case, workdir: str) -> dict:
+def _run_child(
+    assignment: Assignment, submission: str, case: Case, workdir: str, engine: str = "auto"
+) -> dict:
     """Run one case's process; its result.json, or ``{"error": ...}`` saying how it ended."""
     spec = {
         "submission": os.path.abspath(submission),
@@ -192,6 +194,7 @@ def _run_child(assignment: Assignment, submission: str, case: Case, workdir: str
         "backend": assignment.backend,
         "checks": list(assignment.points),
         "workdir": workdir,
+        "engine": engine,
     }
     spec_path = os.path.join(workdir, "spec.json")
     with open(spec_path, "w", encoding="utf-8") as f:
@@ -272,11 +275,13 @@ def _checks(assignment: Assignment, result: dict) -> tuple[CheckResult, ...]:
     return tuple(out)
 
 
-def _grade_case(assignment: Assignment, submission: str, case: Case, root: str) -> CaseResult:
+def _grade_case(
+    assignment: Assignment, submission: str, case: Case, root: str, engine: str = "auto"
+) -> CaseResult:
     workdir = os.path.join(root, f"case{case.number}")
     os.makedirs(workdir, exist_ok=True)
     t0 = time.perf_counter()
-    result = _run_child(assignment, submission, case, workdir)
+    result = _run_child(assignment, submission, case, workdir, engine)
     seconds = time.perf_counter() - t0
     trace = result.get("trace")
     trace_path = os.path.join(workdir, trace) if isinstance(trace, str) else None
@@ -302,7 +307,10 @@ def _check_submission(path: str) -> None:
 
 
 def grade(
-    assignment: Assignment, submission: str | os.PathLike, workdir: str | None = None
+    assignment: Assignment,
+    submission: str | os.PathLike,
+    workdir: str | None = None,
+    engine: str = "auto",
 ) -> Grading:
     """Grade one submission on every case of the assignment (one child process per case).
 
@@ -315,6 +323,9 @@ def grade(
     workdir : str, optional
         Folder for the cases' traces (a new temporary folder by default;
         :meth:`Grading.cleanup` removes it).
+    engine : {'auto', 'record'}
+        'auto': ``vizmm.check``'s findings where this vizmm has it; 'record':
+        ``vizmm.record`` and NumPy only (race and bank conflicts not checked).
 
     Returns
     -------
@@ -327,7 +338,7 @@ def grade(
     ValueError
         When it is not a ``.py`` file.
     """
-    return grade_many(assignment, [submission], workdir=workdir, jobs=1)[0]
+    return grade_many(assignment, [submission], workdir=workdir, jobs=1, engine=engine)[0]
 
 
 def grade_many(
@@ -336,6 +347,7 @@ def grade_many(
     jobs: int | None = None,
     workdir: str | None = None,
     progress: Callable[[int, int], Any] | None = None,
+    engine: str = "auto",
 ) -> list[Grading]:
     """Grade several submissions, ``jobs`` cases at a time (default: one per core).
 
@@ -349,6 +361,8 @@ def grade_many(
         Folder holding one sub-folder per submission (default: a new temporary folder).
     progress : callable, optional
         Called as ``progress(done, total)`` after each case.
+    engine : {'auto', 'record'}
+        See :func:`grade`.
 
     Returns
     -------
@@ -360,6 +374,8 @@ def grade_many(
     FileNotFoundError, ValueError
         For a submission that is not a ``.py`` file that exists (before any case runs).
     """
+    if engine not in ("auto", "record"):
+        raise ValueError(f"engine must be 'auto' or 'record', got {engine!r}")
     paths = [os.fspath(p) for p in submissions]
     for p in paths:
         _check_submission(p)
@@ -371,7 +387,10 @@ def grade_many(
     t0 = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {
-            pool.submit(_grade_case, assignment, paths[i], case, roots[i]): (i, case.number)
+            pool.submit(_grade_case, assignment, paths[i], case, roots[i], engine): (
+                i,
+                case.number,
+            )
             for i, case in tasks
         }
         for done, fut in enumerate(concurrent.futures.as_completed(futures), 1):

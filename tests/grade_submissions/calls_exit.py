@@ -1,0 +1,5 @@
+"""Calls sys.exit when it is loaded."""
+
+import sys
+
+sys.exit(3)

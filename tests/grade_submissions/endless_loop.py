@@ -1,0 +1,4 @@
+"""Never finishes: a loop at import time."""
+
+while True:
+    pass
