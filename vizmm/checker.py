@@ -70,6 +70,7 @@ def check(
             raise RecordError(
                 f"check needs the sizes as integers >= 1 (j, k, l or width); {name} is {v!r}"
             )
+    assert isinstance(j, int) and isinstance(k, int) and isinstance(l, int)  # checked above
     if j * l > MAX_CHECK_ELEMENTS or j * k > MAX_CHECK_ELEMENTS or k * l > MAX_CHECK_ELEMENTS:
         raise RecordError(
             f"check records every thread in detail: M {j}x{k}, N {k}x{l} is over its "

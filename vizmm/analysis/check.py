@@ -63,6 +63,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ..trace import Trace
 from .transactions import bank_wavefronts
 
 __all__ = [
@@ -185,7 +186,7 @@ class CheckReport:
     """
 
     ok: bool
-    trace: object
+    trace: Trace
     findings: list
 
     @property
@@ -226,7 +227,7 @@ class CheckReport:
             lines.append(f"{i}. [{f.severity}] {f.kind}: {f.message}")
         rest = self.findings[first:]
         if rest:
-            left = defaultdict(int)
+            left: dict = defaultdict(int)
             for f in rest:
                 left[f.kind] += 1
             lines.append(
@@ -312,7 +313,7 @@ class _Log:
         for i, s in enumerate(self.space):
             if s != "shared":
                 continue
-            votes = defaultdict(int)
+            votes: dict = defaultdict(int)
             for s_ in range(self.ev.shape[0]):
                 e = self._valid(s_)
                 e = e[(e[:, f["op"]] == STORE) & (e[:, f["arr"]] == i)]
@@ -567,10 +568,10 @@ def _factor(L: _Log, e, nxt) -> tuple | None:
         if side not in (L.M, L.N):
             return None
         return (side, tag // TAG_ARRAYS, e)
-    side = L.role.get(a)
-    if side is None:
+    role = L.role.get(a)
+    if role is None:
         return None
-    return (side, tag, e)  # a zero-fill, never written or computed: a code < 0
+    return (role, tag, e)  # a zero-fill, never written or computed: a code < 0
 
 
 def _storer(L: _Log, s: int, e, before_epoch: int) -> tuple | None:
@@ -736,10 +737,10 @@ def _judge_terms(L: _Log, s, t, th, fm, fn, stores) -> list:
     cols = {nn[0] % l for _i, _m, nn in terms if nn[0] >= 0}
     if len(rows) == 1 and len(cols) == 1 and len(elems) == 1:
         (r,), (c,) = rows, cols
-        other = defaultdict(int)
+        theirs: dict = defaultdict(int)
         for q in range(k):
-            other[(r * k + q, q * l + c)] += 1
-        if have == other:
+            theirs[(r * k + q, q * l + c)] += 1
+        if have == theirs:
             return []
     out = []
     left = dict(needed)
@@ -758,7 +759,7 @@ def _judge_terms(L: _Log, s, t, th, fm, fn, stores) -> list:
         # the term the book's kernel multiplies at this phase and k
         q = (ph * T + kk) if ph is not None else kk
         r0, c0 = divmod(elems[0], l)
-        want = (r0 * k + q, q * l + c0)
+        want: tuple | None = (r0 * k + q, q * l + c0)
         if left.get(want, 0) <= 0:
             want = next((x for x, v in left.items() if v > 0), None)
         mw = "?" if m[0] < 0 else _el("M", m[0], k)
@@ -773,7 +774,10 @@ def _judge_terms(L: _Log, s, t, th, fm, fn, stores) -> list:
                 else f"; needed {_el('M', want[0], k)}\u00b7{_el('N', want[1], l)}"
             )
             msg = f"{where}: {mw}\u00b7{nw}{need}"
-        why, other, addr, marks = [], None, None, {"threads": (th,)}
+        why: list = []
+        other: tuple | None = None
+        addr: str | None = None
+        marks: dict = {"threads": (th,)}
         M_rc = [] if m[0] < 0 else [_rc(m[0], k)]
         N_rc = [] if nn[0] < 0 else [_rc(nn[0], l)]
         for side, x, need_el in (
@@ -886,7 +890,7 @@ def _transactions(L: _Log) -> list:
                 rows: dict = defaultdict(list)
                 for t, _n, i, _e in lanes:
                     rows[t // L.T].append(i)
-                need = set()
+                need: set = set()
                 for ids in rows.values():
                     lo, cnt = min(ids), len(set(ids))
                     need.update(
