@@ -56,7 +56,7 @@ import numpy as np
 from bokeh.core.properties import value
 
 from ..replay import CellState, Frame, SlotState, ThreadState
-from ..replay.table import Table, frame_table
+from ..replay.table import Table, block_table
 from ..trace import Access, Trace, ceil_div
 from ..trace.derived import kept, per_trace
 from . import palette as pal
@@ -1136,7 +1136,8 @@ def _measure_table(trace: Trace) -> tuple[float, int]:
     # first and last blocks have the shortest and longest indices; edges the odd loads
     sample = {tuple(b) for b in (blocks[:2] + blocks[-2:] + blocks[len(blocks) // 2 :][:1])}
     for b in sorted(sample):
-        table, keep, texts, heads, widths = _layout(frame_table(trace, tuple(b)), trace)
+        # built afresh and let go: table_extent keeps only the sizes
+        table, keep, texts, heads, widths = _layout(block_table(trace, (b[0], b[1])), trace)
         columns = [table.columns[i] for i in keep]
         fixed = sum(w for w, c in zip(widths, columns, strict=True) if c.phase is None)
         per = {}

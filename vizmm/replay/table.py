@@ -55,6 +55,7 @@ __all__ = [
     "Term",
     "Table",
     "TableCursor",
+    "block_table",
     "build_table",
     "frame_table",
 ]
@@ -582,15 +583,12 @@ def build_table(
     return Table(title, (by, bx), phases, tuple(columns), tuple(rows))
 
 
-@per_trace(maxsize=8)
-def frame_table(trace: Trace, block: tuple[int, int]) -> Table:
-    """The Fig. 5.8 table a replay's frames carry (:attr:`vizmm.replay.Frame.table`).
+def block_table(trace: Trace, block: tuple[int, int]) -> Table:
+    """The Fig. 5.8 table of one block as a replay's frames carry it, built afresh.
 
     Every phase, the Pvalue after each phase and the P store
     (:func:`build_table` with ``values=True, p_write=True``); Pvalue sums
-    shortened to 3 terms for TILE_WIDTH over 2. Built once per block and kept
-    with the trace (its last 8 blocks), so every page replaying a block
-    shares one table.
+    shortened to 3 terms for TILE_WIDTH over 2. :func:`frame_table` keeps it.
 
     Parameters
     ----------
@@ -611,3 +609,29 @@ def frame_table(trace: Trace, block: tuple[int, int]) -> Table:
     max_terms = None if trace.tile_width <= 2 else 3
     by, bx = (int(v) for v in block)
     return build_table(trace, (by, bx), values=True, p_write=True, max_terms=max_terms)
+
+
+@per_trace(maxsize=8)
+def frame_table(trace: Trace, block: tuple[int, int]) -> Table:
+    """The Fig. 5.8 table a replay's frames carry (:attr:`vizmm.replay.Frame.table`).
+
+    :func:`block_table`, built once per block and kept with the trace (its
+    last 8 blocks), so every page replaying a block shares one table.
+
+    Parameters
+    ----------
+    trace : Trace
+        A recording.
+    block : (by, bx)
+        A block recorded per thread.
+
+    Returns
+    -------
+    Table
+
+    Raises
+    ------
+    KeyError
+        When ``block`` was not recorded per thread.
+    """
+    return block_table(trace, block)
