@@ -466,7 +466,13 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 # -------------------------------------------------------------------- check
 def add_check_parser(subparsers) -> None:
-    """Add ``vizmm check``."""
+    """Add ``vizmm check``.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The ``vizmm`` parser's subcommands.
+    """
     p = _subcommand(subparsers, cmd_check)
     p.add_argument("kernel", metavar="FILE.py:NAME", help="a @cuda.jit kernel of your own")
     size = p.add_mutually_exclusive_group(required=True)
