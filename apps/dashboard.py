@@ -37,7 +37,7 @@ import threading
 import types
 import urllib.parse
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import panel as pn
 import param
@@ -976,7 +976,7 @@ class Dashboard(pn.viewable.Viewer):
         self._scenes: dict[tuple[bool, str, tuple | None], Scene] = {}
         self._scenes_of: Trace | None = None
         self._play_cb = None
-        self._job = None
+        self._job: dict[str, Any] | None = None
         self._job_cb = None
         #: ``hook(scene)`` for every new Bokeh scene, before it is shown (add-ons add glyphs).
         self.scene_hooks: list[Callable[[Scene], None]] = []
@@ -1084,7 +1084,11 @@ class Dashboard(pn.viewable.Viewer):
             toggle.param.watch(_relabel(toggle, name), "value")
             toggle.param.trigger("value")
         self.unfollow = pn.widgets.Button(label="stop following", width=120, visible=False)
-        self.unfollow.on_click(lambda e: s.param.update(ty=-1, tx=-1))
+
+        def unfollow(event) -> None:
+            s.param.update(ty=-1, tx=-1)
+
+        self.unfollow.on_click(unfollow)
         self.status_pane = pn.pane.HTML("", sizing_mode="stretch_width", height=22, margin=(0, 10))
         # each step in words, read out by screen readers; captions on a projector
         self.narration = Narration()
@@ -1108,7 +1112,12 @@ class Dashboard(pn.viewable.Viewer):
         self.record_form = RecordForm(on_record=self._record)
         self.upload = UploadBox(width=330)
         self.upload.param.watch(self._on_upload, "value")
-        self.upload.param.watch(lambda e: e.new and self.state.show(e.new), "refused")
+
+        def refused(event) -> None:
+            if event.new:
+                self.state.show(event.new)
+
+        self.upload.param.watch(refused, "refused")
         self.export_format, self.export_button, self.export_note = self._export_widgets()
         keys_md = "\n".join(f"| `{_KEY_NAMES.get(k, k)}` | {v} |" for k, v in KEYS.items())
         help_md = pn.pane.Markdown(
@@ -1197,6 +1206,8 @@ class Dashboard(pn.viewable.Viewer):
         return view
 
     def _on_tab(self, event) -> None:
+        if not isinstance(self.tabs, pn.Tabs):
+            return
         title = self.tabs._names[event.new]
         if title in self._tab_slots:
             self.view_objects[title]  # noqa: B018 - made when first shown
@@ -1225,6 +1236,7 @@ class Dashboard(pn.viewable.Viewer):
         fmt = pn.widgets.Select(
             label="format", options=formats, value=formats[0], width=120, disabled=not available
         )
+        btn: pn.widgets.FileDownload | pn.widgets.Button
         if available:
             btn = pn.widgets.FileDownload(
                 callback=self._export,
@@ -1377,6 +1389,8 @@ class Dashboard(pn.viewable.Viewer):
         loaded server, during which the page seemed not to react).
         """
         trace = self.state.trace
+        if trace is None:
+            raise RuntimeError("no trace is open: there is no scene to draw")
         if self._scenes_of is not trace:
             self._scenes, self._scenes_of = {}, trace
         fit = self._presenter_fit() if presenter else None
@@ -1554,6 +1568,9 @@ class Dashboard(pn.viewable.Viewer):
         from vizmm.export import export_bytes
 
         s = self.state
+        if s.trace is None:
+            s.show("Export: no trace is open.")
+            return io.BytesIO(b"vizmm: no trace is open\n")
         try:
             data = export_bytes(
                 s.trace,
