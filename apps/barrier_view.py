@@ -313,10 +313,14 @@ class HazardPanel(pn.viewable.Viewer):
         rows = [] if index is None else index[a : a + PAGE_ROWS].tolist()
         self._shown = rows
         found = None if index is None else self._findings()
-        lst = None if found is None else found.hazards
-        words = None if found is None else found.wrong
         every_block = self.block.value != _THIS_BLOCK
-        self.table.options = {row_label(lst, i, every_block, words): n for n, i in enumerate(rows)}
+        self.table.options = (
+            {}
+            if found is None
+            else {
+                row_label(found.hazards, i, every_block, found.wrong): n for n, i in enumerate(rows)
+            }
+        )
         self.table.value = []
         self.page_info.object = f"rows {a + 1:,}–{a + len(rows):,} of {n:,}" if n else "no rows"
         self.prev_page.disabled = self.page == 0
@@ -327,9 +331,10 @@ class HazardPanel(pn.viewable.Viewer):
         if len(picked) != 1:  # none (new rows) or several (a shift-click): stay
             return
         n = picked[0]
-        if not 0 <= n < len(self._shown) or self.state.replay is None:
+        found = self._findings()
+        if not 0 <= n < len(self._shown) or self.state.replay is None or found is None:
             return
-        row = self._findings().hazards.rows[self._shown[n]]
+        row = found.hazards.rows[self._shown[n]]
         replay = self.state.replay
         phase, k = int(row["phase"]), int(row["k"])
         try:

@@ -205,7 +205,11 @@ def replace_timer(timer, callback: Callable[[], object] | None, period_ms: int =
         timer.stop()
     if callback is None:
         return None
-    return pn.state.add_periodic_callback(callback, period=period_ms)
+
+    def call() -> None:  # what it returns (a tick's "still playing") is not Panel's
+        callback()
+
+    return pn.state.add_periodic_callback(call, period=period_ms)
 
 
 def play(

@@ -24,6 +24,7 @@ import math
 import weakref
 from collections.abc import Callable
 from functools import partial
+from typing import Literal
 
 import panel as pn
 
@@ -79,7 +80,7 @@ class QuestionMode:
         self.sent: set[tuple] | None = None
         self.quiz: list[Question] = []
         self.index = -1
-        self.answers: dict[int, list] = {}
+        self.answers: dict[int, list | None] = {}
         self.on_submit: Callable[[Question, set], None] | None = None
         #: The instructor's page of a class: shows the question and the answer, answers nothing.
         self.observer = False
@@ -440,7 +441,9 @@ class QuestionMode:
 
     # ------------------------------------------------------------- views
     def _marks(self) -> dict[str, dict[str, list]]:
-        out = {v: {"x": [], "y": [], "color": [], "dash": [], "label": []} for v in _CLICK_VIEWS}
+        out: dict[str, dict[str, list]] = {
+            v: {"x": [], "y": [], "color": [], "dash": [], "label": []} for v in _CLICK_VIEWS
+        }
 
         def add(pick, color, label):
             view = pick[0]
@@ -535,6 +538,7 @@ class QuestionMode:
         self.next_button.label = "Next question" if more else "Show the score"
         self.close_button.visible = self.revealed and self.on_submit is None
         if self.revealed:
+            kind: Literal["info", "secondary", "success", "danger"]
             if self.observer:
                 head, kind = "Revealed.", "info"
             elif self.correct is None:

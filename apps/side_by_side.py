@@ -344,7 +344,7 @@ class SideBySide(pn.viewable.Viewer):
     def _draw(self, *events) -> None:
         s = self.state
         st = s.status()
-        if st["ready"] and self._scenes is not None:
+        if st["ready"] and self._scenes is not None and s.lockstep is not None:
             fl, fr = s.lockstep.frames(s.step)
             left, right = self._scenes
             left.update(fl)

@@ -532,13 +532,14 @@ class HazardList:
             keep &= r["wrong"]
         return np.flatnonzero(keep)
 
-    def counts(self, index: np.ndarray) -> dict:
+    def counts(self, index: np.ndarray | slice) -> dict:
         """``{'RAW': hazards, 'WAR': hazards}`` in the rows ``index`` ((slot, writer) pairs).
 
         Parameters
         ----------
-        index : ndarray of int
-            Row numbers of :attr:`rows`, e.g. from :meth:`select`.
+        index : ndarray of int or slice
+            Row numbers of :attr:`rows`, e.g. from :meth:`select`; ``slice(None)``
+            for every row.
         """
         r = self.rows[index]
         return {k: int(r["count"][r["kind"] == k].sum()) for k in ("RAW", "WAR")}

@@ -871,7 +871,7 @@ class Replay:
         p_state = np.zeros((j, l), np.int8)
         m_thread = np.full((j, k), -1, np.int16)
         n_thread = np.full((k, l), -1, np.int16)
-        ghosts = {"M": [], "N": []}
+        ghosts: dict[str, list] = {"M": [], "N": []}
         last = cur if cur is not None else -1
         for p in range(last + 1):
             for name, grid_state, grid_thread in (

@@ -206,12 +206,12 @@ def place(
         note where the wish could not be kept.
     """
     if trace.kernel == "naive":
-        note = Note(NAIVE_REFUSAL[0].upper() + NAIVE_REFUSAL[1:] + ".", "danger")
-        return Place(None, dataclasses.replace(wanted, step=0), note)
+        refusal = Note(NAIVE_REFUSAL[0].upper() + NAIVE_REFUSAL[1:] + ".", "danger")
+        return Place(None, dataclasses.replace(wanted, step=0), refusal)
     if not len(trace.detail_blocks):
         return Place(None, dataclasses.replace(wanted, step=0), Note(NO_DETAIL, "warning"))
     block = (int(wanted.block[0]), int(wanted.block[1]))
-    note = None
+    note: Note | None = None
     old = previous.replay if previous is not None else None
     if old is not None and old.trace is not trace:
         old = None

@@ -229,8 +229,8 @@ class Table:
         return [c.name for c in self.columns]
 
     @property
-    def threads(self) -> list[tuple[int, int]]:
-        """``(ty, tx)`` of each row."""
+    def threads(self) -> list[tuple[int, int] | None]:
+        """``(ty, tx)`` of each row (None for a row of no one thread)."""
         return [row[0].thread for row in self.rows]
 
     def groups(self) -> list[tuple[str, int]]:
