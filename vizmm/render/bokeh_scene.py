@@ -101,12 +101,12 @@ VIEWS = (
 #: The sources each view draws from (keys of :func:`frame_columns`).
 SOURCE_NAMES = {
     "caption": ("caption",),
-    "M": ("M", "M_outline"),
-    "N": ("N", "N_outline"),
-    "P": ("P", "P_outline", "P_pvalue"),
-    "Mds": ("Mds", "Mds_bank"),
-    "Nds": ("Nds", "Nds_bank"),
-    "threads": ("threads", "warp_threads", "warps"),
+    "M": ("M", "M_outline", "M_finding"),
+    "N": ("N", "N_outline", "N_finding"),
+    "P": ("P", "P_outline", "P_pvalue", "P_finding"),
+    "Mds": ("Mds", "Mds_bank", "Mds_finding"),
+    "Nds": ("Nds", "Nds_bank", "Nds_finding"),
+    "threads": ("threads", "warp_threads", "warps", "threads_finding"),
     "legend": (),
     "source": ("source",),
     "counters": ("counters", "bars"),
@@ -145,6 +145,8 @@ _COLUMNS = {
     "blocks": ("x", "y", "by", "bx", *_PAINT, "status"),
     "table": ("x", "y", "w", "h", "tx", "fill", "line_color", "text", "text_color")
     + ("font_style", "note"),
+    # a finding of vizmm.check: outlines of what it marks (vizmm.replay.findings.Mark)
+    "finding": ("x", "y", "line_color", "line_dash", "role", "note"),
 }
 #: What hovering over a row of each kind of source says: Bokeh's ``(label, field)``
 #: tooltips, fields among the kind's columns; ``{name}`` is the figure's matrix.
@@ -175,6 +177,7 @@ _TOOLTIPS = {
     "warps": (("", "@label"),),
     "blocks": (("block", "(@by, @bx)"), ("", "@status")),
     "table": (("", "@note"),),
+    "finding": (("finding", "@note"),),
 }
 
 
@@ -193,6 +196,7 @@ _KIND = {
     "Mds_bank": "bank",
     "Nds_bank": "bank",
     "warp_threads": "cells",
+    **{f"{v}_finding": "finding" for v in ("M", "N", "P", "Mds", "Nds", "threads")},
 }
 
 
@@ -390,6 +394,8 @@ def frame_columns(
     makers["Mds_bank"] = lambda: _bank_columns(frame, "M", th)
     makers["Nds_bank"] = lambda: _bank_columns(frame, "N", th)
     makers["warp_threads"] = lambda: _warp_thread_columns(frame)
+    for view in ("M", "N", "P", "Mds", "Nds", "threads"):
+        makers[f"{view}_finding"] = lambda view=view: _finding_columns(frame, view, th)
     makers["warps"] = lambda: _warp_columns(frame, th)
     for name in SOURCE_ORDER:
         if name in want and name in makers:
@@ -598,6 +604,29 @@ def _outline_columns(frame: Frame, trace: Trace, name: str, th: pal.Palette) -> 
         ):
             for r, c0, c1 in getattr(o, f"{name.lower()}_{what}"):
                 add((c0 + c1) / 2, r + 0.5, float(c1 - c0), 1.0, color, width, dash)
+    return cols
+
+
+def _finding_columns(frame: Frame, view: str, th: pal.Palette) -> dict[str, list]:
+    """The outlines a selected finding of ``vizmm.check`` puts on ``view`` (:attr:`Frame.finding`).
+
+    What went wrong (``wrong``) solid in the finding's colour, what the
+    book's kernel uses there (``needed``) dashed in its own, a right factor
+    of a wrong term (``used``) dotted, the other thread (``other``) dashed.
+    """
+    cols = _columns_of("finding")
+    marks = frame.finding
+    if marks is None:
+        return cols
+    look = {
+        "wrong": (th.FINDING, "solid"),
+        "needed": (th.NEEDED, "dashed"),
+        "used": (th.FINDING, "dotted"),
+        "other": (th.FINDING, "dashed"),
+    }
+    for m in marks.of(view):
+        color, dash = look.get(m.role, (th.FINDING, "solid"))
+        _add_cell(cols, m.row, m.col, line_color=color, line_dash=dash, role=m.role, note=m.note)
     return cols
 
 
@@ -1018,6 +1047,9 @@ def _table_columns(
     current, done = cursor.current, cursor.done
     kind_fill = _table_kind_fill(th)
     focus_row = (frame.focus[0] * T + frame.focus[1]) if frame.focus is not None else -1
+    # a wrong term of vizmm.check: its thread's Pvalue cell of its phase, outlined
+    marked = frame.finding.table if frame.finding is not None else None
+    marked_cell = None if marked is None else (marked[0] * T + marked[1], marked[2], "pvalue")
 
     cols = _columns_of("table")
 
@@ -1077,6 +1109,9 @@ def _table_columns(
             note = _uni(cell.note or cell.text)
             if conceal and not (past or is_current) and c.role != "thread":
                 text = note = ""
+            elif marked_cell == (r, c.phase, c.role) and frame.finding is not None:
+                line, style = th.FINDING, "bold"
+                note = f"finding: {frame.finding.message} · {note}"
             add(xs[n], widths[n], y, text, fill, color, style, line, note)
     if more:
         y = len(rows) + 2
@@ -1745,6 +1780,7 @@ class Scene:
             if name == "P":
                 _hover(f, pv, "P_pvalue")
             _hover(f, g, "ghost", filters={"@name": ghost_rows})
+            self._finding_glyph(f, name)
             figs[name] = f
         top = [Spacer(width=figs["M"].width, height=10)] if "M" in figs else []
         parts = []
@@ -1756,6 +1792,23 @@ class Scene:
         if bottom:
             parts.append(row(*bottom))
         return column(*parts, spacing=0)
+
+    def _finding_glyph(self, f, view: str) -> None:
+        """Outlines of the selected finding over ``view``'s cells (``{view}_finding``)."""
+        r = self._adder(f)(
+            "Rect",
+            self.sources[f"{view}_finding"],
+            x="x",
+            y="y",
+            width=0.9,
+            height=0.9,
+            fill_alpha=0,
+            line_color="line_color",
+            line_dash="line_dash",
+            line_width=4 if view in ("Mds", "Nds", "threads") else 3,
+            name=f"vizmm-{view}-finding",
+        )
+        _hover(f, r, "finding")
 
     def _shared(self, name):
         T, s = self.trace.tile_width, self.sizes
@@ -1774,6 +1827,7 @@ class Scene:
         if s.scell >= 24:
             _centred_text(add, banks, f"{max(8, min(s.font - 2, int(s.scell * 0.17)))}px")
         _hover(f, bank, "bank")
+        self._finding_glyph(f, name)
         self.figures[name] = f
         return f
 
@@ -1822,6 +1876,7 @@ class Scene:
                 name="vizmm-ahead",
             )
         _hover(f, r, "threads")
+        self._finding_glyph(f, "threads")
         f.add_tools(TapTool(renderers=[r]))
         add(
             "Rect",

@@ -234,6 +234,10 @@ class Palette:
     AHEAD : str
         Barrier lab: the mark of a thread that ran ahead of another (a
         right-pointing triangle, so that its shape tells it too).
+    FINDING, NEEDED : str
+        A finding of ``vizmm.check`` in the replay: the outline of what went
+        wrong (the wrong factor, the racing pair, the out-of-bounds element,
+        the thread) and, dashed, of what the book's kernel uses there.
     WRONG : str
         Barrier lab: what a read of a wrong element touched (slots, threads,
         the Fig. 5.8 table's terms, P); the colour of a wrong element.
@@ -256,6 +260,8 @@ class Palette:
     WAVE_BANDS: tuple[str, str]
     NO_READS: str
     AHEAD: str = "#cc79a7"  # Okabe-Ito reddish purple
+    FINDING: str = "#aa3377"  # Paul Tol's wine: what a finding of vizmm.check marks
+    NEEDED: str = "#009e73"  # Okabe-Ito bluish green: what the book's kernel uses there
 
     FONT_FAMILY = FONT_FAMILY
     THREAD_STATE_LABELS = MappingProxyType(THREAD_STATE_LABELS)

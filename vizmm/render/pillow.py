@@ -748,11 +748,36 @@ class FrameRenderer:
                 self._draw_shared(img, draw, frame, self.panels[n])
         if "threads" in self.panels:
             self._draw_threads(img, draw, frame, self.panels["threads"])
+        if frame.finding is not None:
+            self._draw_finding(draw, frame.finding)
         if self.legend_entries:
             self._layout_legend(draw)
         return img
 
     __call__ = render
+
+    def _draw_finding(self, draw, marks) -> None:
+        """A finding of ``vizmm.check`` (:attr:`Frame.finding`), as the Bokeh scene draws it.
+
+        What went wrong solid in the finding's colour; what the book's kernel
+        uses there dashed in its own; a right factor of the wrong term and
+        the other thread dashed in the finding's colour.
+        """
+        for view in ("M", "N", "P", "Mds", "Nds", "threads"):
+            p = self.panels.get(view)
+            if p is None:
+                continue
+            width = max(3, round(p.cell * 0.12))
+            for m in marks.of(view):
+                if not (0 <= m.row < p.rows and 0 <= m.col < p.cols):
+                    continue  # an access outside the array: no cell to mark
+                color = _rgb(self.pal.NEEDED if m.role == "needed" else self.pal.FINDING)
+                if m.role == "wrong":
+                    self._outline(draw, p, m.row, m.col, 1, 1, color, width)
+                    continue
+                x0, y0 = p.x + m.col * p.cell, p.y + m.row * p.cell
+                box = (x0 + 1, y0 + 1, x0 + p.cell - 2, y0 + p.cell - 2)
+                self._dashed_rect(draw, box, color, width, max(3, p.cell // 5))
 
     def _draw_header(self, draw, frame: Frame):
         W, _ = self.size

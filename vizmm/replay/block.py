@@ -35,7 +35,7 @@ import functools
 import re
 from collections.abc import Callable
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -49,6 +49,9 @@ from ..analysis.transactions import (
 from ..trace import TILED_KERNELS, Access, LaunchShape, PWrite, Trace, ceil_div
 from ..trace.units import format_value
 from .table import Table, TableCursor, frame_table
+
+if TYPE_CHECKING:
+    from .findings import FindingMarks
 
 __all__ = [
     "Sub",
@@ -339,6 +342,10 @@ class Frame:
         this recording removed (``meta["drop_barrier"]``).
     transactions : TransactionsOverlay or None
         The memory-transactions view of this step (``Replay(transactions=True)``).
+    finding : vizmm.replay.findings.FindingMarks or None
+        A finding of ``vizmm.check`` to mark on M, N, P, Mds, Nds, the threads
+        and the Fig. 5.8 table (:func:`vizmm.replay.findings.with_finding`);
+        None: none is selected, or it is of another block.
     key : tuple
         What tells this frame from every other frame of its trace: the
         replay's ``(block, granularity, order, focus, transactions, warp)``
@@ -413,6 +420,7 @@ class Frame:
     struck_lines: tuple = ()
     drop_barrier: tuple = ()
     transactions: TransactionsOverlay | None = None
+    finding: FindingMarks | None = None
     key: tuple = ()
     table_of: Callable[[], Table] | None = dataclasses.field(default=None, repr=False)
 

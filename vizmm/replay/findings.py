@@ -4,15 +4,247 @@ A :class:`vizmm.analysis.check.Finding` names a block, a thread, a phase
 ``ph`` and a turn ``k`` of the k loop; the replay of that block (Fig. 5.8's
 steps) shows it at one step: a wrong term at its k-loop step, a race or an
 out-of-bounds tile load at the load of its tile (Mds: load M, Nds: load
-N), a wrong P at the write of P. Read by attributes only (no import of the
-analysis layer).
+N), a wrong P at the write of P. A finding is read by its attributes
+(``kind``, ``block``, ``thread``, ``phase``, ``k``, ``marks``, ``got``,
+``expected``, ``other``, ``message``).
+
+What a renderer marks for a finding is worked out here, once, from the
+finding's ``marks`` (:func:`finding_marks`): the wrong factor and the one the
+book's kernel multiplies, the racing pair, the out-of-bounds element, each a
+:class:`Mark` on M, N, P, Mds, Nds or the threads; :func:`with_finding`
+puts them on a frame of the finding's block (:attr:`Frame.finding`), and
+the Bokeh scene and the GIF frames draw them. :func:`trace_findings` lists a
+trace's findings once and keeps them with the trace.
 """
 
 from __future__ import annotations
 
-from .block import Replay, Sub
+import dataclasses
+from typing import NamedTuple
 
-__all__ = ["finding_step", "finding_url"]
+from ..trace.derived import per_trace
+from .block import Frame, Replay, Sub
+
+__all__ = [
+    "FindingMarks",
+    "Mark",
+    "finding_marks",
+    "finding_step",
+    "finding_url",
+    "trace_findings",
+    "with_finding",
+]
+
+#: The views a mark may name, as the Bokeh scene and the GIF frames call them.
+MARK_VIEWS = ("M", "N", "P", "Mds", "Nds", "threads")
+#: What a mark says: ``wrong`` (what the kernel used or did wrong), ``needed`` (what the
+#: book's kernel uses there instead), ``used`` (a right factor of the wrong term),
+#: ``other`` (the other thread: the racing one, or the one that stored the slot).
+MARK_ROLES = ("wrong", "needed", "used", "other")
+
+
+class Mark(NamedTuple):
+    """One element, slot or thread a finding marks.
+
+    Attributes
+    ----------
+    view : {'M', 'N', 'P', 'Mds', 'Nds', 'threads'}
+    row, col : int
+        The element ``(r, c)`` of M, N or P, the slot ``Mds[row][col]``, or the
+        thread ``(ty, tx)``.
+    role : {'wrong', 'needed', 'used', 'other'}
+        See :data:`MARK_ROLES`.
+    note : str
+        What it is, in words (a hover).
+    """
+
+    view: str
+    row: int
+    col: int
+    role: str
+    note: str
+
+
+@dataclasses.dataclass(frozen=True)
+class FindingMarks:
+    """What to mark for one finding in the replay of its block.
+
+    Attributes
+    ----------
+    index : int
+        The finding's number in :func:`trace_findings` (0-based).
+    kind : str
+        The finding's kind (``"wrong term"``, ``"race"``, ...).
+    block : (by, bx)
+    thread : (ty, tx) or None
+    message : str
+        The finding's sentence.
+    marks : tuple of Mark
+    table : (ty, tx, phase, k) or None
+        The Fig. 5.8 table's Pvalue cell holding a wrong term (its thread and
+        phase) and the term's ``k``; None for other kinds.
+    """
+
+    index: int
+    kind: str
+    block: tuple[int, int]
+    thread: tuple[int, int] | None
+    message: str
+    marks: tuple[Mark, ...]
+    table: tuple[int, int, int, int] | None = None
+
+    def of(self, view: str) -> list[Mark]:
+        """The marks on ``view`` (one of :data:`MARK_VIEWS`)."""
+        return [m for m in self.marks if m.view == view]
+
+
+@per_trace(maxsize=1)
+def trace_findings(trace) -> tuple:
+    """Every finding of ``trace`` (:func:`vizmm.analysis.check.findings`), worked out once.
+
+    Kept with the trace (:func:`vizmm.trace.derived.per_trace`), so every page
+    showing the trace shares one list.
+
+    Parameters
+    ----------
+    trace : vizmm.trace.Trace
+
+    Returns
+    -------
+    tuple of Finding
+        Ordered by when they happened; empty for a trace without an access log
+        (one not recorded through the instrumenter) or one whose kernel is not
+        a matrix multiplication of three global arrays.
+    """
+    from ..analysis.check import findings
+
+    if getattr(trace, "log_events", None) is None or not trace.log_events.size:
+        return ()
+    try:
+        return tuple(findings(trace))
+    except ValueError:
+        return ()
+
+
+def _sub(name: str, r: int, c: int) -> str:
+    return f"{name}_{{{r},{c}}}"
+
+
+def finding_marks(finding, index: int = 0) -> FindingMarks | None:
+    """The marks of ``finding`` in its block's replay (None: a finding of no block).
+
+    A wrong term marks the factors multiplied (``wrong`` where a factor is
+    not the book's, ``used`` where it is), the factors the book's kernel
+    multiplies there (``needed``), the slots of Mds and Nds they were read
+    from, the thread (``wrong``) and the thread that stored the wrong slot
+    (``other``), and the Fig. 5.8 table's cell of that term; a missing term
+    marks its factors as ``needed`` and its P element. A race marks the
+    slot and both threads, an out-of-bounds access the element and the
+    thread, a wrong P the element and the thread that stored it.
+
+    Parameters
+    ----------
+    finding : Finding
+        A finding of :func:`vizmm.analysis.check.findings`.
+    index : int
+        Its number in the trace's list (:func:`trace_findings`).
+
+    Returns
+    -------
+    FindingMarks or None
+    """
+    if finding.block is None:
+        return None
+    marks = dict(getattr(finding, "marks", {}) or {})
+    kind = finding.kind
+    thread = None if finding.thread is None else tuple(int(v) for v in finding.thread)
+    out: list[Mark] = []
+    table = None
+    if kind == "wrong term":
+        got = finding.got or (None, None)
+        want = finding.expected or (None, None)
+        for side, view in ((0, "M"), (1, "N")):
+            g, w = got[side], want[side]
+            if g is not None:
+                role = "used" if w is not None and tuple(g) == tuple(w) else "wrong"
+                words = "multiplied" + ("" if role == "used" else ", not the book's factor")
+                out.append(Mark(view, int(g[0]), int(g[1]), role, f"{_sub(view, *g)}: {words}"))
+                slots = marks.get(f"{view}ds", ())
+                for r, c in slots:
+                    out.append(
+                        Mark(
+                            f"{view}ds",
+                            int(r),
+                            int(c),
+                            role,
+                            f"{view}ds[{r}][{c}] held {_sub(view, *g)}, read for this term",
+                        )
+                    )
+            if w is not None and (g is None or tuple(g) != tuple(w)):
+                out.append(
+                    Mark(
+                        view,
+                        int(w[0]),
+                        int(w[1]),
+                        "needed",
+                        f"{_sub(view, *w)}: the factor the book's kernel multiplies here",
+                    )
+                )
+        if finding.got is None:
+            for r, c in marks.get("P", ()):
+                out.append(Mark("P", int(r), int(c), "wrong", f"{_sub('P', r, c)}: a term missing"))
+        elif thread is not None and finding.phase is not None:
+            table = (thread[0], thread[1], int(finding.phase), int(finding.k or 0))
+    else:
+        for view in ("M", "N", "P", "Mds", "Nds"):
+            for r, c in marks.get(view, ()):
+                name = f"{view}[{r}][{c}]" if view.endswith("ds") else _sub(view, r, c)
+                out.append(Mark(view, int(r), int(c), "wrong", f"{name}: {kind}"))
+    other = getattr(finding, "other", None)
+    seen: set = set()
+    for ty, tx in marks.get("threads", ()) or ((thread,) if thread else ()):
+        who = (int(ty), int(tx))
+        if who in seen:
+            continue
+        seen.add(who)
+        if who == thread:
+            out.append(Mark("threads", *who, "wrong", f"thread ({who[0]},{who[1]}): the finding's"))
+        else:
+            why = (
+                "the other thread of the race"
+                if kind == "race"
+                else "stored the slot the wrong factor was read from"
+                if other is not None and tuple(other) == who
+                else "involved"
+            )
+            out.append(Mark("threads", *who, "other", f"thread ({who[0]},{who[1]}): {why}"))
+    block = tuple(int(v) for v in finding.block)
+    return FindingMarks(
+        index, kind, (block[0], block[1]), thread, finding.message, tuple(out), table
+    )
+
+
+def with_finding(frame: Frame, marks: FindingMarks | None) -> Frame:
+    """``frame`` with ``marks`` on it (:attr:`Frame.finding`) when it shows the finding's block.
+
+    Parameters
+    ----------
+    frame : Frame
+        A frame of any block's replay.
+    marks : FindingMarks or None
+        The selected finding's marks (:func:`finding_marks`); None: none.
+
+    Returns
+    -------
+    Frame
+        ``frame`` itself when there is nothing to mark on its block; else a
+        copy whose :attr:`Frame.key` names the finding too (renderers share
+        work between frames of equal keys).
+    """
+    if marks is None or tuple(frame.block) != marks.block:
+        return frame
+    key = (*frame.key, ("finding", marks.index)) if frame.key else ()
+    return dataclasses.replace(frame, finding=marks, key=key)
 
 
 def finding_step(replay: Replay, finding) -> int:
