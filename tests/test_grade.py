@@ -286,3 +286,42 @@ def test_the_example_assignment_reads():
     a = load_assignment(REPO / "examples" / "assignment.toml")
     assert [c.hidden for c in a.cases] == [False, False, True]
     assert a.feedback == "pictures" and a.backend == "simulator"
+
+
+RACE = """
+[assignment]
+kernel = "matmul"
+time_limit_s = 60
+[points]
+exact_p = 1
+no_race = 2
+[[case]]
+width = 4
+tile_width = 2
+"""
+
+
+def test_graded_through_check_a_missing_barrier_loses_the_race_points(tmp_path):
+    # Through vizmm.check (engine 'auto'): without the barrier after the tile loads,
+    # thread (0,0)'s k loop reads Mds[0][1] in the same barrier epoch in which thread
+    # (0,1) stores it -- a race by epoch, whatever order this run took. The book's
+    # kernel, with both barriers, has none.
+    a = _assignment(tmp_path, RACE)
+    book = grade(a, SUBS / "correct_book.py", workdir=str(tmp_path / "w1"))
+    racy = grade(a, SUBS / "missing_barrier.py", workdir=str(tmp_path / "w2"))
+    book_doc, racy_doc = gradescope_results(book), gradescope_results(racy)
+    _validate(racy_doc)
+    assert book_doc["score"] == 3
+    (test,) = racy_doc["tests"]
+    lines = test["output"].splitlines()
+    race_line = next(line for line in lines if "race" in line.lower())
+    assert "(0/2)" in race_line, test["output"]
+    assert "Mds" in test["output"] or "Nds" in test["output"], test["output"]
+    assert racy_doc["score"] <= 1
+    # the lines are named as the student's editor numbers them: the store into Mds
+    # and the k loop's read, found in the file itself
+    text = (SUBS / "missing_barrier.py").read_text().splitlines()
+    store = 1 + next(i for i, t in enumerate(text) if "Mds[ty, tx] = M[" in t)
+    read = 1 + next(i for i, t in enumerate(text) if "Pvalue += Mds" in t)
+    assert f"(line {store}: Mds[ty, tx] = M[" in test["output"], test["output"]
+    assert f"(line {read})" in test["output"], test["output"]

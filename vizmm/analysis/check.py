@@ -308,6 +308,8 @@ class _Log:
         self.blocks = [tuple(int(x) for x in b) for b in trace.detail_blocks]
         self.gx = -(-self.l // self.T)
         self.source = str(meta.get("source", "")).splitlines()
+        # the log counts lines within the kernel's source; a message names the file's line
+        self.first_line = int(meta.get("source_first_line", 1))
         # roles of the shared arrays: the source array most of their stores copy
         self.role: dict = {}
         for i, s in enumerate(self.space):
@@ -336,6 +338,10 @@ class _Log:
     def rank(self, s: int) -> int:
         by, bx = self.blocks[s]
         return by * self.gx + bx
+
+    def at(self, ln: int) -> int:
+        """Line ``ln`` of the kernel's source as its file numbers it."""
+        return int(ln) + self.first_line - 1
 
     def line(self, ln: int) -> str:
         ln = int(ln)
@@ -443,15 +449,15 @@ def _races(L: _Log) -> list:
             held = L.tag_words(int(st[3][f["tag"]]))
             if o[2] == LOAD:
                 what = (
-                    f"thread ({tot[0]},{tot[1]}) read it (line {lot}) and found "
+                    f"thread ({tot[0]},{tot[1]}) read it (line {L.at(lot)}) and found "
                     f"{L.tag_words(int(o[3][f['tag']]))}"
                 )
             else:
-                what = f"thread ({tot[0]},{tot[1]}) stored it too (line {lot})"
+                what = f"thread ({tot[0]},{tot[1]}) stored it too (line {L.at(lot)})"
             ph = phase_of.get((st[1], st[0]), -1)
             msg = (
                 f"{label} race on {addr} in block ({by},{bx}), phase {max(ph, 0)}: thread "
-                f"({tst[0]},{tst[1]}) stored {held} (line {lst}: {L.line(lst)}) and {what} "
+                f"({tst[0]},{tst[1]}) stored {held} (line {L.at(lst)}: {L.line(lst)}) and {what} "
                 f"with no cuda.syncthreads() between them"
             )
             role = L.role.get(a)
@@ -508,7 +514,7 @@ def _out_of_bounds(L: _Log) -> list:
                         nr, nc = L.dims[a]
                         size = f" ({nr} x {nc} = {nr * nc} elements)"
                     msg = (
-                        f"{verb} of {name} at {at} is outside {name}{size} (line {ln}: "
+                        f"{verb} of {name} at {at} is outside {name}{size} (line {L.at(ln)}: "
                         f"{L.line(ln)}); it was not performed"
                         + (" (the load gave 0)" if op == LOAD else "")
                     )
@@ -518,7 +524,7 @@ def _out_of_bounds(L: _Log) -> list:
                         continue
                     msg = (
                         f"{verb} of {name} at {at}: ({r}, {c}) is outside {name}'s {nr} x {nc} "
-                        f"elements, and the flat index is {_el(name, idx, nc)} (line {ln}: "
+                        f"elements, and the flat index is {_el(name, idx, nc)} (line {L.at(ln)}: "
                         f"{L.line(ln)}): the row wraps, as in Fig. 5.11"
                     )
                     marks[name] = (_rc(idx, nc),)
@@ -654,7 +660,7 @@ def _terms_and_p(L: _Log) -> list:
             th = L.thread(t)
             msg = (
                 f"P_{{{r},{c}}} = {got:g} stored by thread ({th[0]},{th[1]}) of block "
-                f"({by},{bx}) (line {ln}: {L.line(ln)}); M\u00b7N gives {want:g}"
+                f"({by},{bx}) (line {L.at(ln)}: {L.line(ln)}); M\u00b7N gives {want:g}"
             )
             hit = np.argwhere(np.isclose(ref, got, rtol=1e-6, atol=0.0))
             mine = (by * T + th[0], bx * T + th[1])
@@ -847,7 +853,7 @@ def _judge_terms(L: _Log, s, t, th, fm, fn, stores) -> list:
                     kk,
                     f"block ({by},{bx}), thread ({th[0]},{th[1]}), {where}: "
                     f"{_el('M', mi, k)}\u00b7{_el('N', ni, l)} of P_{{{r},{c}}} was never "
-                    f"accumulated (term missing) before P was stored (line {ln})",
+                    f"accumulated (term missing) before P was stored (line {L.at(ln)})",
                     expected=(_rc(mi, k), _rc(ni, l)),
                     got=None,
                     lines=(ln,),
@@ -928,7 +934,7 @@ def _transactions(L: _Log) -> list:
         n = count[(kind, ln)]
         verb = "load" if op == LOAD else "store"
         msg = (
-            f"line {ln} ({L.line(ln)}), {verb} of {L.arrays[a]}: warp {warp} of block "
+            f"line {L.at(ln)} ({L.line(ln)}), {verb} of {L.arrays[a]}: warp {warp} of block "
             f"({by},{bx}) made {detail}" + (f"; {n - 1} more such request(s)" if n > 1 else "")
         )
         out.append(

@@ -139,6 +139,10 @@ class Instrumented:
         statically (a count launch is needed).
     seconds : float
         How long the rewrite and the compile's first step took (s).
+    first_line : int
+        The line of its file where :attr:`source` starts (1 for source
+        text): the log's line numbers count within :attr:`source`, and
+        ``line + first_line - 1`` is the file's line.
     """
 
     name: str
@@ -153,6 +157,7 @@ class Instrumented:
     dynamic_shared: int
     after_reads: Mapping[int, bool]
     seconds: float
+    first_line: int = 1
 
     def array_id(self, name: str) -> int:
         """The log's id of array ``name``."""
@@ -224,8 +229,12 @@ def _is_cuda_kernel(obj) -> bool:
     return ("numba" in mod or "cuda" in mod) and _py_function(obj) is not None
 
 
-def kernel_source(kernel) -> tuple[ast.FunctionDef, str, dict]:
-    """``(FunctionDef, dedented source, namespace)`` of a kernel (closure constants included).
+def kernel_source(kernel) -> tuple[ast.FunctionDef, str, dict, int]:
+    """``(FunctionDef, dedented source, namespace, first line)`` of a kernel.
+
+    The namespace has the closure's constants too; the first line is where
+    the source starts in its file (its first decorator; 1 for source text),
+    so that a line of the source is named as the person's editor numbers it.
 
     Raises
     ------
@@ -236,7 +245,7 @@ def kernel_source(kernel) -> tuple[ast.FunctionDef, str, dict]:
     if isinstance(kernel, str):
         if "def " in kernel:  # source text
             text = textwrap.dedent(kernel)
-            return _parse(text, "<kernel source>"), text, {}
+            return _parse(text, "<kernel source>"), text, {}, 1
         kernel = load_kernel(kernel)
     fn = _py_function(kernel)
     if fn is None:
@@ -248,7 +257,8 @@ def kernel_source(kernel) -> tuple[ast.FunctionDef, str, dict]:
         # a plain function: accepted only when its source says @cuda.jit
         pass
     try:
-        text = textwrap.dedent(inspect.getsource(fn))
+        lines, first = inspect.getsourcelines(fn)
+        text = textwrap.dedent("".join(lines))
     except (OSError, TypeError) as exc:
         raise InstrumentError(
             f"the source of kernel {fn.__name__!r} cannot be read: {exc}"
@@ -267,7 +277,7 @@ def kernel_source(kernel) -> tuple[ast.FunctionDef, str, dict]:
                 namespace[name] = cell.cell_contents
             except ValueError:  # an empty cell
                 pass
-    return tree, text, namespace
+    return tree, text, namespace, max(1, int(first))
 
 
 def _parse(text: str, filename: str) -> ast.FunctionDef:
@@ -929,7 +939,7 @@ def instrument(
         the instrumenter does not take (the message names the line).
     """
     t0 = time.perf_counter()
-    tree, text, namespace = kernel_source(kernel)
+    tree, text, namespace, first_line = kernel_source(kernel)
     from vizmm_kernels import _target
 
     base = {"cuda": _target.cuda, "float32": _target.float32, "int32": _target.int32, "math": math}
@@ -949,6 +959,7 @@ def instrument(
         int(dynamic_shared),
         tuple(sorted((dtypes or {}).items())),
         _target.NAME,
+        first_line,
     )
     hit = _CACHE.get(key)
     if hit is not None:
@@ -982,6 +993,7 @@ def instrument(
         dynamic_shared=int(dynamic_shared),
         after_reads=dict(rw.after_reads),
         seconds=time.perf_counter() - t0,
+        first_line=first_line,
     )
     _CACHE[key] = out
     return out

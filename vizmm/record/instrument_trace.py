@@ -53,10 +53,12 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
         inst = book_kernel(name, T, job.drop_barrier, shared_loads=job.reads)
         scalars = K.launch_dims(name, j, k, l, T)
         source = plain_source(name)
+        first_line = 1
         figure = K.FIGURES[name]
     else:
         inst = I.instrument(kernel, shared_loads=job.reads)
         source = inst.source
+        first_line = inst.first_line
         figure = f"user kernel {inst.name}"
     own = inst.params
     if kernel is not None:
@@ -95,6 +97,7 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
         "kernel": name,
         "figure": figure,
         "source": source,
+        "source_first_line": first_line,
         "tile_width": T,
         "j": j,
         "k": k,

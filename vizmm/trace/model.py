@@ -349,6 +349,8 @@ def _access_log(v, launch) -> bool:
 _OPTIONAL_META = {
     "figure": (_text(MAX_META_TEXT), f"text of at most {MAX_META_TEXT} characters"),
     "source": (_text(MAX_META_SOURCE), f"text of at most {MAX_META_SOURCE} characters"),
+    # where "source" starts in its file: a logged line n is the file's n + this - 1
+    "source_first_line": (_int_in(1, 10**7), "an integer from 1 to 10,000,000"),
     "seed": (_int_in(0), "an integer >= 0"),
     "inputs": (lambda v, launch: v in ("seeded", "given"), "'seeded' or 'given'"),
     "tile_width_from": (_text(MAX_META_TEXT), f"text of at most {MAX_META_TEXT} characters"),
