@@ -49,10 +49,12 @@ from vizmm.render.bokeh_scene import Scene, slot_label  # noqa: E402
 from vizmm.replay import (  # noqa: E402
     GRANULARITIES,
     ORDERS,
+    Frame,
     Replay,
     SlotState,
     ThreadState,
 )
+from vizmm.replay.findings import finding_marks, trace_findings, with_finding  # noqa: E402
 from vizmm.replay.narration import narrate  # noqa: E402
 from vizmm.replay.navigator import Place, Position, clamp, past_the_end, place  # noqa: E402
 from vizmm.serve import catalogue  # noqa: E402
@@ -61,7 +63,14 @@ from vizmm.trace import (  # noqa: E402
     TILED_KERNELS,
     Trace,
 )
-from vizmm_apps import barrier_view, classroom, large_view, occupancy_view, quiz  # noqa: E402
+from vizmm_apps import (  # noqa: E402
+    barrier_view,
+    classroom,
+    findings_view,
+    large_view,
+    occupancy_view,
+    quiz,
+)
 from vizmm_apps.access import Narration, PageLandmarks, opened_theme, page_css  # noqa: E402
 from vizmm_apps.keys import KeyboardShortcuts, PageTheme  # noqa: E402
 from vizmm_apps.parts import (  # noqa: E402
@@ -170,6 +179,13 @@ class DashboardState(param.Parameterized):
     )
     busy = param.String(default="", precedence=-1, doc="What is being loaded or recorded.")
     progress = param.Integer(default=-1, precedence=-1, doc="Percent done, -1 unknown.")
+    finding = param.Integer(
+        default=-1,
+        bounds=(-1, None),
+        precedence=-1,
+        doc="The selected finding of vizmm check (vizmm.replay.findings.trace_findings), "
+        "marked on its block's frames; -1: none.",
+    )
 
     _WATCHED: ClassVar[list[str]] = [
         "trace",
@@ -181,6 +197,7 @@ class DashboardState(param.Parameterized):
         "order",
         "step",
         "transactions",
+        "finding",
     ]
 
     def __init__(self, loader: Callable[[str], None] | None = None, **params):
@@ -328,7 +345,7 @@ class DashboardState(param.Parameterized):
             if moved:
                 self._set_quietly(**moved)
                 names |= set(moved) | {"step"}
-        if names == {"step"}:
+        if names <= {"step", "finding"}:
             self._show_step()
             return
         self._rebuild(names)
@@ -348,6 +365,8 @@ class DashboardState(param.Parameterized):
         if trace is None:
             self.replay, self.frame, self._place = None, None, None
             return
+        if "trace" in names and "finding" not in names:
+            self._set_quietly(finding=-1)  # a finding of the trace shown before
         transactions = self.transactions and trace.kernel != "naive"
         if transactions and len(trace.detail_blocks):
             try:
@@ -385,7 +404,7 @@ class DashboardState(param.Parameterized):
         )
         if self.message_kind == "danger":
             self.message = ""
-        self.frame = placed.replay.frame(shown.step)
+        self.frame = self._framed(placed.replay.frame(shown.step))
 
     def _show_step(self) -> None:
         if self.replay is None:
@@ -394,7 +413,16 @@ class DashboardState(param.Parameterized):
         if self.step >= n:
             self.show(past_the_end(self.step, n), "info")
             self._set_quietly(step=n - 1)
-        self.frame = self.replay.frame(self.step)
+        self.frame = self._framed(self.replay.frame(self.step))
+
+    def _framed(self, frame: Frame) -> Frame:
+        """``frame`` with the selected finding marked on it (its block's frames only)."""
+        if self.finding < 0 or self.trace is None:
+            return frame
+        found = trace_findings(self.trace)  # worked out already: the list was shown
+        if self.finding >= len(found):
+            return frame
+        return with_finding(frame, finding_marks(found[self.finding], self.finding))
 
     # ------------------------------------------------------- navigation
     def go(self, step: int) -> None:
@@ -1168,7 +1196,14 @@ class Dashboard(pn.viewable.Viewer):
             sizing_mode="stretch_width",
         )
         self.hazards = barrier_view.HazardPanel(self.state)
-        tabs = [("Block replay", pn.Column(self.scene_pane, self.hazards, scroll=False))]
+        # vizmm check's findings of the trace (hidden when it has none)
+        self.findings = findings_view.FindingsPanel(self.state, served=self._served)
+        tabs = [
+            (
+                "Block replay",
+                pn.Column(self.scene_pane, self.findings, self.hazards, scroll=False),
+            )
+        ]
         # The other tabs are made when first shown (most visitors never open them):
         # a new session builds only what its first page shows.
         self._tab_slots = {title: pn.Column(sizing_mode="stretch_width") for title, _ in self.views}
