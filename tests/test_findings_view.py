@@ -95,7 +95,8 @@ def test_dashboard_list_click_marks_scene_and_table(checked):
     assert list(zip(nds["y"], nds["x"], strict=True)) == [(0.5, 1.5)]  # Nds[0][1]
     assert list(nds["line_color"]) == [light.FINDING]
     n = src["N_finding"].data
-    assert {(y - 0.5, x - 0.5, c) for y, x, c in zip(n["y"], n["x"], n["line_color"])} == {
+    cells = zip(n["y"], n["x"], n["line_color"], strict=True)
+    assert {(y - 0.5, x - 0.5, c) for y, x, c in cells} == {
         (1, 0, light.FINDING),
         (0, 1, light.NEEDED),
     }
@@ -157,7 +158,8 @@ def _source_js(key: str, columns: list[str], flag: str) -> str:
   const out = [];
   for (const m of Bokeh.documents[0].all_models) {{
     const d = m.data;
-    if (d && Array.isArray(get(d, "{key}")) && Array.isArray(get(d, "{flag}"))) out.push({{{cols}}});
+    const has = (k) => Array.isArray(get(d, k));
+    if (d && has("{key}") && has("{flag}")) out.push({{{cols}}});
   }}
   return out;
 }}"""

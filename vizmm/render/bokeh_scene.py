@@ -884,29 +884,48 @@ def struck_out(line: str) -> str:
 def _counter_columns(
     frame: Frame, trace: Trace, th: pal.Palette
 ) -> tuple[dict[str, list], dict[str, list]]:
+    """The counters view's lines and its two bars, each under its own heading.
+
+    The global loads' heading stands over their numbers and the tiled/naive
+    bars; CGMA and the followed thread's Pvalue come below the bars. Before
+    any product (no tile pair loaded yet: ``terms_loaded`` 0) there is no
+    ratio nor CGMA to give, and the lines say so; with no thread followed,
+    no thread is named.
+    """
     T = trace.tile_width
     loads, naive = frame.loads_so_far, frame.naive_loads_so_far
-    ratio = f"{naive / loads:.1f}x fewer" if loads else "-"
-    fy, fx = frame.focus if frame.focus is not None else (0, 0)
-    who = "followed thread" if frame.focus is not None else "thread"
-    pvs = []
-    for ph in range(frame.phase_pvalues.shape[0]):
-        v = float(frame.phase_pvalues[ph, fy, fx])
-        pvs.append(f"ph {ph}: {'-' if math.isnan(v) else _fmt(v)}")
-    lines: list[tuple[str, str, str]] = [
+    product = frame.terms_loaded > 0
+    ratio = f"{naive / loads:.1f}x fewer" if product and loads else "no product yet"
+    loads_lines: list[tuple[str, str, str]] = [
         ("Global loads of M, N (this block)", "bold", th.TEXT),
         (f"  tiled kernel so far   {loads:>7d}", "normal", th.TEXT),
         (f"  naive kernel, same    {naive:>7d}", "normal", th.MUTED),
         (f"  -> {ratio} (TILE_WIDTH = {T})", "normal", th.TEXT),
-        # Two lines: as one (49 characters) it would not fit the view's COUNTER_CHARS.
-        (f"CGMA {frame.cgma / 4:.2f} OP/B ({frame.cgma:.2f} FLOP/load)", "bold", th.TEXT),
-        ("  naive kernel         0.25 OP/B", "normal", th.MUTED),
-        (f"Pvalue of {who} ({fy},{fx}) after", "bold", th.TEXT),
     ]
-    for i in range(0, max(1, len(pvs)), PHASES_PER_LINE):
-        lines.append(("  " + "   ".join(pvs[i : i + PHASES_PER_LINE]), "normal", th.TEXT))
-    counters = _text_lines(lines)
-    # Bars: loads so far against the naive count, scaled to the block's naive total.
+    # Two lines: as one (49 characters) it would not fit the view's COUNTER_CHARS.
+    cgma = f"CGMA {frame.cgma / 4:.2f} OP/B ({frame.cgma:.2f} FLOP/load)"
+    lines: list[tuple[str, str, str]] = [
+        (cgma if product else "CGMA: no product yet", "bold", th.TEXT),
+        ("  naive kernel         0.25 OP/B", "normal", th.MUTED),
+    ]
+    if frame.focus is not None:
+        fy, fx = frame.focus
+        pvs = []
+        for ph in range(frame.phase_pvalues.shape[0]):
+            v = float(frame.phase_pvalues[ph, fy, fx])
+            pvs.append(f"ph {ph}: {'-' if math.isnan(v) else _fmt(v)}")
+        lines.append((f"Pvalue of followed thread ({fy},{fx}) after", "bold", th.TEXT))
+        for i in range(0, max(1, len(pvs)), PHASES_PER_LINE):
+            lines.append(("  " + "   ".join(pvs[i : i + PHASES_PER_LINE]), "normal", th.TEXT))
+    else:
+        lines.append(("Pvalue after each phase", "bold", th.TEXT))
+        lines.append(("  click a thread to follow its Pvalue", "normal", th.MUTED))
+    # Bars (loads so far against the naive count, scaled to the block's naive
+    # total) right under the loads' lines, then the rest.
+    n_bars = 2
+    counters = _text_lines(loads_lines)
+    for name, col in _text_lines(lines, first=len(loads_lines) + n_bars).items():
+        counters[name] += col
     total = max(1, frame.naive_loads_total)
     width = COUNTER_CHARS - 2
     bars = _columns_of("bars")
@@ -919,7 +938,7 @@ def _counter_columns(
         _add_row(
             bars,
             x=1 + w / 2,
-            y=len(lines) + 0.5 + row,
+            y=len(loads_lines) + 0.5 + row,
             w=max(w, 0.01),
             fill=color,
             label=text,
@@ -927,10 +946,11 @@ def _counter_columns(
             label_color=th.text_on(color) if inside else th.TEXT,
         )
     o = frame.transactions
-    if o is not None:  # under the two bars
+    if o is not None:  # under the Pvalue lines
         extra = [("Memory transactions (all recorded blocks)", "bold", th.TEXT)]
         extra += [(f"  {t}", "normal", th.TEXT) for t in o.totals]
-        for name, col in _text_lines(extra, first=len(lines) + 2).items():
+        first = len(loads_lines) + n_bars + len(lines)
+        for name, col in _text_lines(extra, first=first).items():
             counters[name] += col
     return counters, bars
 
@@ -1426,6 +1446,7 @@ class Scene:
         # The per-warp row of the transactions view sits under the thread grid
         # of the full page; presenter and fitted scenes keep their sizes.
         self._warps_fig = None
+        self._warps_title = ""
         self._warp_row = not self.presenter and fit is None
         self._corner = None
         # What the sources show: the columns last worked out here and the frame
@@ -1488,6 +1509,10 @@ class Scene:
             else:
                 source.data.update(columns)
         self._last_frame, self._last_signature = frame, signature
+        if self._warps_fig is not None:  # no heading over an empty row
+            title = self._warps_title if frame.transactions is not None else ""
+            if self._warps_fig.title.text != title:
+                self._warps_fig.title.text = title
 
     def _columns(self, frame: Frame, signature: tuple) -> dict[str, dict[str, list]]:
         sources, palette, caption_chars, conceal = signature
@@ -1916,10 +1941,13 @@ class Scene:
         r = _cells(add, src, 0.96, 0.9)
         _centred_text(add, src, f"{max(8, min(s.font, int(cell * 0.4)))}px")
         _hover(f, r, "warps")
-        # Always shown (empty until a frame carries the transactions view): showing
-        # and hiding it would lay out the page again, hidden tables included.
+        # Always there (empty until a frame carries the transactions view): showing
+        # and hiding it would lay out the page again, hidden tables included. Its
+        # heading is written only while the row has cells (see update).
         f.name = "vizmm-warps"
         self._warps_fig = f
+        self._warps_title = title
+        f.title.text = ""
         return column(threads, f, spacing=2)
 
     def _legend(self):
