@@ -49,8 +49,9 @@ import dataclasses
 import math
 import textwrap
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache, partial
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from bokeh.core.properties import value
@@ -65,6 +66,9 @@ from .policy import check_known_views, view_names
 from .shared_steps import STEPS
 from .text import format_value, render_text
 from .tiles import tile_arrays
+
+if TYPE_CHECKING:
+    from bokeh.models.text import BaseText
 
 __all__ = [
     "VIEWS",
@@ -378,7 +382,7 @@ def frame_columns(
     want = ALL_SOURCES if sources is None else frozenset(sources)
     th = pal.palette(theme)
     out: dict[str, dict[str, list]] = {}
-    makers = {
+    makers: dict[str, Callable[[], dict]] = {
         "caption": lambda: _caption_columns(frame, th, caption_chars),
         "P_pvalue": lambda: _pvalue_columns(frame, trace),
         "Mds": lambda: _shared_columns(frame, "M", th),
@@ -389,13 +393,13 @@ def frame_columns(
         "table": lambda: _table_columns(frame, trace, th, conceal),
     }
     for name in ("M", "N", "P"):
-        makers[name] = lambda name=name: _matrix_columns(frame, trace, name)
-        makers[f"{name}_outline"] = lambda name=name: _outline_columns(frame, trace, name, th)
+        makers[name] = partial(_matrix_columns, frame, trace, name)
+        makers[f"{name}_outline"] = partial(_outline_columns, frame, trace, name, th)
     makers["Mds_bank"] = lambda: _bank_columns(frame, "M", th)
     makers["Nds_bank"] = lambda: _bank_columns(frame, "N", th)
     makers["warp_threads"] = lambda: _warp_thread_columns(frame)
     for view in ("M", "N", "P", "Mds", "Nds", "threads"):
-        makers[f"{view}_finding"] = lambda view=view: _finding_columns(frame, view, th)
+        makers[f"{view}_finding"] = partial(_finding_columns, frame, view, th)
     makers["warps"] = lambda: _warp_columns(frame, th)
     for name in SOURCE_ORDER:
         if name in want and name in makers:
@@ -598,12 +602,12 @@ def _outline_columns(frame: Frame, trace: Trace, name: str, th: pal.Palette) -> 
         add(c + 0.5, r + 0.5, 1.0, 1.0, th.FOCUS, 3.0)
     o = frame.transactions
     if name != "P" and o is not None:
-        for what, color, width, dash in (
+        for what, color, line_width, dash in (
             ("segments", th.READ, 4.0, "dashed"),
             ("sectors", th.TEXT, 2.0, "solid"),
         ):
             for r, c0, c1 in getattr(o, f"{name.lower()}_{what}"):
-                add((c0 + c1) / 2, r + 0.5, float(c1 - c0), 1.0, color, width, dash)
+                add((c0 + c1) / 2, r + 0.5, float(c1 - c0), 1.0, color, line_width, dash)
     return cols
 
 
@@ -636,7 +640,7 @@ def _bank_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, list]
     bank, read, conflict = (
         (None,) * 3 if o is None else tile_arrays(o, matrix, "bank", "read", "conflict")
     )
-    if bank is None:
+    if bank is None or read is None or conflict is None:
         return _columns_of("bank")
     T = bank.shape[0]
     pos = _grid_positions(T)
@@ -1041,7 +1045,7 @@ def _layout(table: Table, trace: Trace):
 def _table_columns(
     frame: Frame, trace: Trace, th: pal.Palette, conceal: bool = False
 ) -> dict[str, list]:
-    block = tuple(frame.block)
+    block = (int(frame.block[0]), int(frame.block[1]))
     if frame.table is None:  # a frame made by hand: nothing to draw
         return _columns_of("table")
     table, keep, texts, heads, widths = _table_layout(trace, block, frame.table)
@@ -1195,7 +1199,7 @@ def _measure_table(trace: Trace) -> tuple[float, int]:
         table, keep, texts, heads, widths = _layout(block_table(trace, (b[0], b[1])), trace)
         columns = [table.columns[i] for i in keep]
         fixed = sum(w for w, c in zip(widths, columns, strict=True) if c.phase is None)
-        per = {}
+        per: dict = {}
         for w, c in zip(widths, columns, strict=True):
             if c.phase is not None:
                 per[c.phase] = per.get(c.phase, 0) + w
@@ -1440,15 +1444,18 @@ class Scene:
         # scenes.
         self._every = AllIndices()
         self._scale = LinearScale()
-        self._axis_parts = {"formatter": BasicTickFormatter(), "major_label_policy": AllLabels()}
+        self._axis_parts: dict[str, Any] = {
+            "formatter": BasicTickFormatter(),
+            "major_label_policy": AllLabels(),
+        }
         self._shared_models: dict[tuple, object] = {}
-        self.figures = {}
+        self.figures: dict[str, Any] = {}
         # The per-warp row of the transactions view sits under the thread grid
         # of the full page; presenter and fitted scenes keep their sizes.
         self._warps_fig = None
         self._warps_title = ""
         self._warp_row = not self.presenter and fit is None
-        self._corner = None
+        self._corner: tuple | None = None
         # What the sources show: the columns last worked out here and the frame
         # they are of; the frame shown last and the settings it was shown with.
         self._last: dict[str, dict[str, list]] = {}
@@ -1489,7 +1496,7 @@ class Scene:
             if self._last_frame is not None and self._last_of is not self._last_frame:
                 # the last steps were shared: what is shown is this frame's columns
                 old_data = self._columns(self._last_frame, self._last_signature)
-            assignments = []
+            assignments: list[tuple[str, bool, dict[str, Any]]] = []
             for name in self.sources:
                 new, old = data[name], old_data.get(name)
                 if old is None or _length(old) != _length(new) or old.keys() != new.keys():
@@ -1501,7 +1508,7 @@ class Scene:
             if shareable:
                 STEPS.put(self.trace, before, after, assignments)
             self._last, self._last_of = data, frame
-            shared = assignments
+            shared = tuple(assignments)
         for name, whole, columns in shared:
             source = self.sources[name]
             if whole:
@@ -1640,7 +1647,7 @@ class Scene:
                 need = 0.62 * digits * px + 2 if side == "above" else 1.15 * px
                 every = max(1, math.ceil(need / max(cell, 1)))
                 ticks = [i + 0.5 for i in range(0, n, every)]
-                labels = {i + 0.5: str(i) for i in range(n)}
+                labels: dict[float | str, str | BaseText] = {i + 0.5: str(i) for i in range(n)}
             else:
                 ticks = list(range(0, n + 1, T))
                 labels = {t: str(t) for t in ticks}
@@ -1954,13 +1961,13 @@ class Scene:
         from bokeh.models import ColumnDataSource, Range1d
 
         s = self.sizes
-        entries = [("Threads", None)]
+        entries: list[tuple[str, str | None]] = [("Threads", None)]
         for st, label in self.palette.THREAD_STATE_LABELS.items():
             if st in (ThreadState.READY, ThreadState.DONE):
                 continue
             entries.append((label, self.palette.THREAD_STATE_COLORS[st]))
         entries.append(("Mds / Nds slots", None))
-        for st in (
+        for slot in (
             SlotState.LOADED,
             SlotState.STALE,
             SlotState.ZERO,
@@ -1968,14 +1975,14 @@ class Scene:
             SlotState.SKIPPED,
             SlotState.EMPTY,
         ):
-            entries.append((self.palette.SLOT_LABELS[st], self.palette.SLOT_COLORS[st]))
+            entries.append((self.palette.SLOT_LABELS[slot], self.palette.SLOT_COLORS[slot]))
         entries.append(("M, N, P elements", None))
         entries.append(("being loaded: colour of its thread", self.palette.thread_colors(4)[1]))
-        for st in (CellState.TILE, CellState.READING, CellState.DONE, CellState.COMPUTING):
-            label = self.palette.CELL_LABELS[st]
-            if st == CellState.DONE:
+        for cell in (CellState.TILE, CellState.READING, CellState.DONE, CellState.COMPUTING):
+            label = self.palette.CELL_LABELS[cell]
+            if cell == CellState.DONE:
                 label = "loaded in an earlier phase"
-            entries.append((label, self.palette.CELL_COLORS[st]))
+            entries.append((label, self.palette.CELL_COLORS[cell]))
         entries += [
             ("P element written", self.palette.P_WRITTEN_COLOR),
             ("current tile (outline)", "outline"),
@@ -1990,8 +1997,8 @@ class Scene:
         cols = 1  # one column under the threads: the middle stays as narrow as Mds + Nds
         per_col = ceil_div(len(entries), cols)
         width_chars = max(len(label) for label, _ in entries) + 5
-        data = {"x": [], "y": [], "fill": [], "line": [], "alpha": []}
-        text = {"x": [], "y": [], "text": [], "style": []}
+        data: dict[str, list] = {"x": [], "y": [], "fill": [], "line": [], "alpha": []}
+        text: dict[str, list] = {"x": [], "y": [], "text": [], "style": []}
         for i, (label, color) in enumerate(entries):
             c, r = divmod(i, per_col)
             x0 = c * width_chars
