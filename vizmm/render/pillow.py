@@ -808,9 +808,11 @@ class FrameRenderer:
         # the kernel line being executed, and the counters
         cw = 0
         if "counters" in self.views:
-            counters = (
-                f"global loads {frame.loads_so_far} (naive kernel "
+            # the dashboard's counters in one line: no CGMA before any product
+            counters = f"global loads {frame.loads_so_far} (naive kernel " + (
                 f"{frame.naive_loads_so_far}) · CGMA {frame.cgma / 4:.2f} OP/B"
+                if frame.terms_loaded > 0
+                else f"{frame.naive_loads_so_far}) · no product yet"
             )
             if frame.transactions is not None:
                 counters += " · " + " · ".join(frame.transactions.totals)
