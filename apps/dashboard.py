@@ -1599,6 +1599,12 @@ class Dashboard(pn.viewable.Viewer):
                 f"vizmm-{name}-block{s.by}{s.bx}-{s.granularity}.{self.export_format.value}"
             )
 
+    def _export_finding(self):
+        """The selected finding's marks when it is of the block exported (None: none)."""
+        s = self.state
+        frame = s.frame
+        return None if frame is None else frame.finding
+
     def _export(self):
         from vizmm.export import export_bytes
 
@@ -1614,6 +1620,7 @@ class Dashboard(pn.viewable.Viewer):
                 granularity=s.granularity,
                 order=s.order,
                 fps=s.speed,
+                finding=self._export_finding(),
             )
         except Exception as exc:  # noqa: BLE001 - shown on the page
             s.show(f"Export failed: {exc}")

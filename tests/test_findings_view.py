@@ -132,6 +132,19 @@ def test_gif_frame_draws_the_marks(checked):
     assert count(b, needed) > count(a, needed) + 20
 
 
+def test_exports_carry_the_marks(checked):
+    from vizmm.export import ExportError, export_bytes
+
+    report, _ = checked
+    f = report.findings[0]
+    html = export_bytes(report.trace, "html", block=f.block, finding=f).decode()
+    plain = export_bytes(report.trace, "html", block=f.block).decode()
+    assert "Nds[0][1] held N_{1,0}, read for this term" in html
+    assert "read for this term" not in plain
+    with pytest.raises(ExportError, match="finding must be"):
+        export_bytes(report.trace, "gif", block=f.block, finding="first")
+
+
 def test_check_view_shows_report_and_first_finding(checked):
     from vizmm_apps.notebook import CheckView
 

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from .replay import GRANULARITIES, NAIVE_REFUSAL, ORDERS, Replay
+from .replay.findings import FindingMarks, finding_marks, with_finding
 from .trace import Trace, atomic_write, not_recorded_message
 from .trace.destination import STREAMS, check_writable, scratch_folder
 
@@ -634,6 +635,7 @@ def _html_bytes(
     progress: _Progress,
     theme: str = "light",
     start: int = 0,
+    marks: FindingMarks | None = None,
 ) -> bytes:
     from bokeh.embed import file_html
     from bokeh.layouts import column, row
@@ -647,9 +649,11 @@ def _html_bytes(
     scene = Scene(trace, views=views, theme=theme)
     per_frame = []
     for i in range(n):
-        per_frame.append(frame_columns(replay.frame(i), trace, theme=scene.palette))
+        per_frame.append(
+            frame_columns(with_finding(replay.frame(i), marks), trace, theme=scene.palette)
+        )
         progress.step()
-    scene.update(replay.frame(start))
+    scene.update(with_finding(replay.frame(start), marks))
     pack = html_frame_data(per_frame, names=scene.sources.keys())
 
     button: dict[str, Any] = dict(width=90, height=32, margin=(0, 4, 0, 0))
@@ -733,6 +737,7 @@ def export_bytes(
     warp: int = 0,
     workdir: str | os.PathLike | None = None,
     start: int = 0,
+    finding=None,
 ) -> bytes:
     """The bytes of an export of one block's replay; writes no file but scratch files.
 
@@ -783,6 +788,9 @@ def export_bytes(
     start : int
         HTML: the step (0-based, of the replay's steps) the page opens at, as a
         link to a finding does; the GIF and MP4 always start at step 0.
+    finding : Finding or FindingMarks, optional
+        A finding of :func:`vizmm.check` of this block, marked on every frame
+        as the dashboard marks it (:func:`vizmm.replay.findings.finding_marks`).
 
     Returns
     -------
@@ -806,10 +814,19 @@ def export_bytes(
     if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or not 0 <= start < n:
         raise ExportError(f"start must be a step from 0 to {n - 1}, got {start!r}")
     start = int(start)
+    marks = finding if isinstance(finding, FindingMarks) or finding is None else None
+    if finding is not None and marks is None:
+        try:
+            marks = finding_marks(finding)
+        except AttributeError:
+            what = type(finding).__name__
+            raise ExportError(
+                f"finding must be a Finding of vizmm.check or its marks, got {what}"
+            ) from None
     bar = _Progress(progress, n, f"vizmm export {fmt}")
     try:
         if fmt == "html":
-            return _html_bytes(trace, replay, views, fps, bar, theme, start)
+            return _html_bytes(trace, replay, views, fps, bar, theme, start, marks)
         from .render.pillow import FrameRenderer
 
         renderer = FrameRenderer(
@@ -817,7 +834,7 @@ def export_bytes(
         )
 
         def render(i):
-            return renderer.render(replay.frame(i))
+            return renderer.render(with_finding(replay.frame(i), marks))
 
         if fmt == "gif":
             return _gif_bytes(render, n, fps, bar)
