@@ -9,7 +9,8 @@ Measures, in one run (a few minutes on an H100):
 1. the device's attributes (``cuda.get_current_device()``, and CuPy's
    ``getDeviceProperties`` beside them);
 2. registers per thread, static shared memory and local memory of every
-   kernel (plain and instrumented) for several TILE_WIDTHs, from the
+   kernel (plain, and instrumented: the instrumenter's full variant) for
+   several TILE_WIDTHs, from the
    compiled kernel (``get_regs_per_thread`` and friends), and the blocks per
    SM that CUDA's own occupancy API (``cuOccupancyMaxActiveBlocksPerMultiprocessor``)
    reports for each, plus probes of raw shared-memory sizes (the book's
@@ -49,7 +50,6 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0")
 import numpy as np  # noqa: E402
 
 from vizmm.record import device  # noqa: E402
-from vizmm.trace import ceil_div  # noqa: E402
 
 KERNELS = ("naive", "tiled", "boundary", "general", "dynamic")
 REG_TILE_WIDTHS = tuple(range(1, 33))
@@ -121,7 +121,6 @@ def device_attributes():
 def _signature_args(name, T, instrumented):
     import vizmm_kernels as K
     import vizmm_kernels.dynamic as D
-    from vizmm.record import allocate_records
 
     W = 64
     args = [np.zeros(W * W, np.float32) for _ in range(3)]
@@ -131,23 +130,30 @@ def _signature_args(name, T, instrumented):
         args += [W, T, *D.launch_args(W, T)[1:]]
     else:
         args += list(K.launch_dims(name, W, W, W))
-    if instrumented:
-        rec_kernel = "boundary" if name == "dynamic" else name
-        rec, _ = allocate_records(W, W, W, T, rec_kernel, [(0, 0)], True)
-        args += list(rec.values())
+    if instrumented:  # the instrumenter's full variant's arguments
+        from vizmm.record import instrument as I
+
+        inst = _get_kernel(name, T, True, rewritten=True)
+        grid, block = K.grid_dims(W, W, T)
+        host = dict(zip(inst.params, args, strict=True))
+        args += list(I._records(inst, grid, block, [(0, 0)], 1, host, True, 1, 1).values())
     return args
 
 
-def _get_kernel(name, T, instrumented):
+def _get_kernel(name, T, instrumented, rewritten=False):
+    """The kernel compiled for the GPU; ``instrumented``: the instrumenter's full variant."""
     import vizmm_kernels.dynamic as D
 
-    if name == "dynamic":
-        return (D.make_instrumented if instrumented else D.make_plain)(T)
     if name == "dynamic_any":
         return D.make_plain_any_width()
     import vizmm_kernels as K
 
-    return K.get_kernel(name, T, instrumented)
+    if not instrumented:
+        return K.get_kernel(name, T)
+    from vizmm.record.instrument_trace import book_kernel
+
+    inst = book_kernel(name, T, shared_loads=False)
+    return inst if rewritten else inst.kernel
 
 
 def resources(job):
@@ -413,38 +419,24 @@ def _cupy_ms(fn):
 
 
 def dynamic_records_equal():
-    from numba import cuda
-
-    import vizmm_kernels as K
-    import vizmm_kernels.dynamic as D
-    from vizmm.record import allocate_records
+    import vizmm
 
     out = []
     rng = np.random.default_rng(1)
     for W, T in ((37, 8), (64, 16), (100, 32)):
-        M = rng.integers(0, 10, (W, W)).astype(np.float32).ravel()
-        N = rng.integers(0, 10, (W, W)).astype(np.float32).ravel()
-        g = ceil_div(W, T)
-        blocks = [(by, bx) for by in range(g) for bx in range(g)]
-        grid, block = K.grid_dims(W, W, T)
-        got = {}
-        for name in ("boundary", "dynamic"):
-            rec, _ = allocate_records(W, W, W, T, "boundary", blocks, False)
-            d = {k: cuda.to_device(v) for k, v in rec.items()}
-            dP = cuda.to_device(np.zeros(W * W, np.float32))
-            if name == "dynamic":
-                D.make_instrumented(T)[grid, block, 0, D.shared_bytes(T)](
-                    cuda.to_device(M), cuda.to_device(N), dP, *D.launch_args(W, T), *d.values()
-                )
-            else:
-                K.get_kernel(name, T, True)[grid, block](
-                    cuda.to_device(M), cuda.to_device(N), dP, W, *d.values()
-                )
-            got[name] = {k: v.copy_to_host() for k, v in d.items()}
-            got[name]["P"] = dP.copy_to_host()
+        M = rng.integers(0, 10, (W, W)).astype(np.float32)
+        N = rng.integers(0, 10, (W, W)).astype(np.float32)
+        got = {
+            name: vizmm.record(M=M, N=N, tile_width=T, kernel=name, backend="gpu", quiet=True)
+            for name in ("boundary", "dynamic")
+        }
         same = {
-            k: bool(np.array_equal(got["boundary"][k], got["dynamic"][k], equal_nan=True))
-            for k in ("ld", "pv", "pw", "mcount", "ncount", "zf", "P")
+            k: bool(
+                np.array_equal(
+                    getattr(got["boundary"], k), getattr(got["dynamic"], k), equal_nan=True
+                )
+            )
+            for k in ("loads", "pvalue", "p_write", "m_reads", "n_reads", "zero_fills", "P")
         }
         out.append({"width": W, "tile_width": T, "equal": same})
         log(f"  Fig. 5.14 vs 5.13 records, W={W} T={T}: {same}")

@@ -12,23 +12,19 @@ Run on a machine with an NVIDIA GPU (``NUMBA_ENABLE_CUDASIM`` unset or 0):
    the detailed window of a large GPU run re-simulated;
 4. timings (CUDA events, median), for each GPU target side by side
    (numba-cuda-mlir and numba-cuda, each in its own process: a process
-   compiles for one target): the plain tiled kernel against the aggregated
-   instrumented kernel (Width 1024 and 4096) and against the full-detail
-   instrumented kernel (Width 1024 and 2048, the largest whose full records
-   fit on the card); at Width 4096 also what the aggregated recording's
-   parts cost (the read counters alone, the barrier clocks alone, neither,
-   the probes of ``benchmarks/sync_variants.py``) and a 40-register cap;
+   compiles for one target): the plain tiled kernel against its recording
+   through the instrumenter, as ``vizmm.record`` runs it: aggregated (the
+   lean variant over the whole grid, then the full variant over one detail
+   block; Width 1024 to 4096) and full (every block logged, where the log
+   fits on the card);
 5. recordings of the traces shipped with vizmm (saved to OUTDIR);
 6. the instrumenter (``vizmm.record.instrument``): step ``instrumented``
    records kernels of four styles (the book's Fig. 5.9 and 5.13, the
    general kernel, Fig. 5.14's dynamic shared memory, and the test kernels
    of ``tests/instrument_kernels.py``: 2-D arrays with ``cuda.grid``, a
    coarsened kernel) on the GPU and in the simulator and compares their
-   access logs byte for byte (barrier tickets, which are timing, apart);
-   the timing step also times the plain Fig. 5.9 kernel through the
-   instrumenter, aggregated (one detailed block; every block counts its
-   global reads, one atomic per load, and records its SM and times) and in
-   full where the log fits (``inst_aggregated`` / ``inst_full`` ratios).
+   access logs byte for byte (barrier tickets, which are timing, apart),
+   aggregated recordings too (a window: GPU zero-fills of every block).
 
 Only the instrumenter's parts: ``python benchmarks/gpu_suite.py OUTDIR instrumented timing``.
 
@@ -45,7 +41,6 @@ import statistics
 import subprocess
 import sys
 import time
-import types
 
 import numpy as np
 
@@ -191,8 +186,8 @@ def check_identical_instrumented():
     ]
     out = []
     for case in cases:
-        g = vizmm.record(backend="gpu", quiet=True, instrumenter=True, **case)
-        s = vizmm.record(backend="simulator", quiet=True, instrumenter=True, **case)
+        g = vizmm.record(backend="gpu", quiet=True, **case)
+        s = vizmm.record(backend="simulator", quiet=True, **case)
         ge, se = g.log_events.copy(), s.log_events.copy()
         ge[..., D.TICK] = se[..., D.TICK] = 0  # the order threads reached a barrier: timing
         fields = {
@@ -207,37 +202,112 @@ def check_identical_instrumented():
             {"case": {k: str(v) for k, v in case.items()}, "identical": ok, "fields": fields}
         )
         log(f"instrumented identical {case}: {ok} {'' if ok else fields}")
+    # Aggregated on the GPU (the lean variant over the grid, the window again in full):
+    # the window's log as the simulator's, every block's zero-fills and reads as a
+    # recording with every block in detail, barrier clocks where the tickets are.
+    for case in (
+        dict(width=7, tile_width=2, kernel="boundary", window=[(0, 0), (3, 3), (1, 2)]),
+        dict(j=37, k=29, l=45, tile_width=8, kernel="general", window=[(4, 5)]),
+    ):
+        agg = vizmm.record(backend="gpu", quiet=True, **case)
+        sim = vizmm.record(backend="simulator", quiet=True, **case)
+        every = vizmm.record(
+            backend="gpu", quiet=True, **{k: v for k, v in case.items() if k != "window"}
+        )
+        ge, se = agg.log_events.copy(), sim.log_events.copy()
+        ge[..., D.TICK] = se[..., D.TICK] = 0
+        ticks = agg.barrier_tick >= 0
+        fields = {
+            "log_events": ge.tobytes() == se.tobytes(),
+            "log_values": agg.log_values.tobytes() == sim.log_values.tobytes(),
+            "zero_fills_every_block": agg.zero_fills.tobytes() == every.zero_fills.tobytes(),
+            "m_reads_every_block": agg.m_reads.tobytes() == every.m_reads.tobytes(),
+            "P": agg.P.tobytes() == every.P.tobytes(),
+            "barrier_clock_read": bool((agg.barrier_clock[ticks] > 0).all()),
+        }
+        ok = all(fields.values())
+        out.append(
+            {"case": {k: str(v) for k, v in case.items()}, "identical": ok, "fields": fields}
+        )
+        log(f"instrumented aggregated {case}: {ok} {'' if ok else fields}")
     RESULTS["identical_instrumented"] = out
 
 
-def _instrumented_time(cuda, W, T, M, N, P, reps, full):
-    """Times (ms) of the plain Fig. 5.9 kernel through the instrumenter: aggregated, full."""
+def _device_records(cuda, rec):
+    """Device copies of a launch's record arrays; the large log arrays allocated there, unset."""
+    out = []
+    for v in rec.values():
+        if isinstance(v, np.ndarray) and v.nbytes > (1 << 28):
+            out.append(cuda.device_array(v.shape, v.dtype))  # the log: counted, not read unset
+        else:
+            out.append(cuda.to_device(v) if isinstance(v, np.ndarray) else v)
+    return out
+
+
+def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain):
+    """Times (ms) of the plain Fig. 5.9 kernel through the instrumenter, as vizmm.record runs it.
+
+    Aggregated (one detail block): the lean variant over the whole grid, then the
+    full variant over the detail block alone (``lean_ms``, ``detail_ms``, their sum
+    ``aggregated_ms``). Full: the full variant over every block (shared loads not
+    logged, as a recording without the barrier lab's reads), where the log fits.
+    """
     import vizmm_kernels as K
     from vizmm.record import instrument as I
     from vizmm.record.instrument_trace import book_kernel
 
+    # a small recording first, as vizmm.record runs it (compiles both variants)
+    vizmm.record(width=2 * T, tile_width=T, kernel="tiled", backend="gpu", quiet=True)
+    vizmm.record(
+        width=2 * T, tile_width=T, kernel="tiled", backend="gpu", quiet=True, window=[(0, 0)]
+    )
     inst = book_kernel("tiled", T, shared_loads=False)
     grid, block = K.grid_dims(W, W, T)
     g = ceil_div(W, T)
-    cap = inst.bound({"Width": W}, (T, T, 1), (g, g, 1))
+    nph = g
+    scalars = {"Width": W}
+    cap = inst.bound(scalars, (T, T, 1), (g, g, 1))
+    nbar = inst.barrier_bound(scalars, (T, T, 1), (g, g, 1))
     host = {"M": np.zeros(W * W, np.float32), "N": np.zeros(W * W, np.float32)}
     host["P"] = host["N"]
     out = {}
-    for mode in ("aggregated", "full") if full else ("aggregated",):
-        blocks = [(by, bx) for by in range(g) for bx in range(g)] if mode == "full" else [(0, 0)]
-        need = I.log_bytes(cap, len(blocks) * T * T)
-        if need > 30e9:
-            out[f"inst_{mode}_note"] = f"the log would take {need / 1e9:.0f} GB"
-            continue
-        rec = I._records(inst, grid, block, blocks, cap, host, mode == "aggregated")
-        d = [cuda.to_device(v) if isinstance(v, np.ndarray) else v for v in rec.values()]
-        kern = inst.kernel
-        out[f"inst_{mode}_ms"], _ = _event_time(
-            cuda,
-            lambda d=d: kern[grid, block](M, N, P, W, *d),
-            reps if mode == "aggregated" else max(3, reps // 4),
-        )
-        d = None
+    lean = _device_records(cuda, I._lean_records(inst, grid, host, nph))
+    detail = _device_records(
+        cuda, I._records(inst, grid, block, [(0, 0)], cap, host, True, nbar, nph, True)
+    )
+    lean_k, full_k = inst.lean, inst.kernel
+    try:
+        out["lean_ms"], _ = _event_time(cuda, lambda: lean_k[grid, block](M, N, P, W, *lean), reps)
+    except Exception:  # noqa: BLE001 - reported, the full variant is timed still
+        import traceback
+
+        out["lean_error"] = traceback.format_exc()[-3000:]
+        lean_k = None
+    out["lean_P_equals_plain"] = bool(P.copy_to_host().tobytes() == P_plain.tobytes())
+    out["detail_ms"], _ = _event_time(
+        cuda, lambda: full_k[(1, 1), block](M, N, P, W, *detail), reps
+    )
+
+    def both():
+        lean_k[grid, block](M, N, P, W, *lean)
+        full_k[(1, 1), block](M, N, P, W, *detail)
+
+    if lean_k is not None:
+        out["aggregated_ms"], _ = _event_time(cuda, both, reps)
+        out["aggregated_P_equals_plain"] = bool(P.copy_to_host().tobytes() == P_plain.tobytes())
+    lean = detail = None
+    blocks = [(by, bx) for by in range(g) for bx in range(g)]
+    need = I.log_bytes(cap, len(blocks) * T * T) + nbar * len(blocks) * T * T * 8
+    free = cuda.current_context().get_memory_info()[0]
+    out["full_log_bytes"] = int(need)
+    if need > 0.9 * free:
+        out["full_note"] = f"the log would take {need / 1e9:.1f} GB ({free / 1e9:.1f} GB free)"
+        return out
+    full = _device_records(cuda, I._records(inst, grid, block, blocks, cap, host, False, nbar, nph))
+    out["full_ms"], _ = _event_time(
+        cuda, lambda: full_k[grid, block](M, N, P, W, *full), max(3, reps // 4)
+    )
+    full = None
     return out
 
 
@@ -253,58 +323,6 @@ def _event_time(cuda, fn, reps):
         stop.synchronize()
         times.append(cuda.event_elapsed_time(start, stop))
     return statistics.median(times), times
-
-
-def _record_arrays(cuda, kernel, W, T, detail_all, aggregated, drop=()):
-    """Device copies of the record arrays ``vizmm.record`` would pass (flat), by name.
-
-    ``drop`` names arrays passed empty instead ('mcount', 'ncount': no read
-    counters; 'spread': no barrier clocks), to time what each part costs.
-    """
-    from vizmm.record.launcher import allocate_records
-
-    g = ceil_div(W, T)
-    blocks = [(by, bx) for by in range(g) for bx in range(g)] if detail_all else [(0, 0)]
-    rec, _ = allocate_records(W, W, W, T, kernel, blocks, aggregated)
-    return [cuda.to_device(a[:0] if name in drop else a) for name, a in rec.items()]
-
-
-def _variants(cuda, T):
-    """The instrumented kernel's variants, by name: (kernel, mode it is timed in).
-
-    ``cap40``: the shipped kernel under a 40-register cap instead of 32; the
-    others swap ``rec_sync`` for one of ``benchmarks/sync_variants.py``.
-    """
-    import sync_variants
-
-    import vizmm_kernels as K
-    from vizmm_kernels import tiled
-
-    def rebuilt(fn, **globs):
-        g = dict(fn.__globals__, **globs)
-        return types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
-
-    shipped = K.get_kernel("tiled", T, instrumented=True)
-    out = {"cap40": (cuda.jit(max_registers=40)(shipped.py_func), "aggregated")}
-    for name, (fn, mode) in sync_variants.VARIANTS.items():
-        out[name] = (rebuilt(tiled.make_instrumented, rec_sync=fn)(T), mode)
-    return out
-
-
-def _spread_valid(cuda, kern, grid, block, M, N, P, W, T):
-    """Of one aggregated launch's (block, phase, barrier): the fraction with a valid clock span,
-    and the median arrival spread (cycles), from the kernel's ``spread`` as the launcher reduces it.
-    """
-    from vizmm.record.launcher import _reduce_spread
-    from vizmm_kernels import codes
-
-    arrays = _record_arrays(cuda, "tiled", W, T, False, True)
-    kern[grid, block](M, N, P, W, *arrays)
-    cuda.synchronize()
-    spread = arrays[6].copy_to_host().reshape(-1, 3)  # the flat spread array (kernel order)
-    arrival = _reduce_spread(spread, codes)[..., 0]
-    ok = arrival >= 0
-    return float(ok.mean()), float(np.median(arrival[ok])) if ok.any() else None
 
 
 def timing_worker(target, out_path, quick):
@@ -327,65 +345,14 @@ def timing_worker(target, out_path, quick):
         P = cuda.device_array(W * W, np.float32)
         grid, block = K.grid_dims(W, W, T)
         plain = K.get_kernel("tiled", T)
-        inst = K.get_kernel("tiled", T, instrumented=True)
         reps = 20 if W <= 2048 else 10
         row = {"W": W, "T": T}
         row["plain_ms"], _ = _event_time(cuda, lambda: plain[grid, block](M, N, P, W), reps)
         P_plain = P.copy_to_host()
-        agg = _record_arrays(cuda, "tiled", W, T, detail_all=False, aggregated=True)
-        row["aggregated_ms"], _ = _event_time(
-            cuda, lambda: inst[grid, block](M, N, P, W, *agg), reps
-        )
-        row["aggregated_P_equals_plain"] = bool(P.copy_to_host().tobytes() == P_plain.tobytes())
-        variants = _variants(cuda, T) if (W == 4096 or (W == 1024 and T == 32)) else {}
-        if W == 4096:
-            probes = {
-                "no_counters": ("mcount", "ncount"),
-                "no_clocks": ("spread",),
-                "neither": ("mcount", "ncount", "spread"),
-            }
-            for label, drop in probes.items():
-                arrays = _record_arrays(cuda, "tiled", W, T, False, True, drop)
-                row[f"{label}_ms"], _ = _event_time(
-                    cuda, lambda a=arrays: inst[grid, block](M, N, P, W, *a), reps
-                )
-            row["spread_valid"], row["spread_median"] = _spread_valid(
-                cuda, inst, grid, block, M, N, P, W, T
-            )
-            for label, (kern, mode) in variants.items():
-                if mode == "full":
-                    continue
-                arrays = _record_arrays(cuda, "tiled", W, T, False, True)
-                try:
-                    row[f"{label}_ms"], _ = _event_time(
-                        cuda, lambda k=kern, a=arrays: k[grid, block](M, N, P, W, *a), reps
-                    )
-                except Exception as exc:  # noqa: BLE001 - a variant this compiler refuses
-                    row[f"{label}_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
         try:
-            row.update(_instrumented_time(cuda, W, T, M, N, P, reps, full=W <= 2048))
+            row.update(_instrumented_time(cuda, W, T, M, N, P, reps, P_plain))
         except Exception as exc:  # noqa: BLE001 - reported, the other timings go on
             row["inst_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-        full_bytes = (W * W) * ceil_div(W, T) * (24 + 4 + 16 + 32)
-        if full_bytes < 30e9:
-            full = _record_arrays(cuda, "tiled", W, T, detail_all=True, aggregated=False)
-            row["full_ms"], _ = _event_time(
-                cuda, lambda: inst[grid, block](M, N, P, W, *full), max(3, reps // 4)
-            )
-            for label, (kern, mode) in variants.items():
-                if mode in ("full", "both"):
-                    try:
-                        row[f"full_{label}_ms"], _ = _event_time(
-                            cuda,
-                            lambda k=kern: k[grid, block](M, N, P, W, *full),
-                            max(3, reps // 4),
-                        )
-                    except Exception as exc:  # noqa: BLE001 - a variant this compiler refuses
-                        row[f"full_{label}_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-            full = None  # free the device copies before the next size
-        else:
-            row["full_ms"] = None
-            row["full_note"] = f"full records would take {full_bytes / 1e9:.0f} GB"
         for key in list(row):
             if key.endswith("_ms") and key != "plain_ms" and row[key]:
                 row[key.removesuffix("_ms") + "_ratio"] = row[key] / row["plain_ms"]
@@ -393,7 +360,7 @@ def timing_worker(target, out_path, quick):
         out["rows"].append(row)
         log(
             f"{bound.NAME} W={W} T={T}: plain {row['plain_ms']:.3f} ms, aggregated "
-            f"x{row['aggregated_ratio']:.2f}"
+            f"x{row.get('aggregated_ratio', float('nan')):.2f}"
             + (f", full x{row['full_ratio']:.2f}" if row.get("full_ratio") else "")
         )
     with open(out_path, "w", encoding="utf-8") as f:
@@ -438,8 +405,8 @@ def _timing_checks(out):
                     {
                         "target": target,
                         "check": "aggregated <= 1.2x plain at Width 4096, TILE_WIDTH 32",
-                        "value": round(r["aggregated_ratio"], 3),
-                        "ok": r["aggregated_ratio"] <= 1.2,
+                        "value": round(r.get("aggregated_ratio", float("inf")), 3),
+                        "ok": r.get("aggregated_ratio", float("inf")) <= 1.2,
                     }
                 )
             if r["W"] == 1024 and r.get("full_ratio"):
@@ -541,37 +508,16 @@ def main(argv):
     timing = RESULTS.get("timing", {})
     card = ", ".join(d["name"] for d in RESULTS["device"]["devices"])
     log(f"\ncard: {card}")
-    log(
-        "target             W     T   plain ms  TFLOP/s  aggregated x  full x  instr. agg x  full x"
-    )
+    log("target             W     T   plain ms  TFLOP/s  aggregated x (lean x, detail x)  full x")
     for target, res in timing.get("targets", {}).items():
         for r in res.get("rows", []):
             log(
                 f"{target:<18} {r['W']:<5} {r['T']:<3} {r['plain_ms']:8.3f} "
-                f"{r['plain_tflops']:8.2f} {r['aggregated_ratio']:12.2f}  "
-                + (f"{r['full_ratio']:6.2f}" if r.get("full_ratio") else "   n/a")
-                + (
-                    f"  {r['inst_aggregated_ratio']:12.2f}"
-                    if r.get("inst_aggregated_ratio")
-                    else ""
-                )
-                + (f"  {r['inst_full_ratio']:6.2f}" if r.get("inst_full_ratio") else "")
+                f"{r['plain_tflops']:8.2f} {r.get('aggregated_ratio', float('nan')):12.2f} "
+                f"({r.get('lean_ratio', float('nan')):.2f}, "
+                f"{r.get('detail_ratio', float('nan')):.2f})"
+                + (f"  {r['full_ratio']:6.2f}" if r.get("full_ratio") else "     n/a")
             )
-            if any(k.startswith("full_") and k.endswith("_ratio") for k in r) or r["W"] == 4096:
-                parts = ", ".join(
-                    f"{k.removesuffix('_ratio')} x{r[k]:.2f}"
-                    for k in sorted(r)
-                    if k.endswith("_ratio") and k not in ("aggregated_ratio", "full_ratio")
-                )
-                log(f"{'':<18} {'':<9} variants: {parts}")
-                spans = ", ".join(
-                    f"{k[:-12].rstrip('_') or 'shipped'}: valid {r[k]:.3f}, "  # -12: spread_valid
-                    f"median {r[k.replace('valid', 'median')]}"
-                    for k in sorted(r)
-                    if k.endswith("spread_valid")
-                )
-                if spans:
-                    log(f"{'':<18} {'':<9} arrival spreads: {spans}")
     for t, why in timing.get("not_run", {}).items():
         log(f"{t}: not timed ({why})")
     for c in timing.get("checks", []):

@@ -1,9 +1,10 @@
-"""Numba CUDA kernels of PMPP chapter 5's matrix multiplication, plain and instrumented.
+"""Numba CUDA kernels of PMPP chapter 5's matrix multiplication, as the book prints them.
 
 Installed as ``vizmm_kernels`` (the folder is ``kernels/``) so that the
 unrelated ``kernels`` distribution on the package index can never shadow it.
-This package knows nothing of vizmm: the instrumented kernels fill plain
-NumPy-shaped record arrays whose codes are documented in :mod:`.codes`.
+This package knows nothing of vizmm: vizmm records these plain kernels by
+rewriting their source (its instrumenter); :mod:`.codes` holds the numbers
+of the records it makes, :mod:`._hw` the hardware registers it reads.
 
 The same source runs on an NVIDIA GPU, compiled by numba-cuda-mlir or by
 numba-cuda, and in Numba's CUDA simulator; :mod:`._target` chooses once per
@@ -113,22 +114,18 @@ def check_drop_barrier(name, drop_barrier):
     return out
 
 
-def get_kernel(name, tile_width, instrumented=False, drop_barrier=None, reads=False):
-    """The ``cuda.jit`` kernel ``name`` compiled for one ``TILE_WIDTH``.
+def get_kernel(name, tile_width, drop_barrier=None):
+    """The ``cuda.jit`` kernel ``name`` compiled for one ``TILE_WIDTH``, as the book prints it.
 
     Parameters
     ----------
-    name : {'naive', 'tiled', 'boundary', 'general', 'dynamic'}
+    name : {'naive', 'tiled', 'boundary', 'general', 'uncoalesced', 'conflict', 'padded', \
+'dynamic'}
     tile_width : int
         TILE_WIDTH, 1 to 32; the block is TILE_WIDTH x TILE_WIDTH threads.
-    instrumented : bool
-        The recording variant (extra record-array arguments, see :mod:`.codes`).
     drop_barrier : None, 1, 2 or (1, 2)
         Barrier lab ('tiled' and 'boundary' only): remove the
         ``__syncthreads()`` after the loads (1), after the k loop (2) or both.
-    reads : bool
-        Barrier lab, instrumented 'tiled' and 'boundary': also record every
-        k-loop read of Mds / Nds (which element, which value).
 
     Raises
     ------
@@ -138,23 +135,15 @@ def get_kernel(name, tile_width, instrumented=False, drop_barrier=None, reads=Fa
     check_kernel_name(name)
     check_tile_width(tile_width)
     drop = check_drop_barrier(name, drop_barrier)
-    if reads and not (instrumented and name in BARRIER_KERNELS):
-        raise ValueError(
-            f"reads are recorded by the instrumented {' and '.join(BARRIER_KERNELS)} kernels only"
-        )
-    return _get_kernel(name, tile_width, bool(instrumented), drop, bool(reads))
+    return _get_kernel(name, tile_width, drop)
 
 
 @functools.cache
-def _get_kernel(name, tile_width, instrumented, drop, reads):
+def _get_kernel(name, tile_width, drop):
     module = importlib.import_module(f"{__name__}.{name}")
-    factory = module.make_instrumented if instrumented else module.make_plain
     if name not in BARRIER_KERNELS:
-        return factory(tile_width)
-    flags = dict(BARRIER_1=1 not in drop, BARRIER_2=2 not in drop)
-    if instrumented:
-        flags["READS"] = reads
-    return factory(tile_width, **flags)
+        return module.make_plain(tile_width)
+    return module.make_plain(tile_width, BARRIER_1=1 not in drop, BARRIER_2=2 not in drop)
 
 
 def launch_dims(name, j, k, l, tile_width=None):

@@ -1,4 +1,6 @@
-"""Hardware registers read from inside a kernel, and the decorators of device functions.
+"""Hardware registers read from inside a kernel, and the decorator of device functions.
+
+vizmm's instrumenter (its rewritten kernels' device functions) reads them.
 
 Registers: ``%clock64``, ``%globaltimer``, ``%smid``.
 
@@ -16,12 +18,6 @@ places (:mod:`._target` says which one this process uses).
 
 from ._target import MLIR, NAME, SIMULATOR, cuda
 from .codes import NO_CLOCK
-
-# The recording keeps more values live than the plain kernel (at TILE_WIDTH 32
-# the uncapped kernel needs 93 registers a thread and 1024 threads cannot
-# launch). Capping at 32, the plain kernel's count, measured fastest on an
-# H200 at Width 4096 (benchmarks/gpu_suite.py).
-MAX_REGISTERS = 32
 
 if NAME == SIMULATOR:
     try:
@@ -47,8 +43,6 @@ if NAME == SIMULATOR:
     except ImportError:  # another simulator layout: use its own wrapper
         device = cuda.jit(device=True)
 
-    instrumented_kernel = cuda.jit
-
     def clock64():
         """Simulator fallback: no cycle counter, returns -1."""
         return NO_CLOCK
@@ -66,7 +60,6 @@ elif NAME == MLIR:
     from numba_cuda_mlir.numba_cuda import types
 
     device = cuda.jit(device=True)
-    instrumented_kernel = cuda.jit(max_registers=MAX_REGISTERS)
 
     def _special_register(name, bits):
         ptype = "u64" if bits == 64 else "u32"
@@ -102,7 +95,6 @@ else:
     from numba.cuda.extending import intrinsic
 
     device = cuda.jit(device=True)
-    instrumented_kernel = cuda.jit(max_registers=MAX_REGISTERS)
 
     def _special_register(name, bits):
         ptype = "u64" if bits == 64 else "u32"
@@ -127,10 +119,8 @@ else:
     smid = _special_register("smid", 32)
 
 __all__ = [
-    "MAX_REGISTERS",
     "clock64",
     "device",
     "globaltimer",
-    "instrumented_kernel",
     "smid",
 ]

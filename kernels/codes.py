@@ -1,4 +1,4 @@
-"""The numeric codes the instrumented kernels write into their record arrays.
+"""The numeric codes of vizmm's records of these kernels (its instrumenter's reading of them).
 
 These are plain integers so that the kernels stay free of any library: the
 trace model (``vizmm.trace``) gives them names and checks that they agree.

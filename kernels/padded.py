@@ -10,10 +10,7 @@ store ``Nds[tx][ty]`` too). The extra column is never read or written.
 P is right for every ``Width`` (Fig. 5.13's boundary checks).
 """
 
-from ._hw import instrumented_kernel
-from ._record import rec_block_end, rec_block_start, rec_load, rec_pvalue, rec_pwrite, rec_sync
 from ._target import cuda, float32
-from .codes import LOADED, M_KIND, N_KIND, ZERO_FILL
 
 
 def make_plain(TILE_WIDTH):
@@ -54,123 +51,5 @@ def make_plain(TILE_WIDTH):
             cuda.syncthreads()
         if Row < Width and Col < Width:
             P[Row * Width + Col] = Pvalue
-
-    return matrixMulKernel
-
-
-def make_instrumented(TILE_WIDTH):
-    """The padded kernel plus recording (see ``kernels.codes``); records as Fig. 5.13."""
-    PADDED_WIDTH = TILE_WIDTH + 1  # Nds's columns: one more than the tile (a constant)
-
-    @instrumented_kernel
-    def matrixMulKernel(
-        M, N, P, Width, detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount, zf
-    ):
-        Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
-        Nds = cuda.shared.array((TILE_WIDTH, PADDED_WIDTH), float32)
-
-        bx = cuda.blockIdx.x
-        by = cuda.blockIdx.y
-        tx = cuda.threadIdx.x
-        ty = cuda.threadIdx.y
-        slot = detail[by, bx]  # this block's row in the detailed records, or -1
-        bid = by * cuda.gridDim.x + bx
-        tk = ty * TILE_WIDTH + tx
-        nph = (Width + TILE_WIDTH - 1) // TILE_WIDTH
-        rec_block_start(blk, bid, tk)
-
-        # Identify the row and column of the P element to work on
-        Row = by * TILE_WIDTH + ty
-        Col = bx * TILE_WIDTH + tx
-
-        # Loop over the M and N tiles required to compute P element
-        Pvalue = float32(0)
-        for ph in range((Width + TILE_WIDTH - 1) // TILE_WIDTH):
-            # Collaborative loading of M and N tiles into shared memory
-            if Row < Width and (ph * TILE_WIDTH + tx) < Width:
-                Mds[ty, tx] = M[Row * Width + ph * TILE_WIDTH + tx]
-                rec_load(
-                    ld,
-                    mcount,
-                    zf,
-                    slot,
-                    bid,
-                    nph,
-                    ph,
-                    tk,
-                    M_KIND,
-                    LOADED,
-                    Row,
-                    ph * TILE_WIDTH + tx,
-                    Width,
-                )
-            else:
-                Mds[ty, tx] = float32(0)
-                rec_load(
-                    ld,
-                    mcount,
-                    zf,
-                    slot,
-                    bid,
-                    nph,
-                    ph,
-                    tk,
-                    M_KIND,
-                    ZERO_FILL,
-                    Row,
-                    ph * TILE_WIDTH + tx,
-                    Width,
-                )
-            # The N tile is stored transposed: Nds[tx][ty] = N[ph*TILE_WIDTH + ty][Col]
-            if (ph * TILE_WIDTH + ty) < Width and Col < Width:
-                Nds[tx, ty] = N[(ph * TILE_WIDTH + ty) * Width + Col]
-                rec_load(
-                    ld,
-                    ncount,
-                    zf,
-                    slot,
-                    bid,
-                    nph,
-                    ph,
-                    tk,
-                    N_KIND,
-                    LOADED,
-                    ph * TILE_WIDTH + ty,
-                    Col,
-                    Width,
-                )
-            else:
-                Nds[tx, ty] = float32(0)
-                rec_load(
-                    ld,
-                    ncount,
-                    zf,
-                    slot,
-                    bid,
-                    nph,
-                    ph,
-                    tk,
-                    N_KIND,
-                    ZERO_FILL,
-                    ph * TILE_WIDTH + ty,
-                    Col,
-                    Width,
-                )
-            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 0)
-            cuda.syncthreads()
-            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 1)
-
-            for k in range(TILE_WIDTH):
-                Pvalue += Mds[ty, k] * Nds[tx, k]
-            rec_pvalue(pv, slot, nph, ph, tk, Pvalue)
-            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 1, 0)
-            cuda.syncthreads()
-            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 1, 1)
-        if Row < Width and Col < Width:
-            P[Row * Width + Col] = Pvalue
-            rec_pwrite(pw, slot, tk, LOADED)
-        else:
-            rec_pwrite(pw, slot, tk, ZERO_FILL)
-        rec_block_end(blk, seq, bid, tk)
 
     return matrixMulKernel

@@ -13,10 +13,7 @@ memory accesses", broken on purpose). With ``TILE_WIDTH`` 32 the stores
 ``Mds[tx][ty]`` / ``Nds[tx][ty]`` also hit one bank (a 32-way conflict).
 """
 
-from ._hw import instrumented_kernel
-from ._record import rec_block_end, rec_block_start, rec_load, rec_pvalue, rec_pwrite, rec_sync
 from ._target import cuda, float32
-from .codes import LOADED, M_KIND, N_KIND, ZERO_FILL
 
 
 def make_plain(TILE_WIDTH):
@@ -56,126 +53,5 @@ def make_plain(TILE_WIDTH):
             cuda.syncthreads()
         if Row < Width and Col < Width:
             P[Row * Width + Col] = Pvalue
-
-    return matrixMulKernel
-
-
-def make_instrumented(TILE_WIDTH):
-    """The uncoalesced kernel plus recording (see ``kernels.codes``).
-
-    Each thread records the element *it* loaded, at its own index
-    ``ty * T + tx`` (so ``loads[..., ty, tx, :]`` is M[by*T + tx][ph*T + ty]).
-    """
-
-    @instrumented_kernel
-    def matrixMulKernel(
-        M, N, P, Width, detail, ld, pv, bar, bclk, ticks, spread, pw, blk, seq, mcount, ncount, zf
-    ):
-        Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
-        Nds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
-
-        bx = cuda.blockIdx.x
-        by = cuda.blockIdx.y
-        tx = cuda.threadIdx.x
-        ty = cuda.threadIdx.y
-        slot = detail[by, bx]  # this block's row in the detailed records, or -1
-        bid = by * cuda.gridDim.x + bx
-        tk = ty * TILE_WIDTH + tx
-        nph = (Width + TILE_WIDTH - 1) // TILE_WIDTH
-        rec_block_start(blk, bid, tk)
-
-        # Identify the row and column of the P element to work on
-        Row = by * TILE_WIDTH + ty
-        Col = bx * TILE_WIDTH + tx
-
-        # Loop over the M and N tiles required to compute P element
-        Pvalue = float32(0)
-        for ph in range((Width + TILE_WIDTH - 1) // TILE_WIDTH):
-            # Loading with the thread roles swapped: tx walks the tile's rows,
-            # so a warp reads down a column of M and of N (uncoalesced)
-            if by * TILE_WIDTH + tx < Width and (ph * TILE_WIDTH + ty) < Width:
-                Mds[tx, ty] = M[(by * TILE_WIDTH + tx) * Width + ph * TILE_WIDTH + ty]
-                rec_load(
-                    ld,
-                    mcount,
-                    zf,
-                    slot,
-                    bid,
-                    nph,
-                    ph,
-                    tk,
-                    M_KIND,
-                    LOADED,
-                    by * TILE_WIDTH + tx,
-                    ph * TILE_WIDTH + ty,
-                    Width,
-                )
-            else:
-                Mds[tx, ty] = float32(0)
-                rec_load(
-                    ld,
-                    mcount,
-                    zf,
-                    slot,
-                    bid,
-                    nph,
-                    ph,
-                    tk,
-                    M_KIND,
-                    ZERO_FILL,
-                    by * TILE_WIDTH + tx,
-                    ph * TILE_WIDTH + ty,
-                    Width,
-                )
-            if (ph * TILE_WIDTH + tx) < Width and bx * TILE_WIDTH + ty < Width:
-                Nds[tx, ty] = N[(ph * TILE_WIDTH + tx) * Width + bx * TILE_WIDTH + ty]
-                rec_load(
-                    ld,
-                    ncount,
-                    zf,
-                    slot,
-                    bid,
-                    nph,
-                    ph,
-                    tk,
-                    N_KIND,
-                    LOADED,
-                    ph * TILE_WIDTH + tx,
-                    bx * TILE_WIDTH + ty,
-                    Width,
-                )
-            else:
-                Nds[tx, ty] = float32(0)
-                rec_load(
-                    ld,
-                    ncount,
-                    zf,
-                    slot,
-                    bid,
-                    nph,
-                    ph,
-                    tk,
-                    N_KIND,
-                    ZERO_FILL,
-                    ph * TILE_WIDTH + tx,
-                    bx * TILE_WIDTH + ty,
-                    Width,
-                )
-            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 0)
-            cuda.syncthreads()
-            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 0, 1)
-
-            for k in range(TILE_WIDTH):
-                Pvalue += Mds[ty, k] * Nds[k, tx]
-            rec_pvalue(pv, slot, nph, ph, tk, Pvalue)
-            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 1, 0)
-            cuda.syncthreads()
-            rec_sync(bar, bclk, spread, ticks, slot, bid, nph, ph, tk, 1, 1)
-        if Row < Width and Col < Width:
-            P[Row * Width + Col] = Pvalue
-            rec_pwrite(pw, slot, tk, LOADED)
-        else:
-            rec_pwrite(pw, slot, tk, ZERO_FILL)
-        rec_block_end(blk, seq, bid, tk)
 
     return matrixMulKernel

@@ -26,8 +26,7 @@ def test_a_layer_describes_each_of_its_files(folder):
         assert section in text, f"{folder}/ARCHITECTURE.md has no {section!r}"
     named = set(re.findall(r"`([A-Za-z_0-9]+\.py)`", text))
     files = {p.name for p in (REPO / folder).glob("*.py") if p.name != "__init__.py"}
-    # the instrumenter's files are described by the developers building it
-    missing = {f for f in files - named if not f.startswith("instrument")}
+    missing = files - named
     assert not missing, f"{folder}/ARCHITECTURE.md does not name {sorted(missing)}"
 
 

@@ -22,7 +22,6 @@ SCRIPT = textwrap.dedent(
     import numpy as np
 
     import vizmm_kernels as K
-    from vizmm.record.launcher import allocate_records
 
     LOOK_FOR = ("%clock64", "%smid", "%globaltimer", "bar.sync", ".target sm_90")
     # Fig. 5.14's extern __shared__ array: numba-cuda declares ".extern .shared",
@@ -33,20 +32,16 @@ SCRIPT = textwrap.dedent(
     for name in sys.argv[1].split(","):
         j, k, l = (5, 6, 7) if name == "general" else (5, 5, 5)
         for tile_width in map(int, sys.argv[2].split(",")):
-            for instrumented in (False, True):
-                # The arguments of a launch, as vizmm.record passes them: M, N and P
-                # flattened row-major (as in the book), the sizes, the record arrays.
-                args = [np.zeros(j * k, np.float32), np.zeros(k * l, np.float32),
-                        np.zeros(j * l, np.float32), *K.launch_dims(name, j, k, l, tile_width)]
-                if instrumented:
-                    rec, _ = allocate_records(j, k, l, tile_width, name, [(0, 0)], False)
-                    args += list(rec.values())
-                kern = K.get_kernel(name, tile_width, instrumented)
-                sig = tuple(typeof(a) for a in args)
-                ptx, _ = cuda.compile_ptx(kern.py_func, sig, cc=(9, 0))
-                found = {s: s in ptx for s in LOOK_FOR}
-                found["dynamic shared"] = any(s in ptx for s in DYNAMIC)
-                out[f"{name}/{tile_width}/{instrumented}"] = found
+            # The arguments of a launch: M, N and P flattened row-major (as in the
+            # book), the sizes.
+            args = [np.zeros(j * k, np.float32), np.zeros(k * l, np.float32),
+                    np.zeros(j * l, np.float32), *K.launch_dims(name, j, k, l, tile_width)]
+            kern = K.get_kernel(name, tile_width)
+            sig = tuple(typeof(a) for a in args)
+            ptx, _ = cuda.compile_ptx(kern.py_func, sig, cc=(9, 0))
+            found = {s: s in ptx for s in LOOK_FOR}
+            found["dynamic shared"] = any(s in ptx for s in DYNAMIC)
+            out[f"{name}/{tile_width}"] = found
     print(json.dumps(out))
     """
 )
@@ -60,7 +55,7 @@ def ptx_features():
 @pytest.mark.parametrize("tile_width", TILE_WIDTHS)
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_plain_kernel_compiles(ptx_features, kernel, tile_width):
-    found = ptx_features[f"{kernel}/{tile_width}/False"]
+    found = ptx_features[f"{kernel}/{tile_width}"]
     assert found[".target sm_90"]
     # The plain kernels read no hardware register.
     assert not any(found[r] for r in REGISTERS)
@@ -68,13 +63,3 @@ def test_plain_kernel_compiles(ptx_features, kernel, tile_width):
     assert found["bar.sync"] == (kernel != "naive")
     # Fig. 5.14's extern __shared__ array: a zero-sized shared array in Numba.
     assert found["dynamic shared"] == (kernel == "dynamic")
-
-
-@pytest.mark.parametrize("tile_width", TILE_WIDTHS)
-@pytest.mark.parametrize("kernel", KERNELS)
-def test_instrumented_kernel_reads_the_clocks(ptx_features, kernel, tile_width):
-    found = ptx_features[f"{kernel}/{tile_width}/True"]
-    assert found[".target sm_90"]
-    for register in REGISTERS:
-        assert found[register], register
-    assert found["bar.sync"] == (kernel != "naive")

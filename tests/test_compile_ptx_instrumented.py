@@ -4,7 +4,9 @@ The book's plain kernels and the test kernels in other styles
 (``instrument_kernels.py``: 2-D arrays and ``cuda.grid``, a coarsened
 kernel, N column-major, a read past the end, a thread-dependent loop) go
 through :func:`vizmm.record.instrument.instrument` in a subprocess bound to
-a GPU compiler (``tests/ptx.py``), with the shared loads logged and not.
+a GPU compiler (``tests/ptx.py``), with the shared loads logged and not:
+the full variant (the log) and the lean one (counts only, what a GPU runs
+over the whole grid when recording aggregated), each reading the clocks.
 """
 
 import os
@@ -30,14 +32,25 @@ SCRIPT = textwrap.dedent(
     out = {"target": TARGET}
     T = 16
 
+    REGISTERS = ("%clock64", "%smid", "%globaltimer")
+
     def compile_one(inst, arrays, scalars):
         args = {**arrays, **scalars}
-        rec = I._records(inst, (2, 2), (T, T), [(0, 0)], 8, arrays, False)
-        values = [args[p] for p in inst.params] + list(rec.values())
-        sig = tuple(typeof(a) for a in values)
-        text, _ = cuda.compile_ptx(inst.kernel.py_func, sig, cc=(9, 0))
-        found = {"bar.sync": "bar.sync" in text, "atom": "atom." in text}
-        return dict(found, ok=".target sm_90" in text)
+        out = {}
+        for variant in ("full", "lean"):
+            if variant == "full":
+                rec = I._records(inst, (2, 2), (T, T), [(0, 0)], 8, arrays, False, 4, 2)
+                kern = inst.kernel
+            else:
+                rec = I._lean_records(inst, (2, 2), arrays, 2)
+                kern = inst.lean
+            values = [args[p] for p in inst.params] + list(rec.values())
+            sig = tuple(typeof(a) for a in values)
+            text, _ = cuda.compile_ptx(kern.py_func, sig, cc=(9, 0))
+            found = {"bar.sync": "bar.sync" in text, "atom": "atom." in text}
+            found["clocks"] = all(r in text for r in REGISTERS)
+            out[variant] = dict(found, ok=".target sm_90" in text)
+        return out
 
     for shared_loads in (False, True):
         for name in K.KERNEL_NAMES:
@@ -68,9 +81,12 @@ def compiled():
 
 @pytest.mark.parametrize("shared_loads", (False, True))
 @pytest.mark.parametrize("kernel", BOOK + STYLES)
-def test_instrumented_kernel_compiles_for_the_gpu(compiled, kernel, shared_loads):
-    found = compiled[f"{kernel}/{shared_loads}"]
+@pytest.mark.parametrize("variant", ("full", "lean"))
+def test_instrumented_kernel_compiles_for_the_gpu(compiled, kernel, shared_loads, variant):
+    found = compiled[f"{kernel}/{shared_loads}"][variant]
     assert found["ok"]
     assert found["atom"]  # the global read counters (one atomic add per load)
+    # the block's SM, times and clocks (%smid, %globaltimer, %clock64)
+    assert found["clocks"]
     # __syncthreads() is bar.sync; kernels without one (and without shared arrays) have none
     assert found["bar.sync"] == (kernel not in ("naive", "past_the_end", "while_loop"))

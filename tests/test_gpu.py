@@ -136,3 +136,26 @@ def test_large_products_are_exact(backend, case):
     np.testing.assert_array_equal(trace.n_reads, np.full((k, l), gy))
     assert trace.detail_blocks.tolist() == [list(b) for b in window]
     assert (trace.block_info[..., 0] >= 0).all()
+
+
+@pytest.mark.parametrize(
+    "case", [("boundary", 20, 20, 20, 8), ("general", 33, 17, 40, 16)], ids=_ids
+)
+def test_aggregated_gpu_recording_counts_every_block(backend, case):
+    """Aggregated on a GPU (the lean variant over the grid, the window again in full):
+    zero-fills and reads of every block as a recording with every block in detail, the
+    window's loads as the simulator's, its barrier clocks read."""
+    kernel, j, k, l, T = case
+    common = dict(tile_width=T, kernel=kernel, seed=5, quiet=True)
+    every = vizmm.record(j, k, l, backend=backend, **common)
+    window = [(0, 0), (every.grid[0] - 1, every.grid[1] - 1)]
+    agg = vizmm.record(j, k, l, backend=backend, window=window, **common)
+    sim = vizmm.record(j, k, l, backend="simulator", window=window, **common)
+    assert every.zero_fills.sum() > 0
+    for name in ("zero_fills", "m_reads", "n_reads", "P"):
+        np.testing.assert_array_equal(getattr(agg, name), getattr(every, name), err_msg=name)
+    for name in ("loads", "pvalue", "p_write"):
+        assert getattr(agg, name).tobytes() == getattr(sim, name).tobytes(), name
+    arrived = agg.barrier_tick >= 0
+    assert (agg.barrier_clock[arrived] > 0).all()
+    assert (agg.wait_hist.sum() > 0) and agg.meta["spread_from"] == "detail blocks"

@@ -328,7 +328,6 @@ def test_the_access_log_is_kept_in_the_trace_file_and_old_files_load(tmp_path):
         quiet=True,
         reads=True,
         drop_barrier=None,
-        instrumenter=True,
     )
     path = trace.save(tmp_path / "t.vizmm")
     back = vizmm.load(path)
@@ -353,3 +352,22 @@ def test_the_access_log_is_kept_in_the_trace_file_and_old_files_load(tmp_path):
             assert got == want
     old = vizmm.load(FIXTURES / "fig5-8.vizmm")
     assert old.log_events.size == 0 and "access_log" not in old.meta
+
+
+def test_zero_fills_are_counted_for_every_block_not_only_the_logged_ones():
+    """Fig. 5.13 at Width 5, TILE_WIDTH 2 (a 3 x 3 grid), one block logged: every
+    block's zero-fills per phase, as derived from the boundary check by hand."""
+    W, T = 5, 2
+    rng = np.random.default_rng(3)
+    M = rng.integers(0, 10, (W, W)).astype(np.float32)
+    N = rng.integers(0, 10, (W, W)).astype(np.float32)
+    launch = vizmm.trace.LaunchShape("boundary", W, W, W, T)
+    job = Job(launch, [(0, 0)], False, 0, "simulator", "given")
+    trace = instrumented_launch(job, M, N)
+    want = np.zeros((3, 3, 3, 2), np.int32)
+    for by, bx, ph, ty, tx in np.ndindex(3, 3, 3, T, T):
+        Row, Col = by * T + ty, bx * T + tx
+        want[by, bx, ph, 0] += not (Row < W and ph * T + tx < W)
+        want[by, bx, ph, 1] += not (ph * T + ty < W and Col < W)
+    np.testing.assert_array_equal(trace.zero_fills, want)
+    assert trace.zero_fills[1:, 1:].sum() > 0  # blocks not logged count too

@@ -128,15 +128,20 @@ def compiled_registers(kernel: str, tile_width: int, instrumented: bool = False)
     import vizmm_kernels as K
     from vizmm_kernels._target import typeof
 
-    from .launcher import allocate_records
-
     W = 2 * tile_width
     args = [np.zeros(W * W, np.float32) for _ in range(3)]
     args += list(K.launch_dims(kernel, W, W, W, tile_width))
-    if instrumented:
-        rec, _ = allocate_records(W, W, W, tile_width, kernel, [(0, 0)], True)
+    kern = K.get_kernel(kernel, tile_width)
+    if instrumented:  # the instrumenter's full variant, as a recording compiles it
+        from . import instrument as I
+        from .instrument_trace import book_kernel
+
+        inst = book_kernel(kernel, tile_width, shared_loads=False)
+        grid, block = K.grid_dims(W, W, tile_width)
+        host = dict(zip(inst.params, args, strict=True))
+        rec = I._records(inst, grid, block, [(0, 0)], 1, host, False, 1, 1)
         args += list(rec.values())
-    kern = K.get_kernel(kernel, tile_width, instrumented)
+        kern = inst.kernel
     sig = tuple(typeof(a) for a in args)
     compiled = kern.compile(sig)
     regs = getattr(compiled, "regs_per_thread", None)  # numba-cuda's compile result

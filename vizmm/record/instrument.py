@@ -78,9 +78,26 @@ _HELPERS = (
     "release",
     "block_start",
     "end",
+    "zfill",
+    "lg_load",
+    "lg_load2",
+    "lg_store",
+    "lg_store2",
+    "ls_load",
+    "ls_load2",
+    "ls_store",
+    "ls_store2",
+    "lend",
 )
 #: Arguments every logging call ends with (the log and the thread's state).
 _LOG = "_ev, _vals, _cnt, _cap, _t, _ep"
+
+
+#: Register caps on a GPU. The full variant keeps the log's state live (86 registers
+#: a thread uncapped at TILE_WIDTH 32, too many for a block of 1024 threads): 64
+#: lets 1024 threads launch. The lean variant: 32, the plain kernel's count (the
+#: hand-instrumented kernels measured fastest there on an H200 at Width 4096).
+MAX_REGISTERS = {"instrumented": 64, "lean": 32}
 
 
 class InstrumentError(ValueError):
@@ -139,6 +156,18 @@ class Instrumented:
         statically (a count launch is needed).
     seconds : float
         How long the rewrite and the compile's first step took (s).
+    lean_code : str
+        The lean variant's source: the same kernel counting only (global
+        reads, zero-fills, the blocks' SM and times), no log; what a GPU runs
+        over the whole grid when recording aggregated.
+    lean : object
+        Its compiled dispatcher.
+    barrier_bound : callable or None
+        ``barrier_bound(scalars, block, grid) -> int``: barrier events
+        (arrivals and releases) per thread; sizes the barrier clocks.
+    copies : mapping of str to tuple of str
+        Per shared array, the global arrays its stores copy from (from the
+        source: how Mds and Nds are found when no block is logged).
     first_line : int
         The line of its file where :attr:`source` starts (1 for source
         text): the log's line numbers count within :attr:`source`, and
@@ -157,6 +186,10 @@ class Instrumented:
     dynamic_shared: int
     after_reads: Mapping[int, bool]
     seconds: float
+    lean_code: str = ""
+    lean: object = None
+    barrier_bound: Callable | None = None
+    copies: Mapping[str, tuple] = dataclasses.field(default_factory=dict)
     first_line: int = 1
 
     def array_id(self, name: str) -> int:
@@ -339,13 +372,54 @@ def _split_index(node, scalars, constants) -> tuple[str, str] | None:
     return None
 
 
+class _Remap(ast.NodeTransformer):
+    """The full variant reads its block from ``_bx``, ``_by``, its grid from ``_gdx``, ``_gdy``.
+
+    ``cuda.blockIdx`` / ``cuda.gridDim`` / ``cuda.grid`` are read
+    from the block the thread plays (``_bx``, ``_by``) and the launch's grid (``_gdx``,
+    ``_gdy``), so that the detail blocks can run again by themselves.
+    """
+
+    _NAMES = {
+        "blockIdx.x": "_bx",
+        "blockIdx.y": "_by",
+        "gridDim.x": "_gdx",
+        "gridDim.y": "_gdy",
+    }
+
+    def visit_Attribute(self, node):
+        text = ast.unparse(node)
+        for key, name in self._NAMES.items():
+            if text == f"cuda.{key}":
+                return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+        return self.generic_visit(node)
+
+    def visit_Call(self, node):
+        if _is_call_to(node, "cuda.grid") and len(node.args) == 1:
+            arg = node.args[0]
+            n = arg.value if isinstance(arg, ast.Constant) else None
+            x = "(_bx * cuda.blockDim.x + cuda.threadIdx.x)"
+            y = "(_by * cuda.blockDim.y + cuda.threadIdx.y)"
+            if n == 1:
+                return ast.copy_location(_expr(x), node)
+            if n == 2:
+                return ast.copy_location(_expr(f"({x}, {y})"), node)
+        return self.generic_visit(node)
+
+
 class _Rewriter:
     """Rewrites one kernel's body (see the module docstring)."""
 
     def __init__(
-        self, fn: ast.FunctionDef, namespace: dict, dynamic_shared: int, shared_loads=True
+        self,
+        fn: ast.FunctionDef,
+        namespace: dict,
+        dynamic_shared: int,
+        shared_loads=True,
+        lean=False,
     ):
         self.fn = fn
+        self.lean = lean
         self.shared_loads = shared_loads
         self.ns = namespace
         self.params = [a.arg for a in fn.args.args]
@@ -384,6 +458,7 @@ class _Rewriter:
         self.tmp = itertools.count()
         self.read_seen = False  # a shared load earlier in this loop iteration
         self.after_reads: dict[int, bool] = {}
+        self.copies: dict[str, set] = {}  # shared array -> the global arrays copied into it
 
     def _add(self, info: ArrayInfo) -> int:
         self.ids[info.name] = len(self.arrays)
@@ -440,6 +515,8 @@ class _Rewriter:
             self._add(ArrayInfo(target, "shared", ndim))
             shadow = f"{target}__src"
             self.shared[target] = dict(size=size, ndim=ndim, shadow=shadow, off="0")
+            if self.lean:  # no tags
+                return [stmt]
             return [stmt, *_stmts(f"{shadow} = cuda.shared.array({max(size, 1)}, int32)")]
         if (
             target
@@ -484,6 +561,16 @@ class _Rewriter:
         aid = self.ids[name]
         idx, (row, col) = self._index_parts(node)
         ln = node.lineno
+        if self.lean:
+            if name in self.shared:
+                return (
+                    f"ls_load2({name}, {idx[0]}, {idx[1]})"
+                    if len(idx) == 2
+                    else (f"ls_load({name}, {idx[0]})")
+                )
+            if len(idx) == 2:
+                return f"lg_load2({name}, {idx[0]}, {idx[1]}, _reads_{name}, _ZERO_{name})"
+            return f"lg_load({name}, {idx[0]}, _reads_{name}, _ZERO_{name})"
         if name in self.shared:
             s = self.shared[name]
             if len(idx) == 2:
@@ -531,6 +618,10 @@ class _Rewriter:
         acc = self._acc()
         if name not in self.shared:  # a global store (P)
             v = ast.unparse(self.expr(value))
+            if self.lean:
+                if len(idx) == 2:
+                    return _stmts(f"lg_store2({name}, {idx[0]}, {idx[1]}, {v})")
+                return _stmts(f"lg_store({name}, {idx[0]}, {v})")
             if len(idx) == 2:
                 return _stmts(
                     f"g_store2({name}, {idx[0]}, {idx[1]}, {v}, {aid}, {lineno}, {_LOG}, {acc})"
@@ -550,10 +641,23 @@ class _Rewriter:
         )
         if copy is not None:
             g = copy.value.id
+            self.copies.setdefault(name, set()).add(g)
             gidx, (grow, gcol) = self._index_parts(copy)
             n = next(self.tmp)
             gid = self.ids[g]
-            if len(gidx) == 2:
+            if self.lean:
+                if len(gidx) == 2:
+                    pre = _stmts(
+                        f"_ok{n} = g_ok2({g}, {gidx[0]}, {gidx[1]})\n"
+                        f"_v{n} = lg_load2({g}, {gidx[0]}, {gidx[1]}, _reads_{g}, _ZERO_{g})"
+                    )
+                else:
+                    pre = _stmts(
+                        f"_i{n} = {gidx[0]}\n"
+                        f"_ok{n} = g_ok({g}, _i{n})\n"
+                        f"_v{n} = lg_load({g}, _i{n}, _reads_{g}, _ZERO_{g})"
+                    )
+            elif len(gidx) == 2:
                 pre = _stmts(
                     f"_i{n} = ({gidx[0]}) * {g}.shape[1] + ({gidx[1]})\n"
                     f"_ok{n} = g_ok2({g}, {gidx[0]}, {gidx[1]})\n"
@@ -587,7 +691,13 @@ class _Rewriter:
                         flat = gidx[0]
                     src = (str(D.TAG_ZERO), str(self.ids[g]), flat, grow, gcol)
         tag, sa, si, sr, sc = src
-        if len(idx) == 2:
+        if self.lean:
+            call = (
+                f"ls_store2({name}, {idx[0]}, {idx[1]}, {v}, {ok})"
+                if len(idx) == 2
+                else f"ls_store({name}, {idx[0]}, {v}, {ok})"
+            )
+        elif len(idx) == 2:
             call = (
                 f"s_store2({name}, {idx[0]}, {idx[1]}, {v}, {s['shadow']}, {s['off']}, {ok}, "
                 f"{tag}, {sa}, {si}, {sr}, {sc}, {aid}, {lineno}, {_LOG}, {acc})"
@@ -597,18 +707,25 @@ class _Rewriter:
                 f"s_store({name}, {idx[0]}, {v}, {row}, {col}, {s['shadow']}, {s['off']}, {ok}, "
                 f"{tag}, {sa}, {si}, {sr}, {sc}, {aid}, {lineno}, {_LOG}, {acc})"
             )
-        return pre + _stmts(call)
+        out = pre + _stmts(call)
+        if tag == str(D.TAG_ZERO):  # a zero-fill: counted for every block
+            out += _stmts(f"zfill(_zf, _bid, _nst_{name}, _zph, {aid}, _NARR)")
+        return out + _stmts(f"_nst_{name} += 1")
 
     def barrier(self, lineno) -> list[ast.stmt]:
+        if self.lean:
+            return _stmts("cuda.syncthreads()")
         acc = self._acc()
         return _stmts(
-            f"arrive(_ticks, _slot, {lineno}, {_LOG}, {acc})\n"
+            f"arrive(_ticks, _slot, {lineno}, _clk, _nbar, {_LOG}, {acc})\n"
             "cuda.syncthreads()\n"
             "_ep += 1\n"
-            f"release(_ticks, _slot, {lineno}, {_LOG}, {acc})"
+            f"release(_ticks, _slot, {lineno}, _clk, _nbar, {_LOG}, {acc})"
         )
 
     def end(self, lineno) -> list[ast.stmt]:
+        if self.lean:
+            return _stmts("lend(_blk, _seq, _bid, _tid)")
         return _stmts(f"end(_blk, _seq, _bid, _tid, {lineno}, {_LOG}, {self._acc()})")
 
     def body(self, stmts: list[ast.stmt], top=False) -> list[ast.stmt]:
@@ -748,39 +865,69 @@ class _Rewriter:
             ):
                 last = i + 1
         stamp: list[ast.stmt] = []
-        for s in nshared if self.shared_loads else ():  # only shared loads read the tags
+        for s in nshared if self.shared_loads and not self.lean else ():  # tags: shared loads
             stamp += _stmts(
                 f"for _i in range(_tid, {max(s['size'], 1)}, _nthreads):\n"
                 f"    {s['shadow']}[_i] = {D.TAG_NEVER}"
             )
         if stamp:
             stamp += _stmts("cuda.syncthreads()  # the shadows are stamped before any access")
-        prologue = _stmts(
-            "_tid = (cuda.threadIdx.z * cuda.blockDim.y + cuda.threadIdx.y) * cuda.blockDim.x "
-            "+ cuda.threadIdx.x\n"
-            "_nthreads = cuda.blockDim.x * cuda.blockDim.y * cuda.blockDim.z\n"
-            "_bid = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x\n"
-            "_slot = _detail[cuda.blockIdx.y, cuda.blockIdx.x]\n"
-            "_t = -1\n"
-            "if _slot >= 0:\n"
-            "    _t = _slot * _nthreads + _tid\n"
-            "_ep = 0\n"
-            "block_start(_blk, _bid, _tid)"
-        )
+        counters = "".join(f"_nst_{name} = 0\n" for name in self.shared)
+        if self.lean:
+            head: list[ast.stmt] = []
+            prologue = _stmts(
+                "_tid = (cuda.threadIdx.z * cuda.blockDim.y + cuda.threadIdx.y) * cuda.blockDim.x "
+                "+ cuda.threadIdx.x\n"
+                "_bid = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x\n"
+                f"{counters}"
+                "block_start(_blk, _bid, _tid)"
+            )
+            extra = ["_blk", "_seq", "_zf", "_zph"]
+        else:
+            # The block this thread plays: its own, or the block table's entry when the
+            # detail blocks run again by themselves (a GPU's aggregated recording).
+            head = _stmts(
+                "_bx = cuda.blockIdx.x\n"
+                "_by = cuda.blockIdx.y\n"
+                "if _btab.shape[0] > 0:\n"
+                "    _bi = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x\n"
+                "    _by = _btab[2 * _bi]\n"
+                "    _bx = _btab[2 * _bi + 1]"
+            )
+            prologue = _stmts(
+                "_tid = (cuda.threadIdx.z * cuda.blockDim.y + cuda.threadIdx.y) * cuda.blockDim.x "
+                "+ cuda.threadIdx.x\n"
+                "_nthreads = cuda.blockDim.x * cuda.blockDim.y * cuda.blockDim.z\n"
+                "_bid = _by * _gdx + _bx\n"
+                "_slot = _detail[_by, _bx]\n"
+                "_t = -1\n"
+                "if _slot >= 0:\n"
+                "    _t = _slot * _nthreads + _tid\n"
+                "_ep = 0\n"
+                f"{counters}"
+                "block_start(_blk, _bid, _tid)"
+            )
+            extra = [
+                "_detail",
+                "_ev",
+                "_vals",
+                "_cnt",
+                "_cap",
+                "_ticks",
+                "_blk",
+                "_seq",
+                "_clk",
+                "_nbar",
+                "_zf",
+                "_zph",
+                "_btab",
+                "_gdx",
+                "_gdy",
+            ]
+        extra += [f"_reads_{g}" for g in self.globals]
         last_line = max((getattr(n, "lineno", 0) for n in ast.walk(fn)), default=0)
         tail = [] if body and isinstance(body[-1], ast.Return) else self.end(last_line)
-        new_body = body[:last] + prologue + stamp + body[last:] + tail
-        extra = [
-            "_detail",
-            "_ev",
-            "_vals",
-            "_cnt",
-            "_cap",
-            "_ticks",
-            "_blk",
-            "_seq",
-            *(f"_reads_{g}" for g in self.globals),
-        ]
+        new_body = head + body[:last] + prologue + stamp + body[last:] + tail
         args = ast.arguments(
             posonlyargs=[],
             args=[ast.arg(arg=a) for a in (*self.params, *extra)],
@@ -803,11 +950,16 @@ def _np_dtype(text: str, ns: dict):
 
 
 # ------------------------------------------------------------------ bound
-def _static_bound(fn: ast.FunctionDef, rw: _Rewriter):
-    """``bound(scalars) -> events per thread`` when every loop is a static ``range``; else None."""
+def _static_bound(fn: ast.FunctionDef, rw: _Rewriter, barriers_only: bool = False):
+    """``bound(scalars) -> events per thread`` when every loop is a static ``range``; else None.
+
+    With ``barriers_only``: the barrier events (arrivals and releases) per thread.
+    """
     arrays = set(rw.ids)
 
     def accesses(node) -> int:
+        if barriers_only:
+            return 0
         return sum(
             1
             for n in ast.walk(node)
@@ -865,7 +1017,9 @@ def _static_bound(fn: ast.FunctionDef, rw: _Rewriter):
             elif isinstance(stmt, ast.Expr) and _is_call_to(stmt.value, "syncthreads"):
                 parts.append(lambda env: 2)
             else:
-                n = accesses(stmt) + (1 if isinstance(stmt, ast.Return) else 0)
+                n = accesses(stmt) + (
+                    1 if isinstance(stmt, ast.Return) and not barriers_only else 0
+                )
                 parts.append(lambda env, n=n: n)
         return lambda env: sum(p(env) for p in parts)
 
@@ -887,7 +1041,7 @@ def _static_bound(fn: ast.FunctionDef, rw: _Rewriter):
                 env[name] = eval(compile(ast.Expression(value), "<bound>", "eval"), env)
             except Exception:
                 pass
-        return total(env) + 1  # the end event
+        return total(env) + (0 if barriers_only else 1)  # the end event
 
     return bound
 
@@ -964,22 +1118,31 @@ def instrument(
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    rw = _Rewriter(copy.deepcopy(tree), ns, int(dynamic_shared), bool(shared_loads))
-    new = rw.rewrite()
-    code = ast.unparse(new) + "\n"
-    filename = f"<vizmm instrumented {tree.name}>"
-    env = dict(ns)
-    env.update({h: getattr(D, h) for h in _HELPERS})
-    for g in rw.globals:
-        env[f"_ZERO_{g}"] = np.dtype((dtypes or {}).get(g, np.float32)).type(0)
-    import linecache
+    rw = _Rewriter(_Remap().visit(copy.deepcopy(tree)), ns, int(dynamic_shared), bool(shared_loads))
+    code = ast.unparse(rw.rewrite()) + "\n"
+    lean_rw = _Rewriter(copy.deepcopy(tree), ns, int(dynamic_shared), bool(shared_loads), lean=True)
+    lean_code = ast.unparse(lean_rw.rewrite()) + "\n"
 
-    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-    try:
-        exec(compile(code, filename, "exec"), env)
-    except SyntaxError as exc:  # pragma: no cover - the rewrite writes valid Python
-        raise InstrumentError(f"the rewritten kernel does not parse: {exc}") from None
-    kern = _target.cuda.jit(env[tree.name])
+    def compiled(text, label):
+        filename = f"<vizmm {label} {tree.name}>"
+        env = dict(ns)
+        env.update({h: getattr(D, h) for h in _HELPERS})
+        env["_NARR"] = len(rw.arrays)
+        for g in rw.globals:
+            env[f"_ZERO_{g}"] = np.dtype((dtypes or {}).get(g, np.float32)).type(0)
+        import linecache
+
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        try:
+            exec(compile(text, filename, "exec"), env)
+        except SyntaxError as exc:  # pragma: no cover - the rewrite writes valid Python
+            raise InstrumentError(f"the rewritten kernel does not parse: {exc}") from None
+        if _target.NAME == _target.SIMULATOR:
+            return _target.cuda.jit(env[tree.name])
+        return _target.cuda.jit(max_registers=MAX_REGISTERS[label])(env[tree.name])
+
+    kern = compiled(code, "instrumented")
+    lean = compiled(lean_code, "lean")
     out = Instrumented(
         name=tree.name,
         source=text,
@@ -993,6 +1156,10 @@ def instrument(
         dynamic_shared=int(dynamic_shared),
         after_reads=dict(rw.after_reads),
         seconds=time.perf_counter() - t0,
+        lean_code=lean_code,
+        lean=lean,
+        barrier_bound=_static_bound(tree, rw, barriers_only=True),
+        copies={k: tuple(sorted(v)) for k, v in rw.copies.items()},
         first_line=first_line,
     )
     _CACHE[key] = out
@@ -1024,6 +1191,13 @@ class RawLog:
         SM, times, clocks and completion order of every block (-1 where not read).
     outputs : dict of str to ndarray
         The global arrays after the launch (P).
+    clocks : ndarray of int64, (nd, threads, nbar)
+        ``%clock64`` at each barrier arrival (``2 * epoch``) and release
+        (``2 * epoch - 1``, the epoch counted after it) of the logged
+        threads; -1 where not read (the simulator has no clock).
+    zero_fills : ndarray of int32, (gy, gx, phases, arrays)
+        Per block, the constants stored into each shared array (its id) as
+        the thread's n-th store into it (n < ``phases``); every block counts.
     """
 
     events: np.ndarray
@@ -1032,6 +1206,8 @@ class RawLog:
     reads: dict
     block_info: np.ndarray
     outputs: dict
+    clocks: np.ndarray | None = None
+    zero_fills: np.ndarray | None = None
 
 
 #: Bytes one logged event takes (its int32 fields and two float64 values).
@@ -1043,13 +1219,21 @@ def log_bytes(cap: int, threads: int) -> int:
     return int(cap) * int(threads) * EVENT_BYTES
 
 
-def _records(inst, grid, block, blocks, cap, arrays, aggregated):
+def _records(inst, grid, block, blocks, cap, arrays, aggregated, nbar=0, phases=0, remap=False):
+    """The arguments the full variant takes after the kernel's own, by name (host arrays).
+
+    ``remap``: the launch runs only ``blocks`` (a grid of ``len(blocks)``
+    blocks reading their place from the block table ``_btab``); it counts
+    no reads nor zero-fills (the lean variant did) and its block info is
+    thrown away.
+    """
     gx, gy = grid
     nthreads = block[0] * block[1] * (block[2] if len(block) > 2 else 1)
     nd = len(blocks)
     detail = np.full((gy, gx), -1, np.int32)
     for i, (by, bx) in enumerate(blocks):
         detail[by, bx] = i
+    narr = len(inst.arrays)
     rec = dict(
         _detail=detail,
         _ev=np.zeros(max(nd * nthreads * cap * D.NF, 1), np.int32),
@@ -1059,6 +1243,27 @@ def _records(inst, grid, block, blocks, cap, arrays, aggregated):
         _ticks=np.zeros(max(nd, 1), np.int32),
         _blk=np.full(gy * gx * 6, -1, np.int64),
         _seq=np.zeros(1, np.int32),
+        _clk=np.full(max(nd * nthreads * nbar, 1), -1, np.int64),
+        _nbar=np.int32(nbar),
+        _zf=np.zeros(0 if remap else gy * gx * phases * narr, np.int32),
+        _zph=np.int32(phases),
+        _btab=np.asarray(blocks, np.int32).reshape(-1) if remap else np.zeros(0, np.int32),
+        _gdx=np.int32(gx),
+        _gdy=np.int32(gy),
+    )
+    for g in inst.global_arrays:
+        rec[f"_reads_{g}"] = np.zeros(0 if remap else arrays[g].size, np.int32)
+    return rec
+
+
+def _lean_records(inst, grid, arrays, phases):
+    """The arguments the lean variant takes after the kernel's own, by name (host arrays)."""
+    gx, gy = grid
+    rec = dict(
+        _blk=np.full(gy * gx * 6, -1, np.int64),
+        _seq=np.zeros(1, np.int32),
+        _zf=np.zeros(gy * gx * phases * len(inst.arrays), np.int32),
+        _zph=np.int32(phases),
     )
     for g in inst.global_arrays:
         rec[f"_reads_{g}"] = np.zeros(arrays[g].size, np.int32)
@@ -1077,8 +1282,17 @@ def run(
     turns: bool = False,
     update=None,
     cancel=None,
+    phases: int = 0,
 ) -> RawLog:
-    """Launch ``inst`` once (twice when its events must be counted first) and return its log.
+    """Launch ``inst`` and return its log (see :class:`RawLog`).
+
+    In the simulator: the full variant, once (twice when its events must be
+    counted first), over the grid or, ``aggregated``, over ``blocks`` only.
+    On a GPU, not aggregated: the full variant over the grid. On a GPU,
+    aggregated: the lean variant over the whole grid (read counters,
+    zero-fills, the blocks' SM and times: nothing per event), then the full
+    variant over ``blocks`` only (a grid of ``len(blocks)`` blocks, each
+    playing its block from a table; its P stores repeat the lean launch's).
 
     Parameters
     ----------
@@ -1095,10 +1309,13 @@ def run(
         The largest log allowed (bytes), checked before it is allocated.
     aggregated : bool
         Run only ``blocks`` in the simulator; on a GPU every block still
-        counts its global reads and times.
+        counts its global reads and zero-fills and records its times.
     turns : bool
         Simulator: the threads of a block take turns between barriers
         (:func:`vizmm.record.simulator.run_block_in_turns`).
+    phases : int
+        Zero-fills are counted per block for a thread's first ``phases``
+        stores into each shared array (0: not counted).
 
     Raises
     ------
@@ -1146,10 +1363,24 @@ def run(
     dims = (block + (1,) * 3)[:3]
     gdims = (tuple(grid) + (1,) * 3)[:3]
     update = update or (lambda done, total: None)
+    gx, gy = grid
+    two_launches = aggregated and not simulated
+    cuda = _target.cuda
 
-    def launch(cap):
-        rec = _records(inst, grid, block[:2], blocks, cap, arrays, aggregated)
-        outs = {g: a.copy() for g, a in arrays.items()}
+    def device_launch(kern, launch_grid, ordered, rec):
+        d_args = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in ordered]
+        d_rec = {k: cuda.to_device(v) if isinstance(v, np.ndarray) else v for k, v in rec.items()}
+        kern[tuple(launch_grid), block, 0, inst.dynamic_shared](*d_args, *d_rec.values())
+        cuda.synchronize()
+        outs = [d.copy_to_host() if hasattr(d, "copy_to_host") else d for d in d_args]
+        rec = {k: v.copy_to_host() if hasattr(v, "copy_to_host") else v for k, v in d_rec.items()}
+        return outs, rec
+
+    def launch(cap, nbar, outs=None):
+        rec = _records(
+            inst, grid, block[:2], blocks, cap, arrays, aggregated, nbar, phases, two_launches
+        )
+        outs = outs or {g: a.copy() for g, a in arrays.items()}
         ordered = [outs[p] if p in outs else scalars[p] for p in inst.params]
         if simulated:
             simulate(
@@ -1165,46 +1396,49 @@ def run(
                 cancel=cancel,
             )
         else:
-            cuda = _target.cuda
-            d_args = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in ordered]
-            d_rec = {
-                k: cuda.to_device(v) if isinstance(v, np.ndarray) else v for k, v in rec.items()
-            }
-            inst.kernel[tuple(grid), block, 0, inst.dynamic_shared](*d_args, *d_rec.values())
-            cuda.synchronize()
-            for p, d in zip(inst.params, d_args, strict=True):
-                if p in outs:
-                    outs[p] = d.copy_to_host()
-            rec = {
-                k: v.copy_to_host() if hasattr(v, "copy_to_host") else v for k, v in d_rec.items()
-            }
+            launch_grid = (max(nd, 1), 1) if two_launches else grid
+            if two_launches and nd == 0:
+                return rec, outs
+            got, rec = device_launch(inst.kernel, launch_grid, ordered, rec)
+            outs = {p: d for p, d in zip(inst.params, got, strict=True) if p in outs}
             update(1, 1)
         return rec, outs
 
     if inst.bound is not None:
         cap = inst.bound(scalars, dims, gdims)
     else:  # count first: the same kernel with no room, every thread counts its events
-        rec, _ = launch(0)
+        rec, _ = launch(0, 0)
         cap = int(rec["_cnt"].max()) if nd else 0
-    need = log_bytes(cap, nd * nthreads)
+    nbar = inst.barrier_bound(scalars, dims, gdims) if inst.barrier_bound is not None else cap
+    need = log_bytes(cap, nd * nthreads) + nbar * nd * nthreads * 8
     if need > max_bytes:
         raise InstrumentError(
             f"the access log would take {need} bytes ({cap} events for each of {nd * nthreads} "
             f"logged threads), over the limit of {max_bytes}; log fewer blocks (a window) or "
             "a smaller launch"
         )
-    rec, outs = launch(cap)
+    lean = None
+    outs = None
+    if two_launches:  # every block counts, lean; then the detail blocks in full
+        lrec = _lean_records(inst, grid, arrays, phases)
+        outs = {g: a.copy() for g, a in arrays.items()}
+        ordered = [outs[p] if p in outs else scalars[p] for p in inst.params]
+        got, lean = device_launch(inst.lean, grid, ordered, lrec)
+        outs = {p: d for p, d in zip(inst.params, got, strict=True) if p in outs}
+    rec, outs = launch(cap, nbar, outs)
     counts = rec["_cnt"][: nd * nthreads].reshape(nd, nthreads)
     if (counts > cap).any():
         raise InstrumentError(
             f"kernel {inst.name} logged more events than its bound ({int(counts.max())} > {cap})"
         )
-    gx, gy = grid
+    counted = lean if lean is not None else rec
     return RawLog(
         events=rec["_ev"][: nd * nthreads * cap * D.NF].reshape(nd, nthreads, cap, D.NF),
         values=rec["_vals"][: nd * nthreads * cap * 2].reshape(nd, nthreads, cap, 2),
         counts=counts,
-        reads={g: rec[f"_reads_{g}"] for g in inst.global_arrays},
-        block_info=rec["_blk"].reshape(gy, gx, 6),
+        reads={g: counted[f"_reads_{g}"] for g in inst.global_arrays},
+        block_info=counted["_blk"].reshape(gy, gx, 6),
         outputs=outs,
+        clocks=rec["_clk"][: nd * nthreads * nbar].reshape(nd, nthreads, nbar),
+        zero_fills=counted["_zf"].reshape(gy, gx, phases, len(inst.arrays)),
     )

@@ -296,19 +296,221 @@ def s_store2(S, r, c, v, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cn
 
 
 @device
-def arrive(ticks, slot, ln, ev, vals, cnt, cap, t, ep, acc):
-    """A thread arrives at a ``cuda.syncthreads()``: its ticket of the block's clock, logged."""
+def arrive(ticks, slot, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
+    """A thread arrives at a ``cuda.syncthreads()``: its ticket of the block's clock, logged.
+
+    Its ``%clock64`` goes to ``clk[t * nbar + 2 * ep]`` (int64, beside the
+    log: the log itself holds no timing but the ticket).
+    """
     if t >= 0:
+        if 2 * ep < nbar:
+            clk[t * nbar + 2 * ep] = clock64()
         tk = cuda.atomic.add(ticks, slot, 1)
         log(ev, vals, cnt, cap, t, 3, 0, -1, -1, -1, -1, -4, -1, -1, -1, -1, ep, tk, ln, 0.0, acc)
 
 
 @device
-def release(ticks, slot, ln, ev, vals, cnt, cap, t, ep, acc):
-    """A thread leaves a ``cuda.syncthreads()`` (``ep`` already counts it)."""
+def release(ticks, slot, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
+    """A thread leaves a ``cuda.syncthreads()`` (``ep`` counts it); its clock at ``2*ep - 1``."""
     if t >= 0:
+        if 2 * ep - 1 < nbar:
+            clk[t * nbar + 2 * ep - 1] = clock64()
         tk = cuda.atomic.add(ticks, slot, 1)
         log(ev, vals, cnt, cap, t, 4, 0, -1, -1, -1, -1, -4, -1, -1, -1, -1, ep, tk, ln, 0.0, acc)
+
+
+@device
+def zfill(zf, bid, n, zph, aid, narr):
+    """Count a constant stored into shared array ``aid`` (a zero-fill) by the block ``bid``.
+
+    ``n`` is how many stores into that array the thread made before this one
+    (the phase, as :mod:`.instrument_log` reads it); ``zf`` is flat
+    ``(blocks, zph, narr)``, empty when not counted. Every block counts,
+    recorded in detail or not.
+
+    Parameters
+    ----------
+    zf : ndarray of int32
+        Flat ``(blocks, zph, narr)`` counters; empty when not counted.
+    bid : int
+        The block, ``by * gridDim.x + bx``.
+    n : int
+        Stores into that array the thread made before this one (the phase).
+    zph : int
+        Phases counted per block.
+    aid : int
+        The shared array's id.
+    narr : int
+        Arrays in the log's table.
+    """
+    if zf.shape[0] > 0 and n < zph:
+        cuda.atomic.add(zf, (bid * zph + n) * narr + aid, 1)
+
+
+# ------------------------------------------------------------ the lean variant
+# Aggregated recording on a GPU runs the lean variant over the whole grid:
+# counts only (the read counters, zero-fills, the blocks' SM and times), no
+# log, no tags, no per-event branches. The detail blocks then run again in the
+# full variant (a second launch over those blocks only).
+
+
+@device
+def lg_load(A, i, reads, zero):
+    """``A[i]``, its read counted; zero (not read) out of bounds.
+
+    Parameters
+    ----------
+    A : device array, 1-D
+    i : int
+        Flat index.
+    reads : ndarray of int32
+        Per-element read counters of ``A``.
+    zero : scalar
+        ``A``'s zero, returned out of bounds.
+    """
+    if i >= 0 and i < A.shape[0]:
+        cuda.atomic.add(reads, i, 1)
+        return A[i]
+    return zero
+
+
+@device
+def lg_load2(A, r, c, reads, zero):
+    """``A[r, c]``, its read counted at ``r * ncols + c``; zero (not read) out of bounds.
+
+    Parameters
+    ----------
+    A : device array, 2-D
+    r, c : int
+        Row and column.
+    reads : ndarray of int32
+        Per-element read counters of ``A`` (flat).
+    zero : scalar
+        ``A``'s zero, returned out of bounds.
+    """
+    if r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]:
+        cuda.atomic.add(reads, r * A.shape[1] + c, 1)
+        return A[r, c]
+    return zero
+
+
+@device
+def lg_store(A, i, v):
+    """``A[i] = v``; not performed out of bounds.
+
+    Parameters
+    ----------
+    A : device array, 1-D
+    i : int
+        Flat index.
+    v : scalar
+        The value stored.
+    """
+    if i >= 0 and i < A.shape[0]:
+        A[i] = v
+
+
+@device
+def lg_store2(A, r, c, v):
+    """``A[r, c] = v``; not performed out of bounds.
+
+    Parameters
+    ----------
+    A : device array, 2-D
+    r, c : int
+        Row and column.
+    v : scalar
+        The value stored.
+    """
+    if r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]:
+        A[r, c] = v
+
+
+@device
+def ls_store(S, i, v, ok):
+    """``S[i] = v`` on a shared array when ``ok`` (its source was in bounds) and ``i`` is.
+
+    Parameters
+    ----------
+    S : shared array, 1-D
+    i : int
+        Flat index.
+    v : scalar
+        The value stored.
+    ok : bool
+        Whether the global element it copies was in bounds.
+    """
+    if ok and i >= 0 and i < S.shape[0]:
+        S[i] = v
+
+
+@device
+def ls_store2(S, r, c, v, ok):
+    """``S[r, c] = v`` on a shared array when ``ok`` and ``(r, c)`` is in bounds.
+
+    Parameters
+    ----------
+    S : shared array, 2-D
+    r, c : int
+        Row and column.
+    v : scalar
+        The value stored.
+    ok : bool
+        Whether the global element it copies was in bounds.
+    """
+    if ok and r >= 0 and r < S.shape[0] and c >= 0 and c < S.shape[1]:
+        S[r, c] = v
+
+
+@device
+def ls_load(S, i):
+    """``S[i]`` of a shared array; zero out of bounds.
+
+    Parameters
+    ----------
+    S : shared array, 1-D
+    i : int
+        Flat index.
+    """
+    if i >= 0 and i < S.shape[0]:
+        return S[i]
+    return S[0] * 0
+
+
+@device
+def ls_load2(S, r, c):
+    """``S[r, c]`` of a shared array; zero out of bounds.
+
+    Parameters
+    ----------
+    S : shared array, 2-D
+    r, c : int
+        Row and column.
+    """
+    if r >= 0 and r < S.shape[0] and c >= 0 and c < S.shape[1]:
+        return S[r, c]
+    return S[0, 0] * 0
+
+
+@device
+def lend(blk, seq, bid, tid):
+    """The thread ends; thread 0 closes the block's times (the lean variant's :func:`end`).
+
+    Parameters
+    ----------
+    blk : ndarray of int64
+        Flat ``(blocks, 6)`` block info.
+    seq : ndarray of int32
+        The completion counter (one element).
+    bid : int
+        The block, ``by * gridDim.x + bx``.
+    tid : int
+        The thread within the block.
+    """
+    if tid == 0:
+        blk[bid * 6 + 4] = clock64()
+        blk[bid * 6 + 2] = globaltimer()
+        blk[bid * 6 + 5] = cuda.atomic.add(seq, 0, 1)
 
 
 @device

@@ -35,11 +35,13 @@ __all__ = ["matmul_fields", "roles"]
 _NOT_RECORDED, _LOADED, _ZERO_FILL, _WRONG, _OOA = 0, 1, 2, 3, 4
 
 
-def roles(events: np.ndarray, counts: np.ndarray, arrays, global_arrays) -> dict:
+def roles(events: np.ndarray, counts: np.ndarray, arrays, global_arrays, copies=None) -> dict:
     """Which array ids play M, N, P, Mds and Nds; ``{'M': id, ...}`` (absent when none).
 
     Mds / Nds: the shared array most of whose stores copy (or zero-fill for)
-    an element of M / N.
+    an element of M / N; where the log has no such store (no block logged),
+    the shared array the source copies M / N into (``copies``: shared
+    array name -> global array names, :attr:`Instrumented.copies`).
     """
     ids = {a.name: i for i, a in enumerate(arrays)}
     out = {}
@@ -62,6 +64,12 @@ def roles(events: np.ndarray, counts: np.ndarray, arrays, global_arrays) -> dict
         best = [b for b in best if b[0] > 0]
         if best:
             out[role] = max(best)[1]
+        elif copies:
+            src_name = arrays[src].name
+            for name, sources in copies.items():
+                if src_name in sources and name in ids:
+                    out[role] = ids[name]
+                    break
     return out
 
 
@@ -94,7 +102,10 @@ def matmul_fields(log, inst, launch, blocks, reads: bool = False) -> dict:
     dict
         ``loads`` (nd, nph, T, T, 6), ``pvalue`` (nd, nph, T, T),
         ``barrier_tick`` (nd, nph, 2, 2, T, T), ``p_write`` (nd, T, T),
-        ``zero_fills`` (gy, gx, nph, 2) and, with ``reads``,
+        ``zero_fills`` (gy, gx, nph, 2: from the log's per-block counters when
+        it has them, so every block's, else from the logged blocks),
+        ``barrier_clock`` (nd, nph, 2, 2, T, T: ``%clock64`` at each arrival
+        and release, -1 where not read) and, with ``reads``,
         ``shared_reads`` / ``read_values`` (nd, nph, T, T, T, 2): shapes and
         codes of :class:`vizmm.trace.Trace`.
     """
@@ -102,12 +113,13 @@ def matmul_fields(log, inst, launch, blocks, reads: bool = False) -> dict:
     (gy, gx), nph = launch.grid, launch.n_phases
     nd = len(blocks)
     ev, vals, counts = log.events, log.values, log.counts
-    role = roles(ev, counts, inst.arrays, inst.global_arrays)
+    role = roles(ev, counts, inst.arrays, inst.global_arrays, getattr(inst, "copies", None))
     m_id, n_id, p_id = role.get("M"), role.get("N"), role.get("P")
     mds, nds = role.get("Mds", -9), role.get("Nds", -9)
     loads = np.zeros((nd, nph, T, T, 6), np.int32)
     pvalue = np.full((nd, nph, T, T), np.nan, np.float32)
     ticks = np.full((nd, nph, 2, 2, T, T), -1, np.int32)
+    clocks = np.full((nd, nph, 2, 2, T, T), -1, np.int64)
     p_write = np.full((nd, T, T), 2, np.int8)  # SKIPPED: no store of P
     zero_fills = np.zeros((gy, gx, nph, 2), np.int32)
     rshape = (nd, nph, T, T, T, 2) if reads else (0, 0, 0, 0, 0, 2)
@@ -141,7 +153,14 @@ def matmul_fields(log, inst, launch, blocks, reads: bool = False) -> dict:
         loads[(*at, 3 * field + 1)] = row
         loads[(*at, 3 * field + 2)] = col
         zf = kind == _ZERO_FILL
-        np.add.at(zero_fills, (blk[at[0][zf], 0], blk[at[0][zf], 1], at[1][zf], field), 1)
+        if getattr(log, "zero_fills", None) is None:
+            np.add.at(zero_fills, (blk[at[0][zf], 0], blk[at[0][zf], 1], at[1][zf], field), 1)
+    counted = getattr(log, "zero_fills", None)
+    if counted is not None:
+        for field, sid in ((0, mds), (1, nds)):
+            n = min(nph, counted.shape[2])
+            if sid >= 0 and n:
+                zero_fills[:, :, :n, field] = counted[:, :, :n, sid]
     # every other event belongs to the phase of the thread's latest Mds store
     phase = np.cumsum(store & (arr == mds), axis=2) - 1
     in_phase = valid & (phase >= 0) & (phase < nph)
@@ -159,9 +178,15 @@ def matmul_fields(log, inst, launch, blocks, reads: bool = False) -> dict:
             [int(inst.after_reads.get(int(x), y)) for x, y in zip(lines, seen, strict=True)],
             np.int64,
         )
-        ticks[s_ix[bar], phase[bar], which, op[bar] - D.ARRIVE, ty_ix[bar], tx_ix[bar]] = ev[
-            ..., D.TICK
-        ][bar]
+        at = (s_ix[bar], phase[bar], which, op[bar] - D.ARRIVE, ty_ix[bar], tx_ix[bar])
+        ticks[at] = ev[..., D.TICK][bar]
+        clk = getattr(log, "clocks", None)
+        if clk is not None and clk.shape[2]:
+            # arrival at epoch e is clock 2e; the release (epoch counted) is 2e - 1
+            slot = 2 * ev[..., D.EPOCH][bar].astype(np.int64) - (op[bar] == D.RELEASE)
+            ok = (slot >= 0) & (slot < clk.shape[2])
+            got = clk[:, : T * T][s_ix[bar], t_ix[bar], np.clip(slot, 0, clk.shape[2] - 1)]
+            clocks[at] = np.where(ok, got, -1)
     # Pvalue after a phase: the accumulator at the thread's last event of the phase
     nxt = np.concatenate([phase[..., 1:], np.full(phase.shape[:2] + (1,), -9)], axis=2)
     nxt_valid = np.concatenate([valid[..., 1:], np.zeros(valid.shape[:2] + (1,), bool)], axis=2)
@@ -191,6 +216,7 @@ def matmul_fields(log, inst, launch, blocks, reads: bool = False) -> dict:
         barrier_tick=ticks,
         p_write=p_write,
         zero_fills=zero_fills,
+        barrier_clock=clocks,
     )
     if reads:
         out["shared_reads"] = shared_reads

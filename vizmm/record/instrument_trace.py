@@ -25,7 +25,7 @@ def book_kernel(kernel: str, T: int, drop=(), shared_loads=True) -> I.Instrument
     """The book's plain kernel ``kernel`` for TILE_WIDTH ``T`` through the instrumenter."""
     import vizmm_kernels as K
 
-    plain = K.get_kernel(kernel, T, instrumented=False, drop_barrier=drop or None)
+    plain = K.get_kernel(kernel, T, drop_barrier=drop or None)
     return I.instrument(
         plain, dynamic_shared=K.dynamic_shared_bytes(kernel, T), shared_loads=shared_loads
     )
@@ -76,7 +76,17 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
     simulated = _target.NAME == _target.SIMULATOR
     update, close = _progress_reporter(show, len(blocks) if simulated else gy * gx)
     grid, block = K.grid_dims(j, l, T)
+    from .targets import GPUUnavailableError, gpu_error
+
+    device = {}
     try:
+        if not simulated:
+            dev = _target.cuda.get_current_device()
+            device = {
+                "device_name": dev.name.decode() if isinstance(dev.name, bytes) else dev.name,
+                "sm_count": int(dev.MULTIPROCESSOR_COUNT),
+                "compute_capability": list(dev.compute_capability),
+            }
         log = I.run(
             inst,
             values,
@@ -88,7 +98,17 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
             turns=bool(job.reads or job.drop_barrier),
             update=update,
             cancel=cancel,
+            phases=nph,
         )
+    except Exception as exc:  # a known failure inside the compiler or the driver
+        line = (
+            None
+            if simulated or isinstance(exc, I.InstrumentError)
+            else gpu_error(exc, _target.NAME)
+        )
+        if line is None:
+            raise
+        raise GPUUnavailableError(line) from exc
     finally:
         close()
     fields = matmul_fields(log, inst, shape, blocks, reads=job.reads)
@@ -106,10 +126,12 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
         "aggregated": job.aggregated,
         "seed": job.seed,
         "inputs": job.inputs,
+        **({"tile_width_from": job.tile_width_from} if job.tile_width_from is not None else {}),
         "versions": _versions(),
         "target": {"name": _target.NAME, "version": _target.VERSION},
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "backend": "simulator" if simulated else "gpu",
+        **device,
         "recorder": "instrumenter",
         "access_log": {
             "threads": int(log.events.shape[1]),
@@ -129,8 +151,10 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
     meta["elapsed_s"] = round(time.perf_counter() - t0, 3)
     from vizmm_kernels import codes
 
-    spread = np.full((gy, gx, nph, 2, 3), codes.NO_CLOCK, np.int64)  # not logged (no clocks)
-    summaries = _summarise_spread(spread.ravel(), codes, job.aggregated, meta, (gy, gx, nph))
+    spread = _detail_spread(fields["barrier_clock"], blocks, (gy, gx, nph), T, codes)
+    if job.aggregated:
+        meta["spread_from"] = "detail blocks"
+    summaries = _summarise_spread(spread, codes, job.aggregated, meta, (gy, gx, nph))
     P_out = log.outputs[inst.global_arrays[-1]].reshape(j, l).astype(np.float32)
     r = log.reads
     g = inst.global_arrays
@@ -143,7 +167,7 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
         loads=fields["loads"],
         pvalue=fields["pvalue"],
         barrier_tick=fields["barrier_tick"],
-        barrier_clock=np.full(fields["barrier_tick"].shape, codes.NO_CLOCK, np.int64),
+        barrier_clock=fields["barrier_clock"],
         p_write=fields["p_write"],
         block_info=log.block_info,
         m_reads=r[g[0]].reshape(j, k),
@@ -159,3 +183,30 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
             else {}
         ),
     )
+
+
+def _detail_spread(clock, blocks, dims, T, codes) -> np.ndarray:
+    """The raw barrier spread (gy, gx, nph, 2, 3) from the detail blocks' barrier clocks.
+
+    Per detail block, phase and barrier: the first and last arrival and the
+    last release of lane 0 of each warp (``%clock64``), as the large view
+    reads them; every other block (and every block without clocks: the
+    simulator) keeps ``NO_CLOCK``.
+    """
+    gy, gx, nph = dims
+    spread = np.full((gy, gx, nph, 2, 3), codes.NO_CLOCK, np.int64)
+    if not len(blocks) or not nph:
+        return spread
+    flat = clock.reshape(len(blocks), nph, 2, 2, T * T)
+    lanes = flat[..., np.arange(0, T * T, 32)]  # lane 0 of each warp
+    arrive, release = lanes[:, :, :, 0], lanes[:, :, :, 1]
+    ok = (arrive >= 0).all(axis=-1) & (release >= 0).all(axis=-1)
+    big = np.iinfo(np.int64).max
+    first = np.where(ok, np.where(arrive >= 0, arrive, big).min(axis=-1), codes.NO_CLOCK)
+    last = np.where(ok, arrive.max(axis=-1), codes.NO_CLOCK)
+    out = np.where(ok, release.max(axis=-1), codes.NO_CLOCK)
+    b = np.asarray(blocks, np.int64).reshape(-1, 2)
+    spread[b[:, 0], b[:, 1], :, :, 0] = first
+    spread[b[:, 0], b[:, 1], :, :, 1] = last
+    spread[b[:, 0], b[:, 1], :, :, 2] = out
+    return spread

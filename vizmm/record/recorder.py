@@ -244,8 +244,8 @@ def record(
         Called with the :class:`Estimate` once the arguments are checked,
         before the limits are (the command line prints it first).
     instrumenter : bool
-        Record the book's plain kernel through the instrumenter instead of
-        its hand-instrumented copy (the same records; see ARCHITECTURE.md).
+        Kept for old callers; every kernel is recorded through the
+        instrumenter.
 
     Returns
     -------
@@ -355,7 +355,6 @@ def record(
             chosen_from,
             choice.target,
             user_kernel=user if isinstance(user, str) and "def " not in user else "",
-            instrumenter=bool(instrumenter or user is not None),
         )
         if user is not None and not job.user_kernel:  # a function or source: here
             if not targets.can_run_here(job.target):

@@ -834,6 +834,12 @@ def wait_distribution(trace: Trace, phase: int | None = None) -> WaitDistributio
         note = (
             "Arrival spread per block: the last warp's arrival at the barrier minus the "
             "first warp's, in %clock64 cycles (how long the first warp waited)."
+            + (
+                " Measured on the blocks recorded in detail (the window) only: the other "
+                "blocks ran without clocks."
+                if trace.meta.get("spread_from") == "detail blocks"
+                else ""
+            )
             if available
             else "No barrier clocks in this trace (Numba's CUDA simulator has no %clock64): "
             "no waits to show."
