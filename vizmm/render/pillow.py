@@ -172,7 +172,7 @@ def font_path(style: str = "regular") -> str | None:
 
 
 @lru_cache(maxsize=256)
-def _font(size: int, style: str = "regular") -> ImageFont.FreeTypeFont:
+def _font(size: int, style: str = "regular") -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     size = max(1, int(size))
     path = font_path(style)
     if path is not None:
@@ -228,7 +228,7 @@ def _rgb(color: str) -> tuple[int, int, int]:
     return pal.hex_to_rgb(color)
 
 
-def _ink_on(fill: tuple[int, int, int]) -> tuple[int, int, int]:
+def _ink_on(fill: tuple[int, ...]) -> tuple[int, int, int]:
     """Dark text on light fills, white text on dark ones (:func:`vizmm.palette.text_on`)."""
     return _rgb(pal.text_on("#{:02x}{:02x}{:02x}".format(*(int(v) for v in fill))))
 
@@ -486,9 +486,11 @@ class FrameRenderer:
                 (kind, float(f)) for f in np.linspace(0.2, 0.7, 21) for kind in ("right", "below")
             ]
         best = None
+        box_m: tuple[float, float]
+        box_s: tuple[float, float]
         for kind, frac in splits:
             if kind == "right":
-                g = self.margin
+                g: float = self.margin
                 box_m, box_s = (W * (1 - frac) - g, H), (W * frac - g, H)
             elif kind == "below":
                 g = self.margin / 2
@@ -515,6 +517,7 @@ class FrameRenderer:
                     score = (smallest, cm + cs)
                     if best is None or score > best[0]:
                         best = (score, kind, mmode, smode, cm, cs)
+        assert best is not None  # splits is never empty
         _, kind, mmode, smode, cm, cs = best
         panels: dict[str, _Panel] = {}
         mw, mh, mpos = self._matrix_block(cm, mmode) if has_m else (0, 0, {})
@@ -806,7 +809,7 @@ class FrameRenderer:
                 draw, (m, self.caption_y + i * lh), _ellipsize(line, fs, W - 2 * m), fs, text
             )
         # the kernel line being executed, and the counters
-        cw = 0
+        cw = 0.0
         if "counters" in self.views:
             # the dashboard's counters in one line: no CGMA before any product
             counters = f"global loads {frame.loads_so_far} (naive kernel " + (
@@ -825,9 +828,9 @@ class FrameRenderer:
                 muted,
                 "ra",
             )
-        line = frame.source_line
-        if "source" in self.views and line is not None and 0 <= line < len(self.source):
-            code = "▶ " + self.source[line].strip()
+        at = frame.source_line
+        if "source" in self.views and at is not None and 0 <= at < len(self.source):
+            code = "▶ " + self.source[at].strip()
             if frame.struck_lines:  # barrier lab: say which __syncthreads() is gone
                 code += (
                     "   (removed: "
@@ -1141,7 +1144,7 @@ class FrameRenderer:
         bank, conflict, read = (
             (None,) * 3 if o is None else tile_arrays(o, which, "bank", "conflict", "read")
         )
-        if bank is None:
+        if bank is None or conflict is None or read is None:
             return
         colors = [_rgb(c) for c in self.pal.thread_colors(32)]
         band = max(3, round(p.cell * 0.22))
