@@ -553,6 +553,15 @@ class LargeTraceView(pn.viewable.Viewer):
 
     # --------------------------------------------------------- callbacks
     def _on_trace(self, *events) -> None:
+        # One hold for the whole change: the new figures and every change of their
+        # sources then reach the browser in one message, in order. Without it the
+        # panes' new figures went through Panel's deferred writes while the sources'
+        # changes went straight out, so a browser could be sent a source's new data
+        # before the figure that holds it ("reference pNNNN isn't known").
+        with pn.io.hold():
+            self._show_trace()
+
+    def _show_trace(self) -> None:
         s = self.state
         tr, m = s.trace, s.model
         self._close_replay()
