@@ -380,6 +380,7 @@ def test_scene_views_subset():
         "M", "M_outline",  # edge, ghost cells, tile, followed thread, transactions view
         "Mds", "Mds_bank",
         "threads", "warp_threads", "warps",
+        "M_finding", "Mds_finding", "threads_finding",  # a finding of vizmm check
     }  # fmt: skip
     with pytest.raises(ValueError, match="unknown view"):
         Scene(tr, views=["nope"])
