@@ -130,7 +130,8 @@ def _numba_mode() -> str | None:
         return None
     from numba import config
 
-    return "simulator" if config.ENABLE_CUDASIM else "gpu"
+    # numba sets its config attributes at run time, from the environment
+    return "simulator" if config.ENABLE_CUDASIM else "gpu"  # type: ignore[attr-defined]
 
 
 def record(

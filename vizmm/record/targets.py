@@ -154,7 +154,8 @@ def _legacy_row_stack() -> bool | None:
     for f in dist.files or ():
         if str(f).replace("\\", "/").endswith("numba/cuda/np/arrayobj.py"):
             try:
-                text = dist.locate_file(f).read_text(encoding="utf-8")
+                with open(str(dist.locate_file(f)), encoding="utf-8") as source:
+                    text = source.read()
             except OSError:
                 return None
             return re.search(r"^\s*overload\(np\.row_stack\)", text, flags=re.M) is not None
@@ -213,9 +214,13 @@ def _driver_library():
     found = ctypes.util.find_library("cuda")
     if found and found not in names:
         names.append(found)
+    if sys.platform == "win32":
+        load = ctypes.WinDLL
+    else:
+        load = ctypes.CDLL
     for name in names:
         with contextlib.suppress(OSError):
-            return name, (ctypes.WinDLL if sys.platform == "win32" else ctypes.CDLL)(name)
+            return name, load(name)
     return None, None
 
 

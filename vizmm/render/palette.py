@@ -33,6 +33,7 @@ import dataclasses
 from collections.abc import Mapping
 from functools import lru_cache
 from types import MappingProxyType
+from typing import Any
 
 from ..replay import CellState, SlotState, ThreadState
 from ..replay.large import BlockState
@@ -369,12 +370,9 @@ def _theme(name: str, column: int) -> Palette:
     fills: dict[str, dict] = {field: {} for field in _STATE_FIELDS.values()}
     for state, *colors in _STATE_COLORS:
         fills[_STATE_FIELDS[type(state)]][state] = colors[column]
-    return Palette(
-        name=name,
-        **{key: colors[column] for key, *colors in _THEME_COLORS},
-        **{field: MappingProxyType(by_state) for field, by_state in fills.items()},
-        WAVE_BANDS=_WAVE_BANDS[column],
-    )
+    fields: dict[str, Any] = {key: colors[column] for key, *colors in _THEME_COLORS}
+    fields.update({field: MappingProxyType(by_state) for field, by_state in fills.items()})
+    return Palette(name=name, **fields, WAVE_BANDS=_WAVE_BANDS[column])
 
 
 LIGHT = _theme("light", 0)

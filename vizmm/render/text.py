@@ -158,7 +158,10 @@ def format_table(table: Table, unicode: bool = True, title: bool = True) -> str:
     out.append(line(box["bl"], box["br"], ones, None))
     for row in table.rows:  # the barrier lab's wrong terms, in words
         for cell in row:
-            if cell.note and cell.kind == "wrong_term" or (cell.wrong and cell.phase is None):
+            wrong_term = (
+                cell.note and cell.kind == "wrong_term" or (cell.wrong and cell.phase is None)
+            )
+            if wrong_term and cell.thread is not None:
                 where = f"thread_{{{cell.thread[0]},{cell.thread[1]}}}, " + (
                     "P store" if cell.phase is None else f"phase {cell.phase}"
                 )

@@ -769,6 +769,7 @@ class Replay:
             m_loaded = True
             n_loaded = sub != Sub.LOAD_M
             if sub == Sub.K:
+                assert step.k is not None  # a k-loop step names its k
                 terms_in_phase = step.k + 1
             elif sub in (Sub.ARRIVE_2, Sub.RELEASE_2, Sub.PHASE):
                 terms_in_phase = T
@@ -1091,9 +1092,10 @@ class Replay:
     def _lab(self) -> dict | None:
         """The block's recorded reads and which of them were wrong (None without reads)."""
         tr = self.trace
-        if tr.shared_reads.size == 0:
+        mask = hz.wrong_read_mask(tr)
+        if mask is None:  # no read records
             return None
-        wrong = hz.wrong_read_mask(tr)[self.slot]  # (nph, T, T, T, 2)
+        wrong = mask[self.slot]  # (nph, T, T, T, 2)
         return {
             "tags": tr.shared_reads[self.slot],
             "values": tr.read_values[self.slot],
@@ -1268,6 +1270,7 @@ class Replay:
             return f"__syncthreads() #{which}: all {n} threads have arrived: {why}."
         if s in (Sub.RELEASE_1, Sub.RELEASE_2):
             which = 1 if s == Sub.RELEASE_1 else 2
+            assert step.phase is not None  # a barrier's step names its phase
             nxt = (
                 "the k loop"
                 if which == 1
@@ -1306,6 +1309,7 @@ class Replay:
             last = "value"
         else:
             last = "n_load" if barrier_1 else role
+        assert step.phase is not None  # every step between START and WRITE_P has a phase
         return TableCursor(
             step.phase, (step.phase, role) if focus is not None else None, last, "phase"
         )

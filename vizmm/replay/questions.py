@@ -424,11 +424,12 @@ def _barrier_wait(b: _Block, ph: int) -> Question | None:
     if (ranks < 0).any():
         return None
     n = T * T
-    last = tuple(int(v) for v in np.argwhere(ranks == n - 1)[0])
+    ly, lx = (int(v) for v in np.argwhere(ranks == n - 1)[0])
+    last = (ly, lx)
     answer = {("threads", ty, tx) for ty in range(T) for tx in range(T) if (ty, tx) != last}
     steps = b.recorded.steps
     arrivals = [i for i, s in enumerate(steps) if s.sub == Sub.ARRIVE_1 and s.phase == ph]
-    partial = [i for i in arrivals if steps[i].arrived < n]
+    partial = [i for i in arrivals if (steps[i].arrived or 0) < n]
     reveal = partial[-1] if partial else arrivals[-1]
     order = sorted((int(ranks[y, x]), (y, x)) for y in range(T) for x in range(T))
     first = ", ".join(f"({y},{x})" for _, (y, x) in order[: min(n, 6)])
@@ -444,9 +445,9 @@ def _barrier_wait(b: _Block, ph: int) -> Question | None:
         f"for thread ({last[0]},{last[1]}); then barrier 1 releases all {n} together, "
         "so no thread reads Mds/Nds before they are loaded (read-after-write)."
     )
-    steps = (b.recorded.index_of(ph, Sub.LOAD_N), reveal)
+    shown = (b.recorded.index_of(ph, Sub.LOAD_N), reveal)
     return b.question(
-        "barrier_wait", ph, steps, ("threads",), answer, prompt, why,
+        "barrier_wait", ph, shown, ("threads",), answer, prompt, why,
         order="recorded", multiple=True, thread=last,
     )  # fmt: skip
 
@@ -592,12 +593,13 @@ def block_questions(
         for kind in KINDS:
             if kind not in kinds:
                 continue
+            qs: list[Question | None]
             if kind == "copy_m":
                 qs = [_copy(b, ph, "M", 0, thread)]
             elif kind == "copy_n":
                 qs = [_copy(b, ph, "N", 1, thread)]
             elif kind == "wrong_element":
-                qs = _wrong_element(b, ph, 0, thread)
+                qs = [*_wrong_element(b, ph, 0, thread)]
             elif kind == "zero_fill":
                 qs = [_zero_fill(b, ph)]
             elif kind == "barrier_wait":

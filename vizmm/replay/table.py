@@ -361,7 +361,10 @@ class _LabTerms:
         self.tags = trace.shared_reads[slot]  # (nph, ty, tx, k, 2)
         self.values = trace.read_values[slot]
         self.book = hz.book_reads(trace)[slot]
-        self.wrong = hz.wrong_read_mask(trace)[slot]
+        wrong = hz.wrong_read_mask(trace)
+        if wrong is None:
+            raise ValueError("the trace holds no read records: there are no terms to tell")
+        self.wrong = wrong[slot]
 
     def terms(self, ph: int, ty: int, tx: int) -> tuple[Term, ...]:
         # one thread's reads as Python numbers, converted once (not element by element)
