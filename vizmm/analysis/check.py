@@ -175,6 +175,11 @@ class Finding:
 class CheckReport:
     """What :func:`vizmm.check` found.
 
+    A notebook shows it as a table (:meth:`_repr_html_`);
+    ``vizmm_apps.notebook.CheckView(report)`` shows the table above the
+    replay at the first finding, marked (vizmm imports no page itself:
+    the layers of ``tests/test_layers.py``).
+
     Attributes
     ----------
     ok : bool
