@@ -30,7 +30,8 @@ def _modules():
             for info in pkgutil.walk_packages(root.__path__, root.__name__ + "."):
                 if not info.name.endswith("__main__"):  # runs the command line when imported
                     mods.append(importlib.import_module(info.name))
-    return mods
+    # a deprecated name may be the module itself under another name: each once
+    return list({id(m): m for m in mods}.values())
 
 
 def _public_callables():

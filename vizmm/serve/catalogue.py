@@ -280,6 +280,13 @@ def parse_key(key) -> Preset | RecordSpec | str:
     of that name is :meth:`Catalogue.get`'s question, and no key is ever
     taken as a path.
 
+    Parameters
+    ----------
+    key : str
+        A trace key: a preset's name, a recording's
+        ``rec:KERNEL:JxKxL:T<tile>:s<seed>:<backend>[:d1|:d2|:d12]``, an
+        uploaded file's key or ``file:NAME``.
+
     Raises
     ------
     ValueError
@@ -365,6 +372,11 @@ class Catalogue:
 
         A trace read by :meth:`preload` whose M and N are not made yet is not
         returned: :meth:`get` (off the event loop) makes them first.
+
+        Parameters
+        ----------
+        key : str
+            A trace key (:func:`parse_key`).
         """
         with self._lock:
             trace = self._cache.get(key)
@@ -378,7 +390,13 @@ class Catalogue:
             return self._cache.get(key)
 
     def label_of(self, key: str) -> str:
-        """A label for the trace menu."""
+        """A label for the trace menu.
+
+        Parameters
+        ----------
+        key : str
+            A trace key (:func:`parse_key`).
+        """
         try:
             what = parse_key(key)
         except ValueError:
@@ -562,12 +580,37 @@ class Catalogue:
 
         Arithmetic on the sizes (:func:`vizmm.record.admit` with this server's
         limits): the forms call it on every change.
+
+        Parameters
+        ----------
+        j, k, l : int
+            The sizes: M is j x k, N is k x l, P is j x l.
+        tile_width : int
+            TILE_WIDTH, 1 to 32.
+        kernel : str
+            A kernel of :data:`vizmm.trace.KERNELS`.
+        window : sequence of (int, int), optional
+            The blocks (by, bx) to simulate; None for every block.
+        backend : {'simulator', 'auto', 'gpu'}
+            Where it would run.
+        reads : bool
+            Record every shared-memory read (the barrier lab), which costs memory.
         """
         launch, blocks = normalize(j, k, l, tile_width, kernel, window)
         return admit(launch, blocks, backend, self.limits, reads=reads)
 
     def record(self, *, progress=None, cancel=None, **kwargs) -> Trace:
         """:func:`vizmm.record` with this server's limits and budget (call it off the loop).
+
+        Parameters
+        ----------
+        progress : callable, optional
+            ``progress(done, total)`` as blocks finish.
+        cancel : threading.Event, optional
+            Set it to stop the recording before its next block.
+        **kwargs
+            The arguments of :func:`vizmm.record` (``j``, ``k``, ``l``, ``tile_width``,
+            ``kernel``, ``window``, ``backend``, ...).
 
         Raises
         ------
@@ -608,13 +651,26 @@ class Catalogue:
         return trace
 
     def installed(self, key: str) -> bool:
-        """Whether preset ``key`` ships as package data here."""
+        """Whether preset ``key`` ships as package data here.
+
+        Parameters
+        ----------
+        key : str
+            A preset's name (:data:`PRESETS`).
+        """
         res = importlib.resources.files("vizmm") / "data" / f"{key}.vizmm"
         return res.is_file()
 
     # ------------------------------------------------------------ uploads
     def register_upload(self, data: bytes | None, name: str = "upload.vizmm") -> str:
         """Check and read an uploaded trace file and keep it; returns its key.
+
+        Parameters
+        ----------
+        data : bytes or None
+            The file's bytes as the browser sent them (None: nothing was sent).
+        name : str
+            The file's name, shown in the trace menu and in errors.
 
         Raises
         ------
@@ -650,6 +706,11 @@ class Catalogue:
     def file_key(self, path: str) -> str:
         """The key of a file given to the server (:meth:`give`), from its path.
 
+        Parameters
+        ----------
+        path : str
+            A path given to the server (``vizmm serve --traces``).
+
         Raises
         ------
         ValueError
@@ -666,6 +727,11 @@ class Catalogue:
         """Read the shipped presets now (at server start), so no visitor waits for them.
 
         Returns ``{key: problem}`` for the presets that could not be read.
+
+        Parameters
+        ----------
+        keys : iterable of str, optional
+            Preset names; every preset by default.
         """
         problems = {}
         for key in keys or PRESETS:
@@ -729,6 +795,11 @@ def warm(trace: Trace) -> Trace:
     """Make a trace's deferred arrays now (M and N; P when small), in the caller's thread.
 
     Replaying a block reads M and N; drawing P (small traces only) reads P.
+
+    Parameters
+    ----------
+    trace : Trace
+        A trace read from a file, whose M, N and P may be deferred.
     """
     trace.M, trace.N  # noqa: B018 - reading them makes them
     if _small_p(trace):
@@ -737,7 +808,13 @@ def warm(trace: Trace) -> Trace:
 
 
 def is_warm(trace: Trace) -> bool:
-    """Whether :func:`warm` has nothing left to make."""
+    """Whether :func:`warm` has nothing left to make.
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace.
+    """
     need = ("M", "N", "P") if _small_p(trace) else ("M", "N")
     return all(name in trace.__dict__ for name in need)
 
@@ -760,5 +837,11 @@ CATALOGUE = Catalogue()
 
 
 def label_of(key: str) -> str:
-    """A label for the trace menu (see :meth:`Catalogue.label_of`)."""
+    """A label for the trace menu (see :meth:`Catalogue.label_of`).
+
+    Parameters
+    ----------
+    key : str
+        A trace key (:func:`parse_key`).
+    """
     return CATALOGUE.label_of(key)
