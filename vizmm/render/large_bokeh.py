@@ -76,7 +76,13 @@ _STATES = tuple(BlockState)
 
 
 def time_scale(m: LargeModel) -> tuple[float, str]:
-    """Factor from the timeline's unit to the axis unit, and the axis label."""
+    """Factor from the timeline's unit to the axis unit, and the axis label.
+
+    Parameters
+    ----------
+    m : LargeModel
+        The launch's models.
+    """
     if m.timeline.has_clock:
         return 1e-3, "µs since the first block started (%globaltimer)"
     return 1.0, "completion order (blocks; the simulator has no clock)"
@@ -100,6 +106,11 @@ def grid_static_columns(m: LargeModel) -> dict[str, list]:
     ``dur`` (axis unit, NaN without data), ``wave`` (-1), ``w1``, ``w2``
     (largest arrival spread at barrier 1 / 2, cycles, -1 unknown), ``zf``
     (zero-filled slots over all phases), ``detail`` (1 where recorded per thread).
+
+    Parameters
+    ----------
+    m : LargeModel
+        The launch's models.
     """
     tl = m.timeline
     gy, gx = tl.grid
@@ -125,7 +136,15 @@ def grid_static_columns(m: LargeModel) -> dict[str, list]:
 
 
 def grid_state_columns(m: LargeModel, t: float) -> dict[str, list]:
-    """``{"state": [(gy, gx) int8 image]}``: each block's :class:`BlockState` at time ``t``."""
+    """``{"state": [(gy, gx) int8 image]}``: each block's :class:`BlockState` at time ``t``.
+
+    Parameters
+    ----------
+    m : LargeModel
+        The launch's models.
+    t : float
+        A time in the timeline's unit.
+    """
     return {"state": [m.timeline.state_at(t)]}
 
 
@@ -135,6 +154,11 @@ def gantt_columns(m: LargeModel) -> dict[str, np.ndarray]:
     Columns: ``left``, ``right`` (axis unit), ``bottom``, ``top`` (rows),
     ``by``, ``bx``, ``sm``, ``lane``, ``dur``, ``wave``, ``state`` (all
     waiting; see :func:`gantt_state`).
+
+    Parameters
+    ----------
+    m : LargeModel
+        The launch's models (:meth:`vizmm.replay.large.LargeModel.of`).
     """
     g = m.gantt
     k, _ = time_scale(m)
@@ -156,7 +180,15 @@ def gantt_columns(m: LargeModel) -> dict[str, np.ndarray]:
 
 
 def gantt_state(m: LargeModel, t: float) -> np.ndarray:
-    """:class:`BlockState` of each Gantt bar at time ``t`` (int8, bar order)."""
+    """:class:`BlockState` of each Gantt bar at time ``t`` (int8, bar order).
+
+    Parameters
+    ----------
+    m : LargeModel
+        The launch's models.
+    t : float
+        A time in the timeline's unit.
+    """
     g = m.gantt
     out = np.zeros(len(g), np.int8)
     out[g.start <= t] = BlockState.RUNNING
@@ -165,7 +197,13 @@ def gantt_state(m: LargeModel, t: float) -> np.ndarray:
 
 
 def running_columns(m: LargeModel) -> dict[str, np.ndarray]:
-    """The running-blocks curve (``x`` axis unit, ``y`` blocks), a step function."""
+    """The running-blocks curve (``x`` axis unit, ``y`` blocks), a step function.
+
+    Parameters
+    ----------
+    m : LargeModel
+        The launch's models.
+    """
     k, _ = time_scale(m)
     t, r = m.timeline.running_curve()
     if len(t) and t[0] > 0:
@@ -174,7 +212,13 @@ def running_columns(m: LargeModel) -> dict[str, np.ndarray]:
 
 
 def wave_columns(m: LargeModel) -> dict[str, list]:
-    """Shaded bands, one per wave: from its first start to the next wave's first start."""
+    """Shaded bands, one per wave: from its first start to the next wave's first start.
+
+    Parameters
+    ----------
+    m : LargeModel
+        The launch's models.
+    """
     w = m.waves
     if w is None:
         return {key: [] for key in ("left", "right", "top", "fill", "wave", "size", "start", "end")}
@@ -206,6 +250,11 @@ def read_columns(rm: ReadMap) -> dict[str, list]:
 
     Columns: ``image`` (mean reads per element), ``low``, ``high``, ``r0``,
     ``r1``, ``c0``, ``c1`` (element rows and columns of the cell, inclusive).
+
+    Parameters
+    ----------
+    rm : ReadMap
+        A read-count heatmap of M or N (:class:`vizmm.replay.large.ReadCounts`).
     """
     re_, ce = rm.row_edges, rm.col_edges
     h, w = rm.mean.shape
@@ -229,6 +278,11 @@ def wait_columns(dist: WaitDistribution) -> dict[str, list]:
 
     Columns: ``left``, ``right``, ``top`` (blocks), ``fill``, ``barrier``
     (label), ``cycles`` (bin range), ``blocks``.
+
+    Parameters
+    ----------
+    dist : WaitDistribution
+        A barrier-wait histogram (:func:`vizmm.replay.large.wait_distribution`).
     """
     cols: dict[str, list] = {
         key: [] for key in ("left", "right", "top", "fill", "barrier", "cycles", "blocks")
@@ -251,6 +305,11 @@ def slowest_columns(slow: SlowBlocks) -> dict[str, list]:
 
     Plain lists: ``block``, ``by``, ``bx``, ``sm``, ``spread``, ``worst``,
     ``mean``, ``detail``.
+
+    Parameters
+    ----------
+    slow : SlowBlocks
+        The slowest blocks (:func:`vizmm.replay.large.slowest_blocks`).
     """
     return {
         "block": [f"({a}, {b})" for a, b in zip(slow.by.tolist(), slow.bx.tolist(), strict=True)],
@@ -317,7 +376,14 @@ class LargeScene:
 
     # ---------------------------------------------------------------- updates
     def set_time(self, t: float) -> None:
-        """Show the launch at time ``t`` (timeline unit: ns, or blocks without a clock)."""
+        """Show the launch at time ``t`` (timeline unit: ns, or blocks without a clock).
+
+        Parameters
+        ----------
+        t : float
+            A time in the timeline's unit: ns since the first block started, or
+            completed blocks without a clock.
+        """
         m = self.model
         self.time = float(t)
         self.sources["grid"].data.update(grid_state_columns(m, t))
@@ -339,8 +405,13 @@ class LargeScene:
     def set_waits(self, phase: int | None, barrier: int | None = None) -> None:
         """Show the wait histogram of ``phase`` and the slowest blocks at ``barrier``.
 
-        ``phase`` None shows all phases together; ``barrier`` (0 or 1) None
-        keeps the barrier shown.
+        Parameters
+        ----------
+        phase : int or None
+            A phase ``ph``; None shows all phases together.
+        barrier : {0, 1}, optional
+            Barrier 1 (after the loads) is 0, barrier 2 (after the k loop) is 1;
+            None keeps the barrier shown.
         """
         if barrier is not None:
             self.barrier = int(barrier)
@@ -374,7 +445,13 @@ class LargeScene:
         )
 
     def select(self, block: tuple[int, int] | None) -> None:
-        """Outline ``block`` (by, bx) in the grid and the Gantt chart; None clears."""
+        """Outline ``block`` (by, bx) in the grid and the Gantt chart; None clears.
+
+        Parameters
+        ----------
+        block : tuple of (int, int) or None
+            (by, bx) of a block of the grid; None clears the outline.
+        """
         m = self.model
         self.block = None if block is None else (int(block[0]), int(block[1]))
         grid: dict[str, list[float]] = {"x": [], "y": []}
@@ -395,6 +472,11 @@ class LargeScene:
         """Call ``callback(by, bx)`` when a block is clicked (grid, Gantt bar or table row).
 
         Needs a Bokeh server (Panel): the clicks arrive as Python events.
+
+        Parameters
+        ----------
+        callback : callable
+            ``callback(by, bx)``, called on Panel's event loop.
         """
         self._block_callbacks.append(callback)
         if len(self._block_callbacks) > 1:
@@ -406,13 +488,25 @@ class LargeScene:
         self.sources["slowest"].selected.on_change("indices", self._on_table_select)
 
     def block_at(self, x: float, y: float) -> tuple[int, int] | None:
-        """The block under grid coordinates ``(x, y)`` (x = bx + fraction)."""
+        """The block under grid coordinates ``(x, y)`` (x = bx + fraction).
+
+        Parameters
+        ----------
+        x, y : float
+            Grid coordinates: ``x`` is bx plus a fraction, ``y`` by plus a fraction.
+        """
         gy, gx = self.model.timeline.grid
         by, bx = math.floor(y), math.floor(x)
         return (by, bx) if 0 <= by < gy and 0 <= bx < gx else None
 
     def bar_at(self, x: float, y: float) -> tuple[int, int] | None:
-        """The block whose Gantt bar covers ``(x, y)`` (axis units), if any."""
+        """The block whose Gantt bar covers ``(x, y)`` (axis units), if any.
+
+        Parameters
+        ----------
+        x, y : float
+            The Gantt chart's axis units: time (its scale, :func:`time_scale`) and row.
+        """
         g = self.sources["gantt"].data
         hit = np.flatnonzero(
             (g["left"] <= x) & (x <= g["right"]) & (g["bottom"] <= y) & (y <= g["top"])

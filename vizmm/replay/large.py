@@ -108,6 +108,11 @@ def simulated_mask(trace: Trace) -> np.ndarray:
     window's blocks ran, and every per-block array (times, read counts,
     zero-fills) covers those blocks only.
 
+    Parameters
+    ----------
+    trace : Trace
+        Any trace.
+
     Returns
     -------
     ndarray of bool, (gy, gx)
@@ -127,7 +132,13 @@ def simulated_mask(trace: Trace) -> np.ndarray:
 
 
 def simulated_blocks(trace: Trace) -> list[tuple[int, int]] | None:
-    """The blocks a windowed simulator run simulated, or None when every block ran."""
+    """The blocks a windowed simulator run simulated, or None when every block ran.
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace.
+    """
     mask = simulated_mask(trace)
     if mask.all():
         return None
@@ -205,6 +216,11 @@ class Timeline:
         A block is running from its start (inclusive) to its end (exclusive),
         waiting before and done after.
 
+        Parameters
+        ----------
+        t : float
+            A time in :attr:`unit`: ns since the first block started, or completed blocks.
+
         Returns
         -------
         ndarray of int8, (gy, gx)
@@ -217,7 +233,13 @@ class Timeline:
         return out
 
     def counts_at(self, t: float) -> dict[BlockState, int]:
-        """How many blocks are in each :class:`BlockState` at time ``t``."""
+        """How many blocks are in each :class:`BlockState` at time ``t``.
+
+        Parameters
+        ----------
+        t : float
+            A time in :attr:`unit`.
+        """
         counts = np.bincount(self.state_at(t).ravel(), minlength=len(BlockState))
         return {s: int(counts[s]) for s in BlockState}
 
@@ -226,6 +248,11 @@ class Timeline:
 
         For the ``'order'`` clock the times are whole steps ``0 .. duration``
         (one per block) when there are at most ``n`` of them.
+
+        Parameters
+        ----------
+        n : int
+            How many times (2 at least are given).
         """
         if self.clock == "order" and self.duration + 1 <= n:
             return np.arange(int(self.duration) + 1, dtype=np.float64)
@@ -253,7 +280,13 @@ class Timeline:
         return times[last], running[last]
 
     def label(self, t: float) -> str:
-        """A moment for people: ``"at 12.345 µs"`` or ``"after 17 of 64 blocks completed"``."""
+        """A moment for people: ``"at 12.345 µs"`` or ``"after 17 of 64 blocks completed"``.
+
+        Parameters
+        ----------
+        t : float
+            A time in :attr:`unit`.
+        """
         if self.clock == "globaltimer":
             return f"at {t / 1000:,.3f} µs"
         done = int(np.count_nonzero(self.end[self.has_data] <= t))
@@ -266,6 +299,11 @@ def timeline(trace: Trace) -> Timeline:
     GPU traces use ``%globaltimer`` (ns); traces without clocks (the
     simulator) fall back to the completion order ``seq``, and say so in
     :attr:`Timeline.note`.
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace (its ``block_info``: SM, times and completion order per block).
     """
     info = trace.block_info
     gy, gx = trace.grid
@@ -385,7 +423,10 @@ class Gantt:
     def bounds(self, gap: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
         """Bottom and top of each bar in row units (row ``r`` spans ``[r, r + 1)``).
 
-        ``gap`` is the fraction of a row left empty below the lanes.
+        Parameters
+        ----------
+        gap : float
+            The fraction of a row left empty below the lanes, 0 to 1.
         """
         h = (1.0 - gap) / self.lanes
         bottom = self.row + gap / 2 + self.lane * h
@@ -409,7 +450,13 @@ def _lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
 
 
 def gantt(tl: Timeline) -> Gantt:
-    """Bars of every block with data, by SM (see :class:`Gantt`)."""
+    """Bars of every block with data, by SM (see :class:`Gantt`).
+
+    Parameters
+    ----------
+    tl : Timeline
+        The launch's timeline (:func:`timeline`).
+    """
     gy, gx = tl.grid
     has = tl.has_data
     by, bx = (a.astype(np.int32) for a in np.nonzero(has))
@@ -488,7 +535,15 @@ class Waves:
 
 
 def waves(tl: Timeline, g: Gantt | None = None) -> Waves | None:
-    """The waves of a launch with clocks and SMs; None for the simulator (no SMs)."""
+    """The waves of a launch with clocks and SMs; None for the simulator (no SMs).
+
+    Parameters
+    ----------
+    tl : Timeline
+        The launch's timeline (:func:`timeline`).
+    g : Gantt, optional
+        Its Gantt chart, made from ``tl`` when not given.
+    """
     if not tl.has_clock or not (tl.sm[tl.has_data] >= 0).all() or not tl.n_blocks:
         return None
     g = gantt(tl) if g is None else g
@@ -674,6 +729,14 @@ def naive_read_maps(trace: Trace, max_cells: int = MAX_CELLS) -> tuple[ReadMap, 
     (``l`` times when every block ran), N element ``(r, c)`` once for every
     valid P row in block column ``c // TILE_WIDTH`` (``j`` times).
 
+    Parameters
+    ----------
+    trace : Trace
+        A tiled kernel's trace (its launch and the blocks that ran).
+    max_cells : int
+        Largest side of a heatmap (cells); larger matrices are averaged over
+        several whole tiles per cell.
+
     Returns
     -------
     (ReadMap, ReadMap)
@@ -757,7 +820,13 @@ def wait_bin_edges() -> tuple[np.ndarray, np.ndarray]:
 
 
 def wait_bin_label(b: int) -> str:
-    """Cycles of bin ``b`` for people: ``"0"``, ``"2–3"``, ``"1024–2047"``, ``"≥ 2^30"``."""
+    """Cycles of bin ``b`` for people: ``"0"``, ``"2–3"``, ``"1024–2047"``, ``"≥ 2^30"``.
+
+    Parameters
+    ----------
+    b : int
+        A bin of the wait histograms, 0 to ``WAIT_BINS - 1``.
+    """
     if b == 0:
         return "0"
     if b == WAIT_BINS - 1:
@@ -800,7 +869,13 @@ class WaitDistribution:
     note: str
 
     def median_bin(self, barrier: int) -> int | None:
-        """Bin holding the median wait at ``barrier`` (0 or 1); None without data."""
+        """Bin holding the median wait at ``barrier`` (0 or 1); None without data.
+
+        Parameters
+        ----------
+        barrier : {0, 1}
+            Barrier 1 (after the loads) is 0, barrier 2 (after the k loop) is 1.
+        """
         c = self.counts[barrier]
         total = int(c.sum())
         if not total:
@@ -810,6 +885,13 @@ class WaitDistribution:
 
 def wait_distribution(trace: Trace, phase: int | None = None) -> WaitDistribution:
     """The barrier-wait histogram of one phase, or of all phases (``phase=None``).
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace (its ``wait_hist``; empty without clocks).
+    phase : int, optional
+        A phase ``ph``, 0 to ``n_phases - 1``; None for all phases.
 
     Raises
     ------
@@ -849,6 +931,11 @@ def wait_distribution(trace: Trace, phase: int | None = None) -> WaitDistributio
 
 def block_waits(trace: Trace) -> np.ndarray:
     """Each block's largest arrival spread over the phases, per barrier (cycles).
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace.
 
     Returns
     -------
@@ -909,6 +996,17 @@ def slowest_blocks(
     otherwise by their largest spread over all phases (``trace.block_wait``),
     and :attr:`SlowBlocks.note` says so.
 
+    Parameters
+    ----------
+    trace : Trace
+        Any trace (its ``block_wait`` or ``barrier_spread``).
+    barrier : {0, 1}
+        Barrier 1 (after the loads) is 0, barrier 2 (after the k loop) is 1.
+    n : int
+        How many blocks.
+    phase : int, optional
+        A phase ``ph`` to rank by; None for the largest spread over all phases.
+
     Raises
     ------
     ValueError
@@ -959,7 +1057,13 @@ def slowest_blocks(
 
 # ------------------------------------------------------------------- model
 def describe(trace: Trace) -> list[str]:
-    """Lines saying what a large trace holds: kernel, sizes, device, date, blocks."""
+    """Lines saying what a large trace holds: kernel, sizes, device, date, blocks.
+
+    Parameters
+    ----------
+    trace : Trace
+        A large trace (aggregated recording).
+    """
     j, k, l = trace.shape
     gy, gx = trace.grid
     T = trace.tile_width
@@ -1018,7 +1122,15 @@ class LargeModel:
 
     @classmethod
     def of(cls, trace: Trace, max_cells: int = MAX_CELLS) -> LargeModel:
-        """Build every model of ``trace`` (about half a second at 4096 x 4096)."""
+        """Build every model of ``trace`` (about half a second at 4096 x 4096).
+
+        Parameters
+        ----------
+        trace : Trace
+            Any trace.
+        max_cells : int
+            Largest side of a read-count heatmap (cells), as :func:`naive_read_maps`.
+        """
         tl = timeline(trace)
         g = gantt(tl)
         return cls(
