@@ -637,6 +637,7 @@ def _html_bytes(
     start: int = 0,
     marks: FindingMarks | None = None,
 ) -> bytes:
+    from bokeh.document import Document
     from bokeh.embed import file_html
     from bokeh.layouts import column, row
     from bokeh.models import CustomJS
@@ -702,8 +703,14 @@ def _html_bytes(
         f"{title} · {n} steps ({replay.granularity}, {replay.order}). Keys: ← → step, "
         "space play / pause, Home / End first / last step."
     )
+    # The page's own Document: given bare models, file_html makes one and copies
+    # into it the JS callbacks of Bokeh's current document (curdoc()), which in a
+    # server may be a closed page's destroyed document; every export then failed
+    # with "'DocumentCallbackManager' object has no attribute '_js_event_callbacks'".
+    doc = Document()
+    doc.add_root(layout)
     html = file_html(
-        layout,
+        doc,
         _self_contained_resources(),
         title=title,
         template=Template(_HTML_TEMPLATE),
@@ -716,6 +723,7 @@ def _html_bytes(
             "muted": scene.palette.MUTED,
         },
         suppress_callback_warning=True,
+        theme=None,  # the scene's own colours, not curdoc()'s theme
     )
     return html.encode("utf-8")
 
