@@ -35,13 +35,13 @@ def _modules():
 
 
 def _public_callables():
-    """``(qualified name, object)`` of the public functions and methods, each in its module."""
+    """``(qualified name, function)`` of the public functions and methods, each in its module."""
     for mod in _modules():
         for name, obj in vars(mod).items():
             if name.startswith("_") or getattr(obj, "__module__", None) != mod.__name__:
                 continue
             if inspect.isfunction(obj):
-                yield f"{mod.__name__}.{name}"
+                yield f"{mod.__name__}.{name}", obj
             elif inspect.isclass(obj):
                 for attr, member in vars(obj).items():
                     if attr.startswith("_"):
@@ -49,7 +49,7 @@ def _public_callables():
                     if isinstance(member, staticmethod | classmethod):
                         member = member.__func__
                     if inspect.isfunction(member):
-                        yield f"{mod.__name__}.{name}.{attr}"
+                        yield f"{mod.__name__}.{name}.{attr}", member
 
 
 def _violations() -> tuple[Counter, set[str]]:
@@ -57,12 +57,21 @@ def _violations() -> tuple[Counter, set[str]]:
     plain function only in the simulator)."""
     found: Counter = Counter()
     seen = set()
-    for qualname in _public_callables():
+    for qualname, func in _public_callables():
         seen.add(qualname)
-        for code, _message in validate(qualname)["errors"]:
+        for code, message in validate(qualname)["errors"]:
+            if code == "PR02" and _a_class_named_cls(func, message):
+                continue
             if code in CHECKS:
                 found[f"{qualname} {code}"] += 1
     return found, seen
+
+
+def _a_class_named_cls(func, message: str) -> bool:
+    """numpydoc drops a first parameter named ``cls`` (a classmethod's) from every signature;
+    a function whose ``cls`` is a class of students documents it and is not wrong."""
+    params = list(inspect.signature(func).parameters)
+    return message == "Unknown parameters {'cls'}" and params[:1] == ["cls"]
 
 
 def _one_left_out(M, N, tile_width):

@@ -202,7 +202,13 @@ class Driver:
 
     @classmethod
     def from_dict(cls, d: dict) -> Driver:
-        """The inverse of :meth:`as_dict`."""
+        """The inverse of :meth:`as_dict`.
+
+        Parameters
+        ----------
+        d : dict
+            What :meth:`as_dict` made.
+        """
         v = d.get("version")
         return cls(
             d.get("library"), tuple(v) if v else None, d.get("init_error"), tuple(d["devices"])
@@ -299,6 +305,13 @@ def gpu_target(backend: str, software: Software) -> str:
 
     'gpu' is numba-cuda-mlir when it is installed, else numba-cuda;
     'gpu-legacy' is numba-cuda.
+
+    Parameters
+    ----------
+    backend : {'gpu', 'gpu-legacy'}
+        The backend asked for.
+    software : Software
+        The installed versions.
     """
     if backend == "gpu-legacy":
         return LEGACY
@@ -308,7 +321,15 @@ def gpu_target(backend: str, software: Software) -> str:
 
 
 def software_problem(target: str, software: Software) -> str | None:
-    """Why ``target`` cannot compile with these versions (one line with the fix), or None."""
+    """Why ``target`` cannot compile with these versions (one line with the fix), or None.
+
+    Parameters
+    ----------
+    target : str
+        A target of :data:`TARGETS`.
+    software : Software
+        The installed versions.
+    """
     if target == MLIR and not software.numba_cuda_mlir:
         return "numba-cuda-mlir is not installed: pip install 'vizmm[gpu]'"
     if target == LEGACY:
@@ -320,7 +341,17 @@ def software_problem(target: str, software: Software) -> str | None:
 
 
 def driver_problem(target: str, software: Software, driver: Driver) -> str | None:
-    """Why the driver cannot run ``target``'s kernels (one line with the fix), or None."""
+    """Why the driver cannot run ``target``'s kernels (one line with the fix), or None.
+
+    Parameters
+    ----------
+    target : str
+        A target of :data:`TARGETS`.
+    software : Software
+        The installed versions.
+    driver : Driver
+        What the NVIDIA driver says (:func:`probe_driver`).
+    """
     if driver.library is None:
         return "no NVIDIA driver found (libcuda): install the NVIDIA driver on a machine with a GPU"
     no_device = driver.init_error is None and not driver.devices
@@ -349,6 +380,15 @@ def problem(target: str, software: Software, driver: Driver | None = None) -> st
 
     The versions are checked first (no driver is asked), then the driver
     when given. The simulator needs numba-cuda only.
+
+    Parameters
+    ----------
+    target : str
+        A target of :data:`TARGETS`.
+    software : Software
+        The installed versions.
+    driver : Driver, optional
+        What the NVIDIA driver says; not asked when None.
     """
     if target == SIMULATOR:
         if not software.numba_cuda:
@@ -381,6 +421,15 @@ class Choice:
 def choose(backend: str, software: Software, driver: Driver | None) -> Choice:
     """Resolve a backend request to a target, pure (given the versions and the driver).
 
+    Parameters
+    ----------
+    backend : {'gpu', 'gpu-legacy', 'simulator', 'auto'}
+        The backend asked for.
+    software : Software
+        The installed versions.
+    driver : Driver or None
+        What the NVIDIA driver says; None when there is none to ask.
+
     Raises
     ------
     GPUUnavailableError
@@ -410,6 +459,11 @@ def process_target(modules=None) -> str | None:
 
     Bound once the kernels are imported (``vizmm_kernels._target``), or to
     the simulator once numba was imported in simulator mode.
+
+    Parameters
+    ----------
+    modules : mapping, optional
+        ``sys.modules`` by default.
     """
     modules = sys.modules if modules is None else modules
     bound = modules.get("vizmm_kernels._target")
@@ -422,7 +476,15 @@ def process_target(modules=None) -> str | None:
 
 
 def can_run_here(target: str, modules=None) -> bool:
-    """Whether this process can compile for ``target`` (else a fresh process must)."""
+    """Whether this process can compile for ``target`` (else a fresh process must).
+
+    Parameters
+    ----------
+    target : str
+        A target of :data:`TARGETS`.
+    modules : mapping, optional
+        ``sys.modules`` by default.
+    """
     modules = sys.modules if modules is None else modules
     bound = process_target(modules)
     if bound is not None:
@@ -432,7 +494,13 @@ def can_run_here(target: str, modules=None) -> bool:
 
 
 def environment(target: str) -> dict[str, str]:
-    """The environment variables that make a fresh process compile for ``target``."""
+    """The environment variables that make a fresh process compile for ``target``.
+
+    Parameters
+    ----------
+    target : str
+        A target of :data:`TARGETS`.
+    """
     if target == SIMULATOR:
         return {"NUMBA_ENABLE_CUDASIM": "1"}
     return {"NUMBA_ENABLE_CUDASIM": "0", KERNELS_ENV: target}
@@ -443,6 +511,11 @@ def bind_here(target: str):
 
     Sets the variables of :func:`environment` unless the process is bound
     already (:func:`can_run_here` must be true).
+
+    Parameters
+    ----------
+    target : str
+        A target of :data:`TARGETS`.
 
     Raises
     ------
@@ -470,6 +543,13 @@ def late_simulator_flag(environ=None, modules=None) -> str | None:
 
     numba reads the variable once, when first imported; setting it later
     changes nothing in this process.
+
+    Parameters
+    ----------
+    environ : mapping, optional
+        ``os.environ`` by default.
+    modules : mapping, optional
+        ``sys.modules`` by default.
     """
     environ = os.environ if environ is None else environ
     modules = sys.modules if modules is None else modules
@@ -513,7 +593,15 @@ _KNOWN_FAILURES = (
 
 
 def gpu_error(exc: BaseException, target: str) -> str | None:
-    """The one-line fix for a known failure ``exc`` met while compiling or launching, else None."""
+    """The one-line fix for a known failure ``exc`` met while compiling or launching, else None.
+
+    Parameters
+    ----------
+    exc : BaseException
+        What the compiler or the launch raised.
+    target : str
+        A target of :data:`TARGETS`.
+    """
     text = f"{type(exc).__name__}: {exc}"
     for pattern, message in _KNOWN_FAILURES:
         if pattern.search(text):

@@ -148,6 +148,11 @@ def key_matches(cls: dict, key: str) -> bool:
 def clean_code(code: str) -> str:
     """``code`` upper-cased, checked to be a class code.
 
+    Parameters
+    ----------
+    code : str
+        What a person typed or a URL held (any case).
+
     Raises
     ------
     KeyError
@@ -205,7 +210,15 @@ def last_live(cls: dict) -> float:
 
 
 def expired(cls: dict, now: float) -> bool:
-    """Whether ``cls`` has ended: its instructor away for :data:`CLASS_IDLE_S` or more."""
+    """Whether ``cls`` has ended: its instructor away for :data:`CLASS_IDLE_S` or more.
+
+    Parameters
+    ----------
+    cls : dict
+        A class of the store.
+    now : float
+        The time, seconds since the epoch.
+    """
     return now - last_live(cls) >= CLASS_IDLE_S
 
 
@@ -362,7 +375,13 @@ class MemoryStore(ClassStore):
         return "MemoryStore()"
 
     def create(self, view: dict) -> dict:
-        """Make a class showing ``view``; a copy with its key (:meth:`ClassStore.create`)."""
+        """Make a class showing ``view``; a copy with its key (:meth:`ClassStore.create`).
+
+        Parameters
+        ----------
+        view : dict
+            What the instructor's page shows (:meth:`ClassStore.create`).
+        """
         with self._lock:
             cls, key = new_class(view)
             while cls["code"] in self._classes:
@@ -380,13 +399,29 @@ class MemoryStore(ClassStore):
         return cls
 
     def get(self, code: str) -> dict:
-        """A copy of class ``code``."""
+        """A copy of class ``code``.
+
+        Parameters
+        ----------
+        code : str
+            A class code (:func:`clean_code`).
+        """
         code = clean_code(code)
         with self._lock:
             return copy.deepcopy(self._held(code))
 
     def update(self, code: str, change: Callable[[dict], bool], bump: bool = True) -> dict:
-        """Apply ``change(cls)`` under the lock; returns the class after it."""
+        """Apply ``change(cls)`` under the lock; returns the class after it.
+
+        Parameters
+        ----------
+        code : str
+            A class code.
+        change : callable
+            ``change(cls) -> bool``, as :meth:`ClassStore.update` says.
+        bump : bool
+            Whether a change bumps ``version`` (:meth:`ClassStore.update`).
+        """
         code = clean_code(code)
         with self._lock:
             cls = copy.deepcopy(self._held(code))
@@ -636,7 +671,13 @@ class SQLiteStore(ClassStore):
         return json.dumps({k: v for k, v in cls.items() if k not in _COLUMNS}, sort_keys=True)
 
     def create(self, view: dict) -> dict:
-        """Make a class showing ``view``; a copy with its key (:meth:`ClassStore.create`)."""
+        """Make a class showing ``view``; a copy with its key (:meth:`ClassStore.create`).
+
+        Parameters
+        ----------
+        view : dict
+            What the instructor's page shows (:meth:`ClassStore.create`).
+        """
         cls, key = new_class(view)
         with self._errors():
             conn = self._conn()
@@ -667,7 +708,13 @@ class SQLiteStore(ClassStore):
         return _created(cls, key)
 
     def get(self, code: str) -> dict:
-        """A copy of class ``code`` (one SELECT)."""
+        """A copy of class ``code`` (one SELECT).
+
+        Parameters
+        ----------
+        code : str
+            A class code (:func:`clean_code`).
+        """
         code = clean_code(code)
         with self._errors():
             return self._read(self._conn(), code)
@@ -677,6 +724,15 @@ class SQLiteStore(ClassStore):
 
         Only what changed is written: the seats added, changed or removed
         (one row each), and the class's row where anything else changed.
+
+        Parameters
+        ----------
+        code : str
+            A class code.
+        change : callable
+            ``change(cls) -> bool``, as :meth:`ClassStore.update` says.
+        bump : bool
+            Whether a change bumps ``version`` (:meth:`ClassStore.update`).
         """
         code = clean_code(code)
         with self._errors():
@@ -802,7 +858,13 @@ class RedisStore(ClassStore):
         time.sleep(random.uniform(0, 0.002 * min(tries + 1, 10)))
 
     def create(self, view: dict) -> dict:
-        """Make a class showing ``view``; a copy with its key (:meth:`ClassStore.create`)."""
+        """Make a class showing ``view``; a copy with its key (:meth:`ClassStore.create`).
+
+        Parameters
+        ----------
+        view : dict
+            What the instructor's page shows (:meth:`ClassStore.create`).
+        """
         cls, key = new_class(view)
         with self._errors(), self._r.pipeline() as pipe:
             for tries in range(REDIS_TRIES):
@@ -835,13 +897,29 @@ class RedisStore(ClassStore):
         raise StoreUnavailable(f"class store {self.url}: no free class code")
 
     def get(self, code: str) -> dict:
-        """A copy of class ``code`` (one GET)."""
+        """A copy of class ``code`` (one GET).
+
+        Parameters
+        ----------
+        code : str
+            A class code (:func:`clean_code`).
+        """
         code = clean_code(code)
         with self._errors():
             return self._load(code, self._r.get(self._key(code)))
 
     def update(self, code: str, change: Callable[[dict], bool], bump: bool = True) -> dict:
-        """Apply ``change(cls)`` in an optimistic transaction (again on a conflict)."""
+        """Apply ``change(cls)`` in an optimistic transaction (again on a conflict).
+
+        Parameters
+        ----------
+        code : str
+            A class code.
+        change : callable
+            ``change(cls) -> bool``, as :meth:`ClassStore.update` says.
+        bump : bool
+            Whether a change bumps ``version`` (:meth:`ClassStore.update`).
+        """
         code = clean_code(code)
         key = self._key(code)
         with self._errors(), self._r.pipeline() as pipe:
