@@ -312,6 +312,11 @@ def measured_peak_gflops(data: dict) -> float:
     On the H100 and H200 the FMA-bound kernel of ``benchmarks/gpu_speed.py``
     reached about 41-43 TFLOP/s and cuBLAS's float32 ``matmul`` about 51: a
     measured peak is a lower bound on the real one, so the larger counts.
+
+    Parameters
+    ----------
+    data : dict
+        A device's shipped measurements (:func:`speed_data`).
     """
     blas = [r["gflops"] for r in data.get("products", []) if r["kernel"] == "cublas"]
     return float(max([data["fp32_peak"]["gflops"], *blas]))
@@ -341,11 +346,26 @@ class LiveGPU(Protocol):
         """CUDA device attributes, as :meth:`Device.from_attributes` takes them."""
 
     def compiled_registers(self, kernel: str, tile_width: int, instrumented: bool) -> int | None:
-        """Registers per thread of a book kernel as compiled for this GPU (None: cannot compile)."""
+        """Registers per thread of a book kernel as compiled for this GPU (None: cannot compile).
+
+        Parameters
+        ----------
+        kernel : str
+            A kernel of :data:`vizmm.trace.KERNELS`.
+        tile_width : int
+            TILE_WIDTH, 1 to 32.
+        instrumented : bool
+            The recording build (with vizmm's records) rather than the plain kernel.
+        """
 
 
 def get_device(name: str | Device) -> Device:
     """The preset ``"A100"`` (the book's), ``"H100"`` or ``"H200"`` (measured); a Device passes.
+
+    Parameters
+    ----------
+    name : str or Device
+        ``'A100'``, ``'H100'`` or ``'H200'``, or a Device.
 
     Raises
     ------
@@ -376,6 +396,15 @@ def _register_table() -> dict[tuple[str, int, bool], int]:
 def measured_registers(kernel: str, tile_width: int, instrumented: bool = False) -> int:
     """Registers per thread of a vizmm kernel as compiled for sm_90 (measured on an H200).
 
+    Parameters
+    ----------
+    kernel : str
+        A kernel of :data:`vizmm.trace.KERNELS`.
+    tile_width : int
+        TILE_WIDTH, 1 to 32.
+    instrumented : bool
+        The recording build (with vizmm's records) rather than the plain kernel.
+
     Raises
     ------
     OccupancyError
@@ -395,6 +424,13 @@ def kernel_resources(kernel: str, tile_width: int) -> tuple[int, int]:
     Every kernel runs ``TILE_WIDTH x TILE_WIDTH`` threads per block; the
     tiled ones hold Mds and Nds, ``TILE_WIDTH**2`` floats each (Section 5.6),
     the naive kernel (Fig. 3.11) no shared memory.
+
+    Parameters
+    ----------
+    kernel : str
+        A kernel of :data:`vizmm.trace.KERNELS`.
+    tile_width : int
+        TILE_WIDTH, 1 to 32.
 
     Raises
     ------
@@ -780,7 +816,13 @@ class Section56:
 
 
 def section_5_6(tile_width: int = 16) -> Section56:
-    """Redo Section 5.6's arithmetic on the book's A100 figures (see the module docstring)."""
+    """Redo Section 5.6's arithmetic on the book's A100 figures (see the module docstring).
+
+    Parameters
+    ----------
+    tile_width : int
+        TILE_WIDTH, 1 to 32.
+    """
     T = _check_tile_width(tile_width)
     shared_sm, threads_sm = A100.shared_per_sm, A100.max_threads_per_sm
     per_thread = 32 * KB / 256

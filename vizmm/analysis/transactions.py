@@ -152,7 +152,13 @@ class Layout:
         return mds, nds
 
     def store_slots(self, tile_width: int) -> tuple[np.ndarray, np.ndarray]:
-        """Logical slot each thread fills: ``(T, T, 2)`` arrays ``[ty, tx] -> (r, c)``, M then N."""
+        """Logical slot each thread fills: ``(T, T, 2)`` arrays ``[ty, tx] -> (r, c)``, M then N.
+
+        Parameters
+        ----------
+        tile_width : int
+            TILE_WIDTH, 1 to 32.
+        """
         T = tile_width
         ty, tx = np.indices((T, T), dtype=np.int64)
         straight = np.stack([ty, tx], axis=-1)
@@ -167,6 +173,11 @@ class Layout:
 
         Thread ``(ty, tx)`` multiplies logical ``Mds[ty][k]`` by logical ``Nds[k][tx]``
         (Fig. 5.9 line 24); the layout places them.
+
+        Parameters
+        ----------
+        tile_width : int
+            TILE_WIDTH, 1 to 32.
         """
         T = tile_width
         mds, nds = self.slot_words(T)
@@ -179,7 +190,13 @@ class Layout:
         )
 
     def store_words(self, tile_width: int) -> tuple[np.ndarray, np.ndarray]:
-        """Word each thread writes when it loads its tile elements: ``(T, T)`` arrays, Mds, Nds."""
+        """Word each thread writes when it loads its tile elements: ``(T, T)`` arrays, Mds, Nds.
+
+        Parameters
+        ----------
+        tile_width : int
+            TILE_WIDTH, 1 to 32.
+        """
         mds, nds = self.slot_words(tile_width)
         ms, ns = self.store_slots(tile_width)
         return mds[ms[..., 0], ms[..., 1]], nds[ns[..., 0], ns[..., 1]]
@@ -199,6 +216,11 @@ LAYOUTS = {
 
 def layout_of(kernel: str) -> Layout:
     """The :class:`Layout` of kernel ``kernel``.
+
+    Parameters
+    ----------
+    kernel : str
+        A tiled kernel of :data:`vizmm.trace.KERNELS`.
 
     Raises
     ------
@@ -440,6 +462,11 @@ class MemoryTransactions:
     def block_index(self, block) -> int:
         """Row of ``block = (by, bx)`` in the per-block arrays.
 
+        Parameters
+        ----------
+        block : tuple of (int, int)
+            (by, bx).
+
         Raises
         ------
         KeyError
@@ -452,11 +479,26 @@ class MemoryTransactions:
         return int(hits[0])
 
     def warp_of(self, thread) -> int:
-        """Warp of thread ``(ty, tx)``: ``(ty*T + tx) // 32``."""
+        """Warp of thread ``(ty, tx)``: ``(ty*T + tx) // 32``.
+
+        Parameters
+        ----------
+        thread : tuple of (int, int)
+            (ty, tx), threadIdx.y and threadIdx.x.
+        """
         return (int(thread[0]) * self.tile_width + int(thread[1])) // WARP_SIZE
 
     def warp_rows(self, block, phase: int, k: int | None = None) -> list[dict]:
         """One row per warp of a block and phase, for tables and views.
+
+        Parameters
+        ----------
+        block : tuple of (int, int)
+            (by, bx) of a block recorded per thread.
+        phase : int
+            The phase ``ph``, 0 to ``n_phases - 1``.
+        k : int, optional
+            A step of the k loop, 0 to TILE_WIDTH - 1: adds its shared-memory reads.
 
         Returns
         -------

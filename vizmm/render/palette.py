@@ -93,6 +93,13 @@ def thread_color(t: int, n: int) -> str:
     alternates in three bands so that 256 or 1024 threads stay tellable apart.
     The same in both themes.
 
+    Parameters
+    ----------
+    t : int
+        The thread's number, ``ty * TILE_WIDTH + tx``.
+    n : int
+        Threads in the block, ``TILE_WIDTH ** 2``.
+
     Raises
     ------
     ValueError
@@ -111,13 +118,25 @@ def thread_colors(n: int) -> tuple[str, ...]:
 
 
 def hex_to_rgb(color: str) -> tuple[int, int, int]:
-    """``'#rrggbb'`` to an (r, g, b) tuple of 0..255 ints."""
+    """``'#rrggbb'`` to an (r, g, b) tuple of 0..255 ints.
+
+    Parameters
+    ----------
+    color : str
+        ``'#rrggbb'`` (the ``#`` may be left out).
+    """
     c = color.lstrip("#")
     return int(c[0:2], 16), int(c[2:4], 16), int(c[4:6], 16)
 
 
 def text_on(color: str) -> str:
-    """A readable text colour (dark ink or white) on a ``'#rrggbb'`` fill (either theme)."""
+    """A readable text colour (dark ink or white) on a ``'#rrggbb'`` fill (either theme).
+
+    Parameters
+    ----------
+    color : str
+        The fill, ``'#rrggbb'``.
+    """
     r, g, b = hex_to_rgb(color)
     luminance = (0.299 * r + 0.587 * g + 0.114 * b) / 255
     return INK if luminance > 0.55 else WHITE
@@ -183,7 +202,15 @@ BLOCK_STATE_LABELS = {
 
 
 def sequential(anchors: tuple[str, ...], n: int) -> tuple[str, ...]:
-    """``n`` colours evenly interpolated (in RGB) through ``anchors``, light to dark."""
+    """``n`` colours evenly interpolated (in RGB) through ``anchors``, light to dark.
+
+    Parameters
+    ----------
+    anchors : tuple of str
+        ``'#rrggbb'`` colours, light to dark, at least one.
+    n : int
+        How many colours; fewer than 2 gives the first anchor alone.
+    """
     if n < 2:
         return (anchors[0],)
     rgb = [hex_to_rgb(c) for c in anchors]
@@ -384,6 +411,11 @@ THEMES = MappingProxyType({"light": LIGHT, "dark": DARK})
 
 def palette(theme: str | Palette = "light") -> Palette:
     """The :class:`Palette` of ``theme`` (``'light'`` or ``'dark'``; a Palette is returned as is).
+
+    Parameters
+    ----------
+    theme : {'light', 'dark'} or Palette
+        A theme's name, or a Palette.
 
     Raises
     ------

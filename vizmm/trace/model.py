@@ -381,7 +381,13 @@ _OPTIONAL_META = {
 
 
 def array_specs(meta: Mapping[str, Any]) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
-    """Every array's (dtype, shape) implied by a trace's metadata (from sizes alone)."""
+    """Every array's (dtype, shape) implied by a trace's metadata (from sizes alone).
+
+    Parameters
+    ----------
+    meta : mapping
+        A trace's metadata (kernel, sizes, TILE_WIDTH, recording mode).
+    """
     return _array_specs(meta)
 
 
@@ -735,11 +741,22 @@ class Trace:
         return len(self.detail_blocks) == gy * gx
 
     def has_block(self, block: tuple[int, int]) -> bool:
-        """True when ``block = (by, bx)`` was recorded per thread."""
+        """True when ``block = (by, bx)`` was recorded per thread.
+
+        Parameters
+        ----------
+        block : tuple of (int, int)
+            (by, bx), blockIdx.y and blockIdx.x.
+        """
         return tuple(block) in self._slot
 
     def slot(self, block: tuple[int, int]) -> int:
         """Index of ``block = (by, bx)`` in the per-thread arrays.
+
+        Parameters
+        ----------
+        block : tuple of (int, int)
+            (by, bx) of a block recorded per thread.
 
         Raises
         ------
@@ -776,6 +793,13 @@ class Trace:
 
     def load_records(self, block: tuple[int, int], phase: int) -> dict:
         """Every thread's M and N load of one block and phase, with its kind.
+
+        Parameters
+        ----------
+        block : tuple of (int, int)
+            (by, bx) of a block recorded per thread.
+        phase : int
+            The phase ``ph``, 0 to ``n_phases - 1``.
 
         Returns
         -------
@@ -826,7 +850,15 @@ class Trace:
         return {t: (m.actual, n.actual) for t, (m, n) in self.load_records(block, phase).items()}
 
     def thread_pvalues(self, block: tuple[int, int], thread: tuple[int, int]) -> np.ndarray:
-        """Pvalue of thread ``(ty, tx)`` of ``block`` after each phase (float32, (nph,))."""
+        """Pvalue of thread ``(ty, tx)`` of ``block`` after each phase (float32, (nph,)).
+
+        Parameters
+        ----------
+        block : tuple of (int, int)
+            (by, bx) of a block recorded per thread.
+        thread : tuple of (int, int)
+            (ty, tx), threadIdx.y and threadIdx.x.
+        """
         ty, tx = thread
         return self.pvalue[self.slot(block), :, ty, tx].copy()
 
@@ -893,6 +925,11 @@ class Trace:
         """Write the trace to ``path`` atomically (temporary file, then rename).
 
         Returns the path written. Nothing is left at ``path`` if writing fails.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Where to write the ``.vizmm`` file.
         """
         from .fileformat import atomic_write
 
@@ -984,6 +1021,13 @@ def not_recorded_message(trace: Trace, block) -> str:
 
     The one wording of "outside the grid" and "not recorded per thread"
     (every layer raises or shows this text).
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace.
+    block : tuple of (int, int)
+        (by, bx), anything a person or a URL gave.
     """
     by, bx = int(block[0]), int(block[1])
     gy, gx = trace.grid
