@@ -175,6 +175,13 @@ def thread_states_shown(launch: LaunchShape, granularity: str) -> tuple[ThreadSt
     Phases show ready, done and the P store; sub-steps every state of
     Fig. 5.9's loop. Idle threads (no valid P element) appear when the
     matrices are not whole tiles (``j`` or ``l`` not a multiple of TILE_WIDTH).
+
+    Parameters
+    ----------
+    launch : LaunchShape
+        The launch (kernel, sizes, TILE_WIDTH).
+    granularity : {'substep', 'phase'}
+        The replay's granularity.
     """
     if granularity == "phase":
         states = [ThreadState.READY, ThreadState.DONE, ThreadState.WRITING_P]
@@ -199,6 +206,11 @@ def slot_states_shown(launch: LaunchShape) -> tuple[SlotState, ...]:
 
     Only the unchecked kernel (Fig. 5.9, 'tiled') reads wrong elements and
     skips loads past the allocation.
+
+    Parameters
+    ----------
+    launch : LaunchShape
+        The launch (kernel, sizes, TILE_WIDTH).
     """
     states = [SlotState.LOADED, SlotState.ZERO, SlotState.STALE, SlotState.EMPTY]
     if launch.kernel == "tiled":
@@ -491,6 +503,11 @@ def source_lines(source: str) -> dict:
     Returns a dict with keys of :class:`Sub` (and 'phase', 'sync1', 'sync2',
     'zero_m', 'zero_n'); a key is missing when its line is absent (the naive
     kernel has no loads into shared memory).
+
+    Parameters
+    ----------
+    source : str
+        A kernel's source, as the replay shows it.
     """
     lines = source.splitlines()
     out: dict = {}
@@ -617,6 +634,15 @@ class Replay:
     def index_of(self, phase: int, sub: Sub | str = Sub.LOAD_M, k: int | None = None) -> int:
         """The step number of the first step of ``sub`` in ``phase`` (and ``k``).
 
+        Parameters
+        ----------
+        phase : int
+            The phase ``ph``, 0 to ``n_phases - 1``.
+        sub : Sub or str
+            The part of the phase (a :class:`Sub` or its value, e.g. ``'load M'``).
+        k : int, optional
+            The step of the k loop, for ``Sub.K``.
+
         Raises
         ------
         ValueError
@@ -637,6 +663,11 @@ class Replay:
         granularity or order: a whole phase maps to the end of its
         sub-steps (barrier 2 released), a sub-step to its phase, a barrier
         arrival to the arrival step with the nearest number of threads arrived.
+
+        Parameters
+        ----------
+        step : Step
+            A step of a replay of the same block, at any granularity and order.
         """
         steps = self.steps
         if step.sub == Sub.START:
@@ -739,6 +770,11 @@ class Replay:
     # ----------------------------------------------------------------- frame
     def frame(self, index: int) -> Frame:
         """The :class:`Frame` of step ``index`` (0 to ``len(self) - 1``).
+
+        Parameters
+        ----------
+        index : int
+            A step number, 0 to ``len(self) - 1``.
 
         Raises
         ------

@@ -62,6 +62,15 @@ def matching_step(step: Step, tile_width: int, replay: Replay) -> int:
 
     ``step`` may come from a replay of another trace (another TILE_WIDTH,
     kernel or granularity). Returns a step number of ``replay`` (0 .. len - 1).
+
+    Parameters
+    ----------
+    step : Step
+        A step of a replay of another trace, or of this one.
+    tile_width : int
+        That replay's TILE_WIDTH.
+    replay : Replay
+        The replay whose step number is wanted.
     """
     keys = [moment(s, replay.trace.tile_width) for s in replay.steps]
     return max(0, bisect.bisect_right(keys, moment(step, tile_width)) - 1)
@@ -105,6 +114,11 @@ class Lockstep:
     def frames(self, index: int):
         """The (left, right) :class:`~.block.Frame` of joint step ``index``.
 
+        Parameters
+        ----------
+        index : int
+            A joint step, 0 to ``len(self) - 1``.
+
         Raises
         ------
         IndexError
@@ -116,7 +130,15 @@ class Lockstep:
         return self.left.frame(a), self.right.frame(b)
 
     def index_of(self, side: str, step: int) -> int:
-        """The first joint step at which ``side`` ('left' or 'right') shows its step ``step``."""
+        """The first joint step at which ``side`` ('left' or 'right') shows its step ``step``.
+
+        Parameters
+        ----------
+        side : {'left', 'right'}
+            Which replay.
+        step : int
+            A step number of that replay.
+        """
         col = {"left": 0, "right": 1}[side]
         for i, pair in enumerate(self.pairs):
             if pair[col] == step:

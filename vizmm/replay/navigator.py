@@ -120,6 +120,11 @@ class Place:
 def default_block(trace: Trace) -> tuple[int, int]:
     """The block a trace opens on: its first block recorded per thread.
 
+    Parameters
+    ----------
+    trace : Trace
+        Any trace.
+
     Raises
     ------
     ValueError
@@ -136,6 +141,13 @@ def focus_in(trace: Trace, focus) -> tuple[int, int] | None:
 
     A block has TILE_WIDTH x TILE_WIDTH threads; ``-1`` or any value outside
     ``0 .. TILE_WIDTH - 1`` means no thread is followed.
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace.
+    focus : tuple of (int, int) or None
+        (ty, tx) as a page or a URL gave it.
     """
     if focus is None:
         return None
@@ -150,6 +162,13 @@ def clamp(step: int, replay: Replay | Sized | None) -> int:
     ``replay`` is a :class:`~vizmm.replay.block.Replay`, or anything with a
     length in steps (the side-by-side page's
     :class:`~vizmm.replay.lockstep.Lockstep`).
+
+    Parameters
+    ----------
+    step : int
+        A step number, 0-based.
+    replay : Replay, sized or None
+        A replay, or anything with a length in steps.
     """
     if replay is None:
         return 0
@@ -160,6 +179,13 @@ def past_the_end(step: int, count: int) -> str:
     """What a page says when asked for a step past the replay's last one.
 
     Pages number steps from 1 (``step + 1``), as the URL does.
+
+    Parameters
+    ----------
+    step : int
+        The step asked for, 0-based.
+    count : int
+        How many steps the replay has.
     """
     asked = str(int(step) + 1)
     asked = asked if len(asked) <= 12 else asked[:12] + "…"  # a URL may carry thousands

@@ -81,6 +81,12 @@ def _sub(name: str, a: int, b: int) -> str:
 def pick_label(pick: Sequence) -> str:
     """A pick in the book's notation: ``M_{1,2}``, ``Mds[0][1]``, ``thread (1,0)``, ``option 2``.
 
+    Parameters
+    ----------
+    pick : sequence
+        ``(view, index, ...)``: a view name (``'M'``, ``'Mds'``, ``'threads'``,
+        ``'choice'``, ...) and its indices.
+
     Raises
     ------
     ValueError
@@ -161,6 +167,11 @@ class Question:
     def check(self, picks: Iterable[Sequence]) -> bool:
         """Whether ``picks`` is exactly the answer (order and repeats do not matter).
 
+        Parameters
+        ----------
+        picks : iterable of sequence
+            The student's picks, each as :func:`pick_label` reads them.
+
         Raises
         ------
         ValueError
@@ -197,7 +208,15 @@ class Question:
 
 
 def answer_label(question: Question, picks: Iterable[Sequence]) -> str:
-    """Picks of ``question`` in words, sorted (``none`` for no pick); options by their text."""
+    """Picks of ``question`` in words, sorted (``none`` for no pick); options by their text.
+
+    Parameters
+    ----------
+    question : Question
+        The question the picks answer.
+    picks : iterable of sequence
+        The picks, each as :func:`pick_label` reads them.
+    """
     picks = sorted(_normal(p) for p in picks)
     if not picks:
         return "none"
@@ -225,7 +244,15 @@ class Score:
 
 
 def score(questions: Sequence[Question], answers: Mapping[int, Iterable[Sequence] | None]) -> Score:
-    """Score ``answers`` (question index -> picks, None or missing: skipped)."""
+    """Score ``answers`` (question index -> picks, None or missing: skipped).
+
+    Parameters
+    ----------
+    questions : sequence of Question
+        A quiz.
+    answers : mapping of int to picks or None
+        Question index to its picks; None or missing: skipped.
+    """
     correct = answered = 0
     for i, q in enumerate(questions):
         a = answers.get(i)
@@ -619,6 +646,15 @@ def quiz(trace: Trace, block: tuple[int, int] = (0, 0), n: int = QUIZ_MAX) -> li
     zero-fills where they happen, the barrier in phase 0, the loads after
     the first and the last phase); copies fill the rest, a phase at a time.
 
+    Parameters
+    ----------
+    trace : Trace
+        A trace of a tiled kernel.
+    block : tuple of (int, int)
+        (by, bx) of a block recorded per thread.
+    n : int
+        The most questions asked (never more than 10).
+
     Raises
     ------
     ValueError
@@ -656,6 +692,17 @@ def question_at(
 
     Only questions of the same ``order`` are considered (``barrier_wait`` is
     asked in recorded order). None when no question is left after ``step``.
+
+    Parameters
+    ----------
+    trace : Trace
+        A trace of a tiled kernel.
+    block : tuple of (int, int)
+        (by, bx) of a block recorded per thread.
+    step : int
+        A step number of the block's replay at substep granularity.
+    order : {'lockstep', 'recorded'}
+        The replay's order.
     """
     for q in sorted(block_questions(trace, block), key=lambda q: q.view_step):
         if q.order == order and q.view_step >= step:

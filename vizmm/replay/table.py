@@ -246,6 +246,13 @@ class Table:
     def cell(self, thread: tuple[int, int], column: str) -> Cell:
         """The cell of thread ``(ty, tx)`` in the column named ``column``.
 
+        Parameters
+        ----------
+        thread : tuple of (int, int)
+            (ty, tx).
+        column : str
+            A column's name (:attr:`Column.name`).
+
         Raises
         ------
         KeyError
@@ -294,6 +301,13 @@ class TableCursor:
 
         The thread column is done from the first phase on; the P-store
         column only at the P store.
+
+        Parameters
+        ----------
+        phase : int or None
+            A phase ``ph``; None for the P-store column.
+        role : str
+            A column role (:data:`PHASE_ROLES`, ``'thread'`` or ``'p_write'``).
         """
         if self.at == "start":
             return False
