@@ -82,6 +82,11 @@ class ExportError(ValueError):
 def format_from_path(path: str | os.PathLike) -> str:
     """The export format named by a file's suffix (``.gif``, ``.mp4``, ``.html``/``.htm``).
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write.
+
     Raises
     ------
     ExportError
@@ -377,7 +382,13 @@ def gif_frame(image, palette):
 
 
 def gif_sample_steps(n: int) -> list[int]:
-    """The steps (of ``n``) whose frames make a GIF's palette: evenly spread, at most 12."""
+    """The steps (of ``n``) whose frames make a GIF's palette: evenly spread, at most 12.
+
+    Parameters
+    ----------
+    n : int
+        The replay's number of steps, 1 or more.
+    """
     return sorted({int(i) for i in np.linspace(0, n - 1, min(GIF_PALETTE_SAMPLES, n)).round()})
 
 

@@ -145,7 +145,13 @@ def parse(lines, keep: int = 50) -> dict:
 
 
 def summary_counts(parsed: dict) -> dict:
-    """``{kind: {"by,bx": count}}`` of a :func:`parse` result (JSON-friendly keys)."""
+    """``{kind: {"by,bx": count}}`` of a :func:`parse` result (JSON-friendly keys).
+
+    Parameters
+    ----------
+    parsed : dict
+        What :func:`parse` returned.
+    """
     return {
         kind: {f"{b[0]},{b[1]}": n for b, n in sorted(per.items())}
         for kind, per in sorted(parsed["counts"].items())
@@ -157,6 +163,15 @@ def slot_of(address: int, tile_width: int, base: int = SHARED_BASE):
 
     The tiled kernels hold two ``TILE_WIDTH x TILE_WIDTH`` float32 arrays,
     Mds then Nds, from ``base`` on (row-major).
+
+    Parameters
+    ----------
+    address : int
+        A byte address of shared memory, as racecheck reports it.
+    tile_width : int
+        TILE_WIDTH of the launch.
+    base : int
+        The address Mds starts at.
     """
     T = tile_width
     index = (address - base) // 4

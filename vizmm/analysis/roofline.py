@@ -202,7 +202,13 @@ class Roofline:
         return self.peak_gflops / self.bandwidth_gb_s
 
     def attainable(self, op_per_byte) -> np.ndarray:
-        """``min(peak, bandwidth x intensity)`` (GFLOP/s) for intensities in OP/B."""
+        """``min(peak, bandwidth x intensity)`` (GFLOP/s) for intensities in OP/B.
+
+        Parameters
+        ----------
+        op_per_byte : float or array_like of float
+            Intensities (OP/B).
+        """
         x = np.asarray(op_per_byte, np.float64)
         return np.minimum(self.peak_gflops, self.bandwidth_gb_s * x)
 
@@ -231,6 +237,11 @@ def speed_series(device: str = "H200") -> dict[str, list[tuple[int, float]]]:
     """Measured GFLOP/s against square size: ``{'tiled T=16': [(Width, GFLOP/s), ...], ...}``.
 
     ``'cuBLAS'`` is CuPy's float32 ``matmul``. Sizes ascending.
+
+    Parameters
+    ----------
+    device : {'H200', 'H100'}
+        The device whose shipped measurements are read.
     """
     out: dict[str, list[tuple[int, float]]] = {}
     for r in speed_data(device)["products"]:

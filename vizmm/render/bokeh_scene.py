@@ -879,6 +879,11 @@ def struck_out(line: str) -> str:
 
     The line number stays readable; the code gets U+0336 (combining long
     stroke overlay) after each character, and "(removed)" at the end.
+
+    Parameters
+    ----------
+    line : str
+        A line of the kernel's source, as the source view shows it.
     """
     head, sep, code = line.partition("  ")
     body = "".join(ch + "\u0336" if not ch.isspace() else ch for ch in code)
@@ -1477,6 +1482,11 @@ class Scene:
         A step that another scene of this process has already taken (the
         same trace, frames and settings: :mod:`vizmm.render.shared_steps`)
         assigns what that scene assigned, without working it out again.
+
+        Parameters
+        ----------
+        frame : Frame
+            A frame of a replay of the scene's trace.
         """
         signature = (
             tuple(self.sources),

@@ -27,6 +27,11 @@ def is_large(trace) -> bool:
     """True when drawing M, N and P element by element would be too slow or too small to read.
 
     That is when M, N and P hold more than :data:`LARGE_ELEMENTS` elements together.
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace.
     """
     j, k, l = trace.shape
     return j * k + k * l + j * l > LARGE_ELEMENTS
@@ -53,6 +58,15 @@ def view_names(views) -> list[str]:
 def check_known_views(views, available, error: type[Exception] = ValueError) -> None:
     """Raise ``error`` naming every view of ``views`` that is not in ``available``.
 
+    Parameters
+    ----------
+    views : iterable of str
+        The view names asked for.
+    available : tuple of str
+        The renderer's view names.
+    error : type of Exception
+        The exception to raise.
+
     Raises
     ------
     error
@@ -72,6 +86,13 @@ def affordable_views(trace, views: tuple[str, ...]) -> tuple[str, ...]:
     Small traces keep every view. Large ones keep :data:`LIGHT_VIEWS`, and
     drop the counters past 16 phases (they list Pvalue after every phase).
     The dashboard and every export use this, so they agree.
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace.
+    views : tuple of str
+        A renderer's view names.
     """
     if not is_large(trace):
         return tuple(views)

@@ -76,13 +76,27 @@ def _color(kernel: str, p: pal.Palette = pal.LIGHT) -> str:
 
 
 def roof_columns(roof: Roofline, n: int = 200) -> dict[str, np.ndarray]:
-    """The roof ``min(peak, bandwidth x I)`` sampled over :data:`X_RANGE` (log-spaced)."""
+    """The roof ``min(peak, bandwidth x I)`` sampled over :data:`X_RANGE` (log-spaced).
+
+    Parameters
+    ----------
+    roof : Roofline
+        A device's roofline.
+    n : int
+        How many intensities are sampled.
+    """
     x = np.geomspace(*X_RANGE, n)
     return {"x": x, "y": roof.attainable(x)}
 
 
 def point_columns(roof: Roofline) -> dict[str, list]:
-    """One row per kernel point: intensity, GFLOP/s, label, colour, roof and fraction of it."""
+    """One row per kernel point: intensity, GFLOP/s, label, colour, roof and fraction of it.
+
+    Parameters
+    ----------
+    roof : Roofline
+        A device's roofline with its kernel points.
+    """
     p = roof.points
     return {
         "x": [q.op_per_byte for q in p],
@@ -217,11 +231,27 @@ class RooflineView:
         return {"x": [op_per_byte], "y": [y], "label": [label]}
 
     def set_current(self, op_per_byte: float | None, label: str = "") -> None:
-        """Put the trace on screen at ``op_per_byte`` on the measured roof (None: hide it)."""
+        """Put the trace on screen at ``op_per_byte`` on the measured roof (None: hide it).
+
+        Parameters
+        ----------
+        op_per_byte : float or None
+            The trace's intensity (OP/B); None hides the marker.
+        label : str
+            The marker's label.
+        """
         self.current.data = self._marker(op_per_byte, label)
 
     def set_chosen(self, op_per_byte: float | None, label: str = "") -> None:
-        """Put the chosen TILE_WIDTH's intensity on the measured roof (None: hide it)."""
+        """Put the chosen TILE_WIDTH's intensity on the measured roof (None: hide it).
+
+        Parameters
+        ----------
+        op_per_byte : float or None
+            The intensity (OP/B); None hides the marker.
+        label : str
+            The marker's label.
+        """
         self.chosen.data = self._marker(op_per_byte, label)
 
 

@@ -50,6 +50,12 @@ def frozen(assignments: list[tuple[str, bool, dict[str, Any]]]) -> tuple[Assignm
     """``assignments`` made safe to share: arrays read-only, lists as tuples' copies.
 
     Returns the shared form and its size in bytes (:func:`_nbytes`).
+
+    Parameters
+    ----------
+    assignments : list of (str, bool, dict)
+        ``(source name, whole, columns)`` as :meth:`vizmm.render.bokeh_scene.Scene.update`
+        makes them.
     """
     out, size = [], 0
     for name, whole, columns in assignments:
@@ -119,10 +125,18 @@ class SharedSteps:
     def get(self, trace, before: tuple | None, after: tuple) -> Assignments | None:
         """The assignments of the step from ``before`` to ``after`` of ``trace``, or None.
 
-        ``before`` and ``after`` are ``(signature, frame key)``; ``before``
-        is None for a scene that shows no frame yet. Lists (the few columns
-        that are not arrays) are copied for the caller, arrays are shared
-        read-only.
+        Lists (the few columns that are not arrays) are copied for the
+        caller, arrays are shared read-only.
+
+        Parameters
+        ----------
+        trace : Trace
+            The trace the scenes show.
+        before : tuple or None
+            ``(signature, frame key)`` of the step shown before; None for a
+            scene that shows no frame yet.
+        after : tuple
+            ``(signature, frame key)`` of the step to show.
         """
         with self._lock:
             self._drop_gone()
@@ -139,7 +153,17 @@ class SharedSteps:
         )
 
     def put(self, trace, before: tuple | None, after: tuple, assignments) -> None:
-        """Keep the assignments of a step (see :meth:`get`); the oldest go over ``max_bytes``."""
+        """Keep the assignments of a step (see :meth:`get`); the oldest go over ``max_bytes``.
+
+        Parameters
+        ----------
+        trace : Trace
+            The trace the scenes show.
+        before, after : tuple or None
+            As :meth:`get` takes them.
+        assignments : list of (str, bool, dict)
+            What the step assigned (:func:`frozen` makes the shared form).
+        """
         shared, size = frozen(assignments)
         if size > self.max_bytes:
             return

@@ -167,6 +167,11 @@ def to_bytes(trace: Trace) -> bytes:
     hold integers small enough for every float32 sum to be exact; an integer
     array of one value as that value. The manifest keeps each real array's
     checksum and each stored array's, and loading verifies both.
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace.
     """
     arrays = trace.arrays()
     stored = dict(arrays)
@@ -253,7 +258,15 @@ _UMASK_LOCK = threading.Lock()
 
 
 def check_path(path, what: str = "path") -> str:
-    """``path`` as a string, or :class:`TraceError` naming what was given instead."""
+    """``path`` as a string, or :class:`TraceError` naming what was given instead.
+
+    Parameters
+    ----------
+    path : str, bytes or os.PathLike
+        What was given as a file path.
+    what : str
+        What to call it in the error (e.g. ``'--out'``).
+    """
     if isinstance(path, bytes):
         path = os.fsdecode(path)
     if not isinstance(path, (str, os.PathLike)):
@@ -983,6 +996,13 @@ def seeded_inputs(j: int, k: int, l: int, seed: int) -> tuple[np.ndarray, np.nda
 
     Small integers keep every product exact in float32 and readable in a
     tooltip. ``numpy.random.default_rng(seed)`` draws M first, then N.
+
+    Parameters
+    ----------
+    j, k, l : int
+        The sizes: M is j x k, N is k x l.
+    seed : int
+        The seed of ``numpy.random.default_rng``.
     """
     rng = np.random.default_rng(seed)
     M = rng.integers(0, 10, size=(j, k)).astype(np.float32)

@@ -53,6 +53,11 @@ def ceil_div(a, b):
     """``ceil(a / b)`` for positive integers (or integer arrays), exactly, without floats.
 
     The book's ``ceil(Width / TILE_WIDTH)``; also warps per block, sectors per request.
+
+    Parameters
+    ----------
+    a, b : int or ndarray of int
+        Positive integers.
     """
     return -(-a // b)
 
@@ -69,6 +74,13 @@ def _positive_int(name: str, value, error: type[Exception]) -> int:
 
 def check_tile_width(tile_width, error: type[Exception] = LaunchError) -> int:
     """Return ``tile_width`` as an int, or raise ``error`` unless ``1 <= tile_width <= 32``.
+
+    Parameters
+    ----------
+    tile_width : int
+        What was given as TILE_WIDTH.
+    error : type of Exception
+        The exception to raise.
 
     Raises
     ------
@@ -150,7 +162,15 @@ class LaunchShape:
 
     @classmethod
     def of(cls, meta, *, error: type[Exception] = LaunchError) -> LaunchShape:
-        """The launch shape described by a trace's metadata (keys kernel, j, k, l, tile_width)."""
+        """The launch shape described by a trace's metadata (keys kernel, j, k, l, tile_width).
+
+        Parameters
+        ----------
+        meta : mapping
+            A trace's metadata.
+        error : type of Exception
+            The exception to raise for a launch that is not valid.
+        """
         return cls.make(
             meta["kernel"], meta["j"], meta["k"], meta["l"], meta["tile_width"], error=error
         )

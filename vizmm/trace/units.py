@@ -11,7 +11,13 @@ from functools import lru_cache
 
 
 def human_bytes(n: float) -> str:
-    """A size in bytes for people: ``'512 B'``, ``'2.7 MiB'`` (powers of 1024)."""
+    """A size in bytes for people: ``'512 B'``, ``'2.7 MiB'`` (powers of 1024).
+
+    Parameters
+    ----------
+    n : float
+        A size in bytes, 0 or more.
+    """
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
             return f"{int(n)} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -48,7 +54,15 @@ def human_duration(seconds: float) -> str:
 
 
 def format_blocks(blocks: Iterable[Sequence[int]], limit: int = 8) -> str:
-    """``"(0,0), (63,63), (127,0) … (9 in all)"``: at most ``limit`` blocks, then a count."""
+    """``"(0,0), (63,63), (127,0) … (9 in all)"``: at most ``limit`` blocks, then a count.
+
+    Parameters
+    ----------
+    blocks : iterable of (int, int)
+        (by, bx) pairs.
+    limit : int
+        The most blocks named.
+    """
     blocks = [(int(b[0]), int(b[1])) for b in blocks]
     text = ", ".join(f"({a},{b})" for a, b in blocks[:limit])
     if len(blocks) > limit:
