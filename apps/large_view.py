@@ -188,8 +188,11 @@ class LargeViewState(param.Parameterized):
         return True
 
     def toggle_play(self) -> None:
-        """Play or pause; playing from the end starts again at time 0."""
+        """Play or pause; playing from the end starts again at time 0. Without a trace: nothing."""
         m = self.model
+        if m is None:  # nothing to play
+            self.playing = False
+            return
         if not self.playing and m is not None and self.time >= m.timeline.duration:
             self.time = 0.0
         self.playing = not self.playing
@@ -565,9 +568,13 @@ class LargeTraceView(pn.viewable.Viewer):
         s = self.state
         tr, m = s.trace, s.model
         self._close_replay()
+        # the play button, time slider and speed play a trace's launch: none, no play
+        for widget in (self.play_button, self.time_slider, self.speed):
+            widget.disabled = tr is None or m is None
         if tr is None or m is None:
             self.scene = None
-            self.header.object = "<i>No trace.</i>"
+            s.playing = False
+            self.header.object = "<i>No large trace open: nothing to play.</i>"
             for pane in (self.timeline_pane, self.reads_pane, self.waits_pane):
                 pane.object = None
             self._on_block()
@@ -977,14 +984,18 @@ class DashboardLargeTab(pn.viewable.Viewer):
         )
         self.view.param.watch(self._on_zoom, ["zoom_block"])
         state.param.watch(self._on_trace, ["trace"])
-        self.layout = pn.Column(self.note, self.view, sizing_mode="stretch_width")
+        # The view's own layout is what is shown or hidden: a Viewer's `visible`
+        # does not reach the layout it renders (the tab showed "No trace." and a
+        # play button that played nothing under the note).
+        self.view_layout = self.view.__panel__()
+        self.layout = pn.Column(self.note, self.view_layout, sizing_mode="stretch_width")
         self._on_trace()
 
     def _on_trace(self, *events) -> None:
         tr = self.dash_state.trace
         aggregated = tr is not None and not tr.is_detailed
         self.note.visible = not aggregated
-        self.view.visible = aggregated
+        self.view_layout.visible = aggregated
         if aggregated and self.view.state.trace is not tr:
             self.view.state.trace = tr
 

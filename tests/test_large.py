@@ -706,9 +706,14 @@ def test_dashboard_gets_the_large_presets_and_tab(t1000):
     d = dashboard.create_app()
     tab = d.view_objects[large_view.LARGE_TAB]
     assert d.tabs._names[1] == large_view.LARGE_TAB
-    assert tab.note.visible and not tab.view.visible  # Fig. 5.8: every block in detail
+    assert tab.note.visible and not tab.view_layout.visible  # Fig. 5.8: every block in detail
+    # nothing to play on a trace of no large launch
+    assert tab.view.play_button.disabled and tab.view.time_slider.disabled
+    tab.view.state.toggle_play()
+    assert not tab.view.state.playing
     d.state.choose_source("gpu-1000-t16-boundary")
-    assert d.state.trace is t1000 and tab.view.visible and tab.view.state.trace is t1000
+    assert d.state.trace is t1000 and tab.view_layout.visible and tab.view.state.trace is t1000
+    assert not tab.view.play_button.disabled
     assert d.tabs.active == 1  # a large preset opens on its large view
     assert "M" not in d._scene.views and "Mds" in d._scene.views  # no 1000² grids
     tab.view.state.select_block(62, 62)
