@@ -119,12 +119,24 @@ def _ints(text: str, n: int, what: str, example: str) -> tuple[int, ...]:
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
-    """``"J,K,L"`` (or ``"JxKxL"``) to ``(j, k, l)``: M is j x k, N is k x l."""
+    """``"J,K,L"`` (or ``"JxKxL"``) to ``(j, k, l)``: M is j x k, N is k x l.
+
+    Parameters
+    ----------
+    text : str
+        What was typed.
+    """
     return _ints(text, 3, "--shape", "3,4,5 (M is 3x4, N is 4x5)")  # type: ignore[return-value]
 
 
 def parse_kernel(text: str) -> str:
-    """A book kernel's name or ``FILE.py:NAME`` (a kernel of your own), else an error."""
+    """A book kernel's name or ``FILE.py:NAME`` (a kernel of your own), else an error.
+
+    Parameters
+    ----------
+    text : str
+        What was typed.
+    """
     if text in KERNELS or ".py:" in text:
         return text
     raise argparse.ArgumentTypeError(
@@ -133,7 +145,13 @@ def parse_kernel(text: str) -> str:
 
 
 def parse_tile_width(text: str) -> int | None:
-    """``'16'`` -> 16; ``'device'`` -> None (the Fig. 5.14 kernel chooses from the device)."""
+    """``'16'`` -> 16; ``'device'`` -> None (the Fig. 5.14 kernel chooses from the device).
+
+    Parameters
+    ----------
+    text : str
+        What was typed.
+    """
     if text.strip().lower() == "device":
         return None
     try:
@@ -149,6 +167,11 @@ _PAIR = re.compile(r"^\(?\s*(\d+)\s*[, ]\s*(\d+)\s*\)?$")
 
 def parse_block(text: str) -> tuple[int, int]:
     """``"BY,BX"`` (also ``"(by, bx)"`` or ``"by bx"``) to ``(by, bx)``: the one block parser.
+
+    Parameters
+    ----------
+    text : str
+        What was typed.
 
     Raises
     ------
@@ -167,6 +190,11 @@ def parse_window(text: str) -> list[tuple[int, int]]:
     """Blocks typed by a person: ``"0,0; 31,17"`` (also ``(0,0) (31,17)`` or one per line).
 
     Each block is read by :func:`parse_block`; repeated blocks are kept once.
+
+    Parameters
+    ----------
+    text : str
+        What was typed.
 
     Raises
     ------
@@ -205,7 +233,13 @@ _UNITS = {
 
 
 def parse_drop_barrier(text: str) -> tuple[int, ...]:
-    """``'1'``, ``'2'`` or ``'1,2'`` -> the barriers to remove."""
+    """``'1'``, ``'2'`` or ``'1,2'`` -> the barriers to remove.
+
+    Parameters
+    ----------
+    text : str
+        What was typed.
+    """
     parts = [p.strip() for p in text.split(",")]
     if any(p not in ("1", "2") for p in parts):
         raise argparse.ArgumentTypeError(
@@ -215,7 +249,13 @@ def parse_drop_barrier(text: str) -> tuple[int, ...]:
 
 
 def parse_bytes(text: str) -> int:
-    """``"1000"``, ``"64K"``, ``"256M"``, ``"1G"`` (binary units) to a number of bytes."""
+    """``"1000"``, ``"64K"``, ``"256M"``, ``"1G"`` (binary units) to a number of bytes.
+
+    Parameters
+    ----------
+    text : str
+        What was typed.
+    """
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
     if not m or m.group(2).lower() not in _UNITS or float(m.group(1)) <= 0:
         raise argparse.ArgumentTypeError(
@@ -240,13 +280,15 @@ def _subcommand(subparsers, func: Callable) -> argparse.ArgumentParser:
     The docstring's summary line is the subcommand's line in ``vizmm --help``
     (first letter lowered, no full stop); the paragraphs after it are the
     description of ``vizmm NAME --help``, and an ``Examples`` section its
-    epilog, printed as written.
+    epilog, printed as written. A ``Parameters`` section (``args``) is for
+    readers of the code, not printed.
     """
     doc = inspect.getdoc(func)
     if doc is None:
         raise TypeError(f"the subcommand {func.__name__} has no docstring to describe it")
     summary, _, rest = doc.partition("\n\n")
     description, _, examples = rest.partition("Examples\n--------\n")
+    description = description.partition("Parameters\n----------\n")[0]
     p = subparsers.add_parser(
         func.__name__.removeprefix("cmd_"),
         help=summary[0].lower() + summary[1:].removesuffix("."),
@@ -305,7 +347,13 @@ def _block(trace, args: argparse.Namespace) -> tuple[int, int]:
 
 # ------------------------------------------------------------------- record
 def add_record_parser(subparsers) -> None:
-    """Add ``vizmm record``."""
+    """Add ``vizmm record``.
+
+    Parameters
+    ----------
+    subparsers : object
+        What ``argparse.ArgumentParser.add_subparsers()`` returned.
+    """
     p = _subcommand(subparsers, cmd_record)
     size = p.add_mutually_exclusive_group(required=True)
     size.add_argument(
@@ -422,6 +470,11 @@ def cmd_record(args: argparse.Namespace) -> int:
     or in Numba's CUDA simulator) and save what every thread did to a trace file.
     The estimated trace size and simulator time are printed first.
 
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``vizmm NAME --help`` lists its options).
+
     Examples
     --------
     vizmm record --width 4 --tile-width 2 --kernel tiled -o fig58.vizmm   (Fig. 5.8)
@@ -501,6 +554,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     The first few findings are printed in full, the rest counted. Exit code
     0: no error found; 1: findings that are errors; 2: bad input.
 
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``vizmm NAME --help`` lists its options).
+
     Examples
     --------
     vizmm check mykernel.py:matrixMulKernel --width 4 --tile-width 2
@@ -544,7 +602,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------- info
 def add_info_parser(subparsers) -> None:
-    """Add ``vizmm info``."""
+    """Add ``vizmm info``.
+
+    Parameters
+    ----------
+    subparsers : object
+        What ``argparse.ArgumentParser.add_subparsers()`` returned.
+    """
     p = _subcommand(subparsers, cmd_info)
     _trace_argument(p)
 
@@ -554,6 +618,11 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     Print what a trace file holds: kernel, shapes, grid, backend and device, when
     it was recorded, global reads and CGMA.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``vizmm NAME --help`` lists its options).
     """
     _check_file(args.file)
     text = read_info(args.file).summary()  # checks the manifest; decodes no array
@@ -566,7 +635,13 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 # -------------------------------------------------------------------- table
 def add_table_parser(subparsers) -> None:
-    """Add ``vizmm table``."""
+    """Add ``vizmm table``.
+
+    Parameters
+    ----------
+    subparsers : object
+        What ``argparse.ArgumentParser.add_subparsers()`` returned.
+    """
     p = _subcommand(subparsers, cmd_table)
     _trace_argument(p)
     _block_option(p)
@@ -601,6 +676,11 @@ def cmd_table(args: argparse.Namespace) -> int:
     (ty, tx); per phase the M element loaded into Mds, the N element loaded into
     Nds (or the zero-fill, the wrong element, the access past the allocation) and
     the Pvalue terms, with the Pvalue after the phase; then the P store.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``vizmm NAME --help`` lists its options).
     """
     trace = _load(args.file)
     block = _block(trace, args)
@@ -667,7 +747,13 @@ EXPORT_OPTIONS = (
 
 
 def add_export_parser(subparsers) -> None:
-    """Add ``vizmm export`` to the ``vizmm`` command's subparsers."""
+    """Add ``vizmm export`` to the ``vizmm`` command's subparsers.
+
+    Parameters
+    ----------
+    subparsers : object
+        What ``argparse.ArgumentParser.add_subparsers()`` returned.
+    """
     from . import export
     from .replay import GRANULARITIES, ORDERS
 
@@ -744,6 +830,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     Replay one block of a trace and write it as an animated GIF, an H.264 MP4 (for
     slides) or one self-contained HTML file that works offline (play, step, scrub;
     keys ← → space Home End). One frame per step.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``vizmm NAME --help`` lists its options).
     """
     from . import export
     from .replay import Replay
@@ -775,7 +866,13 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- occupancy
 def add_occupancy_parser(subparsers) -> None:
-    """Add ``vizmm occupancy``."""
+    """Add ``vizmm occupancy``.
+
+    Parameters
+    ----------
+    subparsers : object
+        What ``argparse.ArgumentParser.add_subparsers()`` returned.
+    """
     p = _subcommand(subparsers, cmd_occupancy)
     p.add_argument(
         "--device",
@@ -798,6 +895,11 @@ def cmd_occupancy(args: argparse.Namespace) -> int:
     kernel and --tile-width, or --threads and --shared for a kernel of your own
     (the book's 32 KB, 256-thread example: --threads 256 --shared 32768). --book
     redoes Section 5.6's arithmetic.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``vizmm NAME --help`` lists its options).
     """
     from . import occupancy
     from .analysis.occupancy import section_5_6
@@ -833,7 +935,13 @@ def cmd_occupancy(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------- transactions
 def add_transactions_parser(subparsers) -> None:
-    """Add ``vizmm transactions``."""
+    """Add ``vizmm transactions``.
+
+    Parameters
+    ----------
+    subparsers : object
+        What ``argparse.ArgumentParser.add_subparsers()`` returned.
+    """
     p = _subcommand(subparsers, cmd_transactions)
     _trace_argument(p)
     _block_option(p, "one row per warp")
@@ -854,6 +962,11 @@ def cmd_transactions(args: argparse.Namespace) -> int:
     of its Mds / Nds reads in the k loop (n-way conflicts). Prints the totals
     (sectors per request, bank conflicts per request, as Nsight Compute reports
     them) and, with --block, one row per warp.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``vizmm NAME --help`` lists its options).
     """
     from .analysis.transactions import TransactionsError, memory_transactions
 
@@ -893,7 +1006,13 @@ def cmd_transactions(args: argparse.Namespace) -> int:
 
 # -------------------------------------------------------------------- serve
 def add_serve_parser(subparsers) -> None:
-    """Add ``vizmm serve``."""
+    """Add ``vizmm serve``.
+
+    Parameters
+    ----------
+    subparsers : object
+        What ``argparse.ArgumentParser.add_subparsers()`` returned.
+    """
     p = _subcommand(subparsers, cmd_serve)
     p.add_argument(
         "--address",
@@ -1017,6 +1136,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     C library's allocator (PYTHONMALLOC=malloc, unless PYTHONMALLOC is set), which
     gives memory back after pages close.
 
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``vizmm NAME --help`` lists its options).
+
     Examples
     --------
     vizmm serve --show                       (on this machine only)
@@ -1042,7 +1166,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------- doctor
 def add_doctor_parser(subparsers) -> None:
-    """Add ``vizmm doctor``."""
+    """Add ``vizmm doctor``.
+
+    Parameters
+    ----------
+    subparsers : object
+        What ``argparse.ArgumentParser.add_subparsers()`` returned.
+    """
     p = _subcommand(subparsers, cmd_doctor)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument(
@@ -1069,6 +1199,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     the book's Fig. 5.9 kernel in a fresh process with a time limit, checked
     against NumPy. Every known failure is named with its fix. Exit code 0 when
     some path records (the simulator counts), 1 when none does.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``vizmm NAME --help`` lists its options).
 
     Examples
     --------
@@ -1212,6 +1347,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     :func:`main` does so when the first argument names one, so that
     ``vizmm info`` imports nothing that the other subcommands need (the
     replay, the renderers, the exporters).
+
+    Parameters
+    ----------
+    command : str, optional
+        A subcommand's name: only that one is added; every one by default.
     """
     adds = [add for add in SUBCOMMANDS if _command_name(add) == command] or SUBCOMMANDS
     parser = _Parser(
