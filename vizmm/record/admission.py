@@ -119,6 +119,11 @@ class TraceTooLargeError(RecordError):
     def words(self, place: str) -> str:
         """The message with its advice in the words of ``place`` (see :data:`ADVICE_WORDS`).
 
+        Parameters
+        ----------
+        place : str
+            Who asks: a key of :data:`ADVICE_WORDS` (``'python'``, ``'cli'``, ``'page'``).
+
         Raises
         ------
         ValueError
@@ -152,6 +157,11 @@ class TooSlowError(RecordError):
 
     def words(self, place: str) -> str:
         """The message with its advice in the words of ``place`` (see :data:`ADVICE_WORDS`).
+
+        Parameters
+        ----------
+        place : str
+            Who asks: a key of :data:`ADVICE_WORDS`.
 
         Raises
         ------
@@ -249,6 +259,17 @@ def normalize(j, k, l, tile_width, kernel, window):
 
     Works from the sizes alone: no list of the grid's blocks is built here
     (only the window's, which the caller gave).
+
+    Parameters
+    ----------
+    j, k, l : int
+        The sizes: M is j x k, N is k x l.
+    tile_width : int
+        TILE_WIDTH, 1 to 32.
+    kernel : str
+        A kernel of :data:`vizmm.trace.KERNELS`.
+    window : sequence of (int, int) or None
+        The blocks (by, bx) to record; None for every block.
 
     Raises
     ------
@@ -424,6 +445,11 @@ class Budget:
     def reserve(self, est: Estimate) -> Iterator[None]:
         """Hold a place for one recording of ``est`` while the ``with`` block runs.
 
+        Parameters
+        ----------
+        est : Estimate
+            What the recording costs (:func:`admit`).
+
         Raises
         ------
         ServerBusyError
@@ -448,7 +474,15 @@ class Budget:
 
 
 def acquire(lock: threading.Lock, cancel: threading.Event | None) -> None:
-    """Take ``lock``, giving up with :class:`RecordingCancelled` once ``cancel`` is set."""
+    """Take ``lock``, giving up with :class:`RecordingCancelled` once ``cancel`` is set.
+
+    Parameters
+    ----------
+    lock : threading.Lock
+        The lock to take.
+    cancel : threading.Event or None
+        Set it to give up waiting.
+    """
     while not lock.acquire(timeout=0.1):
         if cancel is not None and cancel.is_set():
             raise RecordingCancelled("the recording was cancelled while waiting for the simulator")

@@ -172,6 +172,13 @@ def tile_width_from_device(backend: str, device: str) -> tuple[int, str]:
 
     On the GPU (``backend='gpu'``, or 'auto' with a usable GPU) the real
     device's attributes; in the simulator the preset ``device``'s.
+
+    Parameters
+    ----------
+    backend : {'auto', 'gpu', 'gpu-legacy', 'simulator'}
+        Where the recording runs.
+    device : str
+        The preset device the simulator stands for (``'A100'``, ``'H100'``, ``'H200'``).
     """
     from vizmm_kernels.dynamic import choose_tile_width
 
@@ -203,7 +210,17 @@ class LiveGPU:
         return live_attributes()
 
     def compiled_registers(self, kernel: str, tile_width: int, instrumented: bool) -> int | None:
-        """:func:`compiled_registers` (None in the simulator or without a GPU)."""
+        """:func:`compiled_registers` (None in the simulator or without a GPU).
+
+        Parameters
+        ----------
+        kernel : str
+            A kernel of :data:`vizmm.trace.KERNELS`.
+        tile_width : int
+            TILE_WIDTH, 1 to 32.
+        instrumented : bool
+            The recording build (with vizmm's records) rather than the plain kernel.
+        """
         return compiled_registers(kernel, tile_width, instrumented)
 
 

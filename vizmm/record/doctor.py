@@ -241,6 +241,11 @@ def probe(target: str) -> dict:
     Fig. 5.9 (``tiled``) on a 16 x 16 product with TILE_WIDTH 4 must give
     NumPy's product exactly (small integers), first as the plain kernel, then
     recorded with ``vizmm.record`` (whose clocks must be read on a GPU).
+
+    Parameters
+    ----------
+    target : str
+        A target of :data:`vizmm.record.targets.TARGETS`.
     """
     import numpy as np
 

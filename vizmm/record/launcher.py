@@ -82,7 +82,15 @@ class Job:
 
     @classmethod
     def from_json(cls, text: str, blocks: list) -> Job:
-        """The job that :meth:`to_json` wrote, with its ``blocks``."""
+        """The job that :meth:`to_json` wrote, with its ``blocks``.
+
+        Parameters
+        ----------
+        text : str
+            What :meth:`to_json` wrote.
+        blocks : list of (int, int)
+            The blocks (by, bx) to record.
+        """
         fields = json.loads(text)
         launch = LaunchShape(**fields.pop("launch"))
         return cls(launch, blocks, drop_barrier=tuple(fields.pop("drop_barrier")), **fields)
@@ -118,8 +126,17 @@ def _progress_reporter(show, total):
 def launch(job: Job, M, N, show, cancel=None) -> Trace:
     """Record ``job`` through the instrumenter and return its Trace.
 
-    ``cancel`` (a ``threading.Event``) stops a simulator run before its next
-    block with :class:`~vizmm.record.admission.RecordingCancelled`.
+    Parameters
+    ----------
+    job : Job
+        What to record (launch, blocks, backend, mode).
+    M, N : ndarray of float32
+        The inputs, (j, k) and (k, l).
+    show : bool or callable
+        True shows a progress bar, a callable gets ``(done, total)``.
+    cancel : threading.Event, optional
+        Stops a simulator run before its next block with
+        :class:`~vizmm.record.admission.RecordingCancelled`.
     """
     from .instrument_trace import launch as instrumented
 
@@ -185,7 +202,13 @@ def _reduce_spread(spread: np.ndarray, codes) -> np.ndarray:
 
 
 def plain_source(kernel: str) -> str:
-    """The plain kernel's source as a student reads it (the body of ``make_plain``)."""
+    """The plain kernel's source as a student reads it (the body of ``make_plain``).
+
+    Parameters
+    ----------
+    kernel : str
+        A book kernel of :data:`vizmm.trace.KERNELS`.
+    """
     import textwrap
 
     import vizmm_kernels as K

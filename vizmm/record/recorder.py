@@ -90,6 +90,11 @@ def resolve_backend(backend: str = "auto") -> targets.Choice:
     from the installed distributions, the driver is asked through ctypes
     (:mod:`.targets`).
 
+    Parameters
+    ----------
+    backend : {'auto', 'gpu', 'gpu-legacy', 'simulator'}
+        The backend asked for.
+
     Raises
     ------
     GPUUnavailableError
@@ -117,6 +122,11 @@ def gpu_available(backend: str = "gpu") -> bool:
     combination known to break; nothing is compiled and numba is not
     imported (the driver is asked through ctypes, in a fresh process when
     this one runs numba's simulator).
+
+    Parameters
+    ----------
+    backend : {'gpu', 'gpu-legacy'}
+        The GPU backend asked about.
     """
     try:
         return resolve_backend(backend).backend == backend

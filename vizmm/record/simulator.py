@@ -67,8 +67,6 @@ def simulate(
 ):
     """Run ``kern`` in Numba's simulator one block at a time, reporting progress.
 
-    ``dynamic_shared`` is the launch's dynamic shared memory (bytes; Fig. 5.14).
-
     Mirrors what the simulator's own launch does (one ``BlockManager`` per
     block) but lets vizmm choose the blocks and count them. Falls back to a
     plain launch of the whole grid when the simulator's internals differ.
@@ -76,10 +74,33 @@ def simulate(
     shared memory starts zeroed (see the module docstring): a run is the
     same every time, races included.
 
+    Parameters
+    ----------
+    kern : numba kernel
+        The instrumented kernel, compiled for the simulator.
+    grid : tuple of (int, int)
+        ``(gx, gy)``, as a CUDA launch gives gridDim (x first).
+    block : tuple of (int, int)
+        ``(TILE_WIDTH, TILE_WIDTH)``, blockDim.
+    args : sequence
+        The kernel's arguments (M, N, P, sizes).
+    rec : dict of str to ndarray
+        The record arrays, passed after ``args``.
+    blocks : iterable of (int, int) or None
+        The blocks (by, bx) to run, in order; None for every block, row by row.
+    update : callable
+        ``update(done, total)`` after each block.
+    dynamic_shared : int
+        The launch's dynamic shared memory (bytes; Fig. 5.14).
+    turns : bool
+        Threads take turns between barriers and shared memory starts zeroed.
+    cancel : threading.Event, optional
+        Set it to stop before the next block.
+
     Raises
     ------
     RecordingCancelled
-        When ``cancel`` (a ``threading.Event``) is set: checked before each block.
+        When ``cancel`` is set: checked before each block.
     """
     gx, gy = grid
     all_args = [*args, *rec.values()]

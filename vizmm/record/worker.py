@@ -36,7 +36,13 @@ def _limit_resources(target: str) -> None:
 
 
 def main(argv):
-    """Record the job described by ``argv`` (see the module docstring); 0 on success."""
+    """Record the job described by ``argv`` (see the module docstring); 0 on success.
+
+    Parameters
+    ----------
+    argv : sequence of str
+        ``(input .npz, output path, job as JSON)``, as the parent passes them.
+    """
     inp, out, job = argv
     with np.load(inp, allow_pickle=False) as z:
         M, N, blocks = z["M"], z["N"], [tuple(b) for b in z["blocks"].tolist()]
