@@ -34,6 +34,10 @@ memory rules of the chapter's slides (coalescing, bank conflicts); see
 import functools
 import importlib
 
+# %clock64, %globaltimer, %smid defined now, before any kernel compiles: numba-cuda-mlir
+# 0.6 could not type an intrinsic made after its first compile in a process.
+from . import _hw  # noqa: F401
+
 KERNEL_NAMES = (
     "naive",
     "tiled",
