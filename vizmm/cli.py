@@ -1238,6 +1238,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
     --csv writes one row per submission, --summary the class's page. Exit 0
     when graded, 2 for a bad assignment file or arguments.
 
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``vizmm NAME --help`` lists its options).
+
     Examples
     --------
     vizmm grade examples/assignment.toml examples/tiled_matmul_correct.py -o results.json
@@ -1299,7 +1304,13 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 
 def add_grade_parser(subparsers) -> None:
-    """Add ``vizmm grade`` to the ``vizmm`` command's subparsers."""
+    """Add ``vizmm grade`` to the ``vizmm`` command's subparsers.
+
+    Parameters
+    ----------
+    subparsers : object
+        What ``argparse.ArgumentParser.add_subparsers()`` returned.
+    """
     p = _subcommand(subparsers, cmd_grade)
     p.add_argument("assignment", metavar="ASSIGNMENT.toml", help="the assignment file")
     p.add_argument(

@@ -290,7 +290,13 @@ def run_case(spec: dict) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """Run the case ``argv[0]`` (SPEC.json) names; write ``result.json`` beside it. 0 always."""
+    """Run the case ``argv[0]`` (SPEC.json) names; write ``result.json`` beside it. 0 always.
+
+    Parameters
+    ----------
+    argv : list of str
+        ``[SPEC.json]``: the path of the case's description.
+    """
     threading.stack_size(THREAD_STACK_BYTES)
     with open(argv[0], encoding="utf-8") as f:
         spec = json.load(f)

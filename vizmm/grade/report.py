@@ -425,5 +425,11 @@ def summary_html(gradings: Sequence[Grading], pictures: bool = True) -> str:
 
 
 def results_json(grading: Grading) -> str:
-    """:func:`gradescope_results` as JSON text (no NaN)."""
+    """:func:`gradescope_results` as JSON text (no NaN).
+
+    Parameters
+    ----------
+    grading : Grading
+        A graded submission.
+    """
     return json.dumps(gradescope_results(grading), indent=2, allow_nan=False) + "\n"

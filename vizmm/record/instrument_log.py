@@ -178,15 +178,15 @@ def matmul_fields(log, inst, launch, blocks, reads: bool = False) -> dict:
             [int(inst.after_reads.get(int(x), y)) for x, y in zip(lines, seen, strict=True)],
             np.int64,
         )
-        at = (s_ix[bar], phase[bar], which, op[bar] - D.ARRIVE, ty_ix[bar], tx_ix[bar])
-        ticks[at] = ev[..., D.TICK][bar]
+        where = (s_ix[bar], phase[bar], which, op[bar] - D.ARRIVE, ty_ix[bar], tx_ix[bar])
+        ticks[where] = ev[..., D.TICK][bar]
         clk = getattr(log, "clocks", None)
         if clk is not None and clk.shape[2]:
             # arrival at epoch e is clock 2e; the release (epoch counted) is 2e - 1
             slot = 2 * ev[..., D.EPOCH][bar].astype(np.int64) - (op[bar] == D.RELEASE)
             ok = (slot >= 0) & (slot < clk.shape[2])
             got = clk[:, : T * T][s_ix[bar], t_ix[bar], np.clip(slot, 0, clk.shape[2] - 1)]
-            clocks[at] = np.where(ok, got, -1)
+            clocks[where] = np.where(ok, got, -1)
     # Pvalue after a phase: the accumulator at the thread's last event of the phase
     nxt = np.concatenate([phase[..., 1:], np.full(phase.shape[:2] + (1,), -9)], axis=2)
     nxt_valid = np.concatenate([valid[..., 1:], np.zeros(valid.shape[:2] + (1,), bool)], axis=2)
@@ -201,9 +201,9 @@ def matmul_fields(log, inst, launch, blocks, reads: bool = False) -> dict:
             )
             sel = mine & (kk >= 0) & (kk < T)
             tag = ev[..., D.TAG][sel].astype(np.int64)
-            at = (s_ix[sel], phase[sel], ty_ix[sel], tx_ix[sel], kk[sel], field)
-            shared_reads[at] = np.where(tag >= 0, tag // D.TAG_ARRAYS, np.maximum(tag, -3))
-            read_values[at] = vals[..., 0][sel]
+            read_at = (s_ix[sel], phase[sel], ty_ix[sel], tx_ix[sel], kk[sel], field)
+            shared_reads[read_at] = np.where(tag >= 0, tag // D.TAG_ARRAYS, np.maximum(tag, -3))
+            read_values[read_at] = vals[..., 0][sel]
     if p_id is not None:
         pst = valid & (op == D.STORE) & (arr == p_id)
         row, col = ev[..., D.ROW][pst].astype(np.int64), ev[..., D.COL][pst].astype(np.int64)

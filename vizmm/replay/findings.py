@@ -94,7 +94,13 @@ class FindingMarks:
     table: tuple[int, int, int, int] | None = None
 
     def of(self, view: str) -> list[Mark]:
-        """The marks on ``view`` (one of :data:`MARK_VIEWS`)."""
+        """The marks on ``view`` (one of :data:`MARK_VIEWS`).
+
+        Parameters
+        ----------
+        view : str
+            One of :data:`MARK_VIEWS`.
+        """
         return [m for m in self.marks if m.view == view]
 
 
@@ -157,7 +163,7 @@ def finding_marks(finding, index: int = 0) -> FindingMarks | None:
         return None
     marks = dict(getattr(finding, "marks", {}) or {})
     kind = finding.kind
-    thread = None if finding.thread is None else tuple(int(v) for v in finding.thread)
+    thread = None if finding.thread is None else (int(finding.thread[0]), int(finding.thread[1]))
     out: list[Mark] = []
     table = None
     if kind == "wrong term":

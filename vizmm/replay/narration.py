@@ -113,12 +113,15 @@ def _thread(frame: Frame, ty: int, tx: int) -> str:
     if st.sub in (Sub.RELEASE_1, Sub.RELEASE_2):
         number = 1 if st.sub is Sub.RELEASE_1 else 2
         return f"barrier {number} releases {who} with the others."
-    if st.sub is Sub.K:
+    if st.sub is Sub.K and st.k is not None:  # a k-loop step names its k
         k = int(st.k)
         m = _held(frame.mds_state[ty, k], frame.mds_src[ty, k], float(frame.mds_value[ty, k]), "M")
-        n = _held(frame.nds_state[k, tx], frame.nds_src[k, tx], float(frame.nds_value[k, tx]), "N")
+        held_n = _held(
+            frame.nds_state[k, tx], frame.nds_src[k, tx], float(frame.nds_value[k, tx]), "N"
+        )
         return (
-            f"{who} reads Mds[{ty}][{k}], {m}, and Nds[{k}][{tx}], {n}; {_pvalue(frame, ty, tx)}."
+            f"{who} reads Mds[{ty}][{k}], {m}, and Nds[{k}][{tx}], {held_n}; "
+            f"{_pvalue(frame, ty, tx)}."
         )
     if st.sub is Sub.PHASE:
         return (
