@@ -33,8 +33,11 @@ def _source_links() -> Path:
         if link.is_symlink() and Path(os.readlink(link)) == target:
             continue
         if link.is_symlink() or link.exists():
-            link.unlink()
-        link.symlink_to(target, target_is_directory=True)
+            link.unlink(missing_ok=True)
+        try:
+            link.symlink_to(target, target_is_directory=True)
+        except FileExistsError:  # another run made it meanwhile
+            pass
     return src
 
 
