@@ -562,7 +562,7 @@ def test_window_form_estimates_then_simulates():
     form.param.update(
         j=448, tile_width=32, window="; ".join(f"{i // 14},{i % 14}" for i in range(196))
     )
-    assert not form.valid and "over the limit of 900 s" in form.estimate
+    assert not form.valid and "over the limit of 15 min" in form.estimate  # 900 s
 
 
 def test_app_opens_a_trace_file(tmp_path, record_sim):
