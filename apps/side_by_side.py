@@ -138,10 +138,33 @@ class SideBySideState(param.Parameterized):
     """The pair shown and the joint step; :attr:`lockstep` once both traces are loaded."""
 
     pair: param.Selector[str] = param.Selector(default="tile-width", objects=list(PAIRS))
-    step = param.Integer(default=0, bounds=(0, None), doc="Joint step (both sides).")
+    step = param.Integer(default=0, bounds=(0, None), doc="Joint step (both sides), 0-based.")
+    url_step = param.Integer(
+        default=1, bounds=(1, None), doc="The URL's step: 1-based, as the page numbers it."
+    )
     theme: param.Selector[str] = param.Selector(default="light", objects=["light", "dark"])
     lockstep = param.ClassSelector(class_=Lockstep, default=None, allow_None=True, precedence=-1)
     message = param.String(default="", precedence=-1)
+
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        self._url_sync = False
+        self.param.watch(self._step_to_url, ["step"])
+        self.param.watch(self._url_to_step, ["url_step"])
+
+    def _step_to_url(self, *events) -> None:
+        """Keep :attr:`url_step` one ahead of :attr:`step` (the page's "Step N" is N)."""
+        if self.url_step != self.step + 1:
+            self._url_sync = True
+            try:
+                self.url_step = self.step + 1
+            finally:
+                self._url_sync = False
+
+    def _url_to_step(self, *events) -> None:
+        """A step asked for by the URL (1-based) is joint step ``url_step - 1``."""
+        if not self._url_sync:
+            self.step = self.url_step - 1
 
     def load(self) -> None:
         """Load the pair's traces (recording any not yet cached) and build the lockstep."""
@@ -283,7 +306,7 @@ class SideBySide(pn.viewable.Viewer):
         )
         if served and pn.state.location is not None:  # before the watchers: ?step= stays
             drop_long_url_values(pn.state.location)
-            pn.state.location.sync(s, {"pair": "pair", "step": "step", "theme": "theme"})
+            pn.state.location.sync(s, {"pair": "pair", "url_step": "step", "theme": "theme"})
         s.param.watch(self._on_pair, ["pair"])
         s.param.watch(self._on_lockstep, ["lockstep"])
         s.param.watch(self._draw, ["step"])

@@ -144,6 +144,9 @@ def test_side_by_side_page_steps_both_in_lockstep(tmp_path):
                 seen.append(
                     tuple((s["phase"], s["sub"], s["k"]) for s in (st["left"], st["right"]))
                 )
+            # one numbering: nine presses show "Step 10", and the URL says step=10
+            assert "Step 10 / 20" in pg.locator("#vizmm-pair-status").inner_text()
+            pg.wait_for_function("() => location.search.includes('step=10')", timeout=10000)
             # load M .. released together, k = 0 and 1 together, then the left waits at k = 1
             assert seen[0] == ((0, "load M", None),) * 2
             assert seen[3] == ((0, "barrier 1 released", None),) * 2
@@ -157,7 +160,7 @@ def test_side_by_side_page_steps_both_in_lockstep(tmp_path):
             pg.wait_for_timeout(500)
             pg.screenshot(path=os.path.join(SHOTS, "side-by-side-tile-width.png"))
             # another pair from the menu: the unchecked kernel beside the checked one
-            pg.goto(url + "?pair=boundary&step=10")
+            pg.goto(url + "?pair=boundary&step=11")  # the URL counts from 1, as the page
             pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
             st = read_status(pg, "#vizmm-pair-status")
             assert st["step"] == 10 and st["left"]["step"] == st["right"]["step"] == 10
@@ -165,7 +168,7 @@ def test_side_by_side_page_steps_both_in_lockstep(tmp_path):
             pg.wait_for_timeout(500)
             pg.screenshot(path=os.path.join(SHOTS, "side-by-side-boundary.png"))
             # with and without barrier 1 (the barrier lab): at barrier 1 the right is past it
-            pg.goto(url + "?pair=barrier&step=3")
+            pg.goto(url + "?pair=barrier&step=4")
             pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
             st = read_status(pg, "#vizmm-pair-status")
             assert (st["left"]["sub"], st["right"]["sub"]) == ("barrier 1", "load N")

@@ -84,7 +84,7 @@ def test_vizmm_serve_serves_side_by_side_linked_from_the_dashboard(tmp_path):
             assert st["left"]["kernel"] == st["right"]["kernel"] == "tiled"
             assert (st["left"]["tile_width"], st["right"]["tile_width"]) == (2, 4)
             # the barrier pair: each pane says which barrier it lacks
-            pg.goto(base + "/side_by_side?pair=barrier&step=4")
+            pg.goto(base + "/side_by_side?pair=barrier&step=5")
             pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
             titles = pg.eval_on_selector_all(
                 "h2.vizmm-pane-title", "els => els.map(e => [e.dataset.side, e.textContent])"
@@ -95,7 +95,7 @@ def test_vizmm_serve_serves_side_by_side_linked_from_the_dashboard(tmp_path):
             pg.wait_for_timeout(3000)  # the second pane draws a moment after the first
             pg.screenshot(path=os.path.join(SHOTS, "side-by-side-barrier.png"))
             pg.set_viewport_size({"width": 1280, "height": 720})
-            pg.goto(base + "/side_by_side?pair=tile-width&step=6")
+            pg.goto(base + "/side_by_side?pair=tile-width&step=7")
             pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
             pg.wait_for_timeout(3000)
             pg.screenshot(path=os.path.join(SHOTS, "side-by-side-tile-width-1280.png"))
