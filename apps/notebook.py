@@ -101,7 +101,7 @@ class ReplayView(pn.viewable.Viewer):
         n = len(self.replay)
         super().__init__(step=clamp(step, self.replay))
         self.slider = pn.widgets.IntSlider(
-            name="step", start=1, end=max(2, n), value=self.step + 1, width=420
+            label="step", start=1, end=max(2, n), value=self.step + 1, width=420
         )
         self.slider.param.watch(lambda e: setattr(self, "step", e.new - 1), "value")
         self.param.watch(self._draw, "step")

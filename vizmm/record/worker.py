@@ -15,7 +15,6 @@ import sys
 import numpy as np
 
 from .admission import RecordError
-from .instrument import InstrumentError
 from .launcher import Job, launch
 from .recorder import _LOCK
 from .targets import EXIT_KNOWN, GPUUnavailableError, bind_here
@@ -53,13 +52,25 @@ def main(argv):
         bind_here(job.target)
         with _LOCK:
             trace = launch(job, M, N, show=False)
-    except (GPUUnavailableError, RecordError, InstrumentError) as exc:
-        mark = "InstrumentError: " if isinstance(exc, InstrumentError) else ""
-        with open(out + ".error", "w", encoding="utf-8") as f:
-            f.write(mark + " ".join(str(exc).split()))
-        return EXIT_KNOWN
+    except Exception as exc:
+        if isinstance(exc, (GPUUnavailableError, RecordError)):
+            return _known(out, "", exc)
+        # the instrumenter is imported only here, once the target is bound: importing it
+        # imports the kernels' compiler, which must not fail before bind_here says why
+        from .instrument import InstrumentError
+
+        if not isinstance(exc, InstrumentError):
+            raise
+        return _known(out, "InstrumentError: ", exc)
     trace.save(out)
     return 0
+
+
+def _known(out: str, mark: str, exc: BaseException) -> int:
+    """Write a known failure's one line beside ``out``; return :data:`EXIT_KNOWN`."""
+    with open(out + ".error", "w", encoding="utf-8") as f:
+        f.write(mark + " ".join(str(exc).split()))
+    return EXIT_KNOWN
 
 
 if __name__ == "__main__":
