@@ -377,15 +377,6 @@ def time_kernels(quick, names=None):
     out = {}
     for target in names:
         path = os.path.join(RESULTS["_outdir"], f"timing-{target}.json")
-        if len(names) == 1:
-            # One target: timed in this process. (numba-cuda-mlir 0.6 in a fresh
-            # process started as a script failed to type the %smid intrinsic of the
-            # instrumenter's lean variant -- "Untyped global name 'smid'" -- where this
-            # process, which compiled the same kernels first, does not.)
-            timing_worker(target, path, quick)
-            with open(path, encoding="utf-8") as f:
-                out[target] = json.load(f)
-            continue
         cmd = [sys.executable, __file__, "--timing-worker", target, path]
         env = dict(os.environ, **targets.environment(target))
         proc = subprocess.run(cmd + (["--quick"] if quick else []), env=env)

@@ -1125,10 +1125,7 @@ def instrument(
 
     def compiled(text, label):
         filename = f"<vizmm {label} {tree.name}>"
-        # the device helpers' own globals (clock64, smid, ...) first: a compiler that
-        # resolves a device function's names in the kernel's globals finds them too
-        env = {k: v for k, v in vars(D).items() if not k.startswith("__")}
-        env.update(ns)
+        env = dict(ns)
         env.update({h: getattr(D, h) for h in _HELPERS})
         env["_NARR"] = len(rw.arrays)
         for g in rw.globals:

@@ -171,22 +171,22 @@ def g_ok2(A, r, c):
 @device
 def g_store(A, i, v, row, col, aid, ln, ev, vals, cnt, cap, t, ep, acc):
     """``A[i] = v`` on a 1-D global array, logged; not performed out of bounds."""
+    flag = 1  # out of bounds: not performed
     if i >= 0 and i < A.shape[0]:
         A[i] = v
-        log(ev, vals, cnt, cap, t, 2, 0, aid, i, row, col, -4, -1, -1, -1, -1, ep, -1, ln, v, acc)
-    else:
-        log(ev, vals, cnt, cap, t, 2, 1, aid, i, row, col, -4, -1, -1, -1, -1, ep, -1, ln, v, acc)
+        flag = 0
+    log(ev, vals, cnt, cap, t, 2, flag, aid, i, row, col, -4, -1, -1, -1, -1, ep, -1, ln, v, acc)
 
 
 @device
 def g_store2(A, r, c, v, aid, ln, ev, vals, cnt, cap, t, ep, acc):
     """``A[r, c] = v`` on a 2-D global array, logged; not performed out of bounds."""
     i = r * A.shape[1] + c
+    flag = 1  # out of bounds: not performed
     if r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]:
         A[r, c] = v
-        log(ev, vals, cnt, cap, t, 2, 0, aid, i, r, c, -4, -1, -1, -1, -1, ep, -1, ln, v, acc)
-    else:
-        log(ev, vals, cnt, cap, t, 2, 1, aid, i, r, c, -4, -1, -1, -1, -1, ep, -1, ln, v, acc)
+        flag = 0
+    log(ev, vals, cnt, cap, t, 2, flag, aid, i, r, c, -4, -1, -1, -1, -1, ep, -1, ln, v, acc)
 
 
 @device
@@ -225,74 +225,28 @@ def s_store(
     S, i, v, row, col, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cnt, cap, t, ep, acc
 ):
     """``S[i] = v`` on a 1-D shared array and its slot's tag; not done when ``ok`` is false."""
+    flag = 1  # out of bounds: not performed
     if i >= 0 and i < S.shape[0]:
+        flag = 2  # in bounds, but its guard says no
         if ok:
             S[i] = v
             sh[off + i] = tag
-            log(
-                ev,
-                vals,
-                cnt,
-                cap,
-                t,
-                2,
-                0,
-                aid,
-                i,
-                row,
-                col,
-                tag,
-                sa,
-                si,
-                sr,
-                sc,
-                ep,
-                -1,
-                ln,
-                v,
-                acc,
-            )
-        else:
-            log(
-                ev,
-                vals,
-                cnt,
-                cap,
-                t,
-                2,
-                2,
-                aid,
-                i,
-                row,
-                col,
-                tag,
-                sa,
-                si,
-                sr,
-                sc,
-                ep,
-                -1,
-                ln,
-                v,
-                acc,
-            )
-    else:
-        log(ev, vals, cnt, cap, t, 2, 1, aid, i, row, col, tag, sa, si, sr, sc, ep, -1, ln, v, acc)
+            flag = 0
+    log(ev, vals, cnt, cap, t, 2, flag, aid, i, row, col, tag, sa, si, sr, sc, ep, -1, ln, v, acc)
 
 
 @device
 def s_store2(S, r, c, v, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cnt, cap, t, ep, acc):
     """``S[r, c] = v`` on a 2-D shared array and its slot's tag (see :func:`s_store`)."""
     i = r * S.shape[1] + c
+    flag = 1  # out of bounds: not performed
     if r >= 0 and r < S.shape[0] and c >= 0 and c < S.shape[1]:
+        flag = 2  # in bounds, but its guard says no
         if ok:
             S[r, c] = v
             sh[off + i] = tag
-            log(ev, vals, cnt, cap, t, 2, 0, aid, i, r, c, tag, sa, si, sr, sc, ep, -1, ln, v, acc)
-        else:
-            log(ev, vals, cnt, cap, t, 2, 2, aid, i, r, c, tag, sa, si, sr, sc, ep, -1, ln, v, acc)
-    else:
-        log(ev, vals, cnt, cap, t, 2, 1, aid, i, r, c, tag, sa, si, sr, sc, ep, -1, ln, v, acc)
+            flag = 0
+    log(ev, vals, cnt, cap, t, 2, flag, aid, i, r, c, tag, sa, si, sr, sc, ep, -1, ln, v, acc)
 
 
 @device
