@@ -620,7 +620,6 @@ class LargeScene:
                 r = f.rect("x", "y", 1, 1, source=src, fill_color=color, line_color=pal.MUTED)
             entries.append(LegendItem(label=label, renderers=[r]))
         legend = Legend(
-            items=entries,
             orientation="horizontal",
             location="center",
             label_text_font=SANS,
@@ -634,6 +633,7 @@ class LargeScene:
             glyph_width=16,
             glyph_height=16,
         )
+        legend.items = entries  # set, not passed: Bokeh 3.10's stub leaves ``items`` out of __init__
         if columns:
             legend.ncols = columns
         f.add_layout(legend, location)
@@ -1028,8 +1028,8 @@ class LargeScene:
         hist = self.trace.wait_hist
         total = hist.sum(axis=(0, 1)) if hist.shape[0] else np.zeros(WAIT_BINS)
         used = np.flatnonzero(total)
-        lo = int(used.min()) - 1 if len(used) else 0
-        hi = int(used.max()) + 1 if len(used) else 16
+        lo = int(np.min(used)) - 1 if len(used) else 0
+        hi = int(np.max(used)) + 1 if len(used) else 16
         lo, hi = max(lo, -1), min(hi, WAIT_BINS)
         f = self._fig(700, 330, Range1d(start=lo - 0.6, end=hi + 0.6), None, tools="")
         f.xgrid.visible = False

@@ -52,14 +52,15 @@ def _log_log(
 
 def _legend(items: list, p: pal.Palette) -> Legend:
     """The legend right of a figure, in palette ``p``."""
-    return Legend(
-        items=items,
+    legend = Legend(
         label_text_font_size="8pt",
         spacing=0,
         label_text_color=p.TEXT,
         background_fill_color=p.BACKGROUND,
         border_line_color=p.GRID_LINE,
     )
+    legend.items = items  # set, not passed: Bokeh 3.10's stub leaves ``items`` out of __init__
+    return legend
 
 
 def _roof_marker(f, name: str, p: pal.Palette, **style):

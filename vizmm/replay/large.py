@@ -471,7 +471,7 @@ def gantt(tl: Timeline) -> Gantt:
             lane[a:b] = _lanes(start[a:b], end[a:b])
     index = np.full((gy, gx), -1, np.int64)
     index[by, bx] = np.arange(len(by))
-    rows = int(row.max()) + 1 if len(row) else 1
+    rows = int(np.max(row)) + 1 if len(row) else 1
     if tl.sm_count and (tl.sm >= 0).any():
         rows = max(rows, tl.sm_count)
     return Gantt(
@@ -481,7 +481,7 @@ def gantt(tl: Timeline) -> Gantt:
         lane,
         start,
         end,
-        int(lane.max()) + 1 if len(lane) else 1,
+        int(np.max(lane)) + 1 if len(lane) else 1,
         rows,
         tl.unit,
         index,
@@ -552,7 +552,7 @@ def waves(tl: Timeline, g: Gantt | None = None) -> Waves | None:
     order = np.lexsort((g.end, g.start))
     w = np.empty(len(g), np.int64)
     w[order] = np.arange(len(g)) // slots
-    nw = int(w.max()) + 1
+    nw = int(np.max(w)) + 1
     wave = np.full(tl.grid, -1, np.int32)
     wave[g.by, g.bx] = w
     start = np.full(nw, np.inf)

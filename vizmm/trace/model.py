@@ -452,7 +452,7 @@ def _check_loads(loads: np.ndarray, launch: LaunchShape) -> None:
         kind = loads[..., base]
         row = loads[..., base + 1].astype(np.int64)
         col = loads[..., base + 2].astype(np.int64)
-        if row.min() < 0 or col.min() < 0 or row.max() >= prow or col.max() >= pcol:
+        if np.min(row) < 0 or np.min(col) < 0 or np.max(row) >= prow or np.max(col) >= pcol:
             raise TraceError(
                 f"loads holds an {what} element outside the {prow} x {pcol} tiles of the launch "
                 f"({launch.label()})"
