@@ -12,6 +12,7 @@ empty); all six answer a question and the instructor's page counts each answer
 once; the reveal reaches all six. The database is 0600 in a 0700 folder.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -108,7 +109,8 @@ def test_a_class_spans_the_processes_of_vizmm_serve(tmp_path):
             wait_attr(s, "question", "revealed", timeout=60_000)
             wait_attr(s, "correct", "true" if i % 2 == 0 else "false")
         db_path = runtime / "vizmm" / "classes.db"
-        with sqlite3.connect(db_path) as db:  # every seat in the one class, while open
+        # every seat in the one class, while open
+        with contextlib.closing(sqlite3.connect(db_path)) as db:
             seats = db.execute("SELECT code, COUNT(*) FROM seats GROUP BY code").fetchall()
         assert seats == [(code, STUDENTS)]
         for pg in [teacher, *students]:
@@ -135,7 +137,7 @@ def test_a_class_spans_the_processes_of_vizmm_serve(tmp_path):
     assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
     for name in os.listdir(folder):
         assert stat.S_IMODE(os.stat(folder / name).st_mode) == 0o600, name
-    with sqlite3.connect(folder / "classes.db") as db:
+    with contextlib.closing(sqlite3.connect(folder / "classes.db")) as db:
         rows = db.execute("SELECT code, instructor_seen, data FROM classes").fetchall()
         left = db.execute("SELECT COUNT(*) FROM seats").fetchone()
     classes = {c: (seen, data) for c, seen, data in rows}

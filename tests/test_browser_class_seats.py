@@ -13,6 +13,7 @@ nothing a student's page receives holds either; the key still makes a page
 the instructor's and a wrong key (or the hash itself) does not.
 """
 
+import contextlib
 import hashlib
 import json
 import os
@@ -75,7 +76,7 @@ def database(class_dir):
 
 def seats(class_dir, code) -> dict:
     """The seats of class ``code``, read from the database as another process would."""
-    with sqlite3.connect(database(class_dir)) as db:
+    with contextlib.closing(sqlite3.connect(database(class_dir))) as db:
         rows = db.execute("SELECT seat, page, seen FROM seats WHERE code = ?", (code,))
         return {seat: {"page": page, "seen": seen} for seat, page, seen in rows}
 
@@ -144,7 +145,7 @@ def test_only_live_pages_hold_seats_up_to_the_cap(browser, server, class_dir):
             raw += f.read()
     digest = hashlib.sha256(key.encode()).hexdigest()
     assert key.encode() not in raw
-    with sqlite3.connect(database(class_dir)) as db:
+    with contextlib.closing(sqlite3.connect(database(class_dir))) as db:
         row = db.execute("SELECT key_hash FROM classes WHERE code = ?", (code,)).fetchone()
     assert row == (digest,)
     # nothing a student's page received (its HTML, every websocket frame) holds either

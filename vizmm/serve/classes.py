@@ -54,6 +54,7 @@ import stat
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
@@ -363,6 +364,14 @@ class ClassStore(abc.ABC):
         dict
         """
 
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Let go of what the store holds open (connections); a dropped store does too.
+
+        The classes stay where they are (a file, a Redis server) for other
+        processes; this store object is not used after it.
+        """
+
 
 class MemoryStore(ClassStore):
     """Classes in this process's memory: one server process only (tests, ``memory``)."""
@@ -373,6 +382,9 @@ class MemoryStore(ClassStore):
 
     def __repr__(self) -> str:
         return "MemoryStore()"
+
+    def close(self) -> None:
+        """Nothing to close: the classes go with the object (:meth:`ClassStore.close`)."""
 
     def create(self, view: dict) -> dict:
         """Make a class showing ``view``; a copy with its key (:meth:`ClassStore.create`).
@@ -527,6 +539,15 @@ SELECT key_hash, version, created, instructor_seen, data,
 _ABANDONED: list = []  # connections inherited across a fork: never used, never closed
 
 
+def _close_all(conns: list, lock: threading.Lock, pid: int) -> None:
+    """Close the connections one :class:`SQLiteStore` opened in process ``pid``."""
+    if os.getpid() != pid:  # a forked child: they belong to the parent
+        return
+    with lock:
+        while conns:
+            conns.pop().close()
+
+
 class SQLiteStore(ClassStore):
     """Classes in one SQLite file, shared by every server process of the host.
 
@@ -563,6 +584,7 @@ class SQLiteStore(ClassStore):
         self._private_file()
         self._local = threading.local()
         self._lock, self._lock_pid = threading.Lock(), os.getpid()
+        self._track()
         with self._errors():
             conn = self._conn()
             with self._transaction(conn):
@@ -578,6 +600,20 @@ class SQLiteStore(ClassStore):
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
+
+    def _track(self) -> None:
+        """Keep every connection this process opens, to close them all at :meth:`close`."""
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._conns_pid = os.getpid()
+        self._closer = weakref.finalize(
+            self, _close_all, self._conns, self._conns_lock, self._conns_pid
+        )
+
+    def close(self) -> None:
+        """Close every thread's connection to the file (:meth:`ClassStore.close`)."""
+        self._local = threading.local()
+        self._closer()
 
     def _private_file(self) -> None:
         try:
@@ -606,9 +642,16 @@ class SQLiteStore(ClassStore):
             return conn
         if conn is not None:
             _ABANDONED.append(conn)  # SQLite: a connection must not cross a fork
+        if self._conns_pid != os.getpid():  # a forked process: the parent's stay open
+            _ABANDONED.extend(self._conns)
+            self._track()
+        # check_same_thread=False only so that close() may close every thread's
+        # connection: each thread still uses only its own
         conn = sqlite3.connect(
-            self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=True
+            self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
         )
+        with self._conns_lock:
+            self._conns.append(conn)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")  # WAL: no fsync per change, still atomic
         conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
@@ -829,6 +872,10 @@ class RedisStore(ClassStore):
 
     def __repr__(self) -> str:
         return f"RedisStore({self.url!r})"
+
+    def close(self) -> None:
+        """Close the connections to the Redis server (:meth:`ClassStore.close`)."""
+        self._r.close()
 
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:
