@@ -21,6 +21,7 @@ import threading
 
 import panel as pn
 
+from vizmm.analysis.check import counted
 from vizmm.replay.findings import finding_step, trace_findings
 from vizmm.replay.navigator import Position, place
 
@@ -149,7 +150,8 @@ class FindingsPanel(pn.viewable.Viewer):
         counts = ", ".join(label for label, k in self.kind.options.items() if k != _ALL)
         more = f" (the first {PAGE_ROWS} shown)" if len(rows) > PAGE_ROWS else ""
         self.summary.object = (
-            f"**{len(found):,} finding(s)**, {errors:,} error(s): {counts}. Ordered by when "
+            f"**{counted(len(found), 'finding')}**, {counted(errors, 'error')}: {counts}. "
+            f"Ordered by when "
             f"they happened: the first is the one to fix. Click a row to go to its block, "
             f"step and thread; the scene marks it (solid: what went wrong, dashed green: what "
             f"the book's kernel uses there).{more}"

@@ -190,8 +190,61 @@ def test_naive_kernel_reads_more_than_tiling_needs():
 def test_report_text_and_html():
     r = _check(ck.transposed_tile, 4)
     text = r.summary(first=2)
-    assert text.count("\n") == 3 and "more wrong term" in text
+    assert text.count("\n") == 3 and "more: " in text and " wrong terms" in text
     assert "<table>" in r._repr_html_()
+
+
+def test_counts_read_as_english_for_one_and_several():
+    from types import SimpleNamespace
+
+    meta = {"figure": "user kernel k", "j": 4, "k": 4, "l": 4, "tile_width": 2}
+    head = "user kernel k: M 4x4, N 4x4, TILE_WIDTH 2"
+
+    def found(kind, severity="error"):
+        return C.Finding(kind, (0, 0), (0, 0), 0, 0, "x", severity=severity)
+
+    def report(*kinds):
+        fs = [found(*k) if isinstance(k, tuple) else found(k) for k in kinds]
+        return C.CheckReport(False, SimpleNamespace(meta=meta), fs)
+
+    assert report("wrong term").summary() == f"{head}: 1 finding, 1 error\n1. [error] wrong term: x"
+    text = report(
+        "race",
+        "wrong term",
+        "wrong term",
+        "wrong P",
+        ("more global reads than tiling needs", "information"),
+    ).summary(first=1)
+    assert text.splitlines() == [
+        f"{head}: 5 findings, 4 errors",
+        "1. [error] race: x",
+        "and 4 more: 2 wrong terms, 1 wrong P element, 1 matrix read more often than tiling needs.",
+    ]
+    text = report(
+        "out of bounds",
+        ("uncoalesced", "warning"),
+        ("bank conflict", "warning"),
+        ("bank conflict", "warning"),
+        ("more global reads than tiling needs", "information"),
+        ("more global reads than tiling needs", "information"),
+        "out of bounds",
+        "out of bounds",
+        "race",
+        "race",
+        "wrong P",
+        "wrong P",
+    ).summary(first=0)
+    assert text.splitlines() == [
+        f"{head}: 12 findings, 7 errors",
+        "and 12 more: 3 out-of-bounds accesses, 1 uncoalesced access, 2 bank conflicts, "
+        "2 matrices read more often than tiling needs, 2 races, 2 wrong P elements.",
+    ]
+    assert "more more" not in text
+    assert [C.counted(n, "more such request") for n in (1, 7)] == [
+        "1 more such request",
+        "7 more such requests",
+    ]
+    assert C.counted(0, "error") == "0 errors"
 
 
 def test_bad_input_is_one_clear_error():
@@ -213,7 +266,7 @@ def test_cli_check_exit_codes_and_trace(tmp_path, capsys):
     text = capsys.readouterr().out
     # the first finding in full (derived in test_transposed_tile), the rest counted
     assert "1. [error] wrong term: block (0,0), thread (0,1), phase 0, k=0" in text
-    assert "more wrong term" in text and "more wrong P" in text
+    assert " wrong terms, " in text and " wrong P elements." in text
     # phase 0, k = 0 is step 6 of Fig. 5.8's replay: start, load M, load N, barrier 1
     # arrivals, its release, k = 0
     assert f"vizmm serve --traces {out}" in text

@@ -70,9 +70,11 @@ __all__ = [
     "ERROR",
     "INFO",
     "KINDS",
+    "NOUNS",
     "WARNING",
     "CheckReport",
     "Finding",
+    "counted",
     "findings",
 ]
 
@@ -96,6 +98,44 @@ SEVERITY = {
     "bank conflict": WARNING,
     "more global reads than tiling needs": INFO,
 }
+
+#: Each kind as a counted noun, (one, several): "1 wrong term", "2 races".
+NOUNS = {
+    "race": ("race", "races"),
+    "out of bounds": ("out-of-bounds access", "out-of-bounds accesses"),
+    "wrong term": ("wrong term", "wrong terms"),
+    "wrong P": ("wrong P element", "wrong P elements"),
+    "uncoalesced": ("uncoalesced access", "uncoalesced accesses"),
+    "bank conflict": ("bank conflict", "bank conflicts"),
+    "more global reads than tiling needs": (
+        "matrix read more often than tiling needs",
+        "matrices read more often than tiling needs",
+    ),
+}
+
+
+def counted(n: int, one: str, several: str | None = None) -> str:
+    """``n`` and the noun in its number: ``counted(1, "error")`` is ``"1 error"``.
+
+    Parameters
+    ----------
+    n : int
+        How many.
+    one : str
+        The noun for one (a kind of :data:`KINDS` takes its words from
+        :data:`NOUNS`).
+    several : str, optional
+        The noun for zero or more than one; ``one + "s"`` by default.
+
+    Returns
+    -------
+    str
+        ``"1 wrong term"``, ``"61 wrong terms"``, ``"0 errors"``.
+    """
+    if one in NOUNS and several is None:
+        one, several = NOUNS[one]
+    return f"{n:,} {one if n == 1 else several or one + 's'}"
+
 
 # The log's codes (vizmm/record/instrument_device.py; a test keeps them equal).
 LOAD, STORE, ARRIVE, RELEASE, END = 1, 2, 3, 4, 5
@@ -227,7 +267,10 @@ class CheckReport:
         )
         if not self.findings:
             return f"{head}: no findings (every term, P element and shared access as the book's)"
-        lines = [f"{head}: {len(self.findings)} finding(s), {len(self.errors)} error(s)"]
+        lines = [
+            f"{head}: {counted(len(self.findings), 'finding')}, "
+            f"{counted(len(self.errors), 'error')}"
+        ]
         for i, f in enumerate(self.findings[:first], 1):
             lines.append(f"{i}. [{f.severity}] {f.kind}: {f.message}")
         rest = self.findings[first:]
@@ -236,7 +279,9 @@ class CheckReport:
             for f in rest:
                 left[f.kind] += 1
             lines.append(
-                "and " + ", ".join(f"{n} more {kind}" for kind, n in left.items() if n) + "."
+                f"and {len(rest):,} more: "
+                + ", ".join(counted(n, kind) for kind, n in left.items() if n)
+                + "."
             )
         return "\n".join(lines)
 
@@ -940,7 +985,8 @@ def _transactions(L: _Log) -> list:
         verb = "load" if op == LOAD else "store"
         msg = (
             f"line {L.at(ln)} ({L.line(ln)}), {verb} of {L.arrays[a]}: warp {warp} of block "
-            f"({by},{bx}) made {detail}" + (f"; {n - 1} more such request(s)" if n > 1 else "")
+            f"({by},{bx}) made {detail}"
+            + (f"; {counted(n - 1, 'more such request')}" if n > 1 else "")
         )
         out.append(
             Finding(
