@@ -234,3 +234,27 @@ def racing_store(M, N, P, Width):
             Pvalue += Mds[ty, k] * Nds[k, tx]
         cuda.syncthreads()
     P[Row * Width + Col] = Pvalue
+
+
+@cuda.jit
+def threads_transposed(M, N, P, Width):
+    """Fig. 5.9 with tx and ty trading roles: thread (ty, tx) computes P[by*T + tx][bx*T + ty].
+
+    Correct (every P element right), with another mapping of threads to P
+    elements than the book's: Row = by*T + tx, Col = bx*T + ty.
+    """
+    Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+    Nds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    Row = cuda.blockIdx.y * TILE_WIDTH + tx
+    Col = cuda.blockIdx.x * TILE_WIDTH + ty
+    Pvalue = float32(0)
+    for ph in range(Width // TILE_WIDTH):
+        Mds[tx, ty] = M[Row * Width + ph * TILE_WIDTH + ty]
+        Nds[tx, ty] = N[(ph * TILE_WIDTH + tx) * Width + Col]
+        cuda.syncthreads()
+        for k in range(TILE_WIDTH):
+            Pvalue += Mds[tx, k] * Nds[k, ty]
+        cuda.syncthreads()
+    P[Row * Width + Col] = Pvalue

@@ -26,6 +26,16 @@ phase that used a wrong term and a P store that came out wrong are marked
 too (kind ``wrong_value``), and the P store says the value stored. Which
 reads were wrong comes from :mod:`vizmm.analysis.hazards`.
 
+A kernel of your own (``vizmm.check``, ``vizmm.record(kernel=...)``) may map
+threads to P elements and tile slots otherwise than Fig. 5.9 (thread
+``(ty, tx)`` computing ``P[by*T + ty][bx*T + tx]`` and filling
+``Mds[ty][tx]``): its table is read from the access log (:func:`own_kernel`).
+A load names the slot the thread really stored into, a term is compared
+with the book's term of the P element the thread really computed (its
+terms' Row and Col when they are all of one element, else the element it
+stored), and the P store names the element stored and the value, marked
+where it differs from ``M @ N`` there.
+
 The result is a neutral structure (:class:`Table` of :class:`Cell`) that
 terminals (:func:`format_table`), the dashboard and the exporters all draw in
 their own way. Cell texts use the book's subscript notation ``X_{a,b}``;
@@ -58,6 +68,7 @@ __all__ = [
     "block_table",
     "build_table",
     "frame_table",
+    "own_kernel",
 ]
 
 #: Every value :attr:`Cell.kind` can take.
@@ -368,17 +379,24 @@ def _factor(tag: int, matrix: str, ncols: int, slot: tuple[int, int]) -> str:
 class _LabTerms:
     """The terms one block's threads really computed (from the recorded reads)."""
 
-    def __init__(self, trace: Trace, slot: int):
+    def __init__(self, trace: Trace, slot: int, own: _OwnPlaces | None = None):
         _, k, l = trace.shape
         self.T = trace.tile_width
         self.ncols = (k, l)
         self.tags = trace.shared_reads[slot]  # (nph, ty, tx, k, 2)
         self.values = trace.read_values[slot]
-        self.book = hz.book_reads(trace)[slot]
-        wrong = hz.wrong_read_mask(trace)
-        if wrong is None:
-            raise ValueError("the trace holds no read records: there are no terms to tell")
-        self.wrong = wrong[slot]
+        if own is None:
+            self.book = hz.book_reads(trace)[slot]
+            wrong = hz.wrong_read_mask(trace)
+            if wrong is None:
+                raise ValueError("the trace holds no read records: there are no terms to tell")
+            self.wrong = wrong[slot]
+        else:
+            # a kernel of the user's own: the book's terms of the element each thread
+            # really computed (its stored P element), not of (by*T + ty, bx*T + tx)
+            book = own.book(self.tags.shape[0], trace.shape, self.T)
+            self.book = book
+            self.wrong = (self.tags != hz.TAG_NOT_RECORDED) & (self.tags != book)
 
     def terms(self, ph: int, ty: int, tx: int) -> tuple[Term, ...]:
         # one thread's reads as Python numbers, converted once (not element by element)
@@ -421,6 +439,134 @@ class _LabTerms:
         return Cell(text, kind, (ty, tx), ph, terms=terms, note=note)
 
 
+#: The access log's codes (vizmm/record/instrument_device.py; tests/test_check.py keeps
+#: vizmm.analysis.check's equal to them, and these are check's).
+_STORE, _OK, _NO_INDEX, _TAG_ARRAYS = 2, 0, -(2**31), 8
+
+
+def own_kernel(trace: Trace) -> bool:
+    """Whether ``trace`` records a kernel of the user's own (``vizmm.record(kernel=...)``).
+
+    Its threads may map to P elements and tile slots otherwise than the
+    book's ``Row = by*TILE_WIDTH + ty``, ``Col = bx*TILE_WIDTH + tx``; its
+    access log says what they really did.
+
+    Parameters
+    ----------
+    trace : Trace
+        Any recording.
+
+    Returns
+    -------
+    bool
+        True for a kernel recorded through the instrumenter from the user's
+        code (meta ``figure`` ``"user kernel NAME"``) with its access log kept.
+    """
+    log = getattr(trace, "log_events", None)
+    return (
+        str(trace.meta.get("figure", "")).startswith("user kernel")
+        and log is not None
+        and bool(log.size)
+        and isinstance(trace.meta.get("access_log"), dict)
+    )
+
+
+class _OwnPlaces:
+    """Where the threads of one block of a user's kernel really stored (from its access log).
+
+    ``slots[ph, ty, tx, a]``: the ``(r, c)`` of the Mds (a = 0) / Nds (a = 1)
+    slot the thread stored in phase ``ph`` (its n-th store into that array), or
+    ``(-1, -1)``; ``p[ty, tx]``: the P element it stored first, or ``(-1, -1)``,
+    with the value stored in ``p_value``; ``computes[ty, tx]``: the P element
+    whose terms it accumulated (all of them and no others: Row and Col read
+    from the terms), else the one it stored, else the book's
+    ``(by*T + ty, bx*T + tx)``.
+    """
+
+    def __init__(self, trace: Trace, slot: int):
+        T, nph = trace.tile_width, trace.n_phases
+        j, k, l = trace.shape
+        log = trace.meta["access_log"]
+        f = {name: i for i, name in enumerate(log["fields"])}
+        space = [a["space"] for a in log["arrays"]]
+        glob = [i for i, sp in enumerate(space) if sp == "global"]
+        ev = trace.log_events[slot, : T * T]  # (threads, cap, fields)
+        cnt = trace.log_counts[slot, : T * T]
+        valid = np.arange(ev.shape[1])[None, :] < cnt[:, None]
+        op, arr = ev[..., f["op"]], ev[..., f["arr"]]
+        store = valid & (op == _STORE) & (ev[..., f["flag"]] == _OK)
+        self.slots = np.full((nph, T, T, 2, 2), -1, np.int64)
+        self.p = np.full((T, T, 2), -1, np.int64)
+        self.p_value = np.full((T, T), np.nan, np.float64)
+        by, bx = (int(v) for v in trace.detail_blocks[slot])
+        self.computes = np.stack(
+            np.meshgrid(by * T + np.arange(T), bx * T + np.arange(T), indexing="ij"), axis=-1
+        )
+        if len(glob) < 3:
+            return
+        m_id, n_id, p_id = glob[0], glob[1], glob[-1]
+        src = ev[..., f["src_arr"]]
+        for a, source in ((0, m_id), (1, n_id)):
+            # the shared array most of whose stores copy this matrix plays Mds (Nds)
+            copies = (
+                store
+                & (src == source)
+                & np.isin(arr, [i for i, sp in enumerate(space) if sp == "shared"])
+            )
+            if not copies.any():
+                continue
+            tile = int(np.bincount(arr[copies]).argmax())
+            mine = store & (arr == tile)
+            ph = np.cumsum(mine, axis=1) - 1
+            t, n = np.nonzero(mine & (ph < nph))
+            r, c, idx = (ev[t, n, f[x]].astype(np.int64) for x in ("row", "col", "idx"))
+            flat = (r == _NO_INDEX) | (c == _NO_INDEX)
+            r = np.where(flat, idx // T, r)
+            c = np.where(flat, idx % T, c)
+            self.slots[ph[t, n], t // T, t % T, a] = np.stack([r, c], axis=-1)
+        ps = store & (arr == p_id)
+        for t in range(T * T):
+            hits = np.flatnonzero(ps[t])
+            if not len(hits):
+                continue
+            e = ev[t, hits[0]]
+            r, c = int(e[f["row"]]), int(e[f["col"]])
+            if r == _NO_INDEX or c == _NO_INDEX:
+                r, c = divmod(int(e[f["idx"]]), l)
+            self.p[t // T, t % T] = (r, c)
+            self.p_value[t // T, t % T] = float(trace.log_values[slot, t, hits[0], 0])
+            self.computes[t // T, t % T] = (r, c)
+        reads = trace.shared_reads[slot] if trace.shared_reads.size else None
+        if reads is None:
+            return
+        for ty in range(T):
+            for tx in range(T):
+                tags = reads[:, ty, tx].reshape(-1, 2)  # (nph * T, 2): M and N tags
+                real = tags[(tags[:, 0] >= 0) & (tags[:, 1] >= 0)]
+                rows, cols = set((real[:, 0] // k).tolist()), set((real[:, 1] % l).tolist())
+                if len(rows) != 1 or len(cols) != 1:
+                    continue
+                (r,), (c,) = rows, cols
+                whole = {(r * k + q, q * l + c) for q in range(k)}
+                if {(int(m), int(n)) for m, n in real} == whole and len(real) == k:
+                    self.computes[ty, tx] = (r, c)
+
+    def book(self, nph: int, shape: tuple[int, int, int], T: int) -> np.ndarray:
+        """The book's terms of the elements the threads compute: tags ``(nph, T, T, T, 2)``.
+
+        At ``(ph, ty, tx, kk)``: ``M_{Row,q}`` and ``N_{q,Col}`` of the thread's
+        ``(Row, Col)`` (:attr:`computes`) with ``q = ph*T + kk``, as linear
+        indices; a zero-fill (-1) past the matrices (Fig. 5.13's boundary check).
+        """
+        j, k, l = shape
+        q = (np.arange(nph)[:, None] * T + np.arange(T)[None, :])[:, None, None, :]
+        r = self.computes[..., 0][None, :, :, None]
+        c = self.computes[..., 1][None, :, :, None]
+        m = np.where((r < j) & (q < k), r * k + q, hz.TAG_ZERO_FILL)
+        n = np.where((q < k) & (c < l), q * l + c, hz.TAG_ZERO_FILL)
+        return np.stack(np.broadcast_arrays(m, n), axis=-1).astype(np.int64)
+
+
 def _pwrite_cell(kind: PWrite, row: int, col: int, l: int, ty: int, tx: int) -> Cell:
     pv = _sub("Pvalue", ty, tx)
     dest = _sub("P", row, col)
@@ -451,6 +597,38 @@ def _lab_pwrite(cell: Cell, trace: Trace, p_wrong, p_book, row: int, col: int) -
         kind="wrong_value",
         value=stored,
         note=f"stored {format_value(stored)} where the book's kernel stores {book}",
+    )
+
+
+def _own_pwrite(trace: Trace, own: _OwnPlaces, kind: PWrite, ty: int, tx: int) -> Cell:
+    """A user kernel's P store: the element the thread really stored and the value.
+
+    Marked (kind ``wrong_value``) where the value differs from ``M @ N`` at
+    that element (exact on vizmm.check's small integers; relative 1e-6 as
+    vizmm.analysis.check).
+    """
+    j, _, l = trace.shape
+    r, c = (int(v) for v in own.p[ty, tx])
+    if r < 0:
+        rr, cc = (int(v) for v in own.computes[ty, tx])
+        if kind == PWrite.SKIPPED and rr < j and cc < l:
+            return Cell("no store", "skipped", (ty, tx))
+        return _pwrite_cell(kind, rr, cc, l, ty, tx)
+    cell = _pwrite_cell(kind, r, c, l, ty, tx)
+    v = float(own.p_value[ty, tx])
+    text = f"{cell.text} = {format_value(v)}"
+    if not (0 <= r < j and 0 <= c < l):
+        return dataclasses.replace(cell, text=text, value=v)
+    want = float(np.asarray(trace.M, np.float64)[r] @ np.asarray(trace.N, np.float64)[:, c])
+    if math.isclose(v, want, rel_tol=1e-6, abs_tol=0.0):
+        return dataclasses.replace(cell, text=text, value=v)
+    return dataclasses.replace(
+        cell,
+        text=f"✗ {text}",
+        kind="wrong_value",
+        value=v,
+        note=f"stored {format_value(v)} into {_sub('P', r, c)}, where M·N gives "
+        f"{format_value(want)}",
     )
 
 
@@ -553,17 +731,25 @@ def build_table(
     loads = trace.loads[slot]
     pvalue = trace.pvalue[slot]
     pw = trace.p_write[slot]
-    lab = _LabTerms(trace, slot) if trace.shared_reads.size else None
-    p_wrong = hz.wrong_p(trace) if lab is not None else None
-    p_book = hz.book_p(trace)[slot] if lab is not None else None
+    own = _OwnPlaces(trace, slot) if own_kernel(trace) else None
+    lab = _LabTerms(trace, slot, own) if trace.shared_reads.size else None
+    p_wrong = hz.wrong_p(trace) if lab is not None and own is None else None
+    p_book = hz.book_p(trace)[slot] if lab is not None and own is None else None
     rows = []
     for ty in range(T):
         for tx in range(T):
             row = [Cell(_sub("thread", ty, tx), "thread", (ty, tx))]
             for p in phases:
                 mk, mr, mc, nk, nr, nc = (int(v) for v in loads[p, ty, tx])
-                row.append(_load_cell(Access(mk), "M", mr, mc, k, ty, tx, p))
-                row.append(_load_cell(Access(nk), "N", nr, nc, l, ty, tx, p))
+                m_slot = n_slot = (ty, tx)  # the book's: thread (ty, tx) fills slot (ty, tx)
+                if own is not None:
+                    got = own.slots[p, ty, tx].tolist()
+                    m_slot = tuple(got[0]) if got[0][0] >= 0 else m_slot
+                    n_slot = tuple(got[1]) if got[1][0] >= 0 else n_slot
+                cell = _load_cell(Access(mk), "M", mr, mc, k, *m_slot, p)
+                row.append(dataclasses.replace(cell, thread=(ty, tx)))
+                cell = _load_cell(Access(nk), "N", nr, nc, l, *n_slot, p)
+                row.append(dataclasses.replace(cell, thread=(ty, tx)))
                 if lab is None:
                     row.append(Cell(_pvalue_terms(ty, tx, T, max_terms), "pvalue", (ty, tx), p))
                 else:
@@ -586,7 +772,9 @@ def build_table(
                             note=note,
                         )
                     )
-            if p_write:
+            if p_write and own is not None:
+                row.append(_own_pwrite(trace, own, PWrite(int(pw[ty, tx])), ty, tx))
+            elif p_write:
                 cell = _pwrite_cell(PWrite(int(pw[ty, tx])), by * T + ty, bx * T + tx, l, ty, tx)
                 if lab is not None and cell.kind == "written":
                     cell = _lab_pwrite(cell, trace, p_wrong, p_book, by * T + ty, bx * T + tx)
