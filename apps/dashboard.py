@@ -96,6 +96,7 @@ URL_PARAMS = {
     "ty": "ty",
     "tx": "tx",
     "url_step": "step",  # 1-based, as the page numbers it
+    "url_finding": "finding",  # 1-based, as the Findings list numbers them; 0: none
     "granularity": "granularity",
     "order": "order",
     "presenter": "presenter",
@@ -187,6 +188,15 @@ class DashboardState(param.Parameterized):
         "marked on its block's frames; -1: none.",
     )
 
+    url_finding = param.Integer(
+        default=0,
+        bounds=(0, None),
+        precedence=-1,
+        doc="The selected finding as the Findings list and the URL number it: finding + 1 "
+        "(0: none). A URL's finding=N selects finding N once the trace's findings are "
+        "listed and goes to its block, step and thread.",
+    )
+
     _WATCHED: ClassVar[list[str]] = [
         "trace",
         "by",
@@ -216,6 +226,27 @@ class DashboardState(param.Parameterized):
         self._url_sync = False
         self.param.watch(self._step_to_url, ["step"])
         self.param.watch(self._url_to_step, ["url_step"])
+        #: A finding asked for by the URL (0-based; -1: none), selected by the Findings
+        #: list once it has the trace's findings (vizmm_apps.findings_view).
+        self.wanted_finding = -1
+        self.param.watch(self._finding_to_url, ["finding"])
+        self.param.watch(self._url_to_finding, ["url_finding"])
+
+    def _finding_to_url(self, *events) -> None:
+        """Keep :attr:`url_finding` (the URL's, 1-based) one ahead of :attr:`finding`."""
+        if self.url_finding != self.finding + 1:
+            self._url_sync = True
+            try:
+                self.url_finding = self.finding + 1
+            finally:
+                self._url_sync = False
+
+    def _url_to_finding(self, *events) -> None:
+        """A finding asked for by the URL (1-based) waits in :attr:`wanted_finding`."""
+        if not self._url_sync:
+            self.wanted_finding = self.url_finding - 1
+            if self.url_finding == 0:
+                self.finding = -1
 
     def _step_to_url(self, *events) -> None:
         """Keep :attr:`url_step` (the URL's, 1-based) one ahead of :attr:`step`."""

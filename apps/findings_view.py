@@ -25,12 +25,21 @@ from vizmm.analysis.check import counted
 from vizmm.replay.findings import finding_step, trace_findings
 from vizmm.replay.navigator import Position, place
 
-__all__ = ["BACKGROUND_EVENTS", "PAGE_ROWS", "FindingsPanel", "row_label"]
+__all__ = ["BACKGROUND_EVENTS", "PAGE_ROWS", "RACE_WORDS", "FindingsPanel", "row_label"]
 
 PAGE_ROWS = 200  # rows of the list sent to the page at a time
 #: Access logs with more events (log slots x threads x events) are checked in a thread.
 BACKGROUND_EVENTS = 200_000
 _ALL = "all"
+#: What the list means by a race (the README says the same).
+RACE_WORDS = (
+    "\n\nA *race* here: two accesses of one shared element by different threads of a "
+    "block, at least one a store, in the same barrier epoch (no `cuda.syncthreads()` "
+    "between them). It is found whatever order the threads ran in, like compute-sanitizer "
+    "racecheck's potential hazards, and listed once per block, element and epoch; "
+    "racecheck counts hazards per pair of instructions and reports per shared address, "
+    "so its counts differ."
+)
 
 
 def row_label(i: int, finding) -> str:
@@ -94,19 +103,27 @@ class FindingsPanel(pn.viewable.Viewer):
         self._found: tuple = ()
         self._shown: list[int] = []  # finding numbers of the rows of the list
         self._of = None  # the trace the list is of
+        self._ready = False  # the findings of self._of are worked out
+        self._picking = False
         state.param.watch(self._on_trace, ["trace"])
+        state.param.watch(self._on_url, ["url_finding"])
+        state.param.watch(self._mark_selected, ["finding"])
         self._on_trace()
 
     # ------------------------------------------------------------ data
     def _on_trace(self, *events) -> None:
         trace = self.state.trace
-        self._of, self._found = trace, ()
-        if trace is None or not _has_log(trace):
+        self._of, self._found, self._ready = trace, (), False
+        if trace is None:
+            self._show()
+            return
+        if not _has_log(trace):
+            self._ready = True
             self._show()
             return
         doc = pn.state.curdoc if self._served else None
         if doc is None or trace.log_events.size <= BACKGROUND_EVENTS:
-            self._found = trace_findings(trace)
+            self._found, self._ready = trace_findings(trace), True
             self._show()
             return
         self.layout.visible = True
@@ -118,7 +135,7 @@ class FindingsPanel(pn.viewable.Viewer):
 
             def ready() -> None:
                 if self._of is trace:
-                    self._found = found
+                    self._found, self._ready = found, True
                     self._show()
 
             doc.add_next_tick_callback(ready)
@@ -130,6 +147,7 @@ class FindingsPanel(pn.viewable.Viewer):
         self.layout.visible = bool(found)
         if not found:
             self.table.options = {}
+            self._take_wanted()
             return
         counts: dict[str, int] = {}
         for f in found:
@@ -140,6 +158,7 @@ class FindingsPanel(pn.viewable.Viewer):
         self.kind.options = options
         self.kind.value = keep
         self._refresh()
+        self._take_wanted()
 
     def _refresh(self, *events) -> None:
         found = self._found
@@ -151,18 +170,51 @@ class FindingsPanel(pn.viewable.Viewer):
         more = f" (the first {PAGE_ROWS} shown)" if len(rows) > PAGE_ROWS else ""
         self.summary.object = (
             f"**{counted(len(found), 'finding')}**, {counted(errors, 'error')}: {counts}. "
-            f"Ordered by when "
-            f"they happened: the first is the one to fix. Click a row to go to its block, "
-            f"step and thread; the scene marks it (solid: what went wrong, dashed green: what "
-            f"the book's kernel uses there).{more}"
+            f"Ordered by when they happened: the first is the one to fix. Click a row to go "
+            f"to its block, step and thread; the scene marks it (solid: what went wrong, "
+            f"dashed green: what the book's kernel uses there).{more}"
+            + (RACE_WORDS if any(f.kind == "race" for f in found) else "")
         )
         self.table.options = {row_label(i, found[i]): n for n, i in enumerate(self._shown)}
-        self.table.value = []
+        self._mark_selected()
+
+    def _mark_selected(self, *events) -> None:
+        """Select the row of the state's finding (none when it is not listed)."""
+        f = self.state.finding
+        rows = [n for n, i in enumerate(self._shown) if i == f]
+        if self.table.value != rows:
+            self._picking = True
+            try:
+                self.table.value = rows
+            finally:
+                self._picking = False
+
+    # ------------------------------------------------------------ the URL
+    def _on_url(self, *events) -> None:
+        if self.state.wanted_finding >= 0:
+            self._take_wanted()
+
+    def _take_wanted(self) -> None:
+        """Select the finding the URL asked for, once this trace's findings are known."""
+        s = self.state
+        index = s.wanted_finding
+        if index < 0 or s.trace is None or self._of is not s.trace or not self._ready:
+            return
+        s.wanted_finding = -1
+        if index >= len(self._found):
+            has = (
+                f"this trace has {len(self._found):,} (1 to {len(self._found):,})"
+                if self._found
+                else "this trace has no findings of vizmm check"
+            )
+            s.ignored_in_url([f"finding={index + 1} ({has})"])
+            return
+        self.go(index)
 
     # ------------------------------------------------------------ a click
     def _on_select(self, event) -> None:
         picked = event.new or []
-        if len(picked) != 1 or not 0 <= picked[0] < len(self._shown):
+        if self._picking or len(picked) != 1 or not 0 <= picked[0] < len(self._shown):
             return
         self.go(self._shown[picked[0]])
 
@@ -173,6 +225,7 @@ class FindingsPanel(pn.viewable.Viewer):
         ----------
         index : int
             A finding's number in :func:`vizmm.replay.findings.trace_findings`.
+            The page and its URL (``finding=N``) number them from 1: ``N - 1``.
 
         Raises
         ------

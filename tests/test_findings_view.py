@@ -111,6 +111,38 @@ def test_dashboard_list_click_marks_scene_and_table(checked):
     assert state.frame.finding is None and len(dash._scene.sources["Nds_finding"].data["x"]) == 0
 
 
+def test_url_carries_the_selected_finding(checked):
+    from urllib.parse import quote
+
+    from vizmm.serve.catalogue import CATALOGUE
+    from vizmm_apps.dashboard import Dashboard, DashboardState
+
+    report, path = checked
+    (key,) = CATALOGUE.give([path])
+    # finding=2 (1-based as the list): thread (1,1) of block (0,0) also reads Nds[0][1]
+    # (N_{1,0}) at phase 0, k = 0 where it needs N_{0,1}: the same step as the first
+    state = DashboardState()
+    state.apply_query(f"trace={quote(key)}&finding=2")
+    dash = Dashboard(state=state, served=False)
+    assert state.finding == 1 and state.url_finding == 2
+    assert (state.by, state.bx, state.ty, state.tx) == (0, 0, 1, 1)
+    assert state.step == FIRST["step"]
+    assert dash.findings.table.value == [1]  # its row selected
+    assert state.frame.finding is not None and state.frame.finding.thread == (1, 1)
+    assert "finding=2" in state.url_query() and "step=6" in state.url_query()
+    # a click puts the finding into the URL
+    dash.findings.table.value = [0]
+    assert state.url_finding == 1 and "finding=1" in state.url_query()
+    assert (state.ty, state.tx) == FIRST["thread"]
+    # finding=0: none selected
+    state.apply_query("finding=0")
+    assert state.finding == -1 and dash.findings.table.value == []
+    # a finding the trace does not have is named, and nothing else moves
+    state.apply_query("finding=999")
+    assert state.finding == -1
+    assert f"finding=999 (this trace has {len(report.findings)}" in state.message
+
+
 def test_gif_frame_draws_the_marks(checked):
     from vizmm.render.pillow import FrameRenderer
     from vizmm.replay import Replay
