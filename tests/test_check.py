@@ -270,7 +270,7 @@ def test_cli_check_exit_codes_and_trace(tmp_path, capsys):
     # phase 0, k = 0 is step 6 of Fig. 5.8's replay: start, load M, load N, barrier 1
     # arrivals, its release, k = 0
     assert f"vizmm serve --traces {out}" in text
-    assert "trace=file%3Achecked.vizmm&by=0&bx=0&ty=0&tx=1&step=6" in text
+    assert "trace=file%3Achecked.vizmm&by=0&bx=0&ty=0&tx=1&step=6&finding=1\n" in text
     assert vizmm.load(out).log_events.size
     assert main(["check", f"{here}:grid_1d", *args[1:]]) == 0
     assert "no findings" in capsys.readouterr().out

@@ -290,7 +290,7 @@ def finding_step(replay: Replay, finding) -> int:
         return 0
 
 
-def finding_url(trace_name: str, replay: Replay, finding, port: int = 5006) -> str:
+def finding_url(trace_name: str, replay: Replay, finding, port: int = 5006, index: int = 0) -> str:
     """The dashboard's address showing ``finding`` in a trace given to ``vizmm serve --traces``.
 
     Parameters
@@ -302,12 +302,16 @@ def finding_url(trace_name: str, replay: Replay, finding, port: int = 5006) -> s
     finding : Finding
     port : int
         The server's port (``vizmm serve``'s default 5006).
+    index : int
+        The finding's number in :func:`trace_findings` (0-based); the URL's
+        ``finding`` is ``index + 1``, as the page's Findings list numbers it.
 
     Returns
     -------
     str
-        ``http://localhost:PORT/dashboard?trace=file:NAME&by=..&bx=..&ty=..&tx=..&step=N``
-        (the step 1-based, as the page numbers it).
+        ``http://localhost:PORT/dashboard?trace=file:NAME&by=..&bx=..&ty=..&tx=..&step=N
+        &finding=I`` (the step and the finding 1-based, as the page numbers them): the
+        page selects the finding in its list and shows its block, step and thread.
     """
     from urllib.parse import quote
 
@@ -316,5 +320,5 @@ def finding_url(trace_name: str, replay: Replay, finding, port: int = 5006) -> s
     step = finding_step(replay, finding) + 1
     return (
         f"http://localhost:{port}/dashboard?trace={quote('file:' + trace_name)}"
-        f"&by={by}&bx={bx}&ty={ty}&tx={tx}&step={step}"
+        f"&by={by}&bx={bx}&ty={ty}&tx={tx}&step={step}&finding={int(index) + 1}"
     )
