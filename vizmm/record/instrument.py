@@ -47,11 +47,15 @@ import inspect
 import itertools
 import math
 import os
+import sys
 import textwrap
 import time
 from collections.abc import Callable, Mapping
+from types import CodeType
+from typing import Any, Protocol, TypeGuard, cast
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from . import instrument_device as D
 
@@ -98,6 +102,21 @@ _LOG = "_ev, _vals, _cnt, _cap, _t, _ep"
 #: lets 1024 threads launch. The lean variant: 32, the plain kernel's count (the
 #: hand-instrumented kernels measured fastest there on an H200 at Width 4096).
 MAX_REGISTERS = {"instrumented": 64, "lean": 32}
+
+
+#: Events per thread of a piece of a kernel, from the namespace a launch gives its names.
+_Events = Callable[[dict[str, Any]], int]
+
+
+class _Bound(Protocol):
+    """``bound(scalars, block, grid) -> int``: events per thread (:attr:`Instrumented.bound`)."""
+
+    def __call__(
+        self,
+        scalars: Mapping[str, object],
+        block: tuple[int, ...] = ...,
+        grid: tuple[int, ...] = ...,
+    ) -> int: ...
 
 
 class InstrumentError(ValueError):
@@ -151,9 +170,11 @@ class Instrumented:
     kernel : object
         The compiled dispatcher (``cuda.jit`` of the rewritten function).
     bound : callable or None
-        ``bound(scalars: dict) -> int``, an upper bound of the events per
-        thread from the scalar arguments; None when a loop cannot be bounded
-        statically (a count launch is needed).
+        ``bound(scalars, block=(1, 1, 1), grid=(1, 1, 1)) -> int``, an upper
+        bound of the events per thread from the scalar arguments (a mapping
+        of name to value) and the launch's ``blockDim`` and ``gridDim`` (x,
+        y, z); None when a loop cannot be bounded statically (a count launch
+        is needed).
     seconds : float
         How long the rewrite and the compile's first step took (s).
     lean_code : str
@@ -182,18 +203,34 @@ class Instrumented:
     arrays: tuple
     accumulator: str | None
     kernel: object
-    bound: Callable[[Mapping[str, int]], int] | None
+    bound: _Bound | None
     dynamic_shared: int
     after_reads: Mapping[int, bool]
     seconds: float
     lean_code: str = ""
     lean: object = None
-    barrier_bound: Callable | None = None
+    barrier_bound: _Bound | None = None
     copies: Mapping[str, tuple] = dataclasses.field(default_factory=dict)
     first_line: int = 1
 
     def array_id(self, name: str) -> int:
-        """The log's id of array ``name``."""
+        """The log's id of array ``name``.
+
+        Parameters
+        ----------
+        name : str
+            The kernel's name for the array (``M``, ``Mds`` ...).
+
+        Returns
+        -------
+        int
+            Its index in :attr:`arrays` (the ``arr`` field of its events).
+
+        Raises
+        ------
+        KeyError
+            When the kernel has no such array.
+        """
         for i, a in enumerate(self.arrays):
             if a.name == name:
                 return i
@@ -203,6 +240,19 @@ class Instrumented:
 # ---------------------------------------------------------------- source
 def load_kernel(spec: str):
     """The kernel object named by ``"file.py:name"`` (runs the file's code: a worker's job).
+
+    Parameters
+    ----------
+    spec : str
+        ``FILE.py:NAME``: a Python file (path as given, relative to the
+        working directory or absolute) and the name of a ``@cuda.jit``
+        kernel defined there.
+
+    Returns
+    -------
+    object
+        What the file binds to ``NAME`` (a numba dispatcher, or a plain
+        function that :func:`kernel_source` checks for ``@cuda.jit``).
 
     Raises
     ------
@@ -269,6 +319,13 @@ def kernel_source(kernel) -> tuple[ast.FunctionDef, str, dict, int]:
     the source starts in its file (its first decorator; 1 for source text),
     so that a line of the source is named as the person's editor numbers it.
 
+    Parameters
+    ----------
+    kernel : numba CUDA kernel, function or str
+        A ``@cuda.jit`` kernel (its dispatcher or Python function), the
+        source text of one (a string containing ``def``; its namespace is
+        then empty), or ``"file.py:name"`` (:func:`load_kernel`).
+
     Raises
     ------
     InstrumentError
@@ -325,7 +382,7 @@ def _parse(text: str, filename: str) -> ast.FunctionDef:
 
 
 # --------------------------------------------------------------- rewrite
-def _is_call_to(node, dotted: str) -> bool:
+def _is_call_to(node: object, dotted: str) -> TypeGuard[ast.Call]:
     return isinstance(node, ast.Call) and ast.unparse(node.func).endswith(dotted)
 
 
@@ -486,7 +543,12 @@ class _Rewriter:
         target = _name(stmt.targets[0])
         value = stmt.value
         if target and _is_call_to(value, "shared.array"):
-            shape_node = value.args[0] if value.args else None
+            if not value.args:
+                raise InstrumentError(
+                    f"line {stmt.lineno}: shared array {target!r} has no shape; declare it as "
+                    "cuda.shared.array(shape, dtype)"
+                )
+            shape_node = value.args[0]
             dtype = ast.unparse(value.args[1]) if len(value.args) > 1 else "float32"
             try:
                 shape = eval(compile(ast.Expression(shape_node), "<shape>", "eval"), dict(self.ns))
@@ -518,16 +580,18 @@ class _Rewriter:
             if self.lean:  # no tags
                 return [stmt]
             return [stmt, *_stmts(f"{shadow} = cuda.shared.array({max(size, 1)}, int32)")]
+        extern = _name(value.value) if isinstance(value, ast.Subscript) else None
         if (
             target
             and isinstance(value, ast.Subscript)
-            and _name(value.value) in self.shared
+            and extern is not None
+            and extern in self.shared
             and isinstance(value.slice, ast.Slice)
             and value.slice.step is None
         ):
-            base = self.shared[_name(value.value)]
+            base = self.shared[extern]
             lower = ast.unparse(value.slice.lower) if value.slice.lower else "0"
-            self._add(ArrayInfo(target, "shared", 1, _name(value.value)))
+            self._add(ArrayInfo(target, "shared", 1, extern))
             off = f"{target}__off"
             self.shared[target] = dict(
                 size=base["size"], ndim=1, shadow=base["shadow"], off=off, section=True
@@ -557,7 +621,7 @@ class _Rewriter:
         return [i], rc or (str(D.NO_INDEX), str(D.NO_INDEX))
 
     def load_call(self, node: ast.Subscript) -> str:
-        name = node.value.id
+        name = cast(ast.Name, node.value).id  # the callers checked: a known array's name
         aid = self.ids[name]
         idx, (row, col) = self._index_parts(node)
         ln = node.lineno
@@ -612,7 +676,7 @@ class _Rewriter:
     # --------------------------------------------------------- statements
     def store(self, target: ast.Subscript, value, lineno, guard=None) -> list[ast.stmt]:
         """The statements for ``target = value`` (``guard``: the If's copy, for a zero-fill)."""
-        name = target.value.id
+        name = cast(ast.Name, target.value).id  # the callers checked: a known array's name
         aid = self.ids[name]
         idx, (row, col) = self._index_parts(target)
         acc = self._acc()
@@ -634,13 +698,9 @@ class _Rewriter:
         ok = "True"
         no = str(D.NO_INDEX)
         src = (str(D.TAG_COMPUTED), "-1", "-1", no, no)  # tag, arr, idx, row, col
-        copy = (
-            value
-            if isinstance(value, ast.Subscript) and _name(value.value) in self.globals
-            else None
-        )
-        if copy is not None:
-            g = copy.value.id
+        g = _name(value.value) if isinstance(value, ast.Subscript) else None
+        copy = value if isinstance(value, ast.Subscript) and g in self.globals else None
+        if copy is not None and g is not None:
             self.copies.setdefault(name, set()).add(g)
             gidx, (grow, gcol) = self._index_parts(copy)
             n = next(self.tmp)
@@ -814,6 +874,7 @@ class _Rewriter:
                     and len(other) == 1
                     and isinstance(other[0], ast.Assign)
                     and len(other[0].targets) == 1
+                    and isinstance(other[0].targets[0], ast.Subscript)
                     and ast.unparse(other[0].targets[0]) == ast.unparse(copy.targets[0])
                 ):
                     orelse = self.store(
@@ -935,9 +996,19 @@ class _Rewriter:
             kw_defaults=[],
             defaults=[],
         )
-        new = ast.FunctionDef(
-            name=fn.name, args=args, body=new_body, decorator_list=[], returns=None, type_params=[]
-        )
+        if sys.version_info >= (3, 12):  # type parameters (PEP 695): none
+            new = ast.FunctionDef(
+                name=fn.name,
+                args=args,
+                body=new_body,
+                decorator_list=[],
+                returns=None,
+                type_params=[],
+            )
+        else:
+            new = ast.FunctionDef(
+                name=fn.name, args=args, body=new_body, decorator_list=[], returns=None
+            )
         return ast.fix_missing_locations(new)
 
 
@@ -950,7 +1021,25 @@ def _np_dtype(text: str, ns: dict):
 
 
 # ------------------------------------------------------------------ bound
-def _static_bound(fn: ast.FunctionDef, rw: _Rewriter, barriers_only: bool = False):
+def _fixed_events(n: int) -> _Events:
+    """A statement's events: ``n`` whatever the launch."""
+    return lambda env: n
+
+
+def _loop_events(head: int, args: list[CodeType], inner: _Events) -> _Events:
+    """A ``for`` over ``range(*args)`` (compiled): ``head``, then ``inner`` each time round.
+
+    ``head`` counts the range's own accesses.
+    """
+    return lambda env: head + len(range(*(int(eval(a, env)) for a in args))) * inner(env)
+
+
+def _branch_events(head: int, body: _Events, orelse: _Events) -> _Events:
+    """An ``if``: ``head`` (the test's accesses), then the larger of its two branches."""
+    return lambda env: head + max(body(env), orelse(env))
+
+
+def _static_bound(fn: ast.FunctionDef, rw: _Rewriter, barriers_only: bool = False) -> _Bound | None:
     """``bound(scalars) -> events per thread`` when every loop is a static ``range``; else None.
 
     With ``barriers_only``: the barrier events (arrivals and releases) per thread.
@@ -975,11 +1064,15 @@ def _static_bound(fn: ast.FunctionDef, rw: _Rewriter, barriers_only: bool = Fals
 
     known_locals: dict[str, ast.expr] = {}
     for stmt in fn.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _name(stmt.targets[0]):
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+        ):
             known_locals[stmt.targets[0].id] = stmt.value
 
-    def count(stmts, env_names) -> Callable | None:
-        parts = []
+    def count(stmts: list[ast.stmt], env_names: set[str]) -> _Events | None:
+        parts: list[_Events] = []
         for stmt in stmts:
             if isinstance(stmt, ast.For):
                 it = stmt.iter
@@ -1000,34 +1093,32 @@ def _static_bound(fn: ast.FunctionDef, rw: _Rewriter, barriers_only: bool = Fals
                     for n in ast.walk(a)
                 ):
                     return None
-                head = accesses(it)
-                parts.append(
-                    lambda env, args=args, inner=inner, head=head: (
-                        head + len(range(*(int(eval(a, env)) for a in args))) * inner(env)
-                    )
-                )
+                parts.append(_loop_events(accesses(it), args, inner))
             elif isinstance(stmt, ast.While):
                 return None
             elif isinstance(stmt, ast.If):
                 a, b = count(stmt.body, env_names), count(stmt.orelse, env_names)
                 if a is None or b is None:
                     return None
-                head = accesses(stmt.test)
-                parts.append(lambda env, a=a, b=b, head=head: head + max(a(env), b(env)))
+                parts.append(_branch_events(accesses(stmt.test), a, b))
             elif isinstance(stmt, ast.Expr) and _is_call_to(stmt.value, "syncthreads"):
-                parts.append(lambda env: 2)
+                parts.append(_fixed_events(2))  # arrival and release
             else:
                 n = accesses(stmt) + (
                     1 if isinstance(stmt, ast.Return) and not barriers_only else 0
                 )
-                parts.append(lambda env, n=n: n)
+                parts.append(_fixed_events(n))
         return lambda env: sum(p(env) for p in parts)
 
     total = count(fn.body, set(rw.scalars))
     if total is None:
         return None
 
-    def bound(scalars: Mapping[str, int], block=(1, 1, 1), grid=(1, 1, 1)) -> int:
+    def bound(
+        scalars: Mapping[str, object],
+        block: tuple[int, ...] = (1, 1, 1),
+        grid: tuple[int, ...] = (1, 1, 1),
+    ) -> int:
         env = dict(rw.ns)
         env.update(scalars)
 
@@ -1055,7 +1146,7 @@ def instrument(
     *,
     constants: Mapping | None = None,
     dynamic_shared: int = 0,
-    dtypes: Mapping[str, object] | None = None,
+    dtypes: Mapping[str, DTypeLike] | None = None,
     shared_loads: bool = True,
 ) -> Instrumented:
     """Rewrite ``kernel`` to log every access (see the module docstring) and compile it.
@@ -1215,7 +1306,21 @@ EVENT_BYTES = D.NF * 4 + 16
 
 
 def log_bytes(cap: int, threads: int) -> int:
-    """Bytes of a log of ``cap`` events for each of ``threads`` threads."""
+    """Bytes of a log of ``cap`` events for each of ``threads`` threads.
+
+    Parameters
+    ----------
+    cap : int
+        Events per thread.
+    threads : int
+        Threads logged (detail blocks times threads per block).
+
+    Returns
+    -------
+    int
+        ``cap * threads *`` :data:`EVENT_BYTES` (the int32 fields and the two
+        float64 values of each event), in bytes.
+    """
     return int(cap) * int(threads) * EVENT_BYTES
 
 
@@ -1313,6 +1418,12 @@ def run(
     turns : bool
         Simulator: the threads of a block take turns between barriers
         (:func:`vizmm.record.simulator.run_block_in_turns`).
+    update : callable, optional
+        ``update(done, total)``: blocks done so far (after each block in the
+        simulator; once, ``(1, 1)``, after a GPU launch).
+    cancel : threading.Event, optional
+        Simulator: checked before each block; once set, the run stops with
+        :class:`~vizmm.record.admission.RecordingCancelled`.
     phases : int
         Zero-fills are counted per block for a thread's first ``phases``
         stores into each shared array (0: not counted).

@@ -73,6 +73,49 @@ if _target.NAME == _target.SIMULATOR:
 
         The simulator's form: one NumPy slice assignment per event (the same
         bytes as the GPU's field-by-field stores, a tenth of the Python calls).
+
+        Parameters
+        ----------
+        ev : device array of int32, flat (threads, cap, NF)
+            The event log: one row of :data:`FIELDS` per event.
+        vals : device array of float64, flat (threads, cap, 2)
+            Per event, the value loaded or stored and the accumulator.
+        cnt : device array of int32, (threads,)
+            Events per thread, counted past ``cap``.
+        cap : int
+            Events per thread the log has room for (0: a count launch).
+        t : int
+            The thread's row of the log (``slot * threads + tid``); -1 when its block is not
+            recorded in detail: nothing is logged.
+        op : int
+            :data:`LOAD`, :data:`STORE`, :data:`ARRIVE`, :data:`RELEASE` or :data:`END`.
+        flag : int
+            :data:`OK`, :data:`OUT_OF_BOUNDS` (not performed) or :data:`SOURCE_OUT_OF_BOUNDS`
+            (store skipped).
+        arr : int
+            The array's id; -1 for a barrier and the end.
+        idx : int
+            The flat index the code named; -1 for a barrier and the end.
+        row, col : int
+            The code's (row, col): a 2-D subscript's, or ``(a, b)`` of a 1-D index ``a*W + b``;
+            :data:`NO_INDEX` when not known; -1 for a barrier and the end.
+        tag : int
+            A shared store's or load's slot tag, written or found (``src_idx * TAG_ARRAYS +
+            src_arr``, or a ``TAG_*``); -4 (:data:`TAG_COMPUTED`) for other events.
+        sa, si : int
+            The source global element's array id and flat index (-1: none).
+        sr, sc : int
+            The source element's (row, col); :data:`NO_INDEX` when not known.
+        ep : int
+            The ``cuda.syncthreads()`` the thread has passed (its epoch).
+        tk : int
+            A barrier's ticket of the block's clock; -1 otherwise.
+        ln : int
+            The line of the kernel's source the access is on.
+        v : float
+            The value loaded or stored (0.0: none).
+        a : float
+            The kernel's accumulator (Pvalue) now.
         """
         if t >= 0:
             n = cnt[t]
@@ -104,7 +147,51 @@ else:
     def log(
         ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, tag, sa, si, sr, sc, ep, tk, ln, v, a
     ):
-        """Append one event to thread ``t``'s log (nothing when ``t < 0``)."""
+        """Append one event to thread ``t``'s log (nothing when ``t < 0``).
+
+        Parameters
+        ----------
+        ev : device array of int32, flat (threads, cap, NF)
+            The event log: one row of :data:`FIELDS` per event.
+        vals : device array of float64, flat (threads, cap, 2)
+            Per event, the value loaded or stored and the accumulator.
+        cnt : device array of int32, (threads,)
+            Events per thread, counted past ``cap``.
+        cap : int
+            Events per thread the log has room for (0: a count launch).
+        t : int
+            The thread's row of the log (``slot * threads + tid``); -1 when its block is not
+            recorded in detail: nothing is logged.
+        op : int
+            :data:`LOAD`, :data:`STORE`, :data:`ARRIVE`, :data:`RELEASE` or :data:`END`.
+        flag : int
+            :data:`OK`, :data:`OUT_OF_BOUNDS` (not performed) or :data:`SOURCE_OUT_OF_BOUNDS`
+            (store skipped).
+        arr : int
+            The array's id; -1 for a barrier and the end.
+        idx : int
+            The flat index the code named; -1 for a barrier and the end.
+        row, col : int
+            The code's (row, col): a 2-D subscript's, or ``(a, b)`` of a 1-D index ``a*W + b``;
+            :data:`NO_INDEX` when not known; -1 for a barrier and the end.
+        tag : int
+            A shared store's or load's slot tag, written or found (``src_idx * TAG_ARRAYS +
+            src_arr``, or a ``TAG_*``); -4 (:data:`TAG_COMPUTED`) for other events.
+        sa, si : int
+            The source global element's array id and flat index (-1: none).
+        sr, sc : int
+            The source element's (row, col); :data:`NO_INDEX` when not known.
+        ep : int
+            The ``cuda.syncthreads()`` the thread has passed (its epoch).
+        tk : int
+            A barrier's ticket of the block's clock; -1 otherwise.
+        ln : int
+            The line of the kernel's source the access is on.
+        v : float
+            The value loaded or stored (0.0: none).
+        a : float
+            The kernel's accumulator (Pvalue) now.
+        """
         if t >= 0:
             n = cnt[t]
             if n < cap:
@@ -131,7 +218,40 @@ else:
 
 @device
 def g_load(A, i, row, col, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc):
-    """``A[i]`` of a 1-D global array, logged; zero (not read) when ``i`` is out of bounds."""
+    """``A[i]`` of a 1-D global array, logged; zero (not read) when ``i`` is out of bounds.
+
+    Parameters
+    ----------
+    A : device array, 1-D
+        A global array argument (M, N or P given flat).
+    i : int
+        The flat index the code named (may be out of bounds).
+    row, col : int
+        The code's (row, col) of a 1-D index ``row*W + col``; :data:`NO_INDEX` when not known.
+    aid : int
+        The array's id (its index in the instrumenter's table).
+    ln : int
+        The line of the kernel's source the access is on.
+    reads : device array of int32
+        Per-element read counters of the array (flat); empty: not counted.
+    zero : scalar
+        The array's zero (its dtype), returned out of bounds.
+    ev : device array of int32, flat (threads, cap, NF)
+        The event log: one row of :data:`FIELDS` per event.
+    vals : device array of float64, flat (threads, cap, 2)
+        Per event, the value loaded or stored and the accumulator.
+    cnt : device array of int32, (threads,)
+        Events per thread, counted past ``cap``.
+    cap : int
+        Events per thread the log has room for (0: a count launch).
+    t : int
+        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
+        recorded in detail: nothing is logged.
+    ep : int
+        The ``cuda.syncthreads()`` the thread has passed (its epoch).
+    acc : float
+        The kernel's accumulator (Pvalue) now, logged beside the value.
+    """
     if i >= 0 and i < A.shape[0]:
         v = A[i]
         if reads.shape[0] > 0:
@@ -144,7 +264,38 @@ def g_load(A, i, row, col, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc)
 
 @device
 def g_load2(A, r, c, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc):
-    """``A[r, c]`` of a 2-D global array, logged with its flat index ``r * ncols + c``."""
+    """``A[r, c]`` of a 2-D global array, logged with its flat index ``r * ncols + c``.
+
+    Parameters
+    ----------
+    A : device array, 2-D
+        A global array argument.
+    r, c : int
+        The row and column the code named (may be out of bounds).
+    aid : int
+        The array's id (its index in the instrumenter's table).
+    ln : int
+        The line of the kernel's source the access is on.
+    reads : device array of int32
+        Per-element read counters of the array (flat); empty: not counted.
+    zero : scalar
+        The array's zero (its dtype), returned out of bounds.
+    ev : device array of int32, flat (threads, cap, NF)
+        The event log: one row of :data:`FIELDS` per event.
+    vals : device array of float64, flat (threads, cap, 2)
+        Per event, the value loaded or stored and the accumulator.
+    cnt : device array of int32, (threads,)
+        Events per thread, counted past ``cap``.
+    cap : int
+        Events per thread the log has room for (0: a count launch).
+    t : int
+        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
+        recorded in detail: nothing is logged.
+    ep : int
+        The ``cuda.syncthreads()`` the thread has passed (its epoch).
+    acc : float
+        The kernel's accumulator (Pvalue) now, logged beside the value.
+    """
     i = r * A.shape[1] + c
     if r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]:
         v = A[r, c]
@@ -158,19 +309,66 @@ def g_load2(A, r, c, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc):
 
 @device
 def g_ok(A, i):
-    """Whether flat index ``i`` lies inside the 1-D array ``A``."""
+    """Whether flat index ``i`` lies inside the 1-D array ``A``.
+
+    Parameters
+    ----------
+    A : device array, 1-D
+        A global array argument (M, N or P given flat).
+    i : int
+        The flat index the code named (may be out of bounds).
+    """
     return i >= 0 and i < A.shape[0]
 
 
 @device
 def g_ok2(A, r, c):
-    """Whether ``(r, c)`` lies inside the 2-D array ``A``."""
+    """Whether ``(r, c)`` lies inside the 2-D array ``A``.
+
+    Parameters
+    ----------
+    A : device array, 2-D
+        A global array argument.
+    r, c : int
+        The row and column the code named (may be out of bounds).
+    """
     return r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]
 
 
 @device
 def g_store(A, i, v, row, col, aid, ln, ev, vals, cnt, cap, t, ep, acc):
-    """``A[i] = v`` on a 1-D global array, logged; not performed out of bounds."""
+    """``A[i] = v`` on a 1-D global array, logged; not performed out of bounds.
+
+    Parameters
+    ----------
+    A : device array, 1-D
+        A global array argument (M, N or P given flat).
+    i : int
+        The flat index the code named (may be out of bounds).
+    v : scalar
+        The value stored.
+    row, col : int
+        The code's (row, col) of a 1-D index ``row*W + col``; :data:`NO_INDEX` when not known.
+    aid : int
+        The array's id (its index in the instrumenter's table).
+    ln : int
+        The line of the kernel's source the access is on.
+    ev : device array of int32, flat (threads, cap, NF)
+        The event log: one row of :data:`FIELDS` per event.
+    vals : device array of float64, flat (threads, cap, 2)
+        Per event, the value loaded or stored and the accumulator.
+    cnt : device array of int32, (threads,)
+        Events per thread, counted past ``cap``.
+    cap : int
+        Events per thread the log has room for (0: a count launch).
+    t : int
+        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
+        recorded in detail: nothing is logged.
+    ep : int
+        The ``cuda.syncthreads()`` the thread has passed (its epoch).
+    acc : float
+        The kernel's accumulator (Pvalue) now, logged beside the value.
+    """
     flag = 1  # out of bounds: not performed
     if i >= 0 and i < A.shape[0]:
         A[i] = v
@@ -180,7 +378,36 @@ def g_store(A, i, v, row, col, aid, ln, ev, vals, cnt, cap, t, ep, acc):
 
 @device
 def g_store2(A, r, c, v, aid, ln, ev, vals, cnt, cap, t, ep, acc):
-    """``A[r, c] = v`` on a 2-D global array, logged; not performed out of bounds."""
+    """``A[r, c] = v`` on a 2-D global array, logged; not performed out of bounds.
+
+    Parameters
+    ----------
+    A : device array, 2-D
+        A global array argument.
+    r, c : int
+        The row and column the code named (may be out of bounds).
+    v : scalar
+        The value stored.
+    aid : int
+        The array's id (its index in the instrumenter's table).
+    ln : int
+        The line of the kernel's source the access is on.
+    ev : device array of int32, flat (threads, cap, NF)
+        The event log: one row of :data:`FIELDS` per event.
+    vals : device array of float64, flat (threads, cap, 2)
+        Per event, the value loaded or stored and the accumulator.
+    cnt : device array of int32, (threads,)
+        Events per thread, counted past ``cap``.
+    cap : int
+        Events per thread the log has room for (0: a count launch).
+    t : int
+        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
+        recorded in detail: nothing is logged.
+    ep : int
+        The ``cuda.syncthreads()`` the thread has passed (its epoch).
+    acc : float
+        The kernel's accumulator (Pvalue) now, logged beside the value.
+    """
     i = r * A.shape[1] + c
     flag = 1  # out of bounds: not performed
     if r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]:
@@ -191,7 +418,41 @@ def g_store2(A, r, c, v, aid, ln, ev, vals, cnt, cap, t, ep, acc):
 
 @device
 def s_load(S, i, row, col, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc):
-    """``S[i]`` of a 1-D shared array (or a section of the extern array), logged with its tag."""
+    """``S[i]`` of a 1-D shared array (or a section of the extern array), logged with its tag.
+
+    Parameters
+    ----------
+    S : shared array, 1-D
+        A shared array (Mds, Nds) or a section of the dynamic one.
+    i : int
+        The flat index the code named (may be out of bounds).
+    row, col : int
+        The code's (row, col) of a 1-D index ``row*W + col``; :data:`NO_INDEX` when not known.
+    sh : shared array of int32, 1-D
+        The shadow of the shared array: the tag of each slot.
+    off : int
+        Where the array starts in its shadow (a section's offset into the dynamic array; else
+        0).
+    aid : int
+        The array's id (its index in the instrumenter's table).
+    ln : int
+        The line of the kernel's source the access is on.
+    ev : device array of int32, flat (threads, cap, NF)
+        The event log: one row of :data:`FIELDS` per event.
+    vals : device array of float64, flat (threads, cap, 2)
+        Per event, the value loaded or stored and the accumulator.
+    cnt : device array of int32, (threads,)
+        Events per thread, counted past ``cap``.
+    cap : int
+        Events per thread the log has room for (0: a count launch).
+    t : int
+        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
+        recorded in detail: nothing is logged.
+    ep : int
+        The ``cuda.syncthreads()`` the thread has passed (its epoch).
+    acc : float
+        The kernel's accumulator (Pvalue) now, logged beside the value.
+    """
     if i >= 0 and i < S.shape[0]:
         v = S[i]
         tag = sh[off + i]
@@ -206,7 +467,39 @@ def s_load(S, i, row, col, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc):
 
 @device
 def s_load2(S, r, c, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc):
-    """``S[r, c]`` of a 2-D shared array, logged with the tag of its slot."""
+    """``S[r, c]`` of a 2-D shared array, logged with the tag of its slot.
+
+    Parameters
+    ----------
+    S : shared array, 2-D
+        A shared array (Mds, Nds).
+    r, c : int
+        The row and column the code named (may be out of bounds).
+    sh : shared array of int32, 1-D
+        The shadow of the shared array: the tag of each slot.
+    off : int
+        Where the array starts in its shadow (a section's offset into the dynamic array; else
+        0).
+    aid : int
+        The array's id (its index in the instrumenter's table).
+    ln : int
+        The line of the kernel's source the access is on.
+    ev : device array of int32, flat (threads, cap, NF)
+        The event log: one row of :data:`FIELDS` per event.
+    vals : device array of float64, flat (threads, cap, 2)
+        Per event, the value loaded or stored and the accumulator.
+    cnt : device array of int32, (threads,)
+        Events per thread, counted past ``cap``.
+    cap : int
+        Events per thread the log has room for (0: a count launch).
+    t : int
+        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
+        recorded in detail: nothing is logged.
+    ep : int
+        The ``cuda.syncthreads()`` the thread has passed (its epoch).
+    acc : float
+        The kernel's accumulator (Pvalue) now, logged beside the value.
+    """
     i = r * S.shape[1] + c
     if r >= 0 and r < S.shape[0] and c >= 0 and c < S.shape[1]:
         v = S[r, c]
@@ -224,7 +517,53 @@ def s_load2(S, r, c, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc):
 def s_store(
     S, i, v, row, col, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cnt, cap, t, ep, acc
 ):
-    """``S[i] = v`` on a 1-D shared array and its slot's tag; not done when ``ok`` is false."""
+    """``S[i] = v`` on a 1-D shared array and its slot's tag; not done when ``ok`` is false.
+
+    Parameters
+    ----------
+    S : shared array, 1-D
+        A shared array (Mds, Nds) or a section of the dynamic one.
+    i : int
+        The flat index the code named (may be out of bounds).
+    v : scalar
+        The value stored.
+    row, col : int
+        The code's (row, col) of a 1-D index ``row*W + col``; :data:`NO_INDEX` when not known.
+    sh : shared array of int32, 1-D
+        The shadow of the shared array: the tag of each slot.
+    off : int
+        Where the array starts in its shadow (a section's offset into the dynamic array; else
+        0).
+    ok : bool
+        The guard: false when the global element it copies is out of bounds (the store is
+        skipped).
+    tag : int
+        The tag the slot gets: ``src_idx * TAG_ARRAYS + src_arr`` of the element copied, or
+        :data:`TAG_ZERO` / :data:`TAG_COMPUTED`.
+    sa, si : int
+        The source global element's array id and flat index (-1: none).
+    sr, sc : int
+        The source element's (row, col); :data:`NO_INDEX` when not known.
+    aid : int
+        The array's id (its index in the instrumenter's table).
+    ln : int
+        The line of the kernel's source the access is on.
+    ev : device array of int32, flat (threads, cap, NF)
+        The event log: one row of :data:`FIELDS` per event.
+    vals : device array of float64, flat (threads, cap, 2)
+        Per event, the value loaded or stored and the accumulator.
+    cnt : device array of int32, (threads,)
+        Events per thread, counted past ``cap``.
+    cap : int
+        Events per thread the log has room for (0: a count launch).
+    t : int
+        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
+        recorded in detail: nothing is logged.
+    ep : int
+        The ``cuda.syncthreads()`` the thread has passed (its epoch).
+    acc : float
+        The kernel's accumulator (Pvalue) now, logged beside the value.
+    """
     flag = 1  # out of bounds: not performed
     if i >= 0 and i < S.shape[0]:
         flag = 2  # in bounds, but its guard says no
@@ -237,7 +576,51 @@ def s_store(
 
 @device
 def s_store2(S, r, c, v, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cnt, cap, t, ep, acc):
-    """``S[r, c] = v`` on a 2-D shared array and its slot's tag (see :func:`s_store`)."""
+    """``S[r, c] = v`` on a 2-D shared array and its slot's tag (see :func:`s_store`).
+
+    Parameters
+    ----------
+    S : shared array, 2-D
+        A shared array (Mds, Nds).
+    r, c : int
+        The row and column the code named (may be out of bounds).
+    v : scalar
+        The value stored.
+    sh : shared array of int32, 1-D
+        The shadow of the shared array: the tag of each slot.
+    off : int
+        Where the array starts in its shadow (a section's offset into the dynamic array; else
+        0).
+    ok : bool
+        The guard: false when the global element it copies is out of bounds (the store is
+        skipped).
+    tag : int
+        The tag the slot gets: ``src_idx * TAG_ARRAYS + src_arr`` of the element copied, or
+        :data:`TAG_ZERO` / :data:`TAG_COMPUTED`.
+    sa, si : int
+        The source global element's array id and flat index (-1: none).
+    sr, sc : int
+        The source element's (row, col); :data:`NO_INDEX` when not known.
+    aid : int
+        The array's id (its index in the instrumenter's table).
+    ln : int
+        The line of the kernel's source the access is on.
+    ev : device array of int32, flat (threads, cap, NF)
+        The event log: one row of :data:`FIELDS` per event.
+    vals : device array of float64, flat (threads, cap, 2)
+        Per event, the value loaded or stored and the accumulator.
+    cnt : device array of int32, (threads,)
+        Events per thread, counted past ``cap``.
+    cap : int
+        Events per thread the log has room for (0: a count launch).
+    t : int
+        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
+        recorded in detail: nothing is logged.
+    ep : int
+        The ``cuda.syncthreads()`` the thread has passed (its epoch).
+    acc : float
+        The kernel's accumulator (Pvalue) now, logged beside the value.
+    """
     i = r * S.shape[1] + c
     flag = 1  # out of bounds: not performed
     if r >= 0 and r < S.shape[0] and c >= 0 and c < S.shape[1]:
@@ -255,6 +638,34 @@ def arrive(ticks, slot, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
 
     Its ``%clock64`` goes to ``clk[t * nbar + 2 * ep]`` (int64, beside the
     log: the log itself holds no timing but the ticket).
+
+    Parameters
+    ----------
+    ticks : device array of int32, (nd,)
+        Per detail block (slot), the block's logical clock: one ticket per arrival and release.
+    slot : int
+        The block's row in the log (its detail slot).
+    ln : int
+        The line of the kernel's source the access is on.
+    clk : device array of int64, flat (threads, nbar)
+        ``%clock64`` at each barrier arrival and release of the logged threads.
+    nbar : int
+        Clock entries per thread (arrivals and releases bounded).
+    ev : device array of int32, flat (threads, cap, NF)
+        The event log: one row of :data:`FIELDS` per event.
+    vals : device array of float64, flat (threads, cap, 2)
+        Per event, the value loaded or stored and the accumulator.
+    cnt : device array of int32, (threads,)
+        Events per thread, counted past ``cap``.
+    cap : int
+        Events per thread the log has room for (0: a count launch).
+    t : int
+        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
+        recorded in detail: nothing is logged.
+    ep : int
+        The ``cuda.syncthreads()`` the thread has passed (its epoch).
+    acc : float
+        The kernel's accumulator (Pvalue) now, logged beside the value.
     """
     if t >= 0:
         if 2 * ep < nbar:
@@ -265,7 +676,36 @@ def arrive(ticks, slot, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
 
 @device
 def release(ticks, slot, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
-    """A thread leaves a ``cuda.syncthreads()`` (``ep`` counts it); its clock at ``2*ep - 1``."""
+    """A thread leaves a ``cuda.syncthreads()`` (``ep`` counts it); its clock at ``2*ep - 1``.
+
+    Parameters
+    ----------
+    ticks : device array of int32, (nd,)
+        Per detail block (slot), the block's logical clock: one ticket per arrival and release.
+    slot : int
+        The block's row in the log (its detail slot).
+    ln : int
+        The line of the kernel's source the access is on.
+    clk : device array of int64, flat (threads, nbar)
+        ``%clock64`` at each barrier arrival and release of the logged threads.
+    nbar : int
+        Clock entries per thread (arrivals and releases bounded).
+    ev : device array of int32, flat (threads, cap, NF)
+        The event log: one row of :data:`FIELDS` per event.
+    vals : device array of float64, flat (threads, cap, 2)
+        Per event, the value loaded or stored and the accumulator.
+    cnt : device array of int32, (threads,)
+        Events per thread, counted past ``cap``.
+    cap : int
+        Events per thread the log has room for (0: a count launch).
+    t : int
+        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
+        recorded in detail: nothing is logged.
+    ep : int
+        The ``cuda.syncthreads()`` the thread has passed (its epoch).
+    acc : float
+        The kernel's accumulator (Pvalue) now, logged beside the value.
+    """
     if t >= 0:
         if 2 * ep - 1 < nbar:
             clk[t * nbar + 2 * ep - 1] = clock64()
@@ -469,7 +909,18 @@ def lend(blk, seq, bid, tid):
 
 @device
 def block_start(blk, bid, tid):
-    """Thread 0 records the block's SM, ``%globaltimer`` (ns) and ``%clock64`` at its start."""
+    """Thread 0 records the block's SM, ``%globaltimer`` (ns) and ``%clock64`` at its start.
+
+    Parameters
+    ----------
+    blk : device array of int64, flat (blocks, 6)
+        Per block, its SM, ``%globaltimer`` start and end (ns), ``%clock64`` start and end and
+        completion order.
+    bid : int
+        The block, ``by * gridDim.x + bx``.
+    tid : int
+        The thread within the block, ``(tz * blockDim.y + ty) * blockDim.x + tx``.
+    """
     if tid == 0:
         blk[bid * 6 + 0] = smid()
         blk[bid * 6 + 1] = globaltimer()
@@ -478,7 +929,37 @@ def block_start(blk, bid, tid):
 
 @device
 def end(blk, seq, bid, tid, ln, ev, vals, cnt, cap, t, ep, acc):
-    """The thread ends (last line or ``return``), logged; thread 0 closes the block's times."""
+    """The thread ends (last line or ``return``), logged; thread 0 closes the block's times.
+
+    Parameters
+    ----------
+    blk : device array of int64, flat (blocks, 6)
+        Per block, its SM, ``%globaltimer`` start and end (ns), ``%clock64`` start and end and
+        completion order.
+    seq : device array of int32, (1,)
+        The completion counter.
+    bid : int
+        The block, ``by * gridDim.x + bx``.
+    tid : int
+        The thread within the block, ``(tz * blockDim.y + ty) * blockDim.x + tx``.
+    ln : int
+        The line of the kernel's source the access is on.
+    ev : device array of int32, flat (threads, cap, NF)
+        The event log: one row of :data:`FIELDS` per event.
+    vals : device array of float64, flat (threads, cap, 2)
+        Per event, the value loaded or stored and the accumulator.
+    cnt : device array of int32, (threads,)
+        Events per thread, counted past ``cap``.
+    cap : int
+        Events per thread the log has room for (0: a count launch).
+    t : int
+        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
+        recorded in detail: nothing is logged.
+    ep : int
+        The ``cuda.syncthreads()`` the thread has passed (its epoch).
+    acc : float
+        The kernel's accumulator (Pvalue) now, logged beside the value.
+    """
     log(ev, vals, cnt, cap, t, 5, 0, -1, -1, -1, -1, -4, -1, -1, -1, -1, ep, -1, ln, 0.0, acc)
     if tid == 0:
         blk[bid * 6 + 4] = clock64()

@@ -42,6 +42,26 @@ def roles(events: np.ndarray, counts: np.ndarray, arrays, global_arrays, copies=
     an element of M / N; where the log has no such store (no block logged),
     the shared array the source copies M / N into (``copies``: shared
     array name -> global array names, :attr:`Instrumented.copies`).
+
+    Parameters
+    ----------
+    events : ndarray of int32, (nd, threads, cap, NF)
+        The log's events (:attr:`RawLog.events`): per detail block, thread
+        and event, the fields :data:`~.instrument_device.FIELDS`.
+    counts : ndarray of int32, (nd, threads)
+        Events per thread; only the first ``counts`` of a thread are read.
+    arrays : sequence of ArrayInfo
+        The arrays the log names, by id (:attr:`Instrumented.arrays`).
+    global_arrays : sequence of str
+        The kernel's global array parameters in order: the first plays M,
+        the second N, the last P (none when fewer than three).
+    copies : mapping of str to sequence of str, optional
+        Per shared array, the global arrays its stores copy from.
+
+    Returns
+    -------
+    dict of str to int
+        Role (``'M'``, ``'N'``, ``'P'``, ``'Mds'``, ``'Nds'``) to array id.
     """
     ids = {a.name: i for i, a in enumerate(arrays)}
     out = {}

@@ -22,7 +22,26 @@ __all__ = ["book_kernel", "launch"]
 
 
 def book_kernel(kernel: str, T: int, drop=(), shared_loads=True) -> I.Instrumented:
-    """The book's plain kernel ``kernel`` for TILE_WIDTH ``T`` through the instrumenter."""
+    """The book's plain kernel ``kernel`` for TILE_WIDTH ``T`` through the instrumenter.
+
+    Parameters
+    ----------
+    kernel : str
+        The book's kernel (:data:`vizmm_kernels.KERNEL_NAMES`: ``'tiled'``
+        is Fig. 5.9, ``'boundary'`` Fig. 5.13 ...).
+    T : int
+        TILE_WIDTH, 1 to 32.
+    drop : tuple of int
+        Barrier lab: the ``__syncthreads()`` removed (1: after the loads, 2:
+        after the k loop); empty keeps both.
+    shared_loads : bool
+        Log the loads of Mds and Nds too (see :func:`.instrument.instrument`).
+
+    Returns
+    -------
+    Instrumented
+        The rewritten kernel, compiled (cached).
+    """
     import vizmm_kernels as K
 
     plain = K.get_kernel(kernel, T, drop_barrier=drop or None)
@@ -38,6 +57,38 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
     instead of the book's ``job.launch.kernel``; it takes ``(M, N, P,
     Width)`` (square) or ``(M, N, P, j, k, l)``, M, N and P given flat
     (row-major) or 2-D as its subscripts say.
+
+    Parameters
+    ----------
+    job : Job
+        What to record (launch shape, detail blocks, barrier lab, mode).
+    M, N : ndarray of float32
+        The inputs, (j, k) and (k, l).
+    show : bool or callable, optional
+        True shows a progress bar, a callable gets ``(done, total)`` blocks.
+    cancel : threading.Event, optional
+        Stops a simulator run before its next block with
+        :class:`~vizmm.record.admission.RecordingCancelled`.
+    kernel : numba CUDA kernel, function or str, optional
+        A user's kernel in place of the book's (see above).
+    max_bytes : int
+        The largest access log allowed (bytes), checked before it is
+        allocated (:func:`.instrument.run`).
+
+    Returns
+    -------
+    Trace
+        The recording, with the access log (``log_events`` ...) beside the
+        book's fields.
+
+    Raises
+    ------
+    InstrumentError
+        For a kernel the instrumenter cannot take, a user's kernel whose
+        parameters are neither ``(M, N, P, Width)`` nor ``(M, N, P, j, k,
+        l)``, or a log over ``max_bytes``.
+    GPUUnavailableError
+        For a known failure of the GPU's compiler or driver (one line).
     """
     import vizmm_kernels as K
     from vizmm_kernels import _target
