@@ -264,3 +264,46 @@ def test_served_checked_trace_click_first_finding(checked, tmp_path):
             pg.screenshot(path=os.path.join(docs, "check-finding-replay.png"), full_page=True)
             assert errors == []
             b.close()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM_OK, reason="/usr/bin/chromium is missing")
+def test_served_url_with_finding_selects_it(checked, tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from served import ARGS, CHROMIUM, read_status, vizmm_serve
+
+    report, path = checked
+    with vizmm_serve(tmp_path, "--traces", path) as (_proc, base):
+        with sync_api.sync_playwright() as p:
+            b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            pg = b.new_page(viewport={"width": 1280, "height": 720})
+            errors: list[str] = []
+            pg.on("pageerror", lambda e: errors.append(str(e)))
+            # finding 2 (the list's numbering): thread (1,1) of block (0,0) reads Nds[0][1]
+            # (N_{1,0}) at phase 0, k = 0 where it needs N_{0,1}: the first finding's step
+            pg.goto(f"{base}/dashboard?trace=file%3Atransposed.vizmm&finding=2")
+            pg.wait_for_selector(
+                "#vizmm-status[data-source='file:transposed.vizmm'][data-ready='true']",
+                timeout=60000,
+            )
+            pg.wait_for_selector("#vizmm-status[data-thread='[1, 1]']", timeout=15000)
+            st = read_status(pg, "#vizmm-status")
+            assert st["block"] == [0, 0] and st["step"] == FIRST["step"]
+            assert st["phase"] == 0 and st["k"] == 0
+            listbox = pg.locator(".vizmm-findings select")
+            listbox.locator("option").first.wait_for(state="attached", timeout=15000)
+            picked: list = []
+            for _ in range(60):  # the row's selection arrives after the options
+                picked = listbox.evaluate("s => Array.from(s.selectedOptions, o => o.text)")
+                if picked:
+                    break
+                pg.wait_for_timeout(250)
+            assert len(picked) == 1
+            assert picked[0].startswith("2. [error] wrong term: block (0,0), thread (1,1)")
+            assert "finding=2" in pg.url and "step=6" in pg.url
+            # a click on the first row puts finding=1 into the URL
+            listbox.select_option(index=0)
+            pg.wait_for_function("() => location.search.includes('finding=1')", timeout=15000)
+            pg.wait_for_selector("#vizmm-status[data-thread='[0, 1]']", timeout=15000)
+            assert errors == []
+            b.close()
