@@ -515,15 +515,15 @@ class _OwnPlaces:
             )
             if not copies.any():
                 continue
-            tile = int(np.bincount(arr[copies]).argmax())
+            tile = int(np.argmax(np.bincount(arr[copies])))
             mine = store & (arr == tile)
             ph = np.cumsum(mine, axis=1) - 1
-            t, n = np.nonzero(mine & (ph < nph))
-            r, c, idx = (ev[t, n, f[x]].astype(np.int64) for x in ("row", "col", "idx"))
+            ts, es = np.nonzero(mine & (ph < nph))  # each store's thread and event
+            r, c, idx = (ev[ts, es, f[x]].astype(np.int64) for x in ("row", "col", "idx"))
             flat = (r == _NO_INDEX) | (c == _NO_INDEX)
             r = np.where(flat, idx // T, r)
             c = np.where(flat, idx % T, c)
-            self.slots[ph[t, n], t // T, t % T, a] = np.stack([r, c], axis=-1)
+            self.slots[ph[ts, es], ts // T, ts % T, a] = np.stack([r, c], axis=-1)
         ps = store & (arr == p_id)
         for t in range(T * T):
             hits = np.flatnonzero(ps[t])
