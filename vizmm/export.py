@@ -661,9 +661,13 @@ def _html_bytes(
     scene = Scene(trace, views=views, theme=theme)
     per_frame = []
     for i in range(n):
-        per_frame.append(
-            frame_columns(with_finding(replay.frame(i), marks), trace, theme=scene.palette)
+        frame = with_finding(replay.frame(i), marks)
+        # the page steps through these columns without Scene.update: draw what they need
+        scene.draw_parts(
+            *(["finding"] if frame.finding is not None else []),
+            *(["transactions"] if frame.transactions is not None else []),
         )
+        per_frame.append(frame_columns(frame, trace, theme=scene.palette))
         progress.step()
     scene.update(with_finding(replay.frame(start), marks))
     pack = html_frame_data(per_frame, names=scene.sources.keys())

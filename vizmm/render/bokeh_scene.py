@@ -1469,7 +1469,18 @@ class Scene:
         self._last_signature: tuple = ()
         #: Leave the Fig. 5.8 table's future cells blank (questions: see frame_columns).
         self.conceal = False
+        # Parts drawn only for some frames (a selected finding, the transactions
+        # view), made when a frame first needs them: what they add to a figure
+        # (``fig, make``), and the figures' renderers in drawing order.
+        self._later: dict[str, list[tuple[Any, Callable[[], None]]]] = {
+            "finding": [],
+            "transactions": [],
+        }
+        self._rank: dict[str, int] = {}
         self.layout = self._build()
+        for fig in self.figures.values():
+            for r in fig.renderers:
+                self._rank.setdefault(r.id, 0)
         for view, fig in self.figures.items():
             fig.name = f"vizmm-{view}"  # so pages and tests can find each figure
 
@@ -1488,6 +1499,10 @@ class Scene:
         frame : Frame
             A frame of a replay of the scene's trace.
         """
+        if frame.finding is not None:
+            self.draw_parts("finding")
+        if frame.transactions is not None:
+            self.draw_parts("transactions")
         signature = (
             tuple(self.sources),
             self.palette,
@@ -1530,6 +1545,57 @@ class Scene:
             title = self._warps_title if frame.transactions is not None else ""
             if self._warps_fig.title.text != title:
                 self._warps_fig.title.text = title
+
+    def _later_part(self, part: str, fig, make: Callable[[], None]) -> None:
+        """Draw ``make()`` on ``fig`` once a frame needs ``part`` (see :meth:`draw_parts`)."""
+        self._later[part].append((fig, make))
+
+    def draw_parts(self, *parts: str) -> None:
+        """Draw the glyphs of ``parts`` that only some frames need, once each.
+
+        A new scene has no glyphs for a selected finding (``'finding'``: the
+        outlines of ``vizmm check``'s marks) nor for the memory-transactions
+        view (``'transactions'``: the banks of Mds and Nds, the warp's
+        threads, the per-warp row's cells): most pages never show either,
+        and together they are about 70 Bokeh models a new session would
+        otherwise build and send. :meth:`update` draws them when a frame
+        first carries a finding or the transactions view; call this for a
+        scene whose frames are shown without :meth:`update` (an HTML export).
+        Each figure keeps its drawing order: the cells, the banks, the
+        finding's outlines, the warp's outline, then anything an add-on drew
+        (the question marks).
+
+        Parameters
+        ----------
+        *parts : {'finding', 'transactions'}
+            The parts to draw; a part already drawn is left as it is.
+
+        Raises
+        ------
+        ValueError
+            For another part's name.
+        """
+        for part in parts:
+            if part not in self._later:
+                raise ValueError(f"no part {part!r} to draw: 'finding' or 'transactions'")
+            self._draw_part(part)
+
+    def _draw_part(self, part: str) -> None:
+        todo = self._later[part]
+        if not todo:
+            return
+        self._later[part] = []
+        rank = {"transactions": 1, "finding": 2}[part]
+        for fig, make in todo:
+            before = {r.id for r in fig.renderers}
+            make()
+            for r in fig.renderers:
+                if r.id not in before:
+                    # the warp's outline over the thread grid's finding marks
+                    self._rank[r.id] = 3 if r.name == "vizmm-warp-threads" else rank
+            ordered = sorted(fig.renderers, key=lambda r: self._rank.get(r.id, 4))
+            if ordered != list(fig.renderers):
+                fig.renderers = ordered
 
     def _columns(self, frame: Frame, signature: tuple) -> dict[str, dict[str, list]]:
         sources, palette, caption_chars, conceal = signature
@@ -1836,7 +1902,13 @@ class Scene:
         return column(*parts, spacing=0)
 
     def _finding_glyph(self, f, view: str) -> None:
-        """Outlines of the selected finding over ``view``'s cells (``{view}_finding``)."""
+        """Outlines of the selected finding over ``view``'s cells (``{view}_finding``).
+
+        Drawn once a frame first carries a finding (:meth:`draw_parts`).
+        """
+        self._later_part("finding", f, partial(self._draw_finding, f, view))
+
+    def _draw_finding(self, f, view: str) -> None:
         r = self._adder(f)(
             "Rect",
             self.sources[f"{view}_finding"],
@@ -1862,13 +1934,17 @@ class Scene:
             size = f"{max(10, min(s.font + 3, int(s.scell * 0.22)))}px"
             _centred_text(add, src, size, text_line_height=1.15)
         _hover(f, r, "slots", name)
-        # Transactions view, at a step of the k loop: the bank of each slot's
-        # word (a band across the slot's foot), the current warp's conflicts.
-        banks = self.sources[f"{name}_bank"]
-        bank = _cells(add, banks, 0.92, 0.22)
-        if s.scell >= 24:
-            _centred_text(add, banks, f"{max(8, min(s.font - 2, int(s.scell * 0.17)))}px")
-        _hover(f, bank, "bank")
+
+        def banks() -> None:
+            # Transactions view, at a step of the k loop: the bank of each slot's
+            # word (a band across the slot's foot), the current warp's conflicts.
+            src = self.sources[f"{name}_bank"]
+            bank = _cells(add, src, 0.92, 0.22)
+            if s.scell >= 24:
+                _centred_text(add, src, f"{max(8, min(s.font - 2, int(s.scell * 0.17)))}px")
+            _hover(f, bank, "bank")
+
+        self._later_part("transactions", f, banks)
         self._finding_glyph(f, name)
         self.figures[name] = f
         return f
@@ -1920,7 +1996,9 @@ class Scene:
         _hover(f, r, "threads")
         self._finding_glyph(f, "threads")
         f.add_tools(TapTool(renderers=[r]))
-        add(
+        # the current warp's threads, outlined (transactions view)
+        warp = partial(
+            add,
             "Rect",
             self.sources["warp_threads"],
             x="x",
@@ -1931,7 +2009,9 @@ class Scene:
             line_color=self.palette.FOCUS,
             line_width=2,
             line_dash="dashed",
+            name="vizmm-warp-threads",
         )
+        self._later_part("transactions", f, warp)
         self.figures["threads"] = f
         return self._warps(f) if self._warp_row else f
 
@@ -1955,12 +2035,17 @@ class Scene:
         )
         src = self.sources["warps"]
         add = self._adder(f)
-        r = _cells(add, src, 0.96, 0.9)
-        _centred_text(add, src, f"{max(8, min(s.font, int(cell * 0.4)))}px")
-        _hover(f, r, "warps")
+
+        def cells() -> None:
+            r = _cells(add, src, 0.96, 0.9)
+            _centred_text(add, src, f"{max(8, min(s.font, int(cell * 0.4)))}px")
+            _hover(f, r, "warps")
+
+        self._later_part("transactions", f, cells)
         # Always there (empty until a frame carries the transactions view): showing
         # and hiding it would lay out the page again, hidden tables included. Its
-        # heading is written only while the row has cells (see update).
+        # heading is written only while the row has cells (see update); its cells
+        # are drawn once a frame first carries the view.
         f.name = "vizmm-warps"
         self._warps_fig = f
         self._warps_title = title
