@@ -1241,6 +1241,8 @@ class Dashboard(pn.viewable.Viewer):
         #: title -> what its factory made (made on first use: its tab shown, or asked for here)
         self.view_objects: dict[str, object] = _MadeOnFirstUse(self._make_view)
         tabs += list(self._tab_slots.items())
+        #: The tabs' titles, in order (``tabs.active`` indexes them).
+        self.tab_titles = [title for title, _ in tabs]
         self.tabs = pn.Tabs(*tabs, dynamic=True) if len(tabs) > 1 else tabs[0][1]
         if self._tab_slots:
             self.tabs.param.watch(self._on_tab, "active")
@@ -1274,7 +1276,7 @@ class Dashboard(pn.viewable.Viewer):
     def _on_tab(self, event) -> None:
         if not isinstance(self.tabs, pn.Tabs):
             return
-        title = self.tabs._names[event.new]
+        title = self.tab_titles[event.new]
         if title in self._tab_slots:
             self.view_objects[title]  # noqa: B018 - made when first shown
 
@@ -1362,9 +1364,8 @@ class Dashboard(pn.viewable.Viewer):
             self._export_name()
             if not tr.is_detailed and isinstance(self.tabs, pn.Tabs) and len(self.tabs) > 1:
                 # a launch recorded in aggregated mode opens on its large view
-                names = list(self.tabs._names)
-                if large_view.LARGE_TAB in names:
-                    self.tabs.active = names.index(large_view.LARGE_TAB)
+                if large_view.LARGE_TAB in self.tab_titles:
+                    self.tabs.active = self.tab_titles.index(large_view.LARGE_TAB)
 
     def _on_message(self, *events) -> None:
         s = self.state

@@ -347,7 +347,7 @@ def test_extra_views_become_tabs():
 
     d = Dashboard(served=False, views=[("Another view", lambda state: pn.pane.Markdown("x"))])
     assert isinstance(d.tabs, pn.Tabs) and len(d.tabs) == 2
-    assert d.tabs._names[-1] == "Another view"
+    assert d.tab_titles[-1] == "Another view"
     d.tabs.active = 1
     d.show_replay()
     assert d.tabs.active == 0

@@ -705,7 +705,7 @@ def test_dashboard_gets_the_large_presets_and_tab(t1000):
     catalogue.CATALOGUE._store("gpu-1000-t16-boundary", t1000)  # as if read from the data
     d = dashboard.create_app()
     tab = d.view_objects[large_view.LARGE_TAB]
-    assert d.tabs._names[1] == large_view.LARGE_TAB
+    assert d.tab_titles[1] == large_view.LARGE_TAB
     assert tab.note.visible and not tab.view_layout.visible  # Fig. 5.8: every block in detail
     # nothing to play on a trace of no large launch
     assert tab.view.play_button.disabled and tab.view.time_slider.disabled
