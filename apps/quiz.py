@@ -146,14 +146,21 @@ class QuestionMode:
             styles={"border-left": f"4px solid {PICK}", "background": "#fbf8ff"},
         )
         self.starters = pn.Row(self.ask_button, self.quiz_button, self.busy)
+        # The question box joins the page when it is first shown: most pages
+        # never ask, and a new session then builds and sends none of its models.
         self.panel = pn.Column(
             pn.Row(
                 pn.pane.Markdown("**Predict, then reveal**", margin=(12, 10, 0, 10)),
                 self.starters,
             ),
-            self.box,
             sizing_mode="stretch_width",
         )
+        self.box.param.watch(self._place_box, "visible")
+
+    def _place_box(self, event) -> None:
+        """Put the question box into the page the first time it is shown."""
+        if event.new and self.box not in self.panel.objects:
+            self.panel.append(self.box)
 
     def _sync_buttons(self) -> None:
         tr = self.state.trace
