@@ -68,6 +68,7 @@ from .text import format_value, render_text
 from .tiles import tile_arrays
 
 if TYPE_CHECKING:
+    from bokeh.models.glyph import Glyph
     from bokeh.models.text import BaseText
 
 __all__ = [
@@ -1296,6 +1297,77 @@ class _Sizes:
         )
 
 
+#: The features of a glyph's visual properties (``line_color``, ``text_font_size`` ...).
+_VISUAL_FEATURES = ("line", "fill", "hatch", "text", "global")
+#: What ``figure``'s glyph methods give a visual trait set nowhere else: the first colour
+#: of Bokeh's default cycle (Category10's blue), opaque, text and hatching in black.
+_FIGURE_TRAITS = {"color": "#1f77b4", "alpha": 1.0}
+_FIGURE_VISUALS = {"text_color": "black", "hatch_color": "black"}
+
+
+def _glyph_visuals(
+    cls: type[Glyph],
+    props: dict[str, Any],
+    *,
+    prefix: str = "",
+    defaults: dict[str, Any] | None = None,
+    override: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Every visual property of glyph class ``cls``, as ``figure``'s glyph methods set it.
+
+    A visual property (``line_color``; ``nonselection_fill_alpha`` with
+    ``prefix``) is popped from ``props``; one not given takes, in turn, a
+    trait alias (``color``, ``alpha``, ``nonselection_alpha``: for every
+    feature, where the glyph has no property of that name, popped at the
+    end), ``override`` by trait, ``defaults`` by name (the main glyph's, for
+    a selection glyph), then :data:`_FIGURE_TRAITS` / :data:`_FIGURE_VISUALS`:
+    the order in which ``figure``'s glyph methods look for a value.
+
+    Parameters
+    ----------
+    cls : type of bokeh.models.glyph.Glyph
+        A glyph class of :mod:`bokeh.models.glyphs`; its properties come from
+        its public ``properties()``.
+    props : dict of str to object
+        The keyword arguments given; the visual ones are removed.
+    prefix : str
+        ``""`` for the glyph, ``"nonselection_"`` or ``"selection_"``.
+    defaults : dict of str to object, optional
+        Values by property name, used when ``props`` gives none.
+    override : dict of str to object, optional
+        Values by trait (``{"alpha": 0.1}``), before ``defaults``.
+
+    Returns
+    -------
+    dict of str to object
+        Property name (no prefix) to value.
+    """
+    names = set(cls.properties())
+    defaults = {**_FIGURE_VISUALS, **(defaults or {})}
+    override = override or {}
+    out: dict[str, Any] = {}
+    aliases = set()
+    for name in names:
+        feature, _, trait = name.partition("_")
+        if feature not in _VISUAL_FEATURES or not trait:
+            continue
+        if prefix + name in props:
+            out[name] = props.pop(prefix + name)
+        elif trait not in names and prefix + trait in props:
+            out[name] = props[prefix + trait]
+        elif trait in override:
+            out[name] = override[trait]
+        elif name in defaults:
+            out[name] = defaults[name]
+        elif trait in _FIGURE_TRAITS:
+            out[name] = _FIGURE_TRAITS[trait]
+        if trait not in names:
+            aliases.add(prefix + trait)
+    for alias in aliases:
+        props.pop(alias, None)
+    return out
+
+
 def add_glyph(fig, kind: str, source=None, *, selectable: bool = False, every=None, **props):
     """Add one glyph renderer to ``fig`` as ``figure`` methods do, less what is never drawn.
 
@@ -1334,18 +1406,17 @@ def add_glyph(fig, kind: str, source=None, *, selectable: bool = False, every=No
     """
     from bokeh.models import AllIndices, CDSView, ColumnDataSource, glyphs
     from bokeh.models.renderers import GlyphRenderer
-    from bokeh.plotting._renderer import pop_visuals
 
     cls = getattr(glyphs, kind)
     name = props.pop("name", None)
-    visuals = pop_visuals(cls, props)
+    visuals = _glyph_visuals(cls, props)
     nonselection = selection = None
     if selectable:  # as figure() makes them
-        nonselection = pop_visuals(
-            cls, props, prefix="nonselection_", defaults=visuals, override_defaults={"alpha": 0.1}
+        nonselection = _glyph_visuals(
+            cls, props, prefix="nonselection_", defaults=visuals, override={"alpha": 0.1}
         )
         if any(k.startswith("selection_") for k in props):
-            selection = pop_visuals(cls, props, prefix="selection_", defaults=visuals)
+            selection = _glyph_visuals(cls, props, prefix="selection_", defaults=visuals)
     for k in [k for k in props if k.startswith(("nonselection_", "selection_", "muted_"))]:
         del props[k]
     if every is None:
