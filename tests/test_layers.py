@@ -320,6 +320,69 @@ def test_pages_use_no_private_names_of_other_modules():
     assert bad == []
 
 
+_OURS = ("vizmm", "vizmm_apps", "apps", "vizmm_kernels")
+
+
+def _private_library_imports(source: str, filename: str = "module.py") -> list[str]:
+    """Private names of a library (Bokeh, Panel, Tornado, any package not ours) imported.
+
+    A name ``_x`` imported from a library module, or a library module whose
+    path has a ``_x`` part (``bokeh.plotting._renderer``), in any ``import``
+    of the file (inside functions too). Our own packages are the other rule's
+    (``vizmm_kernels._target`` is how the kernels choose their compiler);
+    attributes are not imports (a page reading a widget's ``_names`` is not
+    this rule's).
+    """
+    bad = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and not node.level:
+            mod = node.module or ""
+            if mod.split(".")[0] in _OURS:
+                continue
+            for a in node.names:
+                if any(_is_private(p) for p in mod.split(".")) or _is_private(a.name):
+                    bad.append(f"{filename}:{node.lineno} imports {a.name} from {mod}")
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                parts = a.name.split(".")
+                if parts[0] not in _OURS and any(_is_private(p) for p in parts):
+                    bad.append(f"{filename}:{node.lineno} imports {a.name}")
+    return bad
+
+
+def test_the_library_rule_finds_bokehs_private_renderer_helper():
+    # The oracle of the rule itself: the import of Bokeh's private pop_visuals that
+    # add_glyph had (issue 28), a private name of Panel and Tornado, a private module
+    # imported whole; dunders, our own private modules and attribute reads are not.
+    source = (
+        "import bokeh.models\n"
+        "import bokeh.core._templates as t\n"
+        "from bokeh import __version__\n"
+        "from vizmm_kernels import _target\n"
+        "from vizmm_kernels._hw import clock64\n"
+        "def add_glyph(fig, tabs):\n"
+        "    from bokeh.plotting._renderer import pop_visuals\n"
+        "    from panel.layout.base import _row\n"
+        "    from tornado.ioloop import _Selectable\n"
+        "    return tabs._names, pop_visuals\n"
+    )
+    assert _private_library_imports(source) == [
+        "module.py:2 imports bokeh.core._templates",
+        "module.py:7 imports pop_visuals from bokeh.plotting._renderer",
+        "module.py:8 imports _row from panel.layout.base",
+        "module.py:9 imports _Selectable from tornado.ioloop",
+    ]
+
+
+def test_no_private_names_of_libraries_are_imported():
+    bad = []
+    for folder in ("vizmm", "apps"):
+        for path in _files(folder):
+            text = path.read_text(encoding="utf-8")
+            bad += _private_library_imports(text, str(path.relative_to(REPO)))
+    assert bad == []
+
+
 def test_no_cache_is_keyed_on_a_trace():
     # A functools cache keyed on a trace keeps the trace alive past the server's
     # catalogue; what is worked out from a trace is kept on it (vizmm.trace.derived).
