@@ -1368,7 +1368,9 @@ def _glyph_visuals(
     return out
 
 
-def add_glyph(fig, kind: str, source=None, *, selectable: bool = False, every=None, **props):
+def add_glyph(
+    fig, kind: str, source=None, *, selectable: bool = False, every=None, shared=None, **props
+):
     """Add one glyph renderer to ``fig`` as ``figure`` methods do, less what is never drawn.
 
     ``fig.rect(...)`` and its kin also make a muted and a non-selection copy
@@ -1394,6 +1396,11 @@ def add_glyph(fig, kind: str, source=None, *, selectable: bool = False, every=No
     every : AllIndices, optional
         The filter of the renderer's view; by default the one the plot's
         renderers already share (a new one for its first renderer).
+    shared : dict, optional
+        Glyphs to share: a renderer whose glyph has the kind and properties
+        of one kept here draws with that one (a glyph holds no data: each
+        renderer draws it from its own source), and a new glyph is kept.
+        A scene passes one per scene, so that one page sends each look once.
     **props
         The glyph's properties as ``figure`` methods take them (column names
         or values; ``line_*``, ``fill_*``, ``text_*``, ``hatch_*``, ``color``,
@@ -1424,9 +1431,15 @@ def add_glyph(fig, kind: str, source=None, *, selectable: bool = False, every=No
             next((r.view.filter for r in fig.renderers if isinstance(r, GlyphRenderer)), None)
             or AllIndices()
         )
+    glyph = None
+    if shared is not None:
+        key = (kind, *sorted((k, repr(v)) for k, v in {**props, **visuals}.items()))
+        glyph = shared.get(key)
+        if glyph is None:
+            glyph = shared[key] = cls(**props, **visuals)
     r = GlyphRenderer(
         data_source=ColumnDataSource() if source is None else source,
-        glyph=cls(**props, **visuals),
+        glyph=cls(**props, **visuals) if glyph is None else glyph,
         nonselection_glyph=cls(**props, **nonselection) if nonselection is not None else "auto",
         selection_glyph=cls(**props, **selection) if selection is not None else "auto",
         muted_glyph="auto",
@@ -1525,6 +1538,7 @@ class Scene:
             "major_label_policy": AllLabels(),
         }
         self._shared_models: dict[tuple, object] = {}
+        self._glyphs: dict[tuple, object] = {}  # glyphs of equal looks, drawn from many sources
         self.figures: dict[str, Any] = {}
         # The per-warp row of the transactions view sits under the thread grid
         # of the full page; presenter and fitted scenes keep their sizes.
@@ -1756,7 +1770,7 @@ class Scene:
 
         ``selectable`` for the grids a tap selects in (threads, blocks).
         """
-        return partial(add_glyph, f, every=self._every, selectable=selectable)
+        return partial(add_glyph, f, every=self._every, selectable=selectable, shared=self._glyphs)
 
     def _text_fig(self, width_chars, lines, name, pad=0.5):
         """A figure of ``lines`` monospace lines of ``width_chars`` characters (no axes)."""
