@@ -35,6 +35,7 @@ targets compared are those that can compile here (numba-cuda needs NumPy
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import statistics
@@ -170,7 +171,7 @@ def check_identical():
 
 
 def check_identical_instrumented():
-    """The instrumenter's access logs, GPU against simulator, for kernels of four styles."""
+    """The instrumenter's access logs, each GPU target against the simulator, for seven styles."""
     from vizmm.record import instrument_device as D
 
     here = os.path.dirname(os.path.abspath(__file__))
@@ -184,9 +185,16 @@ def check_identical_instrumented():
         dict(width=5, tile_width=2, kernel=f"{styles}:tiled_2d"),
         dict(width=6, tile_width=2, kernel=f"{styles}:column_major_n"),
     ]
+    software = targets.Software.here()
+    backends = ["gpu"]  # numba-cuda-mlir where installed; and numba-cuda where it can compile
+    if (
+        resolve_backend("gpu").target != targets.LEGACY
+        and targets.software_problem(targets.LEGACY, software) is None
+    ):
+        backends.append("gpu-legacy")
     out = []
-    for case in cases:
-        g = vizmm.record(backend="gpu", quiet=True, **case)
+    for backend, case in itertools.product(backends, cases):
+        g = vizmm.record(backend=backend, quiet=True, **case)
         s = vizmm.record(backend="simulator", quiet=True, **case)
         ge, se = g.log_events.copy(), s.log_events.copy()
         ge[..., D.TICK] = se[..., D.TICK] = 0  # the order threads reached a barrier: timing
@@ -199,20 +207,26 @@ def check_identical_instrumented():
             fields[name] = getattr(g, name).tobytes() == getattr(s, name).tobytes()
         ok = all(fields.values())
         out.append(
-            {"case": {k: str(v) for k, v in case.items()}, "identical": ok, "fields": fields}
+            {
+                "backend": backend,
+                "case": {k: str(v) for k, v in case.items()},
+                "identical": ok,
+                "fields": fields,
+            }
         )
-        log(f"instrumented identical {case}: {ok} {'' if ok else fields}")
+        log(f"instrumented identical {backend} {case}: {ok} {'' if ok else fields}")
     # Aggregated on the GPU (the lean variant over the grid, the window again in full):
     # the window's log as the simulator's, every block's zero-fills and reads as a
     # recording with every block in detail, barrier clocks where the tickets are.
-    for case in (
+    windowed = (
         dict(width=7, tile_width=2, kernel="boundary", window=[(0, 0), (3, 3), (1, 2)]),
         dict(j=37, k=29, l=45, tile_width=8, kernel="general", window=[(4, 5)]),
-    ):
-        agg = vizmm.record(backend="gpu", quiet=True, **case)
+    )
+    for backend, case in itertools.product(backends, windowed):
+        agg = vizmm.record(backend=backend, quiet=True, **case)
         sim = vizmm.record(backend="simulator", quiet=True, **case)
         every = vizmm.record(
-            backend="gpu", quiet=True, **{k: v for k, v in case.items() if k != "window"}
+            backend=backend, quiet=True, **{k: v for k, v in case.items() if k != "window"}
         )
         ge, se = agg.log_events.copy(), sim.log_events.copy()
         ge[..., D.TICK] = se[..., D.TICK] = 0
@@ -227,9 +241,14 @@ def check_identical_instrumented():
         }
         ok = all(fields.values())
         out.append(
-            {"case": {k: str(v) for k, v in case.items()}, "identical": ok, "fields": fields}
+            {
+                "backend": backend,
+                "case": {k: str(v) for k, v in case.items()},
+                "identical": ok,
+                "fields": fields,
+            }
         )
-        log(f"instrumented aggregated {case}: {ok} {'' if ok else fields}")
+        log(f"instrumented aggregated {backend} {case}: {ok} {'' if ok else fields}")
     RESULTS["identical_instrumented"] = out
 
 
@@ -247,10 +266,11 @@ def _device_records(cuda, rec):
 def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain):
     """Times (ms) of the plain Fig. 5.9 kernel through the instrumenter, as vizmm.record runs it.
 
-    Aggregated (one detail block): the lean variant over the whole grid, then the
-    full variant over the detail block alone (``lean_ms``, ``detail_ms``, their sum
-    ``aggregated_ms``). Full: the full variant over every block (shared loads not
-    logged, as a recording without the barrier lab's reads), where the log fits.
+    Aggregated (one detail block): the lean variant over the whole grid and,
+    beside it on a second stream, the full variant over the detail block alone
+    (``lean_ms``, ``detail_ms`` each alone, ``aggregated_ms`` both). Full: the
+    full variant over every block (shared loads not logged, as a recording
+    without the barrier lab's reads), where the log fits.
     """
     import vizmm_kernels as K
     from vizmm.record import instrument as I
@@ -288,9 +308,11 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain):
         cuda, lambda: full_k[(1, 1), block](M, N, P, W, *detail), reps
     )
 
-    def both():
-        lean_k[grid, block](M, N, P, W, *lean)
-        full_k[(1, 1), block](M, N, P, W, *detail)
+    s_lean, s_detail = cuda.stream(), cuda.stream()
+
+    def both():  # as vizmm.record runs them: side by side, on two streams
+        full_k[(1, 1), block, s_detail](M, N, P, W, *detail)
+        lean_k[grid, block, s_lean](M, N, P, W, *lean)
 
     if lean_k is not None:
         out["aggregated_ms"], _ = _event_time(cuda, both, reps)

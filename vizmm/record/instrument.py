@@ -1478,16 +1478,32 @@ def run(
     two_launches = aggregated and not simulated
     cuda = _target.cuda
 
-    def device_launch(kern, launch_grid, ordered, rec):
-        d_args = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in ordered]
-        d_rec = {k: cuda.to_device(v) if isinstance(v, np.ndarray) else v for k, v in rec.items()}
-        kern[tuple(launch_grid), block, 0, inst.dynamic_shared](*d_args, *d_rec.values())
-        cuda.synchronize()
+    def device_launch(kern, launch_grid, ordered, rec, stream=0):
+        """Copy the arguments in, launch ``kern`` on ``stream``; what :func:`fetch` takes."""
+        d_args = [
+            cuda.to_device(a, stream=stream) if isinstance(a, np.ndarray) else a for a in ordered
+        ]
+        d_rec = {
+            k: cuda.to_device(v, stream=stream) if isinstance(v, np.ndarray) else v
+            for k, v in rec.items()
+        }
+        kern[tuple(launch_grid), block, stream, inst.dynamic_shared](*d_args, *d_rec.values())
+        return d_args, d_rec
+
+    def fetch(d_args, d_rec):
+        """After the device is done: the arguments (outputs) and the records, on the host."""
         outs = [d.copy_to_host() if hasattr(d, "copy_to_host") else d for d in d_args]
         rec = {k: v.copy_to_host() if hasattr(v, "copy_to_host") else v for k, v in d_rec.items()}
         return outs, rec
 
-    def launch(cap, nbar, outs=None):
+    def lean_launch(stream=0):
+        """The lean variant over the whole grid (two_launches): its arguments and records."""
+        louts = {g: a.copy() for g, a in arrays.items()}
+        ordered = [louts[p] if p in louts else scalars[p] for p in inst.params]
+        lrec = _lean_records(inst, grid, arrays, phases)
+        return device_launch(inst.lean, grid, ordered, lrec, stream)
+
+    def launch(cap, nbar, outs=None, with_lean=False):
         rec = _records(
             inst, grid, block[:2], blocks, cap, arrays, aggregated, nbar, phases, two_launches
         )
@@ -1508,10 +1524,30 @@ def run(
             )
         else:
             launch_grid = (max(nd, 1), 1) if two_launches else grid
-            if two_launches and nd == 0:
-                return rec, outs
-            got, rec = device_launch(inst.kernel, launch_grid, ordered, rec)
-            outs = {p: d for p, d in zip(inst.params, got, strict=True) if p in outs}
+            lean = None
+            if with_lean and nd == 0:
+                lean = fetch(*lean_launch())
+                cuda.synchronize()
+            elif with_lean:
+                # The detail blocks' launch and the lean one over the grid run side by side
+                # on two streams, each on its own copies of the arrays (a kernel that reads
+                # P, say P += ..., sees the same P in both); the outputs are the lean
+                # launch's, which ran every block once.
+                s_lean, s_detail = cuda.stream(), cuda.stream()
+                lean_dev = lean_launch(s_lean)
+                detail_dev = device_launch(inst.kernel, launch_grid, ordered, rec, s_detail)
+                cuda.synchronize()
+                lean = fetch(*lean_dev)
+                _, rec = fetch(*detail_dev)
+            elif not (two_launches and nd == 0):
+                detail_dev = device_launch(inst.kernel, launch_grid, ordered, rec)
+                cuda.synchronize()
+                got, rec = fetch(*detail_dev)
+                outs = {p: d for p, d in zip(inst.params, got, strict=True) if p in outs}
+            if lean is not None:
+                got, lean_rec = lean
+                outs = {p: d for p, d in zip(inst.params, got, strict=True) if p in outs}
+                rec = {**rec, **{f"_lean{k}": v for k, v in lean_rec.items()}}
             update(1, 1)
         return rec, outs
 
@@ -1528,15 +1564,9 @@ def run(
             f"logged threads), over the limit of {max_bytes}; log fewer blocks (a window) or "
             "a smaller launch"
         )
-    lean = None
-    outs = None
-    if two_launches:  # every block counts, lean; then the detail blocks in full
-        lrec = _lean_records(inst, grid, arrays, phases)
-        outs = {g: a.copy() for g, a in arrays.items()}
-        ordered = [outs[p] if p in outs else scalars[p] for p in inst.params]
-        got, lean = device_launch(inst.lean, grid, ordered, lrec)
-        outs = {p: d for p, d in zip(inst.params, got, strict=True) if p in outs}
-    rec, outs = launch(cap, nbar, outs)
+    # two_launches: every block counts, lean, beside the detail blocks in full
+    rec, outs = launch(cap, nbar, with_lean=two_launches)
+    lean = {k[5:]: v for k, v in rec.items() if k.startswith("_lean_")} if two_launches else None
     counts = rec["_cnt"][: nd * nthreads].reshape(nd, nthreads)
     if (counts > cap).any():
         raise InstrumentError(
