@@ -155,11 +155,10 @@ class QuestionMode:
             ),
             sizing_mode="stretch_width",
         )
-        self.box.param.watch(self._place_box, "visible")
 
-    def _place_box(self, event) -> None:
-        """Put the question box into the page the first time it is shown."""
-        if event.new and self.box not in self.panel.objects:
+    def _place_box(self) -> None:
+        """Put the question box into the page the first time it is shown, as it is then."""
+        if self.box.visible and self.box not in self.panel.objects:
             self.panel.append(self.box)
 
     def _sync_buttons(self) -> None:
@@ -478,6 +477,13 @@ class QuestionMode:
         return out
 
     def _show(self) -> None:
+        try:
+            self._show_now()
+        finally:
+            # the box goes to the page once its words are written, not empty before them
+            self._place_box()
+
+    def _show_now(self) -> None:
         q = self.question
         # presenter mode keeps the page to the projector: the panel only while asking
         self.panel.visible = not self.state.presenter or q is not None
