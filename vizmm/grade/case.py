@@ -86,7 +86,7 @@ def _from_check(f) -> dict:
 
 def _load(spec: dict):
     """The submission's kernel, its TILE_WIDTH constant set to the case's."""
-    from vizmm.record.instrument import InstrumentError, _py_function, load_kernel
+    from vizmm.record.instrument import InstrumentError, load_kernel, python_function
 
     path, name = spec["submission"], spec["kernel"]
     try:
@@ -95,7 +95,7 @@ def _load(spec: dict):
         if "MemoryError" in str(exc):
             raise MemoryError from None
         raise SubmissionError(str(exc).replace(path, os.path.basename(path))) from None
-    fn = _py_function(kern)
+    fn = python_function(kern)
     if fn is None:
         raise SubmissionError(f"{name} is not a function (a @cuda.jit kernel is asked for)")
     params = list(inspect.signature(fn).parameters)

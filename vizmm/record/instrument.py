@@ -51,7 +51,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable, Mapping
-from types import CodeType
+from types import CodeType, FunctionType
 from typing import Any, Protocol, TypeGuard, cast
 
 import numpy as np
@@ -65,6 +65,7 @@ __all__ = [
     "instrument",
     "kernel_source",
     "load_kernel",
+    "python_function",
 ]
 
 _HELPERS = (
@@ -283,21 +284,40 @@ def load_kernel(spec: str):
             f"running {path} failed: {type(exc).__name__}: {exc}".splitlines()[0]
         ) from None
     if name not in namespace:
-        found = [k for k, v in namespace.items() if _py_function(v) is not None and k[0] != "_"]
+        found = [k for k, v in namespace.items() if python_function(v) is not None and k[0] != "_"]
         raise InstrumentError(
             f"{path} has no kernel named {name!r}"
             + (f"; functions there: {', '.join(sorted(found))}" if found else "")
         )
     kern = namespace[name]
-    fn = _py_function(kern)
+    fn = python_function(kern)
     if fn is not None and getattr(fn, "__module__", None) == "vizmm_user_kernel":
         # runpy's namespace is a copy: the function's globals were cleared when it returned
         fn.__globals__.update(namespace)
     return kern
 
 
-def _py_function(obj):
-    """The Python function behind a kernel object (numba dispatcher, simulator kernel) or None."""
+def python_function(obj) -> FunctionType | None:
+    """The Python function behind a kernel object, or None.
+
+    What :func:`load_kernel` returns is a ``@cuda.jit`` kernel: a numba
+    dispatcher on a GPU (its ``py_func``), a simulator kernel in Numba's
+    CUDA simulator (its ``fn``); a plain function is its own. Grading
+    (``vizmm.grade``) reads a submission's signature and sets its
+    TILE_WIDTH constant through this function's ``__globals__``.
+
+    Parameters
+    ----------
+    obj : object
+        A kernel (numba dispatcher or simulator kernel), a plain function,
+        or anything else.
+
+    Returns
+    -------
+    function or None
+        The Python function the kernel was compiled from; None when ``obj``
+        is neither a kernel nor a function.
+    """
     for attr in ("py_func", "fn"):
         fn = getattr(obj, attr, None)
         if inspect.isfunction(fn):
@@ -309,7 +329,7 @@ def _is_cuda_kernel(obj) -> bool:
     if inspect.isfunction(obj):
         return False
     mod = type(obj).__module__ or ""
-    return ("numba" in mod or "cuda" in mod) and _py_function(obj) is not None
+    return ("numba" in mod or "cuda" in mod) and python_function(obj) is not None
 
 
 def kernel_source(kernel) -> tuple[ast.FunctionDef, str, dict, int]:
@@ -337,7 +357,7 @@ def kernel_source(kernel) -> tuple[ast.FunctionDef, str, dict, int]:
             text = textwrap.dedent(kernel)
             return _parse(text, "<kernel source>"), text, {}, 1
         kernel = load_kernel(kernel)
-    fn = _py_function(kernel)
+    fn = python_function(kernel)
     if fn is None:
         raise InstrumentError(
             f"not a CUDA kernel: {type(kernel).__name__} {kernel!r:.60}; give a @cuda.jit "
