@@ -8,6 +8,8 @@ TILE_WIDTH 2, and the P values from NumPy's ``M @ N``; nothing is copied from
 the table's own output.
 """
 
+import dataclasses
+
 import check_kernels as ck
 import numpy as np
 
@@ -101,3 +103,52 @@ def test_book_mapping_of_a_user_kernel_is_the_book_table():
     for ty, tx in THREADS:
         for c in table.header[1:]:
             assert table.cell((ty, tx), c).text == book.cell((ty, tx), c).text, c
+
+
+def test_coarsened_terms_are_judged_against_the_element_each_accumulator_stored():
+    # tests/check_kernels.py's coarsened: block (0, 0) (even bx) has Row = ty, Col = tx;
+    # p0 += Mds[ty][k]*Nds0[k][tx] is stored into P[Row][Col], p1 += Mds[ty][k]*Nds1[k][tx]
+    # into P[Row][Col + 2], Nds1 holding N[ph*2 + ty][Col + 2]. So in phase ph the thread
+    # adds M_{ty,2ph+k}*N_{2ph+k,tx} to P_{ty,tx} and M_{ty,2ph+k}*N_{2ph+k,tx+2} to
+    # P_{ty,tx+2}: every term is the book's term of its own element; check finds nothing.
+    report = vizmm.check(ck.coarsened, width=4, tile_width=T, backend="simulator")
+    assert report.findings == []
+    table = build_table(report.trace, (0, 0))
+    P = report.trace.M.astype(np.float64) @ report.trace.N.astype(np.float64)
+    for ty, tx in THREADS:
+        for ph in range(2):
+            pv = table.cell((ty, tx), f"Phase {ph}: Pvalue")
+            sums = [
+                f"P_{{{ty},{c}}} += "
+                + " + ".join(f"M_{{{ty},{2 * ph + k}}}*N_{{{2 * ph + k},{c}}}" for k in range(T))
+                for c in (tx, tx + 2)
+            ]
+            assert pv.text == "; ".join(sums)
+            assert pv.kind == "pvalue" and not any(t.wrong for t in pv.terms)
+            assert len(pv.terms) == 2 * T
+        store = table.cell((ty, tx), "P → store")
+        assert store.text == (
+            f"Pvalue_{{{ty},{tx}}} → P_{{{ty},{tx}}} = {_v(P[ty, tx])}; "
+            f"→ P_{{{ty},{tx + 2}}} = {_v(P[ty, tx + 2])}"
+        )
+        assert store.kind == "written"
+
+
+def test_user_kernel_is_named_in_the_trace_and_absent_for_a_book_kernel(tmp_path):
+    from vizmm.record.instrument import python_function
+
+    report = vizmm.check(ck.grid_1d, width=4, tile_width=T, backend="simulator")
+    assert report.trace.meta["user_kernel"] == "grid_1d" == report.trace.user_kernel
+    path = tmp_path / "own.vizmm"
+    report.trace.save(str(path))
+    assert vizmm.load(str(path)).user_kernel == "grid_1d"
+    book = vizmm.record(width=4, tile_width=T, kernel="tiled", backend="simulator", quiet=True)
+    assert "user_kernel" not in book.meta and book.user_kernel is None
+    assert not own_kernel(book)
+    # an old file of a user kernel (no key): read as a book kernel's
+    meta = {key: v for key, v in report.trace.meta.items() if key != "user_kernel"}
+    assert not own_kernel(dataclasses.replace(report.trace, meta=meta))
+    # the function behind a kernel object (what grading reads a submission's signature from)
+    fn = python_function(ck.grid_1d)
+    assert fn is not None and fn.__name__ == "grid_1d"
+    assert python_function(fn) is fn and python_function(42) is None

@@ -192,6 +192,8 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
         },
         "instrument_s": round(inst.seconds, 3),
     }
+    if kernel is not None:  # a kernel of the user's own: its name (absent: a book kernel)
+        meta["user_kernel"] = inst.name
     if job.drop_barrier or job.reads:
         meta["drop_barrier"] = list(job.drop_barrier)
         meta["reads_recorded"] = bool(job.reads)

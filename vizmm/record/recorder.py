@@ -192,7 +192,8 @@ def record(
         TILE_WIDTH; a kernel with other arguments is run with
         :func:`vizmm.record.instrument.run`, which takes any arguments by
         name. A file runs in a worker process under CPU and memory limits;
-        a function runs here. The trace's ``meta['user_kernel']`` names it.
+        a function runs here. The trace's ``meta['user_kernel']`` names it
+        (:attr:`vizmm.trace.Trace.user_kernel`; a book kernel's trace has no such key).
         'tiled' is Fig. 5.9 (no boundary checks: on a Width that is not a
         multiple of TILE_WIDTH its wrong-element and out-of-allocation
         accesses are recorded), 'boundary' Fig. 5.13, 'general' the

@@ -56,6 +56,7 @@ from ..analysis import hazards as hz
 from ..trace import Access, PWrite, Trace
 from ..trace.derived import per_trace
 from ..trace.units import format_value
+from .own import own_block
 
 __all__ = [
     "CELL_KINDS",
@@ -385,6 +386,14 @@ class _LabTerms:
         self.ncols = (k, l)
         self.tags = trace.shared_reads[slot]  # (nph, ty, tx, k, 2)
         self.values = trace.read_values[slot]
+        # a kernel of the user's own: the terms its threads really accumulated, each
+        # judged against the P element its accumulator was stored into (own_block)
+        self.own = None
+        if own is not None:
+            try:
+                self.own = own_block(trace, own.block).terms
+            except ValueError:  # no M, N and P to read the log as: the recorded reads
+                self.own = None
         if own is None:
             self.book = hz.book_reads(trace)[slot]
             wrong = hz.wrong_read_mask(trace)
@@ -398,7 +407,22 @@ class _LabTerms:
             self.book = book
             self.wrong = (self.tags != hz.TAG_NOT_RECORDED) & (self.tags != book)
 
+    def own_terms(self, ph: int, ty: int, tx: int) -> tuple[tuple[tuple[int, int], Term], ...]:
+        """A user kernel's terms of phase ``ph``: ``((Row, Col) of its P element, Term)``."""
+        assert self.own is not None
+        out = []
+        for t in self.own.get((ty, tx), ()):
+            if t.phase != ph:
+                continue
+            used = [_factor(t.tags[a], m, self.ncols[a], t.slots[a]) for a, m in enumerate("MN")]
+            known = [_factor(t.book[a], m, self.ncols[a], t.slots[a]) for a, m in enumerate("MN")]
+            term = Term(t.k, "*".join(used), "*".join(known), any(t.wrong), t.value)
+            out.append((t.element, term))
+        return tuple(out)
+
     def terms(self, ph: int, ty: int, tx: int) -> tuple[Term, ...]:
+        if self.own is not None:
+            return tuple(term for _el, term in self.own_terms(ph, ty, tx))
         # one thread's reads as Python numbers, converted once (not element by element)
         tags = self.tags[ph, ty, tx].tolist()  # (k, 2)
         book = self.book[ph, ty, tx].tolist()
@@ -416,6 +440,10 @@ class _LabTerms:
         return tuple(out)
 
     def cell(self, ph: int, ty: int, tx: int, max_terms: int | None) -> Cell:
+        if self.own is not None:
+            owned = self.own_terms(ph, ty, tx)
+            if len({el for el, _t in owned}) > 1:
+                return self._coarse_cell(owned, ph, ty, tx, max_terms)
         terms = self.terms(ph, ty, tx)
         texts = [("✗ " if t.wrong else "") + t.text for t in terms]
         if max_terms is not None and len(texts) > max_terms:
@@ -437,6 +465,30 @@ class _LabTerms:
         text = f"{_sub('Pvalue', ty, tx)} += " + " + ".join(texts)
         kind = "wrong_term" if note else "pvalue"
         return Cell(text, kind, (ty, tx), ph, terms=terms, note=note)
+
+    def _coarse_cell(self, owned, ph: int, ty: int, tx: int, max_terms: int | None) -> Cell:
+        """A thread accumulating several P elements (thread coarsening): one sum per element.
+
+        ``P_{0,1} += M_{0,0}*N_{0,1} + ...; P_{0,3} += ...``, each term judged
+        against the book's terms of the element its accumulator was stored into.
+        """
+        parts, notes = [], []
+        for el in dict.fromkeys(e for e, _t in owned):
+            mine = [t for e, t in owned if e == el]
+            texts = [("✗ " if t.wrong else "") + t.text for t in mine]
+            if max_terms is not None and len(texts) > max_terms:
+                texts = [*texts[: max(1, max_terms - 1)], "...", texts[-1]]
+            parts.append(f"{_sub('P', *el)} += " + " + ".join(texts))
+            notes += [
+                f"{_sub('P', *el)}, k={t.k}: computed {t.text} where the book's kernel "
+                f"computes {t.book}"
+                for t in mine
+                if t.wrong
+            ]
+        note = "; ".join(notes)
+        terms = tuple(t for _e, t in owned)
+        kind = "wrong_term" if note else "pvalue"
+        return Cell("; ".join(parts), kind, (ty, tx), ph, terms=terms, note=note)
 
 
 #: The access log's codes (vizmm/record/instrument_device.py; tests/test_check.py keeps
@@ -460,11 +512,12 @@ def own_kernel(trace: Trace) -> bool:
     -------
     bool
         True for a kernel recorded through the instrumenter from the user's
-        code (meta ``figure`` ``"user kernel NAME"``) with its access log kept.
+        code (meta ``user_kernel``, :attr:`~vizmm.trace.Trace.user_kernel`)
+        with its access log kept; False for a book kernel (no such key).
     """
     log = getattr(trace, "log_events", None)
     return (
-        str(trace.meta.get("figure", "")).startswith("user kernel")
+        trace.user_kernel is not None
         and log is not None
         and bool(log.size)
         and isinstance(trace.meta.get("access_log"), dict)
@@ -499,6 +552,7 @@ class _OwnPlaces:
         self.p = np.full((T, T, 2), -1, np.int64)
         self.p_value = np.full((T, T), np.nan, np.float64)
         by, bx = (int(v) for v in trace.detail_blocks[slot])
+        self.block = (by, bx)
         self.computes = np.stack(
             np.meshgrid(by * T + np.arange(T), bx * T + np.arange(T), indexing="ij"), axis=-1
         )
@@ -630,6 +684,34 @@ def _own_pwrite(trace: Trace, own: _OwnPlaces, kind: PWrite, ty: int, tx: int) -
         note=f"stored {format_value(v)} into {_sub('P', r, c)}, where M·N gives "
         f"{format_value(want)}",
     )
+
+
+def _more_stores(trace: Trace, own: _OwnPlaces, cell: Cell, ty: int, tx: int) -> Cell:
+    """A coarsened thread's later P stores after its first: ``; → P_{0,3} = 74``.
+
+    Each marked (``✗``, kind ``wrong_value``) where the value differs from
+    ``M @ N`` at that element, as :func:`_own_pwrite` marks the first.
+    """
+    try:
+        stores = own_block(trace, own.block).stores.get((ty, tx), ())
+    except ValueError:
+        return cell
+    if len(stores) < 2:
+        return cell
+    ref = np.asarray(trace.M, np.float64) @ np.asarray(trace.N, np.float64)
+    texts, notes, wrong = [cell.text], [cell.note] if cell.note else [], cell.wrong
+    for r, c, v in stores[1:]:
+        text = f"{ARROW} {_sub('P', r, c)} = {format_value(v)}"
+        if not math.isclose(v, float(ref[r, c]), rel_tol=1e-6, abs_tol=0.0):
+            wrong = True
+            text = f"✗ {text}"
+            notes.append(
+                f"stored {format_value(v)} into {_sub('P', r, c)}, where M·N gives "
+                f"{format_value(float(ref[r, c]))}"
+            )
+        texts.append(text)
+    kind = "wrong_value" if wrong else cell.kind
+    return dataclasses.replace(cell, text="; ".join(texts), kind=kind, note="; ".join(notes))
 
 
 def build_table(
@@ -773,7 +855,8 @@ def build_table(
                         )
                     )
             if p_write and own is not None:
-                row.append(_own_pwrite(trace, own, PWrite(int(pw[ty, tx])), ty, tx))
+                cell = _own_pwrite(trace, own, PWrite(int(pw[ty, tx])), ty, tx)
+                row.append(_more_stores(trace, own, cell, ty, tx))
             elif p_write:
                 cell = _pwrite_cell(PWrite(int(pw[ty, tx])), by * T + ty, bx * T + tx, l, ty, tx)
                 if lab is not None and cell.kind == "written":

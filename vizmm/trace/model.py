@@ -348,6 +348,12 @@ def _access_log(v, launch) -> bool:
 # Optional metadata vizmm reads: key -> (check(value, launch), what it must be).
 _OPTIONAL_META = {
     "figure": (_text(MAX_META_TEXT), f"text of at most {MAX_META_TEXT} characters"),
+    # the name of a kernel of the user's own (vizmm.check, record(kernel=...)); absent: a
+    # book kernel (every file written before the key was)
+    "user_kernel": (
+        lambda v, launch: isinstance(v, str) and 0 < len(v) <= 100,
+        "the kernel's name (text of 1 to 100 characters)",
+    ),
     "source": (_text(MAX_META_SOURCE), f"text of at most {MAX_META_SOURCE} characters"),
     # where "source" starts in its file: a logged line n is the file's n + this - 1
     "source_first_line": (_int_in(1, 10**7), "an integer from 1 to 10,000,000"),
@@ -703,6 +709,18 @@ class Trace:
     def kernel(self) -> str:
         """Kernel name: 'naive', 'tiled' (Fig. 5.9), 'boundary' (Fig. 5.13) or 'general'."""
         return self.meta["kernel"]
+
+    @property
+    def user_kernel(self) -> str | None:
+        """The name of a kernel of the user's own, or None for a book kernel.
+
+        ``meta['user_kernel']``, written by the instrumenter's recording of a
+        kernel given to :func:`vizmm.check` or ``vizmm.record(kernel=...)``;
+        a trace without the key (a book kernel, or a file written before the
+        key was) is a book kernel's.
+        """
+        name = self.meta.get("user_kernel")
+        return name if isinstance(name, str) and name else None
 
     @property
     def tile_width(self) -> int:
