@@ -494,9 +494,15 @@ def _pvalue_columns(frame: Frame, trace: Trace) -> dict[str, list]:
     names = _static_grid(trace, "P")["name"]
     pstate, p_wrong, pvalue, p_book = frame.p_state, frame.p_wrong, frame.pvalue, frame.p_book
     done = int(CellState.DONE)  # looked up once, not for every element
-    for ty in range(min(T, j - row0)):
-        for tx in range(min(T, l - col0)):
-            r, c = row0 + ty, col0 + tx
+    # the element each thread stores, as the frame says (a user kernel's recorded store)
+    at = frame.p_element
+    if at is None:
+        at = np.stack(np.meshgrid(row0 + np.arange(T), col0 + np.arange(T), indexing="ij"), axis=-1)
+    for ty in range(T):
+        for tx in range(T):
+            r, c = (int(v) for v in at[ty, tx])
+            if not (0 <= r < j and 0 <= c < l):
+                continue
             wrong = p_wrong is not None and bool(p_wrong[r, c])
             state = int(pstate[r, c])
             _add_cell(

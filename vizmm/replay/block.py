@@ -48,7 +48,8 @@ from ..analysis.transactions import (
 )
 from ..trace import TILED_KERNELS, Access, LaunchShape, PWrite, Trace, ceil_div
 from ..trace.units import format_value
-from .table import Table, TableCursor, frame_table
+from .own import OwnBlock, own_block
+from .table import Table, TableCursor, frame_table, own_kernel
 
 if TYPE_CHECKING:
     from .findings import FindingMarks
@@ -369,6 +370,12 @@ class Frame:
         be given ``key=()`` or a key of its own.
     table_of : callable or None
         Gives :attr:`table` (the block's Fig. 5.8 table) when first asked.
+    p_element : ndarray of int64, (T, T, 2), or None
+        ``(Row, Col)`` of the P element each thread stores: the book's
+        ``(by*T + ty, bx*T + tx)`` (which may lie outside P: see
+        :attr:`p_ghosts`), or for a kernel of the user's own the element its
+        store really went to (its first; -1 where it stored none), from the
+        access log (:func:`vizmm.replay.own.own_block`). None: the book's.
     """
 
     index: int
@@ -435,6 +442,7 @@ class Frame:
     finding: FindingMarks | None = None
     key: tuple = ()
     table_of: Callable[[], Table] | None = dataclasses.field(default=None, repr=False)
+    p_element: np.ndarray | None = None
 
     @property
     def table(self) -> Table | None:
@@ -705,6 +713,27 @@ class Replay:
         return (rows < j) & (cols < l)
 
     @cached_property
+    def _own(self) -> OwnBlock | None:
+        """A user kernel's block as its threads really ran it (None: a book kernel)."""
+        if not own_kernel(self.trace):
+            return None
+        try:
+            return own_block(self.trace, self.block)
+        except ValueError:  # no M, N and P to read the log as
+            return None
+
+    @cached_property
+    def _p_element(self) -> np.ndarray:
+        """(T, T, 2): the P element each thread stores (see :attr:`Frame.p_element`)."""
+        _, _, _, T = self._dims
+        if self._own is not None:
+            return self._own.p_elements(T)
+        by, bx = self.block
+        return np.stack(
+            np.meshgrid(by * T + np.arange(T), bx * T + np.arange(T), indexing="ij"), axis=-1
+        ).astype(np.int64)
+
+    @cached_property
     def _per_phase(self):
         """Per phase: slot states, sources and values of Mds and Nds after the loads."""
         tr = self.trace
@@ -964,21 +993,40 @@ class Replay:
                 r, c = slots["N"][1][step.k, tx]
                 if r >= 0:
                     n_state[r, c] = CellState.READING
-        prow = slice(Row0, min(j, Row0 + T))
-        pcol = slice(Col0, min(l, Col0 + T))
-        if sub == Sub.WRITE_P:
-            p_state[prow, pcol] = CellState.DONE
-        elif cur is not None:
-            p_state[prow, pcol] = CellState.COMPUTING
-        else:
-            p_state[prow, pcol] = CellState.TILE
-
-        p_ghosts = [
-            (Row0 + ty, Col0 + tx, ty * T + tx)
-            for ty in range(T)
-            for tx in range(T)
-            if not (Row0 + ty < j and Col0 + tx < l)
-        ]
+        own = self._own
+        if own is None:
+            prow = slice(Row0, min(j, Row0 + T))
+            pcol = slice(Col0, min(l, Col0 + T))
+            p_state[prow, pcol] = (
+                CellState.DONE
+                if sub == Sub.WRITE_P
+                else CellState.COMPUTING
+                if cur is not None
+                else CellState.TILE
+            )
+            p_ghosts = [
+                (Row0 + ty, Col0 + tx, ty * T + tx)
+                for ty in range(T)
+                for tx in range(T)
+                if not (Row0 + ty < j and Col0 + tx < l)
+            ]
+        else:  # a user kernel: the elements its threads really computed and stored
+            mark = own.stores if sub == Sub.WRITE_P else own.elements
+            state = (
+                CellState.DONE
+                if sub == Sub.WRITE_P
+                else CellState.COMPUTING
+                if cur is not None
+                else CellState.TILE
+            )
+            for got in mark.values():
+                for x in got:
+                    if 0 <= x[0] < j and 0 <= x[1] < l:
+                        p_state[x[0], x[1]] = state
+            p_ghosts = []
+            valid = (self._p_element[..., 0] >= 0) | np.array(
+                [[bool(own.elements.get((ty, tx))) for tx in range(T)] for ty in range(T)]
+            )
         tiles = {
             "P": (Row0, Col0),
             "M": None if cur is None else (Row0, cur * T),
@@ -993,8 +1041,9 @@ class Replay:
         nds_focus = np.zeros((T, T), bool)
         if self.focus is not None:
             fy, fx = self.focus
-            if Row0 + fy < j and Col0 + fx < l:
-                p_focus[Row0 + fy, Col0 + fx] = True
+            pr, pc = (int(v) for v in self._p_element[fy, fx])
+            if 0 <= pr < j and 0 <= pc < l:
+                p_focus[pr, pc] = True
             for name, subs, sfocus, mfocus in (
                 ("M", (Sub.LOAD_M, Sub.PHASE), mds_focus, m_focus),
                 ("N", (Sub.LOAD_N, Sub.PHASE), nds_focus, n_focus),
@@ -1034,7 +1083,9 @@ class Replay:
         line = self._lines.get(sub)
         lab = self._lab_marks(step)
         caption = self._caption(step, rank)
-        if lab["thread_wrong"] is not None and lab["thread_wrong"].any():
+        if own is not None:
+            caption += self._own_caption(step)
+        elif lab["thread_wrong"] is not None and lab["thread_wrong"].any():
             n_bad = int(lab["thread_wrong"].sum())
             caption += (
                 f" {n_bad} thread{'s' if n_bad > 1 else ''} read a wrong element: the barrier "
@@ -1093,6 +1144,7 @@ class Replay:
             table_cursor=self._table_cursor(step),
             table_of=functools.partial(frame_table, self.trace, self.block),
             phase_pvalues=phase_pvalues,
+            p_element=self._p_element.copy(),
             mds_loader=loaders["M"],
             nds_loader=loaders["N"],
             **lab,
@@ -1128,6 +1180,8 @@ class Replay:
     def _lab(self) -> dict | None:
         """The block's recorded reads and which of them were wrong (None without reads)."""
         tr = self.trace
+        if self._own is not None and tr.shared_reads.size:
+            return self._own_lab(self._own)
         mask = hz.wrong_read_mask(tr)
         if mask is None:  # no read records
             return None
@@ -1141,6 +1195,104 @@ class Replay:
             "p_book": hz.book_p(tr)[self.slot],
             "ahead": _ahead_by_step(hz.ran_ahead(tr), self.block, tr.shape),
         }
+
+    def _own_lab(self, own: OwnBlock) -> dict:
+        """:attr:`_lab` of a user kernel: its reads judged against its own P elements.
+
+        A factor is wrong where it is not the book's factor of the element its
+        accumulator was stored into (:class:`vizmm.replay.own.OwnTerm`), not
+        where it differs from Fig. 5.9's thread ``(ty, tx)``; which barrier
+        is missing is not assumed (no "ran ahead" marks). ``raced`` /
+        ``after_store``: the read's slot was stored by another thread in the
+        same barrier epoch (and the read found that store's element).
+        """
+        tr = self.trace
+        j, _k, l, T = self._dims
+        shape = (tr.n_phases, T, T, T, 2)
+        tags = np.full(shape, hz.TAG_NOT_RECORDED, np.int64)
+        expected = np.full(shape, hz.TAG_NOT_RECORDED, np.int64)
+        values = np.full(shape, np.nan, np.float32)
+        wrong = np.zeros(shape, bool)
+        raced = np.zeros(shape, bool)
+        after = np.zeros(shape, bool)
+        for (ty, tx), terms in own.terms.items():
+            for t in terms:
+                if not (0 <= t.phase < tr.n_phases and 0 <= t.k < T):
+                    continue
+                at = (t.phase, ty, tx, t.k)
+                if tags[at][0] == hz.TAG_NOT_RECORDED:  # a coarsened thread's first term
+                    tags[at], expected[at] = t.tags, t.book
+                    values[at] = t.factors
+                wrong[at] |= t.wrong
+                raced[at] |= np.array(t.raced) & np.array(t.wrong)
+                after[at] |= np.array(t.after_store) & np.array(t.wrong)
+        ref = np.asarray(tr.M, np.float64) @ np.asarray(tr.N, np.float64)
+        p_wrong = np.zeros((j, l), bool)
+        for got in own.stores.values():
+            for r, c, v in got:
+                p_wrong[r, c] |= not np.isclose(v, ref[r, c], rtol=1e-6, atol=0.0)
+        pe = self._p_element
+        ok = (pe[..., 0] >= 0) & (pe[..., 0] < j) & (pe[..., 1] >= 0) & (pe[..., 1] < l)
+        p_book = np.where(
+            ok, ref[np.clip(pe[..., 0], 0, j - 1), np.clip(pe[..., 1], 0, l - 1)], np.nan
+        )
+        return {
+            "tags": tags,
+            "values": values,
+            "expected": expected,
+            "wrong": wrong,
+            "raced": raced,
+            "after": after,
+            "p_wrong": p_wrong,
+            "p_book": p_book.astype(np.float32),
+            "ahead": {},
+        }
+
+    def _own_caption(self, step: Step) -> str:
+        """What a user kernel's wrong reads at this step were, in the book's terms.
+
+        Per thread with a wrong factor (a term not of the P element its
+        accumulator was stored into): read a slot before another thread
+        stored into it, or after another thread overwrote it, with no
+        ``__syncthreads()`` between the store and the read (a race); else a
+        wrong term (the kernel stores or reads its tiles at other places).
+        """
+        lab = self._lab
+        if lab is None:
+            return ""
+        T = self.trace.tile_width
+        ks = [step.k] if step.sub == Sub.K else range(T) if step.sub == Sub.PHASE else []
+        if not ks or "raced" not in lab:
+            return ""
+        ph = step.phase
+        wrong = lab["wrong"][ph][:, :, list(ks)]  # (ty, tx, k, 2)
+        raced = lab["raced"][ph][:, :, list(ks)]
+        after = lab["after"][ph][:, :, list(ks)]
+        before_store = (raced & ~after).any(axis=(2, 3))
+        overwritten = after.any(axis=(2, 3))
+        other = (wrong & ~raced).any(axis=(2, 3))
+
+        def threads(n: int) -> str:
+            return f"{n} thread{'s' if n > 1 else ''}"
+
+        out = []
+        if before_store.any():
+            out.append(
+                f"{threads(int(before_store.sum()))} read a slot before it was stored (no "
+                "barrier between the store and the read)."
+            )
+        if overwritten.any():
+            out.append(
+                f"{threads(int(overwritten.sum()))} read a slot after another thread "
+                "overwrote it (no barrier between the store and the read)."
+            )
+        if other.any():
+            out.append(
+                f"{threads(int(other.sum()))} multiplied an element that is not a term of "
+                f"the P element {'they compute' if other.sum() > 1 else 'it computes'} "
+                "(a wrong term)."
+            )
+        return "".join(" " + x for x in out)
 
     @cached_property
     def _struck(self) -> tuple:

@@ -131,7 +131,10 @@ def _thread(frame: Frame, ty: int, tx: int) -> str:
     # Sub.WRITE_P
     if not bool(frame.thread_valid[ty, tx]):
         return f"{who} has no P element (outside P) and stores nothing."
-    row, col = frame.tiles["P"][0] + ty, frame.tiles["P"][1] + tx
+    if frame.p_element is not None:  # where the thread's store really went (a user kernel)
+        row, col = (int(v) for v in frame.p_element[ty, tx])
+    else:
+        row, col = frame.tiles["P"][0] + ty, frame.tiles["P"][1] + tx
     v = float(frame.pvalue[ty, tx])
     return f"{who} stores Pvalue {format_value(v)} into {subscript('P', row, col)}."
 

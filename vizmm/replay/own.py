@@ -74,6 +74,8 @@ class OwnTerm:
         same barrier epoch as the read (no ``__syncthreads()`` between them).
     after_store : tuple of bool
         Per factor: the read found what such a store wrote (it came first).
+    factors : tuple of float
+        The two values read (float32, as recorded).
     """
 
     phase: int
@@ -85,6 +87,7 @@ class OwnTerm:
     slots: tuple[tuple[int, int], tuple[int, int]]
     raced: tuple[bool, bool]
     after_store: tuple[bool, bool]
+    factors: tuple[float, float] = (float("nan"), float("nan"))
 
     @property
     def wrong(self) -> tuple[bool, bool]:
@@ -326,6 +329,7 @@ def own_block(trace: Trace, block: tuple[int, int]) -> OwnBlock:
                     (fm[2], fn[2]),
                     (fm[3], fn[3]),
                     (fm[4], fn[4]),
+                    (fm[1], fn[1]),
                 )
             )
         terms[th] = tuple(out)
