@@ -1012,7 +1012,7 @@ class Replay:
             ]
         else:  # a user kernel: the elements its threads really computed and stored
             mark = own.stores if sub == Sub.WRITE_P else own.elements
-            state = (
+            p_now = (
                 CellState.DONE
                 if sub == Sub.WRITE_P
                 else CellState.COMPUTING
@@ -1022,7 +1022,7 @@ class Replay:
             for got in mark.values():
                 for x in got:
                     if 0 <= x[0] < j and 0 <= x[1] < l:
-                        p_state[x[0], x[1]] = state
+                        p_state[x[0], x[1]] = p_now
             p_ghosts = []
             valid = (self._p_element[..., 0] >= 0) | np.array(
                 [[bool(own.elements.get((ty, tx))) for tx in range(T)] for ty in range(T)]

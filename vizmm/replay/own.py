@@ -156,7 +156,7 @@ def _accumulators(source: str, p_name: str) -> tuple[dict, dict]:
             )
         ):
             target = node.targets[0].id
-        if target is not None:
+        if target is not None and isinstance(node, ast.stmt):
             names.add(target)
             for ln in range(node.lineno, (node.end_lineno or node.lineno) + 1):
                 adds[ln] = target
