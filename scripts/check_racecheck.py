@@ -30,7 +30,8 @@ whatever the schedule. On five of the six cases the sets of slots are the
 same; with the second barrier removed racecheck's set, from one launch or
 the union of many, stays inside check's (see the README's "Check your own
 kernel"); the counts differ. Exit code 0 when every
-case agrees, 1 otherwise; the sets go to OUT.json (default
+case agrees (or, for a case of :data:`RACECHECK_GAPS`, racecheck's set lies
+inside check's), 1 otherwise; the sets go to OUT.json (default
 ``check-racecheck.json``).
 """
 
@@ -61,6 +62,14 @@ CASES = {
     "book-both": ("book", ()),
     "missing_barrier": ("check_kernels", ()),
     "racing_store": ("check_kernels", ()),
+}
+
+
+#: Cases where racecheck reports fewer slots than check, measured (the README says
+#: which): their racecheck set must lie inside check's, not equal it.
+RACECHECK_GAPS = {
+    "book-drop2": "racecheck leaves out Nds's last column in every block (and, from one "
+    "launch, one Mds row), write-after-read races by the program",
 }
 
 
@@ -143,7 +152,7 @@ def swapped(slots: set) -> set:
 
 
 def main(argv) -> int:
-    """Compare every case; write the JSON; 0 when all agree."""
+    """Compare every case; write the JSON; 0 when all agree (but the known gaps)."""
     if len(argv) >= 2 and argv[0] == "--plain":
         plain_main(argv[1])
         return 0
@@ -160,7 +169,8 @@ def main(argv) -> int:
         if mine != theirs and mine == swapped(theirs):
             theirs, layout = swapped(theirs), "Nds first"
         agree = mine == theirs and (bool(mine) == (case != "book-both"))
-        ok &= agree
+        within = theirs <= mine and bool(mine) == (case != "book-both")
+        ok &= agree or (case in RACECHECK_GAPS and within)
         results.append(
             {
                 "case": case,
@@ -174,10 +184,11 @@ def main(argv) -> int:
                 "racecheck_counts": counts,
                 "shared_layout": layout,
                 "agree": agree,
+                "racecheck_within_check": within,
             }
         )
-        print(f"{case}: check {len(mine)} slots, racecheck {len(theirs)}: "
-              f"{'agree' if agree else 'DIFFER'}")  # fmt: skip
+        said = "agree" if agree else "racecheck within check" if within else "DIFFER"
+        print(f"{case}: check {len(mine)} slots, racecheck {len(theirs)}: {said}")
     Path(out_path).write_text(json.dumps({"cases": results}, indent=1) + "\n")
     return 0 if ok else 1
 

@@ -281,7 +281,9 @@ def test_cli_check_exit_codes_and_trace(tmp_path, capsys):
 
 @pytest.mark.gpu
 def test_races_agree_with_racecheck(tmp_path):
-    """On a GPU: check's (block, slot) race sets equal racecheck's (scripts/check_racecheck.py)."""
+    """On a GPU: check's (block, slot) race sets equal racecheck's (scripts/check_racecheck.py);
+    with Fig. 5.9's second barrier removed, racecheck's set lies inside check's (the README's
+    "Check your own kernel" says what racecheck leaves out)."""
     import shutil
     import subprocess
     import sys
@@ -305,4 +307,6 @@ def test_races_agree_with_racecheck(tmp_path):
 
     cases = {c["case"]: c for c in json.loads(out.read_text())["cases"]}
     assert cases["book-both"]["check_slots"] == cases["book-both"]["racecheck_slots"] == 0
-    assert all(c["agree"] for c in cases.values())
+    assert all(c["agree"] for name, c in cases.items() if name != "book-drop2")
+    assert cases["book-drop2"]["racecheck_within_check"]
+    assert cases["book-drop2"]["racecheck_slots"] > 0
