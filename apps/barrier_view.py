@@ -26,6 +26,8 @@ import param
 
 from vizmm.analysis import hazards as hz
 from vizmm.replay import Sub
+from vizmm.replay.own import own_lab
+from vizmm.replay.table import own_kernel
 from vizmm.serve.catalogue import LAB_PRESETS
 from vizmm.trace.derived import per_trace
 from vizmm.trace.units import format_value
@@ -53,6 +55,7 @@ class LabFindings(NamedTuple):
     wrong_p: int  # P elements that came out wrong
     has_reads: bool  # whether the trace recorded the k loop's reads
     wrong: dict  # (by, bx, phase, k, ty, tx) -> what that thread found and should have, in words
+    own: bool = False  # a kernel of the user's own: read from its access log (own_lab)
 
 
 @per_trace(maxsize=1)
@@ -69,8 +72,27 @@ def lab_findings(trace) -> LabFindings:
         ``(hazards, wrong_reads, wrong_p, has_reads)``: the
         :class:`~vizmm.analysis.hazards.HazardList`, the number of reads that
         returned a wrong element, of P elements that came out wrong, and
-        whether the trace recorded the reads.
+        whether the trace recorded the reads. For a kernel of the user's own
+        (``Trace.user_kernel``), read from its access log
+        (:func:`vizmm.replay.own.own_lab`: races by barrier epoch, reads
+        judged against the P element each thread really computes), not
+        from Fig. 5.9's indexing.
+
+    Raises
+    ------
+    ValueError
+        For a user kernel whose access log cannot be read as M, N and P.
     """
+    if own_kernel(trace):
+        lab = own_lab(trace)
+        return LabFindings(
+            hz.HazardList(lab.hazards),
+            len(lab.wrong_reads),
+            int(lab.wrong_p.sum()),
+            True,
+            lab.words,
+            True,
+        )
     report = hz.analyse(trace)
     return LabFindings(
         hz.HazardList(report.hazards),
@@ -125,6 +147,12 @@ def _no_findings(trace) -> str:
     )
     if trace is None:
         return "No trace is shown, so there is nothing to check. " + lab
+    if trace.user_kernel is not None:
+        return (
+            f"Your kernel `{trace.user_kernel}`: this panel's counts apply to the book's "
+            "kernels (Fig. 5.9's indexing) and are not shown for it. See the *Findings* "
+            "list for its races and wrong terms (`vizmm.check`)."
+        )
     if trace.meta.get("kernel") == "naive":
         return (
             "The simple kernel (Fig. 3.11) uses no shared memory and no `__syncthreads()`: "
@@ -208,7 +236,10 @@ class HazardPanel(pn.viewable.Viewer):
         trace = self.state.trace
         if trace is None or not (trace.meta.get("drop_barrier") or trace.shared_reads.size):
             return None
-        return lab_findings(trace)
+        try:
+            return lab_findings(trace)
+        except ValueError:  # a user kernel not read as M, N and P: _no_findings says so
+            return None
 
     def _on_trace(self, *events) -> None:
         found = self._findings()
@@ -279,6 +310,11 @@ class HazardPanel(pn.viewable.Viewer):
         trace = self.state.trace
         lst = found.hazards
         total = lst.counts(slice(None))
+        if found.own:
+            self.summary.object = _own_summary(trace, found, total)
+            self._index = lst.select(**self._filters())
+            self._show_page()
+            return
         removed = {
             (1,): "barrier 1 (after the loads)",
             (2,): "barrier 2 (after the k loop)",
@@ -346,6 +382,20 @@ class HazardPanel(pn.viewable.Viewer):
 
     def __panel__(self):
         return self.layout
+
+
+def _own_summary(trace, found: LabFindings, total: dict) -> str:
+    """The summary of a user kernel's hazards, read from its access log."""
+    return (
+        f"Your kernel `{trace.user_kernel}`, read from its access log as `vizmm.check` reads "
+        f"it: **{total['RAW']:,} read-after-write**, **{total['WAR']:,} write-after-read** "
+        "(a read of a slot another thread stored in the same barrier epoch, with no "
+        f"`__syncthreads()` between them). This run: **{found.wrong_reads:,} reads** found "
+        "an element that is not a term of the P element the thread computes, "
+        f"**{found.wrong_p:,} P elements** came out wrong (marked ✗). The *Findings* list "
+        "says each in full. Click a row to go to that step and block and follow the "
+        "reading thread."
+    )
 
 
 def row_label(

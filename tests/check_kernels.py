@@ -258,3 +258,34 @@ def threads_transposed(M, N, P, Width):
             Pvalue += Mds[tx, k] * Nds[k, ty]
         cuda.syncthreads()
     P[Row * Width + Col] = Pvalue
+
+
+@cuda.jit
+def coarsened_wrong_second(M, N, P, Width):
+    """The coarsened kernel with its second sum reading the first tile of N (Nds0, not Nds1).
+
+    p1 is stored into P[Row][Col + TILE_WIDTH] but adds Mds[ty][k] * Nds0[k][tx]:
+    every term of p1 has the N factor of column Col instead of Col + TILE_WIDTH.
+    """
+    Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+    Nds0 = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+    Nds1 = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+    if cuda.blockIdx.x % 2 == 1:
+        return
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    Row = cuda.blockIdx.y * TILE_WIDTH + ty
+    Col = cuda.blockIdx.x * TILE_WIDTH + tx
+    p0 = float32(0)
+    p1 = float32(0)
+    for ph in range(Width // TILE_WIDTH):
+        Mds[ty, tx] = M[Row * Width + ph * TILE_WIDTH + tx]
+        Nds0[ty, tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
+        Nds1[ty, tx] = N[(ph * TILE_WIDTH + ty) * Width + Col + TILE_WIDTH]
+        cuda.syncthreads()
+        for k in range(TILE_WIDTH):
+            p0 += Mds[ty, k] * Nds0[k, tx]
+            p1 += Mds[ty, k] * Nds0[k, tx]
+        cuda.syncthreads()
+    P[Row * Width + Col] = p0
+    P[Row * Width + Col + TILE_WIDTH] = p1

@@ -243,6 +243,24 @@ def book_reads(trace) -> np.ndarray:
     return out
 
 
+def _book_only(trace, what: str) -> None:
+    """Refuse a kernel of the user's own: Fig. 5.9's indexing is not its indexing.
+
+    Raises
+    ------
+    ValueError
+        When ``trace`` records a kernel of the user's own (meta ``user_kernel``).
+    """
+    name = getattr(trace, "user_kernel", None)
+    if name is not None:
+        raise ValueError(
+            f"{what} judges reads by the book's kernels' indexing (Fig. 5.9, Fig. 5.13), "
+            f"and this trace records your own kernel {name!r}: its races and wrong terms "
+            "come from its access log (vizmm.check(kernel).findings, or "
+            "vizmm.replay.own.own_lab(trace))"
+        )
+
+
 def hazards(trace) -> np.ndarray:
     """Every RAW and WAR hazard on Mds / Nds in the detailed blocks of ``trace``.
 
@@ -261,7 +279,14 @@ def hazards(trace) -> np.ndarray:
         is True where the recorded read returned another element than the
         book's kernel reads (always False without read records). Empty with
         both barriers kept.
+
+    Raises
+    ------
+    ValueError
+        For a kernel of the user's own (``Trace.user_kernel``): its hazards
+        are read from its access log (:func:`vizmm.replay.own.own_lab`).
     """
+    _book_only(trace, "vizmm.hazards")
     if trace.kernel not in ("tiled", "boundary") or trace.n_phases == 0:
         return np.zeros(0, HAZARD_DTYPE)
     kept = barriers_kept(trace)
@@ -401,7 +426,13 @@ def ran_ahead(trace) -> np.ndarray:
         writer for ``"WAR"``, ``behind`` the other. ``found_phase`` is -1
         for a slot not written yet; ``expected_phase`` the phase of the store
         the book's kernel reads (-1: none). Empty without read records.
+
+    Raises
+    ------
+    ValueError
+        For a kernel of the user's own (:func:`vizmm.replay.own.own_lab`).
     """
+    _book_only(trace, "ran_ahead")
     mask = _wrong_mask(trace)
     found = found_phases(trace)
     if mask is None or found is None:
@@ -599,7 +630,13 @@ def wrong_reads(trace) -> np.ndarray:
         ``TAG_ZERO_FILL`` or ``TAG_NEVER_WRITTEN``), ``expected`` what the
         book's kernel finds there. Empty when the trace holds no read
         records (recorded without the barrier lab).
+
+    Raises
+    ------
+    ValueError
+        For a kernel of the user's own (:func:`vizmm.replay.own.own_lab`).
     """
+    _book_only(trace, "wrong_reads")
     mask = _wrong_mask(trace)
     if mask is None:
         return np.zeros(0, WRONG_READ_DTYPE)
@@ -663,7 +700,13 @@ def wrong_p(trace) -> np.ndarray:
     ----------
     trace : Trace
         A trace with detailed blocks.
+
+    Raises
+    ------
+    ValueError
+        For a kernel of the user's own (:func:`vizmm.replay.own.own_lab`).
     """
+    _book_only(trace, "wrong_p")
     j, _, l = trace.shape
     T = trace.tile_width
     out = np.zeros((j, l), bool)
@@ -800,8 +843,15 @@ def analyse(trace) -> BarrierReport:
     Parameters
     ----------
     trace : Trace
-        Any trace; the report's ``has_reads`` says whether it holds read records.
+        Any trace of a book kernel; the report's ``has_reads`` says whether it
+        holds read records.
+
+    Raises
+    ------
+    ValueError
+        For a kernel of the user's own (:func:`vizmm.replay.own.own_lab`).
     """
+    _book_only(trace, "the barrier lab's analysis")
     reads = getattr(trace, "shared_reads", None)
     return BarrierReport(
         kept=barriers_kept(trace),

@@ -826,6 +826,7 @@ def _thread_columns(frame: Frame, th: pal.Palette) -> dict[str, list]:
     valid = frame.thread_valid.ravel().tolist()
     notes = frame.wrong_notes or {}
     ahead = frame.ahead_notes or {}
+    said = frame.thread_terms or {}  # a user kernel: every term of the thread at this k
     for t, st in enumerate(state.ravel().tolist()):
         fill = th.THREAD_STATE_COLORS[st]
         word = thread_label(st, k, ranks[t])
@@ -846,6 +847,7 @@ def _thread_columns(frame: Frame, th: pal.Palette) -> dict[str, list]:
             text=f"{pos['ty'][t]},{pos['tx'][t]}\n{word}",
             text_color=_text_on(fill),
             state=th.THREAD_STATE_LABELS[st]
+            + (f" · {said[(t // T, t % T)]}" if (t // T, t % T) in said else "")
             + (f" · {note}" if note else "")
             + (f" · ▶ {ran}" if ran else ""),  # barrier lab: it ran ahead of another
             word=word,

@@ -33,6 +33,7 @@ import dataclasses
 import enum
 import functools
 import re
+from collections import defaultdict
 from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -346,6 +347,12 @@ class Frame:
         ``{(ty, tx): "thread (0,1) had already loaded phase 1's M_{0,3} into
         Mds[0][1] while thread (0,0) still needed phase 0's M_{0,1}"}`` for
         those threads (several joined by "; ").
+    thread_terms : dict or None
+        A kernel of the user's own with recorded reads, at a k step: every
+        term each thread added at this ``k``, one per accumulator, with the
+        P element it went into (a coarsened thread has several):
+        ``{(ty, tx): "P_{0,0} += M_{0,0}·N_{0,0}; P_{0,2} += M_{0,0}·N_{0,2}"}``
+        (:func:`vizmm.replay.own.own_block`). None otherwise.
     drop_barrier : tuple of int
         The ``__syncthreads()`` this recording removed (1 after the loads, 2
         after the k loop; ``meta["drop_barrier"]``, the name
@@ -436,6 +443,7 @@ class Frame:
     p_book: np.ndarray | None = None
     thread_ahead: np.ndarray | None = None
     ahead_notes: dict | None = None
+    thread_terms: dict | None = None
     struck_lines: tuple = ()
     drop_barrier: tuple = ()
     transactions: TransactionsOverlay | None = None
@@ -1182,6 +1190,8 @@ class Replay:
         tr = self.trace
         if self._own is not None and tr.shared_reads.size:
             return self._own_lab(self._own)
+        if own_kernel(tr):  # a user kernel not read as M, N and P: no book's judgement
+            return None
         mask = hz.wrong_read_mask(tr)
         if mask is None:  # no read records
             return None
@@ -1215,11 +1225,13 @@ class Replay:
         wrong = np.zeros(shape, bool)
         raced = np.zeros(shape, bool)
         after = np.zeros(shape, bool)
+        at_k: dict = defaultdict(list)  # (phase, ty, tx, k) -> every term there
         for (ty, tx), terms in own.terms.items():
             for t in terms:
                 if not (0 <= t.phase < tr.n_phases and 0 <= t.k < T):
                     continue
                 at = (t.phase, ty, tx, t.k)
+                at_k[at].append(t)
                 if tags[at][0] == hz.TAG_NOT_RECORDED:  # a coarsened thread's first term
                     tags[at], expected[at] = t.tags, t.book
                     values[at] = t.factors
@@ -1246,6 +1258,7 @@ class Replay:
             "p_wrong": p_wrong,
             "p_book": p_book.astype(np.float32),
             "ahead": {},
+            "terms": dict(at_k),
         }
 
     def _own_caption(self, step: Step) -> str:
@@ -1317,6 +1330,7 @@ class Replay:
             "p_book": None,
             "thread_ahead": None,
             "ahead_notes": None,
+            "thread_terms": None,
         }
         lab = self._lab
         if lab is None:
@@ -1332,12 +1346,17 @@ class Replay:
         found: dict = {}
         # The reads of this k, or of every k of the phase at phase granularity.
         ks = [step.k] if step.sub == Sub.K else range(T) if step.sub == Sub.PHASE else []
+        own_terms = lab.get("terms")
+        terms_said: dict = {}
         for k in ks:
             ph = step.phase
             w = lab["wrong"][ph, :, :, k]  # (ty, tx, 2)
             thread_wrong |= w.any(axis=-1)
             mds_wrong[:, k] |= w[:, :, 0].any(axis=1)
             nds_wrong[k, :] |= w[:, :, 1].any(axis=0)
+            if own_terms is not None:  # a user kernel: every term of this k, each judged
+                self._own_marks(own_terms, ph, k, notes, found, terms_said)
+                continue
             for ty, tx in zip(*np.nonzero(w.any(axis=-1)), strict=True):
                 for a, (name, ncols) in enumerate((("Mds", k_dim), ("Nds", l))):
                     if w[ty, tx, a]:
@@ -1368,11 +1387,51 @@ class Replay:
             slot_found=found,
             thread_ahead=thread_ahead,
             ahead_notes=ahead_notes,
+            thread_terms=terms_said if own_terms is not None and step.sub == Sub.K else None,
         )
         if step.sub == Sub.WRITE_P:
             out["p_wrong"] = lab["p_wrong"].copy()
             out["p_book"] = lab["p_book"]
         return out
+
+    def _own_marks(self, terms: dict, ph: int, k: int, notes, found, said) -> None:
+        """A user kernel's notes at one k: every term of each thread there, not the first.
+
+        A coarsened thread adds one term per accumulator at each ``k``; each
+        wrong factor of each gets its note (which P element it was for, what
+        the read found, what that element's term needs) and its slot's
+        :class:`SlotFound`; ``said`` gets every term in the book's words.
+        """
+        T = self.trace.tile_width
+        _, k_dim, l = self.trace.shape
+        for ty in range(T):
+            for tx in range(T):
+                for t in terms.get((ph, ty, tx, k), ()):
+                    el = f"P_{{{t.element[0]},{t.element[1]}}}"
+                    used = "·".join(
+                        hz.describe_tag(t.tags[a], name, (k_dim, l)[a])
+                        for a, name in enumerate(("Mds", "Nds"))
+                    )
+                    _add_note(said, (ty, tx), f"{el} += {used}")
+                    for a, name in enumerate(("Mds", "Nds")):
+                        if not t.wrong[a]:
+                            continue
+                        want = int(t.book[a])
+                        here = _slot_found(
+                            (ty, tx),
+                            name,
+                            (k_dim, l)[a],
+                            T,
+                            int(t.tags[a]),
+                            t.factors[a],
+                            want,
+                            hz.tag_value(self.trace, want, name),
+                            element=t.element,
+                        )
+                        _add_note(notes, (ty, tx), here.words)
+                        slot = (name, int(t.slots[a][0]), int(t.slots[a][1]))
+                        if slot not in found or here.reader == self.focus:
+                            found[slot] = here
 
     def first_wrong_read(self) -> int | None:
         """Step number of the first k step at which a read returned a wrong element, or None."""
@@ -1543,14 +1602,23 @@ class SlotFound(NamedTuple):
     words: str
 
 
-def _slot_found(reader, array: str, ncols: int, T: int, got, value, want, want_value):
-    """The :class:`SlotFound` of a racing read (``array`` 'Mds' or 'Nds')."""
+def _slot_found(reader, array: str, ncols: int, T: int, got, value, want, want_value, element=None):
+    """The :class:`SlotFound` of a racing read (``array`` 'Mds' or 'Nds').
+
+    With ``element`` (a user kernel's term's P element) the words name it and
+    its term instead of the book's kernel.
+    """
     seen = hz.describe_tag(got, array, ncols)
     book = hz.describe_tag(want, array, ncols)
     phase = _tag_phase(got, 0 if array == "Mds" else 1, ncols, T)
     when = f" (phase {phase})" if phase is not None else ""
     held = _equals(value) if got >= -1 else f" (it held {format_value(value)})"
     words = f"read {seen}{held}{when} where the book's kernel reads {book}{_equals(want_value)}"
+    if element is not None:
+        words = (
+            f"for P_{{{element[0]},{element[1]}}} read {seen}{held}{when} where its term "
+            f"needs {book}{_equals(want_value)}"
+        )
     element = divmod(int(got), ncols) if got >= 0 else None
     return SlotFound(reader, int(got), element, float(value), int(want), want_value, words)
 

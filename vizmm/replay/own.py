@@ -23,6 +23,10 @@ one accumulator's terms belongs to the one element those terms are of, else
 to the element it stored (a kernel storing ``P[Col][Row]`` still computes
 ``P[Row][Col]``).
 
+:func:`own_lab` gives the barrier lab's counts (hazards, wrong reads,
+wrong P elements) of such a kernel from the same terms, in place of
+:mod:`vizmm.analysis.hazards`'s, which assume Fig. 5.9's indexing.
+
 NumPy and the standard library (``ast``) only.
 """
 
@@ -36,8 +40,9 @@ import numpy as np
 
 from ..trace import Trace
 from ..trace.derived import per_trace
+from ..trace.units import format_value
 
-__all__ = ["OwnBlock", "OwnTerm", "own_block"]
+__all__ = ["OwnBlock", "OwnLab", "OwnTerm", "own_block", "own_lab"]
 
 # The access log's codes (vizmm/record/instrument_device.py, as vizmm.analysis.check's).
 _LOAD, _STORE, _OK, _NO_INDEX, _TAG_ARRAYS = 1, 2, 0, -(2**31), 8
@@ -76,6 +81,13 @@ class OwnTerm:
         Per factor: the read found what such a store wrote (it came first).
     factors : tuple of float
         The two values read (float32, as recorded).
+    writers : tuple of tuple
+        Per factor: ``((ty, tx, write_phase, write_line), ...)``, the other
+        threads that stored into the slot in the same barrier epoch as the
+        read (a race; empty: none), with the phase ``ph`` of their store and
+        its 1-based line of ``meta['source']``.
+    lines : tuple of int
+        The 1-based lines of ``meta['source']`` of the two reads.
     """
 
     phase: int
@@ -88,6 +100,8 @@ class OwnTerm:
     raced: tuple[bool, bool]
     after_store: tuple[bool, bool]
     factors: tuple[float, float] = (float("nan"), float("nan"))
+    writers: tuple[tuple, tuple] = ((), ())
+    lines: tuple[int, int] = (-1, -1)
 
     @property
     def wrong(self) -> tuple[bool, bool]:
@@ -109,11 +123,18 @@ class OwnBlock:
     elements : dict
         ``{(ty, tx): ((Row, Col), ...)}``: the P elements whose terms the
         thread accumulated, one per accumulator, in the order of its first term.
+    logged : dict
+        ``{(ty, tx): (Row, Col) or None}``: the P element of the accumulator
+        whose value the access log carries beside each event (the variable the
+        kernel's last ``P[...] = name`` stores, :mod:`vizmm.record.instrument`),
+        which the recorded "Pvalue after" of a phase is; None where that
+        accumulator's element is not known (no such store, or none performed).
     """
 
     terms: dict
     stores: dict
     elements: dict
+    logged: dict = dataclasses.field(default_factory=dict)
 
     def p_elements(self, T: int) -> np.ndarray:
         """``(T, T, 2)`` int: the P element each thread stored first, -1 where none.
@@ -176,6 +197,30 @@ def _accumulators(source: str, p_name: str) -> tuple[dict, dict]:
     return adds, stores
 
 
+def _logged_accumulator(source: str, globals_: set) -> str | None:
+    """The variable the instrumenter logs as the accumulator: the last ``G[...] = name``.
+
+    The same rule as :mod:`vizmm.record.instrument` (``ast.walk`` order, ``G``
+    a global array argument), so that the logged value is named.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    out = None
+    for n in ast.walk(tree):
+        if (
+            isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Subscript)
+            and isinstance(n.targets[0].value, ast.Name)
+            and n.targets[0].value.id in globals_
+            and isinstance(n.value, ast.Name)
+        ):
+            out = n.value.id
+    return out
+
+
 @per_trace(maxsize=8)
 def own_block(trace: Trace, block: tuple[int, int]) -> OwnBlock:
     """What the threads of one recorded block of a user's kernel really did.
@@ -230,16 +275,20 @@ def own_block(trace: Trace, block: tuple[int, int]) -> OwnBlock:
         if max(votes.values()):
             role[a] = max(votes, key=lambda m: (votes[m], -m))
     mds = next((a for a, r in sorted(role.items()) if r == m_id), None)
+    # each event's phase: the thread's stores into Mds so far, from 0
+    phase_of = np.cumsum(store & (arr == (-99 if mds is None else mds)), axis=1) - 1
     # the block's shared stores by epoch: (array, index, epoch) -> {thread: {tags}}
     stored_at: dict = defaultdict(lambda: defaultdict(set))
+    store_info: dict = {}  # (array, index, epoch, thread) -> (its phase, its line), first store
     for t, n in zip(*np.nonzero(store & shared), strict=True):
         e = ev[t, n]
-        stored_at[(int(e[f["arr"]]), int(e[f["idx"]]), int(e[f["epoch"]]))][int(t)].add(
-            int(e[f["tag"]])
-        )
-    adds, store_lines = _accumulators(
-        str(trace.meta.get("source", "")), log["arrays"][p_id]["name"]
-    )
+        key = (int(e[f["arr"]]), int(e[f["idx"]]), int(e[f["epoch"]]))
+        stored_at[key][int(t)].add(int(e[f["tag"]]))
+        store_info.setdefault((*key, int(t)), (int(phase_of[t, n]), int(e[f["line"]])))
+    source = str(trace.meta.get("source", ""))
+    adds, store_lines = _accumulators(source, log["arrays"][p_id]["name"])
+    logged_acc = _logged_accumulator(source, {log["arrays"][i]["name"] for i in glob})
+    logged: dict = {}
     terms: dict = {}
     stores: dict = {}
     elements: dict = {}
@@ -276,7 +325,9 @@ def own_block(trace: Trace, block: tuple[int, int]) -> OwnBlock:
             }
             raced = bool(others)
             after = raced and any(tag in tags for tags in others.values())
-            read = (el, float(vals[t, n, 0]), (r, c), raced, after, int(e[f["line"]]))
+            key = (a, int(e[f["idx"]]), int(e[f["epoch"]]))
+            writers = tuple((*divmod(u, T), *store_info[(*key, u)]) for u in sorted(others))
+            read = (el, float(vals[t, n, 0]), (r, c), raced, after, int(e[f["line"]]), writers)
             factors[ph][0 if side == m_id else 1].append(read)
         stores[th] = tuple((r, c, v) for r, c, v, _ in mine if 0 <= r < j and 0 <= c < l)
         # one accumulator per line's target; a line the source does not name is its own
@@ -330,8 +381,149 @@ def own_block(trace: Trace, block: tuple[int, int]) -> OwnBlock:
                     (fm[3], fn[3]),
                     (fm[4], fn[4]),
                     (fm[1], fn[1]),
+                    (fm[6], fn[6]),
+                    (fm[5], fn[5]),
                 )
             )
         terms[th] = tuple(out)
         elements[th] = tuple(dict.fromkeys((int(x.element[0]), int(x.element[1])) for x in out))
-    return OwnBlock(terms, stores, elements)
+        el = element.get(logged_acc) if logged_acc is not None else None
+        if el is None and logged_acc is not None and len(accs) == 1 and accs[0] == logged_acc:
+            el = elements[th][0] if elements[th] else None
+        logged[th] = None if el is None else (int(el[0]), int(el[1]))
+    return OwnBlock(terms, stores, elements, logged)
+
+
+@dataclasses.dataclass(frozen=True)
+class OwnLab:
+    """The barrier lab's counts for a kernel of the user's own, read from its access log.
+
+    What :mod:`vizmm.analysis.hazards` computes for the book's kernels from
+    Fig. 5.9's indexing (thread ``(ty, tx)`` stores ``Mds[ty][tx]``, reads
+    ``Mds[ty][k]``, computes ``P[Row][Col]``), here from what the threads
+    really did (:func:`own_block`): races by barrier epoch, as
+    :mod:`vizmm.analysis.check` finds them, and reads judged against the P
+    element each accumulator was stored into.
+
+    Attributes
+    ----------
+    hazards : ndarray of vizmm.analysis.hazards.HAZARD_DTYPE, (n,)
+        One row per (store, read) pair of different threads on one shared
+        slot in one barrier epoch, the read being a factor of a term
+        (section 5.4): ``RAW`` where the store's phase is not after the
+        read's, ``WAR`` where it is. ``array`` is the slot's role (``Mds``:
+        the shared array holding M's elements, ``Nds``: N's), ``k`` the
+        term's turn among its accumulator's terms of the phase, ``wrong``
+        whether that factor is not the one its element's term needs.
+    wrong_reads : ndarray of vizmm.analysis.hazards.WRONG_READ_DTYPE, (n,)
+        One row per factor that is not the book's factor of the element its
+        term was accumulated into; ``expected`` is that factor.
+    wrong_p : ndarray of bool, (j, l)
+        P elements stored with a value other than ``M @ N`` (relative 1e-6).
+    words : dict
+        ``{(by, bx, phase, k, ty, tx): "for P_{0,2}: found N_{1,2} = 5 in
+        Nds[0][1], its term needs N_{0,2} = 7"}``, a thread's wrong factors
+        of one ``k`` joined by "; ".
+    """
+
+    hazards: np.ndarray
+    wrong_reads: np.ndarray
+    wrong_p: np.ndarray
+    words: dict
+
+
+def _describe(tag: int, matrix: str, ncols: int) -> str:
+    if tag == _TAG_ZERO:
+        return "0.0 (zero-fill)"
+    if tag < 0:
+        return "a slot not stored yet"
+    r, c = divmod(int(tag), ncols)
+    return f"{matrix}_{{{r},{c}}}"
+
+
+def _value(flat: np.ndarray, tag: int) -> str:
+    if tag == _TAG_ZERO:
+        return " = 0"
+    if 0 <= tag < flat.size:
+        return f" = {format_value(float(flat[tag]))}"
+    return ""
+
+
+@per_trace(maxsize=1)
+def own_lab(trace: Trace) -> OwnLab:
+    """Hazards, wrong reads and wrong P elements of a user kernel's recorded blocks.
+
+    Parameters
+    ----------
+    trace : Trace
+        A recording of a kernel of the user's own with its access log
+        (:func:`vizmm.replay.table.own_kernel`); kept with the trace.
+
+    Returns
+    -------
+    OwnLab
+
+    Raises
+    ------
+    ValueError
+        When the trace has no access log, or its kernel has fewer than three
+        global arrays (M, N, P).
+    """
+    from ..analysis.hazards import HAZARD_DTYPE, WRONG_READ_DTYPE
+
+    j, k_dim, l = trace.shape
+    ncols = (k_dim, l)
+    flats = (np.asarray(trace.M).ravel(), np.asarray(trace.N).ravel())
+    ref = np.asarray(trace.M, np.float64) @ np.asarray(trace.N, np.float64)
+    haz: list = []
+    bad: list = []
+    words: dict = {}
+    wrong_p = np.zeros((j, l), bool)
+    for by, bx in trace.detail_blocks.tolist():
+        own = own_block(trace, (int(by), int(bx)))
+        for (ty, tx), terms in own.terms.items():
+            for t in terms:
+                for a, name in enumerate(("Mds", "Nds")):
+                    wrong = bool(t.wrong[a])
+                    for wy, wx, wph, wline in t.writers[a]:
+                        haz.append(
+                            (
+                                "RAW" if wph <= t.phase else "WAR",
+                                (by, bx),
+                                t.phase,
+                                wph,
+                                name,
+                                t.slots[a],
+                                (wy, wx),
+                                (ty, tx),
+                                t.k,
+                                wline,
+                                t.lines[a],
+                                wrong,
+                            )
+                        )
+                    if not wrong:
+                        continue
+                    bad.append(
+                        ((by, bx), t.phase, (ty, tx), t.k, name, t.slots[a])
+                        + (t.tags[a], t.book[a], t.factors[a])
+                    )
+                    m = "MN"[a]
+                    said = (
+                        f"for {_sub('P', *t.element)}: found "
+                        f"{_describe(t.tags[a], m, ncols[a])}{_value(flats[a], t.tags[a])} in "
+                        f"{name}[{t.slots[a][0]}][{t.slots[a][1]}], its term needs "
+                        f"{_describe(t.book[a], m, ncols[a])}{_value(flats[a], t.book[a])}"
+                    )
+                    key = (int(by), int(bx), t.phase, t.k, ty, tx)
+                    words[key] = f"{words[key]}; {said}" if key in words else said
+        for got in own.stores.values():
+            for r, c, v in got:
+                wrong_p[r, c] |= not np.isclose(v, ref[r, c], rtol=1e-6, atol=0.0)
+    hazards = np.array(haz, HAZARD_DTYPE) if haz else np.zeros(0, HAZARD_DTYPE)
+    wrong_reads = np.array(bad, WRONG_READ_DTYPE) if bad else np.zeros(0, WRONG_READ_DTYPE)
+    return OwnLab(hazards, wrong_reads, wrong_p, words)
+
+
+def _sub(name: str, a: int, b: int) -> str:
+    return f"{name}_{{{a},{b}}}"

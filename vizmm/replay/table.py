@@ -553,6 +553,7 @@ class _OwnPlaces:
         self.p_value = np.full((T, T), np.nan, np.float64)
         by, bx = (int(v) for v in trace.detail_blocks[slot])
         self.block = (by, bx)
+        self._trace = trace
         self.computes = np.stack(
             np.meshgrid(by * T + np.arange(T), bx * T + np.arange(T), indexing="ij"), axis=-1
         )
@@ -605,6 +606,22 @@ class _OwnPlaces:
                 if {(int(m), int(n)) for m, n in real} == whole and len(real) == k:
                     self.computes[ty, tx] = (r, c)
 
+    def _block(self):
+        try:
+            return own_block(self._trace, self.block)
+        except ValueError:  # no M, N and P to read the log as
+            return None
+
+    def elements(self, ty: int, tx: int) -> tuple:
+        """The P elements whose terms thread (ty, tx) accumulated, one per accumulator."""
+        got = self._block()
+        return () if got is None else got.elements.get((ty, tx), ())
+
+    def logged(self, ty: int, tx: int) -> tuple[int, int] | None:
+        """The P element of the accumulator the access log carries (None: not known)."""
+        got = self._block()
+        return None if got is None else got.logged.get((ty, tx))
+
     def book(self, nph: int, shape: tuple[int, int, int], T: int) -> np.ndarray:
         """The book's terms of the elements the threads compute: tags ``(nph, T, T, T, 2)``.
 
@@ -619,6 +636,37 @@ class _OwnPlaces:
         m = np.where((r < j) & (q < k), r * k + q, hz.TAG_ZERO_FILL)
         n = np.where((q < k) & (c < l), q * l + c, hz.TAG_ZERO_FILL)
         return np.stack(np.broadcast_arrays(m, n), axis=-1).astype(np.int64)
+
+
+def _coarse_after(own: _OwnPlaces, v: float, ty: int, tx: int, p: int) -> Cell:
+    """The "Pvalue after" cell of a thread with several accumulators (a coarsened kernel).
+
+    The access log carries one accumulator's value (the variable the
+    kernel's last ``P[...] = name`` stores); the cell shows it under that
+    accumulator's P element only and says that the others were not logged,
+    or, where that element is not known, that the log cannot tell.
+    """
+    els = own.elements(ty, tx)
+    logged = own.logged(ty, tx)
+    if math.isnan(v) or logged is None or logged not in els:
+        names = ", ".join(_sub("P", *e) for e in els)
+        return Cell(
+            f"not logged ({len(els)} sums: {names})",
+            "not_recorded",
+            (ty, tx),
+            p,
+            note="the access log carries one accumulator of this thread, and which one "
+            "is not known here",
+        )
+    others = ", ".join(_sub("P", *e) for e in els if e != logged)
+    return Cell(
+        f"{_sub('P', *logged)}: {format_value(v)}; {others}: not logged",
+        "value",
+        (ty, tx),
+        p,
+        v,
+        note=f"the access log carries the sum of {_sub('P', *logged)} only",
+    )
 
 
 def _pwrite_cell(kind: PWrite, row: int, col: int, l: int, ty: int, tx: int) -> Cell:
@@ -836,7 +884,9 @@ def build_table(
                     row.append(Cell(_pvalue_terms(ty, tx, T, max_terms), "pvalue", (ty, tx), p))
                 else:
                     row.append(lab.cell(p, ty, tx, max_terms))
-                if values:
+                if values and own is not None and len(own.elements(ty, tx)) > 1:
+                    row.append(_coarse_after(own, float(pvalue[p, ty, tx]), ty, tx, p))
+                elif values:
                     v = float(pvalue[p, ty, tx])
                     kind, note = ("not_recorded" if math.isnan(v) else "value"), ""
                     if lab is not None and row[-1].note:
