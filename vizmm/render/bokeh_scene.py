@@ -122,6 +122,9 @@ SOURCE_NAMES = {
 #: Every source name, in the order :func:`frame_columns` fills them.
 SOURCE_ORDER = tuple(n for names in SOURCE_NAMES.values() for n in names)
 ALL_SOURCES = frozenset(SOURCE_ORDER)
+#: The sources a tap selects in (the grids with a ``TapTool``); every other
+#: source of a scene shares one empty ``Selection``.
+TAPPED_SOURCES = frozenset({"threads", "blocks"})
 
 # The columns of every source, named once: the makers below fill them and a
 # scene's sources start empty with them (see _columns_of).
@@ -1408,7 +1411,10 @@ def add_glyph(
         Glyphs to share: a renderer whose glyph has the kind and properties
         of one kept here draws with that one (a glyph holds no data: each
         renderer draws it from its own source), and a new glyph is kept.
-        A scene passes one per scene, so that one page sends each look once.
+        Renderers of one ``source`` (and ``every``) also share their view
+        (a ``CDSView`` holds the rows of its renderers' source: the same for
+        each). A scene passes one per scene, so that one page sends each look
+        and each view once.
     **props
         The glyph's properties as ``figure`` methods take them (column names
         or values; ``line_*``, ``fill_*``, ``text_*``, ``hatch_*``, ``color``,
@@ -1439,19 +1445,23 @@ def add_glyph(
             next((r.view.filter for r in fig.renderers if isinstance(r, GlyphRenderer)), None)
             or AllIndices()
         )
-    glyph = None
+    glyph = view = None
     if shared is not None:
         key = (kind, *sorted((k, repr(v)) for k, v in {**props, **visuals}.items()))
         glyph = shared.get(key)
         if glyph is None:
             glyph = shared[key] = cls(**props, **visuals)
+        if source is not None:
+            view = shared.get(("CDSView", source.id, every.id))
+            if view is None:
+                view = shared[("CDSView", source.id, every.id)] = CDSView(filter=every)
     r = GlyphRenderer(
         data_source=ColumnDataSource() if source is None else source,
         glyph=cls(**props, **visuals) if glyph is None else glyph,
         nonselection_glyph=cls(**props, **nonselection) if nonselection is not None else "auto",
         selection_glyph=cls(**props, **selection) if selection is not None else "auto",
         muted_glyph="auto",
-        view=CDSView(filter=every),
+        view=CDSView(filter=every) if view is None else view,
         **({} if name is None else {"name": name}),
     )
     fig.renderers.append(r)
@@ -1512,6 +1522,7 @@ class Scene:
             BasicTickFormatter,
             ColumnDataSource,
             LinearScale,
+            Selection,
             UnionRenderers,
         )
 
@@ -1528,10 +1539,13 @@ class Scene:
         if caption_chars is not None:
             self.sizes = dataclasses.replace(self.sizes, caption_chars=int(caption_chars))
         names = [s for v in views for s in SOURCE_NAMES[v]]
-        # one selection policy for all (it holds nothing), not one per source
-        self._policy = policy = UnionRenderers()
+        # one selection policy for all (it holds nothing), not one per source, and
+        # one empty selection for every source no tap selects in (only the
+        # threads' and the blocks' grids take taps: see _cells)
+        self._policy = UnionRenderers()
+        self._unselected = Selection()
         self.sources = {
-            name: ColumnDataSource(data=_empty(name), selection_policy=policy) for name in names
+            name: ColumnDataSource(data=_empty(name), **self._source_props(name)) for name in names
         }
         # What the plots can share, as they hold nothing of their own: one filter
         # for every renderer's view, one scale (BokehJS draws with a copy of it per
@@ -1743,6 +1757,7 @@ class Scene:
                 title.text_font = SANS
                 title.text_font_size = f"{self.sizes.font + 1}px"
                 title.text_color = self.palette.TEXT
+        toolbar = kw.pop("toolbar", None)
         return Plot(
             **{
                 "width": int(width),
@@ -1751,7 +1766,7 @@ class Scene:
                 "y_range": y_range,
                 "x_scale": self._scale,
                 "y_scale": self._scale,
-                "toolbar": Toolbar(),
+                "toolbar": Toolbar() if toolbar is None else toolbar,
                 "toolbar_location": None,
                 "title": title,
                 "min_border": 4,
@@ -1761,6 +1776,13 @@ class Scene:
                 **kw,
             }
         )
+
+    def _source_props(self, name: str = "") -> dict[str, Any]:
+        """A new source's selection policy and selection (its own for a tapped grid)."""
+        props: dict[str, Any] = {"selection_policy": self._policy}
+        if name not in TAPPED_SOURCES:
+            props["selected"] = self._unselected
+        return props
 
     def _one(self, kind, **props):
         """One model of ``kind`` (a class) with ``props`` per scene (ranges, tickers)."""
@@ -1780,7 +1802,13 @@ class Scene:
         """
         return partial(add_glyph, f, every=self._every, selectable=selectable, shared=self._glyphs)
 
-    def _text_fig(self, width_chars, lines, name, pad=0.5):
+    def _no_tools(self):
+        """The one empty toolbar of the scene's plots that never get a tool (text views)."""
+        from bokeh.models import Toolbar
+
+        return self._one(Toolbar)
+
+    def _text_fig(self, width_chars, lines, name, pad=0.5, **kw):
         """A figure of ``lines`` monospace lines of ``width_chars`` characters (no axes)."""
         from bokeh.models import Range1d
 
@@ -1790,6 +1818,7 @@ class Scene:
             lines * s.line + 8,
             Range1d(start=-pad, end=width_chars + pad),
             Range1d(start=lines, end=0),
+            **kw,
         )
         self.figures[name] = f
         return f
@@ -2220,11 +2249,12 @@ class Scene:
             Range1d(start=per_col, end=0),
             title="",  # the default empty title, as a bare figure has
             min_border=2,
+            toolbar=self._no_tools(),
         )
         add = self._adder(f)
         add(
             "Rect",
-            ColumnDataSource(data, selection_policy=self._policy),
+            ColumnDataSource(data, **self._source_props()),
             x="x",
             y="y",
             width=1.8,
@@ -2236,7 +2266,7 @@ class Scene:
         style = {"text_color": self.palette.TEXT, "text_font_style": "style"}
         _line_text(
             add,
-            ColumnDataSource(text, selection_policy=self._policy),
+            ColumnDataSource(text, **self._source_props()),
             f"{fs}px",
             font=SANS,
             **style,
@@ -2248,7 +2278,7 @@ class Scene:
         s = self.sizes
         lines = _source_lines(self.trace.meta.get("source", "") or "")
         width = max(len(x) for x in lines) + 3
-        f = self._text_fig(width + 2, len(lines), "source")
+        f = self._text_fig(width + 2, len(lines), "source", toolbar=self._no_tools())
         f.x_range.start = -2.2
         src = self.sources["source"]
         add = self._adder(f)
@@ -2273,7 +2303,7 @@ class Scene:
         s = self.sizes
         pvalue_lines = max(1, ceil_div(self.trace.n_phases, PHASES_PER_LINE))
         lines = 7 + pvalue_lines + 2 + 3  # + transactions
-        f = self._text_fig(COUNTER_CHARS, lines, "counters")
+        f = self._text_fig(COUNTER_CHARS, lines, "counters", toolbar=self._no_tools())
         style = {"text_color": "color", "text_font_style": "font_style"}
         add = self._adder(f)
         _line_text(add, self.sources["counters"], f"{s.mono}px", **style)
@@ -2302,7 +2332,7 @@ class Scene:
 
     def _caption(self):
         s = self.sizes
-        f = self._text_fig(s.caption_chars, 4, "caption")
+        f = self._text_fig(s.caption_chars, 4, "caption", toolbar=self._no_tools())
         # proportional font: about 0.6 em per character, bold included
         f.width = int(s.caption_chars * 0.6 * (s.font + 1) + 20)
         f.x_range.end = (f.width - 12) / (0.6 * (s.font + 1))
