@@ -1394,7 +1394,7 @@ class Replay:
             out["p_book"] = lab["p_book"]
         return out
 
-    def _own_marks(self, terms: dict, ph: int, k: int, notes, found, said) -> None:
+    def _own_marks(self, terms: dict, ph, k, notes, found, said) -> None:
         """A user kernel's notes at one k: every term of each thread there, not the first.
 
         A coarsened thread adds one term per accumulator at each ``k``; each

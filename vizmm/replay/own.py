@@ -387,10 +387,10 @@ def own_block(trace: Trace, block: tuple[int, int]) -> OwnBlock:
             )
         terms[th] = tuple(out)
         elements[th] = tuple(dict.fromkeys((int(x.element[0]), int(x.element[1])) for x in out))
-        el = element.get(logged_acc) if logged_acc is not None else None
-        if el is None and logged_acc is not None and len(accs) == 1 and accs[0] == logged_acc:
-            el = elements[th][0] if elements[th] else None
-        logged[th] = None if el is None else (int(el[0]), int(el[1]))
+        acc_el = element.get(logged_acc) if logged_acc is not None else None
+        if acc_el is None and logged_acc is not None and accs == [logged_acc] and elements[th]:
+            acc_el = elements[th][0]
+        logged[th] = None if acc_el is None else (int(acc_el[0]), int(acc_el[1]))
     return OwnBlock(terms, stores, elements, logged)
 
 
