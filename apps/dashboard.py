@@ -1161,7 +1161,8 @@ class Dashboard(pn.viewable.Viewer):
         self.scene_pane = pn.pane.Bokeh(None, sizing_mode="fixed", margin=(0, 10))
         # presenter mode: the caption, M, N, P, Mds, Nds and threads, sized for a projector
         self.presenter_pane = pn.pane.Bokeh(None, sizing_mode="fixed", margin=(0, 10))
-        self.presenter_view = pn.Column(self.presenter_pane, visible=False)
+        # (its pane joins the page when presenter mode is first turned on)
+        self.presenter_view = pn.Column(visible=False)
         self.keys = KeyboardShortcuts(on_key=s.handle_key, keys=list(KEYS) + ["G"])
         # the window's size: presenter mode sizes its scene to the screen
         self.viewport = Viewport(visible=False)
@@ -1382,6 +1383,8 @@ class Dashboard(pn.viewable.Viewer):
         self.more.visible = not p
         self.header.visible = not p
         self.tabs.visible = not p
+        if p and not self.presenter_view.objects:
+            self.presenter_view.objects = [self.presenter_pane]
         self.presenter_view.visible = p
         # Panel gives the page the width of its widest child, hidden ones included
         # (the normal scene's 1300 pixels): in presenter mode, the window's width

@@ -91,14 +91,17 @@ class FindingsPanel(pn.viewable.Viewer):
         )
         self.kind.param.watch(self._refresh, "value")
         self.table.param.watch(self._on_select, "value")
-        self.layout = pn.Column(
+        # The heading, summary, filter and list join the page when it is first
+        # shown: most traces have no findings, and a new session then builds
+        # and sends none of them.
+        self._parts = [
             pn.pane.Markdown("#### Findings (vizmm check)", margin=(0, 10)),
             self.summary,
             self.kind,
             self.table,
-            sizing_mode="stretch_width",
-            visible=False,
-            css_classes=["vizmm-findings-panel"],
+        ]
+        self.layout = pn.Column(
+            sizing_mode="stretch_width", visible=False, css_classes=["vizmm-findings-panel"]
         )
         self._found: tuple = ()
         self._shown: list[int] = []  # finding numbers of the rows of the list
@@ -126,7 +129,7 @@ class FindingsPanel(pn.viewable.Viewer):
             self._found, self._ready = trace_findings(trace), True
             self._show()
             return
-        self.layout.visible = True
+        self._reveal(True)
         self.summary.object = "Checking the access log of this trace for findings …"
         self.table.options = {}
 
@@ -142,9 +145,15 @@ class FindingsPanel(pn.viewable.Viewer):
 
         threading.Thread(target=work, name="vizmm-findings", daemon=True).start()
 
+    def _reveal(self, shown: bool) -> None:
+        """Show or hide the panel (its parts join the page when first shown)."""
+        if shown and not self.layout.objects:
+            self.layout.objects = list(self._parts)
+        self.layout.visible = shown
+
     def _show(self) -> None:
         found = self._found
-        self.layout.visible = bool(found)
+        self._reveal(bool(found))
         if not found:
             self.table.options = {}
             self._take_wanted()

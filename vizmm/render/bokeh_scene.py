@@ -1731,7 +1731,12 @@ class Scene:
             blocks = self._blocks()
             if not self._tuck_blocks(blocks):
                 parts_right.append(blocks)
-        main = [column(*p, spacing=8) for p in (parts_left, parts_mid, parts_right) if p]
+        # a part of one view is placed as it is, not in a column of its own
+        main = [
+            p[0] if len(p) == 1 else column(*p, spacing=8)
+            for p in (parts_left, parts_mid, parts_right)
+            if p
+        ]
         rows = []
         if "caption" in v:
             rows.append(self._caption())
