@@ -633,7 +633,7 @@ class LargeScene:
             glyph_width=16,
             glyph_height=16,
         )
-        legend.items = entries  # set, not passed: Bokeh 3.10's stub leaves ``items`` out of __init__
+        legend.items = entries  # set after: Bokeh 3.10's stub leaves ``items`` out of __init__
         if columns:
             legend.ncols = columns
         f.add_layout(legend, location)
