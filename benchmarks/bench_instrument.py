@@ -25,13 +25,15 @@ from vizmm.record import instrument as I  # noqa: E402
 from vizmm.record.simulator import SIM_SWITCH_INTERVAL  # noqa: E402
 
 
-def timed(fn, repeats):
-    out = []
+def interleaved(fns, repeats):
+    """Median seconds of each of ``fns``, run in turn ``repeats`` times."""
+    out = [[] for _ in fns]
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out)
+        for times, fn in zip(out, fns, strict=True):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in out]
 
 
 def main(argv):
@@ -71,10 +73,9 @@ def main(argv):
             reads=reads,
         )
 
-    p = timed(run_plain, reps)
-    r = timed(run_record(False), reps)
-    i = timed(run_record(True), reps)
-    print(f"simulator, Width {W}, TILE_WIDTH {T}, boundary kernel, median of {reps}")
+    # interleaved, so that a change in the machine's load falls on all three alike
+    p, r, i = interleaved([run_plain, run_record(False), run_record(True)], reps)
+    print(f"simulator, Width {W}, TILE_WIDTH {T}, boundary kernel, median of {reps}, interleaved")
     print(f"  plain kernel (switch interval {SIM_SWITCH_INTERVAL * 1e3:.1f} ms): {p:7.2f} s")
     print(f"  vizmm.record:                            {r:7.2f} s  ratio {r / p:.2f}")
     print(f"  vizmm.record(reads=True):                {i:7.2f} s  ratio {i / p:.2f}")
