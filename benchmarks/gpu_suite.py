@@ -175,7 +175,7 @@ def check_identical_instrumented():
     from vizmm.record import instrument_device as D
 
     here = os.path.dirname(os.path.abspath(__file__))
-    styles = os.path.join(here, "..", "tests", "instrument_kernels.py")
+    styles = os.path.relpath(os.path.join(here, "..", "tests", "instrument_kernels.py"))
     cases = [
         dict(width=4, tile_width=2, kernel="tiled"),
         dict(width=3, tile_width=2, kernel="tiled", drop_barrier=None),
