@@ -84,6 +84,7 @@ from vizmm_apps.parts import (  # noqa: E402
     replace_timer,
     served_script,
 )
+from vizmm_apps.url_params import link_one_based  # noqa: E402
 from vizmm_apps.viewport import Viewport  # noqa: E402
 
 __all__ = ["DashboardState", "Dashboard", "RecordForm", "URL_PARAMS", "KEYS", "create_app"]
@@ -223,44 +224,17 @@ class DashboardState(param.Parameterized):
         super().__init__(**params)
         self.param.watch(self._changed, self._WATCHED)
         self.param.watch(self._on_source, ["source"])
-        self._url_sync = False
-        self.param.watch(self._step_to_url, ["step"])
-        self.param.watch(self._url_to_step, ["url_step"])
+        link_one_based(self, "step", "url_step")
         #: A finding asked for by the URL (0-based; -1: none), selected by the Findings
         #: list once it has the trace's findings (vizmm_apps.findings_view).
         self.wanted_finding = -1
-        self.param.watch(self._finding_to_url, ["finding"])
-        self.param.watch(self._url_to_finding, ["url_finding"])
+        link_one_based(self, "finding", "url_finding", self._url_finding)
 
-    def _finding_to_url(self, *events) -> None:
-        """Keep :attr:`url_finding` (the URL's, 1-based) one ahead of :attr:`finding`."""
-        if self.url_finding != self.finding + 1:
-            self._url_sync = True
-            try:
-                self.url_finding = self.finding + 1
-            finally:
-                self._url_sync = False
-
-    def _url_to_finding(self, *events) -> None:
-        """A finding asked for by the URL (1-based) waits in :attr:`wanted_finding`."""
-        if not self._url_sync:
-            self.wanted_finding = self.url_finding - 1
-            if self.url_finding == 0:
-                self.finding = -1
-
-    def _step_to_url(self, *events) -> None:
-        """Keep :attr:`url_step` (the URL's, 1-based) one ahead of :attr:`step`."""
-        if self.url_step != self.step + 1:
-            self._url_sync = True
-            try:
-                self.url_step = self.step + 1
-            finally:
-                self._url_sync = False
-
-    def _url_to_step(self, *events) -> None:
-        """A step asked for by the URL (1-based) is the replay's step ``url_step - 1``."""
-        if not self._url_sync:
-            self.step = self.url_step - 1
+    def _url_finding(self, wanted: int) -> None:
+        """A finding asked for by the URL (0-based) waits in :attr:`wanted_finding`."""
+        self.wanted_finding = wanted
+        if wanted == -1:
+            self.finding = -1
 
     # ----------------------------------------------------------- loading
     def start(self) -> DashboardState:

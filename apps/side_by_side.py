@@ -39,6 +39,7 @@ from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
 from vizmm_apps.access import PageLandmarks, opened_theme, page_css  # noqa: E402
 from vizmm_apps.keys import KeyboardShortcuts  # noqa: E402
 from vizmm_apps.parts import drop_long_url_values, page_drawn, page_header, served_script  # noqa: E402
+from vizmm_apps.url_params import link_one_based  # noqa: E402
 
 __all__ = ["PAIRS", "Pair", "SideBySideState", "SideBySide", "create_app"]
 
@@ -148,23 +149,7 @@ class SideBySideState(param.Parameterized):
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
-        self._url_sync = False
-        self.param.watch(self._step_to_url, ["step"])
-        self.param.watch(self._url_to_step, ["url_step"])
-
-    def _step_to_url(self, *events) -> None:
-        """Keep :attr:`url_step` one ahead of :attr:`step` (the page's "Step N" is N)."""
-        if self.url_step != self.step + 1:
-            self._url_sync = True
-            try:
-                self.url_step = self.step + 1
-            finally:
-                self._url_sync = False
-
-    def _url_to_step(self, *events) -> None:
-        """A step asked for by the URL (1-based) is joint step ``url_step - 1``."""
-        if not self._url_sync:
-            self.step = self.url_step - 1
+        link_one_based(self, "step", "url_step")  # the page's "Step N" is N
 
     def load(self) -> None:
         """Load the pair's traces (recording any not yet cached) and build the lockstep."""
