@@ -189,6 +189,8 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
             "cap": int(log.events.shape[2]),
             "fields": list(D.FIELDS),
             "arrays": [{"name": a.name, "space": a.space} for a in inst.arrays],
+            # the variable whose value the log carries beside each event (None: none)
+            "accumulator": inst.accumulator,
         },
         "instrument_s": round(inst.seconds, 3),
     }

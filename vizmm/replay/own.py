@@ -197,31 +197,6 @@ def _accumulators(source: str, p_name: str) -> tuple[dict, dict]:
     return adds, stores
 
 
-def _logged_accumulator(source: str, globals_: set) -> str | None:
-    """The variable the instrumenter logs as the accumulator: the last ``G[...] = name``.
-
-    The same rule as :mod:`vizmm.record.instrument` (``ast.walk`` order, ``G``
-    a global array argument), so that the logged value is named.
-    """
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
-    out = None
-    for n in ast.walk(tree):
-        if (
-            isinstance(n, ast.Assign)
-            and len(n.targets) == 1
-            and isinstance(n.targets[0], ast.Subscript)
-            and isinstance(n.targets[0].value, ast.Name)
-            and n.targets[0].value.id in globals_
-            and isinstance(n.value, ast.Name)
-        ):
-            out = n.value.id
-    return out
-
-
-@per_trace(maxsize=8)
 def own_block(trace: Trace, block: tuple[int, int]) -> OwnBlock:
     """What the threads of one recorded block of a user's kernel really did.
 
@@ -287,7 +262,7 @@ def own_block(trace: Trace, block: tuple[int, int]) -> OwnBlock:
         store_info.setdefault((*key, int(t)), (int(phase_of[t, n]), int(e[f["line"]])))
     source = str(trace.meta.get("source", ""))
     adds, store_lines = _accumulators(source, log["arrays"][p_id]["name"])
-    logged_acc = _logged_accumulator(source, {log["arrays"][i]["name"] for i in glob})
+    logged_acc = log.get("accumulator")  # the instrumenter's (meta access_log)
     logged: dict = {}
     terms: dict = {}
     stores: dict = {}

@@ -324,12 +324,15 @@ MAX_LOG_EVENTS = 1 << 24
 
 
 def _access_log(v, launch) -> bool:
-    """``{'threads', 'cap', 'fields', 'arrays'}``: how the optional access log is laid out."""
-    if not (isinstance(v, Mapping) and set(v) == {"threads", "cap", "fields", "arrays"}):
+    """``{'threads', 'cap', 'fields', 'arrays'}`` (and ``'accumulator'``): the log's layout."""
+    keys = {"threads", "cap", "fields", "arrays"}
+    if not (isinstance(v, Mapping) and set(v) in (keys, keys | {"accumulator"})):
         return False
     arrays = v["arrays"]
+    acc = v.get("accumulator")
     return (
-        _int_in(1, 1024)(v["threads"], launch)
+        (acc is None or _text(100)(acc, launch))
+        and _int_in(1, 1024)(v["threads"], launch)
         and _int_in(0, MAX_LOG_EVENTS)(v["cap"], launch)
         and isinstance(v["fields"], (list, tuple))
         and tuple(v["fields"]) == LOG_FIELDS
