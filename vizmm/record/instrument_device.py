@@ -63,60 +63,95 @@ TAG_ARRAYS = 8
 _BLK_SMID, _BLK_T0, _BLK_T1, _BLK_CLK0, _BLK_CLK1, _BLK_SEQ = range(6)
 
 
+#: What every logging helper's docstring ends with: the parameters :data:`_LOG` names.
+_LOG_PARAMS = """
+    ev : device array of int32, flat (threads, cap, NF)
+        The event log: one row of :data:`FIELDS` per event.
+    vals : device array of float64, flat (threads, cap, 2)
+        Per event, the value loaded or stored and the accumulator.
+    cnt : device array of int32, (threads,)
+        Events per thread, counted past ``cap``.
+    cap : int
+        Events per thread the log has room for (0: a count launch).
+    t : int
+        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
+        recorded in detail: nothing is logged.
+    ep : int
+        The ``cuda.syncthreads()`` the thread has passed (its epoch).
+    acc : float
+        The kernel's accumulator (Pvalue) now, logged beside the value.
+"""
+
+
+def _logs(fn):
+    """Give a logging helper's docstring the parameters every one of them ends with."""
+    fn.__doc__ = fn.__doc__.rstrip() + "\n" + _LOG_PARAMS
+    return fn
+
+
+#: The parameters of :func:`log` (both its forms), the end of its docstring.
+_LOG_FN_PARAMS = """
+    Parameters
+    ----------
+    ev : device array of int32, flat (threads, cap, NF)
+        The event log: one row of :data:`FIELDS` per event.
+    vals : device array of float64, flat (threads, cap, 2)
+        Per event, the value loaded or stored and the accumulator.
+    cnt : device array of int32, (threads,)
+        Events per thread, counted past ``cap``.
+    cap : int
+        Events per thread the log has room for (0: a count launch).
+    t : int
+        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
+        recorded in detail: nothing is logged.
+    op : int
+        :data:`LOAD`, :data:`STORE`, :data:`ARRIVE`, :data:`RELEASE` or :data:`END`.
+    flag : int
+        :data:`OK`, :data:`OUT_OF_BOUNDS` (not performed) or :data:`SOURCE_OUT_OF_BOUNDS`
+        (store skipped).
+    arr : int
+        The array's id; -1 for a barrier and the end.
+    idx : int
+        The flat index the code named; -1 for a barrier and the end.
+    row, col : int
+        The code's (row, col): a 2-D subscript's, or ``(a, b)`` of a 1-D index ``a*W + b``;
+        :data:`NO_INDEX` when not known; -1 for a barrier and the end.
+    tag : int
+        A shared store's or load's slot tag, written or found (``src_idx * TAG_ARRAYS +
+        src_arr``, or a ``TAG_*``); -4 (:data:`TAG_COMPUTED`) for other events.
+    sa, si : int
+        The source global element's array id and flat index (-1: none).
+    sr, sc : int
+        The source element's (row, col); :data:`NO_INDEX` when not known.
+    ep : int
+        The ``cuda.syncthreads()`` the thread has passed (its epoch).
+    tk : int
+        A barrier's ticket of the block's clock; -1 otherwise.
+    ln : int
+        The line of the kernel's source the access is on.
+    v : float
+        The value loaded or stored (0.0: none).
+    a : float
+        The kernel's accumulator (Pvalue) now.
+"""
+
+
+def _log_doc(fn):
+    """Give both forms of :func:`log` the one list of parameters."""
+    fn.__doc__ = fn.__doc__.rstrip() + "\n" + _LOG_FN_PARAMS
+    return fn
+
+
 if _target.NAME == _target.SIMULATOR:
 
     @device
+    @_log_doc
     def log(
         ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, tag, sa, si, sr, sc, ep, tk, ln, v, a
     ):
-        """Append one event to thread ``t``'s log (nothing when ``t < 0``).
-
-        The simulator's form: one NumPy slice assignment per event (the same
-        bytes as the GPU's field-by-field stores, a tenth of the Python calls).
-
-        Parameters
-        ----------
-        ev : device array of int32, flat (threads, cap, NF)
-            The event log: one row of :data:`FIELDS` per event.
-        vals : device array of float64, flat (threads, cap, 2)
-            Per event, the value loaded or stored and the accumulator.
-        cnt : device array of int32, (threads,)
-            Events per thread, counted past ``cap``.
-        cap : int
-            Events per thread the log has room for (0: a count launch).
-        t : int
-            The thread's row of the log (``slot * threads + tid``); -1 when its block is not
-            recorded in detail: nothing is logged.
-        op : int
-            :data:`LOAD`, :data:`STORE`, :data:`ARRIVE`, :data:`RELEASE` or :data:`END`.
-        flag : int
-            :data:`OK`, :data:`OUT_OF_BOUNDS` (not performed) or :data:`SOURCE_OUT_OF_BOUNDS`
-            (store skipped).
-        arr : int
-            The array's id; -1 for a barrier and the end.
-        idx : int
-            The flat index the code named; -1 for a barrier and the end.
-        row, col : int
-            The code's (row, col): a 2-D subscript's, or ``(a, b)`` of a 1-D index ``a*W + b``;
-            :data:`NO_INDEX` when not known; -1 for a barrier and the end.
-        tag : int
-            A shared store's or load's slot tag, written or found (``src_idx * TAG_ARRAYS +
-            src_arr``, or a ``TAG_*``); -4 (:data:`TAG_COMPUTED`) for other events.
-        sa, si : int
-            The source global element's array id and flat index (-1: none).
-        sr, sc : int
-            The source element's (row, col); :data:`NO_INDEX` when not known.
-        ep : int
-            The ``cuda.syncthreads()`` the thread has passed (its epoch).
-        tk : int
-            A barrier's ticket of the block's clock; -1 otherwise.
-        ln : int
-            The line of the kernel's source the access is on.
-        v : float
-            The value loaded or stored (0.0: none).
-        a : float
-            The kernel's accumulator (Pvalue) now.
-        """
+        """Append one event to thread ``t``'s log (nothing when ``t < 0``)."""
+        # the simulator's form: one NumPy slice assignment per event (the same bytes as
+        # the GPU's field-by-field stores, a tenth of the Python calls)
         if t >= 0:
             n = cnt[t]
             if n < cap:
@@ -144,54 +179,11 @@ if _target.NAME == _target.SIMULATOR:
 else:
 
     @device
+    @_log_doc
     def log(
         ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, tag, sa, si, sr, sc, ep, tk, ln, v, a
     ):
-        """Append one event to thread ``t``'s log (nothing when ``t < 0``).
-
-        Parameters
-        ----------
-        ev : device array of int32, flat (threads, cap, NF)
-            The event log: one row of :data:`FIELDS` per event.
-        vals : device array of float64, flat (threads, cap, 2)
-            Per event, the value loaded or stored and the accumulator.
-        cnt : device array of int32, (threads,)
-            Events per thread, counted past ``cap``.
-        cap : int
-            Events per thread the log has room for (0: a count launch).
-        t : int
-            The thread's row of the log (``slot * threads + tid``); -1 when its block is not
-            recorded in detail: nothing is logged.
-        op : int
-            :data:`LOAD`, :data:`STORE`, :data:`ARRIVE`, :data:`RELEASE` or :data:`END`.
-        flag : int
-            :data:`OK`, :data:`OUT_OF_BOUNDS` (not performed) or :data:`SOURCE_OUT_OF_BOUNDS`
-            (store skipped).
-        arr : int
-            The array's id; -1 for a barrier and the end.
-        idx : int
-            The flat index the code named; -1 for a barrier and the end.
-        row, col : int
-            The code's (row, col): a 2-D subscript's, or ``(a, b)`` of a 1-D index ``a*W + b``;
-            :data:`NO_INDEX` when not known; -1 for a barrier and the end.
-        tag : int
-            A shared store's or load's slot tag, written or found (``src_idx * TAG_ARRAYS +
-            src_arr``, or a ``TAG_*``); -4 (:data:`TAG_COMPUTED`) for other events.
-        sa, si : int
-            The source global element's array id and flat index (-1: none).
-        sr, sc : int
-            The source element's (row, col); :data:`NO_INDEX` when not known.
-        ep : int
-            The ``cuda.syncthreads()`` the thread has passed (its epoch).
-        tk : int
-            A barrier's ticket of the block's clock; -1 otherwise.
-        ln : int
-            The line of the kernel's source the access is on.
-        v : float
-            The value loaded or stored (0.0: none).
-        a : float
-            The kernel's accumulator (Pvalue) now.
-        """
+        """Append one event to thread ``t``'s log (nothing when ``t < 0``)."""
         if t >= 0:
             n = cnt[t]
             if n < cap:
@@ -217,6 +209,7 @@ else:
 
 
 @device
+@_logs
 def g_load(A, i, row, col, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc):
     """``A[i]`` of a 1-D global array, logged; zero (not read) when ``i`` is out of bounds.
 
@@ -236,21 +229,6 @@ def g_load(A, i, row, col, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc)
         Per-element read counters of the array (flat); empty: not counted.
     zero : scalar
         The array's zero (its dtype), returned out of bounds.
-    ev : device array of int32, flat (threads, cap, NF)
-        The event log: one row of :data:`FIELDS` per event.
-    vals : device array of float64, flat (threads, cap, 2)
-        Per event, the value loaded or stored and the accumulator.
-    cnt : device array of int32, (threads,)
-        Events per thread, counted past ``cap``.
-    cap : int
-        Events per thread the log has room for (0: a count launch).
-    t : int
-        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
-        recorded in detail: nothing is logged.
-    ep : int
-        The ``cuda.syncthreads()`` the thread has passed (its epoch).
-    acc : float
-        The kernel's accumulator (Pvalue) now, logged beside the value.
     """
     if i >= 0 and i < A.shape[0]:
         v = A[i]
@@ -263,6 +241,7 @@ def g_load(A, i, row, col, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc)
 
 
 @device
+@_logs
 def g_load2(A, r, c, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc):
     """``A[r, c]`` of a 2-D global array, logged with its flat index ``r * ncols + c``.
 
@@ -280,21 +259,6 @@ def g_load2(A, r, c, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc):
         Per-element read counters of the array (flat); empty: not counted.
     zero : scalar
         The array's zero (its dtype), returned out of bounds.
-    ev : device array of int32, flat (threads, cap, NF)
-        The event log: one row of :data:`FIELDS` per event.
-    vals : device array of float64, flat (threads, cap, 2)
-        Per event, the value loaded or stored and the accumulator.
-    cnt : device array of int32, (threads,)
-        Events per thread, counted past ``cap``.
-    cap : int
-        Events per thread the log has room for (0: a count launch).
-    t : int
-        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
-        recorded in detail: nothing is logged.
-    ep : int
-        The ``cuda.syncthreads()`` the thread has passed (its epoch).
-    acc : float
-        The kernel's accumulator (Pvalue) now, logged beside the value.
     """
     i = r * A.shape[1] + c
     if r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]:
@@ -336,6 +300,7 @@ def g_ok2(A, r, c):
 
 
 @device
+@_logs
 def g_store(A, i, v, row, col, aid, ln, ev, vals, cnt, cap, t, ep, acc):
     """``A[i] = v`` on a 1-D global array, logged; not performed out of bounds.
 
@@ -353,21 +318,6 @@ def g_store(A, i, v, row, col, aid, ln, ev, vals, cnt, cap, t, ep, acc):
         The array's id (its index in the instrumenter's table).
     ln : int
         The line of the kernel's source the access is on.
-    ev : device array of int32, flat (threads, cap, NF)
-        The event log: one row of :data:`FIELDS` per event.
-    vals : device array of float64, flat (threads, cap, 2)
-        Per event, the value loaded or stored and the accumulator.
-    cnt : device array of int32, (threads,)
-        Events per thread, counted past ``cap``.
-    cap : int
-        Events per thread the log has room for (0: a count launch).
-    t : int
-        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
-        recorded in detail: nothing is logged.
-    ep : int
-        The ``cuda.syncthreads()`` the thread has passed (its epoch).
-    acc : float
-        The kernel's accumulator (Pvalue) now, logged beside the value.
     """
     flag = 1  # out of bounds: not performed
     if i >= 0 and i < A.shape[0]:
@@ -377,6 +327,7 @@ def g_store(A, i, v, row, col, aid, ln, ev, vals, cnt, cap, t, ep, acc):
 
 
 @device
+@_logs
 def g_store2(A, r, c, v, aid, ln, ev, vals, cnt, cap, t, ep, acc):
     """``A[r, c] = v`` on a 2-D global array, logged; not performed out of bounds.
 
@@ -392,21 +343,6 @@ def g_store2(A, r, c, v, aid, ln, ev, vals, cnt, cap, t, ep, acc):
         The array's id (its index in the instrumenter's table).
     ln : int
         The line of the kernel's source the access is on.
-    ev : device array of int32, flat (threads, cap, NF)
-        The event log: one row of :data:`FIELDS` per event.
-    vals : device array of float64, flat (threads, cap, 2)
-        Per event, the value loaded or stored and the accumulator.
-    cnt : device array of int32, (threads,)
-        Events per thread, counted past ``cap``.
-    cap : int
-        Events per thread the log has room for (0: a count launch).
-    t : int
-        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
-        recorded in detail: nothing is logged.
-    ep : int
-        The ``cuda.syncthreads()`` the thread has passed (its epoch).
-    acc : float
-        The kernel's accumulator (Pvalue) now, logged beside the value.
     """
     i = r * A.shape[1] + c
     flag = 1  # out of bounds: not performed
@@ -417,6 +353,7 @@ def g_store2(A, r, c, v, aid, ln, ev, vals, cnt, cap, t, ep, acc):
 
 
 @device
+@_logs
 def s_load(S, i, row, col, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc):
     """``S[i]`` of a 1-D shared array (or a section of the extern array), logged with its tag.
 
@@ -437,21 +374,6 @@ def s_load(S, i, row, col, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc):
         The array's id (its index in the instrumenter's table).
     ln : int
         The line of the kernel's source the access is on.
-    ev : device array of int32, flat (threads, cap, NF)
-        The event log: one row of :data:`FIELDS` per event.
-    vals : device array of float64, flat (threads, cap, 2)
-        Per event, the value loaded or stored and the accumulator.
-    cnt : device array of int32, (threads,)
-        Events per thread, counted past ``cap``.
-    cap : int
-        Events per thread the log has room for (0: a count launch).
-    t : int
-        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
-        recorded in detail: nothing is logged.
-    ep : int
-        The ``cuda.syncthreads()`` the thread has passed (its epoch).
-    acc : float
-        The kernel's accumulator (Pvalue) now, logged beside the value.
     """
     if i >= 0 and i < S.shape[0]:
         v = S[i]
@@ -466,6 +388,7 @@ def s_load(S, i, row, col, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc):
 
 
 @device
+@_logs
 def s_load2(S, r, c, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc):
     """``S[r, c]`` of a 2-D shared array, logged with the tag of its slot.
 
@@ -484,21 +407,6 @@ def s_load2(S, r, c, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc):
         The array's id (its index in the instrumenter's table).
     ln : int
         The line of the kernel's source the access is on.
-    ev : device array of int32, flat (threads, cap, NF)
-        The event log: one row of :data:`FIELDS` per event.
-    vals : device array of float64, flat (threads, cap, 2)
-        Per event, the value loaded or stored and the accumulator.
-    cnt : device array of int32, (threads,)
-        Events per thread, counted past ``cap``.
-    cap : int
-        Events per thread the log has room for (0: a count launch).
-    t : int
-        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
-        recorded in detail: nothing is logged.
-    ep : int
-        The ``cuda.syncthreads()`` the thread has passed (its epoch).
-    acc : float
-        The kernel's accumulator (Pvalue) now, logged beside the value.
     """
     i = r * S.shape[1] + c
     if r >= 0 and r < S.shape[0] and c >= 0 and c < S.shape[1]:
@@ -514,6 +422,7 @@ def s_load2(S, r, c, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc):
 
 
 @device
+@_logs
 def s_store(
     S, i, v, row, col, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cnt, cap, t, ep, acc
 ):
@@ -548,21 +457,6 @@ def s_store(
         The array's id (its index in the instrumenter's table).
     ln : int
         The line of the kernel's source the access is on.
-    ev : device array of int32, flat (threads, cap, NF)
-        The event log: one row of :data:`FIELDS` per event.
-    vals : device array of float64, flat (threads, cap, 2)
-        Per event, the value loaded or stored and the accumulator.
-    cnt : device array of int32, (threads,)
-        Events per thread, counted past ``cap``.
-    cap : int
-        Events per thread the log has room for (0: a count launch).
-    t : int
-        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
-        recorded in detail: nothing is logged.
-    ep : int
-        The ``cuda.syncthreads()`` the thread has passed (its epoch).
-    acc : float
-        The kernel's accumulator (Pvalue) now, logged beside the value.
     """
     flag = 1  # out of bounds: not performed
     if i >= 0 and i < S.shape[0]:
@@ -575,6 +469,7 @@ def s_store(
 
 
 @device
+@_logs
 def s_store2(S, r, c, v, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cnt, cap, t, ep, acc):
     """``S[r, c] = v`` on a 2-D shared array and its slot's tag (see :func:`s_store`).
 
@@ -605,21 +500,6 @@ def s_store2(S, r, c, v, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cn
         The array's id (its index in the instrumenter's table).
     ln : int
         The line of the kernel's source the access is on.
-    ev : device array of int32, flat (threads, cap, NF)
-        The event log: one row of :data:`FIELDS` per event.
-    vals : device array of float64, flat (threads, cap, 2)
-        Per event, the value loaded or stored and the accumulator.
-    cnt : device array of int32, (threads,)
-        Events per thread, counted past ``cap``.
-    cap : int
-        Events per thread the log has room for (0: a count launch).
-    t : int
-        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
-        recorded in detail: nothing is logged.
-    ep : int
-        The ``cuda.syncthreads()`` the thread has passed (its epoch).
-    acc : float
-        The kernel's accumulator (Pvalue) now, logged beside the value.
     """
     i = r * S.shape[1] + c
     flag = 1  # out of bounds: not performed
@@ -633,6 +513,7 @@ def s_store2(S, r, c, v, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cn
 
 
 @device
+@_logs
 def arrive(ticks, slot, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
     """A thread arrives at a ``cuda.syncthreads()``: its ticket of the block's clock, logged.
 
@@ -651,21 +532,6 @@ def arrive(ticks, slot, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
         ``%clock64`` at each barrier arrival and release of the logged threads.
     nbar : int
         Clock entries per thread (arrivals and releases bounded).
-    ev : device array of int32, flat (threads, cap, NF)
-        The event log: one row of :data:`FIELDS` per event.
-    vals : device array of float64, flat (threads, cap, 2)
-        Per event, the value loaded or stored and the accumulator.
-    cnt : device array of int32, (threads,)
-        Events per thread, counted past ``cap``.
-    cap : int
-        Events per thread the log has room for (0: a count launch).
-    t : int
-        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
-        recorded in detail: nothing is logged.
-    ep : int
-        The ``cuda.syncthreads()`` the thread has passed (its epoch).
-    acc : float
-        The kernel's accumulator (Pvalue) now, logged beside the value.
     """
     if t >= 0:
         if 2 * ep < nbar:
@@ -675,6 +541,7 @@ def arrive(ticks, slot, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
 
 
 @device
+@_logs
 def release(ticks, slot, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
     """A thread leaves a ``cuda.syncthreads()`` (``ep`` counts it); its clock at ``2*ep - 1``.
 
@@ -690,21 +557,6 @@ def release(ticks, slot, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
         ``%clock64`` at each barrier arrival and release of the logged threads.
     nbar : int
         Clock entries per thread (arrivals and releases bounded).
-    ev : device array of int32, flat (threads, cap, NF)
-        The event log: one row of :data:`FIELDS` per event.
-    vals : device array of float64, flat (threads, cap, 2)
-        Per event, the value loaded or stored and the accumulator.
-    cnt : device array of int32, (threads,)
-        Events per thread, counted past ``cap``.
-    cap : int
-        Events per thread the log has room for (0: a count launch).
-    t : int
-        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
-        recorded in detail: nothing is logged.
-    ep : int
-        The ``cuda.syncthreads()`` the thread has passed (its epoch).
-    acc : float
-        The kernel's accumulator (Pvalue) now, logged beside the value.
     """
     if t >= 0:
         if 2 * ep - 1 < nbar:
@@ -935,6 +787,7 @@ def block_start(blk, bid, tid):
 
 
 @device
+@_logs
 def end(blk, seq, bid, tid, ln, ev, vals, cnt, cap, t, ep, acc):
     """The thread ends (last line or ``return``), logged; thread 0 closes the block's times.
 
@@ -951,21 +804,6 @@ def end(blk, seq, bid, tid, ln, ev, vals, cnt, cap, t, ep, acc):
         The thread within the block, ``(tz * blockDim.y + ty) * blockDim.x + tx``.
     ln : int
         The line of the kernel's source the access is on.
-    ev : device array of int32, flat (threads, cap, NF)
-        The event log: one row of :data:`FIELDS` per event.
-    vals : device array of float64, flat (threads, cap, 2)
-        Per event, the value loaded or stored and the accumulator.
-    cnt : device array of int32, (threads,)
-        Events per thread, counted past ``cap``.
-    cap : int
-        Events per thread the log has room for (0: a count launch).
-    t : int
-        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
-        recorded in detail: nothing is logged.
-    ep : int
-        The ``cuda.syncthreads()`` the thread has passed (its epoch).
-    acc : float
-        The kernel's accumulator (Pvalue) now, logged beside the value.
     """
     log(ev, vals, cnt, cap, t, 5, 0, -1, -1, -1, -1, -4, -1, -1, -1, -1, ep, -1, ln, 0.0, acc)
     if tid == 0:
