@@ -116,6 +116,14 @@ def test_a_class_spans_the_processes_of_vizmm_serve(tmp_path):
         for pg in [teacher, *students]:
             pg.close()
         browser.close()
+        # a closed page's seat is given back by its server process when its websocket
+        # closes: wait for that (a loaded machine takes a while) before the server stops
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with contextlib.closing(sqlite3.connect(db_path)) as db:
+                if db.execute("SELECT COUNT(*) FROM seats").fetchone() == (0,):
+                    break
+            time.sleep(0.5)
     assert errors == []
 
     # the pages were live in both processes (the server's log says where)
