@@ -1126,12 +1126,15 @@ class Dashboard(pn.viewable.Viewer):
         # each step in words, read out by screen readers; captions on a projector
         self.narration = Narration()
         self.landmarks = PageLandmarks()
+        # The alert, the progress bar and presenter mode's view join the page when
+        # first shown (see _join_when_shown): most pages never show them.
         self.alert = pn.pane.Alert(
             "", alert_type="danger", visible=False, sizing_mode="stretch_width"
         )
         self.progress = pn.indicators.Progress(
             value=-1, active=False, visible=False, width=300, bar_color="primary"
         )
+        self._status_row = pn.Row(self.status_pane, sizing_mode="stretch_width")
         self.scene_pane = pn.pane.Bokeh(None, sizing_mode="fixed", margin=(0, 10))
         # presenter mode: the caption, M, N, P, Mds, Nds and threads, sized for a projector
         self.presenter_pane = pn.pane.Bokeh(None, sizing_mode="fixed", margin=(0, 10))
@@ -1227,11 +1230,9 @@ class Dashboard(pn.viewable.Viewer):
             self.controls,
             self.more,
             *addons,
-            self.alert,
-            pn.Row(self.status_pane, self.progress, sizing_mode="stretch_width"),
+            self._status_row,
             self.narration,
             self.tabs,
-            self.presenter_view,
             self.keys,
             self.viewport,
             self.page_theme,
@@ -1350,6 +1351,8 @@ class Dashboard(pn.viewable.Viewer):
         self.progress.visible = bool(s.busy)
         self.progress.value = s.progress if s.progress >= 0 else -1
         self.progress.active = bool(s.busy) and s.progress < 0
+        self._join_when_shown(self.layout, self.alert, before=self._status_row)
+        self._join_when_shown(self._status_row, self.progress)
         self.status_pane.object = self._status_html()
 
     def _on_presenter(self, *events) -> None:
@@ -1360,6 +1363,7 @@ class Dashboard(pn.viewable.Viewer):
         if p and not self.presenter_view.objects:
             self.presenter_view.objects = [self.presenter_pane]
         self.presenter_view.visible = p
+        self._join_when_shown(self.layout, self.presenter_view, after=self.tabs)
         # Panel gives the page the width of its widest child, hidden ones included
         # (the normal scene's 1300 pixels): in presenter mode, the window's width
         for box in (self.layout, self.controls):
@@ -1369,6 +1373,23 @@ class Dashboard(pn.viewable.Viewer):
         self.unfollow.visible = (
             not p and self.state.frame is not None and (self.state.frame.focus is not None)
         )
+
+    @staticmethod
+    def _join_when_shown(box, part, before=None, after=None) -> None:
+        """Put ``part`` into ``box`` once it is first visible; there it then stays.
+
+        It goes just before ``before``, just after ``after``, or last.
+        """
+        if not part.visible or any(o is part for o in box.objects):
+            return
+        objects = list(box.objects)
+        at = len(objects)
+        for i, o in enumerate(objects):
+            if o is before:
+                at = i
+            elif o is after:
+                at = i + 1
+        box.insert(at, part)
 
     def _resize(self) -> None:
         for box in (self.layout, self.controls):

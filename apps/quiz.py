@@ -89,12 +89,7 @@ class QuestionMode:
         self.on_change: list[Callable[[], None]] = []
         self._asked = False  # a question was opened in this session
         self._marked: weakref.WeakSet = weakref.WeakSet()  # scenes given marks
-        from bokeh.models import ColumnDataSource
-
-        self.marks = {
-            v: ColumnDataSource(data={"x": [], "y": [], "color": [], "dash": [], "label": []})
-            for v in _CLICK_VIEWS
-        }
+        self._mark_sources: dict | None = None  # made with the first marks (see marks)
         self._build()
         dashboard.scene_hooks.append(self._on_scene)
         dashboard.tap_claims.append(self._claim)
@@ -102,6 +97,22 @@ class QuestionMode:
         self.state.pin = self._pin
         self.state.param.watch(lambda *e: self._sync_buttons(), ["trace", "by", "bx"])
         self.state.param.watch(lambda *e: self._show(), ["presenter"])
+
+    @property
+    def marks(self) -> dict:
+        """The source of the picks' marks on each clickable view (``ColumnDataSource``).
+
+        Made when first needed (a question's picks or its answer to show): a
+        page where no question is asked makes none of them.
+        """
+        if self._mark_sources is None:
+            from bokeh.models import ColumnDataSource
+
+            self._mark_sources = {
+                v: ColumnDataSource(data={"x": [], "y": [], "color": [], "dash": [], "label": []})
+                for v in _CLICK_VIEWS
+            }
+        return self._mark_sources
 
     # ------------------------------------------------------------ widgets
     def _build(self) -> None:
@@ -487,7 +498,10 @@ class QuestionMode:
         q = self.question
         # presenter mode keeps the page to the projector: the panel only while asking
         self.panel.visible = not self.state.presenter or q is not None
-        for view, data in self._marks().items():
+        marks = self._marks()
+        if self._mark_sources is None and not any(d["x"] for d in marks.values()):
+            marks = {}  # nothing to mark yet, and no sources made to mark it on
+        for view, data in marks.items():
             # never shrink a source (BokehJS then fails on the glyphs' cached colours):
             # pad with marks at NaN, which are not drawn
             n = max(len(data["x"]), len(self.marks[view].data["x"]), 8)

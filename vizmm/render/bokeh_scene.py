@@ -49,7 +49,7 @@ import dataclasses
 import math
 import textwrap
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
@@ -1455,17 +1455,51 @@ def add_glyph(
             view = shared.get(("CDSView", source.id, every.id))
             if view is None:
                 view = shared[("CDSView", source.id, every.id)] = CDSView(filter=every)
+    # Only what differs from a renderer's defaults is passed: each property given
+    # is set (and later sent) on its own, and BokehJS makes the "auto" copies.
+    extra: dict[str, Any] = {} if name is None else {"name": name}
+    if nonselection is not None:
+        extra["nonselection_glyph"] = cls(**props, **nonselection)
+    if selection is not None:
+        extra["selection_glyph"] = cls(**props, **selection)
     r = GlyphRenderer(
         data_source=ColumnDataSource() if source is None else source,
         glyph=cls(**props, **visuals) if glyph is None else glyph,
-        nonselection_glyph=cls(**props, **nonselection) if nonselection is not None else "auto",
-        selection_glyph=cls(**props, **selection) if selection is not None else "auto",
-        muted_glyph="auto",
         view=CDSView(filter=every) if view is None else view,
-        **({} if name is None else {"name": name}),
+        **extra,
     )
     fig.renderers.append(r)
     return r
+
+
+class _Sources(Mapping):
+    """A scene's sources by name, each made by ``make(name)`` when first asked for.
+
+    Iterating gives every name; :meth:`made` the names of the sources made so far.
+    """
+
+    def __init__(self, names: Iterable[str], make: Callable[[str], Any]):
+        self._names = tuple(names)
+        self._make = make
+        self._made: dict[str, Any] = {}
+
+    def __getitem__(self, name: str):
+        source = self._made.get(name)
+        if source is None:
+            if name not in self._names:
+                raise KeyError(name)
+            source = self._made[name] = self._make(name)
+        return source
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def made(self) -> tuple[str, ...]:
+        """The names of the sources made so far, in the order of all names."""
+        return tuple(n for n in self._names if n in self._made)
 
 
 class Scene:
@@ -1491,8 +1525,10 @@ class Scene:
 
     Attributes
     ----------
-    sources : dict of str to ColumnDataSource
-        One source per key of :func:`frame_columns` used by the views.
+    sources : Mapping of str to ColumnDataSource
+        One source per key of :func:`frame_columns` used by the views, each
+        made when first asked for: the sources of parts drawn later (a
+        finding's outlines, the transactions view) are made with them.
     figures : dict of str to bokeh.models.Plot
         The figures by view name (``"M"``, ``"threads"``, ``"blocks"`` ...):
         bare plots, not ``bokeh.plotting.figure``; draw more on one with
@@ -1544,9 +1580,9 @@ class Scene:
         # threads' and the blocks' grids take taps: see _cells)
         self._policy = UnionRenderers()
         self._unselected = Selection()
-        self.sources = {
-            name: ColumnDataSource(data=_empty(name), **self._source_props(name)) for name in names
-        }
+        self.sources = _Sources(
+            names, lambda name: ColumnDataSource(data=_empty(name), **self._source_props(name))
+        )
         # What the plots can share, as they hold nothing of their own: one filter
         # for every renderer's view, one scale (BokehJS draws with a copy of it per
         # plot), the axes' formatter and label policy (every label is overridden),
@@ -1610,8 +1646,9 @@ class Scene:
             self.draw_parts("finding")
         if frame.transactions is not None:
             self.draw_parts("transactions")
+        made = self.sources.made()  # a part not drawn yet has no source to fill
         signature = (
-            tuple(self.sources),
+            made,
             self.palette,
             self.sizes.caption_chars,
             bool(self.conceal),
@@ -1629,7 +1666,7 @@ class Scene:
                 # the last steps were shared: what is shown is this frame's columns
                 old_data = self._columns(self._last_frame, self._last_signature)
             assignments: list[tuple[str, bool, dict[str, Any]]] = []
-            for name in self.sources:
+            for name in made:
                 new, old = data[name], old_data.get(name)
                 if old is None or _length(old) != _length(new) or old.keys() != new.keys():
                     assignments.append((name, True, {c: _for_bokeh(v) for c, v in new.items()}))
@@ -1756,12 +1793,17 @@ class Scene:
         from bokeh.models import Plot, Toolbar
         from bokeh.models.annotations import Title
 
-        if title is not None:
-            title = Title(text=title)
-            if title.text:
-                title.text_font = SANS
-                title.text_font_size = f"{self.sizes.font + 1}px"
-                title.text_color = self.palette.TEXT
+        if title is not None:  # its look given at once, not property by property
+            look = (
+                {
+                    "text_font": SANS,
+                    "text_font_size": f"{self.sizes.font + 1}px",
+                    "text_color": self.palette.TEXT,
+                }
+                if title
+                else {}
+            )
+            title = Title(text=title, **look)
         toolbar = kw.pop("toolbar", None)
         return Plot(
             **{
@@ -2123,21 +2165,22 @@ class Scene:
         _hover(f, r, "threads")
         self._finding_glyph(f, "threads")
         f.add_tools(TapTool(renderers=[r]))
-        # the current warp's threads, outlined (transactions view)
-        warp = partial(
-            add,
-            "Rect",
-            self.sources["warp_threads"],
-            x="x",
-            y="y",
-            width=1.0,
-            height=1.0,
-            fill_alpha=0,
-            line_color=self.palette.FOCUS,
-            line_width=2,
-            line_dash="dashed",
-            name="vizmm-warp-threads",
-        )
+
+        def warp() -> None:  # the current warp's threads, outlined (transactions view)
+            add(
+                "Rect",
+                self.sources["warp_threads"],
+                x="x",
+                y="y",
+                width=1.0,
+                height=1.0,
+                fill_alpha=0,
+                line_color=self.palette.FOCUS,
+                line_width=2,
+                line_dash="dashed",
+                name="vizmm-warp-threads",
+            )
+
         self._later_part("transactions", f, warp)
         self.figures["threads"] = f
         return self._warps(f) if self._warp_row else f
@@ -2160,10 +2203,10 @@ class Scene:
             Range1d(start=1, end=0),
             title=title,
         )
-        src = self.sources["warps"]
         add = self._adder(f)
 
         def cells() -> None:
+            src = self.sources["warps"]
             r = _cells(add, src, 0.96, 0.9)
             _centred_text(add, src, f"{max(8, min(s.font, int(cell * 0.4)))}px")
             _hover(f, r, "warps")
