@@ -1126,8 +1126,9 @@ class Dashboard(pn.viewable.Viewer):
         # each step in words, read out by screen readers; captions on a projector
         self.narration = Narration()
         self.landmarks = PageLandmarks()
-        # The alert, the progress bar and presenter mode's view join the page when
-        # first shown (see _join_when_shown): most pages never show them.
+        # The alert, the progress bar, presenter mode's view and the button that
+        # stops following a thread join the page when first shown (see
+        # _join_when_shown): most pages never show them.
         self.alert = pn.pane.Alert(
             "", alert_type="danger", visible=False, sizing_mode="stretch_width"
         )
@@ -1196,7 +1197,7 @@ class Dashboard(pn.viewable.Viewer):
             self.speed,
             self.granularity,
             self.order,
-            self.unfollow,
+            # (self.unfollow joins here when first shown: _join_when_shown)
             self.presenter,
             self.theme,
             self.transactions,
@@ -1373,6 +1374,7 @@ class Dashboard(pn.viewable.Viewer):
         self.unfollow.visible = (
             not p and self.state.frame is not None and (self.state.frame.focus is not None)
         )
+        self._join_when_shown(self.controls, self.unfollow, after=self.order)
 
     @staticmethod
     def _join_when_shown(box, part, before=None, after=None) -> None:
@@ -1425,6 +1427,7 @@ class Dashboard(pn.viewable.Viewer):
                 self.slider.end = end
             self.slider.value = s.step + 1
             self.unfollow.visible = frame.focus is not None and not s.presenter
+            self._join_when_shown(self.controls, self.unfollow, after=self.order)
             self._export_name()
         self.narration.param.update(
             text=narrate(frame) if frame is not None and s.trace is not None else "",
