@@ -1,0 +1,105 @@
+"""A new dashboard page makes only what it shows; the rest comes when first needed.
+
+Every Bokeh model a new page makes costs the server CPU time, whether it is
+sent or thrown away (issue 28). These tests check that the parts left out
+of a new page are still there, drawn and filled, once the page needs them.
+"""
+
+import pytest
+
+pytest.importorskip("panel")
+
+from vizmm.render.bokeh_scene import frame_columns  # noqa: E402
+from vizmm_apps.dashboard import Dashboard  # noqa: E402
+
+#: The sources of what only some frames show: a finding's outlines and the
+#: memory-transactions view (banks, the warp's threads, the per-warp row).
+LATER = {
+    *(f"{v}_finding" for v in ("M", "N", "P", "Mds", "Nds", "threads")),
+    "Mds_bank",
+    "Nds_bank",
+    "warp_threads",
+    "warps",
+}
+
+
+def _sent(source) -> dict:
+    return {c: v.tolist() if hasattr(v, "tolist") else list(v) for c, v in source.data.items()}
+
+
+@pytest.fixture
+def dash():
+    return Dashboard(served=False)
+
+
+def test_transactions_sources_made_and_filled_when_first_shown(dash):
+    scene = dash._scene
+    assert LATER <= set(scene.sources)  # every source keeps its name
+    assert LATER.isdisjoint(scene.sources.made())  # none of them made for a new page
+    dash.state.transactions = True
+    dash.state.go(8)  # a step of the k loop: the transactions view has banks and a warp
+    frame = dash.state.frame
+    assert frame.transactions is not None
+    made = set(scene.sources.made())
+    assert {"Mds_bank", "Nds_bank", "warp_threads", "warps"} <= made
+    assert not made & {n for n in LATER if n.endswith("_finding")}  # no finding shown
+    # each made source holds this frame's columns, as the pure function gives them
+    want = frame_columns(frame, dash.state.trace, ["warps", "warp_threads", "Mds_bank"])
+    for name, cols in want.items():
+        assert _sent(scene.sources[name]) == cols
+    # and the figures draw them: the warp's outline over the thread grid
+    drawn = [
+        r
+        for r in scene.figures["threads"].renderers
+        if getattr(r, "name", "") == "vizmm-warp-threads"
+    ]
+    assert len(drawn) == 1 and drawn[0].data_source is scene.sources["warp_threads"]
+
+
+def test_hidden_parts_join_the_page_when_first_shown(dash):
+    layout, controls = dash.layout.objects, dash.controls.objects
+    assert not any(o is dash.alert or o is dash.presenter_view for o in layout)
+    assert not any(o is dash.unfollow for o in controls)
+    assert not any(o is dash.progress for o in dash._status_row.objects)
+
+    dash.state.show("Something went wrong")
+    objs = dash.layout.objects
+    at = next(i for i, o in enumerate(objs) if o is dash.alert)
+    assert objs[at + 1] is dash._status_row and dash.alert.visible
+    dash.state.show("")
+    assert not dash.alert.visible and any(o is dash.alert for o in dash.layout.objects)
+
+    dash.state.busy = "Loading a trace"
+    assert dash.progress.visible and dash._status_row.objects[-1] is dash.progress
+
+    dash.state.follow(0, 1)  # following a thread: its button to stop comes after 'order'
+    objs = dash.controls.objects
+    at = next(i for i, o in enumerate(objs) if o is dash.unfollow)
+    assert objs[at - 1] is dash.order and dash.unfollow.visible
+
+    dash.state.presenter = True
+    objs = dash.layout.objects
+    at = next(i for i, o in enumerate(objs) if o is dash.presenter_view)
+    assert objs[at - 1] is dash.tabs and dash.presenter_view.visible
+    dash.state.presenter = False
+    assert not dash.presenter_view.visible
+
+
+def test_quiz_marks_made_with_the_first_question():
+    from vizmm_apps.dashboard import create_app
+    from vizmm_apps.quiz import QuestionMode
+
+    dash = create_app(served=False)
+    mode = next(
+        h.__self__
+        for h in dash.scene_hooks
+        if isinstance(getattr(h, "__self__", None), QuestionMode)
+    )
+    assert mode._mark_sources is None  # a page that asks nothing makes no mark sources
+    mode.ask_here()
+    assert mode.question is not None and mode._mark_sources is not None
+    # the picks' marks are drawn on the scene's clickable views, from those sources
+    views = list(mode._clickable(dash._scene))
+    assert views
+    for view, fig in views:
+        assert any(getattr(r, "data_source", None) is mode.marks[view] for r in fig.renderers)
