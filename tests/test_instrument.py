@@ -371,3 +371,59 @@ def test_zero_fills_are_counted_for_every_block_not_only_the_logged_ones():
         want[by, bx, ph, 1] += not (ph * T + ty < W and Col < W)
     np.testing.assert_array_equal(trace.zero_fills, want)
     assert trace.zero_fills[1:, 1:].sum() > 0  # blocks not logged count too
+
+
+def test_decode_reads_the_field_major_log_a_gpu_leaves():
+    """Two threads' events laid out as a GPU writes them (derived by hand from the
+    layout in instrument_device): field-major, the first word packed, the fields
+    an access's kind fixes left unwritten (here garbage), read back as rows of FIELDS."""
+    tt, cap, nf = 2, 3, D.NF
+    ev = np.full(cap * nf * tt, 77, np.int32)  # what the card left where nothing was written
+    vals = np.full(cap * 2 * tt, 9.5)
+
+    def put(t, n, f, x):
+        ev[(n * nf + f) * tt + t] = x
+
+    def val(t, n, k, x):
+        vals[(n * 2 + k) * tt + t] = x
+
+    # thread 0, event 0: M[5] (row 1, col 1) read on line 7, epoch 0: 3.0, Pvalue 0.0
+    put(0, 0, 0, 1 + 0 * 8 + (0 + 1) * 32 + 7 * 8192)
+    for f, x in ((3, 5), (4, 1), (5, 1), (11, 0)):
+        put(0, 0, f, x)
+    val(0, 0, 0, 3.0)
+    val(0, 0, 1, 0.0)
+    # thread 0, event 1: arrival at the barrier on line 9, ticket 4, Pvalue 1.5
+    put(0, 1, 0, 3 + 9 * 8192)
+    put(0, 1, 11, 0)
+    put(0, 1, 12, 4)
+    val(0, 1, 1, 1.5)
+    # thread 1, event 0: a skipped store (flag 2) into Mds (id 1), slot 2 (row 0, col 2),
+    # line 8, tag -1 (a zero-fill) guarding M[9] (row 1, col 2), epoch 1; Pvalue 2.0
+    put(1, 0, 0, 2 + 2 * 8 + (1 + 1) * 32 + 8 * 8192)
+    for f, x in ((3, 2), (4, 0), (5, 2), (6, -1), (7, 0), (8, 9), (9, 1), (10, 2), (11, 1)):
+        put(1, 0, f, x)
+    val(1, 0, 0, 0.0)
+    val(1, 0, 1, 2.0)
+    arrays = [I.ArrayInfo("M", "global", 1), I.ArrayInfo("Mds", "shared", 2)]
+    events, values = I.decode(ev, vals, np.array([2, 1], np.int32), cap, arrays)
+    assert events.shape == (2, 3, nf) and values.shape == (2, 3, 2)
+    # FIELDS: op flag arr idx row col tag src_arr src_idx src_row src_col epoch tick line
+    assert events[0, 0].tolist() == [1, 0, 0, 5, 1, 1, -4, -1, -1, -1, -1, 0, -1, 7]
+    assert events[0, 1].tolist() == [3, 0, -1, -1, -1, -1, -4, -1, -1, -1, -1, 0, 4, 9]
+    assert events[1, 0].tolist() == [2, 2, 1, 2, 0, 2, -1, 0, 9, 1, 2, 1, -1, 8]
+    assert values[0, :2].tolist() == [[3.0, 0.0], [0.0, 1.5]]
+    assert values[1, 0].tolist() == [0.0, 2.0]
+    # past each thread's count: zeros, whatever the card left there
+    assert not events[0, 2].any() and not events[1, 1:].any()
+    assert not values[0, 2].any() and not values[1, 1:].any()
+
+
+def test_too_many_arrays_or_lines_for_the_log_are_refused():
+    many = "\n".join(f"    S{i} = cuda.shared.array(1, float32)" for i in range(D.MAX_ARRAYS + 1))
+    src = f"def k(M, N, P, Width):\n{many}\n    P[0] = 1\n"
+    with pytest.raises(I.InstrumentError, match=f"more than {D.MAX_ARRAYS} arrays"):
+        I.instrument(src)
+    long = "def k(M, N, P, Width):\n" + "\n" * D.MAX_LINE + "    P[0] = 1\n"
+    with pytest.raises(I.InstrumentError, match=f"lines up to {D.MAX_LINE}"):
+        I.instrument(long)

@@ -13,7 +13,7 @@ What the rewrite adds, per kernel:
 
 * parameters after the kernel's own: ``_detail`` (the block's row in the
   log, -1 for a block not recorded in detail), the log ``_ev``, ``_vals``,
-  ``_cnt``, ``_cap`` (events per thread), the barrier clocks ``_ticks``, the
+  ``_cnt``, ``_cap`` (events per thread), the barrier clocks ``_clk``, the
   block info ``_blk`` / ``_seq`` and one read counter per global array
   (``_reads_M`` ...);
 * beside each shared array, a shadow ``int32`` array of the same size
@@ -23,6 +23,13 @@ What the rewrite adds, per kernel:
   kernel's start. A shared load logs the tag it found, so every value a
   thread used is traced to the global element it came from, on the GPU
   as in the simulator;
+* the block's logical clock ``_tick``, one ``int32`` in shared memory set
+  to 0 before that barrier: each barrier arrival and release takes a
+  ticket of it (a shared atomic, one per warp on a GPU: a global atomic's
+  round trip at every barrier had tripled a full recording's time); in
+  global memory (``_ticks``, one per detail block) for a kernel with an
+  extern ``__shared__`` array, which numba-cuda-mlir 0.6 lays over its
+  static shared arrays;
 * for a 1-D index ``a*W + b`` (``W`` a scalar argument, or failing that a
   constant) the code's ``(row, col) = (a, b)`` is logged too: how Fig.
   5.11's row wrap (a wrong element) is found afterwards.
@@ -81,6 +88,9 @@ _HELPERS = (
     "s_store2",
     "arrive",
     "release",
+    "lane_rank",
+    "lanes",
+    "from_leader",
     "block_start",
     "end",
     "zfill",
@@ -397,6 +407,11 @@ def _parse(text: str, filename: str) -> ast.FunctionDef:
         raise InstrumentError(f"line {exc.lineno}: syntax error: {exc.msg}") from None
     for node in module.body:
         if isinstance(node, ast.FunctionDef):
+            if (node.end_lineno or 0) > D.MAX_LINE:
+                raise InstrumentError(
+                    f"the kernel ends on line {node.end_lineno}; the access log names lines up "
+                    f"to {D.MAX_LINE}"
+                )
             return node
     raise InstrumentError("no function definition found in the kernel's source")
 
@@ -536,8 +551,15 @@ class _Rewriter:
         self.read_seen = False  # a shared load earlier in this loop iteration
         self.after_reads: dict[int, bool] = {}
         self.copies: dict[str, set] = {}  # shared array -> the global arrays copied into it
+        self.barriers = False  # a cuda.syncthreads() logged: the block's clock is kept
+        self.extern_shared = False  # an extern __shared__ array (Fig. 5.14)
 
     def _add(self, info: ArrayInfo) -> int:
+        if len(self.arrays) >= D.MAX_ARRAYS:
+            raise InstrumentError(
+                f"the kernel uses more than {D.MAX_ARRAYS} arrays; the access log names at most "
+                f"{D.MAX_ARRAYS}"
+            )
         self.ids[info.name] = len(self.arrays)
         self.arrays.append(info)
         return self.ids[info.name]
@@ -579,6 +601,7 @@ class _Rewriter:
                 ) from None
             shape = tuple(shape) if isinstance(shape, (tuple, list)) else (int(shape),)
             if shape == (0,):  # extern __shared__ (Fig. 5.14): sized by the launch
+                self.extern_shared = True
                 item = _np_dtype(dtype, self.ns).itemsize
                 if self.dynamic_shared <= 0:
                     raise InstrumentError(
@@ -795,12 +818,27 @@ class _Rewriter:
     def barrier(self, lineno) -> list[ast.stmt]:
         if self.lean:
             return _stmts("cuda.syncthreads()")
+        self.barriers = True
         acc = self._acc()
+        # numba-cuda-mlir 0.6 demotes an extern __shared__ array to a static one that
+        # may overlap another static array: a kernel with one keeps its clock in global
+        # memory (one int32 per detail block, _ticks[_slot])
+        clock = "_ticks, _slot" if self.extern_shared else "_tick, 0"
+        ticket = (  # the block's logical clock (see instrument_device)
+            "if _t >= 0:\n"
+            "    _r = lane_rank()\n"
+            "    if _r == 0:\n"
+            f"        _tk = cuda.atomic.add({clock}, lanes())\n"
+            "    _tk = from_leader(_tk) + _r\n"
+        )
         return _stmts(
-            f"arrive(_ticks, _slot, {lineno}, _clk, _nbar, {_LOG}, {acc})\n"
+            "_tk = 0\n"
+            f"{ticket}"
+            f"arrive(_tk, {lineno}, _clk, _nbar, {_LOG}, {acc})\n"
             "cuda.syncthreads()\n"
             "_ep += 1\n"
-            f"release(_ticks, _slot, {lineno}, _clk, _nbar, {_LOG}, {acc})"
+            f"{ticket}"
+            f"release(_tk, {lineno}, _clk, _nbar, {_LOG}, {acc})"
         )
 
     def end(self, lineno) -> list[ast.stmt]:
@@ -951,8 +989,12 @@ class _Rewriter:
                 f"for _i in range(_tid, {max(s['size'], 1)}, _nthreads):\n"
                 f"    {s['shadow']}[_i] = {D.TAG_NEVER}"
             )
+        if self.barriers and not self.extern_shared:  # the block's clock, in shared memory
+            stamp += _stmts("_tick = cuda.shared.array(1, int32)\nif _tid == 0:\n    _tick[0] = 0")
         if stamp:
-            stamp += _stmts("cuda.syncthreads()  # the shadows are stamped before any access")
+            stamp += _stmts(
+                "cuda.syncthreads()  # the shadows and the clock are set before any access"
+            )
         counters = "".join(f"_nst_{name} = 0\n" for name in self.shared)
         if self.lean:
             head: list[ast.stmt] = []
@@ -1321,6 +1363,64 @@ class RawLog:
     zero_fills: np.ndarray | None = None
 
 
+def decode(ev, vals, counts, cap, arrays) -> tuple[np.ndarray, np.ndarray]:
+    """The log as the rewritten kernel left it in device memory, read as rows of FIELDS.
+
+    The kernel writes each event field-major (field ``f`` of thread ``t``'s
+    ``n``-th event at ``(n * NF + f) * threads + t``: a warp's threads write
+    side by side), its op, flag, array and line packed in one word, and
+    leaves out the fields its kind of access always gives the same value
+    (see :data:`~.instrument_device.LINE_SHIFT`). This unpacks the word,
+    fills those fields and zeroes the rows past each thread's count, so that
+    a GPU's log and the simulator's read the same.
+
+    Parameters
+    ----------
+    ev : ndarray of int32, flat (cap, NF, threads) or longer
+        The kernel's ``_ev``.
+    vals : ndarray of float64, flat (cap, 2, threads) or longer
+        The kernel's ``_vals``.
+    counts : ndarray of int32, (threads,)
+        Events per thread (at most ``cap``).
+    cap : int
+        Events per thread the log had room for.
+    arrays : sequence of ArrayInfo
+        The arrays the log names, by id (their ``space``: global or shared).
+
+    Returns
+    -------
+    events : ndarray of int32, (threads, cap, NF)
+        Per thread and event, the fields :data:`~.instrument_device.FIELDS`; zero past the
+        thread's count.
+    values : ndarray of float64, (threads, cap, 2)
+        The value loaded or stored (0.0 for a barrier and the end) and the accumulator.
+    """
+    tt, nf = len(counts), D.NF
+    raw = np.asarray(ev)[: cap * nf * tt].reshape(cap, nf, tt).transpose(2, 0, 1)
+    out = np.ascontiguousarray(raw)
+    val = np.ascontiguousarray(
+        np.asarray(vals)[: cap * 2 * tt].reshape(cap, 2, tt).transpose(2, 0, 1)
+    )
+    word = out[..., D.OP].copy()
+    arr = ((word >> D.ARR_SHIFT) & 255) - 1
+    out[..., D.OP] = word & 7
+    out[..., D.FLAG] = (word >> D.FLAG_SHIFT) & 3
+    out[..., D.ARR] = arr
+    out[..., D.LINE] = word >> D.LINE_SHIFT
+    is_global = np.array([a.space == "global" for a in arrays] + [False], bool)
+    barrier = arr < 0
+    glob = ~barrier & is_global[np.where(barrier, len(arrays), arr)]
+    out[..., D.TICK][~barrier] = -1
+    constant = (D.TAG_COMPUTED, -1, -1, -1, -1)
+    out[..., D.TAG : D.SRC_COL + 1][glob | barrier] = constant
+    out[..., D.IDX : D.COL + 1][barrier] = -1
+    val[..., 0][barrier] = 0.0
+    past = np.arange(cap)[None, :] >= np.asarray(counts)[:, None]
+    out[past] = 0
+    val[past] = 0.0
+    return out, val
+
+
 #: Bytes one logged event takes (its int32 fields and two float64 values).
 EVENT_BYTES = D.NF * 4 + 16
 
@@ -1593,13 +1693,15 @@ def run(
             f"kernel {inst.name} logged more events than its bound ({int(counts.max())} > {cap})"
         )
     counted = lean if lean is not None else rec
+    events, values = decode(rec["_ev"], rec["_vals"], counts.reshape(-1), cap, inst.arrays)
+    tt = nd * nthreads
     return RawLog(
-        events=rec["_ev"][: nd * nthreads * cap * D.NF].reshape(nd, nthreads, cap, D.NF),
-        values=rec["_vals"][: nd * nthreads * cap * 2].reshape(nd, nthreads, cap, 2),
+        events=events.reshape(nd, nthreads, cap, D.NF),
+        values=values.reshape(nd, nthreads, cap, 2),
         counts=counts,
         reads={g: counted[f"_reads_{g}"] for g in inst.global_arrays},
         block_info=counted["_blk"].reshape(gy, gx, 6),
         outputs=outs,
-        clocks=rec["_clk"][: nd * nthreads * nbar].reshape(nd, nthreads, nbar),
+        clocks=rec["_clk"][: tt * nbar].reshape(nbar, tt).T.reshape(nd, nthreads, nbar),
         zero_fills=counted["_zf"].reshape(gy, gx, phases, len(inst.arrays)),
     )

@@ -5,11 +5,11 @@ and store of a global array argument or a shared array, every
 ``cuda.syncthreads()`` and the kernel's end go through the functions here.
 Each one performs the access (unless it is out of bounds: then it is logged
 and *not* performed, and a load returns zero) and appends one event to the
-thread's slot range of the access log:
+thread's slots of the access log:
 
-``ev`` (int32, flat ``(threads, cap, NF)``)
-    One row of :data:`FIELDS` per event.
-``vals`` (float64, flat ``(threads, cap, 2)``)
+``ev`` (int32, flat ``(cap, NF, threads)``, field-major: see :data:`LINE_SHIFT`)
+    Per event, the fields of :data:`FIELDS` (some packed, some left to the host).
+``vals`` (float64, flat ``(cap, 2, threads)``)
     The value loaded or stored, then the kernel's accumulator (the variable
     it stores into P) at that moment.
 ``cnt`` (int32, ``(threads,)``)
@@ -65,12 +65,12 @@ _BLK_SMID, _BLK_T0, _BLK_T1, _BLK_CLK0, _BLK_CLK1, _BLK_SEQ = range(6)
 
 #: What every logging helper's docstring ends with: the parameters :data:`_LOG` names.
 _LOG_PARAMS = """
-    ev : device array of int32, flat (threads, cap, NF)
-        The event log: one row of :data:`FIELDS` per event.
-    vals : device array of float64, flat (threads, cap, 2)
+    ev : device array of int32, flat (cap, NF, threads)
+        The event log, field-major (see :data:`LINE_SHIFT`).
+    vals : device array of float64, flat (cap, 2, threads)
         Per event, the value loaded or stored and the accumulator.
     cnt : device array of int32, (threads,)
-        Events per thread, counted past ``cap``.
+        Events per thread, counted past ``cap``; its length is the log's thread count.
     cap : int
         Events per thread the log has room for (0: a count launch).
     t : int
@@ -89,16 +89,30 @@ def _logs(fn):
     return fn
 
 
-#: The parameters of :func:`log` (both its forms), the end of its docstring.
+#: How the rewritten kernels lay the log out in device memory. Field ``f`` of
+#: thread ``t``'s ``n``-th event is ``ev[(n * NF + f) * T + t]`` and its two
+#: values ``vals[(n * 2 + k) * T + t]`` (``T`` logged threads): the threads of a
+#: warp write one event's field side by side, in whole sectors. The op, flag,
+#: array and line share the first word (``op | flag << 3 | (arr + 1) << 5 |
+#: line << 13``); the fields an access of its kind always gives the same value
+#: (a global access's tag and source, a barrier's index) are not written.
+#: :func:`vizmm.record.instrument.decode` makes the ``(threads, cap, NF)`` log of
+#: :data:`FIELDS` from it, the same from a GPU as from the simulator.
+LINE_SHIFT, ARR_SHIFT, FLAG_SHIFT = 13, 5, 3
+#: The largest array id and source line one packed word holds.
+MAX_ARRAYS, MAX_LINE = 254, (1 << (31 - LINE_SHIFT)) - 1
+
+
+#: The parameters every form of the log's writers shares.
 _LOG_FN_PARAMS = """
     Parameters
     ----------
-    ev : device array of int32, flat (threads, cap, NF)
-        The event log: one row of :data:`FIELDS` per event.
-    vals : device array of float64, flat (threads, cap, 2)
+    ev : device array of int32, flat (cap, NF, threads)
+        The event log, field-major (see :data:`LINE_SHIFT`'s comment).
+    vals : device array of float64, flat (cap, 2, threads)
         Per event, the value loaded or stored and the accumulator.
     cnt : device array of int32, (threads,)
-        Events per thread, counted past ``cap``.
+        Events per thread, counted past ``cap``; its length is the log's thread count.
     cap : int
         Events per thread the log has room for (0: a count launch).
     t : int
@@ -112,13 +126,13 @@ _LOG_FN_PARAMS = """
     arr : int
         The array's id; -1 for a barrier and the end.
     idx : int
-        The flat index the code named; -1 for a barrier and the end.
+        The flat index the code named.
     row, col : int
         The code's (row, col): a 2-D subscript's, or ``(a, b)`` of a 1-D index ``a*W + b``;
-        :data:`NO_INDEX` when not known; -1 for a barrier and the end.
+        :data:`NO_INDEX` when not known.
     tag : int
         A shared store's or load's slot tag, written or found (``src_idx * TAG_ARRAYS +
-        src_arr``, or a ``TAG_*``); -4 (:data:`TAG_COMPUTED`) for other events.
+        src_arr``, or a ``TAG_*``).
     sa, si : int
         The source global element's array id and flat index (-1: none).
     sr, sc : int
@@ -126,38 +140,69 @@ _LOG_FN_PARAMS = """
     ep : int
         The ``cuda.syncthreads()`` the thread has passed (its epoch).
     tk : int
-        A barrier's ticket of the block's clock; -1 otherwise.
+        A barrier's ticket of the block's clock; -1 for the end.
     ln : int
         The line of the kernel's source the access is on.
     v : float
-        The value loaded or stored (0.0: none).
+        The value loaded or stored.
     a : float
         The kernel's accumulator (Pvalue) now.
 """
 
 
 def _log_doc(fn):
-    """Give both forms of :func:`log` the one list of parameters."""
+    """Give each writer of the log the one list of parameters."""
     fn.__doc__ = fn.__doc__.rstrip() + "\n" + _LOG_FN_PARAMS
     return fn
 
 
 if _target.NAME == _target.SIMULATOR:
+    # The simulator's forms: one strided NumPy assignment per event (a tenth of the
+    # Python calls of field-by-field stores). They also fill the fields the GPU's
+    # forms leave out, with the values decode() gives them.
 
     @device
     @_log_doc
-    def log(
-        ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, tag, sa, si, sr, sc, ep, tk, ln, v, a
-    ):
-        """Append one event to thread ``t``'s log (nothing when ``t < 0``)."""
-        # the simulator's form: one NumPy slice assignment per event (the same bytes as
-        # the GPU's field-by-field stores, a tenth of the Python calls)
+    def log_g(ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, ep, ln, v, a):
+        """Append a global array's access to thread ``t``'s log (nothing when ``t < 0``)."""
         if t >= 0:
             n = cnt[t]
             if n < cap:
-                e = t * cap + n
-                ev[e * 14 : e * 14 + 14] = (
-                    op,
+                T = cnt.shape[0]
+                b = n * 14 * T + t
+                ev[b : b + 14 * T : T] = (
+                    op + flag * 8 + (arr + 1) * 32 + ln * 8192,
+                    flag,
+                    arr,
+                    idx,
+                    row,
+                    col,
+                    -4,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    ep,
+                    -1,
+                    ln,
+                )
+                w = n * 2 * T + t
+                vals[w : w + 2 * T : T] = (v, a)
+            cnt[t] = n + 1
+
+    @device
+    @_log_doc
+    def log_s(
+        ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, tag, sa, si, sr, sc, ep, ln, v, a
+    ):
+        """Append a shared array's access to thread ``t``'s log (nothing when ``t < 0``)."""
+        if t >= 0:
+            n = cnt[t]
+            if n < cap:
+                T = cnt.shape[0]
+                b = n * 14 * T + t
+                ev[b : b + 14 * T : T] = (
+                    op + flag * 8 + (arr + 1) * 32 + ln * 8192,
                     flag,
                     arr,
                     idx,
@@ -169,42 +214,102 @@ if _target.NAME == _target.SIMULATOR:
                     sr,
                     sc,
                     ep,
+                    -1,
+                    ln,
+                )
+                w = n * 2 * T + t
+                vals[w : w + 2 * T : T] = (v, a)
+            cnt[t] = n + 1
+
+    @device
+    @_log_doc
+    def log_b(ev, vals, cnt, cap, t, op, ep, tk, ln, a):
+        """Append a barrier's arrival or release, or the end, to thread ``t``'s log."""
+        if t >= 0:
+            n = cnt[t]
+            if n < cap:
+                T = cnt.shape[0]
+                b = n * 14 * T + t
+                ev[b : b + 14 * T : T] = (
+                    op + ln * 8192,
+                    0,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    -4,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    ep,
                     tk,
                     ln,
                 )
-                vals[2 * e] = v
-                vals[2 * e + 1] = a
+                w = n * 2 * T + t
+                vals[w : w + 2 * T : T] = (0.0, a)
             cnt[t] = n + 1
 
 else:
 
     @device
     @_log_doc
-    def log(
-        ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, tag, sa, si, sr, sc, ep, tk, ln, v, a
-    ):
-        """Append one event to thread ``t``'s log (nothing when ``t < 0``)."""
+    def log_g(ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, ep, ln, v, a):
+        """Append a global array's access to thread ``t``'s log (nothing when ``t < 0``)."""
         if t >= 0:
             n = cnt[t]
             if n < cap:
-                e = t * cap + n
-                i = e * 14
-                ev[i] = op
-                ev[i + 1] = flag
-                ev[i + 2] = arr
-                ev[i + 3] = idx
-                ev[i + 4] = row
-                ev[i + 5] = col
-                ev[i + 6] = tag
-                ev[i + 7] = sa
-                ev[i + 8] = si
-                ev[i + 9] = sr
-                ev[i + 10] = sc
-                ev[i + 11] = ep
-                ev[i + 12] = tk
-                ev[i + 13] = ln
-                vals[2 * e] = v
-                vals[2 * e + 1] = a
+                T = cnt.shape[0]
+                b = n * 14 * T + t
+                ev[b] = op + flag * 8 + (arr + 1) * 32 + ln * 8192
+                ev[b + 3 * T] = idx
+                ev[b + 4 * T] = row
+                ev[b + 5 * T] = col
+                ev[b + 11 * T] = ep
+                w = n * 2 * T + t
+                vals[w] = v
+                vals[w + T] = a
+            cnt[t] = n + 1
+
+    @device
+    @_log_doc
+    def log_s(
+        ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, tag, sa, si, sr, sc, ep, ln, v, a
+    ):
+        """Append a shared array's access to thread ``t``'s log (nothing when ``t < 0``)."""
+        if t >= 0:
+            n = cnt[t]
+            if n < cap:
+                T = cnt.shape[0]
+                b = n * 14 * T + t
+                ev[b] = op + flag * 8 + (arr + 1) * 32 + ln * 8192
+                ev[b + 3 * T] = idx
+                ev[b + 4 * T] = row
+                ev[b + 5 * T] = col
+                ev[b + 6 * T] = tag
+                ev[b + 7 * T] = sa
+                ev[b + 8 * T] = si
+                ev[b + 9 * T] = sr
+                ev[b + 10 * T] = sc
+                ev[b + 11 * T] = ep
+                w = n * 2 * T + t
+                vals[w] = v
+                vals[w + T] = a
+            cnt[t] = n + 1
+
+    @device
+    @_log_doc
+    def log_b(ev, vals, cnt, cap, t, op, ep, tk, ln, a):
+        """Append a barrier's arrival or release, or the end, to thread ``t``'s log."""
+        if t >= 0:
+            n = cnt[t]
+            if n < cap:
+                T = cnt.shape[0]
+                b = n * 14 * T + t
+                ev[b] = op + ln * 8192
+                ev[b + 11 * T] = ep
+                ev[b + 12 * T] = tk
+                vals[n * 2 * T + T + t] = a
             cnt[t] = n + 1
 
 
@@ -234,9 +339,9 @@ def g_load(A, i, row, col, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc)
         v = A[i]
         if reads.shape[0] > 0:
             cuda.atomic.add(reads, i, 1)
-        log(ev, vals, cnt, cap, t, 1, 0, aid, i, row, col, -4, -1, -1, -1, -1, ep, -1, ln, v, acc)
+        log_g(ev, vals, cnt, cap, t, 1, 0, aid, i, row, col, ep, ln, v, acc)
         return v
-    log(ev, vals, cnt, cap, t, 1, 1, aid, i, row, col, -4, -1, -1, -1, -1, ep, -1, ln, 0.0, acc)
+    log_g(ev, vals, cnt, cap, t, 1, 1, aid, i, row, col, ep, ln, 0.0, acc)
     return zero
 
 
@@ -265,9 +370,9 @@ def g_load2(A, r, c, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc):
         v = A[r, c]
         if reads.shape[0] > 0:
             cuda.atomic.add(reads, i, 1)
-        log(ev, vals, cnt, cap, t, 1, 0, aid, i, r, c, -4, -1, -1, -1, -1, ep, -1, ln, v, acc)
+        log_g(ev, vals, cnt, cap, t, 1, 0, aid, i, r, c, ep, ln, v, acc)
         return v
-    log(ev, vals, cnt, cap, t, 1, 1, aid, i, r, c, -4, -1, -1, -1, -1, ep, -1, ln, 0.0, acc)
+    log_g(ev, vals, cnt, cap, t, 1, 1, aid, i, r, c, ep, ln, 0.0, acc)
     return zero
 
 
@@ -323,7 +428,7 @@ def g_store(A, i, v, row, col, aid, ln, ev, vals, cnt, cap, t, ep, acc):
     if i >= 0 and i < A.shape[0]:
         A[i] = v
         flag = 0
-    log(ev, vals, cnt, cap, t, 2, flag, aid, i, row, col, -4, -1, -1, -1, -1, ep, -1, ln, v, acc)
+    log_g(ev, vals, cnt, cap, t, 2, flag, aid, i, row, col, ep, ln, v, acc)
 
 
 @device
@@ -349,7 +454,7 @@ def g_store2(A, r, c, v, aid, ln, ev, vals, cnt, cap, t, ep, acc):
     if r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]:
         A[r, c] = v
         flag = 0
-    log(ev, vals, cnt, cap, t, 2, flag, aid, i, r, c, -4, -1, -1, -1, -1, ep, -1, ln, v, acc)
+    log_g(ev, vals, cnt, cap, t, 2, flag, aid, i, r, c, ep, ln, v, acc)
 
 
 @device
@@ -381,9 +486,9 @@ def s_load(S, i, row, col, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc):
         sa, si = tag, -1
         if tag >= 0:
             sa, si = tag % 8, tag // 8
-        log(ev, vals, cnt, cap, t, 1, 0, aid, i, row, col, tag, sa, si, -1, -1, ep, -1, ln, v, acc)
+        log_s(ev, vals, cnt, cap, t, 1, 0, aid, i, row, col, tag, sa, si, -1, -1, ep, ln, v, acc)
         return v
-    log(ev, vals, cnt, cap, t, 1, 1, aid, i, row, col, -4, -1, -1, -1, -1, ep, -1, ln, 0.0, acc)
+    log_s(ev, vals, cnt, cap, t, 1, 1, aid, i, row, col, -4, -1, -1, -1, -1, ep, ln, 0.0, acc)
     return S[0] * 0
 
 
@@ -415,9 +520,9 @@ def s_load2(S, r, c, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc):
         sa, si = tag, -1
         if tag >= 0:
             sa, si = tag % 8, tag // 8
-        log(ev, vals, cnt, cap, t, 1, 0, aid, i, r, c, tag, sa, si, -1, -1, ep, -1, ln, v, acc)
+        log_s(ev, vals, cnt, cap, t, 1, 0, aid, i, r, c, tag, sa, si, -1, -1, ep, ln, v, acc)
         return v
-    log(ev, vals, cnt, cap, t, 1, 1, aid, i, r, c, -4, -1, -1, -1, -1, ep, -1, ln, 0.0, acc)
+    log_s(ev, vals, cnt, cap, t, 1, 1, aid, i, r, c, -4, -1, -1, -1, -1, ep, ln, 0.0, acc)
     return S[0, 0] * 0
 
 
@@ -465,7 +570,7 @@ def s_store(
             S[i] = v
             sh[off + i] = tag
             flag = 0
-    log(ev, vals, cnt, cap, t, 2, flag, aid, i, row, col, tag, sa, si, sr, sc, ep, -1, ln, v, acc)
+    log_s(ev, vals, cnt, cap, t, 2, flag, aid, i, row, col, tag, sa, si, sr, sc, ep, ln, v, acc)
 
 
 @device
@@ -509,60 +614,150 @@ def s_store2(S, r, c, v, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cn
             S[r, c] = v
             sh[off + i] = tag
             flag = 0
-    log(ev, vals, cnt, cap, t, 2, flag, aid, i, r, c, tag, sa, si, sr, sc, ep, -1, ln, v, acc)
+    log_s(ev, vals, cnt, cap, t, 2, flag, aid, i, r, c, tag, sa, si, sr, sc, ep, ln, v, acc)
+
+
+# A barrier's ticket of the block's logical clock (``_tick``, one int32 in shared
+# memory) is taken in the rewritten kernel itself (numba-cuda-mlir 0.6 writes
+# PTX that ptxas rejects for an atomic on a shared array passed to a device
+# function), one atomic per warp on a GPU:
+#
+#     _r = lane_rank()
+#     _tk = 0
+#     if _r == 0:
+#         _tk = cuda.atomic.add(_tick, 0, lanes())
+#     _tk = from_leader(_tk) + _r
+#
+# The warp's active threads take consecutive tickets in lane order: the tickets
+# per-thread atomics of one warp would give, at one atomic instead of up to 32
+# on one address. The simulator runs one thread at a time: each takes its own.
+if _target.NAME == _target.SIMULATOR:
+
+    @device
+    def lane_rank():
+        """The thread's rank among its warp's active threads (the simulator: 0).
+
+        Returns
+        -------
+        int
+            0: each simulated thread takes its own ticket.
+        """
+        return 0
+
+    @device
+    def lanes():
+        """How many tickets the warp's leader takes (the simulator: 1).
+
+        Returns
+        -------
+        int
+            1.
+        """
+        return 1
+
+    @device
+    def from_leader(x):
+        """The leader's value, shared with the warp (the simulator: ``x``).
+
+        Parameters
+        ----------
+        x : int
+            The value the thread holds.
+
+        Returns
+        -------
+        int
+            ``x``.
+        """
+        return x
+
+else:
+
+    @device
+    def lane_rank():
+        """The thread's rank among its warp's active threads (0: the warp's leader).
+
+        Returns
+        -------
+        int
+            Active lanes below this one.
+        """
+        return cuda.popc(cuda.activemask() & ((1 << cuda.laneid) - 1))
+
+    @device
+    def lanes():
+        """How many tickets the warp's leader takes: its active threads.
+
+        Returns
+        -------
+        int
+            Active lanes of the warp.
+        """
+        return cuda.popc(cuda.activemask())
+
+    @device
+    def from_leader(x):
+        """The leader's (lowest active lane's) value, shared with the warp.
+
+        Parameters
+        ----------
+        x : int
+            The value the thread holds (the leader's old clock).
+
+        Returns
+        -------
+        int
+            The leader's ``x``.
+        """
+        mask = cuda.activemask()
+        return cuda.shfl_sync(mask, x, cuda.ffs(mask) - 1)
 
 
 @device
 @_logs
-def arrive(ticks, slot, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
+def arrive(tk, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
     """A thread arrives at a ``cuda.syncthreads()``: its ticket of the block's clock, logged.
 
-    Its ``%clock64`` goes to ``clk[t * nbar + 2 * ep]`` (int64, beside the
+    Its ``%clock64`` goes to ``clk[2 * ep * threads + t]`` (int64, beside the
     log: the log itself holds no timing but the ticket).
 
     Parameters
     ----------
-    ticks : device array of int32, (nd,)
-        Per detail block (slot), the block's logical clock: one ticket per arrival and release.
-    slot : int
-        The block's row in the log (its detail slot).
+    tk : int
+        The thread's ticket of the block's logical clock (``_tick``), taken just before.
     ln : int
         The line of the kernel's source the access is on.
-    clk : device array of int64, flat (threads, nbar)
+    clk : device array of int64, flat (nbar, threads)
         ``%clock64`` at each barrier arrival and release of the logged threads.
     nbar : int
         Clock entries per thread (arrivals and releases bounded).
     """
     if t >= 0:
         if 2 * ep < nbar:
-            clk[t * nbar + 2 * ep] = clock64()
-        tk = cuda.atomic.add(ticks, slot, 1)
-        log(ev, vals, cnt, cap, t, 3, 0, -1, -1, -1, -1, -4, -1, -1, -1, -1, ep, tk, ln, 0.0, acc)
+            clk[2 * ep * cnt.shape[0] + t] = clock64()
+        log_b(ev, vals, cnt, cap, t, 3, ep, tk, ln, acc)
 
 
 @device
 @_logs
-def release(ticks, slot, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
+def release(tk, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
     """A thread leaves a ``cuda.syncthreads()`` (``ep`` counts it); its clock at ``2*ep - 1``.
 
     Parameters
     ----------
-    ticks : device array of int32, (nd,)
-        Per detail block (slot), the block's logical clock: one ticket per arrival and release.
-    slot : int
-        The block's row in the log (its detail slot).
+    tk : int
+        The thread's ticket of the block's logical clock (``_tick``), taken just before.
     ln : int
         The line of the kernel's source the access is on.
-    clk : device array of int64, flat (threads, nbar)
+    clk : device array of int64, flat (nbar, threads)
         ``%clock64`` at each barrier arrival and release of the logged threads.
     nbar : int
         Clock entries per thread (arrivals and releases bounded).
     """
     if t >= 0:
         if 2 * ep - 1 < nbar:
-            clk[t * nbar + 2 * ep - 1] = clock64()
-        tk = cuda.atomic.add(ticks, slot, 1)
-        log(ev, vals, cnt, cap, t, 4, 0, -1, -1, -1, -1, -4, -1, -1, -1, -1, ep, tk, ln, 0.0, acc)
+            clk[(2 * ep - 1) * cnt.shape[0] + t] = clock64()
+        log_b(ev, vals, cnt, cap, t, 4, ep, tk, ln, acc)
 
 
 @device
@@ -805,7 +1000,7 @@ def end(blk, seq, bid, tid, ln, ev, vals, cnt, cap, t, ep, acc):
     ln : int
         The line of the kernel's source the access is on.
     """
-    log(ev, vals, cnt, cap, t, 5, 0, -1, -1, -1, -1, -4, -1, -1, -1, -1, ep, -1, ln, 0.0, acc)
+    log_b(ev, vals, cnt, cap, t, 5, ep, -1, ln, acc)
     if tid == 0:
         blk[bid * 6 + 4] = clock64()
         blk[bid * 6 + 2] = globaltimer()
