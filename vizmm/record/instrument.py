@@ -88,6 +88,7 @@ _HELPERS = (
     "s_store2",
     "arrive",
     "release",
+    "warp_mask",
     "lane_rank",
     "lanes",
     "from_leader",
@@ -826,10 +827,11 @@ class _Rewriter:
         clock = "_ticks, _slot" if self.extern_shared else "_tick, 0"
         ticket = (  # the block's logical clock (see instrument_device)
             "if _t >= 0:\n"
-            "    _r = lane_rank()\n"
+            "    _m = warp_mask()\n"
+            "    _r = lane_rank(_m)\n"
             "    if _r == 0:\n"
-            f"        _tk = cuda.atomic.add({clock}, lanes())\n"
-            "    _tk = from_leader(_tk) + _r\n"
+            f"        _tk = cuda.atomic.add({clock}, lanes(_m))\n"
+            "    _tk = from_leader(_m, _tk) + _r\n"
         )
         return _stmts(
             "_tk = 0\n"

@@ -151,8 +151,19 @@ _LOG_FN_PARAMS = """
 
 
 def _log_doc(fn):
-    """Give each writer of the log the one list of parameters."""
-    fn.__doc__ = fn.__doc__.rstrip() + "\n" + _LOG_FN_PARAMS
+    """Give a writer of the log the entries of the one list of parameters it takes."""
+    names = fn.__code__.co_varnames[: fn.__code__.co_argcount]
+    head, _, body = _LOG_FN_PARAMS.partition("----------\n")
+    entries, cur = {}, None
+    for line in body.splitlines():
+        if line.startswith("    ") and not line.startswith("        "):
+            cur = line.strip().split(" :")[0]
+            entries[cur] = [line]
+        elif cur is not None:
+            entries[cur].append(line)
+    keep = [e for key, e in entries.items() if set(key.split(", ")) <= set(names)]
+    text = head + "----------\n" + "\n".join(line for e in keep for line in e) + "\n"
+    fn.__doc__ = fn.__doc__.rstrip() + "\n" + text
     return fn
 
 
@@ -622,31 +633,23 @@ def s_store2(S, r, c, v, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cn
 # PTX that ptxas rejects for an atomic on a shared array passed to a device
 # function), one atomic per warp on a GPU:
 #
-#     _r = lane_rank()
-#     _tk = 0
+#     _m = warp_mask()
+#     _r = lane_rank(_m)
 #     if _r == 0:
-#         _tk = cuda.atomic.add(_tick, 0, lanes())
-#     _tk = from_leader(_tk) + _r
+#         _tk = cuda.atomic.add(_tick, 0, lanes(_m))
+#     _tk = from_leader(_m, _tk) + _r
 #
 # The warp's active threads take consecutive tickets in lane order: the tickets
 # per-thread atomics of one warp would give, at one atomic instead of up to 32
-# on one address. The simulator runs one thread at a time: each takes its own.
+# on one address. The mask is read once, before the leader's branch: read again
+# after it, the threads may not have met yet (independent thread scheduling)
+# and each part of the warp would name its own leader. The simulator runs one
+# thread at a time: each takes its own ticket.
 if _target.NAME == _target.SIMULATOR:
 
     @device
-    def lane_rank():
-        """The thread's rank among its warp's active threads (the simulator: 0).
-
-        Returns
-        -------
-        int
-            0: each simulated thread takes its own ticket.
-        """
-        return 0
-
-    @device
-    def lanes():
-        """How many tickets the warp's leader takes (the simulator: 1).
+    def warp_mask():
+        """The warp's active threads (the simulator: the thread alone).
 
         Returns
         -------
@@ -656,11 +659,45 @@ if _target.NAME == _target.SIMULATOR:
         return 1
 
     @device
-    def from_leader(x):
+    def lane_rank(m):
+        """The thread's rank among the threads of ``m`` (the simulator: 0).
+
+        Parameters
+        ----------
+        m : int
+            :func:`warp_mask`'s answer.
+
+        Returns
+        -------
+        int
+            0: each simulated thread takes its own ticket.
+        """
+        return 0
+
+    @device
+    def lanes(m):
+        """How many tickets the warp's leader takes (the simulator: 1).
+
+        Parameters
+        ----------
+        m : int
+            :func:`warp_mask`'s answer.
+
+        Returns
+        -------
+        int
+            1.
+        """
+        return 1
+
+    @device
+    def from_leader(m, x):
         """The leader's value, shared with the warp (the simulator: ``x``).
 
         Parameters
         ----------
+        m : int
+            :func:`warp_mask`'s answer.
         x : int
             The value the thread holds.
 
@@ -674,33 +711,58 @@ if _target.NAME == _target.SIMULATOR:
 else:
 
     @device
-    def lane_rank():
-        """The thread's rank among its warp's active threads (0: the warp's leader).
+    def warp_mask():
+        """The warp's active threads, read once before the leader's branch.
 
         Returns
         -------
         int
-            Active lanes below this one.
+            ``activemask()``: bit ``i`` for active lane ``i``.
         """
-        return cuda.popc(cuda.activemask() & ((1 << cuda.laneid) - 1))
+        return cuda.activemask()
 
     @device
-    def lanes():
-        """How many tickets the warp's leader takes: its active threads.
-
-        Returns
-        -------
-        int
-            Active lanes of the warp.
-        """
-        return cuda.popc(cuda.activemask())
-
-    @device
-    def from_leader(x):
-        """The leader's (lowest active lane's) value, shared with the warp.
+    def lane_rank(m):
+        """The thread's rank among the threads of ``m`` (0: the warp's leader).
 
         Parameters
         ----------
+        m : int
+            :func:`warp_mask`'s answer.
+
+        Returns
+        -------
+        int
+            Lanes of ``m`` below this one.
+        """
+        return cuda.popc(m & ((1 << cuda.laneid) - 1))
+
+    @device
+    def lanes(m):
+        """How many tickets the warp's leader takes: the threads of ``m``.
+
+        Parameters
+        ----------
+        m : int
+            :func:`warp_mask`'s answer.
+
+        Returns
+        -------
+        int
+            Lanes in ``m``.
+        """
+        return cuda.popc(m)
+
+    @device
+    def from_leader(m, x):
+        """The leader's (lowest lane of ``m``) value, shared with the threads of ``m``.
+
+        ``shfl_sync`` waits for every thread of ``m``: the warp meets again here.
+
+        Parameters
+        ----------
+        m : int
+            :func:`warp_mask`'s answer.
         x : int
             The value the thread holds (the leader's old clock).
 
@@ -709,8 +771,7 @@ else:
         int
             The leader's ``x``.
         """
-        mask = cuda.activemask()
-        return cuda.shfl_sync(mask, x, cuda.ffs(mask) - 1)
+        return cuda.shfl_sync(m, x, cuda.ffs(m) - 1)
 
 
 @device
