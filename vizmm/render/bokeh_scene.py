@@ -1794,16 +1794,15 @@ class Scene:
         from bokeh.models.annotations import Title
 
         if title is not None:  # its look given at once, not property by property
-            look = (
-                {
-                    "text_font": SANS,
-                    "text_font_size": f"{self.sizes.font + 1}px",
-                    "text_color": self.palette.TEXT,
-                }
-                if title
-                else {}
-            )
-            title = Title(text=title, **look)
+            if title:
+                title = Title(
+                    text=title,
+                    text_font=SANS,
+                    text_font_size=f"{self.sizes.font + 1}px",
+                    text_color=self.palette.TEXT,
+                )
+            else:
+                title = Title(text=title)
         toolbar = kw.pop("toolbar", None)
         return Plot(
             **{
