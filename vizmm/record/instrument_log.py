@@ -194,10 +194,11 @@ def matmul_fields(log, inst, launch, blocks, reads: bool = False) -> dict:
     if bar.any():
         lines = ev[..., D.LINE][bar]
         seen = read_seen[bar]
-        which = np.array(
-            [int(inst.after_reads.get(int(x), y)) for x, y in zip(lines, seen, strict=True)],
-            np.int64,
-        )
+        # which barrier of the phase: the source's answer for its line, else whether the
+        # thread had read Mds / Nds in the phase before it
+        which = seen.astype(np.int64)
+        for line, after in inst.after_reads.items():
+            which[lines == line] = int(after)
         where = (s_ix[bar], phase[bar], which, op[bar] - D.ARRIVE, ty_ix[bar], tx_ix[bar])
         ticks[where] = ev[..., D.TICK][bar]
         clk = getattr(log, "clocks", None)
