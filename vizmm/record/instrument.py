@@ -401,6 +401,31 @@ def kernel_source(kernel) -> tuple[ast.FunctionDef, str, dict, int]:
     return tree, text, namespace, max(1, int(first))
 
 
+def _live_barrier(stmts: list[ast.stmt], ns: Mapping) -> bool:
+    """Whether ``stmts`` keep a ``cuda.syncthreads()`` (none under an ``if`` on a false constant).
+
+    The barrier lab turns a barrier off with ``if BARRIER_1:`` on a constant.
+    """
+    for st in stmts:
+        if isinstance(st, ast.Expr) and _is_call_to(st.value, "syncthreads"):
+            return True
+        if isinstance(st, ast.If):
+            t = st.test
+            known = isinstance(t, ast.Constant) or (
+                isinstance(t, ast.Name) and isinstance(ns.get(t.id), (bool, int))
+            )
+            if known:
+                value = t.value if isinstance(t, ast.Constant) else ns[t.id]  # type: ignore[union-attr]
+                if _live_barrier(st.body if value else st.orelse, ns):
+                    return True
+            elif _live_barrier(st.body, ns) or _live_barrier(st.orelse, ns):
+                return True
+        elif isinstance(st, (ast.For, ast.While)):
+            if _live_barrier(st.body, ns) or _live_barrier(st.orelse, ns):
+                return True
+    return False
+
+
 def _parse(text: str, filename: str) -> ast.FunctionDef:
     try:
         module = ast.parse(text, filename=filename)
@@ -991,8 +1016,13 @@ class _Rewriter:
                 f"for _i in range(_tid, {max(s['size'], 1)}, _nthreads):\n"
                 f"    {s['shadow']}[_i] = {D.TAG_NEVER}"
             )
+        clock: list[ast.stmt] = []
         if self.barriers and not self.extern_shared:  # the block's clock, in shared memory
-            stamp += _stmts("_tick = cuda.shared.array(1, int32)\nif _tid == 0:\n    _tick[0] = 0")
+            clock = _stmts("_tick = cuda.shared.array(1, int32)")
+            # set to 0 (and a barrier) only where a barrier is kept: a kernel whose every
+            # barrier the barrier lab turned off (a constant False) launches with none
+            if _live_barrier(self.fn.body, self.ns):
+                stamp += _stmts("if _tid == 0:\n    _tick[0] = 0")
         if stamp:
             stamp += _stmts(
                 "cuda.syncthreads()  # the shadows and the clock are set before any access"
@@ -1052,7 +1082,7 @@ class _Rewriter:
         extra += [f"_reads_{g}" for g in self.globals]
         last_line = max((getattr(n, "lineno", 0) for n in ast.walk(fn)), default=0)
         tail = [] if body and isinstance(body[-1], ast.Return) else self.end(last_line)
-        new_body = head + body[:last] + prologue + stamp + body[last:] + tail
+        new_body = head + body[:last] + prologue + clock + stamp + body[last:] + tail
         args = ast.arguments(
             posonlyargs=[],
             args=[ast.arg(arg=a) for a in (*self.params, *extra)],
