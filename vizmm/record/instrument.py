@@ -411,11 +411,12 @@ def _live_barrier(stmts: list[ast.stmt], ns: Mapping) -> bool:
             return True
         if isinstance(st, ast.If):
             t = st.test
-            known = isinstance(t, ast.Constant) or (
-                isinstance(t, ast.Name) and isinstance(ns.get(t.id), (bool, int))
-            )
-            if known:
-                value = t.value if isinstance(t, ast.Constant) else ns[t.id]  # type: ignore[union-attr]
+            value: object = None
+            if isinstance(t, ast.Constant):
+                value = t.value
+            elif isinstance(t, ast.Name) and isinstance(ns.get(t.id), (bool, int)):
+                value = ns[t.id]
+            if value is not None:
                 if _live_barrier(st.body if value else st.orelse, ns):
                     return True
             elif _live_barrier(st.body, ns) or _live_barrier(st.orelse, ns):
