@@ -405,6 +405,7 @@ def test_decode_reads_the_field_major_log_a_gpu_leaves():
         put(1, 0, f, x)
     val(1, 0, 0, 0.0)
     val(1, 0, 1, 2.0)
+    put(0, 2, 0, 255 * 32 + 1)  # past the count: a word naming no array the kernel has
     arrays = [I.ArrayInfo("M", "global", 1), I.ArrayInfo("Mds", "shared", 2)]
     events, values = I.decode(ev, vals, np.array([2, 1], np.int32), cap, arrays)
     assert events.shape == (2, 3, nf) and values.shape == (2, 3, 2)

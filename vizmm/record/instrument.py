@@ -1442,7 +1442,8 @@ def decode(ev, vals, counts, cap, arrays) -> tuple[np.ndarray, np.ndarray]:
     out[..., D.LINE] = word >> D.LINE_SHIFT
     is_global = np.array([a.space == "global" for a in arrays] + [False], bool)
     barrier = arr < 0
-    glob = ~barrier & is_global[np.where(barrier, len(arrays), arr)]
+    # (rows past a thread's count hold whatever the card had: looked up as no array)
+    glob = ~barrier & is_global[np.where(barrier | (arr >= len(arrays)), len(arrays), arr)]
     out[..., D.TICK][~barrier] = -1
     constant = (D.TAG_COMPUTED, -1, -1, -1, -1)
     out[..., D.TAG : D.SRC_COL + 1][glob | barrier] = constant
