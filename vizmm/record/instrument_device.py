@@ -25,6 +25,9 @@ Imported only by the rewritten kernels (through the instrumenter): it binds
 ``cuda`` to this process's target (:mod:`vizmm_kernels._target`).
 """
 
+import inspect
+import textwrap
+
 import numpy as np
 
 from vizmm_kernels import _target
@@ -87,7 +90,8 @@ _LOG_PARAMS = """
 
 def _logs(fn):
     """Give a logging helper's docstring the parameters every one of them ends with."""
-    fn.__doc__ = fn.__doc__.rstrip() + "\n" + _LOG_PARAMS
+    # cleandoc: Python 3.13 strips a docstring's indentation when it compiles it
+    fn.__doc__ = inspect.cleandoc(fn.__doc__) + "\n" + textwrap.dedent(_LOG_PARAMS)
     return fn
 
 
@@ -165,7 +169,7 @@ def _log_doc(fn):
             entries[cur].append(line)
     keep = [e for key, e in entries.items() if set(key.split(", ")) <= set(names)]
     text = head + "----------\n" + "\n".join(line for e in keep for line in e) + "\n"
-    fn.__doc__ = fn.__doc__.rstrip() + "\n" + text
+    fn.__doc__ = inspect.cleandoc(fn.__doc__) + "\n" + textwrap.dedent(text)
     return fn
 
 
