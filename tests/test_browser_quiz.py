@@ -8,6 +8,7 @@ it. Screenshots go to ``test-output/screenshots/``.
 import os
 
 import pytest
+from playwright.sync_api import expect
 from served import ARGS, CHROMIUM, SHOTS, read_status, serve
 
 pytestmark = pytest.mark.browser
@@ -171,6 +172,8 @@ def test_ask_a_question_here_in_every_granularity_and_order(
     shown = st["phase"]
     pg.get_by_role("button", name="Ask a question here").click()
     wait_status(pg, "question", "asking")
+    # the status and the question's text can reach the page in two messages
+    expect(pg.locator("#vizmm-question")).to_contain_text("?", timeout=15000)
     prompt = pg.locator("#vizmm-question").inner_text()
     assert "thread" in prompt and "?" in prompt  # a question, in the book's terms
     st = status(pg)
