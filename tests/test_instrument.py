@@ -428,3 +428,21 @@ def test_too_many_arrays_or_lines_for_the_log_are_refused():
     long = "def k(M, N, P, Width):\n" + "\n" * D.MAX_LINE + "    P[0] = 1\n"
     with pytest.raises(I.InstrumentError, match=f"lines up to {D.MAX_LINE}"):
         I.instrument(long)
+
+
+def test_a_barrier_before_the_extern_array_takes_the_global_clock():
+    # numba-cuda-mlir lays an extern __shared__ array over static ones: a kernel with one
+    # takes its barrier tickets from global memory, even where a barrier comes first
+    src = (
+        "def k(M, N, P, Width):\n"
+        "    cuda.syncthreads()\n"
+        "    S = cuda.shared.array(0, float32)\n"
+        "    S[0] = M[0]\n"
+        "    cuda.syncthreads()\n"
+        "    P[0] = S[0]\n"
+    )
+    code = I.instrument(src, dynamic_shared=16).code
+    assert "cuda.atomic.add(_ticks, _slot" in code and "(_tick, 0" not in code
+    plain = src.replace("cuda.shared.array(0, float32)", "cuda.shared.array(4, float32)")
+    code = I.instrument(plain).code
+    assert "_tick = cuda.shared.array(1, int32)" in code and "_ticks, _slot" not in code

@@ -401,6 +401,13 @@ def kernel_source(kernel) -> tuple[ast.FunctionDef, str, dict, int]:
     return tree, text, namespace, max(1, int(first))
 
 
+def _is_zero(node: ast.expr, ns: Mapping) -> bool:
+    """Whether a shared array's shape is the constant 0 (an extern array), literal or named."""
+    if isinstance(node, ast.Constant):
+        return node.value == 0
+    return isinstance(node, ast.Name) and ns.get(node.id) == 0
+
+
 def _live_barrier(stmts: list[ast.stmt], ns: Mapping) -> bool:
     """Whether ``stmts`` keep a ``cuda.syncthreads()`` (none under an ``if`` on a false constant).
 
@@ -579,7 +586,11 @@ class _Rewriter:
         self.after_reads: dict[int, bool] = {}
         self.copies: dict[str, set] = {}  # shared array -> the global arrays copied into it
         self.barriers = False  # a cuda.syncthreads() logged: the block's clock is kept
-        self.extern_shared = False  # an extern __shared__ array (Fig. 5.14)
+        # an extern __shared__ array (Fig. 5.14), known before any barrier is rewritten
+        self.extern_shared = any(
+            _is_call_to(n, "shared.array") and bool(n.args) and _is_zero(n.args[0], namespace)
+            for n in ast.walk(fn)
+        )
 
     def _add(self, info: ArrayInfo) -> int:
         if len(self.arrays) >= D.MAX_ARRAYS:
