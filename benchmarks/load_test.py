@@ -267,11 +267,21 @@ async def drive(url_of, n, steps, procs, results):
 
 
 def export_tree(rev: str, dest: str) -> str:
-    """The files of commit ``rev`` (``git archive``) in ``dest``; returns ``dest``."""
+    """The files of commit ``rev`` (``git archive``) in ``dest``; returns ``dest``.
+
+    ``dest`` also gets ``vizmm_apps`` and ``vizmm_kernels``, links to its
+    ``apps/`` and ``kernels/``: with ``dest`` first on the path, its server
+    imports that commit's pages and kernels under their installed names, not
+    the checkout's (the editable install maps them to this tree, after the path).
+    """
     archive = subprocess.run(
         ["git", "-C", ROOT, "archive", "--format=tar", rev], capture_output=True, check=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
+    for name, folder in (("vizmm_apps", "apps"), ("vizmm_kernels", "kernels")):
+        link = os.path.join(dest, name)
+        if os.path.isdir(os.path.join(dest, folder)) and not os.path.exists(link):
+            os.symlink(folder, link)
     return dest
 
 
