@@ -8,6 +8,7 @@ other styles (``instrument_kernels.py``) must log the loads their index
 expressions name, derived here by hand.
 """
 
+import ast
 import pathlib
 
 import instrument_kernels as IK
@@ -441,8 +442,36 @@ def test_a_barrier_before_the_extern_array_takes_the_global_clock():
         "    cuda.syncthreads()\n"
         "    P[0] = S[0]\n"
     )
-    code = I.instrument(src, dynamic_shared=16).code
+    code = _gpu_code(src, dynamic_shared=16)
     assert "cuda.atomic.add(_ticks, _slot" in code and "(_tick, 0" not in code
     plain = src.replace("cuda.shared.array(0, float32)", "cuda.shared.array(4, float32)")
-    code = I.instrument(plain).code
+    code = _gpu_code(plain)
     assert "_tick = cuda.shared.array(1, int32)" in code and "_ticks, _slot" not in code
+
+
+def _gpu_code(src, dynamic_shared=0):
+    """The rewrite a GPU compiles (this process may be bound to the simulator)."""
+    tree, _, ns, _ = I.kernel_source(src)
+    ns = {"float32": np.float32, "int32": np.int32, **ns}
+    rw = I._Rewriter(I._Remap().visit(tree), ns, dynamic_shared, True, simulated=False)
+    return ast.unparse(rw.rewrite())
+
+
+def test_the_simulator_takes_tickets_from_a_host_zeroed_clock_without_a_first_barrier():
+    # a simulated thread is its warp's only lane: one atomic per ticket, on the detail
+    # block's global counter, which the host zeroes (no barrier at the kernel's start)
+    src = (
+        "def k(M, N, P, Width):\n"
+        "    S = cuda.shared.array(4, float32)\n"
+        "    S[0] = M[0]\n"
+        "    cuda.syncthreads()\n"
+        "    P[0] = S[0]\n"
+    )
+    tree, _, ns, _ = I.kernel_source(src)
+    ns = {"float32": np.float32, "int32": np.int32, **ns}
+    rw = I._Rewriter(I._Remap().visit(tree), ns, 0, False, simulated=True)
+    code = ast.unparse(rw.rewrite())
+    assert code.count("cuda.syncthreads()") == 1  # the kernel's own
+    assert "_tk = cuda.atomic.add(_ticks, _slot, 1)" in code
+    assert "warp_mask" not in code and "_tick = " not in code
+    assert code.count("cuda.syncthreads()") + 1 == _gpu_code(src).count("cuda.syncthreads()")

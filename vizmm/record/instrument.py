@@ -543,9 +543,11 @@ class _Rewriter:
         dynamic_shared: int,
         shared_loads=True,
         lean=False,
+        simulated=False,
     ):
         self.fn = fn
         self.lean = lean
+        self.simulated = simulated
         self.shared_loads = shared_loads
         self.ns = namespace
         self.params = [a.arg for a in fn.args.args]
@@ -591,6 +593,11 @@ class _Rewriter:
             _is_call_to(n, "shared.array") and bool(n.args) and _is_zero(n.args[0], namespace)
             for n in ast.walk(fn)
         )
+        # numba-cuda-mlir 0.6 demotes an extern __shared__ array to a static one that
+        # may overlap another static array: a kernel with one keeps its clock in global
+        # memory (one int32 per detail block, _ticks[_slot]). So does every kernel in the
+        # simulator, where the host zeroes it: no barrier is needed to set it.
+        self.global_clock = self.extern_shared or simulated
 
     def _add(self, info: ArrayInfo) -> int:
         if len(self.arrays) >= D.MAX_ARRAYS:
@@ -858,10 +865,7 @@ class _Rewriter:
             return _stmts("cuda.syncthreads()")
         self.barriers = True
         acc = self._acc()
-        # numba-cuda-mlir 0.6 demotes an extern __shared__ array to a static one that
-        # may overlap another static array: a kernel with one keeps its clock in global
-        # memory (one int32 per detail block, _ticks[_slot])
-        clock = "_ticks, _slot" if self.extern_shared else "_tick, 0"
+        clock = "_ticks, _slot" if self.global_clock else "_tick, 0"
         ticket = (  # the block's logical clock (see instrument_device)
             "if _t >= 0:\n"
             "    _m = warp_mask()\n"
@@ -870,6 +874,8 @@ class _Rewriter:
             f"        _tk = cuda.atomic.add({clock}, lanes(_m))\n"
             "    _tk = from_leader(_m, _tk) + _r\n"
         )
+        if self.simulated:  # a simulated thread is its warp's only active lane
+            ticket = f"if _t >= 0:\n    _tk = cuda.atomic.add({clock}, 1)\n"
         return _stmts(
             "_tk = 0\n"
             f"{ticket}"
@@ -1029,7 +1035,7 @@ class _Rewriter:
                 f"    {s['shadow']}[_i] = {D.TAG_NEVER}"
             )
         clock: list[ast.stmt] = []
-        if self.barriers and not self.extern_shared:  # the block's clock, in shared memory
+        if self.barriers and not self.global_clock:  # the block's clock, in shared memory
             clock = _stmts("_tick = cuda.shared.array(1, int32)")
             # set to 0 (and a barrier) only where a barrier is kept: a kernel whose every
             # barrier the barrier lab turned off (a constant False) launches with none
@@ -1315,7 +1321,14 @@ def instrument(
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    rw = _Rewriter(_Remap().visit(copy.deepcopy(tree)), ns, int(dynamic_shared), bool(shared_loads))
+    simulated = _target.NAME == _target.SIMULATOR
+    rw = _Rewriter(
+        _Remap().visit(copy.deepcopy(tree)),
+        ns,
+        int(dynamic_shared),
+        bool(shared_loads),
+        simulated=simulated,
+    )
     code = ast.unparse(rw.rewrite()) + "\n"
     lean_rw = _Rewriter(copy.deepcopy(tree), ns, int(dynamic_shared), bool(shared_loads), lean=True)
     lean_code = ast.unparse(lean_rw.rewrite()) + "\n"
@@ -1489,13 +1502,17 @@ def log_bytes(cap: int, threads: int) -> int:
     return int(cap) * int(threads) * EVENT_BYTES
 
 
-def _records(inst, grid, block, blocks, cap, arrays, aggregated, nbar=0, phases=0, remap=False):
+def _records(
+    inst, grid, block, blocks, cap, arrays, aggregated, nbar=0, phases=0, remap=False, rows=False
+):
     """The arguments the full variant takes after the kernel's own, by name (host arrays).
 
     ``remap``: the launch runs only ``blocks`` (a grid of ``len(blocks)``
     blocks reading their place from the block table ``_btab``); it counts
     no reads nor zero-fills (the lean variant did) and its block info is
-    thrown away.
+    thrown away. ``rows``: the simulator's log, a list of rows
+    (:data:`~.instrument_device.SIM_ROW`) that :func:`_lay_out` turns into
+    the arrays a GPU fills.
     """
     gx, gy = grid
     nthreads = block[0] * block[1] * (block[2] if len(block) > 2 else 1)
@@ -1504,10 +1521,10 @@ def _records(inst, grid, block, blocks, cap, arrays, aggregated, nbar=0, phases=
     for i, (by, bx) in enumerate(blocks):
         detail[by, bx] = i
     narr = len(inst.arrays)
-    rec = dict(
+    rec: dict[str, Any] = dict(
         _detail=detail,
-        _ev=np.zeros(max(nd * nthreads * cap * D.NF, 1), np.int32),
-        _vals=np.zeros(max(nd * nthreads * cap * 2, 1), np.float64),
+        _ev=[] if rows else np.zeros(max(nd * nthreads * cap * D.NF, 1), np.int32),
+        _vals=np.zeros(1 if rows else max(nd * nthreads * cap * 2, 1), np.float64),
         _cnt=np.zeros(max(nd * nthreads, 1), np.int32),
         _cap=np.int32(cap),
         _ticks=np.zeros(max(nd, 1), np.int32),
@@ -1524,6 +1541,44 @@ def _records(inst, grid, block, blocks, cap, arrays, aggregated, nbar=0, phases=
     for g in inst.global_arrays:
         rec[f"_reads_{g}"] = np.zeros(0 if remap else arrays[g].size, np.int32)
     return rec
+
+
+def _lay_out(rows, threads: int, cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """The simulator's rows of the log laid out as a GPU's kernel writes the log.
+
+    Parameters
+    ----------
+    rows : list of tuple
+        One row per event stored (:data:`~.instrument_device.SIM_ROW`).
+    threads : int
+        Threads logged (detail blocks times threads per block).
+    cap : int
+        Events per thread the log had room for.
+
+    Returns
+    -------
+    ev : ndarray of int32, flat (cap, NF, threads)
+        The packed word and the fields ``idx`` to ``tick``; the line, flag
+        and array are in the word, as a GPU leaves them (:func:`decode`).
+    vals : ndarray of float64, flat (cap, 2, threads)
+        The value and the accumulator.
+    """
+    nf = D.NF
+    ev = np.zeros(max(threads * cap * nf, 1), np.int32)
+    vals = np.zeros(max(threads * cap * 2, 1), np.float64)
+    if not rows:
+        return ev, vals
+    # float64 holds every int32 field exactly, and the values as the kernel gave them
+    table = np.array(rows, np.float64)
+    t, n = table[:, 0].astype(np.int64), table[:, 1].astype(np.int64)
+    at = n * nf * threads + t
+    ev[at + D.OP * threads] = table[:, 2]
+    for col, field in enumerate(range(D.IDX, D.TICK + 1), start=3):
+        ev[at + field * threads] = table[:, col]
+    at = n * 2 * threads + t
+    vals[at] = table[:, -2]
+    vals[at + threads] = table[:, -1]
+    return ev, vals
 
 
 def _lean_records(inst, grid, arrays, phases):
@@ -1670,7 +1725,17 @@ def run(
 
     def launch(cap, nbar, outs=None, with_lean=False):
         rec = _records(
-            inst, grid, block[:2], blocks, cap, arrays, aggregated, nbar, phases, two_launches
+            inst,
+            grid,
+            block[:2],
+            blocks,
+            cap,
+            arrays,
+            aggregated,
+            nbar,
+            phases,
+            two_launches,
+            rows=simulated,
         )
         outs = outs or {g: a.copy() for g, a in arrays.items()}
         ordered = [outs[p] if p in outs else scalars[p] for p in inst.params]
@@ -1687,6 +1752,7 @@ def run(
                 turns=turns,
                 cancel=cancel,
             )
+            rec["_ev"], rec["_vals"] = _lay_out(rec["_ev"], nd * nthreads, cap)
         else:
             launch_grid = (max(nd, 1), 1) if two_launches else grid
             lean = None

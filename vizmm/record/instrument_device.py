@@ -70,10 +70,12 @@ _BLK_SMID, _BLK_T0, _BLK_T1, _BLK_CLK0, _BLK_CLK1, _BLK_SEQ = range(6)
 
 #: What every logging helper's docstring ends with: the parameters :data:`_LOG` names.
 _LOG_PARAMS = """
-    ev : device array of int32, flat (cap, NF, threads)
-        The event log, field-major (see :data:`LINE_SHIFT`).
+    ev : device array of int32, flat (cap, NF, threads); in the simulator a list
+        The event log, field-major (see :data:`LINE_SHIFT`); the simulator's rows are
+        :data:`SIM_ROW`.
     vals : device array of float64, flat (cap, 2, threads)
-        Per event, the value loaded or stored and the accumulator.
+        Per event, the value loaded or stored and the accumulator (the simulator's rows
+        hold them: unused there).
     cnt : device array of int32, (threads,)
         Events per thread, counted past ``cap``; its length is the log's thread count.
     cap : int
@@ -107,16 +109,23 @@ def _logs(fn):
 LINE_SHIFT, ARR_SHIFT, FLAG_SHIFT = 13, 5, 3
 #: The largest array id and source line one packed word holds.
 MAX_ARRAYS, MAX_LINE = 254, (1 << (31 - LINE_SHIFT)) - 1
+#: In the simulator the log is a list of rows, one per event, in the order the
+#: threads logged them: the thread's row of the log, its event number, the packed
+#: word, then the fields from ``idx`` to ``tick`` of :data:`FIELDS`, the value and
+#: the accumulator. :func:`vizmm.record.instrument.run` lays them out as above.
+SIM_ROW = ("t", "n", "word", *FIELDS[IDX : TICK + 1], "value", "acc")
 
 
 #: The parameters every form of the log's writers shares.
 _LOG_FN_PARAMS = """
     Parameters
     ----------
-    ev : device array of int32, flat (cap, NF, threads)
-        The event log, field-major (see :data:`LINE_SHIFT`'s comment).
+    ev : device array of int32, flat (cap, NF, threads); in the simulator a list
+        The event log, field-major (see :data:`LINE_SHIFT`'s comment); the simulator's rows
+        are :data:`SIM_ROW`.
     vals : device array of float64, flat (cap, 2, threads)
-        Per event, the value loaded or stored and the accumulator.
+        Per event, the value loaded or stored and the accumulator (the simulator's rows
+        hold them: unused there).
     cnt : device array of int32, (threads,)
         Events per thread, counted past ``cap``; its length is the log's thread count.
     cap : int
@@ -174,9 +183,11 @@ def _log_doc(fn):
 
 
 if _target.NAME == _target.SIMULATOR:
-    # The simulator's forms: one strided NumPy assignment per event (a tenth of the
-    # Python calls of field-by-field stores). They also fill the fields the GPU's
-    # forms leave out, with the values decode() gives them.
+    # The simulator's forms: one tuple appended to a list per event (``ev`` is a
+    # list there, :data:`SIM_ROW`), a tenth of the cost of writing the fields into
+    # the arrays one Python call at a time; :func:`vizmm.record.instrument.run`
+    # lays the rows out as a GPU's log after the launch. They also give the
+    # fields the GPU's forms leave out, with the values decode() gives them.
 
     @device
     @_log_doc
@@ -185,26 +196,8 @@ if _target.NAME == _target.SIMULATOR:
         if t >= 0:
             n = cnt[t]
             if n < cap:
-                T = cnt.shape[0]
-                b = n * 14 * T + t
-                ev[b : b + 14 * T : T] = (
-                    op + flag * 8 + (arr + 1) * 32 + ln * 8192,
-                    flag,
-                    arr,
-                    idx,
-                    row,
-                    col,
-                    -4,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    ep,
-                    -1,
-                    ln,
-                )
-                w = n * 2 * T + t
-                vals[w : w + 2 * T : T] = (v, a)
+                w = op + flag * 8 + (arr + 1) * 32 + ln * 8192
+                ev.append((t, n, w, idx, row, col, -4, -1, -1, -1, -1, ep, -1, v, a))
             cnt[t] = n + 1
 
     @device
@@ -216,26 +209,8 @@ if _target.NAME == _target.SIMULATOR:
         if t >= 0:
             n = cnt[t]
             if n < cap:
-                T = cnt.shape[0]
-                b = n * 14 * T + t
-                ev[b : b + 14 * T : T] = (
-                    op + flag * 8 + (arr + 1) * 32 + ln * 8192,
-                    flag,
-                    arr,
-                    idx,
-                    row,
-                    col,
-                    tag,
-                    sa,
-                    si,
-                    sr,
-                    sc,
-                    ep,
-                    -1,
-                    ln,
-                )
-                w = n * 2 * T + t
-                vals[w : w + 2 * T : T] = (v, a)
+                w = op + flag * 8 + (arr + 1) * 32 + ln * 8192
+                ev.append((t, n, w, idx, row, col, tag, sa, si, sr, sc, ep, -1, v, a))
             cnt[t] = n + 1
 
     @device
@@ -245,26 +220,7 @@ if _target.NAME == _target.SIMULATOR:
         if t >= 0:
             n = cnt[t]
             if n < cap:
-                T = cnt.shape[0]
-                b = n * 14 * T + t
-                ev[b : b + 14 * T : T] = (
-                    op + ln * 8192,
-                    0,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    -4,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    ep,
-                    tk,
-                    ln,
-                )
-                w = n * 2 * T + t
-                vals[w : w + 2 * T : T] = (0.0, a)
+                ev.append((t, n, op + ln * 8192, -1, -1, -1, -4, -1, -1, -1, -1, ep, tk, 0.0, a))
             cnt[t] = n + 1
 
 else:
