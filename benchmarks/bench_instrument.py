@@ -26,14 +26,21 @@ from vizmm.record.simulator import SIM_SWITCH_INTERVAL  # noqa: E402
 
 
 def interleaved(fns, repeats):
-    """Median seconds of each of ``fns``, run in turn ``repeats`` times."""
-    out = [[] for _ in fns]
+    """Median wall and CPU seconds of each of ``fns``, run in turn ``repeats`` times.
+
+    CPU: this process's user + system time, every thread's (the simulator runs
+    one Python thread per CUDA thread); less moved than the wall clock by other
+    programs on a shared machine.
+    """
+    wall = [[] for _ in fns]
+    cpu = [[] for _ in fns]
     for _ in range(repeats):
-        for times, fn in zip(out, fns, strict=True):
-            t0 = time.perf_counter()
+        for w, c, fn in zip(wall, cpu, fns, strict=True):
+            t0, c0 = time.perf_counter(), time.process_time()
             fn()
-            times.append(time.perf_counter() - t0)
-    return [statistics.median(t) for t in out]
+            w.append(time.perf_counter() - t0)
+            c.append(time.process_time() - c0)
+    return [statistics.median(t) for t in wall], [statistics.median(t) for t in cpu]
 
 
 def main(argv):
@@ -74,11 +81,14 @@ def main(argv):
         )
 
     # interleaved, so that a change in the machine's load falls on all three alike
-    p, r, i = interleaved([run_plain, run_record(False), run_record(True)], reps)
+    (p, r, i), (pc, rc, ic) = interleaved([run_plain, run_record(False), run_record(True)], reps)
     print(f"simulator, Width {W}, TILE_WIDTH {T}, boundary kernel, median of {reps}, interleaved")
-    print(f"  plain kernel (switch interval {SIM_SWITCH_INTERVAL * 1e3:.1f} ms): {p:7.2f} s")
-    print(f"  vizmm.record:                            {r:7.2f} s  ratio {r / p:.2f}")
-    print(f"  vizmm.record(reads=True):                {i:7.2f} s  ratio {i / p:.2f}")
+    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"  {'':42s} {'wall':>8s} {'ratio':>6s} {'CPU':>8s} {'ratio':>6s}")
+    interval = f"plain kernel (switch interval {SIM_SWITCH_INTERVAL * 1e3:.1f} ms)"
+    print(f"  {interval:42s} {p:7.2f}s {'':6s} {pc:7.2f}s")
+    for label, w, c in (("vizmm.record", r, rc), ("vizmm.record(reads=True)", i, ic)):
+        print(f"  {label:42s} {w:7.2f}s {w / p:6.2f} {c:7.2f}s {c / pc:6.2f}")
 
 
 if __name__ == "__main__":
