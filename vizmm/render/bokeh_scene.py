@@ -50,7 +50,7 @@ import math
 import textwrap
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from functools import lru_cache, partial
+from functools import cache, lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -1379,6 +1379,43 @@ def _glyph_visuals(
     return out
 
 
+@cache
+def _spec_defaults(kind: str) -> tuple[tuple[str, Any], ...]:
+    """Every data-spec property of glyph class ``kind`` with its default, as ``value(default)``.
+
+    A property left unset has its default worked out (and checked) anew each
+    time Bokeh reads it, and Bokeh reads every data-spec property of a glyph
+    on every walk of a document's models (a data spec may hold a transform, a
+    model): a served page walks them four times (Panel's Bokeh pane, the
+    document's roots added, its models recomputed, the document sent). A
+    glyph given them reads each as a stored value. They are given as
+    ``value(default)``, since a property set to a value equal to its current
+    one is not stored; Bokeh sends a plain default as that same value, and
+    the defaults are Bokeh's own, so what BokehJS draws is unchanged. A spec
+    whose default names a column (``x``, ``y``, ``text``) is left out.
+    """
+    from bokeh.core.property.dataspec import DataSpec
+    from bokeh.core.property.descriptors import UnsetValueError
+    from bokeh.core.property.vectorization import Field, Value
+    from bokeh.models import glyphs
+
+    cls = getattr(glyphs, kind)
+    made = cls()
+    out = []
+    for name in sorted(cls.properties()):
+        if isinstance(cls.lookup(name).property, DataSpec):
+            try:
+                default = getattr(made, name)
+            except UnsetValueError:  # a required spec without a default (none of ours)
+                continue
+            if isinstance(default, (Field, Value, dict)):
+                continue
+            given = value(default)
+            if name in cls(**{name: given}).properties_with_values(include_defaults=False):
+                out.append((name, given))
+    return tuple(out)
+
+
 def add_glyph(
     fig, kind: str, source=None, *, selectable: bool = False, every=None, shared=None, **props
 ):
@@ -1391,6 +1428,9 @@ def add_glyph(
     those copies itself if they are ever needed (``"auto"``), and renderers
     share one ``AllIndices`` filter (it holds nothing). A page then holds
     fewer Bokeh models, and every new session builds and sends that much less.
+    Each glyph is given every data-spec property, those not asked for at
+    Bokeh's default value, so that Bokeh does not work those defaults out
+    again on each walk of the page's models.
 
     Parameters
     ----------
@@ -1440,6 +1480,23 @@ def add_glyph(
             selection = _glyph_visuals(cls, props, prefix="selection_", defaults=visuals)
     for k in [k for k in props if k.startswith(("nonselection_", "selection_", "muted_"))]:
         del props[k]
+    # every data spec given, as value(default) where it is at Bokeh's default (_spec_defaults)
+    defaults = {k: v for k, v in _spec_defaults(kind) if k not in props}
+
+    def stored(given: dict[str, Any]) -> dict[str, Any]:
+        out = dict(defaults)
+        for k, v in given.items():
+            d = defaults.get(k)
+            plain = v is None or isinstance(v, (str, int, float, list))
+            if d is None or not plain or v != d.value:
+                out[k] = v
+        return out
+
+    visuals = stored(visuals)
+    if nonselection is not None:
+        nonselection = stored(nonselection)
+    if selection is not None:
+        selection = stored(selection)
     if every is None:
         every = (
             next((r.view.filter for r in fig.renderers if isinstance(r, GlyphRenderer)), None)
@@ -2440,14 +2497,11 @@ def _cells(add, source, width: float, height: float | None = None, tappable: boo
     """One rectangle per row of ``source``, coloured by its ``fill`` and ``line_*`` columns.
 
     ``add`` is a plot's :meth:`Scene._adder`. ``tappable`` keeps the colours
-    of cells a tap selects or leaves unselected.
+    of cells a tap leaves unselected; a selected cell is drawn by BokehJS's
+    ``"auto"`` selection copy of the glyph, which changes nothing of it (so
+    no selection glyph of its own is made, kept and sent).
     """
-    keep = (
-        {"nonselection_fill_alpha": 1.0, "nonselection_line_alpha": 1.0}
-        | {"selection_fill_alpha": 1.0}
-        if tappable
-        else {}
-    )
+    keep = {"nonselection_fill_alpha": 1.0, "nonselection_line_alpha": 1.0} if tappable else {}
     return add(
         "Rect",
         source,
