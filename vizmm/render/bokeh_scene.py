@@ -2351,7 +2351,7 @@ class Scene:
             per_col * line_h + 8,
             Range1d(start=0, end=cols * width_chars),
             Range1d(start=per_col, end=0),
-            title="",  # the default empty title, as a bare figure has
+            # no title: an empty one takes no room in BokehJS, and would only be sent
             min_border=2,
             toolbar=self._no_tools(),
         )
