@@ -29,6 +29,7 @@ tab was closed) is cancelled.
 
 from __future__ import annotations
 
+import functools
 import html
 import importlib.util
 import io
@@ -715,20 +716,33 @@ def _relabel(toggle, name: str) -> Callable:
     return show
 
 
-def _filled_when_opened(title: str, width: int, content) -> pn.Card:
-    """A collapsed card whose content goes to the page when it is first opened.
+def _filled_when_opened(title: str, width: int, make: Callable[[], Any]) -> pn.Card:
+    """A collapsed card whose content, ``make()``, is made when it is first opened.
 
     Most visitors never open the record form, the upload or the export: a
-    new session's page leaves their widgets out until they are asked for.
+    new session neither makes their widgets nor sends them until they are
+    asked for.
     """
     card = pn.Card(title=title, collapsed=True, width=width)
 
     def opened(event) -> None:
         if not event.new and not card.objects:
-            card.objects = [content]
+            card.objects = [make()]
 
     card.param.watch(opened, "collapsed")
     return card
+
+
+def _keys_help() -> pn.pane.Markdown:
+    """The 'Keys and clicks' card's table of keys and what clicks do."""
+    keys_md = "\n".join(f"| `{_KEY_NAMES.get(k, k)}` | {v} |" for k, v in KEYS.items())
+    return pn.pane.Markdown(
+        "| key | does |\n|---|---|\n" + keys_md + "\n\nClick a **thread** to follow it "
+        "(its loads and reads are outlined in blue), click a **block** to replay it. "
+        "Hover any cell for its indices and value. The URL keeps this slide: bookmark "
+        "it.",
+        width=380,
+    )
 
 
 class _MadeOnFirstUse(dict):
@@ -1004,6 +1018,8 @@ class Dashboard(pn.viewable.Viewer):
         super().__init__(state=state or DashboardState(), **params)
         self._cancel: threading.Event | None = None
         self._served = served
+        # the export's format, button and note (made when first read: _export_parts)
+        self._export_made: tuple | None = None
         self._scene: Scene | None = None
         # of the trace below, by mode: (presenter, theme, the presenter scene's fit)
         self._scenes: dict[tuple[bool, str, tuple | None], Scene] = {}
@@ -1146,31 +1162,14 @@ class Dashboard(pn.viewable.Viewer):
         self.viewport = Viewport(visible=False)
         self.viewport.param.watch(self._on_viewport, ["inner_width", "inner_height"])
 
-        # Loading: record form, upload, export
-        self.record_form = RecordForm(on_record=self._record)
-        self.upload = UploadBox(width=330)
-        self.upload.param.watch(self._on_upload, "value")
-
-        def refused(event) -> None:
-            if event.new:
-                self.state.show(event.new)
-
-        self.upload.param.watch(refused, "refused")
-        self.export_format, self.export_button, self.export_note = self._export_widgets()
-        keys_md = "\n".join(f"| `{_KEY_NAMES.get(k, k)}` | {v} |" for k, v in KEYS.items())
-        help_md = pn.pane.Markdown(
-            "| key | does |\n|---|---|\n" + keys_md + "\n\nClick a **thread** to follow it "
-            "(its loads and reads are outlined in blue), click a **block** to replay it. "
-            "Hover any cell for its indices and value. The URL keeps this slide: bookmark "
-            "it.",
-            width=380,
-        )
+        # Loading: record form, upload, export, keys; each card's content is made
+        # when the card is first opened (or the attribute first read)
         self.more = pn.FlexBox(
-            _filled_when_opened("Record a trace", 380, self.record_form),
+            _filled_when_opened("Record a trace", 380, lambda: self.record_form),
             _filled_when_opened(
                 "Load a trace file",
                 380,
-                pn.Column(
+                lambda: pn.Column(
                     "Load a trace file (.vizmm) saved by `vizmm record` or `Trace.save`:",
                     self.upload,
                 ),
@@ -1178,9 +1177,9 @@ class Dashboard(pn.viewable.Viewer):
             _filled_when_opened(
                 "Export",
                 300,
-                pn.Column(self.export_format, self.export_button, self.export_note),
+                lambda: pn.Column(self.export_format, self.export_button, self.export_note),
             ),
-            _filled_when_opened("Keys and clicks", 420, help_md),
+            _filled_when_opened("Keys and clicks", 420, _keys_help),
         )
         self.header = page_header(
             "the tiled matrix multiplication of PMPP ch. 5", self.trace_select, side_by_side_link()
@@ -1267,6 +1266,46 @@ class Dashboard(pn.viewable.Viewer):
         if self.state.source not in options.values():
             options[catalogue.label_of(self.state.source)] = self.state.source
         return options
+
+    # The loading cards' widgets, made when first read (their card opened).
+    @functools.cached_property
+    def record_form(self) -> RecordForm:
+        """The 'Record a trace' form."""
+        return RecordForm(on_record=self._record)
+
+    @functools.cached_property
+    def upload(self) -> UploadBox:
+        """The 'Load a trace file' box."""
+        box = UploadBox(width=330)
+        box.param.watch(self._on_upload, "value")
+
+        def refused(event) -> None:
+            if event.new:
+                self.state.show(event.new)
+
+        box.param.watch(refused, "refused")
+        return box
+
+    def _export_parts(self) -> tuple:
+        if self._export_made is None:
+            self._export_made = self._export_widgets()
+            self._export_name()
+        return self._export_made
+
+    @property
+    def export_format(self) -> pn.widgets.Select:
+        """The export's format (``gif``, ``mp4``, ``html``)."""
+        return self._export_parts()[0]
+
+    @property
+    def export_button(self) -> pn.widgets.FileDownload | pn.widgets.Button:
+        """The export's download button (a disabled button without ``vizmm.export``)."""
+        return self._export_parts()[1]
+
+    @property
+    def export_note(self) -> pn.pane.Markdown:
+        """What the export gives (or why it is not available)."""
+        return self._export_parts()[2]
 
     def _export_widgets(self):
         available = importlib.util.find_spec("vizmm.export") is not None
@@ -1625,12 +1664,13 @@ class Dashboard(pn.viewable.Viewer):
 
     # ------------------------------------------------------------ export
     def _export_name(self) -> None:
-        if isinstance(self.export_button, pn.widgets.FileDownload):
+        if self._export_made is None:  # named when made
+            return
+        fmt, btn, _ = self._export_made
+        if isinstance(btn, pn.widgets.FileDownload):
             s = self.state
             name = s.source.replace(":", "_")
-            self.export_button.filename = (
-                f"vizmm-{name}-block{s.by}{s.bx}-{s.granularity}.{self.export_format.value}"
-            )
+            btn.filename = f"vizmm-{name}-block{s.by}{s.bx}-{s.granularity}.{fmt.value}"
 
     def _export_finding(self):
         """The selected finding's marks when it is of the block exported (None: none)."""
