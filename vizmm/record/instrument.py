@@ -1072,7 +1072,8 @@ class _Rewriter:
                 "+ cuda.threadIdx.x\n"
                 "_nthreads = cuda.blockDim.x * cuda.blockDim.y * cuda.blockDim.z\n"
                 "_bid = _by * _gdx + _bx\n"
-                "_slot = _detail[_by, _bx]\n"
+                # the simulator: a Python int, so that no NumPy scalar is worked on per event
+                f"_slot = {'int(_detail[_by, _bx])' if self.simulated else '_detail[_by, _bx]'}\n"
                 "_t = -1\n"
                 "if _slot >= 0:\n"
                 "    _t = _slot * _nthreads + _tid\n"
@@ -1512,7 +1513,7 @@ def _records(
     no reads nor zero-fills (the lean variant did) and its block info is
     thrown away. ``rows``: the simulator's log, a list of rows
     (:data:`~.instrument_device.SIM_ROW`) that :func:`_lay_out` turns into
-    the arrays a GPU fills.
+    the arrays a GPU fills, its counts a list and its ``cap`` an int.
     """
     gx, gy = grid
     nthreads = block[0] * block[1] * (block[2] if len(block) > 2 else 1)
@@ -1525,8 +1526,9 @@ def _records(
         _detail=detail,
         _ev=[] if rows else np.zeros(max(nd * nthreads * cap * D.NF, 1), np.int32),
         _vals=np.zeros(1 if rows else max(nd * nthreads * cap * 2, 1), np.float64),
-        _cnt=np.zeros(max(nd * nthreads, 1), np.int32),
-        _cap=np.int32(cap),
+        # the simulator: Python ints, cheaper to work on per event than NumPy's scalars
+        _cnt=[0] * max(nd * nthreads, 1) if rows else np.zeros(max(nd * nthreads, 1), np.int32),
+        _cap=int(cap) if rows else np.int32(cap),
         _ticks=np.zeros(max(nd, 1), np.int32),
         _blk=np.full(gy * gx * 6, -1, np.int64),
         _seq=np.zeros(1, np.int32),
@@ -1753,6 +1755,7 @@ def run(
                 cancel=cancel,
             )
             rec["_ev"], rec["_vals"] = _lay_out(rec["_ev"], nd * nthreads, cap)
+            rec["_cnt"] = np.asarray(rec["_cnt"], np.int32)
         else:
             launch_grid = (max(nd, 1), 1) if two_launches else grid
             lean = None

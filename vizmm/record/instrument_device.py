@@ -76,7 +76,7 @@ _LOG_PARAMS = """
     vals : device array of float64, flat (cap, 2, threads)
         Per event, the value loaded or stored and the accumulator (the simulator's rows
         hold them: unused there).
-    cnt : device array of int32, (threads,)
+    cnt : device array of int32, (threads,); in the simulator a list of int
         Events per thread, counted past ``cap``; its length is the log's thread count.
     cap : int
         Events per thread the log has room for (0: a count launch).
@@ -126,7 +126,7 @@ _LOG_FN_PARAMS = """
     vals : device array of float64, flat (cap, 2, threads)
         Per event, the value loaded or stored and the accumulator (the simulator's rows
         hold them: unused there).
-    cnt : device array of int32, (threads,)
+    cnt : device array of int32, (threads,); in the simulator a list of int
         Events per thread, counted past ``cap``; its length is the log's thread count.
     cap : int
         Events per thread the log has room for (0: a count launch).
