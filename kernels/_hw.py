@@ -26,6 +26,11 @@ if NAME == SIMULATOR:
         class _RunningKernelCuda:
             """``cuda`` as seen by the simulated kernel that is running now."""
 
+            @property
+            def atomic(self):
+                """The running kernel's atomics (looked up without ``__getattr__``'s miss)."""
+                return _get_kernel_context().atomic
+
             def __getattr__(self, name):
                 return getattr(_get_kernel_context(), name)
 
