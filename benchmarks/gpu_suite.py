@@ -315,7 +315,7 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain):
         lean_k[grid, block, s_lean](M, N, P, W, *lean)
 
     if lean_k is not None:
-        out["aggregated_ms"], _ = _event_time(cuda, both, reps)
+        out["aggregated_ms"], out["aggregated_times_ms"] = _event_time(cuda, both, reps)
         out["aggregated_P_equals_plain"] = bool(P.copy_to_host().tobytes() == P_plain.tobytes())
     lean = detail = None
     blocks = [(by, bx) for by in range(g) for bx in range(g)]
@@ -326,7 +326,7 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain):
         out["full_note"] = f"the log would take {need / 1e9:.1f} GB ({free / 1e9:.1f} GB free)"
         return out
     full = _device_records(cuda, I._records(inst, grid, block, blocks, cap, host, False, nbar, nph))
-    out["full_ms"], _ = _event_time(
+    out["full_ms"], out["full_times_ms"] = _event_time(
         cuda, lambda: full_k[grid, block](M, N, P, W, *full), max(3, reps // 4)
     )
     full = None
@@ -369,14 +369,16 @@ def timing_worker(target, out_path, quick):
         plain = K.get_kernel("tiled", T)
         reps = 20 if W <= 2048 else 10
         row = {"W": W, "T": T}
-        row["plain_ms"], _ = _event_time(cuda, lambda: plain[grid, block](M, N, P, W), reps)
+        row["plain_ms"], row["plain_times_ms"] = _event_time(
+            cuda, lambda: plain[grid, block](M, N, P, W), reps
+        )
         P_plain = P.copy_to_host()
         try:
             row.update(_instrumented_time(cuda, W, T, M, N, P, reps, P_plain))
         except Exception as exc:  # noqa: BLE001 - reported, the other timings go on
             row["inst_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
         for key in list(row):
-            if key.endswith("_ms") and key != "plain_ms" and row[key]:
+            if key.endswith("_ms") and key != "plain_ms" and isinstance(row[key], float):
                 row[key.removesuffix("_ms") + "_ratio"] = row[key] / row["plain_ms"]
         row["plain_tflops"] = 2.0 * W**3 / (row["plain_ms"] * 1e-3) / 1e12
         out["rows"].append(row)
