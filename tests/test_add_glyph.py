@@ -94,3 +94,34 @@ def test_figure_defaults_are_not_the_glyph_classes():
     )
     assert r.glyph.line_color == r.glyph.fill_color == "#1f77b4"
     assert r.nonselection_glyph.fill_alpha == r.nonselection_glyph.line_alpha == 0.1
+
+
+def test_scene_glyphs_store_every_data_spec():
+    """Every data spec of a scene's glyphs is stored, so no walk of the page works it out.
+
+    What Bokeh keeps as set (``properties_with_values(include_defaults=False)``)
+    holds every data spec but those naming a column by default; their values
+    are those of ``figure``'s glyphs (the test above, property by property).
+    """
+    from bokeh.core.property.dataspec import DataSpec
+    from bokeh.models import GlyphRenderer
+
+    from vizmm.render.bokeh_scene import Scene
+    from vizmm.serve.catalogue import CATALOGUE
+
+    scene = Scene(CATALOGUE.get("fig5-8"))
+    glyphs = [
+        g
+        for fig in scene.figures.values()
+        for r in fig.renderers
+        if isinstance(r, GlyphRenderer)
+        for g in (r.glyph, r.nonselection_glyph)
+        if not isinstance(g, str)
+    ]
+    assert {type(g).__name__ for g in glyphs} == {"Rect", "Text"}
+    for g in glyphs:
+        cls = type(g)
+        stored = g.properties_with_values(include_defaults=False)
+        for name in cls.properties():
+            if isinstance(cls.lookup(name).property, DataSpec) and name not in stored:
+                assert hasattr(getattr(cls(), name), "field"), (cls.__name__, name)

@@ -1381,7 +1381,7 @@ def _glyph_visuals(
 
 @cache
 def _spec_defaults(kind: str) -> tuple[tuple[str, Any], ...]:
-    """Every data-spec property of glyph class ``kind`` with its default, as ``value(default)``.
+    """Every data-spec property of glyph class ``kind`` with its default, in a form Bokeh stores.
 
     A property left unset has its default worked out (and checked) anew each
     time Bokeh reads it, and Bokeh reads every data-spec property of a glyph
@@ -1389,14 +1389,16 @@ def _spec_defaults(kind: str) -> tuple[tuple[str, Any], ...]:
     model): a served page walks them four times (Panel's Bokeh pane, the
     document's roots added, its models recomputed, the document sent). A
     glyph given them reads each as a stored value. They are given as
-    ``value(default)``, since a property set to a value equal to its current
-    one is not stored; Bokeh sends a plain default as that same value, and
-    the defaults are Bokeh's own, so what BokehJS draws is unchanged. A spec
-    whose default names a column (``x``, ``y``, ``text``) is left out.
+    ``value(default)`` (a default that is already a ``value(...)``: as its
+    plain value), since a property set to a value equal to its current one
+    is not stored; Bokeh sends both forms as the same value, and the defaults
+    are Bokeh's own, so what BokehJS draws is unchanged. A spec whose default
+    names a column (``x``, ``y``, ``text``) is left out.
     """
     from bokeh.core.property.dataspec import DataSpec
     from bokeh.core.property.descriptors import UnsetValueError
     from bokeh.core.property.vectorization import Field, Value
+    from bokeh.core.serialization import Serializer
     from bokeh.models import glyphs
 
     cls = getattr(glyphs, kind)
@@ -1408,10 +1410,15 @@ def _spec_defaults(kind: str) -> tuple[tuple[str, Any], ...]:
                 default = getattr(made, name)
             except UnsetValueError:  # a required spec without a default (none of ours)
                 continue
-            if isinstance(default, (Field, Value, dict)):
+            if isinstance(default, (Field, dict)):
                 continue
-            given = value(default)
-            if name in cls(**{name: given}).properties_with_values(include_defaults=False):
+            # the same spec in the other of its two forms: stored, as it is not equal
+            given = default.value if isinstance(default, Value) else value(default)
+            probe = cls(**{name: given})
+            sent = Serializer().encode(probe)["attributes"].get(name)
+            # kept only where Bokeh sends it as the default's value (a plain string
+            # of a string spec would name a column)
+            if sent == {"type": "value", "value": getattr(default, "value", default)}:
                 out.append((name, given))
     return tuple(out)
 
@@ -1486,9 +1493,12 @@ def add_glyph(
     def stored(given: dict[str, Any]) -> dict[str, Any]:
         out = dict(defaults)
         for k, v in given.items():
-            d = defaults.get(k)
+            if k not in defaults:
+                out[k] = v
+                continue
+            d = defaults[k]
             plain = v is None or isinstance(v, (str, int, float, list))
-            if d is None or not plain or v != d.value:
+            if not plain or v != getattr(d, "value", d):  # not the default: as given
                 out[k] = v
         return out
 
