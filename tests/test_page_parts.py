@@ -85,6 +85,36 @@ def test_hidden_parts_join_the_page_when_first_shown(dash):
     assert not dash.presenter_view.visible
 
 
+def test_loading_cards_made_when_first_opened(dash):
+    # The record form, upload box, export widgets and keys table are in no card
+    # of a new page (nor in its document); opening a card fills it.
+    from bokeh.document import Document
+
+    cards = {c.title: c for c in dash.more.objects}
+    assert set(cards) == {"Record a trace", "Load a trace file", "Export", "Keys and clicks"}
+    assert all(c.collapsed and not c.objects for c in cards.values())
+    assert dash._export_made is None
+    assert "record_form" not in vars(dash) and "upload" not in vars(dash)
+    doc = Document()
+    dash.__panel__().server_doc(doc)
+    labels = {getattr(m, "label", None) for m in doc.models}
+    assert not labels & {"Record", "Export this block"}
+
+    cards["Export"].collapsed = False
+    (column,) = cards["Export"].objects
+    assert list(column.objects) == [dash.export_format, dash.export_button, dash.export_note]
+    s = dash.state  # the file is named for the block shown, as before
+    assert dash.export_button.filename == f"vizmm-{s.source}-block{s.by}{s.bx}-{s.granularity}.gif"
+    cards["Record a trace"].collapsed = False
+    assert "record_form" in vars(dash)
+    (form,) = cards["Record a trace"].objects  # the form's own layout
+    assert any(o is dash.record_form._button for o in form.objects)
+    cards["Load a trace file"].collapsed = False
+    assert any(o is dash.upload for o in cards["Load a trace file"].objects[0].objects)
+    cards["Keys and clicks"].collapsed = False
+    assert "next step" in cards["Keys and clicks"].objects[0].object
+
+
 def test_quiz_marks_made_with_the_first_question():
     from vizmm_apps.dashboard import create_app
     from vizmm_apps.quiz import QuestionMode
