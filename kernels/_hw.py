@@ -31,6 +31,11 @@ if NAME == SIMULATOR:
                 """The running kernel's atomics (looked up without ``__getattr__``'s miss)."""
                 return _get_kernel_context().atomic
 
+            @property
+            def syncthreads(self):
+                """The running kernel's barrier (looked up without ``__getattr__``'s miss)."""
+                return _get_kernel_context().syncthreads
+
             def __getattr__(self, name):
                 return getattr(_get_kernel_context(), name)
 

@@ -457,9 +457,10 @@ def _gpu_code(src, dynamic_shared=0):
     return ast.unparse(rw.rewrite())
 
 
-def test_the_simulator_takes_tickets_from_a_host_zeroed_clock_without_a_first_barrier():
-    # a simulated thread is its warp's only lane: one atomic per ticket, on the detail
-    # block's global counter, which the host zeroes (no barrier at the kernel's start)
+def test_the_simulator_passes_a_barrier_in_one_call_with_no_first_barrier():
+    # a simulated thread is its warp's only lane: the barrier, its two tickets (from the
+    # detail block's counter, made on the host) and its two events are one call, and the
+    # kernel needs no barrier at its start to set a clock
     src = (
         "def k(M, N, P, Width):\n"
         "    S = cuda.shared.array(4, float32)\n"
@@ -471,7 +472,8 @@ def test_the_simulator_takes_tickets_from_a_host_zeroed_clock_without_a_first_ba
     ns = {"float32": np.float32, "int32": np.int32, **ns}
     rw = I._Rewriter(I._Remap().visit(tree), ns, 0, False, simulated=True)
     code = ast.unparse(rw.rewrite())
-    assert code.count("cuda.syncthreads()") == 1  # the kernel's own
-    assert "_tk = cuda.atomic.add(_ticks, _slot, 1)" in code
-    assert "warp_mask" not in code and "_tick = " not in code
-    assert code.count("cuda.syncthreads()") + 1 == _gpu_code(src).count("cuda.syncthreads()")
+    assert "_ep = sync(_ticks, _slot, 4, _ev, _vals, _cnt, _cap, _t, _ep, " in code
+    assert "cuda.syncthreads()" not in code and "_tick = " not in code
+    assert "warp_mask" not in code and "atomic" not in code
+    gpu = _gpu_code(src)  # the GPU's: its clock set behind a barrier, then the kernel's own
+    assert gpu.count("cuda.syncthreads()") == 2 and "warp_mask" in gpu

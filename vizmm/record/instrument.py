@@ -865,6 +865,8 @@ class _Rewriter:
             return _stmts("cuda.syncthreads()")
         self.barriers = True
         acc = self._acc()
+        if self.simulated:  # one call (instrument_device.sync): the simulator pays per call
+            return _stmts(f"_ep = sync(_ticks, _slot, {lineno}, {_LOG}, {acc})")
         clock = "_ticks, _slot" if self.global_clock else "_tick, 0"
         ticket = (  # the block's logical clock (see instrument_device)
             "if _t >= 0:\n"
@@ -874,8 +876,6 @@ class _Rewriter:
             f"        _tk = cuda.atomic.add({clock}, lanes(_m))\n"
             "    _tk = from_leader(_m, _tk) + _r\n"
         )
-        if self.simulated:  # a simulated thread is its warp's only active lane
-            ticket = f"if _t >= 0:\n    _tk = cuda.atomic.add({clock}, 1)\n"
         return _stmts(
             "_tk = 0\n"
             f"{ticket}"
@@ -1338,6 +1338,8 @@ def instrument(
         filename = f"<vizmm {label} {tree.name}>"
         env = dict(ns)
         env.update({h: getattr(D, h) for h in _HELPERS})
+        if simulated:
+            env["sync"] = D.sync
         env["_NARR"] = len(rw.arrays)
         for g in rw.globals:
             env[f"_ZERO_{g}"] = np.dtype((dtypes or {}).get(g, np.float32)).type(0)
@@ -1529,7 +1531,10 @@ def _records(
         # the simulator: Python ints, cheaper to work on per event than NumPy's scalars
         _cnt=[0] * max(nd * nthreads, 1) if rows else np.zeros(max(nd * nthreads, 1), np.int32),
         _cap=int(cap) if rows else np.int32(cap),
-        _ticks=np.zeros(max(nd, 1), np.int32),
+        # the simulator: a counter per detail block, its next value taken without a lock
+        _ticks=[itertools.count() for _ in range(max(nd, 1))]
+        if rows
+        else np.zeros(max(nd, 1), np.int32),
         _blk=np.full(gy * gx * 6, -1, np.int64),
         _seq=np.zeros(1, np.int32),
         _clk=np.full(max(nd * nthreads * nbar, 1), -1, np.int64),

@@ -223,6 +223,52 @@ if _target.NAME == _target.SIMULATOR:
                 ev.append((t, n, op + ln * 8192, -1, -1, -1, -4, -1, -1, -1, -1, ep, tk, 0.0, a))
             cnt[t] = n + 1
 
+    @device
+    def sync(ticks, slot, ln, ev, vals, cnt, cap, t, ep, acc):
+        """A ``cuda.syncthreads()`` in the simulator: arrival, barrier and release, logged.
+
+        One call where a GPU's rewritten kernel takes a ticket, calls :func:`arrive`,
+        waits, takes a ticket again and calls :func:`release`: the simulator spends
+        its time per Python call, and a thread is its warp's only active lane there.
+        A ticket is the next value of the detail block's counter (``next`` of an
+        ``itertools.count`` is one step under the interpreter's lock: no other
+        lock is taken). The simulator has no ``%clock64``: no clock is written.
+
+        Parameters
+        ----------
+        ticks : list of itertools.count
+            The barrier clock of each detail block.
+        slot : int
+            The thread's detail block (its index in ``ticks``); read when ``t >= 0``.
+        ln : int
+            The line of the kernel's source the barrier is on.
+        ev : list
+            The event log's rows (:data:`SIM_ROW`).
+        vals : ndarray
+            Unused in the simulator (the rows hold the values).
+        cnt : list of int
+            Events per thread, counted past ``cap``.
+        cap : int
+            Events per thread the log has room for (0: a count launch).
+        t : int
+            The thread's row of the log; -1 when its block is not recorded in detail.
+        ep : int
+            The barriers the thread has passed (its epoch) before this one.
+        acc : float
+            The kernel's accumulator (Pvalue) now.
+
+        Returns
+        -------
+        int
+            The epoch after the barrier, ``ep + 1``.
+        """
+        if t >= 0:
+            log_b(ev, vals, cnt, cap, t, 3, ep, next(ticks[slot]), ln, acc)
+        cuda.syncthreads()
+        if t >= 0:
+            log_b(ev, vals, cnt, cap, t, 4, ep + 1, next(ticks[slot]), ln, acc)
+        return ep + 1
+
 else:
 
     @device
