@@ -1515,7 +1515,8 @@ def _records(
     no reads nor zero-fills (the lean variant did) and its block info is
     thrown away. ``rows``: the simulator's log, a list of rows
     (:data:`~.instrument_device.SIM_ROW`) that :func:`_lay_out` turns into
-    the arrays a GPU fills, its counts a list and its ``cap`` an int.
+    the arrays a GPU fills, its counts a list, its ``cap`` an int and its
+    read counters lists of the indices read.
     """
     gx, gy = grid
     nthreads = block[0] * block[1] * (block[2] if len(block) > 2 else 1)
@@ -1546,7 +1547,8 @@ def _records(
         _gdy=np.int32(gy),
     )
     for g in inst.global_arrays:
-        rec[f"_reads_{g}"] = np.zeros(0 if remap else arrays[g].size, np.int32)
+        # the simulator: the flat index of each read, counted after the launch
+        rec[f"_reads_{g}"] = [] if rows else np.zeros(0 if remap else arrays[g].size, np.int32)
     return rec
 
 
@@ -1761,6 +1763,9 @@ def run(
             )
             rec["_ev"], rec["_vals"] = _lay_out(rec["_ev"], nd * nthreads, cap)
             rec["_cnt"] = np.asarray(rec["_cnt"], np.int32)
+            for g in inst.global_arrays:
+                read = np.asarray(rec[f"_reads_{g}"], np.int64)
+                rec[f"_reads_{g}"] = np.bincount(read, minlength=arrays[g].size).astype(np.int32)
         else:
             launch_grid = (max(nd, 1), 1) if two_launches else grid
             lean = None

@@ -269,6 +269,22 @@ if _target.NAME == _target.SIMULATOR:
             log_b(ev, vals, cnt, cap, t, 4, ep + 1, next(ticks[slot]), ln, acc)
         return ep + 1
 
+    @device
+    def count_read(reads, i):
+        """Count a read of element ``i``: the simulator appends ``i`` (counted after the launch).
+
+        An atomic add in the simulator takes a lock that every thread shares; a
+        list's ``append`` is one step under the interpreter's lock.
+
+        Parameters
+        ----------
+        reads : list of int
+            The array's reads so far, one flat index per read.
+        i : int
+            The flat index read (in bounds).
+        """
+        reads.append(i)
+
 else:
 
     @device
@@ -331,6 +347,20 @@ else:
                 vals[n * 2 * T + T + t] = a
             cnt[t] = n + 1
 
+    @device
+    def count_read(reads, i):
+        """Count a read of element ``i`` of a global array (one atomic add).
+
+        Parameters
+        ----------
+        reads : device array of int32
+            The array's per-element read counters (flat); empty: not counted.
+        i : int
+            The flat index read (in bounds).
+        """
+        if reads.shape[0] > 0:
+            cuda.atomic.add(reads, i, 1)
+
 
 @device
 @_logs
@@ -356,8 +386,7 @@ def g_load(A, i, row, col, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc)
     """
     if i >= 0 and i < A.shape[0]:
         v = A[i]
-        if reads.shape[0] > 0:
-            cuda.atomic.add(reads, i, 1)
+        count_read(reads, i)
         log_g(ev, vals, cnt, cap, t, 1, 0, aid, i, row, col, ep, ln, v, acc)
         return v
     log_g(ev, vals, cnt, cap, t, 1, 1, aid, i, row, col, ep, ln, 0.0, acc)
@@ -387,8 +416,7 @@ def g_load2(A, r, c, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc):
     i = r * A.shape[1] + c
     if r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]:
         v = A[r, c]
-        if reads.shape[0] > 0:
-            cuda.atomic.add(reads, i, 1)
+        count_read(reads, i)
         log_g(ev, vals, cnt, cap, t, 1, 0, aid, i, r, c, ep, ln, v, acc)
         return v
     log_g(ev, vals, cnt, cap, t, 1, 1, aid, i, r, c, ep, ln, 0.0, acc)
