@@ -50,7 +50,7 @@ import math
 import textwrap
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from functools import cache, lru_cache, partial
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -1379,7 +1379,7 @@ def _glyph_visuals(
     return out
 
 
-@cache
+@lru_cache(maxsize=64)  # one entry per glyph class the scene draws
 def _spec_defaults(kind: str) -> tuple[tuple[str, Any], ...]:
     """Every data-spec property of glyph class ``kind`` with its default, in a form Bokeh stores.
 
