@@ -595,8 +595,8 @@ class _Rewriter:
         )
         # numba-cuda-mlir 0.6 demotes an extern __shared__ array to a static one that
         # may overlap another static array: a kernel with one keeps its clock in global
-        # memory (one int32 per detail block, _ticks[_slot]). So does every kernel in the
-        # simulator, where the host zeroes it: no barrier is needed to set it.
+        # memory (one int32 per detail block, _ticks[_slot]). In the simulator the host
+        # makes each detail block's counter (instrument_device.sync): no shared clock.
         self.global_clock = self.extern_shared or simulated
 
     def _add(self, info: ArrayInfo) -> int:

@@ -679,135 +679,76 @@ def s_store2(S, r, c, v, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cn
 # per-thread atomics of one warp would give, at one atomic instead of up to 32
 # on one address. The mask is read once, before the leader's branch: read again
 # after it, the threads may not have met yet (independent thread scheduling)
-# and each part of the warp would name its own leader. The simulator runs one
-# thread at a time: each takes its own ticket.
-if _target.NAME == _target.SIMULATOR:
+# and each part of the warp would name its own leader. The simulator's rewrite
+# takes its tickets in :func:`sync` (a simulated thread is its warp's only
+# lane) and never calls these.
 
-    @device
-    def warp_mask():
-        """The warp's active threads (the simulator: the thread alone).
 
-        Returns
-        -------
-        int
-            1.
-        """
-        return 1
+@device
+def warp_mask():
+    """The warp's active threads, read once before the leader's branch.
 
-    @device
-    def lane_rank(m):
-        """The thread's rank among the threads of ``m`` (the simulator: 0).
+    Returns
+    -------
+    int
+        ``activemask()``: bit ``i`` for active lane ``i``.
+    """
+    return cuda.activemask()
 
-        Parameters
-        ----------
-        m : int
-            :func:`warp_mask`'s answer.
 
-        Returns
-        -------
-        int
-            0: each simulated thread takes its own ticket.
-        """
-        return 0
+@device
+def lane_rank(m):
+    """The thread's rank among the threads of ``m`` (0: the warp's leader).
 
-    @device
-    def lanes(m):
-        """How many tickets the warp's leader takes (the simulator: 1).
+    Parameters
+    ----------
+    m : int
+        :func:`warp_mask`'s answer.
 
-        Parameters
-        ----------
-        m : int
-            :func:`warp_mask`'s answer.
+    Returns
+    -------
+    int
+        Lanes of ``m`` below this one.
+    """
+    return cuda.popc(m & ((1 << cuda.laneid) - 1))
 
-        Returns
-        -------
-        int
-            1.
-        """
-        return 1
 
-    @device
-    def from_leader(m, x):
-        """The leader's value, shared with the warp (the simulator: ``x``).
+@device
+def lanes(m):
+    """How many tickets the warp's leader takes: the threads of ``m``.
 
-        Parameters
-        ----------
-        m : int
-            :func:`warp_mask`'s answer.
-        x : int
-            The value the thread holds.
+    Parameters
+    ----------
+    m : int
+        :func:`warp_mask`'s answer.
 
-        Returns
-        -------
-        int
-            ``x``.
-        """
-        return x
+    Returns
+    -------
+    int
+        Lanes in ``m``.
+    """
+    return cuda.popc(m)
 
-else:
 
-    @device
-    def warp_mask():
-        """The warp's active threads, read once before the leader's branch.
+@device
+def from_leader(m, x):
+    """The leader's (lowest lane of ``m``) value, shared with the threads of ``m``.
 
-        Returns
-        -------
-        int
-            ``activemask()``: bit ``i`` for active lane ``i``.
-        """
-        return cuda.activemask()
+    ``shfl_sync`` waits for every thread of ``m``: the warp meets again here.
 
-    @device
-    def lane_rank(m):
-        """The thread's rank among the threads of ``m`` (0: the warp's leader).
+    Parameters
+    ----------
+    m : int
+        :func:`warp_mask`'s answer.
+    x : int
+        The value the thread holds (the leader's old clock).
 
-        Parameters
-        ----------
-        m : int
-            :func:`warp_mask`'s answer.
-
-        Returns
-        -------
-        int
-            Lanes of ``m`` below this one.
-        """
-        return cuda.popc(m & ((1 << cuda.laneid) - 1))
-
-    @device
-    def lanes(m):
-        """How many tickets the warp's leader takes: the threads of ``m``.
-
-        Parameters
-        ----------
-        m : int
-            :func:`warp_mask`'s answer.
-
-        Returns
-        -------
-        int
-            Lanes in ``m``.
-        """
-        return cuda.popc(m)
-
-    @device
-    def from_leader(m, x):
-        """The leader's (lowest lane of ``m``) value, shared with the threads of ``m``.
-
-        ``shfl_sync`` waits for every thread of ``m``: the warp meets again here.
-
-        Parameters
-        ----------
-        m : int
-            :func:`warp_mask`'s answer.
-        x : int
-            The value the thread holds (the leader's old clock).
-
-        Returns
-        -------
-        int
-            The leader's ``x``.
-        """
-        return cuda.shfl_sync(m, x, cuda.ffs(m) - 1)
+    Returns
+    -------
+    int
+        The leader's ``x``.
+    """
+    return cuda.shfl_sync(m, x, cuda.ffs(m) - 1)
 
 
 @device
