@@ -114,6 +114,26 @@ def swapped_indices(M, N, P, Width):
 
 
 @cuda.jit
+def swapped_student_names(A, B, C, n):
+    """other_names with the swap of swapped_indices in its A tile load (A[c][row])."""
+    As = cuda.shared.array((T, T), float32)
+    Bs = cuda.shared.array((T, T), float32)
+    c = cuda.threadIdx.x
+    r = cuda.threadIdx.y
+    row = cuda.blockIdx.y * T + r
+    col = cuda.blockIdx.x * T + c
+    acc = float32(0)
+    for t in range(n // T):
+        As[r, c] = A[(t * T + c) * n + row]
+        Bs[r, c] = B[(t * T + r) * n + col]
+        cuda.syncthreads()
+        for q in range(T):
+            acc += As[r, q] * Bs[q, c]
+        cuda.syncthreads()
+    C[row * n + col] = acc
+
+
+@cuda.jit
 def missing_barrier(M, N, P, Width):
     """Fig. 5.9 without the cuda.syncthreads() after the tile loads."""
     Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)

@@ -87,6 +87,16 @@ def test_swapped_indices_in_the_m_tile_load():
     assert "M_{0,1}\u00b7N_{0,0}" in f.message and "needed M_{1,0}\u00b7N_{0,0}" in f.message
 
 
+def test_a_wrong_term_names_the_shared_array_as_the_kernel_does():
+    # The swap above in a kernel of a student's names (A, B, C; As, Bs; r, c; q):
+    # the same first wrong term, said in the kernel's words: As[1][0], not Mds.
+    r = _check(ck.swapped_student_names, 4)
+    f = r.findings[0]
+    assert (f.kind, f.block, f.thread, f.phase, f.k) == ("wrong term", (0, 0), (1, 0), 0, 0)
+    assert f.address == "As[1][0]" and "As[1][0] held" in f.message
+    assert not any("Mds" in g.message or "Nds" in g.message for g in r.findings)
+
+
 def test_missing_barrier_is_a_race_on_the_first_slot():
     # No barrier between the tile stores and the k loop: thread (0, 0) stores
     # Mds[0][0] and thread (0, 1) reads it (k = 0) in the same epoch.

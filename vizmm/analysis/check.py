@@ -848,7 +848,7 @@ def _judge_terms(L: _Log, s, t, th, fm, fn, stores) -> list:
             marks[tile] = (*marks.get(tile, ()), rc)
             if need_el is not None and x[0] == need_el and not doubled:
                 continue
-            addr = f"{tile}[{rc[0]}][{rc[1]}]"
+            addr = L.address(sh)  # in the kernel's own names (marks: the views')
             tag = int(sh[f["tag"]])
             who = _storer(L, s, sh, int(sh[f["epoch"]]))
             held = L.tag_words(tag)
