@@ -18,7 +18,10 @@ Prints, per wave: the server's CPU time (user + system) per session, the
 time until every document of the wave was received, the server's resident
 memory before the first wave, at the wave's peak and after its sessions went.
 With ``--ref REV`` the server of commit REV (its tree exported with
-``git archive``) runs first, then this tree's.
+``git archive``) runs beside this tree's: both are up at once and take their
+waves in turn, the order swapped every wave, so that a shared machine's
+drifting load falls on both; each server's median over its waves closes its
+lines.
 
 Targets (issue "A server a whole class can share"): ten arrivals at once all
 ready within 4 s; memory back within 10% of its start after the pages close;
@@ -31,6 +34,7 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -101,59 +105,105 @@ async def open_page(url: str, arguments: dict, marker: str = "vizmm-status"):
     return ws
 
 
-def run(tree: str, args) -> list[str]:
-    """The waves against the server of the repository at ``tree``; lines to print."""
-    from load_test import server_command
+class Server:
+    """One ``vizmm serve`` of the repository at ``tree``, up and answering."""
 
-    port = free_port()
-    cmd, extra = server_command(tree, port, args.num_procs)
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=tree, **extra)
-    log = open(os.path.join(tempfile.gettempdir(), f"vizmm-sessions-{port}.log"), "w")  # noqa: SIM115
-    t0 = time.perf_counter()
-    server = subprocess.Popen(cmd, cwd=tree, stdout=log, stderr=subprocess.STDOUT, env=env)
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/liveness", timeout=5):
-                break
-        except OSError:
-            if server.poll() is not None:
-                raise RuntimeError(f"the server did not start; see {log.name}") from None
-            time.sleep(0.3)
-    started = time.perf_counter() - t0
-    url = f"ws://127.0.0.1:{port}/{args.app}/ws"
-    pids = lambda: tree_of(server.pid)  # noqa: E731
+    def __init__(self, tree: str, args):
+        from load_test import server_command
 
-    def query(i):
-        return {"trace": PRESETS[i % len(PRESETS)]} if args.app == "dashboard" else {}
+        self.args = args
+        port = free_port()
+        cmd, extra = server_command(tree, port, args.num_procs)
+        env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=tree, **extra)
+        log_path = os.path.join(tempfile.gettempdir(), f"vizmm-sessions-{port}.log")
+        self.log = open(log_path, "w")  # noqa: SIM115
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(
+            cmd, cwd=tree, stdout=self.log, stderr=subprocess.STDOUT, env=env
+        )
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/liveness", timeout=5):
+                    break
+            except OSError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"the server did not start; see {log_path}") from None
+                time.sleep(0.3)
+        self.started = time.perf_counter() - t0
+        self.url = f"ws://127.0.0.1:{port}/{args.app}/ws"
+        time.sleep(1)
+        self.before = rss_mib(self.pids())
+        self.waves: list[tuple[float, float, float, float]] = []
 
-    async def wave():
-        c0, t0 = cpu_s(pids()), time.perf_counter()
+    def pids(self) -> list[int]:
+        return tree_of(self.proc.pid)
+
+    async def wave(self) -> None:
+        """``--pages`` sessions at once; then closed, and ``--settle`` seconds to go."""
+        args = self.args
+
+        def query(i):
+            return {"trace": PRESETS[i % len(PRESETS)]} if args.app == "dashboard" else {}
+
+        c0, t0 = cpu_s(self.pids()), time.perf_counter()
         # the dashboard's page is ready with its status; the large view's once its
         # trace is shown (its status then says data-ready="true", HTML-escaped in the pane)
         marker = "vizmm-status" if args.app == "dashboard" else "data-ready=&quot;true&quot;"
-        pages = await asyncio.gather(*(open_page(url, query(i), marker) for i in range(args.pages)))
-        wall, cpu, peak = time.perf_counter() - t0, cpu_s(pids()) - c0, rss_mib(pids())
+        pages = await asyncio.gather(
+            *(open_page(self.url, query(i), marker) for i in range(args.pages))
+        )
+        wall, cpu, peak = time.perf_counter() - t0, cpu_s(self.pids()) - c0, rss_mib(self.pids())
         for ws in pages:
             ws.close()
         await asyncio.sleep(args.settle)
-        return cpu / args.pages, wall, peak, rss_mib(pids())
+        self.waves.append((cpu / args.pages, wall, peak, rss_mib(self.pids())))
 
-    async def waves():
-        return [await wave() for _ in range(args.waves)]
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.log.close()
 
-    time.sleep(1)
-    before = rss_mib(pids())
-    results = asyncio.run(waves())
-    server.terminate()
-    server.wait(10)
-    lines = [f"server up after {started:.1f} s, {before:.0f} MiB"]
-    for i, (cpu, wall, peak, after) in enumerate(results):
-        lines.append(
-            f"wave {i + 1}: {cpu:.2f} s CPU per session, all {args.pages} documents sent after "
-            f"{wall:.1f} s; memory peak {peak:.0f} MiB, after {after:.0f} MiB "
-            f"({100 * (after - before) / before:+.0f}%)"
+    def lines(self) -> list[str]:
+        """What to print of this server's waves."""
+        pages = self.args.pages
+        out = [f"server up after {self.started:.1f} s, {self.before:.0f} MiB"]
+        for i, (cpu, wall, peak, after) in enumerate(self.waves):
+            out.append(
+                f"wave {i + 1}: {cpu:.2f} s CPU per session, all {pages} documents sent after "
+                f"{wall:.1f} s; memory peak {peak:.0f} MiB, after {after:.0f} MiB "
+                f"({100 * (after - self.before) / self.before:+.0f}%)"
+            )
+        out.append(
+            f"median of {len(self.waves)} waves: "
+            f"{statistics.median(w[0] for w in self.waves):.2f} s CPU per session, "
+            f"all sent after {statistics.median(w[1] for w in self.waves):.1f} s"
         )
-    return lines
+        return out
+
+
+def run(trees: list[tuple[str, str]], args) -> list[tuple[str, Server]]:
+    """Start a server per ``(name, tree)``; run the waves, alternating between servers.
+
+    With two servers (``--ref``), both are up at once and take their waves in
+    turn, the first server first in odd waves and second in even ones, so
+    that the machine's load, which drifts on a shared machine, falls on both.
+    """
+    servers = []
+    try:
+        for name, tree in trees:
+            servers.append((name, Server(tree, args)))
+
+        async def waves():
+            for i in range(args.waves):
+                order = servers if i % 2 == 0 else servers[::-1]
+                for _name, server in order:
+                    await server.wave()
+
+        asyncio.run(waves())
+    finally:
+        for _name, server in servers:
+            server.stop()
+    return servers
 
 
 def main(argv=None) -> int:
@@ -174,14 +224,13 @@ def main(argv=None) -> int:
         f"{os.cpu_count()} cores, "
         f"load average {os.getloadavg()[0]:.1f}"
     )
-    runs = []
-    if args.ref:
-        with tempfile.TemporaryDirectory(prefix="vizmm-ref-") as ref:
-            runs.append((args.ref, run(export_tree(args.ref, ref), args)))
-    runs.append(("this tree", run(ROOT, args)))
-    for name, lines in runs:
+    with tempfile.TemporaryDirectory(prefix="vizmm-ref-") as ref:
+        trees = [(args.ref, export_tree(args.ref, ref))] if args.ref else []
+        trees.append(("this tree", ROOT))
+        servers = run(trees, args)
+    for name, server in servers:
         print(f"{name}:")
-        for line in lines:
+        for line in server.lines():
             print(f"    {line}")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     return 0
