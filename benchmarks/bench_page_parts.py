@@ -52,7 +52,7 @@ def page(trace: str):
     """
     from bokeh.document import Document
 
-    from vizmm_apps.dashboard import Dashboard, create_app
+    from vizmm_apps.dashboard import create_app
     from vizmm_apps.large_view import replay_scene
 
     t0 = time.process_time()
@@ -64,7 +64,6 @@ def page(trace: str):
     doc.add_root(d.__panel__().get_root(doc))
     t2 = time.process_time()
     reply = _reply_s(doc)
-    assert isinstance(d, Dashboard)
     t3 = time.process_time()
     replay_scene(d.state.trace).update(d.state.frame)
     scene = time.process_time() - t3
