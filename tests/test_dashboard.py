@@ -23,6 +23,7 @@ if ROOT not in sys.path:
 
 import vizmm  # noqa: E402
 from vizmm.render.bokeh_scene import SOURCE_NAMES, Scene, frame_columns  # noqa: E402
+from vizmm.render.html_text import visible_lines  # noqa: E402
 from vizmm.replay import Replay  # noqa: E402
 from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
 from vizmm_apps.dashboard import Dashboard, DashboardState  # noqa: E402
@@ -108,7 +109,7 @@ def test_followed_thread_pvalue_is_the_books_sum(dash):
     assert st["pvalue"] == M[0, 0] * N[0, 1] + M[0, 1] * N[1, 1]
     st = at(dash, WRITE_P)
     assert st["pvalue"] == sum(M[0, k] * N[k, 1] for k in range(4))
-    counters = dash._scene.sources["counters"].data["text"]
+    counters = visible_lines(dash._scene.texts["counters"].text)  # as the page shows them
     assert any("(0,1)" in line for line in counters)
     dash.state.follow(0, 1)  # clicking the followed thread again stops following
     assert dash.state.status()["thread"] is None
@@ -319,7 +320,8 @@ def test_presenter_mode_shows_the_step_in_large_type(dash):
     assert dash.state.presenter and not dash.more.visible and not dash.tabs.visible
     scene = dash._scene
     assert scene.presenter and dash.presenter_view.visible
-    shown = {name for name, fig in scene.figures.items() if fig.visible}
+    views = {**scene.figures, **scene.texts}
+    shown = {name for name, fig in views.items() if fig.visible}
     assert shown == {"caption", "M", "N", "P", "Mds", "Nds", "threads"}
     assert scene.sizes.font > normal.sizes.font
     assert not (dash.slider.visible or dash.speed.visible or dash.granularity.visible)
@@ -503,8 +505,14 @@ def test_every_hover_names_columns_of_its_source(key):
                     for col in re.findall(r"@(\w+)", field):
                         assert col in r.data_source.data, (view, label, col)
                         checked.add((view, col))
-    # matrices, Mds, Nds, threads, blocks and the table all have hovers
-    assert {v for v, _ in checked} >= {"M", "N", "P", "Mds", "Nds", "threads", "blocks", "table"}
+    # matrices, Mds, Nds, threads and blocks all have hovers
+    assert {v for v, _ in checked} >= {"M", "N", "P", "Mds", "Nds", "threads", "blocks"}
+    # the table's cells say themselves whole when hovered (their title): on Fig. 5.8,
+    # thread (0,0)'s Pvalue of phase 0 in the book's words
+    titles = re.findall(r'title="([^"]*)"', scene.texts["table"].text)
+    assert len(titles) > 10
+    if key == "fig5-8":
+        assert any("Mds₀,₀*Nds₀,₀ + Mds₀,₁*Nds₁,₀" in t for t in titles), titles
 
 
 def test_export_button_gives_the_file(dash):

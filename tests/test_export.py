@@ -428,9 +428,11 @@ def test_html_steps_with_the_keyboard_as_the_book_says(fig58, fig58_html, browse
             const pack = JSON.parse(document.getElementById('vizmm-frames').textContent);
             const doc = Bokeh.documents[0];
             const data = (name) => doc.get_model_by_id(pack.sources[name]).data;
+            const caption = Bokeh.index.find_one_by_id(pack.divs.caption).el;
             return {step: window.vizmm.current, mds: Array.from(data('Mds').element),
                     nds: Array.from(data('Nds').element),
-                    slider: doc.get_model_by_id(pack.slider).value};
+                    slider: doc.get_model_by_id(pack.slider).value,
+                    caption: (caption.shadowRoot || caption).textContent};
         }""")
 
     replay = Replay(fig58)
@@ -461,6 +463,7 @@ def test_html_steps_with_the_keyboard_as_the_book_says(fig58, fig58_html, browse
         s = shown()
         assert s["step"] == i and s["mds"] == want["Mds"]["element"], i
         assert s["nds"] == want["Nds"]["element"], i
+        assert f"Step {i + 1} of {len(replay)}" in s["caption"], i  # the text views follow
     page.keyboard.press(" ")  # play from frame 8 ... then pause
     page.wait_for_function("window.vizmm.current > 8", timeout=5_000)
     page.keyboard.press(" ")

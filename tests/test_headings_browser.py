@@ -5,7 +5,8 @@ tile the counters say "no product yet" (no "0.0x fewer", no "CGMA 0.00"),
 the Pvalue heading names no thread until one is followed, the per-warp row
 has no heading until *Memory transactions* is on; the *Large matrices* tab
 on this small trace shows only its note, no "No trace." and no play button
-that plays nothing. Text is read from the Bokeh models the browser draws.
+that plays nothing. Text is read from what the browser draws: the counters'
+lines from the page's elements, the per-warp row's heading from its plot.
 """
 
 import os
@@ -29,10 +30,8 @@ DRAWN = """() => {
     if (m.name === "vizmm-counters") {
       const view = Bokeh.index.find_one_by_id(m.id);
       if (!view || !(view.el.getBoundingClientRect().width > 0)) continue;
-      for (const r of m.renderers) {
-        const d = r.data_source && r.data_source.data;
-        if (d && d.text && d.font_style) out.counters = Array.from(d.text);
-      }
+      const root = view.el.shadowRoot || view.el;
+      out.counters = Array.from(root.querySelectorAll("span"), (s) => s.textContent);
     }
     if (m.name === "vizmm-warps") {
       const view = Bokeh.index.find_one_by_id(m.id);

@@ -24,6 +24,7 @@ pn = pytest.importorskip("panel")
 from bokeh.document import Document  # noqa: E402
 from bokeh.models import ColumnDataSource  # noqa: E402
 
+from vizmm.render.html_text import visible_lines  # noqa: E402
 from vizmm.render.text import render_text  # noqa: E402
 from vizmm.replay.questions import block_questions, pick_label  # noqa: E402
 from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
@@ -181,7 +182,7 @@ def test_no_answer_in_the_document_before_the_reveal(dash, key, block):
             assert not any("wait" in st for st in states)
         if q.kind == "loads":
             tiled = int(q.answer_text.split()[0])
-            counters = " ".join(dash._scene.sources["counters"].data["text"])
+            counters = " ".join(visible_lines(dash._scene.texts["counters"].text))
             assert f"so far {tiled:>8d}" not in counters.replace("   ", " ")
         status = dash._status_html()
         assert "explanation" not in status and q.explanation[:40] not in status
@@ -197,15 +198,15 @@ def test_the_table_shows_future_cells_again_after_the_question(dash):
     q = block_questions(CATALOGUE.get("fig5-8"), (0, 0), ["copy_m"])[-1]  # phase 1
     label = render_text(pick_label(next(iter(q.answer))), "unicode")
     s.go(q.view_step)
-    before = " ".join(dash._scene.sources["table"].data["text"])
+    before = " ".join(visible_lines(dash._scene.texts["table"].text))  # as the page shows it
     qm.ask(q)
-    during = " ".join(dash._scene.sources["table"].data["text"])
+    during = " ".join(visible_lines(dash._scene.texts["table"].text))
     plain = pick_label(next(iter(q.answer)))
     assert (label in before or plain in before) and label not in during and plain not in during
     qm.skip()
     qm.close()
     s.go(q.view_step)
-    after = " ".join(dash._scene.sources["table"].data["text"])
+    after = " ".join(visible_lines(dash._scene.texts["table"].text))
     assert after == before
 
 

@@ -468,7 +468,9 @@ def _jsonable_column(values) -> list:
 
 
 def html_frame_data(
-    columns_per_frame: list[dict[str, dict[str, list]]], names: Iterable[str] | None = None
+    columns_per_frame: list[dict[str, dict[str, list]]],
+    names: Iterable[str] | None = None,
+    texts_per_frame: list[dict[str, str]] | None = None,
 ) -> dict:
     """Pack the sources' data of every frame, each distinct column stored once (pure).
 
@@ -478,13 +480,18 @@ def html_frame_data(
         :func:`~vizmm.render.bokeh_scene.frame_columns` of every frame, in order.
     names : iterable of str, optional
         Sources to keep (default: all of the first frame's).
+    texts_per_frame : list of dict, optional
+        The text views' HTML of every frame (``{view: HTML}``,
+        :meth:`~vizmm.render.bokeh_scene.Scene.text_html`), in order.
 
     Returns
     -------
     dict
         ``{"n": frames, "pool": [column, ...], "frames": [{source: {column: pool index}}]}``;
         a column is a JSON-ready list (NaN as None). Frame ``i`` of source
-        ``s`` is ``{c: pool[k] for c, k in frames[i][s].items()}``.
+        ``s`` is ``{c: pool[k] for c, k in frames[i][s].items()}``. With
+        ``texts_per_frame``, also ``"text_pool": [HTML, ...]`` and ``"texts":
+        [{view: text_pool index}]``, each distinct HTML stored once.
     """
     pool: list[list] = []
     index: dict[str, int] = {}
@@ -505,7 +512,21 @@ def html_frame_data(
                 refs[col] = index[key]
             entry[name] = refs
         frames.append(entry)
-    return {"n": len(frames), "pool": pool, "frames": frames}
+    out: dict[str, Any] = {"n": len(frames), "pool": pool, "frames": frames}
+    if texts_per_frame is not None:
+        text_pool: list[str] = []
+        text_index: dict[str, int] = {}
+        texts = []
+        for views in texts_per_frame:
+            refs = {}
+            for view, text in views.items():
+                if text not in text_index:
+                    text_index[text] = len(text_pool)
+                    text_pool.append(text)
+                refs[view] = text_index[text]
+            texts.append(refs)
+        out.update(text_pool=text_pool, texts=texts)
+    return out
 
 
 _ENGINE_JS = r"""
@@ -533,6 +554,12 @@ _ENGINE_JS = r"""
       const cols = frame[name];
       for (const c in cols) data[c] = POOL[cols[c]].slice();
       src.data = data;  // whole columns: never a patch, so any jump shows the right frame
+    }
+    const views = PACK.texts ? PACK.texts[i] : {};
+    for (const view in views) {  // the text views: their HTML
+      const div = model(PACK.divs[view]);
+      const text = PACK.text_pool[views[view]];
+      if (div && div.text !== text) div.text = text;
     }
     current = i;
     busy = true;
@@ -660,6 +687,7 @@ def _html_bytes(
     n = len(replay)
     scene = Scene(trace, views=views, theme=theme)
     per_frame = []
+    texts_per_frame = []
     for i in range(n):
         frame = with_finding(replay.frame(i), marks)
         # the page steps through these columns without Scene.update: draw what they need
@@ -668,9 +696,10 @@ def _html_bytes(
             *(["transactions"] if frame.transactions is not None else []),
         )
         per_frame.append(frame_columns(frame, trace, theme=scene.palette))
+        texts_per_frame.append(scene.text_html(per_frame[-1]))
         progress.step()
     scene.update(with_finding(replay.frame(start), marks))
-    pack = html_frame_data(per_frame, names=scene.sources.keys())
+    pack = html_frame_data(per_frame, names=scene.sources.keys(), texts_per_frame=texts_per_frame)
 
     button: dict[str, Any] = dict(width=90, height=32, margin=(0, 4, 0, 0))
     first = Button(label="|◀ first", **button)
@@ -702,6 +731,7 @@ def _html_bytes(
     pack.update(
         fps=fps,
         sources={name: src.id for name, src in scene.sources.items()},
+        divs={view: div.id for view, div in scene.texts.items()},
         slider=slider.id,
         status=status.id,
         play=play.id,

@@ -62,6 +62,7 @@ from ..trace import Access, Trace, ceil_div
 from ..trace.derived import kept, per_trace
 from . import palette as pal
 from .bokeh_tools import add_hover
+from .html_text import TextBox, text_view_html
 from .policy import check_known_views, view_names
 from .shared_steps import STEPS
 from .text import format_value, render_text
@@ -77,6 +78,7 @@ __all__ = [
     "PRESENTER_BOX",
     "SOURCE_NAMES",
     "SOURCE_ORDER",
+    "HTML_VIEWS",
     "matrix_palette",
     "frame_columns",
     "slot_label",
@@ -102,6 +104,10 @@ VIEWS = (
     "blocks",
     "table",
 )
+
+#: The views drawn as HTML (a Bokeh ``Div`` each, :mod:`vizmm.render.html_text`):
+#: text and a few boxes, one model each instead of a plot's dozen.
+HTML_VIEWS = ("caption", "legend", "source", "counters", "table")
 
 #: The sources each view draws from (keys of :func:`frame_columns`).
 SOURCE_NAMES = {
@@ -184,7 +190,6 @@ _TOOLTIPS = {
     ),
     "warps": (("", "@label"),),
     "blocks": (("block", "(@by, @bx)"), ("", "@status")),
-    "table": (("", "@note"),),
     "finding": (("finding", "@note"),),
 }
 
@@ -1593,13 +1598,18 @@ class Scene:
     Attributes
     ----------
     sources : Mapping of str to ColumnDataSource
-        One source per key of :func:`frame_columns` used by the views, each
-        made when first asked for: the sources of parts drawn later (a
-        finding's outlines, the transactions view) are made with them.
+        One source per key of :func:`frame_columns` used by the plotted
+        views, each made when first asked for: the sources of parts drawn
+        later (a finding's outlines, the transactions view) are made with
+        them. The text views (:data:`HTML_VIEWS`) have none.
     figures : dict of str to bokeh.models.Plot
-        The figures by view name (``"M"``, ``"threads"``, ``"blocks"`` ...):
+        The plotted views by name (``"M"``, ``"threads"``, ``"blocks"`` ...):
         bare plots, not ``bokeh.plotting.figure``; draw more on one with
         :func:`add_glyph`.
+    texts : dict of str to bokeh.models.Div
+        The text views by name (those of :data:`HTML_VIEWS` shown): each a
+        ``Div`` of :func:`vizmm.render.html_text.text_view_html`, named
+        ``vizmm-<view>`` as the figures are.
     layout : bokeh.models.LayoutDOM
         Every view, arranged (matrices left, shared memory and threads in
         the middle, source and counters right, the table below).
@@ -1641,7 +1651,12 @@ class Scene:
             self.sizes = _Sizes._fit(trace, set(views), int(fit[0]), int(fit[1]), self.presenter)
         if caption_chars is not None:
             self.sizes = dataclasses.replace(self.sizes, caption_chars=int(caption_chars))
-        names = [s for v in views for s in SOURCE_NAMES[v]]
+        names = [s for v in views if v not in HTML_VIEWS for s in SOURCE_NAMES[v]]
+        # the text views' columns, worked out with the sources' and drawn as HTML
+        self._html_sources = tuple(s for v in views if v in HTML_VIEWS for s in SOURCE_NAMES[v])
+        self.texts: dict[str, Any] = {}
+        # each text view's box and how its HTML is drawn (text_view_html's arguments)
+        self._text_looks: dict[str, tuple[TextBox, dict[str, Any]]] = {}
         # one selection policy for all (it holds nothing), not one per source, and
         # one empty selection for every source no tap selects in (only the
         # threads' and the blocks' grids take taps: see _cells)
@@ -1691,7 +1706,7 @@ class Scene:
         for fig in self.figures.values():
             for r in fig.renderers:
                 self._rank.setdefault(r.id, 0)
-        for view, fig in self.figures.items():
+        for view, fig in [*self.figures.items(), *self.texts.items()]:
             fig.name = f"vizmm-{view}"  # so pages and tests can find each figure
 
     # --------------------------------------------------------------- update
@@ -1717,7 +1732,7 @@ class Scene:
         signature = (
             made,
             self.palette,
-            self.sizes.caption_chars,
+            self.sizes,  # the text views' HTML is drawn to size
             bool(self.conceal),
         )
         # A step is shared from and to frames with keys (None before: nothing shown yet).
@@ -1732,7 +1747,8 @@ class Scene:
             if self._last_frame is not None and self._last_of is not self._last_frame:
                 # the last steps were shared: what is shown is this frame's columns
                 old_data = self._columns(self._last_frame, self._last_signature)
-            assignments: list[tuple[str, bool, dict[str, Any]]] = []
+            # (source, whole, columns), or (text view, None, its HTML)
+            assignments: list[tuple[str, bool | None, Any]] = []
             for name in made:
                 new, old = data[name], old_data.get(name)
                 if old is None or _length(old) != _length(new) or old.keys() != new.keys():
@@ -1741,11 +1757,23 @@ class Scene:
                     changed = {c: _for_bokeh(v) for c, v in new.items() if old[c] != v}
                     if changed:
                         assignments.append((name, False, changed))
+            # a text view's HTML when its columns changed (the legend never does)
+            changed_views = [
+                view
+                for view in self._text_looks
+                if view != "legend" and any(old_data.get(n) != data[n] for n in SOURCE_NAMES[view])
+            ]
+            for view, text in self.text_html(data, changed_views).items():
+                assignments.append((view, None, {"html": text}))
             if shareable:
                 STEPS.put(self.trace, before, after, assignments)
             self._last, self._last_of = data, frame
             shared = tuple(assignments)
         for name, whole, columns in shared:
+            if whole is None:  # a text view: its HTML
+                if self.texts[name].text != columns["html"]:
+                    self.texts[name].text = columns["html"]
+                continue
             source = self.sources[name]
             if whole:
                 source.data = dict(columns)
@@ -1809,8 +1837,37 @@ class Scene:
                 fig.renderers = ordered
 
     def _columns(self, frame: Frame, signature: tuple) -> dict[str, dict[str, list]]:
-        sources, palette, caption_chars, conceal = signature
-        return frame_columns(frame, self.trace, sources, palette, caption_chars, conceal)
+        sources, palette, sizes, conceal = signature
+        sources = (*sources, *self._html_sources)
+        return frame_columns(frame, self.trace, sources, palette, sizes.caption_chars, conceal)
+
+    def text_html(
+        self, columns: Mapping[str, Mapping[str, Sequence]], views: Iterable[str] | None = None
+    ) -> dict[str, str]:
+        """The HTML of the scene's text views that change with the frame (pure).
+
+        Parameters
+        ----------
+        columns : mapping
+            :func:`frame_columns` of a frame, with at least the sources of
+            the scene's text views (``caption``, ``source``, ``counters``
+            and ``bars``, ``table``; the legend never changes).
+        views : iterable of str, optional
+            Only these views (default: every text view shown but the legend).
+
+        Returns
+        -------
+        dict of str to str
+            ``{view: HTML}`` for each text view shown but the legend, as its
+            ``Div`` in :attr:`texts` takes it (the HTML export steps through
+            these).
+        """
+        want = None if views is None else set(views)
+        return {
+            view: text_view_html(view, columns, box, **looks)
+            for view, (box, looks) in self._text_looks.items()
+            if view != "legend" and (want is None or view in want)
+        }
 
     # ---------------------------------------------------------------- build
     def _build(self):
@@ -1914,27 +1971,6 @@ class Scene:
         ``selectable`` for the grids a tap selects in (threads, blocks).
         """
         return partial(add_glyph, f, every=self._every, selectable=selectable, shared=self._glyphs)
-
-    def _no_tools(self):
-        """The one empty toolbar of the scene's plots that never get a tool (text views)."""
-        from bokeh.models import Toolbar
-
-        return self._one(Toolbar)
-
-    def _text_fig(self, width_chars, lines, name, pad=0.5, **kw):
-        """A figure of ``lines`` monospace lines of ``width_chars`` characters (no axes)."""
-        from bokeh.models import Range1d
-
-        s = self.sizes
-        f = self._fig(
-            width_chars * s.char + 12,
-            lines * s.line + 8,
-            Range1d(start=-pad, end=width_chars + pad),
-            Range1d(start=lines, end=0),
-            **kw,
-        )
-        self.figures[name] = f
-        return f
 
     def _grid_axes(self, f, rows, cols):
         """Index labels above and left of a grid (every cell, or every T-th line past 16).
@@ -2288,9 +2324,37 @@ class Scene:
         f.title.text = ""
         return column(threads, f, spacing=2)
 
-    def _legend(self):
-        from bokeh.models import ColumnDataSource, Range1d
+    def _text_view(self, view: str, box: TextBox, **looks):
+        """The ``Div`` of text view ``view``, of ``box``'s size (its HTML: :meth:`text_html`)."""
+        from bokeh.models.widgets import Div
 
+        looks.setdefault("background", self.palette.BACKGROUND)
+        self._text_looks[view] = (box, looks)
+        empty = {name: _empty(name) for name in SOURCE_NAMES[view]}
+        text = "" if view == "legend" else text_view_html(view, empty, box, **looks)
+        div = Div(
+            text=text,
+            width=box.width,
+            height=box.height,
+            margin=0,
+            disable_math=True,
+            styles={"background": self.palette.BACKGROUND},
+        )
+        self.texts[view] = div
+        return div
+
+    def _text_box(self, width_chars: float, lines: float, pad: float = 0.5) -> TextBox:
+        """The box of ``lines`` monospace lines of ``width_chars`` characters."""
+        s = self.sizes
+        return TextBox(
+            width=int(width_chars * s.char + 12),
+            height=int(lines * s.line + 8),
+            x0=-pad,
+            x1=width_chars + pad,
+            lines=lines,
+        )
+
+    def _legend(self):
         s = self.sizes
         entries: list[tuple[str, str | None]] = [("Threads", None)]
         for st, label in self.palette.THREAD_STATE_LABELS.items():
@@ -2325,17 +2389,13 @@ class Scene:
                 ("read a wrong element (✗, outline)", "wrong"),
                 ("ran ahead of another thread (▶)", self.palette.AHEAD),
             ]
-        cols = 1  # one column under the threads: the middle stays as narrow as Mds + Nds
-        per_col = ceil_div(len(entries), cols)
         width_chars = max(len(label) for label, _ in entries) + 5
-        data: dict[str, list] = {"x": [], "y": [], "fill": [], "line": [], "alpha": []}
-        text: dict[str, list] = {"x": [], "y": [], "text": [], "style": []}
-        for i, (label, color) in enumerate(entries):
-            c, r = divmod(i, per_col)
-            x0 = c * width_chars
+        swatches: dict[str, list] = {"x": [], "y": [], "fill": [], "line": []}
+        labels: dict[str, list] = {"x": [], "y": [], "text": [], "style": []}
+        for r, (label, color) in enumerate(entries):  # one column: as narrow as Mds + Nds
             if color is None:
-                text["x"].append(x0)
-                text["style"].append("bold")
+                labels["x"].append(0)
+                labels["style"].append("bold")
             else:
                 fill, line = color, self.palette.MUTED
                 if color == "outline":
@@ -2344,88 +2404,49 @@ class Scene:
                     fill, line = self.palette.BACKGROUND, self.palette.FOCUS
                 elif color == "wrong":
                     fill, line = self.palette.BACKGROUND, self.palette.WRONG
-                data["x"].append(x0 + 1.2)
-                data["y"].append(r + 0.5)
-                data["fill"].append(fill)
-                data["line"].append(line)
-                data["alpha"].append(1.0)
-                text["x"].append(x0 + 2.6)
-                text["style"].append("normal")
-            text["y"].append(r + 0.5)
-            text["text"].append(label)
+                swatches["x"].append(1.2)
+                swatches["y"].append(r + 0.5)
+                swatches["fill"].append(fill)
+                swatches["line"].append(line)
+                labels["x"].append(2.6)
+                labels["style"].append("normal")
+            labels["y"].append(r + 0.5)
+            labels["text"].append(label)
         fs = max(10, s.font - 2)
-        char = 0.55 * fs
-        line_h = fs * 1.6
-        f = self._fig(
-            cols * width_chars * char + 10,
-            per_col * line_h + 8,
-            Range1d(start=0, end=cols * width_chars),
-            Range1d(start=per_col, end=0),
-            # no title: an empty one takes no room in BokehJS, and would only be sent
-            min_border=2,
-            toolbar=self._no_tools(),
+        box = TextBox(
+            width=int(width_chars * 0.55 * fs + 10),
+            height=int(len(entries) * fs * 1.6 + 8),
+            x0=0,
+            x1=width_chars,
+            lines=len(entries),
+            border=2,
         )
-        add = self._adder(f)
-        add(
-            "Rect",
-            ColumnDataSource(data, **self._source_props()),
-            x="x",
-            y="y",
-            width=1.8,
-            height=0.7,
-            fill_color="fill",
-            line_color="line",
-            line_width=2,
-        )
-        style = {"text_color": self.palette.TEXT, "text_font_style": "style"}
-        _line_text(
-            add,
-            ColumnDataSource(text, **self._source_props()),
-            f"{fs}px",
-            font=SANS,
-            **style,
-        )
-        self.figures["legend"] = f
-        return f
+        div = self._text_view("legend", box, font=SANS, size_px=fs, text_color=self.palette.TEXT)
+        _, looks = self._text_looks["legend"]
+        div.text = text_view_html("legend", {"swatches": swatches, "labels": labels}, box, **looks)
+        return div
 
     def _source(self):
-        s = self.sizes
         lines = _source_lines(self.trace.meta.get("source", "") or "")
         width = max(len(x) for x in lines) + 3
-        f = self._text_fig(width + 2, len(lines), "source", toolbar=self._no_tools())
-        f.x_range.start = -2.2
-        src = self.sources["source"]
-        add = self._adder(f)
-        add(
-            "Rect",
-            src,
-            x=width / 2 - 0.5,
-            y="y",
-            width=width + 1,
-            height=1,
-            fill_color="bg",
-            fill_alpha="bg_alpha",
-            line_color=None,
+        box = dataclasses.replace(self._text_box(width + 2, len(lines)), x0=-2.2)
+        return self._text_view(
+            "source",
+            box,
+            font=MONO,
+            size_px=self.sizes.mono,
+            text_color=self.palette.TEXT,
+            marker_color=self.palette.TILE_OUTLINE,
         )
-        mono = f"{s.mono}px"
-        _line_text(add, src, mono, text_color=self.palette.TEXT, text_font_style="font_style")
-        _line_text(add, src, mono, x=-1.9, text="marker", text_color=self.palette.TILE_OUTLINE)
-        f.title = None
-        return f
 
     def _counters(self):
         s = self.sizes
         pvalue_lines = max(1, ceil_div(self.trace.n_phases, PHASES_PER_LINE))
         lines = 7 + pvalue_lines + 2 + 3  # + transactions
-        f = self._text_fig(COUNTER_CHARS, lines, "counters", toolbar=self._no_tools())
-        style = {"text_color": "color", "text_font_style": "font_style"}
-        add = self._adder(f)
-        _line_text(add, self.sources["counters"], f"{s.mono}px", **style)
-        bars = self.sources["bars"]
-        add("Rect", bars, x="x", y="y", width="w", height=0.7, fill_color="fill", line_color=None)
-        style = {"text_color": "label_color", "text_font_style": "bold"}
-        _line_text(add, bars, f"{max(9, s.mono - 1)}px", x="lx", text="label", **style)
-        return f
+        box = self._text_box(COUNTER_CHARS, lines)
+        return self._text_view(
+            "counters", box, font=MONO, size_px=s.mono, small_px=max(9, s.mono - 1)
+        )
 
     def _blocks(self):
         from bokeh.models import TapTool
@@ -2446,36 +2467,16 @@ class Scene:
 
     def _caption(self):
         s = self.sizes
-        f = self._text_fig(s.caption_chars, 4, "caption", toolbar=self._no_tools())
+        box = self._text_box(s.caption_chars, 4)
         # proportional font: about 0.6 em per character, bold included
-        f.width = int(s.caption_chars * 0.6 * (s.font + 1) + 20)
-        f.x_range.end = (f.width - 12) / (0.6 * (s.font + 1))
-        style = {"text_color": "color", "text_font_style": "font_style"}
-        _line_text(self._adder(f), self.sources["caption"], f"{s.font + 1}px", font=SANS, **style)
-        return f
+        width = int(s.caption_chars * 0.6 * (s.font + 1) + 20)
+        box = dataclasses.replace(box, width=width, x1=(width - 12) / (0.6 * (s.font + 1)))
+        return self._text_view("caption", box, font=SANS, size_px=s.font + 1)
 
     def _table_fig(self):
-        s = self.sizes
         width, lines = table_extent(self.trace)
-        f = self._text_fig(width, lines + 1, "table", pad=0.2)
-        src = self.sources["table"]
-        add = self._adder(f)
-        r = add(
-            "Rect",
-            src,
-            x="x",
-            y="y",
-            width="w",
-            height="h",
-            fill_color="fill",
-            line_color="line_color",
-            line_width=1,
-        )
-        # The whole cell in words (a barrier-lab cell: the book's term it should have used).
-        _hover(f, r, "table")
-        style = {"text_color": "text_color", "text_font_style": "font_style"}
-        _line_text(add, src, f"{s.mono}px", x="tx", **style)
-        return f
+        box = self._text_box(width, lines + 1, pad=0.2)
+        return self._text_view("table", box, font=MONO, size_px=self.sizes.mono)
 
 
 def wrap_title(text: str, width: float, font_px: float) -> str:
@@ -2538,21 +2539,6 @@ def _centred_text(add, source, size: str, text_color="text_color", **style):
         text_align="center",
         text_baseline="middle",
         text_font=value(SANS),
-        text_font_size=size,
-        **style,
-    )
-
-
-def _line_text(add, source, size: str, font: str = MONO, x="x", text="text", **style):
-    """Left-aligned lines of a text view (source, counters, caption, table, legend)."""
-    return add(
-        "Text",
-        source,
-        x=x,
-        y="y",
-        text=text,
-        text_baseline="middle",
-        text_font=value(font),
         text_font_size=size,
         **style,
     )

@@ -36,24 +36,26 @@ MAX_BYTES = 24 * 2**20
 #: One step's assignments: ``(source name, whole, columns)`` for each source
 #: that changes; ``whole`` is True where the source's data is replaced whole
 #: (its length or its columns changed), False where ``columns`` are the
-#: changed ones only.
-Assignments = tuple[tuple[str, bool, dict[str, Any]], ...]
+#: changed ones only, None for a text view's HTML (``{"html": str}``).
+Assignments = tuple[tuple[str, bool | None, dict[str, Any]], ...]
 
 
 def _nbytes(value: Any) -> int:
     if isinstance(value, np.ndarray):
         return value.nbytes
+    if isinstance(value, str):
+        return sys.getsizeof(value)
     return sys.getsizeof(value) + sum(sys.getsizeof(v) for v in value)
 
 
-def frozen(assignments: list[tuple[str, bool, dict[str, Any]]]) -> tuple[Assignments, int]:
+def frozen(assignments: list[tuple[str, bool | None, dict[str, Any]]]) -> tuple[Assignments, int]:
     """``assignments`` made safe to share: arrays read-only, lists as tuples' copies.
 
     Returns the shared form and its size in bytes (:func:`_nbytes`).
 
     Parameters
     ----------
-    assignments : list of (str, bool, dict)
+    assignments : list of (str, bool or None, dict)
         ``(source name, whole, columns)`` as :meth:`vizmm.render.bokeh_scene.Scene.update`
         makes them.
     """
@@ -63,7 +65,7 @@ def frozen(assignments: list[tuple[str, bool, dict[str, Any]]]) -> tuple[Assignm
         for column, value in columns.items():
             if isinstance(value, np.ndarray):
                 value.flags.writeable = False
-            else:
+            elif not isinstance(value, str):  # (a string is immutable)
                 value = list(value)  # each page gets its own list (see SharedSteps.get)
             kept[column] = value
             size += _nbytes(value)
@@ -148,7 +150,11 @@ class SharedSteps:
             self._steps.move_to_end((token, before, after))
             self.hits += 1
         return tuple(
-            (name, whole, {c: v if isinstance(v, np.ndarray) else list(v) for c, v in cols.items()})
+            (
+                name,
+                whole,
+                {c: v if isinstance(v, (np.ndarray, str)) else list(v) for c, v in cols.items()},
+            )
             for name, whole, cols in entry[0]
         )
 
@@ -161,7 +167,7 @@ class SharedSteps:
             The trace the scenes show.
         before, after : tuple or None
             As :meth:`get` takes them.
-        assignments : list of (str, bool, dict)
+        assignments : list of (str, bool or None, dict)
             What the step assigned (:func:`frozen` makes the shared form).
         """
         shared, size = frozen(assignments)
