@@ -2093,6 +2093,9 @@ class Scene:
             if name not in v:
                 continue
             rows, cols = ext[name]
+            # ghost cells (hatched, with their text and tooltip) only where a tile
+            # overhangs the matrix: a matrix of whole tiles has no glyph nor hover for them
+            overhang = (rows, cols) != tuple(shape[name])
             f = self._grid_fig(
                 name,
                 rows,
@@ -2154,11 +2157,13 @@ class Scene:
                     px = int(min((s.cell - 4) / (DIGIT_EM * chars), s.cell * 0.6))
                 fs = f"{max(9, min(s.font + 2, px))}px"
                 _centred_text(add, self.sources["P_pvalue"] if name == "P" else src, fs, text_map)
-                _centred_text(add, over, fs)
+                if overhang:
+                    _centred_text(add, over, fs)
             _hover(f, r, "P" if name == "P" else "matrix", formatters={"@code": word})
             if name == "P":
                 _hover(f, pv, "P_pvalue")
-            _hover(f, g, "ghost", filters={"@name": ghost_rows})
+            if overhang:
+                _hover(f, g, "ghost", filters={"@name": ghost_rows})
             self._finding_glyph(f, name)
             figs[name] = f
         top = [Spacer(width=figs["M"].width, height=10)] if "M" in figs else []
