@@ -106,7 +106,7 @@ URL_PARAMS = {
     "transactions": "transactions",
 }
 
-#: Keyboard shortcuts: key -> what it does (shown in the help card).
+#: Keyboard shortcuts: key -> what it does (shown under 'Keys and clicks').
 KEYS = {
     "ArrowRight": "next step",
     "ArrowLeft": "previous step",
@@ -716,25 +716,62 @@ def _relabel(toggle, name: str) -> Callable:
     return show
 
 
-def _filled_when_opened(title: str, width: int, make: Callable[[], Any]) -> pn.Card:
-    """A collapsed card whose content, ``make()``, is made when it is first opened.
+def _filled_when_opened(
+    sections: dict[str, tuple[int, Callable[[], Any]]],
+) -> tuple[pn.widgets.CheckButtonGroup, pn.Column]:
+    """A row of toggle buttons and a column of the sections they open.
 
-    Most visitors never open the record form, the upload or the export: a
-    new session neither makes their widgets nor sends them until they are
-    asked for.
+    Each section, a bold title over ``make()``, ``width`` pixels wide, is made
+    when its button is first pressed; pressing the button again hides it (it
+    stays made). Most visitors never open the record form, the upload or the
+    export: a new session neither makes their widgets nor sends them until
+    they are asked for, and its page holds the buttons alone (the dashboard
+    adds the column when a section is first opened).
+
+    Parameters
+    ----------
+    sections : dict
+        Title (the button's label) -> ``(width, make)``, in the buttons' order.
+
+    Returns
+    -------
+    tuple
+        The buttons (a ``CheckButtonGroup``) and the column of the opened
+        sections, in the buttons' order.
     """
-    card = pn.Card(title=title, collapsed=True, width=width)
+    buttons = pn.widgets.CheckButtonGroup(
+        options=list(sections),
+        value=[],
+        color="primary",
+        variant="outline",
+        # onto a second line where the window is narrower than the buttons
+        stylesheets=[".bk-btn-group { flex-wrap: wrap; }"],
+    )
+    column = pn.Column()
+    made: dict[str, pn.Column] = {}
 
     def opened(event) -> None:
-        if not event.new and not card.objects:
-            card.objects = [make()]
+        for title in event.new:
+            if title not in made:
+                width, make = sections[title]
+                heading = pn.pane.HTML(
+                    f"<h2 style='font-size: 1em; margin: 0'>{html.escape(title)}</h2>",
+                    margin=(5, 10, 0, 10),
+                )
+                made[title] = pn.Column(heading, make(), width=width)
+        with pn.io.hold():
+            for title, section in made.items():
+                section.visible = title in event.new
+            shown = [made[t] for t in sections if t in made]
+            if len(shown) > len(column.objects):  # a section made just now
+                column.objects = shown
 
-    card.param.watch(opened, "collapsed")
-    return card
+    buttons.param.watch(opened, "value")
+    return buttons, column
 
 
 def _keys_help() -> pn.pane.Markdown:
-    """The 'Keys and clicks' card's table of keys and what clicks do."""
+    """The 'Keys and clicks' section's table of keys and what clicks do."""
     keys_md = "\n".join(f"| `{_KEY_NAMES.get(k, k)}` | {v} |" for k, v in KEYS.items())
     return pn.pane.Markdown(
         "| key | does |\n|---|---|\n" + keys_md + "\n\nClick a **thread** to follow it "
@@ -1162,24 +1199,24 @@ class Dashboard(pn.viewable.Viewer):
         self.viewport = Viewport(visible=False)
         self.viewport.param.watch(self._on_viewport, ["inner_width", "inner_height"])
 
-        # Loading: record form, upload, export, keys; each card's content is made
-        # when the card is first opened (or the attribute first read)
-        self.more = pn.FlexBox(
-            _filled_when_opened("Record a trace", 380, lambda: self.record_form),
-            _filled_when_opened(
-                "Load a trace file",
-                380,
-                lambda: pn.Column(
-                    "Load a trace file (.vizmm) saved by `vizmm record` or `Trace.save`:",
-                    self.upload,
+        # Loading: record form, upload, export, keys; a row of buttons, each opening
+        # its section below, made when first opened (or the attribute first read)
+        self.more, self.more_sections = _filled_when_opened(
+            {
+                "Record a trace": (380, lambda: self.record_form),
+                "Load a trace file": (
+                    380,
+                    lambda: pn.Column(
+                        "Load a trace file (.vizmm) saved by `vizmm record` or `Trace.save`:",
+                        self.upload,
+                    ),
                 ),
-            ),
-            _filled_when_opened(
-                "Export",
-                300,
-                lambda: pn.Column(self.export_format, self.export_button, self.export_note),
-            ),
-            _filled_when_opened("Keys and clicks", 420, _keys_help),
+                "Export": (
+                    300,
+                    lambda: pn.Column(self.export_format, self.export_button, self.export_note),
+                ),
+                "Keys and clicks": (420, _keys_help),
+            }
         )
         self.header = page_header(
             "the tiled matrix multiplication of PMPP ch. 5", self.trace_select, side_by_side_link()
@@ -1229,6 +1266,7 @@ class Dashboard(pn.viewable.Viewer):
             self.header,
             self.controls,
             self.more,
+            # (self.more_sections joins here when a section is first opened)
             *addons,
             self._status_row,
             self.narration,
@@ -1238,6 +1276,10 @@ class Dashboard(pn.viewable.Viewer):
             self.page_theme,
             self.landmarks,
             sizing_mode="stretch_width",
+        )
+        self.more.param.watch(
+            lambda e: self._join_when_shown(self.layout, self.more_sections, after=self.more),
+            "value",
         )
 
     def _make_view(self, title: str):
@@ -1267,7 +1309,7 @@ class Dashboard(pn.viewable.Viewer):
             options[catalogue.label_of(self.state.source)] = self.state.source
         return options
 
-    # The loading cards' widgets, made when first read (their card opened).
+    # The loading sections' widgets, made when first read (their section opened).
     @functools.cached_property
     def record_form(self) -> RecordForm:
         """The 'Record a trace' form."""
@@ -1397,7 +1439,7 @@ class Dashboard(pn.viewable.Viewer):
 
     def _on_presenter(self, *events) -> None:
         p = self.state.presenter
-        self.more.visible = not p
+        self.more.visible = self.more_sections.visible = not p
         self.header.visible = not p
         self.tabs.visible = not p
         if p and not self.presenter_view.objects:

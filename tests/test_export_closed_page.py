@@ -103,6 +103,8 @@ def test_upload_in_a_closed_page_then_export_html_from_another(tmp_path):
                 assert b"vizmm-frames" in data
                 assert "Export failed" not in pg.inner_text("body")
                 pg.get_by_text("Export", exact=True).first.click()  # folded again
+                # (the server hides the section: the page waits for that before closing)
+                pg.get_by_text("Export this block").first.wait_for(state="hidden")
         finally:
             b.close()
     with open(log) as f:

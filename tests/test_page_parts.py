@@ -85,14 +85,16 @@ def test_hidden_parts_join_the_page_when_first_shown(dash):
     assert not dash.presenter_view.visible
 
 
-def test_loading_cards_made_when_first_opened(dash):
-    # The record form, upload box, export widgets and keys table are in no card
-    # of a new page (nor in its document); opening a card fills it.
+def test_loading_sections_made_when_first_opened(dash):
+    # The record form, upload box, export widgets and keys table are in no
+    # section of a new page (nor in its document); pressing a section's button
+    # makes and shows it, pressing it again hides it.
     from bokeh.document import Document
 
-    cards = {c.title: c for c in dash.more.objects}
-    assert set(cards) == {"Record a trace", "Load a trace file", "Export", "Keys and clicks"}
-    assert all(c.collapsed and not c.objects for c in cards.values())
+    titles = ["Record a trace", "Load a trace file", "Export", "Keys and clicks"]
+    assert dash.more.options == titles and dash.more.value == []
+    assert not dash.more_sections.objects
+    assert not any(o is dash.more_sections for o in dash.layout.objects)
     assert dash._export_made is None
     assert "record_form" not in vars(dash) and "upload" not in vars(dash)
     doc = Document()
@@ -100,19 +102,37 @@ def test_loading_cards_made_when_first_opened(dash):
     labels = {getattr(m, "label", None) for m in doc.models}
     assert not labels & {"Record", "Export this block"}
 
-    cards["Export"].collapsed = False
-    (column,) = cards["Export"].objects
+    def section(title):
+        """The section's title and content, in a column shown."""
+        (found,) = [c for c in dash.more_sections.objects if title in c.objects[0].object]
+        assert found.visible
+        return found.objects[1]
+
+    dash.more.value = ["Export"]
+    objs = dash.layout.objects  # the sections join the page under their buttons
+    at = next(i for i, o in enumerate(objs) if o is dash.more_sections)
+    assert objs[at - 1] is dash.more
+    column = section("Export")
     assert list(column.objects) == [dash.export_format, dash.export_button, dash.export_note]
     s = dash.state  # the file is named for the block shown, as before
     assert dash.export_button.filename == f"vizmm-{s.source}-block{s.by}{s.bx}-{s.granularity}.gif"
-    cards["Record a trace"].collapsed = False
+    assert "record_form" not in vars(dash)
+    dash.more.value = ["Record a trace", "Export"]
     assert "record_form" in vars(dash)
-    (form,) = cards["Record a trace"].objects  # the form's own layout
+    form = section("Record a trace")  # the form's own layout
     assert any(o is dash.record_form._button for o in form.objects)
-    cards["Load a trace file"].collapsed = False
-    assert any(o is dash.upload for o in cards["Load a trace file"].objects[0].objects)
-    cards["Keys and clicks"].collapsed = False
-    assert "next step" in cards["Keys and clicks"].objects[0].object
+    dash.more.value = titles
+    assert any(o is dash.upload for o in section("Load a trace file").objects)
+    assert "next step" in section("Keys and clicks").object
+    # in the buttons' order, whatever the order they were opened in
+    shown = [c.objects[0].object for c in dash.more_sections.objects]
+    assert [next(t for t in titles if t in h) for h in shown] == titles
+    # closed: hidden, and made once (the same form when opened again)
+    form = dash.record_form
+    dash.more.value = ["Export"]
+    assert [c.visible for c in dash.more_sections.objects] == [False, False, True, False]
+    dash.more.value = ["Export", "Record a trace"]
+    assert dash.record_form is form and dash.more_sections.objects[0].visible
 
 
 def test_quiz_marks_made_with_the_first_question():
