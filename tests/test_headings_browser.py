@@ -74,7 +74,7 @@ def test_headings_say_what_stands_under_them(tmp_path):
             assert text and "CGMA: no product yet" in text, text
             assert not any("0.0x" in t or "CGMA 0.00" in t for t in text), text
             assert not any("thread (" in t for t in text), text  # none followed
-            assert drawn["warps"] == ""  # transactions off: no heading over an empty row
+            assert not drawn["warps"]  # transactions off: no heading over an empty row
             box = pg.evaluate(BOX, "vizmm-counters")
             pg.screenshot(
                 path=os.path.join(DOCS, "headings-no-product-yet.png"), clip=box, full_page=True

@@ -74,8 +74,16 @@ def test_the_warp_row_has_a_heading_only_with_transactions_on():
     tr = CATALOGUE.get("fig5-8")
     scene = Scene(tr)
     scene.update(Replay(tr, (0, 0)).frame(1))
-    assert scene._warps_fig.title.text == ""
+    # no row yet: a spacer keeps its place, no heading over it
+    assert scene._warps_fig is None
+    under = next(
+        c
+        for c in scene.layout.references()
+        if getattr(c, "children", None) and scene.figures["threads"] in c.children
+    )
+    assert [type(c).__name__ for c in under.children] == ["Plot", "Spacer"]
     scene.update(Replay(tr, (0, 0), transactions=True).frame(1))
+    assert under.children[1] is scene._warps_fig  # in the spacer's place
     assert "per warp" in scene._warps_fig.title.text
     scene.update(Replay(tr, (0, 0)).frame(2))
     assert scene._warps_fig.title.text == ""

@@ -1683,6 +1683,7 @@ class Scene:
         # The per-warp row of the transactions view sits under the thread grid
         # of the full page; presenter and fitted scenes keep their sizes.
         self._warps_fig = None
+        self._warps_make: Callable[[], None] | None = None
         self._warps_title = ""
         self._warp_row = not self.presenter and fit is None
         self._corner: tuple | None = None
@@ -1820,6 +1821,9 @@ class Scene:
             self._draw_part(part)
 
     def _draw_part(self, part: str) -> None:
+        if part == "transactions" and self._warps_make is not None:
+            make, self._warps_make = self._warps_make, None
+            make()  # the per-warp row's plot, in its spacer's place, its cells to draw
         todo = self._later[part]
         if not todo:
             return
@@ -2293,9 +2297,14 @@ class Scene:
         return self._warps(f) if self._warp_row else f
 
     def _warps(self, threads):
-        """The per-warp transactions row under the thread grid (shown with the view on)."""
+        """The per-warp transactions row under the thread grid (shown with the view on).
+
+        Until a frame first carries the transactions view its place is kept by
+        a spacer of its size (most pages never show it); the row's plot then
+        takes the spacer's place (:meth:`_draw_part`).
+        """
         from bokeh.layouts import column
-        from bokeh.models import Range1d
+        from bokeh.models import Range1d, Spacer
 
         s = self.sizes
         nw = self.trace.launch.warps_per_block
@@ -2303,31 +2312,38 @@ class Scene:
         # The row is as wide as the thread grid: a narrow grid (TILE_WIDTH 2 or 4)
         # gets its title on more lines, not cut at the grid's edge.
         title = wrap_title("per warp (memory transactions)", threads.width - 8, s.font + 1)
-        f = self._fig(
-            threads.width,
-            int(min(cell, 40)) + (1 + title.count("\n")) * (s.font + 5) + s.font + 11,
-            Range1d(start=0, end=nw),
-            Range1d(start=1, end=0),
-            title=title,
-        )
-        add = self._adder(f)
+        height = int(min(cell, 40)) + (1 + title.count("\n")) * (s.font + 5) + s.font + 11
+        # Its place is always kept (empty until a frame carries the transactions
+        # view): showing and hiding it would lay out the page again, hidden tables
+        # included. Its heading is written only while the row has cells (see update).
+        space = Spacer(width=threads.width, height=height)
+        layout = column(threads, space, spacing=2)
 
-        def cells() -> None:
-            src = self.sources["warps"]
-            r = _cells(add, src, 0.96, 0.9)
-            _centred_text(add, src, f"{max(8, min(s.font, int(cell * 0.4)))}px")
-            _hover(f, r, "warps")
+        def make() -> None:
+            f = self._fig(
+                threads.width,
+                height,
+                Range1d(start=0, end=nw),
+                Range1d(start=1, end=0),
+                title=title,
+            )
+            f.title.text = ""  # (written by update while the row has cells)
+            add = self._adder(f)
 
-        self._later_part("transactions", f, cells)
-        # Always there (empty until a frame carries the transactions view): showing
-        # and hiding it would lay out the page again, hidden tables included. Its
-        # heading is written only while the row has cells (see update); its cells
-        # are drawn once a frame first carries the view.
-        f.name = "vizmm-warps"
-        self._warps_fig = f
+            def cells() -> None:
+                src = self.sources["warps"]
+                r = _cells(add, src, 0.96, 0.9)
+                _centred_text(add, src, f"{max(8, min(s.font, int(cell * 0.4)))}px")
+                _hover(f, r, "warps")
+
+            self._later_part("transactions", f, cells)
+            f.name = "vizmm-warps"
+            self._warps_fig = f
+            layout.children = [threads, f]
+
+        self._warps_make = make
         self._warps_title = title
-        f.title.text = ""
-        return column(threads, f, spacing=2)
+        return layout
 
     def _text_view(self, view: str, box: TextBox, **looks):
         """The ``Div`` of text view ``view``, of ``box``'s size (its HTML: :meth:`text_html`)."""
