@@ -23,6 +23,8 @@ from __future__ import annotations
 import param
 from panel.custom import JSComponent
 
+from vizmm_apps.parts import PageScript
+
 __all__ = ["BusySignal", "FOCUS_COLORS", "Narration", "PageLandmarks", "opened_theme", "page_css"]
 
 #: The focus ring's colour in each theme: 7.0:1 against white, 10.9:1 against
@@ -88,7 +90,7 @@ def page_css(theme: str = "light") -> list[str]:
     return [(_COMMON_CSS + extra) % values]
 
 
-class PageLandmarks(JSComponent):
+class PageLandmarks(PageScript):
     """Give the page ``lang``, a main landmark and named slider handles (invisible).
 
     Put one in each page's layout. In the browser it sets ``lang`` on
@@ -110,7 +112,7 @@ class PageLandmarks(JSComponent):
     lang = param.String(default="en")
     rescan_ms = param.Integer(default=1500, bounds=(100, None))
 
-    _esm = """
+    _script = """
     function* roots(root) {
       yield root;
       for (const node of root.querySelectorAll("*")) {
@@ -128,8 +130,7 @@ class PageLandmarks(JSComponent):
       }
     }
 
-    export function render({ model, el }) {
-      el.style.display = "none";
+    function setup({ model, el }) {
       if (!document.documentElement.lang) document.documentElement.lang = model.lang;
       let top = el;
       while (top.getRootNode() instanceof ShadowRoot) top = top.getRootNode().host;
@@ -140,12 +141,6 @@ class PageLandmarks(JSComponent):
       model.on("remove", () => clearInterval(timer));
     }
     """
-
-    def __init__(self, **params):
-        params.setdefault("height", 0)
-        params.setdefault("width", 0)
-        params.setdefault("margin", 0)
-        super().__init__(**params)
 
 
 class Narration(JSComponent):

@@ -72,8 +72,8 @@ from vizmm_apps import (  # noqa: E402
     occupancy_view,
     quiz,
 )
-from vizmm_apps.access import Narration, PageLandmarks, opened_theme, page_css  # noqa: E402
-from vizmm_apps.keys import KeyboardShortcuts, PageTheme  # noqa: E402
+from vizmm_apps.access import Narration, opened_theme, page_css  # noqa: E402
+from vizmm_apps.page_scripts import PageScripts  # noqa: E402
 from vizmm_apps.parts import (  # noqa: E402
     TABLE_EXTENSIONS,
     drop_long_url_values,
@@ -86,7 +86,6 @@ from vizmm_apps.parts import (  # noqa: E402
     served_script,
 )
 from vizmm_apps.url_params import link_one_based  # noqa: E402
-from vizmm_apps.viewport import Viewport  # noqa: E402
 
 __all__ = ["DashboardState", "Dashboard", "RecordForm", "URL_PARAMS", "KEYS", "create_app"]
 
@@ -1156,9 +1155,6 @@ class Dashboard(pn.viewable.Viewer):
             label="Dark", value=s.theme == "dark", width=80, **_toggle_look(s.theme == "dark")
         )
         self.theme.param.watch(lambda e: setattr(s, "theme", "dark" if e.new else "light"), "value")
-        # Panel draws its widgets in the theme the page was opened with (?theme=):
-        # a change of theme in a served page opens it again in the new one.
-        self.page_theme = PageTheme(theme=s.theme)
         self.transactions = pn.widgets.Toggle.from_param(
             s.param.transactions, label="Memory transactions", width=180, **_toggle_look(False)
         )
@@ -1178,7 +1174,6 @@ class Dashboard(pn.viewable.Viewer):
         self.status_pane = pn.pane.HTML("", sizing_mode="stretch_width", height=22, margin=(0, 10))
         # each step in words, read out by screen readers; captions on a projector
         self.narration = Narration()
-        self.landmarks = PageLandmarks()
         # The alert, the progress bar, presenter mode's view and the button that
         # stops following a thread join the page when first shown (see
         # _join_when_shown): most pages never show them.
@@ -1194,9 +1189,13 @@ class Dashboard(pn.viewable.Viewer):
         self.presenter_pane = pn.pane.Bokeh(None, sizing_mode="fixed", margin=(0, 10))
         # (its pane joins the page when presenter mode is first turned on)
         self.presenter_view = pn.Column(visible=False)
-        self.keys = KeyboardShortcuts(on_key=s.handle_key, keys=list(KEYS) + ["G"])
-        # the window's size: presenter mode sizes its scene to the screen
-        self.viewport = Viewport(visible=False)
+        # The page's invisible scripts, one component: the keys; the theme (Panel
+        # draws its widgets in the theme the page was opened with, ?theme=: a
+        # change of theme in a served page opens it again in the new one); the
+        # window's size (presenter mode sizes its scene to the screen); the
+        # landmarks. Each attribute names the part of it that code reads.
+        self.page_scripts = PageScripts(on_key=s.handle_key, keys=list(KEYS) + ["G"], theme=s.theme)
+        self.keys = self.page_theme = self.viewport = self.landmarks = self.page_scripts
         self.viewport.param.watch(self._on_viewport, ["inner_width", "inner_height"])
 
         # Loading: record form, upload, export, keys; a row of buttons, each opening
@@ -1271,10 +1270,7 @@ class Dashboard(pn.viewable.Viewer):
             self._status_row,
             self.narration,
             self.tabs,
-            self.keys,
-            self.viewport,
-            self.page_theme,
-            self.landmarks,
+            self.page_scripts,
             sizing_mode="stretch_width",
         )
         self.more.param.watch(

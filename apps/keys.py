@@ -25,8 +25,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import param
-from panel.custom import JSComponent
 from panel.io import hold
+
+from vizmm_apps.parts import PageScript
 
 __all__ = ["KeyboardShortcuts", "PageTheme", "QUEUE_LENGTH"]
 
@@ -35,7 +36,7 @@ __all__ = ["KeyboardShortcuts", "PageTheme", "QUEUE_LENGTH"]
 QUEUE_LENGTH = 64
 
 
-class KeyboardShortcuts(JSComponent):
+class KeyboardShortcuts(PageScript):
     """Send the watched keys pressed anywhere on the page to Python.
 
     Parameters
@@ -82,7 +83,7 @@ class KeyboardShortcuts(JSComponent):
     # Panel's own layouts skip it for their scroll position.
     _busy__ignore = ["queue"]
 
-    _esm = """
+    _script = """
     const EDITABLE = new Set(["INPUT", "TEXTAREA", "SELECT"]);
     // Controls that act on these keys themselves: a focused slider moves with
     // the arrows, Home and End; a focused button or link is pressed by space.
@@ -105,7 +106,7 @@ class KeyboardShortcuts(JSComponent):
 
     const QUEUE_LENGTH = __QUEUE_LENGTH__;
 
-    export function render({ model, el }) {
+    function setup({ model }) {
       const handler = (event) => {
         if (event.ctrlKey || event.altKey || event.metaKey) return;
         if (!model.keys.includes(event.key) || typing(event)) return;
@@ -118,14 +119,10 @@ class KeyboardShortcuts(JSComponent):
       };
       document.addEventListener("keydown", handler, true);
       model.on("remove", () => document.removeEventListener("keydown", handler, true));
-      el.style.display = "none";
     }
     """.replace("__QUEUE_LENGTH__", str(QUEUE_LENGTH))
 
     def __init__(self, on_key: Callable[[str], None] | None = None, **params):
-        params.setdefault("height", 0)
-        params.setdefault("width", 0)
-        params.setdefault("margin", 0)
         super().__init__(**params)
         self.on_key = on_key
         self.key, self.pressed = "", 0
@@ -152,7 +149,7 @@ class KeyboardShortcuts(JSComponent):
                     self.on_key(key)
 
 
-class PageTheme(JSComponent):
+class PageTheme(PageScript):
     """Open the page again in another theme when :attr:`theme` changes.
 
     Panel draws a served page's widgets in the theme the page was opened with
@@ -162,9 +159,8 @@ class PageTheme(JSComponent):
 
     theme: param.Selector[str] = param.Selector(default="light", objects=["light", "dark"])
 
-    _esm = """
-    export function render({ model, el }) {
-      el.style.display = "none";
+    _script = """
+    function setup({ model }) {
       const opened = new URL(window.location.href).searchParams.get("theme") || "light";
       model.on("theme", () => {
         if (model.theme === opened) return;
@@ -174,9 +170,3 @@ class PageTheme(JSComponent):
       });
     }
     """
-
-    def __init__(self, **params):
-        params.setdefault("height", 0)
-        params.setdefault("width", 0)
-        params.setdefault("margin", 0)
-        super().__init__(**params)

@@ -1,18 +1,27 @@
-"""Pieces the apps share: a page's header, a recording form's inputs, timers, the play button."""
+"""Pieces the apps share: a page's header, a recording form's inputs, timers, the play button.
+
+And :class:`PageScript`, the base of the pages' invisible scripts (keyboard
+shortcuts, the theme, the window's size, the landmarks), whose scripts
+combine: a class deriving from several is one component running them all.
+"""
 
 from __future__ import annotations
 
+import textwrap
 import threading
 import urllib.parse
 from collections.abc import Callable
+from typing import ClassVar
 
 import panel as pn
 from packaging.version import Version
+from panel.custom import JSComponent
 
 from vizmm.serve.memory import freeze, freezing, release_memory_soon, start_freezing
 
 __all__ = [
     "MAX_URL_VALUE_CHARS",
+    "PageScript",
     "TABLE_EXTENSIONS",
     "drop_long_url_values",
     "freeze_built_pages",
@@ -265,3 +274,56 @@ def freeze_built_pages() -> None:
     """
     if start_freezing():
         pn.state.on_session_created(freeze)
+
+
+def _module_of(scripts: list[str]) -> str:
+    """The ESM module running each of ``scripts``' ``setup`` in turn, in an element hidden."""
+    blocks = "".join(
+        "{\n" + textwrap.indent(textwrap.dedent(js).strip(), "  ") + "\n  SETUPS.push(setup);\n}\n"
+        for js in scripts
+    )
+    return (
+        "const SETUPS = [];\n"
+        + blocks
+        + "export function render(props) {\n"
+        + '  props.el.style.display = "none";\n'
+        + "  for (const setup of SETUPS) setup(props);\n"
+        + "}\n"
+    )
+
+
+class PageScript(JSComponent):
+    """An invisible component running a script in the page; several combine into one.
+
+    A subclass gives its script as ``_script``: JavaScript defining
+    ``function setup({ model, el })``, called when the component is drawn
+    (its element hidden) with the arguments of a ``JSComponent``'s
+    ``render``. The class's ESM module (its ``_esm``, set when the class is
+    made: a subclass gives none) is made of the ``_script`` of each class it
+    derives from, its bases left to right, each in a block of its own (its
+    names cannot clash with another's). A class deriving from
+    several page scripts is therefore one component that runs each of them,
+    with all their parameters, and that the page holds as one pair of Bokeh
+    models instead of one pair per script.
+
+    Parameters
+    ----------
+    **params
+        The component's parameters; ``height``, ``width`` and ``margin`` are 0
+        unless given.
+    """
+
+    #: JavaScript defining ``function setup({ model, el })`` (empty: none of its own).
+    _script: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        scripts = [vars(c)["_script"] for c in cls.__mro__ if vars(c).get("_script")]
+        if scripts:
+            cls._esm = _module_of(scripts)
+
+    def __init__(self, **params):
+        params.setdefault("height", 0)
+        params.setdefault("width", 0)
+        params.setdefault("margin", 0)
+        super().__init__(**params)

@@ -9,12 +9,13 @@ changes, so that presenter mode can size its scene to the screen.
 from __future__ import annotations
 
 import param
-from panel.custom import JSComponent
+
+from vizmm_apps.parts import PageScript
 
 __all__ = ["Viewport"]
 
 
-class Viewport(JSComponent):
+class Viewport(PageScript):
     """The size of the browser window the page is shown in (CSS pixels).
 
     Attributes
@@ -27,8 +28,8 @@ class Viewport(JSComponent):
     inner_width = param.Integer(default=0, bounds=(0, None), doc="window.innerWidth, CSS px")
     inner_height = param.Integer(default=0, bounds=(0, None), doc="window.innerHeight, CSS px")
 
-    _esm = """
-    export function render({ model }) {
+    _script = """
+    function setup({ model }) {
       let timer = null;
       const say = () => {
         timer = null;
@@ -44,8 +45,5 @@ class Viewport(JSComponent):
       say();
       window.addEventListener("resize", later);
       model.on("remove", () => window.removeEventListener("resize", later));
-      const el = document.createElement("span");
-      el.style.display = "none";
-      return el;
     }
     """

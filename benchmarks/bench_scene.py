@@ -78,7 +78,7 @@ def measure_messages(key: str, runs: int) -> tuple[float, float]:
     events = []
     doc.on_change(lambda event: events.append(event))
     dash.keys.press("ArrowRight")
-    keys = next(m for m in doc.models if type(m).__name__.startswith("KeyboardShortcuts"))
+    keys = next(m for m in doc.models if type(m).__name__.startswith("PageScripts"))
     patch = {
         "events": [{"kind": "ModelChanged", "model": {"id": keys.id}, "attr": "queue", "new": []}]
     }

@@ -249,7 +249,7 @@ class ProtocolPage:
                 self.ids["location"] = mid
             elif name == "panel.models.browser.BrowserInfo":
                 self.ids["browser"] = mid
-            elif name.startswith("KeyboardShortcuts"):  # apps/keys.py's data model
+            elif name.startswith(("KeyboardShortcuts", "PageScripts")):  # the keys' data model
                 self.ids["keys"] = mid
         if "location" in self.ids:
             search = "?" + self.query if self.query else ""

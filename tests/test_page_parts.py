@@ -135,6 +135,31 @@ def test_loading_sections_made_when_first_opened(dash):
     assert dash.record_form is form and dash.more_sections.objects[0].visible
 
 
+def test_page_scripts_are_one_component_running_each_script(dash):
+    # The keys, theme, window size and landmarks are one component of the page,
+    # whose module runs each class's own script.
+    from vizmm_apps.access import PageLandmarks
+    from vizmm_apps.keys import KeyboardShortcuts, PageTheme
+    from vizmm_apps.parts import PageScript
+    from vizmm_apps.viewport import Viewport
+
+    scripts = [o for o in dash.layout.objects if isinstance(o, PageScript)]
+    assert len(scripts) == 1 and scripts[0] is dash.page_scripts
+    assert dash.keys is dash.page_theme is dash.viewport is dash.landmarks is dash.page_scripts
+    esm = type(dash.page_scripts)._esm
+    for cls in (KeyboardShortcuts, PageTheme, Viewport, PageLandmarks):
+        assert isinstance(dash.page_scripts, cls)
+        # the script of the class alone, the same text in the combined module
+        own = cls._esm.split("const SETUPS = [];\n")[1].split("export function render")[0]
+        assert own.count("SETUPS.push(setup);") == 1 and own in esm
+    assert esm.count("SETUPS.push(setup);") == 4
+    dash.keys.press("ArrowRight")  # the keys act
+    assert dash.state.step == 1 and dash.keys.pressed == 1
+    assert dash._presenter_fit() is None  # the window's size: unknown until the page says
+    dash.viewport.param.update(inner_width=1280, inner_height=720)
+    assert dash._presenter_fit() is not None
+
+
 def test_quiz_marks_made_with_the_first_question():
     from vizmm_apps.dashboard import create_app
     from vizmm_apps.quiz import QuestionMode
