@@ -1149,6 +1149,8 @@ def _table_columns(
             if not (past or is_current) and fill != th.BACKGROUND and c.role != "thread":
                 fill = th.BACKGROUND  # future cells: plain, muted text
                 color = th.MUTED
+            if c.role == "thread":  # a row's heading: readable on its fill (WCAG AA) at every step
+                color = th.text_on(fill)
             line = th.TILE_OUTLINE if is_current else (th.FOCUS if r == focus_row else th.GRID_LINE)
             style = "bold" if (r == focus_row or is_current) else "normal"
             text = texts[r][n]
