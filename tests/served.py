@@ -38,6 +38,35 @@ ARGS = [
 #: For ``page.evaluate``: from each ``keydown``, the milliseconds until the status
 #: element ``#vizmm-status`` changes (``window.__update``) and two animation
 #: frames later, the new picture painted (``window.__paint``).
+#: A scene's text view as the page draws it (``page.evaluate(TEXT_VIEWS, "vizmm-table")``):
+#: for every shown ``Div`` of that name, in the document's order, its rows' texts, the
+#: source's markers, and each row's box: its fill, border colour and title (the hover note),
+#: read from the elements (``data-row`` says a row's; ``data-rows`` how many).
+TEXT_VIEWS = """(name) => {
+  const out = [];
+  for (const m of Bokeh.documents[0].all_models) {
+    if (m.name !== name) continue;
+    const view = Bokeh.index.find_one_by_id(m.id);
+    if (!view || !(view.el.getBoundingClientRect().width > 0)) continue;
+    const root = view.el.shadowRoot || view.el;
+    const box = root.querySelector("div.v");
+    if (!box) continue;
+    const n = Number(box.dataset.rows);
+    const rows = () => Array(n).fill("");
+    const got = {text: rows(), marker: rows(), note: rows(), fill: rows(), line_color: rows()};
+    for (const s of root.querySelectorAll("span.t[data-row]"))
+      (s.classList.contains("m") ? got.marker : got.text)[Number(s.dataset.row)] = s.textContent;
+    for (const r of root.querySelectorAll("div.r[data-row]")) {
+      const i = Number(r.dataset.row), style = r.getAttribute("style");
+      got.fill[i] = (style.match(/background:([^;]+)/) || ["", ""])[1];
+      got.line_color[i] = (style.match(/border:\\S+ solid ([^;]+)/) || ["", ""])[1];
+      got.note[i] = r.getAttribute("title") || "";
+    }
+    out.push(got);
+  }
+  return out;
+}"""
+
 LATENCY_JS = """() => {
   function find(root) {
     const el = root.querySelector && root.querySelector('#vizmm-status');

@@ -11,7 +11,7 @@ followed.
 import os
 
 import pytest
-from served import ARGS, CHROMIUM, SHOTS, read_status, serve
+from served import ARGS, CHROMIUM, SHOTS, TEXT_VIEWS, read_status, serve
 
 pytestmark = pytest.mark.browser
 
@@ -38,11 +38,10 @@ def _source_js(key: str, columns: list[str], flag: str | None = None) -> str:
 }}"""
 
 
-# The texts of the threads' glyphs and hover lines, their "ran ahead" marks, the Fig. 5.8
-# table's cells and the source lines, as the page holds them.
+# The texts of the threads' glyphs and hover lines and their "ran ahead" marks, as the
+# page holds them (the Fig. 5.8 table's cells and the source lines: served.TEXT_VIEWS,
+# as the page draws them).
 THREAD_DATA = _source_js("word", ["state", "word", "ahead_alpha"], "pvalue")
-TABLE_CELLS = _source_js("note", ["note", "fill", "text"], "font_style")
-SOURCE_TEXT = _source_js("marker", ["text"], "bg_alpha")
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +107,7 @@ def test_no_load_barrier_preset_marks_the_wrong_reads(browser, server):
     data = pg.evaluate(THREAD_DATA)
     assert "where the book's kernel reads" in data["state"][t]
     assert data["word"][t].startswith("✗")
-    src = pg.evaluate(SOURCE_TEXT)["text"]
+    src = pg.evaluate(TEXT_VIEWS, "vizmm-source")[-1]["text"]
     assert "(removed)" in src[20] and "\u0336" in src[20]
     # Who ran ahead: the oracle is the recorded tags (a slot not written yet: the reader).
     ahead = [int(a) for a in data["ahead_alpha"]]
@@ -119,7 +118,7 @@ def test_no_load_barrier_preset_marks_the_wrong_reads(browser, server):
     # with the lab's colour, the book's term in its hover.
     from vizmm.render import palette as pal
 
-    cells = pg.evaluate(TABLE_CELLS)
+    cells = pg.evaluate(TEXT_VIEWS, "vizmm-table")[-1]
     marked = [n for n, f in zip(cells["note"], cells["fill"], strict=True) if f == pal.LIGHT.WRONG]
     assert any(
         n.startswith(f"k={k}: computed") and "where the book's kernel computes" in n for n in marked

@@ -23,6 +23,7 @@ import pytest
 
 import vizmm
 from vizmm.render import palette as pal
+from vizmm.render.html_text import view_rows
 
 T = 2
 FIRST = {"block": (0, 0), "thread": (0, 1), "other": (1, 0), "step": 5}
@@ -103,7 +104,7 @@ def test_dashboard_list_click_marks_scene_and_table(checked):
     th = src["threads_finding"].data
     assert {(y - 0.5, x - 0.5) for y, x in zip(th["y"], th["x"], strict=True)} == {(0, 1), (1, 0)}
     # the Fig. 5.8 table: thread (0,1)'s phase-0 Pvalue cell outlined, its wrong term first
-    tab = src["table"].data
+    tab = view_rows(dash._scene.texts["table"].text)  # the table's cells as drawn
     marked = [t for t, c in zip(tab["text"], tab["line_color"], strict=True) if c == light.FINDING]
     assert len(marked) == 1 and marked[0].startswith("✗ M₀,₀*N₁,₀")
     # another block: no marks; another trace: the finding is let go
@@ -211,14 +212,13 @@ def _source_js(key: str, columns: list[str], flag: str) -> str:
 
 
 FINDING_SOURCES = _source_js("role", ["x", "y", "role", "line_color", "note"], "line_dash")
-TABLE_CELLS = _source_js("note", ["note", "line_color", "text"], "font_style")
 
 
 @pytest.mark.browser
 @pytest.mark.skipif(not CHROMIUM_OK, reason="/usr/bin/chromium is missing")
 def test_served_checked_trace_click_first_finding(checked, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api")
-    from served import ARGS, CHROMIUM, ROOT, read_status, vizmm_serve
+    from served import ARGS, CHROMIUM, ROOT, TEXT_VIEWS, read_status, vizmm_serve
 
     report, path = checked
     with vizmm_serve(tmp_path, "--traces", path) as (_proc, base):
@@ -252,7 +252,7 @@ def test_served_checked_trace_click_first_finding(checked, tmp_path):
             }
             # M (0,0) used, N (1,0) wrong, N (0,1) needed, Mds[0][0], Nds[0][1], threads
             assert {(1, 0, "wrong"), (0, 1, "needed"), (0, 1, "wrong"), (1, 0, "other")} <= marks
-            cells = pg.evaluate(TABLE_CELLS)
+            cells = pg.evaluate(TEXT_VIEWS, "vizmm-table")  # as the page draws them
             marked = [
                 t
                 for d in cells

@@ -92,3 +92,22 @@ def test_a_step_sends_only_the_text_views_that_changed():
     assert after["caption"] != before["caption"]  # "Step 2 of ..."
     assert "Step 2 of" in visible_lines(after["caption"])[0]
     assert after["legend"] == before["legend"]  # the legend never changes
+
+
+def test_the_table_reads_back_as_its_columns():
+    # every cell of the Fig. 5.8 table keeps its text, note and colours in the page
+    from vizmm.render.bokeh_scene import frame_columns
+    from vizmm.render.html_text import view_rows
+
+    tr = CATALOGUE.get("fig5-8")
+    scene = Scene(tr)
+    frame = Replay(tr, (0, 0)).frame(7)
+    scene.update(frame)
+    cols = frame_columns(frame, tr)["table"]
+    got = view_rows(scene.texts["table"].text)
+    assert got["text"] == list(cols["text"]) and got["note"] == list(cols["note"])
+    assert got["fill"] == list(cols["fill"]) and got["line_color"] == list(cols["line_color"])
+    # the source: the executed line's marker on its row, the other rows none
+    src = view_rows(scene.texts["source"].text)
+    assert src["marker"][frame.source_line] == "▶"
+    assert sum(m != "" for m in src["marker"]) == 1

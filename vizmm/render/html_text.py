@@ -20,7 +20,7 @@ import dataclasses
 import html
 from collections.abc import Mapping, Sequence
 
-__all__ = ["TextBox", "text_view_html", "visible_lines"]
+__all__ = ["TextBox", "text_view_html", "view_rows", "visible_lines"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,13 +103,26 @@ def _style_of(font_style: str) -> str:
 
 
 def _text(
-    box: TextBox, x: float, y: float, text: str, color: str, font_style: str = "normal", extra=""
+    box: TextBox,
+    x: float,
+    y: float,
+    text: str,
+    color: str,
+    font_style: str = "normal",
+    extra: str = "",
+    row: int = -1,
+    kind: str = "t",
 ) -> str:
-    """A left-aligned text whose middle is at line ``y`` (a Bokeh ``Text`` of baseline middle)."""
+    """A left-aligned text whose middle is at line ``y`` (a Bokeh ``Text`` of baseline middle).
+
+    ``row``: the row of the columns it shows (``data-row``; -1: none); ``kind``:
+    its class (``t``, or ``t m`` for the source's markers).
+    """
     if not text:
         return ""
+    at = f' data-row="{row}"' if row >= 0 else ""
     return (
-        f'<span class="t" style="left:{_px(box.x(x))};top:{_px(box.y(y) - box.dy(1) / 2)};'
+        f'<span class="{kind}"{at} style="left:{_px(box.x(x))};top:{_px(box.y(y) - box.dy(1) / 2)};'
         f'color:{color};{_style_of(font_style)}{extra}">{html.escape(text)}</span>'
     )
 
@@ -125,8 +138,12 @@ def _rect(
     alpha: float = 1.0,
     title: str = "",
     border_px: int = 1,
+    row: int = -1,
 ) -> str:
-    """A box centred at (``x``, ``y``), ``w`` characters by ``h`` lines (a Bokeh ``Rect``)."""
+    """A box centred at (``x``, ``y``), ``w`` characters by ``h`` lines (a Bokeh ``Rect``).
+
+    ``row``: the row of the columns it shows (``data-row``; -1: none).
+    """
     if alpha <= 0:
         return ""
     style = (
@@ -138,16 +155,19 @@ def _rect(
     if line:
         style += f"border:{border_px}px solid {line};"
     tip = f' title="{html.escape(title)}"' if title else ""
-    return f'<div class="r" style="{style}"{tip}></div>'
+    at = f' data-row="{row}"' if row >= 0 else ""
+    return f'<div class="r"{at} style="{style}"{tip}></div>'
 
 
-def _page(box: TextBox, background: str, font: str, size_px: int, parts: Sequence[str]) -> str:
+def _page(
+    box: TextBox, background: str, font: str, size_px: int, parts: Sequence[str], rows: int
+) -> str:
     line_h = _px(box.dy(1))
     return (
         "<style>.v{position:relative;overflow:hidden}"
         ".t{position:absolute;white-space:pre;margin:0;line-height:var(--lh)}"
         ".r{position:absolute;box-sizing:border-box}</style>"
-        f'<div class="v" style="width:{box.width}px;height:{box.height}px;'
+        f'<div class="v" data-rows="{rows}" style="width:{box.width}px;height:{box.height}px;'
         f"background:{background};font-family:{html.escape(font, quote=True)};"
         f'font-size:{size_px}px;--lh:{line_h}">' + "".join(parts) + "</div>"
     )
@@ -194,7 +214,11 @@ def text_view_html(
     -------
     str
         An HTML fragment (a ``<style>`` and one ``<div>`` of ``box``'s size)
-        for a Bokeh ``Div``; every text is escaped.
+        for a Bokeh ``Div``; every text is escaped. The view's ``<div>`` says
+        how many rows its main columns have (``data-rows``); each text
+        (``span.t``; the source's markers ``span.t.m``) and box (``div.r``)
+        drawn from a row of them says which (``data-row``), so that a page's
+        script or test reads the view back as columns.
 
     Raises
     ------
@@ -202,12 +226,14 @@ def text_view_html(
         For another view.
     """
     parts: list[str] = []
+    main = {"legend": "labels", "counters": "counters"}.get(view, view)
+    rows = len(columns[main]["y"]) if main in columns else 0
     if view in ("caption", "counters"):
         c = columns[view]
-        for x, y, t, st, col in zip(
-            c["x"], c["y"], c["text"], c["font_style"], c["color"], strict=True
+        for i, (x, y, t, st, col) in enumerate(
+            zip(c["x"], c["y"], c["text"], c["font_style"], c["color"], strict=True)
         ):
-            parts.append(_text(box, x, y, t, col, st))
+            parts.append(_text(box, x, y, t, col, st, row=i))
         if view == "counters":
             b = columns["bars"]
             small = small_px or size_px - 1
@@ -226,30 +252,36 @@ def text_view_html(
     elif view == "source":
         c = columns["source"]
         width = box.x1 - 2.5  # the listing's characters (see Scene's source view)
-        for y, t, bg, alpha, marker, st in zip(
-            c["y"], c["text"], c["bg"], c["bg_alpha"], c["marker"], c["font_style"], strict=True
+        for i, (y, t, bg, alpha, marker, st) in enumerate(
+            zip(
+                c["y"], c["text"], c["bg"], c["bg_alpha"], c["marker"], c["font_style"], strict=True
+            )
         ):
-            parts.append(_rect(box, width / 2 - 0.5, y, width + 1, 1.0, bg, alpha=float(alpha)))
-            parts.append(_text(box, 0.0, y, t, text_color, st))
-            parts.append(_text(box, -1.9, y, marker, marker_color))
+            parts.append(
+                _rect(box, width / 2 - 0.5, y, width + 1, 1.0, bg, alpha=float(alpha), row=i)
+            )
+            parts.append(_text(box, 0.0, y, t, text_color, st, row=i))
+            parts.append(_text(box, -1.9, y, marker, marker_color, row=i, kind="t m"))
     elif view == "table":
         c = columns["table"]
-        for x, y, w, h, tx, fill, line, t, tc, st, note in zip(
-            c["x"],
-            c["y"],
-            c["w"],
-            c["h"],
-            c["tx"],
-            c["fill"],
-            c["line_color"],
-            c["text"],
-            c["text_color"],
-            c["font_style"],
-            c["note"],
-            strict=True,
+        for i, (x, y, w, h, tx, fill, line, t, tc, st, note) in enumerate(
+            zip(
+                c["x"],
+                c["y"],
+                c["w"],
+                c["h"],
+                c["tx"],
+                c["fill"],
+                c["line_color"],
+                c["text"],
+                c["text_color"],
+                c["font_style"],
+                c["note"],
+                strict=True,
+            )
         ):
-            parts.append(_rect(box, x, y, w, h, fill, line, title=note))
-            parts.append(_text(box, tx, y, t, tc, st))
+            parts.append(_rect(box, x, y, w, h, fill, line, title=note, row=i))
+            parts.append(_text(box, tx, y, t, tc, st, row=i))
     elif view == "legend":
         s, lab = columns["swatches"], columns["labels"]
         for x, y, fill, line in zip(s["x"], s["y"], s["fill"], s["line"], strict=True):
@@ -260,7 +292,7 @@ def text_view_html(
         raise ValueError(
             f"no text view {view!r}: 'caption', 'source', 'counters', 'table' or 'legend'"
         )
-    return _page(box, background, font, size_px, parts)
+    return _page(box, background, font, size_px, parts, rows)
 
 
 class _Lines:
@@ -276,7 +308,7 @@ class _Lines:
         class Parser(HTMLParser):
             def handle_starttag(self, tag, attrs):
                 a = dict(attrs)
-                if tag == "span" and a.get("class") == "t":
+                if tag == "span" and "t" in (a.get("class") or "").split():
                     style = dict(
                         kv.split(":", 1) for kv in (a.get("style") or "").split(";") if ":" in kv
                     )
@@ -315,3 +347,59 @@ def visible_lines(fragment: str) -> list[str]:
     lines.parser.feed(fragment)
     lines.parser.close()
     return ["  ".join(t for _, t in sorted(row)) for _, row in sorted(lines.rows.items())]
+
+
+def view_rows(fragment: str) -> dict[str, list[str]]:
+    """A view's rows read back from its HTML: each row's text, marker and box.
+
+    Parameters
+    ----------
+    fragment : str
+        What :func:`text_view_html` returned.
+
+    Returns
+    -------
+    dict of str to list of str
+        ``text``, ``marker`` (the source's ▶ and ✗), ``note`` (a box's
+        title), ``fill`` and ``line_color`` (a box's CSS colours), each one
+        string per row of the view's main columns (``""`` where the row
+        draws none), as the elements' ``data-row`` say.
+    """
+    from html.parser import HTMLParser
+
+    out: dict[str, list[str]] = {}
+    where: list[tuple[str, int] | None] = [None]
+
+    class Parser(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            classes = (a.get("class") or "").split()
+            if "v" in classes:
+                n = int(a.get("data-rows") or 0)
+                for key in ("text", "marker", "note", "fill", "line_color"):
+                    out[key] = [""] * n
+            elif "data-row" in a:
+                row = int(a["data-row"] or 0)
+                if tag == "span":
+                    where[0] = ("marker" if "m" in classes else "text", row)
+                elif "r" in classes:
+                    style = dict(
+                        kv.split(":", 1) for kv in (a.get("style") or "").split(";") if ":" in kv
+                    )
+                    out["fill"][row] = style.get("background", "")
+                    out["line_color"][row] = style.get("border", "").rpartition(" ")[2]
+                    out["note"][row] = a.get("title") or ""
+
+        def handle_endtag(self, tag):
+            if tag == "span":
+                where[0] = None
+
+        def handle_data(self, data):
+            if where[0] is not None:
+                key, row = where[0]
+                out[key][row] += data
+
+    parser = Parser(convert_charrefs=True)
+    parser.feed(fragment)
+    parser.close()
+    return out
