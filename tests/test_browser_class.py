@@ -113,6 +113,8 @@ def test_students_follow_answer_and_rejoin(browser, server):
     for s in students:
         wait_attr(s, "question", "asking")
         assert status(s)["step"] == 0
+        # the status may say so a frame before the question's box is drawn
+        s.locator("#vizmm-question").filter(has_text="Question").wait_for(timeout=10000)
         assert "thread (0,0)" in s.locator("#vizmm-question").inner_text()
     for s, (row, col) in zip(students, [(0, 0), (1, 0)], strict=True):
         s.wait_for_timeout(400)
