@@ -594,9 +594,14 @@ TO_SCREEN = """([name, x, y]) => {
 
 
 # Whether some data source of the page holds a text starting so (the replay's caption).
-CAPTION = """(prefix) => Bokeh.documents.some(doc => [...doc.all_models].some(m =>
-  m.data != null && Array.isArray(m.data.text) &&
-  m.data.text.some(t => typeof t === "string" && t.startsWith(prefix))))"""
+#: Whether a replay's caption, as drawn in the page, has a line starting with ``prefix``.
+CAPTION = """(prefix) => Bokeh.documents.some(doc => [...doc.all_models].some(m => {
+  if (m.name !== "vizmm-caption") return false;
+  const view = Bokeh.index.find_one_by_id(m.id);
+  const root = view && (view.el.shadowRoot || view.el);
+  return !!root && [...root.querySelectorAll("span.t")].some(
+    (line) => line.textContent.startsWith(prefix));
+}))"""
 
 
 def _status(pg) -> dict:
