@@ -295,38 +295,53 @@ def text_view_html(
     return _page(box, background, font, size_px, parts, rows)
 
 
-class _Lines:
-    """Collects the text of ``<span class="t">`` elements, grouped by their ``top``."""
+class _Element:
+    """One text (``span``) or box (``div.r``) of a view's HTML: its attributes, style and text."""
 
-    def __init__(self) -> None:
-        from html.parser import HTMLParser
+    def __init__(self, tag: str, attrs: dict[str, str | None]) -> None:
+        self.tag = tag
+        self.classes = (attrs.get("class") or "").split()
+        self.attrs = attrs
+        self.style = dict(
+            kv.split(":", 1) for kv in (attrs.get("style") or "").split(";") if ":" in kv
+        )
+        self.text = ""
 
-        rows: dict[float, list[tuple[float, str]]] = {}
-        self.rows = rows
-        where: list[tuple[float, float] | None] = [None]
+    def px(self, name: str) -> float:
+        """A style length in pixels (``"12.5px"``: 12.5; missing: 0)."""
+        return float(self.style.get(name, "0px").removesuffix("px"))
 
-        class Parser(HTMLParser):
-            def handle_starttag(self, tag, attrs):
-                a = dict(attrs)
-                if tag == "span" and "t" in (a.get("class") or "").split():
-                    style = dict(
-                        kv.split(":", 1) for kv in (a.get("style") or "").split(";") if ":" in kv
-                    )
-                    where[0] = (
-                        float(style.get("top", "0px")[:-2]),
-                        float(style.get("left", "0px")[:-2]),
-                    )
 
-            def handle_endtag(self, tag):
-                if tag == "span":
-                    where[0] = None
+def _elements(fragment: str) -> tuple[int, list[_Element]]:
+    """The rows a view says it has (``data-rows``) and its texts and boxes, in order."""
+    from html.parser import HTMLParser
 
-            def handle_data(self, data):
-                if where[0] is not None:
-                    top, left = where[0]
-                    rows.setdefault(round(top), []).append((left, data))
+    found: list[_Element] = []
+    rows = [0]
+    inside: list[_Element | None] = [None]
 
-        self.parser = Parser(convert_charrefs=True)
+    class Parser(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            classes = (a.get("class") or "").split()
+            if "v" in classes:
+                rows[0] = int(a.get("data-rows") or 0)
+            elif (tag == "span" and "t" in classes) or "r" in classes:
+                found.append(_Element(tag, a))
+                inside[0] = found[-1] if tag == "span" else None
+
+        def handle_endtag(self, tag):
+            if tag == "span":
+                inside[0] = None
+
+        def handle_data(self, data):
+            if inside[0] is not None:
+                inside[0].text += data
+
+    parser = Parser(convert_charrefs=True)
+    parser.feed(fragment)
+    parser.close()
+    return rows[0], found
 
 
 def visible_lines(fragment: str) -> list[str]:
@@ -343,10 +358,11 @@ def visible_lines(fragment: str) -> list[str]:
         One string per line that has text, its pieces joined by two spaces
         (a table row: its cells' texts).
     """
-    lines = _Lines()
-    lines.parser.feed(fragment)
-    lines.parser.close()
-    return ["  ".join(t for _, t in sorted(row)) for _, row in sorted(lines.rows.items())]
+    lines: dict[int, list[tuple[float, str]]] = {}
+    for e in _elements(fragment)[1]:
+        if e.tag == "span":
+            lines.setdefault(round(e.px("top")), []).append((e.px("left"), e.text))
+    return ["  ".join(t for _, t in sorted(row)) for _, row in sorted(lines.items())]
 
 
 def view_rows(fragment: str) -> dict[str, list[str]]:
@@ -365,41 +381,17 @@ def view_rows(fragment: str) -> dict[str, list[str]]:
         string per row of the view's main columns (``""`` where the row
         draws none), as the elements' ``data-row`` say.
     """
-    from html.parser import HTMLParser
-
-    out: dict[str, list[str]] = {}
-    where: list[tuple[str, int] | None] = [None]
-
-    class Parser(HTMLParser):
-        def handle_starttag(self, tag, attrs):
-            a = dict(attrs)
-            classes = (a.get("class") or "").split()
-            if "v" in classes:
-                n = int(a.get("data-rows") or 0)
-                for key in ("text", "marker", "note", "fill", "line_color"):
-                    out[key] = [""] * n
-            elif "data-row" in a:
-                row = int(a["data-row"] or 0)
-                if tag == "span":
-                    where[0] = ("marker" if "m" in classes else "text", row)
-                elif "r" in classes:
-                    style = dict(
-                        kv.split(":", 1) for kv in (a.get("style") or "").split(";") if ":" in kv
-                    )
-                    out["fill"][row] = style.get("background", "")
-                    out["line_color"][row] = style.get("border", "").rpartition(" ")[2]
-                    out["note"][row] = a.get("title") or ""
-
-        def handle_endtag(self, tag):
-            if tag == "span":
-                where[0] = None
-
-        def handle_data(self, data):
-            if where[0] is not None:
-                key, row = where[0]
-                out[key][row] += data
-
-    parser = Parser(convert_charrefs=True)
-    parser.feed(fragment)
-    parser.close()
+    n, found = _elements(fragment)
+    out = {key: [""] * n for key in ("text", "marker", "note", "fill", "line_color")}
+    for e in found:
+        row = e.attrs.get("data-row")
+        if row is None:
+            continue
+        i = int(row)
+        if e.tag == "span":
+            out["marker" if "m" in e.classes else "text"][i] = e.text
+        else:
+            out["fill"][i] = e.style.get("background", "")
+            out["line_color"][i] = e.style.get("border", "").rpartition(" ")[2]
+            out["note"][i] = e.attrs.get("title") or ""
     return out
