@@ -1222,7 +1222,7 @@ class Dashboard(pn.viewable.Viewer):
         )
         # Controls wrap onto a second line where the window is narrower than
         # they are (a projector's 1280 pixels), instead of running off its edge.
-        self.controls = pn.Row(
+        self.controls = pn.FlexBox(
             self.first_button,
             self.prev_button,
             self.play_button,
@@ -1236,9 +1236,8 @@ class Dashboard(pn.viewable.Viewer):
             self.presenter,
             self.theme,
             self.transactions,
-            # a Row is a CSS flex box: told to wrap, it wraps as a FlexBox does,
-            # without a FlexBox's template (a third of the controls' cost to build)
-            styles={"flex-wrap": "wrap", "align-items": "center"},
+            flex_wrap="wrap",
+            align_items="center",
             sizing_mode="stretch_width",
         )
         self.hazards = barrier_view.HazardPanel(self.state)
