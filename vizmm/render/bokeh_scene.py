@@ -2347,16 +2347,19 @@ class Scene:
         self._warps_title = title
         return layout
 
-    def _text_view(self, view: str, box: TextBox, **looks):
-        """The ``Div`` of text view ``view``, of ``box``'s size (its HTML: :meth:`text_html`)."""
+    def _text_view(self, view: str, box: TextBox, columns=None, **looks):
+        """The ``Div`` of text view ``view``, of ``box``'s size, showing ``columns``.
+
+        Without ``columns`` it starts empty (:meth:`text_html` draws a frame's).
+        """
         from bokeh.models.widgets import Div
 
         looks.setdefault("background", self.palette.BACKGROUND)
         self._text_looks[view] = (box, looks)
-        empty = {name: _empty(name) for name in SOURCE_NAMES[view]}
-        text = "" if view == "legend" else text_view_html(view, empty, box, **looks)
+        if columns is None:
+            columns = {name: _empty(name) for name in SOURCE_NAMES[view]}
         div = Div(
-            text=text,
+            text=text_view_html(view, columns, box, **looks),
             width=box.width,
             height=box.height,
             margin=0,
@@ -2444,10 +2447,14 @@ class Scene:
             lines=len(entries),
             border=2,
         )
-        div = self._text_view("legend", box, font=SANS, size_px=fs, text_color=self.palette.TEXT)
-        _, looks = self._text_looks["legend"]
-        div.text = text_view_html("legend", {"swatches": swatches, "labels": labels}, box, **looks)
-        return div
+        return self._text_view(
+            "legend",
+            box,
+            {"swatches": swatches, "labels": labels},
+            font=SANS,
+            size_px=fs,
+            text_color=self.palette.TEXT,
+        )
 
     def _source(self):
         lines = _source_lines(self.trace.meta.get("source", "") or "")
