@@ -185,7 +185,7 @@ class QuestionMode:
         scene.conceal = self.question is not None and not self.revealed
         for view, fig in self._clickable(scene):
             if view != "threads":  # threads already tap (to follow)
-                fig.on_event(Tap, partial(self._on_tap_event, view))
+                fig.on_event(Tap, partial(self._on_tap_event, scene, view))
         if self._asked:
             self._add_marks(scene)
 
@@ -224,6 +224,7 @@ class QuestionMode:
                 fig,
                 "Rect",
                 self.marks[view],
+                **scene.ranges(view),
                 x="x",
                 y="y",
                 width=0.82,
@@ -237,6 +238,7 @@ class QuestionMode:
                 fig,
                 "Text",
                 self.marks[view],
+                **scene.ranges(view),
                 x="x",
                 y="y",
                 text="label",
@@ -248,15 +250,16 @@ class QuestionMode:
                 text_align="right",
             )
 
-    def _on_tap_event(self, view, event) -> None:
-        """A tap on M, N, Mds or Nds: the cell under it (data units: one per cell)."""
+    def _on_tap_event(self, scene, view, event) -> None:
+        """A tap on the plot of M, N, Mds or Nds: the cell of ``view`` under it, if any."""
         tr = self.state.trace
         if tr is None or event.x is None or event.y is None:
             return
         j, k, l = tr.shape
         T = tr.tile_width
         rows, cols = {"M": (j, k), "N": (k, l)}.get(view, (T, T))
-        a, b = math.floor(event.y), math.floor(event.x)
+        x, y = scene.to_cells(view, event.x, event.y)  # the plot's pixels, in the grid's cells
+        a, b = math.floor(y), math.floor(x)
         if 0 <= a < rows and 0 <= b < cols:
             self._pick_cell(view, a, b)
 

@@ -35,6 +35,19 @@ ARGS = [
 ]
 
 
+#: Page pixels (x, y) of a point of a plotted view, in that view's units (one per
+#: cell): ``page.evaluate(TO_SCREEN, ["vizmm-M", x, y])``. A scene's grids share
+#: plots; ``vizmm-<view>`` names a grid's cells, drawn in the grid's own ranges.
+TO_SCREEN = """([name, x, y]) => {
+  const doc = Bokeh.documents[0];
+  const view = Bokeh.index.find_one_by_id(doc.get_model_by_name(name).id);
+  const plot = view.plot_view ?? view;
+  const scales = view.coordinates ?? plot.frame;
+  const box = plot.canvas_view.el.getBoundingClientRect();
+  return [box.left + scales.x_scale.compute(x), box.top + scales.y_scale.compute(y)];
+}"""
+
+
 #: For ``page.evaluate``: from each ``keydown``, the milliseconds until the status
 #: element ``#vizmm-status`` changes (``window.__update``) and two animation
 #: frames later, the new picture painted (``window.__paint``).

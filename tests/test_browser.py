@@ -13,7 +13,7 @@ Skipped when Chromium or Playwright is missing.
 import os
 
 import pytest
-from served import ARGS, CHROMIUM, SHOTS, read_status, serve
+from served import ARGS, CHROMIUM, SHOTS, TO_SCREEN, read_status, serve
 
 pytestmark = pytest.mark.browser
 
@@ -21,15 +21,8 @@ if not os.path.exists(CHROMIUM):
     pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api")
 
+
 # Where a figure's data point is on the screen (Bokeh's views know their scales).
-TO_SCREEN = """([name, x, y]) => {
-  const doc = Bokeh.documents[0];
-  const view = Bokeh.index.find_one_by_id(doc.get_model_by_name(name).id);
-  const box = view.canvas_view.el.getBoundingClientRect();
-  return [box.left + view.frame.x_scale.compute(x), box.top + view.frame.y_scale.compute(y)];
-}"""
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     with serve("dashboard", tmp_path_factory.mktemp("serve")) as url:

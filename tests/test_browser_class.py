@@ -12,20 +12,13 @@ import os
 import time
 
 import pytest
-from served import ARGS, CHROMIUM, SHOTS, read_status, serve
+from served import ARGS, CHROMIUM, SHOTS, TO_SCREEN, read_status, serve
 
 pytestmark = pytest.mark.browser
 
 if not os.path.exists(CHROMIUM):
     pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api")
-
-TO_SCREEN = """([name, x, y]) => {
-  const doc = Bokeh.documents[0];
-  const view = Bokeh.index.find_one_by_id(doc.get_model_by_name(name).id);
-  const box = view.canvas_view.el.getBoundingClientRect();
-  return [box.left + view.frame.x_scale.compute(x), box.top + view.frame.y_scale.compute(y)];
-}"""
 
 
 @pytest.fixture(scope="module")

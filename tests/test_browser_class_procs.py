@@ -21,8 +21,8 @@ import stat
 import time
 
 import pytest
-from served import ARGS, CHROMIUM, read_status, vizmm_serve
-from test_browser_class import TO_SCREEN, wait_attr
+from served import ARGS, CHROMIUM, TO_SCREEN, read_status, vizmm_serve
+from test_browser_class import wait_attr
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -9,21 +9,13 @@ import os
 
 import pytest
 from playwright.sync_api import expect
-from served import ARGS, CHROMIUM, SHOTS, read_status, serve
+from served import ARGS, CHROMIUM, SHOTS, TO_SCREEN, read_status, serve
 
 pytestmark = pytest.mark.browser
 
 if not os.path.exists(CHROMIUM):
     pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api")
-
-# Where a figure's data point is on the screen (Bokeh's views know their scales).
-TO_SCREEN = """([name, x, y]) => {
-  const doc = Bokeh.documents[0];
-  const view = Bokeh.index.find_one_by_id(doc.get_model_by_name(name).id);
-  const box = view.canvas_view.el.getBoundingClientRect();
-  return [box.left + view.frame.x_scale.compute(x), box.top + view.frame.y_scale.compute(y)];
-}"""
 
 # Every property value of every model of the page's Bokeh document, as JSON text
 # (what the server sent and the browser holds; other models referenced by id).
@@ -95,6 +87,8 @@ def test_a_quiz_answered_by_clicking(browser, server):
     wait_status(pg, "question", "asking")
     st = status(pg)
     assert st["question_kind"] == "copy_m" and st["step"] == 0 and st["quiz_index"] == 0
+    # the status and the question's text can reach the page in two messages
+    expect(pg.locator("#vizmm-question")).to_contain_text("?", timeout=15000)
     prompt = pg.locator("#vizmm-question").inner_text()
     # Fig. 5.12: block_{1,1}, phase 0; thread (0,0) copies M[Row = 2][0]
     assert "thread (0,0)" in prompt and "Mds[0][0]" in prompt

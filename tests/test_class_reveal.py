@@ -20,7 +20,7 @@ if ROOT not in sys.path:
 
 pytest.importorskip("panel")
 
-from served import ARGS, CHROMIUM, SHOTS, read_status, serve  # noqa: E402
+from served import ARGS, CHROMIUM, SHOTS, TO_SCREEN, read_status, serve  # noqa: E402
 
 from vizmm.serve import classes as S  # noqa: E402
 from vizmm_apps import classroom as C  # noqa: E402
@@ -145,14 +145,6 @@ def test_an_old_instructor_page_closing_after_a_reload_says_nothing(memory_store
 
 
 # ------------------------------------------------------------ in Chromium
-TO_SCREEN = """([name, x, y]) => {
-  const doc = Bokeh.documents[0];
-  const view = Bokeh.index.find_one_by_id(doc.get_model_by_name(name).id);
-  const box = view.canvas_view.el.getBoundingClientRect();
-  return [box.left + view.frame.x_scale.compute(x), box.top + view.frame.y_scale.compute(y)];
-}"""
-
-
 def _wait(pg, key, value, timeout=15000):
     pg.wait_for_selector(f"#vizmm-status[data-{key}='{value}']", timeout=timeout)
 

@@ -25,51 +25,48 @@ from vizmm.render.bokeh_scene import PRESENTER_VIEWS, Scene  # noqa: E402
 from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
 
 
-def _axes(fig):
-    from bokeh.models import LinearAxis
-
-    return {s: [a for a in getattr(fig, s) if isinstance(a, LinearAxis)] for s in ("above", "left")}
-
-
 def test_rectangular_preset_labels_every_index():
     tr = CATALOGUE.get("general")  # M 5 x 3, N 3 x 6
     j, k, l = tr.shape
     for fit in [(1240, 580), (980, 620)]:  # 1280x720, 1024x768 less the controls
         sc = Scene(tr, views=PRESENTER_VIEWS, presenter=True, fit=fit)
         for name, (rows, cols) in {"M": (j, k), "N": (k, l), "P": (j, l)}.items():
-            ax = _axes(sc.figures[name])
-            assert set(ax["above"][0].ticker.ticks) >= {i + 0.5 for i in range(cols)}, name
-            assert set(ax["left"][0].ticker.ticks) >= {i + 0.5 for i in range(rows)}, name
+            labels = sc.index_labels(name)
+            assert set(labels["above"]) >= {i + 0.5 for i in range(cols)}, name
+            assert set(labels["left"]) >= {i + 0.5 for i in range(rows)}, name
 
 
 def test_the_last_label_of_48_by_48_has_room():
     tr = CATALOGUE.get("medium")  # 48 x 48, TILE_WIDTH 16: labels at 0, 16, 32, 48
     sc = Scene(tr, views=PRESENTER_VIEWS, presenter=True, fit=(1240, 580))
     for name in ("M", "N", "P"):
-        f = sc.figures[name]
-        above = _axes(f)["above"][0]
-        assert 48 in above.ticker.ticks
-        px = int(above.major_label_text_font_size.rstrip("px"))
+        g = sc.grids[name]
+        text, px = sc.index_labels(name)["above"][48]
+        assert text == "48"
         # "48" centred on the grid's right edge: half its width (0.64 em a digit) past it
-        assert (f.min_border_right or 0) >= math.ceil(0.64 * 2 * px / 2), name
+        past = g.width - (g.left + 48 * g.cell)
+        assert past >= math.ceil(0.64 * 2 * px / 2), name
 
 
 FONTS = """(name) => {
+  // the type sizes of what is written on the named grid (its values), and its cells' size
   const doc = Bokeh.documents[0];
   for (const m of doc._all_models.values()) {
     if (m.name !== name) continue;
     const view = Bokeh.index.find_one_by_id(m.id);
     if (!view) continue;
-    const box = view.el.getBoundingClientRect();
-    if (!(box.width > 0)) continue;  // the hidden normal scene's figure
+    const plot = view.plot_view;
+    if (!(plot.el.getBoundingClientRect().width > 0)) continue;  // the hidden normal scene
     const sizes = [];
-    for (const r of m.renderers) {
+    for (const r of plot.model.renderers) {
+      if (r.x_range_name !== m.x_range_name) continue;  // another grid's
       const s = r.glyph && r.glyph.text_font_size;
       if (s === undefined || s === null) continue;
       const v = typeof s === "string" ? s : s.value;
       if (typeof v === "string" && v.endsWith("px")) sizes.push(parseFloat(v));
     }
-    return {sizes, width: box.width, height: box.height};
+    const sx = view.coordinates.x_scale;
+    return {sizes, width: sx.compute(1) - sx.compute(0)};
   }
   return null;
 }"""
@@ -112,7 +109,7 @@ def test_presenter_values_are_18px_and_the_scene_follows_the_window(tmp_path):
                     os.makedirs(SHOTS, exist_ok=True)
                     pg.screenshot(path=os.path.join(SHOTS, f"presenter-screen-{key}-{w}x{h}.png"))
                     pg.close()
-            # 1024x768 is taller: its height-bound scene is larger than at 1280x720
+            # 1024x768 is taller: its height-bound scene (P's cells) larger than at 1280x720
             for key in ("fig5-8", "general"):
                 assert widths[(key, 1024, 768)] > widths[(key, 1280, 720)], widths
         finally:

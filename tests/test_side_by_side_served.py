@@ -38,16 +38,8 @@ def test_every_pair_titles_its_panes_apart():
 
 
 def _labelled(scene, name: str) -> dict[str, list[float]]:
-    """The ticks each axis of figure ``name`` labels, by side."""
-    from bokeh.models import LinearAxis
-
-    f = scene.figures[name]
-    return {
-        side: list(a.ticker.ticks)
-        for side in ("above", "left")
-        for a in getattr(f, side)
-        if isinstance(a, LinearAxis)
-    }
+    """Where grid ``name``'s index labels are (its units), by side."""
+    return {side: list(at) for side, at in scene.index_labels(name).items()}
 
 
 @pytest.mark.parametrize("key", ["tile-width", "boundary", "barrier"])

@@ -70,7 +70,6 @@ from .tiles import tile_arrays
 
 if TYPE_CHECKING:
     from bokeh.models.glyph import Glyph
-    from bokeh.models.text import BaseText
 
 __all__ = [
     "VIEWS",
@@ -1473,7 +1472,8 @@ def add_glyph(
         The glyph's properties as ``figure`` methods take them (column names
         or values; ``line_*``, ``fill_*``, ``text_*``, ``hatch_*``, ``color``,
         ``alpha`` and their ``nonselection_`` / ``selection_`` forms), and
-        the renderer's ``name``.
+        the renderer's ``name``, ``x_range_name`` and ``y_range_name`` (the
+        plot's extra ranges it draws in: :meth:`Scene.ranges`).
 
     Returns
     -------
@@ -1484,6 +1484,10 @@ def add_glyph(
 
     cls = getattr(glyphs, kind)
     name = props.pop("name", None)
+    # the renderer's ranges (a grid's own, on a plot of several grids)
+    ranges: dict[str, Any] = {
+        k: props.pop(k) for k in ("x_range_name", "y_range_name") if k in props
+    }
     visuals = _glyph_visuals(cls, props)
     nonselection = selection = None
     if selectable:  # as figure() makes them
@@ -1531,7 +1535,7 @@ def add_glyph(
                 view = shared[("CDSView", source.id, every.id)] = CDSView(filter=every)
     # Only what differs from a renderer's defaults is passed: each property given
     # is set (and later sent) on its own, and BokehJS makes the "auto" copies.
-    extra: dict[str, Any] = {} if name is None else {"name": name}
+    extra: dict[str, Any] = dict(ranges) if name is None else {"name": name, **ranges}
     if nonselection is not None:
         extra["nonselection_glyph"] = cls(**props, **nonselection)
     if selection is not None:
@@ -1574,6 +1578,68 @@ class _Sources(Mapping):
     def made(self) -> tuple[str, ...]:
         """The names of the sources made so far, in the order of all names."""
         return tuple(n for n in self._names if n in self._made)
+
+
+@dataclasses.dataclass
+class GridPlace:
+    """Where one grid of a scene is drawn: its box on the plot it shares with others.
+
+    A scene draws its grids (M, N, P and the blocks on one plot; Mds, Nds
+    and the threads on another) as the book's figures place them (Fig. 5.10:
+    N above P, M left of P), each in a box of its own on one Bokeh plot: its
+    title, its index labels above and left, then its cells. A grid's glyphs
+    draw in its own ranges (``x_range_name``/``y_range_name`` = its name),
+    one unit per cell, row 0 at the top, as if it had a plot of its own.
+
+    Attributes
+    ----------
+    name : str
+        The view (``"M"``, ``"Mds"``, ``"threads"``, ``"blocks"`` ...).
+    rows, cols : int
+        Cells drawn down and across (``cols`` may include empty columns that
+        make room for a long title).
+    cell : float
+        A cell's side, pixels.
+    title : str
+        The heading over the grid.
+    labelled : (int, int)
+        Rows and columns given index labels (a tile overhanging a matrix
+        has cells without an index).
+    width, height : int
+        The box, pixels: title, labels and cells.
+    left, top : int
+        The cells' top-left corner inside the box, pixels.
+    x, y : int
+        The box's top-left corner on its plot, pixels (set when placed).
+    """
+
+    name: str
+    rows: int
+    cols: int
+    cell: float
+    title: str
+    labelled: tuple[int, int]
+    width: int
+    height: int
+    left: int
+    top: int
+    x: int = 0
+    y: int = 0
+
+    def to_cells(self, px: float, py: float) -> tuple[float, float]:
+        """The grid's (x, y) units (one per cell) at pixels (``px``, ``py``) of its plot.
+
+        Parameters
+        ----------
+        px, py : float
+            Pixels from the plot's top-left corner.
+
+        Returns
+        -------
+        (float, float)
+            Columns and rows from the top-left corner of the grid's cells.
+        """
+        return (px - self.x - self.left) / self.cell, (py - self.y - self.top) / self.cell
 
 
 class Scene:
@@ -1688,7 +1754,9 @@ class Scene:
         self._warps_make: Callable[[], None] | None = None
         self._warps_title = ""
         self._warp_row = not self.presenter and fit is None
-        self._corner: tuple | None = None
+        #: Each grid's box on its plot (``figures[view]``), by view.
+        self.grids: dict[str, GridPlace] = {}
+        self._main: dict[str, Any] = {}  # each grid's cells (named vizmm-<view>)
         # What the sources show: the columns last worked out here and the frame
         # they are of; the frame shown last and the settings it was shown with.
         self._last: dict[str, dict[str, list]] = {}
@@ -1709,8 +1777,10 @@ class Scene:
         for fig in self.figures.values():
             for r in fig.renderers:
                 self._rank.setdefault(r.id, 0)
-        for view, fig in [*self.figures.items(), *self.texts.items()]:
-            fig.name = f"vizmm-{view}"  # so pages and tests can find each figure
+        for view, div in self.texts.items():
+            div.name = f"vizmm-{view}"  # so pages and tests can find each view
+        for view in self.grids:  # ... and each grid's cells
+            self._main[view].name = f"vizmm-{view}"
 
     # --------------------------------------------------------------- update
     def update(self, frame: Frame) -> None:
@@ -1877,27 +1947,64 @@ class Scene:
 
     # ---------------------------------------------------------------- build
     def _build(self):
+        """The scene's layout: the grids on two plots, the text views around them.
+
+        M, N and P (and the blocks, in the free corner above M, left of N:
+        Fig. 5.10's layout) share one plot, Mds, Nds and the threads another:
+        each grid in a box of its own (:class:`GridPlace`). A plot of its own
+        per grid would cost a new page a plot, a title and a toolbar each.
+        """
         from bokeh.layouts import column, row
 
         v = set(self.views)
         parts_left, parts_mid, parts_right = [], [], []
         if v & {"M", "N", "P"}:
-            parts_left.append(self._matrices(v))
-        shared = [self._shared(name) for name in ("Mds", "Nds") if name in v]
-        if shared:
-            parts_mid.append(row(*shared, spacing=10))
-        if "threads" in v:
-            parts_mid.append(self._threads())
+            mats = self._canvas("vizmm-matrices")
+            boxes = self._matrices(v, mats)
+            m, n = boxes.get("M"), boxes.get("N")
+            placed = []
+            # N above P, M left of P; the corner above M left of N empty
+            x1 = m.width if m is not None else 0
+            y1 = n.height if n is not None else 0
+            if n is not None:
+                placed.append((n, x1, 0))
+            if m is not None:
+                placed.append((m, 0, y1))
+            if "P" in boxes:
+                placed.append((boxes["P"], x1, y1))
+            if "blocks" in v and m is not None and n is not None:
+                b = self._grid_box(*self._blocks_extent())
+                if b.width <= m.width and b.height <= n.height:
+                    placed.append((self._blocks(mats), 0, 0))
+            self._place(mats, placed)
+            parts_left.append(mats)
+        tiles_views = [name for name in ("Mds", "Nds", "threads") if name in v]
+        if tiles_views:
+            tiles = self._canvas("vizmm-tiles")
+            placed, x, y = [], 0, 0
+            for name in ("Mds", "Nds"):
+                if name in v:
+                    g = self._shared(name, tiles)
+                    placed.append((g, x, 0))
+                    x, y = x + g.width + 10, max(y, g.height + 8)
+            if "threads" in v:
+                threads = self._threads(tiles)
+                placed.append((threads, 0, y))
+            self._place(tiles, placed)
+            if "threads" in v and self._warp_row:
+                parts_mid.append(self._warps(tiles, threads))
+            else:
+                parts_mid.append(tiles)
         if "legend" in v:
             parts_mid.append(self._legend())
         if "source" in v:
             parts_right.append(self._source())
         if "counters" in v:
             parts_right.append(self._counters())
-        if "blocks" in v:
-            blocks = self._blocks()
-            if not self._tuck_blocks(blocks):
-                parts_right.append(blocks)
+        if "blocks" in v and "blocks" not in self.grids:
+            own = self._canvas("vizmm-blocks-plot")
+            self._place(own, [(self._blocks(own), 0, 0)])
+            parts_right.append(own)
         # a part of one view is placed as it is, not in a column of its own
         main = [
             p[0] if len(p) == 1 else column(*p, spacing=8)
@@ -1908,7 +2015,7 @@ class Scene:
         if "caption" in v:
             rows.append(self._caption())
         if main:
-            rows.append(row(*main, spacing=22))
+            rows.append(row(*main, spacing=22) if len(main) > 1 else main[0])
         if "table" in v:
             rows.append(self._table_fig())
         return column(*rows, spacing=10)
@@ -1971,25 +2078,116 @@ class Scene:
             model = self._shared_models[key] = kind(**props)
         return model
 
-    def _adder(self, f, selectable: bool = False):
+    def _adder(self, f, selectable: bool = False, grid: str | None = None):
         """``add(kind, source, **props)``: a renderer on ``f`` (:func:`add_glyph`).
 
-        ``selectable`` for the grids a tap selects in (threads, blocks).
+        ``selectable`` for the grids a tap selects in (threads, blocks);
+        ``grid`` draws in that grid's ranges (:meth:`ranges`).
         """
-        return partial(add_glyph, f, every=self._every, selectable=selectable, shared=self._glyphs)
+        ranges = {} if grid is None else self.ranges(grid)
+        return partial(
+            add_glyph, f, every=self._every, selectable=selectable, shared=self._glyphs, **ranges
+        )
 
-    def _grid_axes(self, f, rows, cols):
-        """Index labels above and left of a grid (every cell, or every T-th line past 16).
+    def ranges(self, view: str) -> dict[str, str]:
+        """The renderer properties that draw on grid ``view`` in its units (one per cell).
+
+        Parameters
+        ----------
+        view : str
+            A grid of the scene (a key of :attr:`grids`).
+
+        Returns
+        -------
+        dict of str to str
+            ``x_range_name`` and ``y_range_name``, for :func:`add_glyph` on
+            ``figures[view]``.
+        """
+        return {"x_range_name": view, "y_range_name": view}
+
+    def to_cells(self, view: str, px: float, py: float) -> tuple[float, float]:
+        """Grid ``view``'s (x, y) units at pixels (``px``, ``py``) of its plot (a tap's ``x, y``).
+
+        Parameters
+        ----------
+        view : str
+            A grid of the scene (a key of :attr:`grids`).
+        px, py : float
+            Pixels from the plot's top-left corner (its default ranges).
+
+        Returns
+        -------
+        (float, float)
+            Columns and rows from the grid's top-left cell corner: cell
+            (r, c) covers ``c <= x < c + 1``, ``r <= y < r + 1``.
+        """
+        return self.grids[view].to_cells(px, py)
+
+    def _canvas(self, name: str):
+        """An empty plot for several grids, sized and given their ranges by :meth:`_place`."""
+        from bokeh.models import Range1d
+
+        f = self._fig(1, 1, Range1d(start=0, end=1), Range1d(start=1, end=0), min_border=0)
+        f.name = name
+        return f
+
+    def _grid_box(self, name, rows, cols, cell, title, labelled=None) -> GridPlace:
+        """The box of a rows x cols grid of square cells, wide enough for its title.
+
+        ``labelled`` = (rows, cols) with index labels (default: all); cells
+        beyond it (a tile overhanging a matrix) get no index. The box has
+        room for the title and the labels above the cells and the labels
+        left of them (:meth:`_labels`), 4 pixels around.
+        """
+        s = self.sizes
+        title_px = 40 + len(title) * 0.62 * (s.font + 1)
+        extra = max(0, math.ceil((title_px - (cols * cell + 30)) / cell))
+        g = GridPlace(
+            name=name,
+            rows=rows,
+            cols=cols + extra,
+            cell=cell,
+            title=title,
+            labelled=tuple(labelled or (rows, cols)),
+            width=int((cols + extra) * cell + 30),
+            height=int(rows * cell + 30 + 2 * s.font),
+            left=18,
+            top=int(20 + 2 * s.font),
+        )
+        self._labels(g)  # (widens the box where a last label needs room)
+        return g
+
+    def _grid_fig(self, canvas, name, rows, cols, cell, title, labelled=None) -> GridPlace:
+        """A grid on ``canvas`` (:meth:`_grid_box`): ``figures[name]`` is the canvas."""
+        g = self._grid_box(name, rows, cols, cell, title, labelled)
+        self.grids[name] = g
+        self.figures[name] = canvas
+        return g
+
+    def _labels(self, g: GridPlace) -> tuple[dict[str, list], dict[str, list]]:
+        """The title and index labels of grid ``g`` (box pixels), and the ticks of a large one.
 
         Up to 16 cells every index is labelled: the labels' type shrinks to the
         cell (down to :data:`MIN_INDEX_PX`) rather than leaving indices out;
-        only cells too small for that type label every second (or further) one.
+        only cells too small for that type label every second (or further)
+        one. Past 16 the lines between tiles are labelled (0, T, 2T ...) with a
+        tick each, and the box grows to hold the last label's half past the
+        grid's edge.
         """
-        from bokeh.models import FixedTicker, LinearAxis
-
-        s = self.sizes
+        s, th = self.sizes, self.palette
         T = self.trace.tile_width
-        cell = (f.width - 30) / max(1, f.x_range.end - f.x_range.start)
+        cell = g.cell
+        labels: dict[str, list] = {
+            k: [] for k in ("x", "y", "text", "size", "color", "align", "baseline", "style")
+        }
+        ticks: dict[str, list] = {"x0": [], "y0": [], "x1": [], "y1": []}
+
+        def label(x, y, text, size, color, align, baseline, style="normal"):
+            for k, v in zip(labels, (x, y, text, size, color, align, baseline, style), strict=True):
+                labels[k].append(v)
+
+        label(g.left, 4, g.title, f"{s.font + 1}px", th.TEXT, "left", "top", "bold")
+        rows, cols = g.labelled
         for side, n in (("above", cols), ("left", rows)):
             px = max(9, s.font - 3)
             if n <= 16:
@@ -1999,76 +2197,116 @@ class Scene:
                 px = int(max(MIN_INDEX_PX, min(px, room)))
                 need = 0.62 * digits * px + 2 if side == "above" else 1.15 * px
                 every = max(1, math.ceil(need / max(cell, 1)))
-                ticks = [i + 0.5 for i in range(0, n, every)]
-                labels: dict[float | str, str | BaseText] = {i + 0.5: str(i) for i in range(n)}
+                at = [(i + 0.5, str(i)) for i in range(0, n, every)]
+                out = 3
             else:
-                ticks = list(range(0, n + 1, T))
-                labels = {t: str(t) for t in ticks}
+                at = [(t, str(t)) for t in range(0, n + 1, T)]
+                out = 9  # past a 6-pixel tick
                 # the last label (n) sits on the grid's far edge: room for its half
                 half = math.ceil(0.31 * len(str(n)) * px if side == "above" else 0.6 * px) + 2
-                edge = "min_border_right" if side == "above" else "min_border_bottom"
-                grow = max(0, half - (getattr(f, edge) or f.min_border or 0))
-                if grow:
-                    setattr(f, edge, half)
-                    if side == "above":
-                        f.width += grow
-                    else:
-                        f.height += grow
-            # grids with the same labels on a side share the axis (a plot draws
-            # its own view of it; an axis holds nothing of the plot's)
-            key = ("axis", side, px, tuple(ticks), tuple(labels.items()))
-            axis = self._shared_models.get(key)
-            if axis is None:
-                axis = self._shared_models[key] = LinearAxis(
-                    **self._axis_parts,
-                    ticker=self._one(FixedTicker, ticks=ticks),
-                    major_label_overrides=labels,
-                    major_label_text_font_size=f"{px}px",
-                    major_label_text_color=self.palette.MUTED,
-                    axis_line_color=None,
-                    major_tick_line_color=None if n <= 16 else self.palette.MUTED,
-                    minor_tick_line_color=None,
-                    major_label_standoff=2,
-                )
-            f.add_layout(axis, side)
+                if side == "above":
+                    g.width = max(g.width, int(g.left + g.cols * cell + half))
+                else:
+                    g.height = max(g.height, int(g.top + g.rows * cell + half))
+            for t, text in at:
+                if side == "above":
+                    x, y = g.left + t * cell, float(g.top)
+                    label(x, y - out, text, f"{px}px", th.MUTED, "center", "bottom")
+                    tick = (x, y, x, y - 6)
+                else:
+                    x, y = float(g.left), g.top + t * cell
+                    label(x - out + 1, y, text, f"{px}px", th.MUTED, "right", "middle")
+                    tick = (x, y, x - 6, y)
+                if n > 16:
+                    for k, v in zip(ticks, tick, strict=True):
+                        ticks[k].append(v)
+        return labels, ticks
 
-    def _grid_fig(self, name, rows, cols, cell, title, labelled=None):
-        """A figure for a rows x cols grid of square cells, wide enough for its title.
+    def _place(self, canvas, boxes: Sequence[tuple[GridPlace, int, int]]) -> None:
+        """Put grids at (x, y) pixels of ``canvas``: its size, their ranges, titles and labels."""
+        from bokeh.models import ColumnDataSource, Range1d
 
-        ``labelled`` = (rows, cols) with index labels (default: all); cells
-        beyond it (a tile overhanging a matrix) get no index on the axes.
-        """
-        from bokeh.models import Range1d
-
-        s = self.sizes
-        title_px = 40 + len(title) * 0.62 * (s.font + 1)
-        extra = max(0, math.ceil((title_px - (cols * cell + 30)) / cell))
-        f = self._fig(
-            (cols + extra) * cell + 30,
-            rows * cell + 30 + 2 * s.font,
-            self._one(Range1d, start=0, end=cols + extra),
-            self._one(Range1d, start=rows, end=0),
-            title=title,
+        width = max(x + g.width for g, x, y in boxes)
+        height = max(y + g.height for g, x, y in boxes)
+        canvas.width, canvas.height = int(width), int(height)
+        canvas.x_range = Range1d(start=0, end=width)
+        canvas.y_range = Range1d(start=height, end=0)
+        xr, yr = {}, {}
+        labels: dict[str, list] = {}
+        ticks: dict[str, list] = {}
+        for g, x, y in boxes:
+            g.x, g.y = int(x), int(y)
+            # the plot's pixels in the grid's units: the cells' corner at (0, 0)
+            x0, y0 = -(g.x + g.left) / g.cell, -(g.y + g.top) / g.cell
+            xr[g.name] = Range1d(start=x0, end=x0 + width / g.cell)
+            yr[g.name] = Range1d(start=y0 + height / g.cell, end=y0)
+            mine, tick = self._labels(g)
+            for cols, more, dx, dy in (
+                (labels, mine, ("x",), ("y",)),
+                (ticks, tick, ("x0", "x1"), ("y0", "y1")),
+            ):
+                for k, v in more.items():
+                    shift = g.x if k in dx else g.y if k in dy else 0
+                    cols.setdefault(k, []).extend(u + shift if shift else u for u in v)
+        canvas.extra_x_ranges, canvas.extra_y_ranges = xr, yr
+        add = self._adder(canvas)
+        if ticks.get("x0"):
+            add(
+                "Segment",
+                ColumnDataSource(data=ticks, **self._source_props()),
+                x0="x0",
+                y0="y0",
+                x1="x1",
+                y1="y1",
+                line_color=self.palette.MUTED,
+                line_width=1,
+            )
+        add(
+            "Text",
+            ColumnDataSource(data=labels, **self._source_props()),
+            x="x",
+            y="y",
+            text="text",
+            text_color="color",
+            text_align="align",
+            text_baseline="baseline",
+            text_font=value(SANS),
+            text_font_size="size",
+            text_font_style="style",
         )
-        self._grid_axes(f, *(labelled or (rows, cols)))
-        self.figures[name] = f
-        return f
 
-    def _tuck_blocks(self, blocks) -> bool:
-        """Put the block grid in the free corner above M, left of N (Fig. 5.10's layout)."""
-        corner = self._corner
-        if corner is None:
-            return False
-        spacer, row_, m, n = corner
-        if blocks.width > m.width or blocks.height > n.height:
-            return False
-        spacer.width = m.width - blocks.width
-        row_.children.insert(0, blocks)
-        return True
+    def index_labels(self, view: str) -> dict[str, dict[float, tuple[str, int]]]:
+        """The index labels of grid ``view``: where each is, its text and type size.
 
-    def _matrices(self, v):
-        from bokeh.layouts import column, row
-        from bokeh.models import CustomJS, CustomJSHover, Spacer
+        Parameters
+        ----------
+        view : str
+            A grid of the scene (a key of :attr:`grids`).
+
+        Returns
+        -------
+        dict
+            ``{"above": {x: (text, px)}, "left": {y: (text, px)}}``: ``x``
+            (``y``) in the grid's units, ``i + 0.5`` for the index ``i`` of
+            a cell, ``t`` for a line between tiles; ``px`` the type's size in
+            pixels.
+        """
+        g = self.grids[view]
+        cols, _ = self._labels(g)
+        out: dict[str, dict[float, tuple[str, int]]] = {"above": {}, "left": {}}
+        for x, y, text, size, align in zip(
+            cols["x"], cols["y"], cols["text"], cols["size"], cols["align"], strict=True
+        ):
+            px = int(size.rstrip("px"))
+            if align == "center":
+                out["above"][round((x - g.left) / g.cell, 6)] = (text, px)
+            elif align == "right":
+                out["left"][round((y - g.top) / g.cell, 6)] = (text, px)
+        return out
+
+    def _matrices(self, v, f) -> dict[str, GridPlace]:
+        """M, N and P on plot ``f``: their boxes (placed by :meth:`_build`)."""
+        from bokeh.models import CustomJS, CustomJSHover
         from bokeh.transform import linear_cmap
 
         tr, s, th = self.trace, self.sizes, self.palette
@@ -2102,7 +2340,8 @@ class Scene:
             # ghost cells (hatched, with their text and tooltip) only where a tile
             # overhangs the matrix: a matrix of whole tiles has no glyph nor hover for them
             overhang = (rows, cols) != tuple(shape[name])
-            f = self._grid_fig(
+            box = self._grid_fig(
+                f,
                 name,
                 rows,
                 cols,
@@ -2111,7 +2350,7 @@ class Scene:
                 labelled=shape[name],
             )
             src = self.sources[name]
-            add = self._adder(f)
+            add = self._adder(f, grid=name)
             # outlines of small cells cost more to paint than they show
             r = add(
                 "Rect",
@@ -2165,23 +2404,15 @@ class Scene:
                 _centred_text(add, self.sources["P_pvalue"] if name == "P" else src, fs, text_map)
                 if overhang:
                     _centred_text(add, over, fs)
+            self._main[name] = r
             _hover(f, r, "P" if name == "P" else "matrix", formatters={"@code": word})
             if name == "P":
                 _hover(f, pv, "P_pvalue")
             if overhang:
                 _hover(f, g, "ghost", filters={"@name": ghost_rows})
             self._finding_glyph(f, name)
-            figs[name] = f
-        top = [Spacer(width=figs["M"].width, height=10)] if "M" in figs else []
-        parts = []
-        if "N" in figs:
-            parts.append(row(*top, figs["N"]))
-            if top:
-                self._corner = (top[0], parts[-1], figs["M"], figs["N"])
-        bottom = [figs[n] for n in ("M", "P") if n in figs]
-        if bottom:
-            parts.append(row(*bottom))
-        return column(*parts, spacing=0)
+            figs[name] = box
+        return figs
 
     def _finding_glyph(self, f, view: str) -> None:
         """Outlines of the selected finding over ``view``'s cells (``{view}_finding``).
@@ -2191,7 +2422,7 @@ class Scene:
         self._later_part("finding", f, partial(self._draw_finding, f, view))
 
     def _draw_finding(self, f, view: str) -> None:
-        r = self._adder(f)(
+        r = self._adder(f, grid=view)(
             "Rect",
             self.sources[f"{view}_finding"],
             x="x",
@@ -2206,15 +2437,16 @@ class Scene:
         )
         _hover(f, r, "finding")
 
-    def _shared(self, name):
+    def _shared(self, name, f) -> GridPlace:
         T, s = self.trace.tile_width, self.sizes
-        f = self._grid_fig(name, T, T, s.scell, f"{name} (shared)")
+        g = self._grid_fig(f, name, T, T, s.scell, f"{name} (shared)")
         src = self.sources[name]
-        add = self._adder(f)
+        add = self._adder(f, grid=name)
         r = _cells(add, src, 1)
         if s.shared_text:
             size = f"{max(10, min(s.font + 3, int(s.scell * 0.22)))}px"
             _centred_text(add, src, size, text_line_height=1.15)
+        self._main[name] = r
         _hover(f, r, "slots", name)
 
         def banks() -> None:
@@ -2228,16 +2460,15 @@ class Scene:
 
         self._later_part("transactions", f, banks)
         self._finding_glyph(f, name)
-        self.figures[name] = f
-        return f
+        return g
 
-    def _threads(self):
+    def _threads(self, f) -> GridPlace:
         from bokeh.models import TapTool
 
         T, s = self.trace.tile_width, self.sizes
-        f = self._grid_fig("threads", T, T, s.scell, "threads (ty, tx)")
+        g = self._grid_fig(f, "threads", T, T, s.scell, "threads (ty, tx)")
         src = self.sources["threads"]
-        add = self._adder(f, selectable=True)
+        add = self._adder(f, selectable=True, grid="threads")
         r = _cells(add, src, 0.94, tappable=True)
         if s.scell >= 20:
             add(
@@ -2275,6 +2506,7 @@ class Scene:
                 nonselection_line_alpha="ahead_alpha",
                 name="vizmm-ahead",
             )
+        self._main["threads"] = r
         _hover(f, r, "threads")
         self._finding_glyph(f, "threads")
         f.add_tools(TapTool(renderers=[r]))
@@ -2295,10 +2527,9 @@ class Scene:
             )
 
         self._later_part("transactions", f, warp)
-        self.figures["threads"] = f
-        return self._warps(f) if self._warp_row else f
+        return g
 
-    def _warps(self, threads):
+    def _warps(self, tiles, threads: GridPlace):
         """The per-warp transactions row under the thread grid (shown with the view on).
 
         Until a frame first carries the transactions view its place is kept by
@@ -2319,7 +2550,7 @@ class Scene:
         # view): showing and hiding it would lay out the page again, hidden tables
         # included. Its heading is written only while the row has cells (see update).
         space = Spacer(width=threads.width, height=height)
-        layout = column(threads, space, spacing=2)
+        layout = column(tiles, space, spacing=2)
 
         def make() -> None:
             f = self._fig(
@@ -2341,7 +2572,7 @@ class Scene:
             self._later_part("transactions", f, cells)
             f.name = "vizmm-warps"
             self._warps_fig = f
-            layout.children = [threads, f]
+            layout.children = [tiles, f]
 
         self._warps_make = make
         self._warps_title = title
@@ -2478,22 +2709,27 @@ class Scene:
             "counters", box, font=MONO, size_px=s.mono, small_px=max(9, s.mono - 1)
         )
 
-    def _blocks(self):
+    def _blocks_extent(self) -> tuple[str, int, int, int, str]:
+        """The block grid's name, rows, columns, cell (pixels) and title."""
+        gy, gx = self.trace.grid
+        cell = int(max(10, min(44 * (1.3 if self.presenter else 1), 200 // max(gy, gx))))
+        return "blocks", gy, gx, cell, "blocks (by, bx)"
+
+    def _blocks(self, f) -> GridPlace:
         from bokeh.models import TapTool
 
-        gy, gx = self.trace.grid
         s = self.sizes
-        cell = int(max(10, min(44 * (1.3 if self.presenter else 1), 200 // max(gy, gx))))
-        f = self._grid_fig("blocks", gy, gx, cell, "blocks (by, bx)")
+        _, gy, gx, cell, title = self._blocks_extent()
+        g = self._grid_fig(f, "blocks", gy, gx, cell, title)
         src = self.sources["blocks"]
-        add = self._adder(f, selectable=True)
+        add = self._adder(f, selectable=True, grid="blocks")
         r = _cells(add, src, 0.92, tappable=True)
         if cell >= 34:
             _centred_text(add, src, f"{max(9, min(s.font, cell // 3))}px")
+        self._main["blocks"] = r
         _hover(f, r, "blocks")
         f.add_tools(TapTool(renderers=[r]))
-        self.figures["blocks"] = f
-        return f
+        return g
 
     def _caption(self):
         s = self.sizes
