@@ -242,11 +242,12 @@ def test_dark_theme_from_the_url_and_from_its_button(browser, server):
         open_page(pg, server + "?trace=fig5-11&step=11&presenter=true&theme=dark")
         st = status(pg)
         assert st["theme"] == "dark" and st["presenter"] is True
-        # the figures are drawn on the dark palette's background; Panel's page is dark too
+        # the plot of Mds, Nds and the threads is drawn on the dark palette's background;
+        # Panel's page is dark too
         bg = pg.evaluate(
             """() => { const doc = Bokeh.documents[0];
                for (const m of doc._all_models.values())
-                 if (m.name === 'vizmm-Mds') return m.background_fill_color; }"""
+                 if (m.name === 'vizmm-tiles') return m.background_fill_color; }"""
         )
         assert bg == pal.DARK.BACKGROUND
         page_bg = pg.evaluate("() => getComputedStyle(document.body).backgroundColor")

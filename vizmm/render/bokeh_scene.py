@@ -1671,9 +1671,14 @@ class Scene:
         later (a finding's outlines, the transactions view) are made with
         them. The text views (:data:`HTML_VIEWS`) have none.
     figures : dict of str to bokeh.models.Plot
-        The plotted views by name (``"M"``, ``"threads"``, ``"blocks"`` ...):
-        bare plots, not ``bokeh.plotting.figure``; draw more on one with
-        :func:`add_glyph`.
+        The plot each grid (``"M"``, ``"threads"``, ``"blocks"`` ...) is drawn
+        on: bare plots, not ``bokeh.plotting.figure``. Grids share plots (M,
+        N, P and the blocks one, ``vizmm-matrices``; Mds, Nds and the threads
+        another, ``vizmm-tiles``), each grid in its own ranges: draw more on
+        grid ``view`` with ``add_glyph(figures[view], ..., **ranges(view))``.
+        Its cells' renderer is named ``vizmm-<view>``.
+    grids : dict of str to GridPlace
+        Each grid's box on its plot (pixels) and cell size.
     texts : dict of str to bokeh.models.Div
         The text views by name (those of :data:`HTML_VIEWS` shown): each a
         ``Div`` of :func:`vizmm.render.html_text.text_view_html`, named
