@@ -2243,8 +2243,9 @@ class Scene:
             g.x, g.y = int(x), int(y)
             # the plot's pixels in the grid's units: the cells' corner at (0, 0)
             x0, y0 = -(g.x + g.left) / g.cell, -(g.y + g.top) / g.cell
-            xr[g.name] = Range1d(start=x0, end=x0 + width / g.cell)
-            yr[g.name] = Range1d(start=y0 + height / g.cell, end=y0)
+            # (grids in one column or row of equal cells share a range: N and P, M and P)
+            xr[g.name] = self._one(Range1d, start=x0, end=x0 + width / g.cell)
+            yr[g.name] = self._one(Range1d, start=y0 + height / g.cell, end=y0)
             mine, tick = self._labels(g)
             for cols, more, dx, dy in (
                 (labels, mine, ("x",), ("y",)),
