@@ -156,13 +156,14 @@ class QuestionMode:
             sizing_mode="stretch_width",
             styles={"border-left": f"4px solid {PICK}", "background": "#fbf8ff"},
         )
-        self.starters = pn.Row(self.ask_button, self.quiz_button, self.busy)
+        #: What starts a question (shown while none is open), in the heading's row.
+        self.starters = (self.ask_button, self.quiz_button, self.busy)
         # The question box joins the page when it is first shown: most pages
         # never ask, and a new session then builds and sends none of its models.
         self.panel = pn.Column(
             pn.Row(
                 pn.pane.Markdown("**Predict, then reveal**", margin=(12, 10, 0, 10)),
-                self.starters,
+                *self.starters,
             ),
             sizing_mode="stretch_width",
         )
@@ -517,7 +518,8 @@ class QuestionMode:
             self.marks[view].data = data
         self.box.visible = q is not None
         in_class = self.observer or self.on_submit is not None
-        self.starters.visible = (q is None or self.revealed) and not in_class
+        for starter in self.starters:
+            starter.visible = (q is None or self.revealed) and not in_class
         if q is None:
             self.prompt.object = self._score_html()
             self.box.visible = bool(self.quiz) and self.index >= 0

@@ -1757,6 +1757,7 @@ class Scene:
         # of the full page; presenter and fitted scenes keep their sizes.
         self._warps_fig = None
         self._warps_make: Callable[[], None] | None = None
+        self._warps_parent: Any = None  # the column the per-warp row's place is in
         self._warps_title = ""
         self._warp_row = not self.presenter and fit is None
         #: Each grid's box on its plot (``figures[view]``), by view.
@@ -1996,10 +1997,9 @@ class Scene:
                 threads = self._threads(tiles)
                 placed.append((threads, 0, y))
             self._place(tiles, placed)
-            if "threads" in v and self._warp_row:
-                parts_mid.append(self._warps(tiles, threads))
-            else:
-                parts_mid.append(tiles)
+            parts_mid.append(tiles)
+            if "threads" in v and self._warp_row:  # the per-warp row's place, under it
+                parts_mid.append(self._warps(threads))
         if "legend" in v:
             parts_mid.append(self._legend())
         if "source" in v:
@@ -2016,6 +2016,8 @@ class Scene:
             for p in (parts_left, parts_mid, parts_right)
             if p
         ]
+        if len(parts_mid) > 1:
+            self._warps_parent = main[bool(parts_left)]
         rows = []
         if "caption" in v:
             rows.append(self._caption())
@@ -2535,14 +2537,14 @@ class Scene:
         self._later_part("transactions", f, warp)
         return g
 
-    def _warps(self, tiles, threads: GridPlace):
+    def _warps(self, threads: GridPlace):
         """The per-warp transactions row under the thread grid (shown with the view on).
 
         Until a frame first carries the transactions view its place is kept by
         a spacer of its size (most pages never show it); the row's plot then
-        takes the spacer's place (:meth:`_draw_part`).
+        takes the spacer's place (:meth:`_draw_part`) in the column that holds
+        it (:attr:`_warps_parent`, set by :meth:`_build`).
         """
-        from bokeh.layouts import column
         from bokeh.models import Range1d, Spacer
 
         s = self.sizes
@@ -2556,7 +2558,6 @@ class Scene:
         # view): showing and hiding it would lay out the page again, hidden tables
         # included. Its heading is written only while the row has cells (see update).
         space = Spacer(width=threads.width, height=height)
-        layout = column(tiles, space, spacing=2)
 
         def make() -> None:
             f = self._fig(
@@ -2578,11 +2579,12 @@ class Scene:
             self._later_part("transactions", f, cells)
             f.name = "vizmm-warps"
             self._warps_fig = f
-            layout.children = [tiles, f]
+            parent = self._warps_parent
+            parent.children = [f if c is space else c for c in parent.children]
 
         self._warps_make = make
         self._warps_title = title
-        return layout
+        return space
 
     def _text_view(self, view: str, box: TextBox, columns=None, **looks):
         """The ``Div`` of text view ``view``, of ``box``'s size, showing ``columns``.
