@@ -1611,6 +1611,16 @@ class GridPlace:
         The cells' top-left corner inside the box, pixels.
     x, y : int
         The box's top-left corner on its plot, pixels (set when placed).
+    labels : dict of str to list
+        The title and index labels, in box pixels: the columns of the plot's
+        text glyph (``x``, ``y``, ``text``, ``size``, ``color``, ``align``,
+        ``baseline``, ``style``).
+    ticks : dict of str to list
+        A large grid's ticks between tiles, in box pixels (``x0``, ``y0``,
+        ``x1``, ``y1``); empty up to 16 cells a side.
+    index : dict
+        ``{"above": {x: (text, px)}, "left": {y: (text, px)}}``: where each
+        index label is in the grid's units, its text and type size (pixels).
     """
 
     name: str
@@ -1625,6 +1635,11 @@ class GridPlace:
     top: int
     x: int = 0
     y: int = 0
+    labels: dict[str, list] = dataclasses.field(default_factory=dict, repr=False)
+    ticks: dict[str, list] = dataclasses.field(default_factory=dict, repr=False)
+    index: dict[str, dict[float, tuple[str, int]]] = dataclasses.field(
+        default_factory=dict, repr=False
+    )
 
     def to_cells(self, px: float, py: float) -> tuple[float, float]:
         """The grid's (x, y) units (one per cell) at pixels (``px``, ``py``) of its plot.
@@ -1704,8 +1719,6 @@ class Scene:
     ):
         from bokeh.models import (
             AllIndices,
-            AllLabels,
-            BasicTickFormatter,
             ColumnDataSource,
             LinearScale,
             Selection,
@@ -1740,16 +1753,10 @@ class Scene:
         )
         # What the plots can share, as they hold nothing of their own: one filter
         # for every renderer's view, one scale (BokehJS draws with a copy of it per
-        # plot), the axes' formatter and label policy (every label is overridden),
-        # the grids' ranges of equal extent (no tool moves them), axes of equal
-        # labels on one side and tickers of equal ticks. Nothing is shared between
-        # scenes.
+        # plot), the grids' ranges of equal extent (no tool moves them). Nothing is
+        # shared between scenes.
         self._every = AllIndices()
         self._scale = LinearScale()
-        self._axis_parts: dict[str, Any] = {
-            "formatter": BasicTickFormatter(),
-            "major_label_policy": AllLabels(),
-        }
         self._shared_models: dict[tuple, object] = {}
         self._glyphs: dict[tuple, object] = {}  # glyphs of equal looks, drawn from many sources
         self.figures: dict[str, Any] = {}
@@ -1979,9 +1986,9 @@ class Scene:
             if "P" in boxes:
                 placed.append((boxes["P"], x1, y1))
             if "blocks" in v and m is not None and n is not None:
-                b = self._grid_box(*self._blocks_extent())
+                b = self._blocks_box()
                 if b.width <= m.width and b.height <= n.height:
-                    placed.append((self._blocks(mats), 0, 0))
+                    placed.append((self._blocks(mats, b), 0, 0))
             self._place(mats, placed)
             parts_left.append(mats)
         tiles_views = [name for name in ("Mds", "Nds", "threads") if name in v]
@@ -2008,7 +2015,7 @@ class Scene:
             parts_right.append(self._counters())
         if "blocks" in v and "blocks" not in self.grids:
             own = self._canvas("vizmm-blocks-plot")
-            self._place(own, [(self._blocks(own), 0, 0)])
+            self._place(own, [(self._blocks(own, self._blocks_box()), 0, 0)])
             parts_right.append(own)
         # a part of one view is placed as it is, not in a column of its own
         main = [
@@ -2144,7 +2151,7 @@ class Scene:
         ``labelled`` = (rows, cols) with index labels (default: all); cells
         beyond it (a tile overhanging a matrix) get no index. The box has
         room for the title and the labels above the cells and the labels
-        left of them (:meth:`_labels`), 4 pixels around.
+        left of them (:meth:`_label`), 4 pixels around.
         """
         s = self.sizes
         title_px = 40 + len(title) * 0.62 * (s.font + 1)
@@ -2161,18 +2168,17 @@ class Scene:
             left=18,
             top=int(20 + 2 * s.font),
         )
-        self._labels(g)  # (widens the box where a last label needs room)
+        self._label(g)
         return g
 
-    def _grid_fig(self, canvas, name, rows, cols, cell, title, labelled=None) -> GridPlace:
-        """A grid on ``canvas`` (:meth:`_grid_box`): ``figures[name]`` is the canvas."""
-        g = self._grid_box(name, rows, cols, cell, title, labelled)
-        self.grids[name] = g
-        self.figures[name] = canvas
+    def _grid_fig(self, canvas, g: GridPlace) -> GridPlace:
+        """Grid ``g`` (:meth:`_grid_box`) drawn on ``canvas``: ``figures[g.name]`` is the canvas."""
+        self.grids[g.name] = g
+        self.figures[g.name] = canvas
         return g
 
-    def _labels(self, g: GridPlace) -> tuple[dict[str, list], dict[str, list]]:
-        """The title and index labels of grid ``g`` (box pixels), and the ticks of a large one.
+    def _label(self, g: GridPlace) -> None:
+        """Give grid ``g`` its title, index labels and (a large one) ticks.
 
         Up to 16 cells every index is labelled: the labels' type shrinks to the
         cell (down to :data:`MIN_INDEX_PX`) rather than leaving indices out;
@@ -2188,6 +2194,7 @@ class Scene:
             k: [] for k in ("x", "y", "text", "size", "color", "align", "baseline", "style")
         }
         ticks: dict[str, list] = {"x0": [], "y0": [], "x1": [], "y1": []}
+        index: dict[str, dict[float, tuple[str, int]]] = {"above": {}, "left": {}}
 
         def label(x, y, text, size, color, align, baseline, style="normal"):
             for k, v in zip(labels, (x, y, text, size, color, align, baseline, style), strict=True):
@@ -2216,6 +2223,7 @@ class Scene:
                 else:
                     g.height = max(g.height, int(g.top + g.rows * cell + half))
             for t, text in at:
+                index[side][t] = (text, px)
                 if side == "above":
                     x, y = g.left + t * cell, float(g.top)
                     label(x, y - out, text, f"{px}px", th.MUTED, "center", "bottom")
@@ -2227,7 +2235,7 @@ class Scene:
                 if n > 16:
                     for k, v in zip(ticks, tick, strict=True):
                         ticks[k].append(v)
-        return labels, ticks
+        g.labels, g.ticks, g.index = labels, ticks, index
 
     def _place(self, canvas, boxes: Sequence[tuple[GridPlace, int, int]]) -> None:
         """Put grids at (x, y) pixels of ``canvas``: its size, their ranges, titles and labels."""
@@ -2248,14 +2256,11 @@ class Scene:
             # (grids in one column or row of equal cells share a range: N and P, M and P)
             xr[g.name] = self._one(Range1d, start=x0, end=x0 + width / g.cell)
             yr[g.name] = self._one(Range1d, start=y0 + height / g.cell, end=y0)
-            mine, tick = self._labels(g)
-            for cols, more, dx, dy in (
-                (labels, mine, ("x",), ("y",)),
-                (ticks, tick, ("x0", "x1"), ("y0", "y1")),
-            ):
-                for k, v in more.items():
-                    shift = g.x if k in dx else g.y if k in dy else 0
-                    cols.setdefault(k, []).extend(u + shift if shift else u for u in v)
+            # the grid's labels and ticks, from its box's pixels to the plot's
+            for cols, mine in ((labels, g.labels), (ticks, g.ticks)):
+                for k, v in mine.items():
+                    shift = g.x if k in ("x", "x0", "x1") else g.y if k in ("y", "y0", "y1") else 0
+                    cols.setdefault(k, []).extend([u + shift for u in v] if shift else v)
         canvas.extra_x_ranges, canvas.extra_y_ranges = xr, yr
         add = self._adder(canvas)
         if ticks.get("x0"):
@@ -2299,18 +2304,7 @@ class Scene:
             a cell, ``t`` for a line between tiles; ``px`` the type's size in
             pixels.
         """
-        g = self.grids[view]
-        cols, _ = self._labels(g)
-        out: dict[str, dict[float, tuple[str, int]]] = {"above": {}, "left": {}}
-        for x, y, text, size, align in zip(
-            cols["x"], cols["y"], cols["text"], cols["size"], cols["align"], strict=True
-        ):
-            px = int(size.rstrip("px"))
-            if align == "center":
-                out["above"][round((x - g.left) / g.cell, 6)] = (text, px)
-            elif align == "right":
-                out["left"][round((y - g.top) / g.cell, 6)] = (text, px)
-        return out
+        return {side: dict(at) for side, at in self.grids[view].index.items()}
 
     def _matrices(self, v, f) -> dict[str, GridPlace]:
         """M, N and P on plot ``f``: their boxes (placed by :meth:`_build`)."""
@@ -2350,12 +2344,14 @@ class Scene:
             overhang = (rows, cols) != tuple(shape[name])
             box = self._grid_fig(
                 f,
-                name,
-                rows,
-                cols,
-                s.cell,
-                f"{name} ({shape[name][0]} × {shape[name][1]})",
-                labelled=shape[name],
+                self._grid_box(
+                    name,
+                    rows,
+                    cols,
+                    s.cell,
+                    f"{name} ({shape[name][0]} × {shape[name][1]})",
+                    labelled=shape[name],
+                ),
             )
             src = self.sources[name]
             add = self._adder(f, grid=name)
@@ -2447,7 +2443,7 @@ class Scene:
 
     def _shared(self, name, f) -> GridPlace:
         T, s = self.trace.tile_width, self.sizes
-        g = self._grid_fig(f, name, T, T, s.scell, f"{name} (shared)")
+        g = self._grid_fig(f, self._grid_box(name, T, T, s.scell, f"{name} (shared)"))
         src = self.sources[name]
         add = self._adder(f, grid=name)
         r = _cells(add, src, 1)
@@ -2474,7 +2470,7 @@ class Scene:
         from bokeh.models import TapTool
 
         T, s = self.trace.tile_width, self.sizes
-        g = self._grid_fig(f, "threads", T, T, s.scell, "threads (ty, tx)")
+        g = self._grid_fig(f, self._grid_box("threads", T, T, s.scell, "threads (ty, tx)"))
         src = self.sources["threads"]
         add = self._adder(f, selectable=True, grid="threads")
         r = _cells(add, src, 0.94, tappable=True)
@@ -2717,18 +2713,19 @@ class Scene:
             "counters", box, font=MONO, size_px=s.mono, small_px=max(9, s.mono - 1)
         )
 
-    def _blocks_extent(self) -> tuple[str, int, int, int, str]:
-        """The block grid's name, rows, columns, cell (pixels) and title."""
+    def _blocks_box(self) -> GridPlace:
+        """The block grid's box (:meth:`_grid_box`), its cells at most 44 pixels."""
         gy, gx = self.trace.grid
         cell = int(max(10, min(44 * (1.3 if self.presenter else 1), 200 // max(gy, gx))))
-        return "blocks", gy, gx, cell, "blocks (by, bx)"
+        return self._grid_box("blocks", gy, gx, cell, "blocks (by, bx)")
 
-    def _blocks(self, f) -> GridPlace:
+    def _blocks(self, f, box: GridPlace) -> GridPlace:
+        """The block grid ``box`` drawn on ``f``."""
         from bokeh.models import TapTool
 
         s = self.sizes
-        _, gy, gx, cell, title = self._blocks_extent()
-        g = self._grid_fig(f, "blocks", gy, gx, cell, title)
+        g = self._grid_fig(f, box)
+        cell = g.cell
         src = self.sources["blocks"]
         add = self._adder(f, selectable=True, grid="blocks")
         r = _cells(add, src, 0.92, tappable=True)
