@@ -532,7 +532,11 @@ def add_check_parser(subparsers) -> None:
     size.add_argument("--shape", type=parse_shape, metavar="J,K,L", help="M is J x K, N is K x L")
     size.add_argument("--width", type=int, metavar="W", help="square W x W matrices")
     p.add_argument(
-        "--tile-width", "-t", type=int, required=True, metavar="T", help="TILE_WIDTH, 1 to 32"
+        "--tile-width",
+        "-t",
+        type=int,
+        metavar="T",
+        help="TILE_WIDTH, 1 to 32 (default: the file's TILE_WIDTH constant)",
     )
     p.add_argument("--backend", "-b", choices=BACKENDS, default="auto")
     p.add_argument("--seed", type=_non_negative, default=0, help="seed of the inputs 0..9")

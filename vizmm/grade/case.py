@@ -16,7 +16,6 @@ that JSON.
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import os
@@ -85,28 +84,22 @@ def _from_check(f) -> dict:
 
 
 def _load(spec: dict):
-    """The submission's kernel, its TILE_WIDTH constant set to the case's."""
-    from vizmm.record.instrument import InstrumentError, load_kernel, python_function
+    """The submission's kernel as the front end read it (never run), TILE_WIDTH the case's."""
+    from vizmm.record.frontend import KernelRejected, read_kernel
 
     path, name = spec["submission"], spec["kernel"]
     try:
-        kern = load_kernel(f"{path}:{name}")
-    except InstrumentError as exc:
-        if "MemoryError" in str(exc):
-            raise MemoryError from None
+        ks = read_kernel(path, name, {spec["tile_width_name"]: spec["tile_width"]})
+    except KernelRejected as exc:
         raise SubmissionError(str(exc).replace(path, os.path.basename(path))) from None
-    fn = python_function(kern)
-    if fn is None:
-        raise SubmissionError(f"{name} is not a function (a @cuda.jit kernel is asked for)")
-    params = list(inspect.signature(fn).parameters)
+    params = list(ks.params)
     want = spec["signature"]
     if len(params) != len(want):
         raise SubmissionError(
             f"{name}({', '.join(params)}) takes {len(params)} argument(s); the assignment asks "
             f"for {name}({', '.join(want)})"
         )
-    fn.__globals__[spec["tile_width_name"]] = spec["tile_width"]
-    return kern
+    return ks
 
 
 def _exact_p(trace) -> list[dict]:

@@ -68,7 +68,7 @@ MAX_FILE_BYTES = 1 << 20
 MAX_CONSTANT = 1 << 62
 
 #: Modules a kernel file may import (anything else is set aside, never imported).
-MODULES = ("numba", "numba.cuda", "math", "numpy", "numba.types")
+MODULES = ("numba", "numba.cuda", "math", "numpy", "numba.types", "vizmm_kernels._target")
 #: Numeric types the generated code binds (numba's, for the process's target).
 TYPES = ("float32", "float64", "int32", "int64", "uint32", "uint64", "int16", "int8", "boolean")
 #: Builtins the kernel may call.
@@ -160,6 +160,8 @@ class KernelSource:
         (compiled from their checked tree), normalised.
     notes : tuple of str
         What was set aside and never run (one line each, with the file's line).
+    constant_lines : mapping of str to int
+        The file's line where each constant is set.
     """
 
     path: str
@@ -172,6 +174,18 @@ class KernelSource:
     types: Mapping[str, str]
     device_functions: tuple = ()
     notes: tuple = ()
+    constant_lines: Mapping[str, int] = dataclasses.field(default_factory=dict)
+
+    def uses(self, name: str) -> bool:
+        """Whether the kernel (or a device function it calls) reads the name ``name``.
+
+        Parameters
+        ----------
+        name : str
+            A module constant's name (``TILE_WIDTH``).
+        """
+        trees = (self.tree, *self.device_functions)
+        return any(isinstance(n, ast.Name) and n.id == name for t in trees for n in ast.walk(t))
 
     def namespace(self, target, constants: Mapping[str, Any] | None = None) -> dict:
         """The globals the generated code runs in: built by vizmm, nothing of the file's module.
@@ -318,6 +332,7 @@ class _Reader:
         self.aliases: dict[str, str] = {}  # a name the file binds -> its module path
         self.types: dict[str, str] = {}  # a name bound to a numeric type -> the type
         self.constants: dict[str, Any] = {}
+        self.constant_lines: dict[str, int] = {}
         self.kernels: dict[str, ast.FunctionDef] = {}
         self.device: dict[str, ast.FunctionDef] = {}
         self.notes: list[str] = []
@@ -365,7 +380,9 @@ class _Reader:
                     self._note(stmt, f"from {mod} import *")
                 elif a.name in TYPES:
                     self.types[bound] = a.name
-                elif f"{mod}.{a.name}" in MODULES or (mod == "numba" and a.name == "cuda"):
+                elif a.name == "cuda" and mod in ("numba", "vizmm_kernels._target"):
+                    self.aliases[bound] = "numba.cuda"
+                elif f"{mod}.{a.name}" in MODULES:
                     self.aliases[bound] = f"{mod}.{a.name}"
                 elif mod == "math" and a.name in MATH:
                     self.aliases[bound] = f"math.{a.name}"
@@ -400,6 +417,7 @@ class _Reader:
                 else:
                     for t in targets:
                         self.constants[t.id] = v  # type: ignore[attr-defined]
+                        self.constant_lines[t.id] = stmt.lineno  # type: ignore[attr-defined]
                     return
             self._note(stmt, f"assignment {ast.unparse(stmt)[:60]}")
             return
@@ -513,6 +531,7 @@ class _Reader:
             types=dict(self.types),
             device_functions=tuple(checker.compiled.values()),
             notes=tuple(self.notes),
+            constant_lines=dict(self.constant_lines),
         )
 
 
@@ -1116,7 +1135,7 @@ class _Checker:
             e = sub.visit(copy.deepcopy(ret.value))
             _relocate(e, node)
             return self.expr(e, scope)
-        stmts = [sub.visit(copy.deepcopy(s)) for s in pre + body]
+        stmts = pre + [sub.visit(copy.deepcopy(s)) for s in body]
         for s in stmts:
             _relocate(s, node)
         del line
