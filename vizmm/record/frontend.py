@@ -618,6 +618,16 @@ class _Checker:
         fn = copy.deepcopy(fn)
         self._signature(fn)
         body = self.block(fn.body, _Scope(self, fn, kernel=True))
+        # shared and local arrays first (their shapes are constants): where a student
+        # declares them among the first statements makes no difference to the kernel
+        decl = [
+            st
+            for st in body
+            if isinstance(st, ast.Assign)
+            and isinstance(st.value, ast.Call)
+            and ast.unparse(st.value.func) in ("cuda.shared.array", "cuda.local.array")
+        ]
+        body = decl + [st for st in body if not any(st is d for d in decl)]
         fn.body = body or [ast.Pass()]
         fn.decorator_list = []
         ast.fix_missing_locations(fn)
