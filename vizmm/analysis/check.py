@@ -662,7 +662,7 @@ def _terms_and_p(L: _Log) -> list:
     ref = Mv @ Nv
     P = np.asarray(L.trace.P, np.float64)
     stored_by: dict = {}
-    provenance = bool((L.ev[..., f["op"]] == TERM).any())
+    provenance = bool(np.isin(L.ev[..., f["op"]], (TERM, MOVE)).any())
     if provenance:  # terms by where each factor came from (the recording's TERM events)
         out += _judge_provenance(L)
     for s in range(L.ev.shape[0]):
@@ -846,6 +846,8 @@ def _judge_provenance(L: _Log) -> list:
         if a != L.P or not 0 <= p < L.j * l:
             continue
         r, c = divmod(p, l)
+        if not recs:
+            continue  # no product reached this element: its wrong P says so, once
         needed: dict = defaultdict(int)
         for q in range(k):
             needed[(r * k + q, q * l + c)] += 1

@@ -640,6 +640,7 @@ class _Rewriter:
         lean=False,
         simulated=False,
         terms=False,
+        first_arrays=0,
     ):
         self.fn = fn
         self.lean = lean
@@ -661,6 +662,10 @@ class _Rewriter:
             if _atomic(n) and len(n.args) >= 2 and _name(n.args[0]) is not None
         }
         subscripted |= set(atomics)
+        # a matmul kernel's M, N and P are arrays even where the kernel never indexes one
+        # (a kernel that reads nothing, or never stores P): its log names them all
+        unindexed = set(self.params[:first_arrays]) - subscripted
+        subscripted |= unindexed
         self.globals = [p for p in self.params if p in subscripted]
         self.scalars = [p for p in self.params if p not in subscripted]
         self.constants = {
@@ -678,6 +683,8 @@ class _Rewriter:
             }
             if g in atomics:
                 ndims.add(len(atomics[g].elts) if isinstance(atomics[g], ast.Tuple) else 1)
+            if g in unindexed:
+                ndims = {1}
             if len(ndims) != 1 or next(iter(ndims)) > 2:
                 raise InstrumentError(
                     f"array {g!r} is indexed with {sorted(ndims)} subscripts; the instrumenter "
@@ -1656,6 +1663,7 @@ def instrument(
     dtypes: Mapping[str, DTypeLike] | None = None,
     shared_loads: bool = True,
     terms: bool = False,
+    first_arrays: int = 0,
 ) -> Instrumented:
     """Rewrite ``kernel`` to log every access (see the module docstring) and compile it.
 
@@ -1686,6 +1694,10 @@ def instrument(
         tags) and each accumulator's value moved into another or into an
         array element a MOVE event (:data:`~.instrument_device.TERM`). Off
         (the book's recordings), the log is as before.
+    first_arrays : int
+        The first parameters that are arrays whether or not the kernel
+        indexes them (3 for a matmul kernel's M, N and P), given flat when
+        never indexed.
 
     Returns
     -------
@@ -1715,6 +1727,7 @@ def instrument(
     key = (
         bool(shared_loads),
         bool(terms),
+        int(first_arrays),
         text,
         ast.unparse(tree),  # the normalised kernel (its inlined device functions)
         tuple(
@@ -1739,9 +1752,17 @@ def instrument(
         bool(shared_loads),
         simulated=simulated,
         terms=terms,
+        first_arrays=first_arrays,
     )
     code = ast.unparse(rw.rewrite()) + "\n"
-    lean_rw = _Rewriter(copy.deepcopy(tree), ns, int(dynamic_shared), bool(shared_loads), lean=True)
+    lean_rw = _Rewriter(
+        copy.deepcopy(tree),
+        ns,
+        int(dynamic_shared),
+        bool(shared_loads),
+        lean=True,
+        first_arrays=first_arrays,
+    )
     lean_code = ast.unparse(lean_rw.rewrite()) + "\n"
 
     def compiled(text, label):

@@ -136,7 +136,11 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
         figure = K.FIGURES[name]
     else:
         inst = I.instrument(
-            kernel, shared_loads=job.reads, constants=job.constants or None, terms=job.reads
+            kernel,
+            shared_loads=job.reads,
+            constants=job.constants or None,
+            terms=job.reads,
+            first_arrays=3,
         )
         source = inst.source
         first_line = inst.first_line
@@ -243,9 +247,10 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
     if job.aggregated:
         meta["spread_from"] = "detail blocks"
     summaries = _summarise_spread(spread, codes, job.aggregated, meta, (gy, gx, nph))
-    P_out = log.outputs[inst.global_arrays[-1]].reshape(j, l).astype(np.float32)
+    p_name = own[2] if kernel is not None else inst.global_arrays[-1]
+    P_out = np.asarray(log.outputs.get(p_name, P)).reshape(j, l).astype(np.float32)
     r = log.reads
-    g = inst.global_arrays
+    g = list(own[:2]) if kernel is not None else inst.global_arrays
     return Trace(
         meta=meta,
         M=M,
