@@ -789,7 +789,7 @@ def _judge_provenance(L: _Log) -> list:
     ``M[r][q] * N[q][c]`` of the book.
     """
     f = L.F
-    k, l, T = L.k, L.l, L.T
+    k, l = L.k, L.l
     dest: dict = defaultdict(list)  # (array, element) or (block, array, element) -> terms
     for s in range(L.ev.shape[0]):
         for t in range(L.ev.shape[1]):
@@ -863,12 +863,39 @@ def _judge_provenance(L: _Log) -> list:
                 left[key] -= 1
                 continue
             wrong.append((rec, key, key in needed))
+        if wrong:
+            # the terms of one other element, stored into the wrong place: wrong P says so
+            have: dict = defaultdict(int)
+            for rec in recs:
+                x, y = _element(L, rec[0]), _element(L, rec[1])
+                if rec[0] != TAG_ZERO and rec[1] != TAG_ZERO:
+                    pair = {x[0]: x[1] for x in (x, y) if x is not None}
+                    have[(pair.get(L.M, -1), pair.get(L.N, -1))] += 1
+            rows = {mi // k for mi, _ in have if mi >= 0}
+            cols = {ni % l for _, ni in have if ni >= 0}
+            if len(rows) == 1 and len(cols) == 1:
+                (r1,), (c1,) = rows, cols
+                theirs = {(r1 * k + q, q * l + c1): 1 for q in range(k)}
+                # moved there, not copied: the other element did not get them itself
+                own = dest.get((L.P, r1 * l + c1), [])
+                if dict(have) == theirs and (r1, c1) != (r, c) and not _has_terms(L, own, theirs):
+                    continue
         for rec, key, doubled in wrong:
             out.append(_provenance_finding(L, rec, key, doubled, (r, c), left))
         for (mi, ni), v in sorted(left.items(), key=lambda x: x[0][0] % k):
             for _ in range(v):
                 out.append(_missing_term(L, (r, c), mi, ni, stored.get(p)))
     return out
+
+
+def _has_terms(L: _Log, recs, terms) -> bool:
+    """Whether the TERM records ``recs`` hold every term of ``terms`` (M flat, N flat)."""
+    got = set()
+    for rec in recs:
+        x, y = _element(L, rec[0]), _element(L, rec[1])
+        pair = {x[0]: x[1] for x in (x, y) if x is not None}
+        got.add((pair.get(L.M, -1), pair.get(L.N, -1)))
+    return set(terms) <= got
 
 
 def _provenance_finding(L: _Log, rec, key, doubled, rc, left) -> Finding:
@@ -890,16 +917,18 @@ def _provenance_finding(L: _Log, rec, key, doubled, rc, left) -> Finding:
     if doubled:
         msg = f"{where}: {mw}\u00b7{nw} counted a second time"
     else:
-        need = "" if want is None else f"; needed {_el('M', want[0], k)}\u00b7{_el('N', want[1], l)}"
+        need = (
+            "" if want is None else f"; needed {_el('M', want[0], k)}\u00b7{_el('N', want[1], l)}"
+        )
         msg = f"{where}: {mw}\u00b7{nw}{need} for P_{{{r0},{c0}}}"
     E = L.ev[s, t, : L.cnt[s, t]]
     marks: dict = {"threads": (th,), "P": (rc,)}
     why: list = []
     other = None
     addr = None
-    for side, tag, need_el in (
-        ("M", ta if _element(L, ta) is None or _element(L, ta)[0] == L.M else tb, None),
-        ("N", tb if _element(L, tb) is None or _element(L, tb)[0] == L.N else ta, None),
+    for side, tag in (
+        ("M", ta if _element(L, ta) is None or _element(L, ta)[0] == L.M else tb),
+        ("N", tb if _element(L, tb) is None or _element(L, tb)[0] == L.N else ta),
     ):
         # the shared slot the factor was read from: the thread's latest load that found it
         loads = np.flatnonzero(

@@ -53,7 +53,6 @@ import functools
 import inspect
 import itertools
 import math
-import os
 import sys
 import textwrap
 import time
@@ -333,7 +332,9 @@ def _is_cuda_kernel(obj) -> bool:
     return ("numba" in mod or "cuda" in mod) and python_function(obj) is not None
 
 
-def kernel_source(kernel, constants: Mapping | None = None) -> tuple[ast.FunctionDef, str, dict, int]:
+def kernel_source(
+    kernel, constants: Mapping | None = None
+) -> tuple[ast.FunctionDef, str, dict, int]:
     """``(FunctionDef, dedented source, namespace, first line)`` of a kernel.
 
     A file (``"file.py:name"``), source text or a
@@ -368,7 +369,9 @@ def kernel_source(kernel, constants: Mapping | None = None) -> tuple[ast.Functio
     if isinstance(kernel, str):
         if "def " in kernel:  # source text
             try:
-                kernel = read_source(textwrap.dedent(kernel), None, constants=constants, lenient=True)
+                kernel = read_source(
+                    textwrap.dedent(kernel), None, constants=constants, lenient=True
+                )
             except KernelRejected as exc:
                 raise InstrumentError(str(exc)) from None
         else:
@@ -585,15 +588,19 @@ def _roles(fn: ast.FunctionDef, params: set) -> tuple[set, list]:
     for n in ast.walk(fn):
         if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
             x = n.targets[0].id
-            if x in params or _is_call_to(n.value, "shared.array") or _is_call_to(
-                n.value, "local.array"
+            if (
+                x in params
+                or _is_call_to(n.value, "shared.array")
+                or _is_call_to(n.value, "local.array")
             ):
                 continue
             tagged.add(x)
             v = n.value
-            summed = isinstance(v, ast.BinOp) and isinstance(v.op, ast.Add) and x in {
-                _name(t) for t in _add_terms(v)
-            }
+            summed = (
+                isinstance(v, ast.BinOp)
+                and isinstance(v.op, ast.Add)
+                and x in {_name(t) for t in _add_terms(v)}
+            )
             fma = _is_call_to(v, "cuda.fma") and len(v.args) == 3 and _name(v.args[2]) == x
             if (summed or fma) and x not in accs:
                 accs.append(x)
@@ -906,7 +913,11 @@ class _Rewriter:
         ):
             name = cast(ast.Name, node.value).id
             sl = node.slice
-            idx = [ast.unparse(e) for e in sl.elts] if isinstance(sl, ast.Tuple) else [ast.unparse(sl)]
+            idx = (
+                [ast.unparse(e) for e in sl.elts]
+                if isinstance(sl, ast.Tuple)
+                else [ast.unparse(sl)]
+            )
             if name in self.shared:
                 sh = self.shared[name]
                 if len(idx) == 2:
@@ -948,7 +959,7 @@ class _Rewriter:
         return before, after
 
     def _move(self, arr, idx, src, flag, ln) -> ast.stmt:
-        """A MOVE event: ``src`` (an accumulator's name; None: nothing; '?': unknown) into (arr, idx)."""
+        """A MOVE event into (arr, idx) from ``src``: an accumulator, None or '?' (unknown)."""
         si = -1 if src is None else -2 if src == "?" else self.accs.index(src)
         return self._event(D.MOVE, flag, arr, idx, D.TAG_COMPUTED, -1, si, ln)
 
@@ -985,9 +996,11 @@ class _Rewriter:
                             before, after = before + b, after + a
                 elif _name(value) in self.accs and _name(value) != x:
                     after.append(self._move(-1, me, _name(value), D.MOVE_SET, ln))
-                elif isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and x in {
-                    _name(t) for t in _add_terms(value)
-                }:
+                elif (
+                    isinstance(value, ast.BinOp)
+                    and isinstance(value.op, ast.Add)
+                    and x in {_name(t) for t in _add_terms(value)}
+                ):
                     rest = [t for t in _add_terms(value) if _name(t) != x]
                     pairs = _products(_sum(rest)) if rest else []
                     if pairs:
@@ -1068,16 +1081,20 @@ class _Rewriter:
         """``cuda.atomic.op(A, idx, v)``: performed as written, logged as a store of A's element."""
         arr = _name(call.args[0]) if call.args else None
         if arr not in self.ids or len(call.args) < 3:
-            out = [self.expr(ast.Expr(call))] if result is None else _stmts(
-                f"{result} = {ast.unparse(self.expr(call))}"
+            out = (
+                [self.expr(ast.Expr(call))]
+                if result is None
+                else _stmts(f"{result} = {ast.unparse(self.expr(call))}")
             )
             return out
         name = cast(str, arr)
         aid = self.ids[name]
         index, v = call.args[1], call.args[2]
-        idx = [ast.unparse(e) for e in index.elts] if isinstance(index, ast.Tuple) else [
-            ast.unparse(index)
-        ]
+        idx = (
+            [ast.unparse(e) for e in index.elts]
+            if isinstance(index, ast.Tuple)
+            else [ast.unparse(index)]
+        )
         if _has_array_access(index, self.ids):
             raise InstrumentError(
                 f"line {ln}: index an atomic's array with numbers and variables, not array "
@@ -1098,7 +1115,6 @@ class _Rewriter:
         vv = ast.unparse(self.expr(copy.deepcopy(v)))
         ok = f"g_ok2({name}, {idx[0]}, {idx[1]})" if len(idx) == 2 else f"g_ok({name}, {idx[0]})"
         if name in self.shared:
-            sh = self.shared[name]
             ok = (
                 f"({idx[0]} >= 0 and {idx[0]} < {name}.shape[0] and {idx[1]} >= 0 and "
                 f"{idx[1]} < {name}.shape[1])"
@@ -1109,7 +1125,6 @@ class _Rewriter:
         rc = f"{idx[0]}, {idx[1]}" if len(idx) == 2 else f"{D.NO_INDEX}, {D.NO_INDEX}"
         new = f"_old{n} + _av{n}" if add else f"_av{n}"
         if name in self.shared:
-            sh = self.shared[name]
             note = (
                 f"log_s({_LOG[:-5]}, {D.STORE}, {{flag}}, {aid}, {flat}, {rc}, {D.TAG_COMPUTED}, "
                 f"-1, -1, {D.NO_INDEX}, {D.NO_INDEX}, _ep, {ln}, {{value}}, {self._acc()})"
@@ -1196,8 +1211,7 @@ class _Rewriter:
             ok = f"_ok{n}"
             src = (f"_i{n} * {D.TAG_ARRAYS} + {gid}", str(gid), f"_i{n}", grow, gcol)
         elif self.terms and not (
-            isinstance(value, ast.Constant)
-            or (isinstance(_uncast(value), ast.Constant))
+            isinstance(value, ast.Constant) or (isinstance(_uncast(value), ast.Constant))
         ):
             n = next(self.tmp)
             pre = _stmts(f"_tg{n} = {self.tag_of(value)}")
@@ -1732,7 +1746,9 @@ def instrument(
         ast.unparse(tree),  # the normalised kernel (its inlined device functions)
         tuple(
             sorted(
-                (k, v.__name__) for k, v in namespace.items() if hasattr(v, "py_func") and k[0] != "_"
+                (k, v.__name__)
+                for k, v in namespace.items()
+                if hasattr(v, "py_func") and k[0] != "_"
             )
         ),
         key_consts,
