@@ -62,8 +62,10 @@ def test_validate_names_what_is_wrong(tmp_path):
     [
         # 2x2 blocks x (Mds, Nds) x 4 slots
         ("r01_fig59_no_first_barrier", 2 * 2 * 2 * 4),
-        # the 3 partial blocks of Width 3 x 2 arrays x 4 slots
-        ("r09_barrier_in_branch_boundary", 3 * 2 * 4),
+        # 4 blocks x (Mds row 1: 2 slots, all of Nds: 4)
+        ("r08_barrier_in_branch_ty0", 4 * (2 + 4)),
+        # block (0,1): Mds 4 + Nds column 1; (1,0): Mds row 1 + Nds 4; (1,1): all 8
+        ("r09_barrier_in_branch_boundary", (4 + 2) + (2 + 4) + 8),
         # 3x3 blocks x 2 arrays x buffer 0's 4 slots
         ("r10_double_buffer_3d_no_reuse_barrier", 9 * 2 * 4),
         # 4 blocks x (column 3 of Mds, row 3 of Nds): 4 slots each
