@@ -613,6 +613,8 @@ class _Checker:
         self.first = first_line
         self.compiled: dict[str, ast.FunctionDef] = {}
         self.inline_n = itertools.count()
+        self.pending: list[ast.stmt] = []  # statements an expression's inlined call needs first
+        self.hoist = True  # off in a while loop's test (evaluated every turn)
 
     def fail(self, node, what: str) -> KernelRejected:
         return KernelRejected(f"{self.r._where(node)}: {what}")
@@ -668,7 +670,12 @@ class _Checker:
                 and isinstance(st.value.value, str)
             ):
                 continue  # a docstring
-            out.extend(self.stmt(st, scope))
+            saved, self.pending = self.pending, []
+            try:
+                got = self.stmt(st, scope)
+                out.extend(self.pending + got)  # an inlined device function's body first
+            finally:
+                self.pending = saved
         return out
 
     def stmt(self, st: ast.stmt, scope: _Scope) -> list[ast.stmt]:
@@ -756,10 +763,15 @@ class _Checker:
         if isinstance(st, ast.While):
             if st.orelse:
                 raise self.fail(st, "a while loop's else is outside the subset")
+            self.hoist = False
+            try:
+                test = self.expr(st.test, scope)
+            finally:
+                self.hoist = True
             return [
                 ast.copy_location(
                     ast.While(
-                        test=self.expr(st.test, scope),
+                        test=test,
                         body=self.block(st.body, scope) or [ast.Pass()],
                         orelse=[],
                     ),
@@ -1150,8 +1162,13 @@ class _Checker:
                 for n in ast.walk(ast.Module(body=body, type_ignores=[]))
             )
         )
+        hoisted = None
         if not (simple or procedure):
-            return None
+            if not self.hoist:
+                return None
+            hoisted = _returns_to(body, f"{func.id}_result")
+            if hoisted is None:
+                return None  # a return inside a loop: the device function is compiled and called
         mapping: dict[str, ast.expr] = {}
         pre: list[ast.stmt] = []
         n = next(self.inline_n)
@@ -1175,6 +1192,9 @@ class _Checker:
             for t in ast.walk(s)
             if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store) and t.id not in params
         }
+        if hoisted is not None:
+            body = hoisted
+            own.add(f"{func.id}_result")
         for o in own:
             mapping[o] = ast.Name(f"{func.id}_{o}_{n}", ast.Load())
         sub = _Substitute(mapping)
@@ -1189,7 +1209,47 @@ class _Checker:
         for s in stmts:
             _relocate(s, node)
         del line
+        if hoisted is not None:  # the body before the statement, its result in a local
+            self.pending.extend(self.block(stmts, scope))
+            res = ast.Name(f"{func.id}_{func.id}_result_{n}", ast.Load())
+            return ast.copy_location(res, node)
         return self.block(stmts, scope)
+
+
+def _ends_in_return(stmts: list) -> bool:
+    return bool(stmts) and isinstance(stmts[-1], ast.Return)
+
+
+def _returns_to(stmts: list, res: str) -> list | None:
+    """``stmts`` of a device function with each ``return v`` made ``res = v`` (None: cannot).
+
+    A return ends its path: an ``if`` whose branch returns takes the statements after it
+    into its other branch. A return inside a loop cannot be so rewritten.
+    """
+    out: list = []
+    for i, st in enumerate(stmts):
+        if isinstance(st, ast.Return):
+            value = st.value if st.value is not None else ast.Constant(0)
+            out.append(
+                ast.copy_location(ast.Assign(targets=[ast.Name(res, ast.Store())], value=value), st)
+            )
+            return out
+        has = any(isinstance(n, ast.Return) for n in ast.walk(st))
+        if not has:
+            out.append(st)
+            continue
+        if not isinstance(st, ast.If):
+            return None  # a return inside a loop
+        rest = stmts[i + 1 :]
+        body = _returns_to(st.body if _ends_in_return(st.body) else st.body + rest, res)
+        orelse = _returns_to(st.orelse if _ends_in_return(st.orelse) else st.orelse + rest, res)
+        if body is None or orelse is None:
+            return None
+        out.append(
+            ast.copy_location(ast.If(test=st.test, body=body or [ast.Pass()], orelse=orelse), st)
+        )
+        return out
+    return out
 
 
 def _relocate(tree, at) -> None:

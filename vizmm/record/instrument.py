@@ -1665,6 +1665,21 @@ def _static_bound(fn: ast.FunctionDef, rw: _Rewriter, barriers_only: bool = Fals
     return bound
 
 
+def _bound_or_none(bound, scalars, dims, gdims) -> int | None:
+    """A static bound's value, or None where a loop's bound is not known before the launch.
+
+    A bound from a local the launch computes (``n = M.shape[1]``), or from a shared
+    element (``range(nt[0])``), cannot be evaluated from the scalars: the events are
+    then counted by a first launch, never a failure.
+    """
+    if bound is None:
+        return None
+    try:
+        return int(bound(scalars, dims, gdims))
+    except Exception:  # noqa: BLE001 - any name or value the static view cannot know
+        return None
+
+
 # --------------------------------------------------------------- compile
 _CACHE: dict = {}
 
@@ -2250,12 +2265,12 @@ def run(
             update(1, 1)
         return rec, outs
 
-    if inst.bound is not None:
-        cap = inst.bound(scalars, dims, gdims)
-    else:  # count first: the same kernel with no room, every thread counts its events
+    cap = _bound_or_none(inst.bound, scalars, dims, gdims)
+    if cap is None:  # count first: the same kernel with no room, every thread counts its events
         rec, _ = launch(0, 0)
         cap = int(rec["_cnt"].max()) if nd else 0
-    nbar = inst.barrier_bound(scalars, dims, gdims) if inst.barrier_bound is not None else cap
+    nbar = _bound_or_none(inst.barrier_bound, scalars, dims, gdims)
+    nbar = cap if nbar is None else nbar
     if simulated:  # the simulator has no %clock64: no room for clocks, none written
         nbar = 0
     need = log_bytes(cap, nd * nthreads) + nbar * nd * nthreads * 8

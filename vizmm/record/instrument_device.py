@@ -904,7 +904,7 @@ def s_tag2(S, r, c, sh, off):
 
 @device
 def flat2(A, r, c):
-    """The flat index ``r * ncols + c`` of a 2-D array's element (may be out of bounds).
+    """The flat index ``r * ncols + c`` of a 2-D array's element, -1 outside the array.
 
     Parameters
     ----------
@@ -916,8 +916,12 @@ def flat2(A, r, c):
     Returns
     -------
     int
+        -1 where ``(r, c)`` lies outside ``A`` (a store there is not performed: no element
+        takes its terms).
     """
-    return r * A.shape[1] + c
+    if r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]:
+        return r * A.shape[1] + c
+    return -1
 
 
 @device

@@ -50,34 +50,6 @@ def book_kernel(kernel: str, T: int, drop=(), shared_loads=True) -> I.Instrument
     )
 
 
-def _adds_into(inst, p: str) -> bool:
-    """Whether the kernel reads its P argument ``p`` (an atomic on it, or a load of it)."""
-    import ast
-
-    try:
-        tree = ast.parse(inst.source.lstrip())
-    except SyntaxError:  # pragma: no cover - the instrumenter parsed it
-        return False
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load):
-            base = n.value
-            while isinstance(base, ast.Subscript):
-                base = base.value
-            if isinstance(base, ast.Name) and base.id == p:
-                return True
-        if isinstance(n, ast.AugAssign) and p in ast.unparse(n.target).split("[")[0]:
-            return True
-        if (
-            isinstance(n, ast.Call)
-            and ".atomic." in ast.unparse(n.func)
-            and n.args
-            and isinstance(n.args[0], ast.Name)
-            and n.args[0].id == p
-        ):
-            return True
-    return False
-
-
 def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) -> Trace:
     """Record ``job`` (a :class:`~vizmm.record.launcher.Job`) through the instrumenter.
 
@@ -156,10 +128,9 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
                 f"kernel {inst.name}({', '.join(own)}) must take (M, N, P, Width) or "
                 "(M, N, P, j, k, l)"
             )
-    # P as the host gives it: NaN where nothing is stored; zeros for a kernel that adds into
-    # P (an atomic, or P[r, c] += ...), which a host zeroes first
-    adds = kernel is not None and _adds_into(inst, own[2])
-    P = np.full((j, l), 0.0 if adds else np.nan, np.float32)
+    # P uninitialised, as cuda.device_array gives it (NaN here): a kernel that adds into P
+    # (an atomic, P[r, c] += ...) zeroes it first
+    P = np.full((j, l), np.nan, np.float32)
     values = dict(zip(own, (M, N, P, *scalars), strict=True))
     simulated = _target.NAME == _target.SIMULATOR
     update, close = _progress_reporter(show, len(blocks) if simulated else gy * gx)
