@@ -1230,9 +1230,8 @@ def _returns_to(stmts: list, res: str) -> list | None:
     for i, st in enumerate(stmts):
         if isinstance(st, ast.Return):
             value = st.value if st.value is not None else ast.Constant(0)
-            out.append(
-                ast.copy_location(ast.Assign(targets=[ast.Name(res, ast.Store())], value=value), st)
-            )
+            assign = ast.Assign(targets=[ast.Name(res, ast.Store())], value=value)
+            out.append(ast.copy_location(assign, st))
             return out
         has = any(isinstance(n, ast.Return) for n in ast.walk(st))
         if not has:
