@@ -107,12 +107,11 @@ def resolve_backend(backend: str = "auto") -> targets.Choice:
     if backend not in BACKENDS:
         raise RecordError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     software = _software()
-    driver = targets.Driver()
-    if backend != "simulator":
-        target = targets.gpu_target("gpu" if backend == "auto" else backend, software)
-        if targets.software_problem(target, software) is None:
-            driver = targets.driver_here()
-    return targets.choose(backend, software, driver)
+    if backend == "simulator":
+        return targets.choose(backend, software, targets.Driver())
+    # The driver is asked even where the versions already rule a compiler out: a
+    # machine without a GPU is told that, not how to fix NumPy (targets.problem).
+    return targets.choose(backend, software, targets.driver_here())
 
 
 def gpu_available(backend: str = "gpu") -> bool:
