@@ -247,26 +247,48 @@ def run_server(cmd: list[str], env: Mapping[str, str], grace_s: float = 10.0) ->
     int
         The server's exit status (0 when it was stopped by a signal sent to
         ``vizmm serve``).
+
+    Notes
+    -----
+    The handlers are installed before the server is started, whatever the
+    signals' dispositions were: a shell script's ``vizmm serve &`` starts
+    with SIGINT ignored, and a signal ignored at ``exec`` stays ignored in
+    the child (POSIX), so Panel would never see the SIGINT passed on. A
+    signal caught here is reset to its default action in the child at
+    ``exec``: Panel's Python turns SIGINT into ``KeyboardInterrupt`` again.
     """
-    proc = subprocess.Popen(cmd, env=dict(env), start_new_session=True)
-    stopping = []
+    stopping: list[int] = []
+    started: list[subprocess.Popen] = []
 
     def forward(signum, _frame):
         stopping.append(signum)
-        _signal_group(proc.pid, signal.SIGTERM if signum == signal.SIGHUP else signum)
+        if started:
+            _signal_group(started[0].pid, signal.SIGTERM if signum == signal.SIGHUP else signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in SERVER_SIGNALS}
     try:
+        proc = subprocess.Popen(cmd, env=dict(env), start_new_session=True)
+    except BaseException:
+        _restore(previous)
+        raise
+    started.append(proc)
+    try:
+        if stopping:  # a signal came while the server was being started
+            forward(stopping[0], None)
         rc = proc.wait()
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        _restore(previous)
         _signal_group(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + grace_s
         while _group_alive(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         _signal_group(proc.pid, signal.SIGKILL)
     return 0 if stopping else rc
+
+
+def _restore(previous: dict) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
 
 
 def _signal_group(pgid: int, signum: int) -> None:
