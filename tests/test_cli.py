@@ -214,8 +214,8 @@ def test_serve_uses_the_c_allocator_unless_told(monkeypatch, capsys):
     words = capsys.readouterr().out.split()
     # as a shell takes it: the variables, then the command
     assert words[:2] == ["PYTHONMALLOC=malloc", "PYTHONINTMAXSTRDIGITS=65536"]
-    assert words[2:5] == [words[2], "-m", "panel"] and os.path.isfile(words[2])
+    assert words[2:6] == [words[2], "-P", "-m", "panel"] and os.path.isfile(words[2])
     monkeypatch.setenv("PYTHONMALLOC", "pymalloc")
     assert main(["serve", "--dry-run"]) == 0
     words = capsys.readouterr().out.split()
-    assert words[2:4] == ["-m", "panel"] and not any("PYTHONMALLOC" in w for w in words)
+    assert words[3:5] == ["-m", "panel"] and not any("PYTHONMALLOC" in w for w in words)

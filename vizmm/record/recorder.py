@@ -428,7 +428,7 @@ def _record_in_subprocess(job, M, N, quiet, cancel=None):
         out = os.path.join(tmp, "out.vizmm")
         np.savez(inp, M=M, N=N, blocks=np.asarray(job.blocks, np.int32).reshape(-1, 2))
         env = dict(os.environ, **targets.environment(job.target))
-        args = [sys.executable, "-m", "vizmm.record.worker", inp, out, job.to_json()]
+        args = [sys.executable, "-P", "-m", "vizmm.record.worker", inp, out, job.to_json()]
         proc = subprocess.Popen(args, env=env, stderr=None if not quiet else subprocess.DEVNULL)
         try:
             while True:

@@ -294,7 +294,7 @@ def driver_here() -> Driver:
     )
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+            [sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120
         )
         return Driver.from_dict(json.loads(proc.stdout.strip().splitlines()[-1]))
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError, KeyError):
