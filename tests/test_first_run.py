@@ -14,10 +14,14 @@ import time
 import types
 import urllib.request
 
+import instrument_kernels as IK
+import numpy as np
 import pytest
 from served import free_port
 
+import vizmm
 from vizmm.cli import main
+from vizmm.record import recorder
 from vizmm.serve import command
 
 
@@ -94,3 +98,170 @@ def test_a_clone_imported_in_place_of_the_package_is_named(tmp_path, monkeypatch
         f"vizmm's data file {top / 'data' / 'presets.json'} is missing: 'vizmm' was imported "
         f"from the folder {top}, not the installed package; start vizmm from another folder"
     )
+
+
+# ------------------------------------------------------------ progress
+def _blocks(width: int, tile_width: int) -> int:
+    """The book's grid: ceil(Width / TILE_WIDTH) blocks a side (Fig. 5.9's launch)."""
+    return (-(-width // tile_width)) ** 2
+
+
+def test_a_book_kernels_recording_calls_progress_with_done_and_total():
+    seen = []
+    trace = vizmm.record(
+        width=6,
+        tile_width=2,
+        kernel="tiled",
+        backend="simulator",
+        quiet=True,
+        progress=lambda done, total: seen.append((done, total)),
+    )
+    n = _blocks(6, 2)
+    assert seen == [(i, n) for i in range(1, n + 1)]
+    assert len(trace.detail_blocks) == n
+    seen.clear()
+    vizmm.record(
+        width=6,
+        tile_width=2,
+        backend="simulator",
+        quiet=True,
+        window=[(0, 0), (2, 1)],
+        progress=lambda done, total: seen.append((done, total)),
+    )
+    assert seen == [(1, 2), (2, 2)]  # the simulator runs only the window's blocks
+
+
+def test_a_students_kernel_function_calls_progress():
+    seen = []
+    vizmm.record(
+        width=4,
+        tile_width=2,
+        kernel=IK.tiled_2d,
+        backend="simulator",
+        quiet=True,
+        progress=lambda done, total: seen.append((done, total)),
+    )
+    assert seen == [(i, 4) for i in range(1, 5)]
+
+
+STUDENT = """
+from numba import cuda, float32
+
+TILE_WIDTH = 2
+
+
+@cuda.jit
+def matmul(M, N, P, Width):
+    Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+    Nds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    Row = cuda.blockIdx.y * TILE_WIDTH + ty
+    Col = cuda.blockIdx.x * TILE_WIDTH + tx
+    print("a student's print, on the worker's stdout")
+    Pvalue = float32(0)
+    for ph in range(Width // TILE_WIDTH):
+        Mds[ty, tx] = M[Row * Width + ph * TILE_WIDTH + tx]
+        Nds[ty, tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
+        cuda.syncthreads()
+        for k in range(TILE_WIDTH):
+            Pvalue += Mds[ty, k] * Nds[k, tx]
+        cuda.syncthreads()
+    P[Row * Width + Col] = Pvalue
+"""
+
+
+def test_a_students_kernel_file_recorded_in_a_worker_calls_progress_here(tmp_path):
+    src = tmp_path / "student.py"
+    src.write_text(STUDENT)
+    seen = []
+    trace = vizmm.record(
+        width=6,
+        tile_width=2,
+        kernel=f"{src}:matmul",
+        backend="simulator",
+        quiet=True,
+        progress=lambda done, total: seen.append((done, total)),
+    )
+    n = _blocks(6, 2)
+    np.testing.assert_array_equal(trace.P, np.asarray(trace.M) @ np.asarray(trace.N))
+    # the worker's counts arrive as they come (some may be read together): rising to n of n
+    assert seen and seen[-1] == (n, n)
+    assert all(total == n for _, total in seen)
+    assert [done for done, _ in seen] == sorted({done for done, _ in seen})
+
+
+def test_a_fresh_process_records_in_the_simulator_itself():
+    # Nothing has imported numba: the process becomes the simulator's and records
+    # here, with no worker (the issue: the kernels' import bound it to the GPU compiler).
+    code = (
+        "import os, vizmm\n"
+        "from vizmm.record import recorder\n"
+        "def worker(*a, **k):\n"
+        "    raise SystemExit('a worker was started')\n"
+        "recorder._record_in_subprocess = worker\n"
+        "seen = []\n"
+        "t = vizmm.record(width=4, tile_width=2, kernel='tiled', backend='simulator', quiet=True,\n"
+        "                 drop_barrier=None, progress=lambda d, n: seen.append((d, n)))\n"
+        "print(t.backend, os.environ['NUMBA_ENABLE_CUDASIM'], seen[-1])\n"
+    )
+    env = dict(os.environ)
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["simulator", "1", "(4,", "4)"]
+
+
+def _bar_drawn(argv, width, tile_width, tmp_path, terminal: bool) -> str:
+    """What ``vizmm record`` writes to stderr, a terminal (a pseudo-terminal) or a pipe."""
+    exe = os.path.join(os.path.dirname(sys.executable), "vizmm")
+    out = tmp_path / "bar.vizmm"
+    cmd = [exe, "record", "--width", str(width), "-t", str(tile_width), "-o", str(out), *argv]
+    env = dict(os.environ)
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    if not terminal:
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    # a terminal of 30 rows and 100 columns (a new pseudo-terminal has none: no room for a bar)
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=follower)
+    os.close(follower)
+    chunks = []
+    try:
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the other end closed (the command ended)
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(leader)
+        assert proc.wait(300) == 0, b"".join(chunks).decode(errors="replace")
+    return b"".join(chunks).decode(errors="replace")
+
+
+@pytest.mark.slow
+def test_record_shows_a_progress_bar_on_a_terminal_only(tmp_path):
+    width, tile_width = 36, 6  # 36 blocks, estimated at over a second in the simulator
+    est = vizmm.estimate(width, width, width, tile_width, "boundary")
+    assert est.simulator_seconds > recorder.PROGRESS_AFTER_S
+    n = _blocks(width, tile_width)
+    args = ["--backend", "simulator"]
+    drawn = _bar_drawn(args, width, tile_width, tmp_path, terminal=True)
+    assert f"/{n} [" in drawn and "block" in drawn and "simulating" in drawn, drawn
+    piped = _bar_drawn(args, width, tile_width, tmp_path, terminal=False)
+    assert f"/{n} [" not in piped and "simulating" not in piped, piped
+    # a short one draws none, even on a terminal
+    small = _bar_drawn(args, 4, 2, tmp_path, terminal=True)
+    assert "simulating" not in small and "/4 [" not in small, small
