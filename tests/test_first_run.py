@@ -191,27 +191,46 @@ def test_a_students_kernel_file_recorded_in_a_worker_calls_progress_here(tmp_pat
     assert [done for done, _ in seen] == sorted({done for done, _ in seen})
 
 
-def test_a_fresh_process_records_in_the_simulator_itself():
+NO_WORKER = (
+    "import os, vizmm\n"
+    "from vizmm.record import recorder\n"
+    "def worker(*a, **k):\n"
+    "    raise SystemExit('a worker was started')\n"
+    "recorder._record_in_subprocess = worker\n"
+)
+API = (
+    "seen = []\n"
+    "t = vizmm.record(width=4, tile_width=2, kernel='tiled', backend='simulator', quiet=True,\n"
+    "                 progress=lambda d, n: seen.append((d, n)))\n"
+    "print(t.backend, os.environ['NUMBA_ENABLE_CUDASIM'], *seen[-1])\n"
+)
+# Fig. 5.14's host code chooses TILE_WIDTH (32 for the A100 preset), said before recording
+CLI_DYNAMIC = (
+    "from vizmm.cli import main\n"
+    "argv = ['record', '--kernel', 'dynamic', '--tile-width', 'device', '--width', '2',\n"
+    "        '--backend', 'simulator', '-o', {out!r}]\n"
+    "assert main(argv) == 0\n"
+    "t = vizmm.load({out!r})\n"
+    "print(t.backend, os.environ['NUMBA_ENABLE_CUDASIM'], t.tile_width, t.kernel)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "code, printed",
+    [(API, "simulator 1 4 4"), (CLI_DYNAMIC, "simulator 1 32 dynamic")],
+    ids=["api", "cli-dynamic"],
+)
+def test_a_fresh_process_records_in_the_simulator_itself(code, printed, tmp_path):
     # Nothing has imported numba: the process becomes the simulator's and records
     # here, with no worker (the issue: the kernels' import bound it to the GPU compiler).
-    code = (
-        "import os, vizmm\n"
-        "from vizmm.record import recorder\n"
-        "def worker(*a, **k):\n"
-        "    raise SystemExit('a worker was started')\n"
-        "recorder._record_in_subprocess = worker\n"
-        "seen = []\n"
-        "t = vizmm.record(width=4, tile_width=2, kernel='tiled', backend='simulator', quiet=True,\n"
-        "                 drop_barrier=None, progress=lambda d, n: seen.append((d, n)))\n"
-        "print(t.backend, os.environ['NUMBA_ENABLE_CUDASIM'], seen[-1])\n"
-    )
     env = dict(os.environ)
     env.pop("NUMBA_ENABLE_CUDASIM", None)
+    code = NO_WORKER + code.format(out=str(tmp_path / "t.vizmm"))
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["simulator", "1", "(4,", "4)"]
+    assert done.stdout.splitlines()[-1].split() == printed.split()
 
 
 def _bar_drawn(argv, width, tile_width, tmp_path, terminal: bool) -> str:
