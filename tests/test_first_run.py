@@ -6,6 +6,7 @@ named in one line with exit code 2. A recording tells its progress, and a
 simulator recording in a fresh process runs in that process.
 """
 
+import importlib.resources
 import os
 import signal
 import subprocess
@@ -20,6 +21,8 @@ import pytest
 from served import free_port
 
 import vizmm
+import vizmm.export
+import vizmm.replay
 from vizmm.cli import main
 from vizmm.record import recorder
 from vizmm.serve import command
@@ -233,11 +236,14 @@ def test_a_fresh_process_records_in_the_simulator_itself(code, printed, tmp_path
     assert done.stdout.splitlines()[-1].split() == printed.split()
 
 
-def _bar_drawn(argv, width, tile_width, tmp_path, terminal: bool) -> str:
-    """What ``vizmm record`` writes to stderr, a terminal (a pseudo-terminal) or a pipe."""
-    exe = os.path.join(os.path.dirname(sys.executable), "vizmm")
+def _record(width, tile_width, tmp_path):
     out = tmp_path / "bar.vizmm"
-    cmd = [exe, "record", "--width", str(width), "-t", str(tile_width), "-o", str(out), *argv]
+    return ["record", "--width", str(width), "-t", str(tile_width), "-o", str(out)]
+
+
+def _bar_drawn(argv, terminal: bool) -> str:
+    """What ``vizmm ARGV`` writes to stderr, a terminal (a pseudo-terminal) or a pipe."""
+    cmd = [os.path.join(os.path.dirname(sys.executable), "vizmm"), *argv]
     env = dict(os.environ)
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     if not terminal:
@@ -276,11 +282,23 @@ def test_record_shows_a_progress_bar_on_a_terminal_only(tmp_path):
     est = vizmm.estimate(width, width, width, tile_width, "boundary")
     assert est.simulator_seconds > recorder.PROGRESS_AFTER_S
     n = _blocks(width, tile_width)
-    args = ["--backend", "simulator"]
-    drawn = _bar_drawn(args, width, tile_width, tmp_path, terminal=True)
+    args = [*_record(width, tile_width, tmp_path), "--backend", "simulator"]
+    drawn = _bar_drawn(args, terminal=True)
     assert f"/{n} [" in drawn and "block" in drawn and "simulating" in drawn, drawn
-    piped = _bar_drawn(args, width, tile_width, tmp_path, terminal=False)
+    piped = _bar_drawn(args, terminal=False)
     assert f"/{n} [" not in piped and "simulating" not in piped, piped
     # a short one draws none, even on a terminal
-    small = _bar_drawn(args, 4, 2, tmp_path, terminal=True)
+    small = _bar_drawn([*_record(4, 2, tmp_path), "--backend", "simulator"], terminal=True)
     assert "simulating" not in small and "/4 [" not in small, small
+
+
+@pytest.mark.slow
+def test_export_shows_a_progress_bar_on_a_terminal_only(tmp_path):
+    fig58 = str(importlib.resources.files("vizmm") / "data" / "fig5-8.vizmm")
+    trace = vizmm.load(fig58)
+    n = len(vizmm.replay.Replay(trace, (0, 0)))  # one frame per step of block (0, 0)
+    assert n > vizmm.export.PROGRESS_AFTER_FRAMES
+    args = ["export", fig58, "--size", "320x180", "-o", str(tmp_path / "f.gif")]
+    drawn = _bar_drawn(args, terminal=True)
+    assert f"/{n} [" in drawn and "frame" in drawn, drawn
+    assert f"/{n} [" not in _bar_drawn(args, terminal=False)
