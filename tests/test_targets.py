@@ -244,6 +244,21 @@ def test_a_process_bound_to_one_target_sends_the_others_to_a_worker():
     }
 
 
+def test_a_fresh_process_is_bound_early_to_the_recordings_target_unless_told_otherwise():
+    early = targets.early_environment
+    assert early(SIMULATOR, {}, {}) == {"NUMBA_ENABLE_CUDASIM": "1"}
+    assert early(SIMULATOR, {"NUMBA_ENABLE_CUDASIM": "1"}, {}) == {"NUMBA_ENABLE_CUDASIM": "1"}
+    assert early(MLIR, {}, {}) == {"NUMBA_ENABLE_CUDASIM": "0", "VIZMM_KERNELS_TARGET": MLIR}
+    # a variable the caller set is never overridden (a GPU test run, a chosen compiler)
+    assert early(SIMULATOR, {"NUMBA_ENABLE_CUDASIM": "0"}, {}) == {}
+    assert early(MLIR, {"NUMBA_ENABLE_CUDASIM": "1"}, {}) == {}
+    assert early(MLIR, {"VIZMM_KERNELS_TARGET": LEGACY}, {}) == {}
+    # decided already: numba or the kernels imported
+    assert early(SIMULATOR, {}, {"numba": types.SimpleNamespace()}) == {}
+    bound = {"vizmm_kernels._target": types.SimpleNamespace(NAME=LEGACY)}
+    assert early(SIMULATOR, {}, bound) == {}
+
+
 def test_numba_cuda_sim_set_after_numba_was_imported_is_named():
     gpu = {"numba.core.config": types.SimpleNamespace(ENABLE_CUDASIM=0)}
     line = targets.late_simulator_flag({"NUMBA_ENABLE_CUDASIM": "1"}, gpu)

@@ -142,8 +142,9 @@ def _bind_early(backend: str) -> None:
     lab's, Fig. 5.14's host code), which binds the process to a target: left
     alone, the default GPU compiler, so that a simulator recording would then
     need a worker process (about 1 s more). Does nothing once numba or the
-    kernels are imported, or when the backend cannot record here (the
-    recording says why later).
+    kernels are imported, when the environment names another target
+    (:func:`.targets.early_environment`), or when the backend cannot record
+    here (the recording says why later).
     """
     if targets.process_target() is not None or "numba" in sys.modules:
         return
@@ -151,7 +152,7 @@ def _bind_early(backend: str) -> None:
         choice = resolve_backend(backend)
     except GPUUnavailableError:
         return
-    os.environ.update(targets.environment(choice.target))
+    os.environ.update(targets.early_environment(choice.target))
 
 
 def _on_terminal() -> bool:

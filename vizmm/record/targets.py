@@ -56,6 +56,7 @@ __all__ = [
     "can_run_here",
     "choose",
     "driver_here",
+    "early_environment",
     "environment",
     "gpu_absent",
     "gpu_error",
@@ -549,6 +550,34 @@ def environment(target: str) -> dict[str, str]:
     if target == SIMULATOR:
         return {"NUMBA_ENABLE_CUDASIM": "1"}
     return {"NUMBA_ENABLE_CUDASIM": "0", KERNELS_ENV: target}
+
+
+def early_environment(target: str, environ=None, modules=None) -> dict[str, str]:
+    """The variables to set now so that this process compiles for ``target``; pure.
+
+    Empty when the process is decided already: numba or the kernels are
+    imported, or the environment names another target (a variable the
+    caller set, such as ``NUMBA_ENABLE_CUDASIM=0`` for a test run on the
+    GPU, is never overridden; a recording for another target then runs in
+    a worker).
+
+    Parameters
+    ----------
+    target : str
+        A target of :data:`TARGETS`.
+    environ : mapping, optional
+        ``os.environ`` by default.
+    modules : mapping, optional
+        ``sys.modules`` by default.
+    """
+    environ = os.environ if environ is None else environ
+    modules = sys.modules if modules is None else modules
+    if process_target(modules) is not None or "numba" in modules:
+        return {}
+    wanted = environment(target)
+    if any(environ.get(k, v) != v for k, v in wanted.items()):
+        return {}
+    return wanted
 
 
 def bind_here(target: str):
