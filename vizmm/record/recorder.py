@@ -529,24 +529,36 @@ def _record_in_subprocess(job, M, N, quiet, cancel=None, show=False):
 
 
 def _follow(proc: subprocess.Popen, fd: int, update, cancel) -> None:
-    """Wait for the worker ``proc``, passing on the ``done total`` lines it writes to ``fd``."""
+    """Wait for the worker ``proc``, passing on the ``done total`` lines it writes to ``fd``.
+
+    Checks ``cancel`` every 0.2 s. Once the worker has ended, what it wrote
+    last is read before this returns (the last count is never lost).
+    """
     pending = b""
     eof = False
+
+    def read(timeout: float) -> bool:
+        """Read what is there within ``timeout``; pass the latest count on. False: nothing."""
+        nonlocal pending, eof
+        if eof or not select.select([fd], [], [], timeout)[0]:
+            return False
+        chunk = os.read(fd, 1 << 16)
+        eof = not chunk
+        *lines, pending = (pending + chunk).split(b"\n")
+        if lines:  # only the latest count matters
+            done, total = (int(x) for x in lines[-1].split())
+            update(done, total)
+        return not eof
+
     while True:
-        if not eof:
-            ready, _, _ = select.select([fd], [], [], 0.2)
-            if ready:
-                chunk = os.read(fd, 1 << 16)
-                eof = not chunk
-                *lines, pending = (pending + chunk).split(b"\n")
-                if lines:  # only the latest count matters
-                    done, total = (int(x) for x in lines[-1].split())
-                    update(done, total)
+        read(0.2)
         if cancel is not None and cancel.is_set():
             raise RecordingCancelled("the recording was cancelled")
         if eof or proc.poll() is not None:
+            while read(0):  # the ended worker's last lines (a descendant may hold the pipe)
+                pass
             try:
                 proc.wait(timeout=0.2)
                 return
-            except subprocess.TimeoutExpired:
+            except subprocess.TimeoutExpired:  # the pipe closed, the process not yet ended
                 continue
