@@ -403,7 +403,11 @@ def test_sigterm_during_record(tmp_path):
     )
     err = _StderrReader(proc.stderr)
     try:
-        err.wait_for(" 1/16 ", timeout=40)  # the simulator has run a block of 16
+        # the simulator is running a block: its 16 x 16 threads are the process's threads
+        end = time.monotonic() + 40
+        while _threads(proc.pid) < 16 * 16:
+            assert proc.poll() is None and time.monotonic() < end, err.rest()[-500:]
+            time.sleep(0.02)
         children = _children(proc.pid)
         proc.send_signal(signal.SIGTERM)
         t0 = time.monotonic()
@@ -458,6 +462,14 @@ def test_sigterm_stops_the_recording_worker_process(tmp_path):
     assert children and not [c for c in children if _running(c)]
     assert os.listdir(tmp_path) == ["systmp"]
     assert os.listdir(systmp) == []
+
+
+def _threads(pid):
+    """How many threads process ``pid`` runs now (0 once it is gone)."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return 0
 
 
 def _cmdline(pid):

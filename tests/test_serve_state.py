@@ -91,8 +91,9 @@ def test_page_listeners_wake_the_pages_of_one_class():
 
 def test_the_serve_command_and_its_environment(tmp_path):
     cmd = serve_command("127.0.0.1", 5123, 2)
-    assert cmd[1:4] == ["-m", "panel", "serve"]
-    assert cmd[4].endswith("dashboard.py") and cmd[5].endswith("large_view.py")
+    # -P: the working directory is not on the server's sys.path (a clone named vizmm there)
+    assert cmd[1:5] == ["-P", "-m", "panel", "serve"]
+    assert cmd[5].endswith("dashboard.py") and cmd[6].endswith("large_view.py")
     assert cmd[cmd.index("--setup") + 1].endswith("preload.py")
     assert cmd[cmd.index("--num-procs") + 1] == "2"
     # on a loopback address with no origin given: this machine's two names

@@ -3,9 +3,12 @@
 ``panel serve --num-procs N`` forks N workers that share the port. The
 oracle is the operating system: after SIGTERM to the ``vizmm serve`` process
 (what ``kill PID`` and a service manager send), no live process is left in
-the server's process group and nothing answers on the port.
+the server's process group and nothing answers on the port. A server
+started in the background by a script (SIGINT ignored) stops on SIGINT too:
+its Panel child does not inherit the ignored signal (``/proc/PID/status``).
 """
 
+import contextlib
 import os
 import signal
 import socket
@@ -94,3 +97,61 @@ def _ppid(pid: int) -> int:
     except OSError:
         return -1
     return int(stat[stat.rindex(")") + 2 :].split()[1])
+
+
+def _signal_mask(pid: int, field: str) -> int:
+    """A signal mask of ``/proc/PID/status`` (``SigIgn``, ``SigCgt``) as an int."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1], 16)
+    raise AssertionError(f"no {field} for process {pid}")
+
+
+def _bit(signum: int) -> int:
+    return 1 << (signum - 1)
+
+
+def test_sigint_stops_vizmm_serve_started_in_the_background_by_a_script(tmp_path):
+    # A non-interactive shell starts `cmd &` with SIGINT ignored; the server it
+    # starts must still stop on SIGINT (the issue: it ignored it for good).
+    port = free_port()
+    exe = os.path.join(os.path.dirname(sys.executable), "vizmm")
+    log = tmp_path / "serve.log"
+    script = f'"{exe}" serve --port {port} >"{log}" 2>&1 & echo $!; wait $!'
+    shell = subprocess.Popen(
+        ["bash", "-c", script],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"),
+    )
+    serve = int(shell.stdout.readline())
+    try:
+        deadline = time.time() + 240
+        while not _answers(port):
+            if shell.poll() is not None or time.time() > deadline:
+                pytest.fail(f"vizmm serve did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.5)
+        children = [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(int(p)) == serve]
+        assert len(children) == 1, children
+        (panel,) = children
+        # vizmm serve handles SIGINT although it was started with it ignored, and
+        # its Panel child was started with SIGINT at its default: Python's handler.
+        assert _signal_mask(serve, "SigCgt") & _bit(signal.SIGINT)
+        assert not _signal_mask(panel, "SigIgn") & _bit(signal.SIGINT)
+        assert _signal_mask(panel, "SigCgt") & _bit(signal.SIGINT)
+        pgid = os.getpgid(panel)
+        os.kill(serve, signal.SIGINT)
+        assert shell.wait(60) == 0, log.read_text()[-3000:]
+        deadline = time.time() + 15
+        while _group(pgid) and time.time() < deadline:
+            time.sleep(0.2)
+        assert _group(pgid) == [], "server processes left running"
+        assert not _answers(port)
+    finally:
+        if shell.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(serve, signal.SIGKILL)
+            shell.kill()
+        shell.stdout.close()

@@ -95,9 +95,54 @@ def test_auto_picks_the_gpu_when_usable_else_says_why():
     assert "H100" in targets.choose("auto", software(), GPU).reason
     choice = targets.choose("auto", software(), NO_DRIVER)
     assert (choice.backend, choice.target) == ("simulator", SIMULATOR)
-    assert choice.reason.startswith("no NVIDIA driver found")
+    assert choice.reason == "no GPU here: no NVIDIA driver found (libcuda)"
     choice = targets.choose("auto", software(numpy="2.5.0", mlir=None), GPU)
     assert choice.backend == "simulator" and choice.reason == targets.LEGACY_NUMPY
+
+
+NO_DEVICE = targets.Driver("libcuda.so.1", (13, 0), "CUDA_ERROR_NO_DEVICE")
+
+
+@pytest.mark.parametrize("numpy", ["2.4.6", "2.5.0", "2.5.2"])
+@pytest.mark.parametrize("mlir", [None, "0.6.0"])
+@pytest.mark.parametrize(
+    "driver, absent",
+    [
+        (NO_DRIVER, "no NVIDIA driver found (libcuda)"),
+        (NO_DEVICE, "the NVIDIA driver sees no GPU (CUDA_ERROR_NO_DEVICE)"),
+    ],
+    ids=["no-driver", "no-device"],
+)
+def test_without_a_gpu_the_advice_is_the_missing_gpu_never_numpy(numpy, mlir, driver, absent):
+    # Issue: with NumPy 2.5 and only numba-cuda, a machine without a GPU was told to
+    # install numba-cuda-mlir or an older NumPy; neither makes a GPU appear.
+    sw = software(numpy=numpy, mlir=mlir)
+    choice = targets.choose("auto", sw, driver)
+    assert (choice.backend, choice.target) == ("simulator", SIMULATOR)
+    assert choice.reason == f"no GPU here: {absent}"
+    for backend in ("gpu", "gpu-legacy"):
+        with pytest.raises(GPUUnavailableError) as info:
+            targets.choose(backend, sw, driver)
+        message = str(info.value)
+        assert message.startswith(absent) and "NumPy" not in message, message
+    for target in (LEGACY, MLIR):
+        line = targets.problem(target, sw, driver)
+        if target == MLIR and mlir is None:
+            assert line == "numba-cuda-mlir is not installed: pip install 'vizmm[gpu]'"
+        else:
+            assert line.startswith(absent) and "NumPy" not in line
+    # Without asking the driver, the versions alone still name NumPy 2.5's problem.
+    if numpy >= "2.5":
+        assert targets.problem(LEGACY, sw) == targets.LEGACY_NUMPY
+
+
+def test_a_gpu_with_numpy_2_5_and_only_numba_cuda_gets_the_numpy_advice():
+    sw = software(numpy="2.5.2", mlir=None)
+    assert targets.problem(LEGACY, sw, GPU) == targets.LEGACY_NUMPY
+    assert targets.choose("auto", sw, GPU).reason == targets.LEGACY_NUMPY
+    # A driver too old for the bindings comes after the versions: fix NumPy first.
+    old = targets.Driver("libcuda.so.1", (12, 4), None, GPU.devices)
+    assert targets.problem(LEGACY, sw, old) == targets.LEGACY_NUMPY
 
 
 @pytest.mark.parametrize(
@@ -199,6 +244,21 @@ def test_a_process_bound_to_one_target_sends_the_others_to_a_worker():
     }
 
 
+def test_a_fresh_process_is_bound_early_to_the_recordings_target_unless_told_otherwise():
+    early = targets.early_environment
+    assert early(SIMULATOR, {}, {}) == {"NUMBA_ENABLE_CUDASIM": "1"}
+    assert early(SIMULATOR, {"NUMBA_ENABLE_CUDASIM": "1"}, {}) == {"NUMBA_ENABLE_CUDASIM": "1"}
+    assert early(MLIR, {}, {}) == {"NUMBA_ENABLE_CUDASIM": "0", "VIZMM_KERNELS_TARGET": MLIR}
+    # a variable the caller set is never overridden (a GPU test run, a chosen compiler)
+    assert early(SIMULATOR, {"NUMBA_ENABLE_CUDASIM": "0"}, {}) == {}
+    assert early(MLIR, {"NUMBA_ENABLE_CUDASIM": "1"}, {}) == {}
+    assert early(MLIR, {"VIZMM_KERNELS_TARGET": LEGACY}, {}) == {}
+    # decided already: numba or the kernels imported
+    assert early(SIMULATOR, {}, {"numba": types.SimpleNamespace()}) == {}
+    bound = {"vizmm_kernels._target": types.SimpleNamespace(NAME=LEGACY)}
+    assert early(SIMULATOR, {}, bound) == {}
+
+
 def test_numba_cuda_sim_set_after_numba_was_imported_is_named():
     gpu = {"numba.core.config": types.SimpleNamespace(ENABLE_CUDASIM=0)}
     line = targets.late_simulator_flag({"NUMBA_ENABLE_CUDASIM": "1"}, gpu)
@@ -212,6 +272,7 @@ def test_numba_cuda_sim_set_after_numba_was_imported_is_named():
 def numpy_2_5(monkeypatch):
     """The recorder sees NumPy 2.5 and no numba-cuda-mlir; nothing may be launched."""
     monkeypatch.setattr(recorder, "_software", lambda: software(numpy="2.5.0", mlir=None))
+    monkeypatch.setattr(targets, "driver_here", lambda: GPU)  # a GPU: NumPy is the problem
 
     def no_launch(*args, **kwargs):
         raise AssertionError("launched although the combination is known to break")
@@ -246,6 +307,64 @@ def test_cli_prints_the_fix_on_one_line_with_exit_2(numpy_2_5, tmp_path, capsys)
     assert code == 2
     assert err.strip() == f"vizmm: error: {targets.LEGACY_NUMPY}; {targets.SIMULATOR_HINT}"
     assert not out.exists()
+
+
+@pytest.mark.skipif(gpu_usable(), reason="a GPU is usable here")
+@pytest.mark.parametrize("numpy", [None, "2.5.2"], ids=["installed-numpy", "numpy-2.5"])
+def test_cli_on_a_machine_without_a_gpu_says_so_and_nothing_of_numpy(
+    numpy, monkeypatch, tmp_path, capsys
+):
+    # This machine's own driver (none): with the NumPy installed here, and with
+    # NumPy 2.5 and numba-cuda only (what Python >= 3.12 gets).
+    if numpy is not None:
+        monkeypatch.setattr(recorder, "_software", lambda: software(numpy=numpy, mlir=None))
+    out = tmp_path / "t.vizmm"
+    assert main(["record", "--width", "4", "-t", "2", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "vizmm: recording on the simulator (no GPU here: " in err, err
+    assert "NumPy" not in err and "numpy" not in err
+    assert vizmm.load(out).backend == "simulator"
+    out.unlink()
+    for backend in ("gpu", "gpu-legacy"):
+        code = main(["record", "--width", "4", "-t", "2", "--backend", backend, "-o", str(out)])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and "\n" not in err
+        assert err.startswith(("vizmm: error: no NVIDIA driver", "vizmm: error: the NVIDIA driver"))
+        assert "NumPy" not in err and "numpy" not in err
+        assert err.endswith(targets.SIMULATOR_HINT)
+        assert not out.exists()
+
+
+def _doctor(monkeypatch, sw, driver):
+    doctor = sys.modules[diagnose.__module__]
+    monkeypatch.setattr(doctor, "_software", lambda: sw)
+    monkeypatch.setattr(recorder, "_software", lambda: sw)
+    monkeypatch.setattr(targets, "driver_here", lambda: driver)
+    lines = diagnose(run=False).lines()
+    return {line.split("  ")[0]: line[18:] for line in lines if line}
+
+
+def test_doctor_without_a_gpu_names_the_missing_gpu_before_numpy(monkeypatch):
+    said = _doctor(monkeypatch, software(numpy="2.5.2", mlir=None), NO_DRIVER)
+    assert said["numba-cuda"] == (
+        "cannot record: no NVIDIA driver found (libcuda): install the NVIDIA driver on a "
+        "machine with a GPU"
+    )
+    assert said["auto picks"] == "simulator (no GPU here: no NVIDIA driver found (libcuda))"
+    assert said["verdict"] == (
+        "ok, in the simulator only: the GPU path is unavailable "
+        "(no GPU here: no NVIDIA driver found (libcuda))"
+    )
+    assert not any("NumPy" in v for v in said.values())
+
+
+def test_doctor_with_a_gpu_under_numpy_2_5_keeps_the_numpy_advice(monkeypatch):
+    said = _doctor(monkeypatch, software(numpy="2.5.2", mlir=None), GPU)
+    assert said["numba-cuda"] == f"cannot record: {targets.LEGACY_NUMPY}"
+    assert said["auto picks"] == f"simulator ({targets.LEGACY_NUMPY})"
+    assert said["verdict"] == (
+        f"ok, in the simulator only: the GPU path is unavailable ({targets.LEGACY_NUMPY})"
+    )
 
 
 @pytest.mark.skipif(gpu_usable(), reason="a GPU is usable here")

@@ -456,7 +456,7 @@ def _record(args: argparse.Namespace, j: int, k: int, l: int, limit: int, say): 
         seed=args.seed,
         window=args.window,
         max_bytes=limit,
-        progress=not args.quiet,
+        progress=False if args.quiet else None,  # a bar on a terminal, for over a second
         quiet=args.quiet,
         drop_barrier=args.drop_barrier,
         on_estimate=say,

@@ -22,7 +22,13 @@ import subprocess
 import sys
 
 from . import targets
-from .recorder import GPUUnavailableError, RecordError, gpu_available, resolve_backend
+from .recorder import (
+    GPUUnavailableError,
+    RecordError,
+    _bind_early,
+    gpu_available,
+    resolve_backend,
+)
 
 __all__ = [
     "LIVE",
@@ -180,6 +186,7 @@ def tile_width_from_device(backend: str, device: str) -> tuple[int, str]:
     device : str
         The preset device the simulator stands for (``'A100'``, ``'H100'``, ``'H200'``).
     """
+    _bind_early(backend)  # importing the kernels binds the process: to the recording's target
     from vizmm_kernels.dynamic import choose_tile_width
 
     if backend in targets.GPU_BACKENDS or (backend == "auto" and gpu_available()):

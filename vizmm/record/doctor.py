@@ -215,7 +215,7 @@ def _run_probe(target: str, timeout: float) -> dict:
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "vizmm.record.doctor", target],
+            [sys.executable, "-P", "-m", "vizmm.record.doctor", target],
             env=env,
             capture_output=True,
             text=True,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import select
 import subprocess
 import sys
 import tempfile
@@ -48,7 +49,8 @@ from .targets import BACKENDS, GPUUnavailableError
 # The admission's names (estimate, Limits, the errors ...) are vizmm.record's.
 __all__ = ["BACKENDS", "GPUUnavailableError", "gpu_available", "record", "resolve_backend"]
 
-PROGRESS_AFTER_S = 2.0  # show a progress bar when the simulator is expected to take longer
+#: A progress bar is shown (on a terminal) when the simulator is expected to take longer (s).
+PROGRESS_AFTER_S = 1.0
 
 _LOCK = threading.Lock()
 #: How a worker marks a user kernel's error line (vizmm.record.worker).
@@ -107,12 +109,11 @@ def resolve_backend(backend: str = "auto") -> targets.Choice:
     if backend not in BACKENDS:
         raise RecordError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     software = _software()
-    driver = targets.Driver()
-    if backend != "simulator":
-        target = targets.gpu_target("gpu" if backend == "auto" else backend, software)
-        if targets.software_problem(target, software) is None:
-            driver = targets.driver_here()
-    return targets.choose(backend, software, driver)
+    if backend == "simulator":
+        return targets.choose(backend, software, targets.Driver())
+    # The driver is asked even where the versions already rule a compiler out: a
+    # machine without a GPU is told that, not how to fix NumPy (targets.problem).
+    return targets.choose(backend, software, targets.driver_here())
 
 
 def gpu_available(backend: str = "gpu") -> bool:
@@ -132,6 +133,47 @@ def gpu_available(backend: str = "gpu") -> bool:
         return resolve_backend(backend).backend == backend
     except GPUUnavailableError:
         return False
+
+
+def _bind_early(backend: str) -> None:
+    """Let the kernels compile for the target ``backend`` gets, when nothing has chosen yet.
+
+    The checks before a recording import ``vizmm_kernels`` (the barrier
+    lab's, Fig. 5.14's host code), which binds the process to a target: left
+    alone, the default GPU compiler, so that a simulator recording would then
+    need a worker process (about 1 s more). Does nothing once numba or the
+    kernels are imported, when the environment names another target
+    (:func:`.targets.early_environment`), or when the backend cannot record
+    here (the recording says why later).
+    """
+    if targets.process_target() is not None or "numba" in sys.modules:
+        return
+    try:
+        choice = resolve_backend(backend)
+    except GPUUnavailableError:
+        return
+    os.environ.update(targets.early_environment(choice.target))
+
+
+def _on_terminal() -> bool:
+    """Whether a progress bar has somewhere to be seen: stderr a terminal, or a notebook."""
+    try:
+        tty = sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced, or closed
+        tty = False
+    return tty or "ipykernel" in sys.modules
+
+
+def _show(progress, backend: str, est: Estimate, quiet: bool):
+    """What to report progress to: ``progress`` when given, else a bar where one is seen."""
+    if progress is not None:
+        return progress
+    return (
+        not quiet
+        and backend == "simulator"
+        and est.simulator_seconds > PROGRESS_AFTER_S
+        and _on_terminal()
+    )
 
 
 def _numba_mode() -> str | None:
@@ -225,9 +267,12 @@ def record(
         Refuse traces larger than this (default ``DEFAULT_MAX_BYTES``,
         1 GiB, or ``$VIZMM_MAX_TRACE_BYTES``).
     progress : bool or callable, optional
-        ``True`` shows a progress bar, a callable gets ``(done, total)``
-        blocks; by default a bar appears when the simulator is expected to
-        take more than 2 s.
+        ``True`` shows a progress bar (tqdm), ``False`` none, a callable is
+        called with ``(done, total)`` blocks as they finish, in this
+        process (a recording made in a worker process reports through it
+        too); by default a bar appears when the simulator is expected to
+        take more than :data:`PROGRESS_AFTER_S` (1 s) and stderr is a
+        terminal (or a notebook's).
     quiet : bool
         Say nothing on stderr.
     max_seconds : float, optional
@@ -290,9 +335,15 @@ def record(
     Every limit is checked by :func:`~vizmm.record.admission.admit` from the
     sizes alone, before the inputs, the record arrays or the list of blocks
     are made.
+
+    A process records for one target only (:mod:`.targets`). The first
+    recording of a process that has not imported numba binds it to the
+    target it asked for (``NUMBA_ENABLE_CUDASIM=1`` for the simulator) and
+    records here; one for another target runs in a worker process.
     """
     if backend not in BACKENDS:
         raise RecordError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    _bind_early(backend)
     user = None
     if not isinstance(kernel, str) or ".py:" in kernel or "def " in kernel:
         user, kernel = kernel, "general"  # any launch shape: j x k . k x l
@@ -384,12 +435,14 @@ def record(
 
             acquire(_LOCK, cancel)
             try:
-                return instrumented(job, M, N, bool(progress), cancel, kernel=user)
+                show = _show(progress, job.backend, est, quiet)
+                return instrumented(job, M, N, show, cancel, kernel=user)
             finally:
                 _LOCK.release()
+        show = _show(progress, job.backend, est, quiet)
         if job.user_kernel:  # a user's file runs in a worker, under limits
-            return _record_in_subprocess(job, M, N, quiet=quiet, cancel=cancel)
-        return _run(job, M, N, est, progress, quiet, cancel)
+            return _record_in_subprocess(job, M, N, quiet=quiet, cancel=cancel, show=show)
+        return _run(job, M, N, show, quiet, cancel)
 
 
 def _constants(constants, user) -> dict:
@@ -432,13 +485,10 @@ def _shape_of(name, a) -> tuple[int, int] | None:
     return int(shape[0]), int(shape[1])
 
 
-def _run(job, M, N, est, progress, quiet, cancel) -> Trace:
+def _run(job, M, N, show, quiet, cancel) -> Trace:
     if not targets.can_run_here(job.target):  # numba or the kernels chose another target here
-        return _record_in_subprocess(job, M, N, quiet=quiet, cancel=cancel)
+        return _record_in_subprocess(job, M, N, quiet=quiet, cancel=cancel, show=show)
     targets.bind_here(job.target)
-    show = progress
-    if show is None:
-        show = job.backend == "simulator" and est.simulator_seconds > PROGRESS_AFTER_S and not quiet
     acquire(_LOCK, cancel)
     try:
         return launcher.launch(job, M, N, show, cancel=cancel)
@@ -446,27 +496,45 @@ def _run(job, M, N, est, progress, quiet, cancel) -> Trace:
         _LOCK.release()
 
 
-def _record_in_subprocess(job, M, N, quiet, cancel=None):
+def _record_in_subprocess(job, M, N, quiet, cancel=None, show=False):
+    """Record ``job`` in a worker process (:mod:`.worker`) and read its trace back.
+
+    The worker reports each block done on a pipe of its own (not its
+    stdout, which a user's kernel may print to); ``show`` (a bar, a
+    callback) is told here, in this process's thread.
+    """
+    gy, gx = job.launch.grid
+    total = len(job.blocks) if job.target == targets.SIMULATOR else gy * gx
+    update, close = launcher._progress_reporter(show, total)
     with tempfile.TemporaryDirectory(prefix="vizmm-") as tmp:
         inp = os.path.join(tmp, "in.npz")
         out = os.path.join(tmp, "out.vizmm")
         np.savez(inp, M=M, N=N, blocks=np.asarray(job.blocks, np.int32).reshape(-1, 2))
         env = dict(os.environ, **targets.environment(job.target))
-        args = [sys.executable, "-m", "vizmm.record.worker", inp, out, job.to_json()]
-        proc = subprocess.Popen(args, env=env, stderr=None if not quiet else subprocess.DEVNULL)
+        read_fd, write_fd = os.pipe()
+        args = [sys.executable, "-P", "-m", "vizmm.record.worker", inp, out, job.to_json()]
         try:
-            while True:
-                try:
-                    proc.wait(timeout=0.2)
-                    break
-                except subprocess.TimeoutExpired:
-                    if cancel is not None and cancel.is_set():
-                        raise RecordingCancelled("the recording was cancelled") from None
+            proc = subprocess.Popen(
+                [*args, str(write_fd)],
+                env=env,
+                stderr=None if not quiet else subprocess.DEVNULL,
+                pass_fds=(write_fd,),
+            )
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        try:
+            _follow(proc, read_fd, update, cancel)
         except BaseException:  # cancelled, KeyboardInterrupt, the CLI's SIGTERM: no orphan
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
             raise
+        finally:
+            os.close(read_fd)
+            close()
         if proc.returncode == targets.EXIT_KNOWN and os.path.exists(out + ".error"):
             with open(out + ".error", encoding="utf-8") as f:  # one line naming the fix
                 line = f.read().strip()
@@ -481,3 +549,39 @@ def _record_in_subprocess(job, M, N, quiet, cancel=None):
             )
         with open(out, "rb") as f:
             return from_bytes(f.read())
+
+
+def _follow(proc: subprocess.Popen, fd: int, update, cancel) -> None:
+    """Wait for the worker ``proc``, passing on the ``done total`` lines it writes to ``fd``.
+
+    Checks ``cancel`` every 0.2 s. Once the worker has ended, what it wrote
+    last is read before this returns (the last count is never lost).
+    """
+    pending = b""
+    eof = False
+
+    def read(timeout: float) -> bool:
+        """Read what is there within ``timeout``; pass the latest count on. False: nothing."""
+        nonlocal pending, eof
+        if eof or not select.select([fd], [], [], timeout)[0]:
+            return False
+        chunk = os.read(fd, 1 << 16)
+        eof = not chunk
+        *lines, pending = (pending + chunk).split(b"\n")
+        if lines:  # only the latest count matters
+            done, total = (int(x) for x in lines[-1].split())
+            update(done, total)
+        return not eof
+
+    while True:
+        read(0.2)
+        if cancel is not None and cancel.is_set():
+            raise RecordingCancelled("the recording was cancelled")
+        if eof or proc.poll() is not None:
+            while read(0):  # the ended worker's last lines (a descendant may hold the pipe)
+                pass
+            try:
+                proc.wait(timeout=0.2)
+                return
+            except subprocess.TimeoutExpired:  # the pipe closed, the process not yet ended
+                continue

@@ -56,7 +56,9 @@ __all__ = [
     "can_run_here",
     "choose",
     "driver_here",
+    "early_environment",
     "environment",
+    "gpu_absent",
     "gpu_error",
     "gpu_target",
     "problem",
@@ -293,7 +295,7 @@ def driver_here() -> Driver:
     )
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+            [sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120
         )
         return Driver.from_dict(json.loads(proc.stdout.strip().splitlines()[-1]))
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError, KeyError):
@@ -330,13 +332,47 @@ def software_problem(target: str, software: Software) -> str | None:
     software : Software
         The installed versions.
     """
-    if target == MLIR and not software.numba_cuda_mlir:
-        return "numba-cuda-mlir is not installed: pip install 'vizmm[gpu]'"
+    missing = _not_installed(target, software)
+    if missing is not None:
+        return missing
     if target == LEGACY:
-        if not software.numba_cuda:
-            return "numba-cuda is not installed: pip install 'vizmm[gpu]' (numba-cuda-mlir)"
         if _version_tuple(software.numpy)[:2] >= (2, 5) and software.legacy_row_stack is not False:
             return LEGACY_NUMPY
+    return None
+
+
+def _not_installed(target: str, software: Software) -> str | None:
+    """The line for a GPU target whose distribution is not installed, else None."""
+    if target == MLIR and not software.numba_cuda_mlir:
+        return "numba-cuda-mlir is not installed: pip install 'vizmm[gpu]'"
+    if target == LEGACY and not software.numba_cuda:
+        return "numba-cuda is not installed: pip install 'vizmm[gpu]' (numba-cuda-mlir)"
+    return None
+
+
+def gpu_absent(driver: Driver) -> str | None:
+    """Why there is no GPU here at all (no driver, or a driver that sees none), else None.
+
+    Pure. A machine without a GPU is told so before anything about versions:
+    no fix of NumPy or of a compiler makes a GPU appear.
+
+    Parameters
+    ----------
+    driver : Driver
+        What the NVIDIA driver says (:func:`probe_driver`).
+
+    Returns
+    -------
+    str or None
+        ``'no NVIDIA driver found (libcuda)'`` or ``'the NVIDIA driver sees no
+        GPU (CUDA_ERROR_NO_DEVICE)'``; None when the driver lists a GPU or
+        failed for another reason.
+    """
+    if driver.library is None:
+        return "no NVIDIA driver found (libcuda)"
+    no_device = driver.init_error is None and not driver.devices
+    if driver.init_error == "CUDA_ERROR_NO_DEVICE" or no_device:
+        return "the NVIDIA driver sees no GPU (CUDA_ERROR_NO_DEVICE)"
     return None
 
 
@@ -352,11 +388,11 @@ def driver_problem(target: str, software: Software, driver: Driver) -> str | Non
     driver : Driver
         What the NVIDIA driver says (:func:`probe_driver`).
     """
+    absent = gpu_absent(driver)
     if driver.library is None:
-        return "no NVIDIA driver found (libcuda): install the NVIDIA driver on a machine with a GPU"
-    no_device = driver.init_error is None and not driver.devices
-    if driver.init_error == "CUDA_ERROR_NO_DEVICE" or no_device:
-        return "the NVIDIA driver sees no GPU (CUDA_ERROR_NO_DEVICE)"
+        return f"{absent}: install the NVIDIA driver on a machine with a GPU"
+    if absent is not None:
+        return absent
     needed = _version_tuple(software.cuda_bindings)[:1]
     if driver.version and needed and driver.version[0] < needed[0]:
         have = f"{driver.version[0]}.{driver.version[1]}"
@@ -378,8 +414,12 @@ def driver_problem(target: str, software: Software, driver: Driver) -> str | Non
 def problem(target: str, software: Software, driver: Driver | None = None) -> str | None:
     """The first reason ``target`` cannot record here, as one line naming the fix; None if none.
 
-    The versions are checked first (no driver is asked), then the driver
-    when given. The simulator needs numba-cuda only.
+    In the order that helps the person where they are: the target not
+    installed; then, when ``driver`` is given, no GPU at all (no driver, or
+    none seen: nothing about versions helps there); then the versions (a
+    combination known to break, such as numba-cuda under NumPy 2.5); then
+    the rest of the driver's problems (too old for the toolkit, failed to
+    start). The simulator needs numba-cuda only.
 
     Parameters
     ----------
@@ -394,7 +434,11 @@ def problem(target: str, software: Software, driver: Driver | None = None) -> st
         if not software.numba_cuda:
             return "numba-cuda is not installed (the simulator is numba-cuda's): pip install vizmm"
         return None
-    found = software_problem(target, software)
+    found = _not_installed(target, software)
+    if found is None and driver is not None and gpu_absent(driver) is not None:
+        found = driver_problem(target, software, driver)
+    if found is None:
+        found = software_problem(target, software)
     if found is None and driver is not None:
         found = driver_problem(target, software, driver)
     return found
@@ -410,7 +454,8 @@ class Choice:
     target : str
         One of :data:`TARGETS`.
     reason : str
-        Why (for 'auto': why the GPU was taken, or why not).
+        Why (for 'auto': why the GPU was taken, or why not: ``'no GPU here:
+        ...'`` where there is none, else the first :func:`problem`).
     """
 
     backend: str
@@ -448,7 +493,8 @@ def choose(backend: str, software: Software, driver: Driver | None) -> Choice:
         if found is None:
             gpu = driver.devices[0]["name"] if driver and driver.devices else "the GPU"
             return Choice("gpu", target, f"{target} {version} on {gpu}")
-        return Choice("simulator", SIMULATOR, found)
+        absent = gpu_absent(driver) if driver is not None else None
+        return Choice("simulator", SIMULATOR, f"no GPU here: {absent}" if absent else found)
     if found is not None:
         raise GPUUnavailableError(f"{found}; {SIMULATOR_HINT}")
     return Choice(backend, target, f"{target} {version}")
@@ -504,6 +550,34 @@ def environment(target: str) -> dict[str, str]:
     if target == SIMULATOR:
         return {"NUMBA_ENABLE_CUDASIM": "1"}
     return {"NUMBA_ENABLE_CUDASIM": "0", KERNELS_ENV: target}
+
+
+def early_environment(target: str, environ=None, modules=None) -> dict[str, str]:
+    """The variables to set now so that this process compiles for ``target``; pure.
+
+    Empty when the process is decided already: numba or the kernels are
+    imported, or the environment names another target (a variable the
+    caller set, such as ``NUMBA_ENABLE_CUDASIM=0`` for a test run on the
+    GPU, is never overridden; a recording for another target then runs in
+    a worker).
+
+    Parameters
+    ----------
+    target : str
+        A target of :data:`TARGETS`.
+    environ : mapping, optional
+        ``os.environ`` by default.
+    modules : mapping, optional
+        ``sys.modules`` by default.
+    """
+    environ = os.environ if environ is None else environ
+    modules = sys.modules if modules is None else modules
+    if process_target(modules) is not None or "numba" in modules:
+        return {}
+    wanted = environment(target)
+    if any(environ.get(k, v) != v for k, v in wanted.items()):
+        return {}
+    return wanted
 
 
 def bind_here(target: str):

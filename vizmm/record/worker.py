@@ -1,15 +1,18 @@
 """Run one recording in a fresh process (used when the caller compiles for another target).
 
-Usage: ``python -m vizmm.record.worker IN.npz OUT.vizmm JOB``: M, N and the
-blocks in ``IN.npz``, the rest of the :class:`~vizmm.record.launcher.Job` as
-JSON (``Job.to_json``); the environment (``NUMBA_ENABLE_CUDASIM``,
-``VIZMM_KERNELS_TARGET``: :func:`vizmm.record.targets.environment`) picks
-the target. A known failure (:class:`~vizmm.record.targets.GPUUnavailableError`,
+Usage: ``python -m vizmm.record.worker IN.npz OUT.vizmm JOB [FD]``: M, N and
+the blocks in ``IN.npz``, the rest of the :class:`~vizmm.record.launcher.Job`
+as JSON (``Job.to_json``); each block done is written to the file descriptor
+``FD`` (a pipe the parent reads) as a line ``done total``; the environment
+(``NUMBA_ENABLE_CUDASIM``, ``VIZMM_KERNELS_TARGET``:
+:func:`vizmm.record.targets.environment`) picks the target. A known
+failure (:class:`~vizmm.record.targets.GPUUnavailableError`,
 :class:`~vizmm.record.admission.RecordError`) is written as its one line to
 ``OUT.vizmm.error`` and ends the process with
 :data:`~vizmm.record.targets.EXIT_KNOWN`.
 """
 
+import os
 import sys
 
 import numpy as np
@@ -40,9 +43,11 @@ def main(argv):
     Parameters
     ----------
     argv : sequence of str
-        ``(input .npz, output path, job as JSON)``, as the parent passes them.
+        ``(input .npz, output path, job as JSON[, progress fd])``, as the
+        parent passes them.
     """
-    inp, out, job = argv
+    inp, out, job, *fd = argv
+    report = _reporter(int(fd[0])) if fd else False
     with np.load(inp, allow_pickle=False) as z:
         M, N, blocks = z["M"], z["N"], [tuple(b) for b in z["blocks"].tolist()]
     job = Job.from_json(job, blocks)
@@ -51,7 +56,7 @@ def main(argv):
     try:
         bind_here(job.target)
         with _LOCK:
-            trace = launch(job, M, N, show=False)
+            trace = launch(job, M, N, show=report)
     except Exception as exc:
         if isinstance(exc, (GPUUnavailableError, RecordError)):
             return _known(out, "", exc)
@@ -64,6 +69,21 @@ def main(argv):
         return _known(out, "InstrumentError: ", exc)
     trace.save(out)
     return 0
+
+
+def _reporter(fd: int):
+    """``update(done, total)`` writing ``done total`` lines to ``fd``; quiet once it is closed."""
+    closed: list[bool] = []
+
+    def update(done: int, total: int) -> None:
+        if closed:
+            return
+        try:
+            os.write(fd, f"{done} {total}\n".encode())
+        except OSError:  # the parent went away: record on, say nothing
+            closed.append(True)
+
+    return update
 
 
 def _known(out: str, mark: str, exc: BaseException) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -28,6 +29,7 @@ __all__ = [
     "SERVE_ENVIRONMENT",
     "SERVER_SIGNALS",
     "ServeError",
+    "check_data_files",
     "given_traces",
     "pages_folder",
     "run_server",
@@ -58,6 +60,10 @@ PAGES = ("dashboard.py", "large_view.py", "side_by_side.py")
 
 #: The set-up script each server process runs before it listens.
 SETUP = "preload.py"
+
+#: The package data a server reads before it listens (``vizmm/data/``): the trace
+#: menu's presets and the devices' properties.
+DATA_FILES = ("presets.json", "device-presets.json")
 
 
 class ServeError(ValueError):
@@ -156,6 +162,50 @@ def pages_folder() -> str:
     return list(spec.submodule_search_locations)[0]
 
 
+def check_data_files(root=None) -> None:
+    """Check that the data files a server reads (:data:`DATA_FILES`) are there.
+
+    Parameters
+    ----------
+    root : path-like or importlib.resources.abc.Traversable, optional
+        The data folder; by default ``data`` of the ``vizmm`` package this
+        Python imports (what the server's processes read).
+
+    Raises
+    ------
+    ServeError
+        Naming the first missing file, and when ``vizmm`` is a folder
+        without ``__init__.py`` (a clone's folder in the working directory
+        of ``python -m``), that folder.
+    """
+    if root is None:
+        root = _data_folder()
+    elif isinstance(root, (str, os.PathLike)):
+        root = pathlib.Path(root)
+    for name in DATA_FILES:
+        path = root / name
+        if path.is_file():
+            continue
+        package = sys.modules.get("vizmm")
+        if package is not None and getattr(package, "__file__", None) is None:
+            folders = ", ".join(getattr(package, "__path__", []))
+            raise ServeError(
+                f"vizmm's data file {path} is missing: 'vizmm' was imported from the folder "
+                f"{folders}, not the installed package; start vizmm from another folder"
+            )
+        raise ServeError(
+            f"vizmm's data file {path} is missing: reinstall vizmm ('pip install vizmm', "
+            "or 'pip install -e .' in its repository)"
+        )
+
+
+def _data_folder():
+    """``data`` of the ``vizmm`` package this Python imports."""
+    import importlib.resources
+
+    return importlib.resources.files("vizmm") / "data"
+
+
 def serve_command(
     address: str = "127.0.0.1",
     port: int = 5006,
@@ -188,11 +238,21 @@ def serve_command(
     Raises
     ------
     ServeError
-        When the pages are not installed (:func:`pages_folder`).
+        When the pages are not installed (:func:`pages_folder`) or a data
+        file is missing (:func:`check_data_files`).
+
+    Notes
+    -----
+    The server's Python runs with ``-P``: the working directory is not put
+    on its ``sys.path`` (``python -m`` would), so a folder named ``vizmm``
+    there (a clone, as git names it) is never imported in place of the
+    installed package.
     """
     apps = pages_folder()
+    check_data_files()
     cmd = [
         sys.executable,
+        "-P",
         "-m",
         "panel",
         "serve",
@@ -247,26 +307,48 @@ def run_server(cmd: list[str], env: Mapping[str, str], grace_s: float = 10.0) ->
     int
         The server's exit status (0 when it was stopped by a signal sent to
         ``vizmm serve``).
+
+    Notes
+    -----
+    The handlers are installed before the server is started, whatever the
+    signals' dispositions were: a shell script's ``vizmm serve &`` starts
+    with SIGINT ignored, and a signal ignored at ``exec`` stays ignored in
+    the child (POSIX), so Panel would never see the SIGINT passed on. A
+    signal caught here is reset to its default action in the child at
+    ``exec``: Panel's Python turns SIGINT into ``KeyboardInterrupt`` again.
     """
-    proc = subprocess.Popen(cmd, env=dict(env), start_new_session=True)
-    stopping = []
+    stopping: list[int] = []
+    started: list[subprocess.Popen] = []
 
     def forward(signum, _frame):
         stopping.append(signum)
-        _signal_group(proc.pid, signal.SIGTERM if signum == signal.SIGHUP else signum)
+        if started:
+            _signal_group(started[0].pid, signal.SIGTERM if signum == signal.SIGHUP else signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in SERVER_SIGNALS}
     try:
+        proc = subprocess.Popen(cmd, env=dict(env), start_new_session=True)
+    except BaseException:
+        _restore(previous)
+        raise
+    started.append(proc)
+    try:
+        if stopping:  # a signal came while the server was being started
+            forward(stopping[0], None)
         rc = proc.wait()
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        _restore(previous)
         _signal_group(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + grace_s
         while _group_alive(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         _signal_group(proc.pid, signal.SIGKILL)
     return 0 if stopping else rc
+
+
+def _restore(previous: dict) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
 
 
 def _signal_group(pgid: int, signum: int) -> None:
