@@ -205,26 +205,24 @@ def _case_line(folder: str) -> str | None:
     return line or None
 
 
-def _stopped(outcome: Outcome, assignment: Assignment) -> str | None:
+def _stopped(outcome: Outcome, limits: Limits) -> str | None:
     """Why the case was stopped from outside (None: it ended by itself)."""
-    limit = assignment.time_limit_s
     if outcome.ended == "timeout":
         return (
-            f"took longer than the time limit of {limit:g} s and was stopped "
+            f"took longer than the time limit of {limits.wall_s:g} s and was stopped "
             "(an endless loop, or a kernel far too slow?)"
         )
     if outcome.ended == "memory":
         return (
             "the submission ran out of memory (its processes together held more than the "
-            f"{assignment.memory_limit_mb} MiB a case may use)"
+            f"{limits.memory_bytes >> 20} MiB a case may use)"
         )
     if outcome.ended == "processes":
-        return f"the submission started more than the {CASE_PROCESSES} processes a case may run"
+        return f"the submission started more than the {limits.processes} processes a case may run"
     if outcome.ended is not None:
         return "the case's process was stopped from outside its limits and left no result"
     if outcome.signal in (signal.SIGXCPU, signal.SIGKILL):
-        cpu = max(1, int(limit))
-        return f"used more than the {cpu} s of CPU time a case may use and was stopped"
+        return f"used more than the {limits.cpu_s} s of CPU time a case may use and was stopped"
     return None
 
 
@@ -265,6 +263,106 @@ def _copy_submission(path: str, folder: str, uid: int | None) -> str:
     return name
 
 
+def record_apart(
+    path: str,
+    kernel: str,
+    shape: tuple[int, int, int],
+    tile_width: int,
+    *,
+    seed: int,
+    backend: str,
+    reads: bool,
+    limits: Limits,
+    signature: Sequence[str] = (),
+    tile_width_name: str = "",
+    parent: str | None = None,
+) -> tuple[Any, bytes, Outcome]:
+    """Record a kernel file in a process apart (:mod:`vizmm.grade.case`) and read back its trace.
+
+    The file is copied into a fresh folder of the case's own; the case runs
+    under ``limits`` (as a user of its own when root); every process it
+    started is gone before its folder is read, and only its ``trace.vizmm``
+    is, validated against the launch (:func:`~vizmm.grade.judge.read_recording`).
+
+    Parameters
+    ----------
+    path : str
+        The kernel's Python file.
+    kernel : str
+        The kernel's name in it.
+    shape : (j, k, l)
+        M is j x k, N is k x l.
+    tile_width : int
+        TILE_WIDTH.
+    seed : int
+        Seed of the inputs (:func:`vizmm.trace.seeded_inputs`).
+    backend : str
+        'simulator', 'gpu' or 'auto'.
+    reads : bool
+        Log every access (what :func:`vizmm.analysis.check.findings` reads).
+    limits : Limits
+        What the case may use (:class:`vizmm.grade.sandbox.Limits`).
+    signature : sequence of str, optional
+        The parameters the kernel must take (not checked when empty).
+    tile_width_name : str, optional
+        The module constant set to ``tile_width`` (none when empty).
+    parent : str, optional
+        Where the case's folder is made (in a new folder of its own; default:
+        the system's temporary folder); removed afterwards.
+
+    Returns
+    -------
+    trace : Trace
+        Validated, of this launch and these inputs.
+    data : bytes
+        Its file's bytes.
+    outcome : Outcome
+        How the case's process ended.
+
+    Raises
+    ------
+    JudgeError
+        One line: why there is no recording (stopped at a limit, the
+        kernel's own error, a crash, a recording of another launch).
+    """
+    with isolated_user() as uid:
+        outer = tempfile.mkdtemp(prefix="vizmm-case-", dir=parent)
+        folder = case_folder(outer, uid)
+        try:
+            spec = {
+                "submission": _copy_submission(path, folder, uid),
+                "kernel": kernel,
+                "signature": list(signature),
+                "tile_width_name": tile_width_name,
+                "shape": list(shape),
+                "tile_width": tile_width,
+                "seed": seed,
+                "backend": backend,
+                "reads": reads,
+            }
+            env = {"NUMBA_ENABLE_CUDASIM": "1"} if backend == "simulator" else {}
+            argv = [sys.executable, "-I", "-m", "vizmm.grade.case"]
+            outcome = run_apart(argv, folder, limits, json.dumps(spec), env, uid)
+            # every process of the case is gone: its folder is read now, and only its recording
+            stopped = _stopped(outcome, limits)
+            if stopped:
+                raise JudgeError(stopped)
+            try:
+                trace, data = read_recording(folder, shape, tile_width, seed)
+            except FileNotFoundError:
+                line = _case_line(folder)
+                if line:
+                    raise JudgeError(line) from None
+                if outcome.signal is not None:
+                    raise JudgeError(
+                        f"crashed ({_signal_name(outcome.signal)}) without a result"
+                    ) from None
+                raise JudgeError(f"ended (exit code {outcome.code}) without a result") from None
+        finally:
+            shutil.rmtree(outer, ignore_errors=True)
+    return trace, data, outcome
+
+
 def _run_case(
     assignment: Assignment,
     submission: str,
@@ -272,48 +370,28 @@ def _run_case(
     root: str,
     engine: str,
     books: _Books,
-) -> tuple[dict, Outcome | None]:
+) -> dict:
     """Record one case apart and judge it here: a result dict (error, findings, ...)."""
     from ..checker import MAX_CHECK_ELEMENTS
 
     j, k, l = case.shape
     reads = engine == "auto" and max(j * l, j * k, k * l) <= MAX_CHECK_ELEMENTS
-    with isolated_user() as uid:
-        folder = case_folder(root, uid)
-        try:
-            spec = {
-                "submission": _copy_submission(submission, folder, uid),
-                "kernel": assignment.kernel,
-                "signature": list(assignment.signature),
-                "tile_width_name": assignment.tile_width_name,
-                "shape": list(case.shape),
-                "tile_width": case.tile_width,
-                "seed": assignment.seed,
-                "backend": assignment.backend,
-                "reads": reads,
-            }
-            env = {"NUMBA_ENABLE_CUDASIM": "1"} if assignment.backend == "simulator" else {}
-            argv = [sys.executable, "-I", "-m", "vizmm.grade.case"]
-            outcome = run_apart(argv, folder, _limits(assignment), json.dumps(spec), env, uid)
-            # every process of the case is gone: its folder is read now, and only its recording
-            stopped = _stopped(outcome, assignment)
-            if stopped:
-                return {"error": stopped}, outcome
-            try:
-                trace, data = read_recording(folder, case.shape, case.tile_width, assignment.seed)
-            except FileNotFoundError:
-                line = _case_line(folder)
-                if line:
-                    return {"error": line}, outcome
-                if outcome.signal is not None:
-                    return {
-                        "error": f"crashed ({_signal_name(outcome.signal)}) without a result"
-                    }, outcome
-                return {"error": f"ended (exit code {outcome.code}) without a result"}, outcome
-            except JudgeError as exc:
-                return {"error": str(exc)}, outcome
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
+    try:
+        trace, data, outcome = record_apart(
+            submission,
+            assignment.kernel,
+            case.shape,
+            case.tile_width,
+            seed=assignment.seed,
+            backend=assignment.backend,
+            reads=reads,
+            limits=_limits(assignment),
+            signature=assignment.signature,
+            tile_width_name=assignment.tile_width_name,
+            parent=root,
+        )
+    except JudgeError as exc:
+        return {"error": str(exc)}
     path = os.path.join(root, f"case{case.number}.vizmm")
     with open(path, "wb") as f:
         f.write(data)
@@ -322,8 +400,13 @@ def _run_case(
         return books.get(case.shape, case.tile_width, trace.backend, assignment.seed)
 
     findings, evaluated, used = judge(trace, assignment.points, book, log=reads)
-    result = {"findings": findings, "evaluated": evaluated, "engine": used, "trace": path}
-    return result, outcome
+    return {
+        "findings": findings,
+        "evaluated": evaluated,
+        "engine": used,
+        "trace": path,
+        "output": outcome.output,
+    }
 
 
 def _checks(assignment: Assignment, result: dict) -> tuple[CheckResult, ...]:
@@ -355,9 +438,8 @@ def _grade_case(
     books: _Books | None = None,
 ) -> CaseResult:
     t0 = time.perf_counter()
-    outcome = None
     try:
-        result, outcome = _run_case(assignment, submission, case, root, engine, books or _Books())
+        result = _run_case(assignment, submission, case, root, engine, books or _Books())
     except Exception as exc:  # noqa: BLE001 - a failure costs this case, never the class run
         result = {"error": f"the grader could not grade this case ({type(exc).__name__})"}
     seconds = time.perf_counter() - t0
@@ -371,7 +453,7 @@ def _grade_case(
         trace_path=trace if isinstance(trace, str) else None,
         seconds=round(seconds, 3),
         engine=str(result.get("engine", "")),
-        output=outcome.output if outcome is not None else "",
+        output=str(result.get("output", "")),
     )
 
 
