@@ -317,7 +317,7 @@ def test_cli_records_a_kernel_file_in_a_worker(tmp_path):
     bad = cmd[:-1] + [f"{src}:other"] + args
     done = subprocess.run(bad, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
-    assert "has no kernel named 'other'; functions there: mykernel" in done.stderr
+    assert "has no kernel named 'other'; kernels there: mykernel" in done.stderr
 
 
 def test_the_access_log_is_kept_in_the_trace_file_and_old_files_load(tmp_path):

@@ -7,7 +7,7 @@ over the trace's access log (PMPP 4th ed., Sections 5.3-5.5).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from .analysis.check import CheckReport, Finding, findings
 from .record import RecordError, record
@@ -25,9 +25,11 @@ def check(
     l: int | None = None,
     *,
     width: int | None = None,
-    tile_width: int,
+    tile_width: int | None = None,
     backend: str = "auto",
     seed: int = 0,
+    constants: Mapping[str, int | float | bool] | None = None,
+    tile_width_name: str = "TILE_WIDTH",
 ) -> CheckReport:
     """Record ``kernel`` on seeded small-integer matrices and report what went wrong.
 
@@ -43,11 +45,18 @@ def check(
         M is j x k, N is k x l, P is j x l.
     width : int, optional
         ``j = k = l = width`` (the book's square Width).
-    tile_width : int
-        TILE_WIDTH, 1 to 32.
+    tile_width : int, optional
+        TILE_WIDTH, 1 to 32 (blocks of TILE_WIDTH x TILE_WIDTH threads).
+        None takes the kernel file's own ``TILE_WIDTH`` constant.
     backend : {'auto', 'simulator', 'gpu', 'gpu-legacy'}
     seed : int
         Seed of the inputs: random integers 0..9, so M·N is exact in float32.
+    constants : mapping of str to number, optional
+        Module constants of the kernel's file to override (what a grading
+        case does to ``TILE_WIDTH``).
+    tile_width_name : str
+        The name of the file's TILE_WIDTH constant (an assignment may use
+        another).
 
     Returns
     -------
@@ -60,8 +69,10 @@ def check(
     RecordError
         For bad sizes, tile width, backend or seed, a kernel that cannot be
         instrumented or loaded, or a launch over :data:`MAX_CHECK_ELEMENTS`
-        P elements.
+        P elements; a file whose TILE_WIDTH the kernel uses and that differs
+        from ``tile_width`` (one line naming both).
     """
+    tile_width = _tile_width(kernel, tile_width, constants, tile_width_name)
     if width is not None and all(v is None for v in (j, k, l)):
         j = k = l = width
         width = None
@@ -87,6 +98,7 @@ def check(
             seed=seed,
             reads=True,
             quiet=True,
+            constants=constants,
         )
     except RecordError:
         raise
@@ -96,3 +108,35 @@ def check(
     return CheckReport(
         ok=not any(f.severity == "error" for f in found), trace=trace, findings=found
     )
+
+
+def _tile_width(kernel, tile_width, constants, name) -> int:
+    """``tile_width``, or the file's own; a file's TILE_WIDTH that disagrees is one line."""
+    if isinstance(kernel, str) and ".py:" in kernel and "def " not in kernel:
+        from .record.frontend import KernelRejected, read_kernel
+
+        path, _, kname = kernel.rpartition(":")
+        try:
+            ks = read_kernel(path, kname)
+        except KernelRejected as exc:
+            raise RecordError(str(exc)) from None
+        own = ks.constants.get(name)
+        overridden = constants is not None and name in constants
+        if isinstance(own, int) and not isinstance(own, bool) and ks.uses(name) and not overridden:
+            if tile_width is None:
+                return own
+            if own != tile_width:
+                line = ks.constant_lines.get(name)
+                where = f" (line {line})" if line else ""
+                raise RecordError(
+                    f"{path} sets {name} = {own}{where} but the launch asks for TILE_WIDTH "
+                    f"{tile_width}: leave --tile-width out to use the file's {own}, or set "
+                    f"{name} = {tile_width} in the file"
+                )
+        if tile_width is None and overridden and constants is not None:
+            return int(constants[name])
+    if tile_width is None:
+        raise RecordError(
+            f"give TILE_WIDTH (--tile-width): the kernel does not set a constant {name}"
+        )
+    return tile_width

@@ -532,7 +532,11 @@ def add_check_parser(subparsers) -> None:
     size.add_argument("--shape", type=parse_shape, metavar="J,K,L", help="M is J x K, N is K x L")
     size.add_argument("--width", type=int, metavar="W", help="square W x W matrices")
     p.add_argument(
-        "--tile-width", "-t", type=int, required=True, metavar="T", help="TILE_WIDTH, 1 to 32"
+        "--tile-width",
+        "-t",
+        type=int,
+        metavar="T",
+        help="TILE_WIDTH, 1 to 32 (default: the file's TILE_WIDTH constant)",
     )
     p.add_argument("--backend", "-b", choices=BACKENDS, default="auto")
     p.add_argument("--seed", type=_non_negative, default=0, help="seed of the inputs 0..9")
@@ -568,7 +572,7 @@ def _positive_seconds(text: str) -> float:
 def _check_apart(args: argparse.Namespace, j: int, k: int, l: int):
     """``vizmm.check`` of the file's kernel, recorded in a process apart under limits."""
     from .analysis.check import CheckReport, findings
-    from .checker import MAX_CHECK_ELEMENTS
+    from .checker import MAX_CHECK_ELEMENTS, _tile_width
     from .grade.runner import record_apart
     from .grade.sandbox import Limits
 
@@ -577,14 +581,15 @@ def _check_apart(args: argparse.Namespace, j: int, k: int, l: int):
         raise CLIError(f"kernel file {path!r} does not exist")
     if not name.isidentifier():
         raise CLIError(f"{name!r} is not a Python name (give the kernel as FILE.py:NAME)")
-    for v in (j, k, l, args.tile_width):
+    for v in (j, k, l):
         if v < 1:
-            raise CLIError(f"sizes and --tile-width are integers >= 1, got {v}")
+            raise CLIError(f"sizes are integers >= 1, got {v}")
     if max(j * l, j * k, k * l) > MAX_CHECK_ELEMENTS:
         raise CLIError(
             f"check records every thread in detail: M {j}x{k}, N {k}x{l} is over its "
             f"{MAX_CHECK_ELEMENTS} elements a matrix; a small launch shows the same mistakes"
         )
+    tile_width = _tile_width(args.kernel, args.tile_width, None, "TILE_WIDTH")
     sim = args.backend == "simulator"
     limits = Limits(
         wall_s=args.timeout,
@@ -593,7 +598,7 @@ def _check_apart(args: argparse.Namespace, j: int, k: int, l: int):
         as_bytes=CHECK_MEMORY_BYTES if sim else None,
     )
     trace, _, _ = record_apart(
-        path, name, (j, k, l), args.tile_width, seed=args.seed, backend=args.backend,
+        path, name, (j, k, l), tile_width, seed=args.seed, backend=args.backend,
         reads=True, limits=limits,
     )  # fmt: skip
     found = findings(trace)

@@ -150,12 +150,32 @@ def _child(cfg: dict, stdin_r: int, out_w: int) -> None:
         os.chdir(cfg["cwd"])
         os.umask(0o077)
         os.execve(cfg["argv"][0], cfg["argv"], cfg["env"])
+    except BaseException as exc:  # noqa: BLE001 - said on the case's output, then exit 127
+        try:
+            os.write(2, f"the case could not start: {exc}\n".encode())
+        except OSError:
+            pass
     finally:
         os._exit(127)
 
 
 def run(cfg: dict) -> dict:
-    """Run the case ``cfg`` describes; its outcome (see the module docstring)."""
+    """Run the case ``cfg`` describes and end every process it started.
+
+    Parameters
+    ----------
+    cfg : dict
+        ``argv``, ``cwd``, ``env``, ``uid`` (or None), ``stdin`` (text) and
+        ``limits`` (the fields of :class:`vizmm.grade.sandbox.Limits`).
+
+    Returns
+    -------
+    dict
+        ``ended`` (None, 'timeout', 'memory' or 'processes'), ``code``,
+        ``signal``, ``seconds``, ``output`` (capped), ``output_bytes``,
+        ``left_behind`` (processes killed after the case's own ended),
+        ``subreaper`` (whether ``prctl`` made this process one).
+    """
     lim = cfg["limits"]
     reaper = _subreaper()
     stdin_r, stdin_w = os.pipe()
@@ -245,7 +265,7 @@ def main() -> int:
     try:
         out = run(cfg)
     except OSError as exc:
-        out = {"ended": "start", "message": f"{errno.errorcode.get(exc.errno, '')} {exc}"}
+        out = {"ended": "start", "message": f"{errno.errorcode.get(exc.errno or 0, '')} {exc}"}
     sys.stdout.write(json.dumps(out) + "\n")
     sys.stdout.flush()
     return 0

@@ -7,7 +7,9 @@ file of the grader's is named on its command line). The spec names the
 submission's file (a copy, in this folder), the kernel, its signature, the
 module constant that holds TILE_WIDTH, the case's shape, TILE_WIDTH, seed,
 backend and whether to log every access (``reads``). This process records
-the kernel on the seeded inputs and leaves ``trace.vizmm`` in its folder, or
+the kernel, as the front end reads it (:func:`vizmm.record.frontend.read_kernel`:
+the file is parsed and checked, its module code never run), on the seeded
+inputs and leaves ``trace.vizmm`` in its folder, or
 ``error.txt``: one line saying why it could not. That is all it does: the
 grader computes the verdict from the recording, validated against the
 launch (:mod:`vizmm.grade.judge`), and reads nothing else this process
@@ -35,32 +37,25 @@ class SubmissionError(Exception):
 
 
 def _load(spec: dict):
-    """The submission's kernel, its TILE_WIDTH constant set to the case's."""
-    import inspect
-
-    from vizmm.record.instrument import InstrumentError, load_kernel, python_function
+    """The submission's kernel as the front end reads it (never run), its TILE_WIDTH the case's."""
+    from vizmm.record.frontend import KernelRejected, read_kernel
 
     path, name = spec["submission"], spec["kernel"]
+    constants = (
+        {spec["tile_width_name"]: spec["tile_width"]} if spec.get("tile_width_name") else None
+    )
     try:
-        kern = load_kernel(f"{path}:{name}")
-    except InstrumentError as exc:
-        if "MemoryError" in str(exc):
-            raise MemoryError from None
+        ks = read_kernel(path, name, constants)
+    except KernelRejected as exc:
         raise SubmissionError(str(exc)) from None
-    fn = python_function(kern)
-    if fn is None:
-        raise SubmissionError(f"{name} is not a function (a @cuda.jit kernel is asked for)")
     want = spec.get("signature")
-    if want:
-        params = list(inspect.signature(fn).parameters)
-        if len(params) != len(want):
-            raise SubmissionError(
-                f"{name}({', '.join(params)}) takes {len(params)} argument(s); the assignment "
-                f"asks for {name}({', '.join(want)})"
-            )
-    if spec.get("tile_width_name"):
-        fn.__globals__[spec["tile_width_name"]] = spec["tile_width"]
-    return kern
+    if want and len(ks.params) != len(want):
+        params = list(ks.params)
+        raise SubmissionError(
+            f"{name}({', '.join(params)}) takes {len(params)} argument(s); the assignment "
+            f"asks for {name}({', '.join(want)})"
+        )
+    return ks
 
 
 def record_case(spec: dict) -> str | None:

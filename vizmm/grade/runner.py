@@ -263,6 +263,22 @@ def _copy_submission(path: str, folder: str, uid: int | None) -> str:
     return name
 
 
+def _read_here(path: str, kernel: str, signature: Sequence[str], constants) -> None:
+    """The front end's refusals and a wrong signature, told here: parsed, never run."""
+    from ..record.frontend import KernelRejected, read_kernel
+
+    try:
+        ks = read_kernel(path, kernel, constants)
+    except KernelRejected as exc:
+        raise JudgeError(str(exc).replace(path, os.path.basename(path))) from None
+    if signature and len(ks.params) != len(signature):
+        params = ", ".join(ks.params)
+        raise JudgeError(
+            f"{kernel}({params}) takes {len(ks.params)} argument(s); the assignment asks for "
+            f"{kernel}({', '.join(signature)})"
+        )
+
+
 def record_apart(
     path: str,
     kernel: str,
@@ -275,7 +291,6 @@ def record_apart(
     limits: Limits,
     signature: Sequence[str] = (),
     tile_width_name: str = "",
-    parent: str | None = None,
 ) -> tuple[Any, bytes, Outcome]:
     """Record a kernel file in a process apart (:mod:`vizmm.grade.case`) and read back its trace.
 
@@ -306,9 +321,6 @@ def record_apart(
         The parameters the kernel must take (not checked when empty).
     tile_width_name : str, optional
         The module constant set to ``tile_width`` (none when empty).
-    parent : str, optional
-        Where the case's folder is made (in a new folder of its own; default:
-        the system's temporary folder); removed afterwards.
 
     Returns
     -------
@@ -322,11 +334,15 @@ def record_apart(
     Raises
     ------
     JudgeError
-        One line: why there is no recording (stopped at a limit, the
-        kernel's own error, a crash, a recording of another launch).
+        One line: why there is no recording (the front end's refusal of the
+        file, read here first; a wrong signature; stopped at a limit; the
+        kernel's own error; a crash; a recording of another launch).
     """
+    _read_here(path, kernel, signature, {tile_width_name: tile_width} if tile_width_name else None)
     with isolated_user() as uid:
-        outer = tempfile.mkdtemp(prefix="vizmm-case-", dir=parent)
+        # in the system's temporary folder, whatever the grading's folder: a case's own user
+        # must pass through every folder above its own
+        outer = tempfile.mkdtemp(prefix="vizmm-case-")
         folder = case_folder(outer, uid)
         try:
             spec = {
@@ -388,7 +404,6 @@ def _run_case(
             limits=_limits(assignment),
             signature=assignment.signature,
             tile_width_name=assignment.tile_width_name,
-            parent=root,
         )
     except JudgeError as exc:
         return {"error": str(exc)}
@@ -399,7 +414,11 @@ def _run_case(
     def book():
         return books.get(case.shape, case.tile_width, trace.backend, assignment.seed)
 
-    findings, evaluated, used = judge(trace, assignment.points, book, log=reads)
+    try:
+        findings, evaluated, used = judge(trace, assignment.points, book, log=reads)
+    except ValueError as exc:  # a recording that is not a matrix multiplication's
+        text = " ".join(str(exc).split())[:ERROR_CHARS]
+        return {"error": f"vizmm could not check this kernel's recording: {text}"}
     return {
         "findings": findings,
         "evaluated": evaluated,

@@ -41,7 +41,7 @@ _KEEP = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "SYSTEMROOT")
 _KEEP_PREFIX = ("CUDA_", "NUMBA_", "NVIDIA_", "VIZMM_KERNELS_")
 _LOCK = threading.Lock()
 _USERS: set[int] = set()
-_USER_WORKS: list[bool] = []
+_USER_WORKS: dict[str, bool] = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,14 +117,15 @@ def _can_drop() -> bool:
     return sys.platform.startswith("linux") and hasattr(os, "setuid") and os.geteuid() == 0
 
 
-def _user_works(uid: int) -> bool:
-    """Whether a process of ``uid`` can run this Python and import vizmm (checked once)."""
+def _user_works(uid: int, python: str) -> bool:
+    """Whether a process of ``uid`` can run ``python`` (and, ours, import vizmm): checked once."""
     with _LOCK:
-        if _USER_WORKS:
-            return _USER_WORKS[0]
+        if python in _USER_WORKS:
+            return _USER_WORKS[python]
+    code = "import vizmm.grade.case" if python == sys.executable else "pass"
     try:
         run = subprocess.run(
-            [sys.executable, "-I", "-c", "import vizmm.grade.case"],
+            [python, "-I", "-c", code],
             cwd="/",
             user=uid,
             group=uid,
@@ -137,7 +138,7 @@ def _user_works(uid: int) -> bool:
     except (OSError, subprocess.SubprocessError):
         ok = False
     with _LOCK:
-        _USER_WORKS[:] = [ok]
+        _USER_WORKS[python] = ok
     return ok
 
 
@@ -146,9 +147,19 @@ class isolated_user:  # noqa: N801 - a context manager, used as a function
 
     The uid is drawn at random from [:data:`UID_BASE`, +:data:`UID_SPAN`), is
     unique among this process's running cases, and is None when the grader
-    is not root, or when a process of that user could not run vizmm (the
-    interpreter or the package unreadable to other users).
+    is not root, or when a process of that user could not run the case's
+    interpreter (vizmm's: this Python, importing vizmm; an interpreter or a
+    package that only root may read, as one installed under ``/root``, keeps
+    the cases running as the grader's user).
+
+    Parameters
+    ----------
+    python : str, optional
+        The interpreter the case runs (default: this one, with vizmm).
     """
+
+    def __init__(self, python: str | None = None) -> None:
+        self.python = python or sys.executable
 
     def __enter__(self) -> int | None:
         self.uid: int | None = None
@@ -160,7 +171,7 @@ class isolated_user:  # noqa: N801 - a context manager, used as a function
                 if uid not in _USERS:
                     _USERS.add(uid)
                     break
-        if not _user_works(uid):
+        if not _user_works(uid, self.python):
             with _LOCK:
                 _USERS.discard(uid)
             return None

@@ -251,7 +251,12 @@ class Instrumented:
 
 # ---------------------------------------------------------------- source
 def load_kernel(spec: str):
-    """The kernel object named by ``"file.py:name"`` (runs the file's code: a worker's job).
+    """The kernel named by ``"file.py:name"``, read from its file (never run).
+
+    The file is data: :func:`vizmm.record.frontend.read_kernel` parses it,
+    keeps the kernel, its device functions and the module's constants,
+    checks it against the CUDA Python subset and normalises it; nothing of
+    the file's module is imported or executed.
 
     Parameters
     ----------
@@ -262,50 +267,28 @@ def load_kernel(spec: str):
 
     Returns
     -------
-    object
-        What the file binds to ``NAME`` (a numba dispatcher, or a plain
-        function that :func:`kernel_source` checks for ``@cuda.jit``).
+    vizmm.record.frontend.KernelSource
+        The checked, normalised kernel (what :func:`instrument` compiles).
 
     Raises
     ------
     InstrumentError
         When the text is not ``FILE.py:NAME``, the file cannot be read or
-        run, or has no such name.
+        parsed, has no such kernel, or the kernel is outside the subset (the
+        message names the file's line).
     """
+    from .frontend import KernelRejected, read_kernel
+
     path, sep, name = spec.rpartition(":")
     if not sep or not path.endswith(".py") or not name.isidentifier():
         raise InstrumentError(
             f"a kernel file is given as FILE.py:NAME (a Python file and the kernel's name), "
             f"got {spec!r}"
         )
-    if not os.path.isfile(path):
-        raise InstrumentError(f"kernel file {path!r} does not exist")
-    import runpy
-
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
     try:
-        ast.parse(text, filename=path)
-    except SyntaxError as exc:
-        raise InstrumentError(f"{path}, line {exc.lineno}: syntax error: {exc.msg}") from None
-    try:
-        namespace = runpy.run_path(path, run_name="vizmm_user_kernel")
-    except Exception as exc:
-        raise InstrumentError(
-            f"running {path} failed: {type(exc).__name__}: {exc}".splitlines()[0]
-        ) from None
-    if name not in namespace:
-        found = [k for k, v in namespace.items() if python_function(v) is not None and k[0] != "_"]
-        raise InstrumentError(
-            f"{path} has no kernel named {name!r}"
-            + (f"; functions there: {', '.join(sorted(found))}" if found else "")
-        )
-    kern = namespace[name]
-    fn = python_function(kern)
-    if fn is not None and getattr(fn, "__module__", None) == "vizmm_user_kernel":
-        # runpy's namespace is a copy: the function's globals were cleared when it returned
-        fn.__globals__.update(namespace)
-    return kern
+        return read_kernel(path, name)
+    except KernelRejected as exc:
+        raise InstrumentError(str(exc)) from None
 
 
 def python_function(obj) -> FunctionType | None:
@@ -343,31 +326,68 @@ def _is_cuda_kernel(obj) -> bool:
     return ("numba" in mod or "cuda" in mod) and python_function(obj) is not None
 
 
-def kernel_source(kernel) -> tuple[ast.FunctionDef, str, dict, int]:
+def kernel_source(kernel, constants: Mapping | None = None) -> tuple[ast.FunctionDef, str, dict, int]:
     """``(FunctionDef, dedented source, namespace, first line)`` of a kernel.
 
-    The namespace has the closure's constants too; the first line is where
-    the source starts in its file (its first decorator; 1 for source text),
-    so that a line of the source is named as the person's editor numbers it.
+    A file (``"file.py:name"``), source text or a
+    :class:`~vizmm.record.frontend.KernelSource` is read by the front end
+    (:mod:`vizmm.record.frontend`: parsed, checked against the CUDA Python
+    subset, normalised, never run) and its namespace is built by vizmm. A
+    function (the book's kernels, a notebook's) gives its module globals and
+    closure. The first line is where the source starts in its file (its
+    first decorator; 1 for source text), so that a line of the source is
+    named as the person's editor numbers it.
 
     Parameters
     ----------
-    kernel : numba CUDA kernel, function or str
+    kernel : numba CUDA kernel, function, str or KernelSource
         A ``@cuda.jit`` kernel (its dispatcher or Python function), the
-        source text of one (a string containing ``def``; its namespace is
-        then empty), or ``"file.py:name"`` (:func:`load_kernel`).
+        source text of one (a string containing ``def``), ``"file.py:name"``
+        (:func:`load_kernel`) or what the front end read.
+    constants : mapping, optional
+        Constants that override the file's or text's (read before checking).
 
     Raises
     ------
     InstrumentError
         When ``kernel`` is not a ``@cuda.jit`` kernel (nor a function or
-        source text of one), or its source cannot be read or parsed.
+        source text of one), or its source cannot be read, parsed or is
+        outside the subset.
     """
+    from vizmm_kernels import _target
+
+    from .frontend import KernelRejected, KernelSource, read_source
+
     if isinstance(kernel, str):
         if "def " in kernel:  # source text
-            text = textwrap.dedent(kernel)
-            return _parse(text, "<kernel source>"), text, {}, 1
-        kernel = load_kernel(kernel)
+            try:
+                kernel = read_source(textwrap.dedent(kernel), None, constants=constants, lenient=True)
+            except KernelRejected as exc:
+                raise InstrumentError(str(exc)) from None
+        else:
+            path, _, name = kernel.rpartition(":")
+            kernel = load_kernel(kernel)
+            if constants:
+                from .frontend import read_kernel
+
+                try:
+                    kernel = read_kernel(path, name, constants)
+                except KernelRejected as exc:  # pragma: no cover - read once already
+                    raise InstrumentError(str(exc)) from None
+    if isinstance(kernel, KernelSource):
+        try:
+            ns = kernel.namespace(_target, constants)
+        except Exception as exc:  # noqa: BLE001 - a device function the compiler refuses
+            raise InstrumentError(
+                f"{kernel.path}: a device function of kernel {kernel.name} does not compile: "
+                + " ".join(str(exc).split())[:200]
+            ) from None
+        if (kernel.tree.end_lineno or 0) > D.MAX_LINE:
+            raise InstrumentError(
+                f"the kernel ends on line {kernel.tree.end_lineno}; the access log names lines "
+                f"up to {D.MAX_LINE}"
+            )
+        return copy.deepcopy(kernel.tree), textwrap.dedent(kernel.source), ns, kernel.first_line
     fn = python_function(kernel)
     if fn is None:
         raise InstrumentError(
@@ -1297,7 +1317,7 @@ def instrument(
         the instrumenter does not take (the message names the line).
     """
     t0 = time.perf_counter()
-    tree, text, namespace, first_line = kernel_source(kernel)
+    tree, text, namespace, first_line = kernel_source(kernel, constants)
     from vizmm_kernels import _target
 
     base = {"cuda": _target.cuda, "float32": _target.float32, "int32": _target.int32, "math": math}
@@ -1313,6 +1333,12 @@ def instrument(
     key = (
         bool(shared_loads),
         text,
+        ast.unparse(tree),  # the normalised kernel (its inlined device functions)
+        tuple(
+            sorted(
+                (k, v.__name__) for k, v in namespace.items() if hasattr(v, "py_func") and k[0] != "_"
+            )
+        ),
         key_consts,
         int(dynamic_shared),
         tuple(sorted((dtypes or {}).items())),

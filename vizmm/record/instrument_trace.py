@@ -107,7 +107,7 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
         first_line = 1
         figure = K.FIGURES[name]
     else:
-        inst = I.instrument(kernel, shared_loads=job.reads)
+        inst = I.instrument(kernel, shared_loads=job.reads, constants=job.constants or None)
         source = inst.source
         first_line = inst.first_line
         figure = f"user kernel {inst.name}"

@@ -53,6 +53,9 @@ class Job:
         ``"file.py:name"`` of a user's kernel, recorded through the
         instrumenter (:mod:`vizmm.record.instrument_trace`); empty for the
         book's kernel ``launch.kernel``.
+    constants : dict of str to int, float or bool
+        Module constants of a user's kernel file overridden for this
+        recording (a grading case's TILE_WIDTH); empty for none.
     """
 
     launch: LaunchShape
@@ -66,6 +69,7 @@ class Job:
     tile_width_from: str | None = None
     target: str = ""
     user_kernel: str = ""
+    constants: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         if not self.target:  # the backend's target, as vizmm.record.targets resolves it

@@ -1,0 +1,1188 @@
+"""The kernel is read, not run: a student's file parsed, checked and normalised (``ast`` only).
+
+A kernel file is data. :func:`read_kernel` parses it with :mod:`ast` and keeps
+three things of it: the ``@cuda.jit`` kernels and device functions, the
+module-level constants (literals and constant expressions of them, evaluated
+here by a small evaluator of numbers, never by Python's ``eval``) and the
+imports of ``numba``, ``numba.cuda``, ``math`` and ``numpy``. Everything else
+at module level (a ``__main__`` block, a host test harness, ``import os``, an
+assignment to ``vizmm.checker.findings``) is set aside with a note and never
+executed.
+
+The kernel's body (and each device function it calls) is checked against the
+CUDA Python subset Numba compiles: assignments, ``for ... in range(...)``,
+``while``, ``if``, ``break`` / ``continue`` / ``return``; names that are the
+kernel's parameters, its locals, the file's constants and device functions,
+a few builtins (``range``, ``min``, ``max``, ``abs``, ``int``, ``float``,
+``bool``, ``len``) and the numeric types; attributes of ``cuda``
+(``threadIdx``, ``blockIdx``, ``blockDim``, ``gridDim``, ``syncthreads``,
+``grid``, ``shared.array``, ``local.array``, ``atomic.*`` ...), of ``math``
+and of arrays (``shape``, ``size``). Anything outside it is one
+:class:`KernelRejected` naming the file's line and the construct.
+
+Then every form of the subset is normalised once, so that the instrumenter
+(:mod:`.instrument`) sees one spelling of each thing:
+
+* chained subscripts ``Mds[ty][tx]`` become ``Mds[ty, tx]``;
+* ``cuda.shared.array(shape=..., dtype=...)`` (and ``cuda.local.array``)
+  take their arguments by position;
+* a 3-D shared array ``(D, R, C)`` (double buffering, coarsening) becomes a
+  2-D one ``(D * R, C)`` indexed ``[d * R + r, c]``;
+* an augmented assignment to an array element ``P[r, c] += v`` becomes
+  ``P[r, c] = P[r, c] + v`` (a load and a store, as the GPU does it);
+* the aliases of the imports (``numba.cuda.threadIdx``, ``nb.float32``,
+  ``np.float32``, ``from numba import cuda as cu``) become ``cuda.*`` and
+  ``float32``;
+* a device function whose body is one ``return`` expression, or a procedure
+  with no ``return``, is inlined at its call (its accesses are logged as the
+  kernel's own, at the line of the call); other device functions are
+  compiled from their checked tree and called.
+
+What runs, in the simulator or on a GPU, is code generated from that checked
+tree in globals vizmm builds (:meth:`KernelSource.namespace`): nothing a
+student writes can reach ``vizmm``, NumPy, builtins, the file system or a
+process.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import dataclasses
+import itertools
+import math
+import os
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "KernelRejected",
+    "KernelSource",
+    "read_kernel",
+    "read_source",
+]
+
+#: The largest kernel file read (bytes): a kernel is a page, not a library.
+MAX_FILE_BYTES = 1 << 20
+#: The largest integer a constant expression may reach (|value|).
+MAX_CONSTANT = 1 << 62
+
+#: Modules a kernel file may import (anything else is set aside, never imported).
+MODULES = ("numba", "numba.cuda", "math", "numpy", "numba.types", "vizmm_kernels._target")
+#: Numeric types the generated code binds (numba's, for the process's target).
+TYPES = ("float32", "float64", "int32", "int64", "uint32", "uint64", "int16", "int8", "boolean")
+#: Builtins the kernel may call.
+BUILTINS = ("range", "min", "max", "abs", "int", "float", "bool", "len", "round")
+#: ``cuda.<name>`` attributes the kernel may read (with ``.x/.y/.z`` where they are dims).
+CUDA_DIMS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
+CUDA_CALLS = (
+    "syncthreads",
+    "syncwarp",
+    "grid",
+    "gridsize",
+    "threadfence",
+    "threadfence_block",
+    "fma",
+    "selp",
+    "popc",
+    "laneid",
+    "warpsize",
+)
+CUDA_ATOMICS = ("add", "sub", "max", "min", "exch", "cas", "and_", "or_", "xor", "inc", "dec")
+#: ``math.<name>`` functions the kernel may call.
+MATH = tuple(
+    n
+    for n in (
+        "sqrt exp exp2 expm1 log log2 log10 log1p floor ceil trunc fabs fmod pow sin cos tan "
+        "asin acos atan atan2 sinh cosh tanh isnan isinf isfinite copysign hypot erf erfc "
+        "gamma lgamma degrees radians"
+    ).split()
+)
+#: Statements of the subset.
+_STMTS = (
+    ast.Assign,
+    ast.AugAssign,
+    ast.AnnAssign,
+    ast.For,
+    ast.While,
+    ast.If,
+    ast.Expr,
+    ast.Return,
+    ast.Pass,
+    ast.Break,
+    ast.Continue,
+)
+_OPS = (
+    ast.Add,
+    ast.Sub,
+    ast.Mult,
+    ast.Div,
+    ast.FloorDiv,
+    ast.Mod,
+    ast.Pow,
+    ast.LShift,
+    ast.RShift,
+    ast.BitOr,
+    ast.BitXor,
+    ast.BitAnd,
+)
+
+
+class KernelRejected(ValueError):
+    """A kernel file vizmm does not take; the message names the file's line and what is allowed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelSource:
+    """A kernel read from a file (or text) by :func:`read_kernel`: checked, normalised, not run.
+
+    Attributes
+    ----------
+    path : str
+        The file as given (``'<kernel source>'`` for text).
+    name : str
+        The kernel's name.
+    tree : ast.FunctionDef
+        The normalised kernel; its line numbers count within :attr:`source`
+        (line 1 is :attr:`first_line` of the file).
+    source : str
+        The kernel's text as written, from its first decorator to its end.
+    first_line : int
+        The file's line where :attr:`source` starts (1-based).
+    params : tuple of str
+        The kernel's parameters.
+    constants : mapping of str to int, float, bool or tuple
+        The file's module-level constants (``TILE_WIDTH`` ...), as read.
+    types : mapping of str to str
+        Names the file binds to numeric types (``{'f32': 'float32'}``).
+    device_functions : tuple of ast.FunctionDef
+        The device functions the kernel calls that were not inlined
+        (compiled from their checked tree), normalised.
+    notes : tuple of str
+        What was set aside and never run (one line each, with the file's line).
+    constant_lines : mapping of str to int
+        The file's line where each constant is set.
+    """
+
+    path: str
+    name: str
+    tree: ast.FunctionDef
+    source: str
+    first_line: int
+    params: tuple
+    constants: Mapping[str, Any]
+    types: Mapping[str, str]
+    device_functions: tuple = ()
+    notes: tuple = ()
+    constant_lines: Mapping[str, int] = dataclasses.field(default_factory=dict)
+
+    def uses(self, name: str) -> bool:
+        """Whether the kernel (or a device function it calls) reads the name ``name``.
+
+        Parameters
+        ----------
+        name : str
+            A module constant's name (``TILE_WIDTH``).
+        """
+        trees = (self.tree, *self.device_functions)
+        return any(isinstance(n, ast.Name) and n.id == name for t in trees for n in ast.walk(t))
+
+    def namespace(self, target, constants: Mapping[str, Any] | None = None) -> dict:
+        """The globals the generated code runs in: built by vizmm, nothing of the file's module.
+
+        Parameters
+        ----------
+        target : module
+            The process's compiler (:mod:`vizmm_kernels._target`): its
+            ``cuda`` and numeric types.
+        constants : mapping, optional
+            Constants that override the file's (a grading case's TILE_WIDTH).
+
+        Returns
+        -------
+        dict
+            ``cuda``, ``math``, the numeric types, the file's constants (with
+            the overrides) and the compiled device functions.
+        """
+        import numba
+
+        ns: dict[str, Any] = {"cuda": target.cuda, "math": math}
+        for t in TYPES:
+            ns[t] = getattr(target, t, None) or getattr(numba, t)
+        for alias, t in self.types.items():
+            ns[alias] = ns[t]
+        ns.update(self.constants)
+        ns.update(dict(constants or {}))
+        for fn in self.device_functions:
+            code = ast.unparse(ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[])))
+            exec(compile(code, f"<vizmm device function {fn.name}>", "exec"), ns)  # noqa: S102
+            ns[fn.name] = target.cuda.jit(device=True)(ns[fn.name])
+        return ns
+
+
+# ------------------------------------------------------------------ reading
+def read_kernel(path: str, name: str, constants: Mapping[str, Any] | None = None) -> KernelSource:
+    """Read kernel ``name`` from the file ``path`` (parsed, checked, normalised; never run).
+
+    Parameters
+    ----------
+    path : str
+        A Python file (relative to the working directory or absolute), at
+        most :data:`MAX_FILE_BYTES` bytes of UTF-8.
+    name : str
+        The ``@cuda.jit`` kernel's name.
+    constants : mapping, optional
+        Constants that override the file's (a grading case's TILE_WIDTH).
+
+    Returns
+    -------
+    KernelSource
+
+    Raises
+    ------
+    KernelRejected
+        For a file that cannot be read or parsed, a name that is not a
+        kernel there, or a kernel outside the CUDA Python subset (the message
+        names the file's line and the construct).
+    """
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        raise KernelRejected(f"kernel file {path!r} does not exist") from None
+    if not os.path.isfile(path):
+        raise KernelRejected(f"kernel file {path!r} is not a file")
+    if size > MAX_FILE_BYTES:
+        raise KernelRejected(
+            f"kernel file {path!r} is {size} bytes; a kernel file is at most {MAX_FILE_BYTES}"
+        )
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KernelRejected(f"kernel file {path!r} cannot be read as UTF-8 text: {exc}") from None
+    return read_source(text, name, path=path, constants=constants)
+
+
+def read_source(
+    text: str,
+    name: str | None = None,
+    *,
+    path: str = "<kernel source>",
+    constants: Mapping[str, Any] | None = None,
+    lenient: bool = False,
+) -> KernelSource:
+    """Read a kernel from Python source text (see :func:`read_kernel`).
+
+    Parameters
+    ----------
+    text : str
+        The whole file's text (or a kernel's alone).
+    name : str, optional
+        The kernel's name; None takes the file's only kernel (or, in text
+        with no decorated function, its first function).
+    path : str
+        What messages call the text.
+    constants : mapping, optional
+        Constants that override (or add to) the text's.
+    lenient : bool
+        Text given in code (not a file): an undecorated function is the
+        kernel, and ``cuda`` and the numeric types are bound without imports.
+
+    Returns
+    -------
+    KernelSource
+
+    Raises
+    ------
+    KernelRejected
+        As :func:`read_kernel`.
+    """
+    try:
+        module = ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        raise KernelRejected(f"{path}, line {exc.lineno}: syntax error: {exc.msg}") from None
+    return _Reader(module, text, path, constants, lenient).kernel(name)
+
+
+def _dotted(node) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+class _Reader:
+    """One file's module level: imports, constants, kernels and device functions."""
+
+    def __init__(
+        self,
+        module: ast.Module,
+        text: str,
+        path: str,
+        constants: Mapping[str, Any] | None = None,
+        lenient: bool = False,
+    ):
+        self.path = path
+        self.lenient = lenient
+        self.lines = text.splitlines(True)
+        self.aliases: dict[str, str] = {}  # a name the file binds -> its module path
+        self.types: dict[str, str] = {}  # a name bound to a numeric type -> the type
+        self.constants: dict[str, Any] = {}
+        self.constant_lines: dict[str, int] = {}
+        self.kernels: dict[str, ast.FunctionDef] = {}
+        self.device: dict[str, ast.FunctionDef] = {}
+        self.notes: list[str] = []
+        self.plain: dict[str, ast.FunctionDef] = {}
+        for stmt in module.body:
+            self._top(stmt)
+        for k, v in dict(constants or {}).items():  # the caller's (a grading case's TILE_WIDTH)
+            if isinstance(v, (int, float, bool)) or (
+                isinstance(v, tuple) and all(isinstance(x, (int, float)) for x in v)
+            ):
+                self.constants[k] = v
+        if lenient and not self.kernels and self.plain:  # text of one undecorated function
+            first = next(iter(self.plain.values()))
+            self.kernels[first.name] = first
+        if lenient:
+            self.aliases.setdefault("cuda", "numba.cuda")
+            self.aliases.setdefault("math", "math")
+        for t in TYPES:
+            if lenient and t not in self.types and t not in self.constants:
+                self.types.setdefault(t, t)
+
+    def _where(self, node) -> str:
+        return f"{self.path}, line {getattr(node, 'lineno', '?')}"
+
+    def _note(self, node, what: str) -> None:
+        self.notes.append(f"line {node.lineno}: {what} (set aside, not run)")
+
+    def _top(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                if a.name in MODULES:
+                    bound = a.asname or a.name.split(".")[0]
+                    self.aliases[bound] = a.name if a.asname else a.name.split(".")[0]
+                else:
+                    self._note(stmt, f"import {a.name}")
+            return
+        if isinstance(stmt, ast.ImportFrom):
+            mod = stmt.module or ""
+            if mod not in MODULES or stmt.level:
+                self._note(stmt, f"from {'.' * stmt.level}{mod} import ...")
+                return
+            for a in stmt.names:
+                bound = a.asname or a.name
+                if a.name == "*":
+                    self._note(stmt, f"from {mod} import *")
+                elif a.name in TYPES:
+                    self.types[bound] = a.name
+                elif a.name == "cuda" and mod in ("numba", "vizmm_kernels._target"):
+                    self.aliases[bound] = "numba.cuda"
+                elif f"{mod}.{a.name}" in MODULES:
+                    self.aliases[bound] = f"{mod}.{a.name}"
+                elif mod == "math" and a.name in MATH:
+                    self.aliases[bound] = f"math.{a.name}"
+                elif mod == "numba.cuda" and a.name == "jit":
+                    self.aliases[bound] = "numba.cuda.jit"
+                else:
+                    self._note(stmt, f"from {mod} import {a.name}")
+            return
+        if isinstance(stmt, ast.FunctionDef):
+            kind = self._decorated(stmt)
+            if kind == "kernel":
+                self.kernels[stmt.name] = stmt
+            elif kind == "device":
+                self.device[stmt.name] = stmt
+            else:
+                self.plain[stmt.name] = stmt
+                self._note(stmt, f"function {stmt.name} (not @cuda.jit)")
+            return
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            value = stmt.value
+            if value is not None and all(isinstance(t, ast.Name) for t in targets):
+                typ = self._type_of(value)
+                if typ is not None:
+                    for t in targets:
+                        self.types[t.id] = typ  # type: ignore[attr-defined]
+                    return
+                try:
+                    v = self._const(value)
+                except _NotConstant:
+                    pass
+                else:
+                    for t in targets:
+                        self.constants[t.id] = v  # type: ignore[attr-defined]
+                        self.constant_lines[t.id] = stmt.lineno  # type: ignore[attr-defined]
+                    return
+            self._note(stmt, f"assignment {ast.unparse(stmt)[:60]}")
+            return
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            return  # the module's docstring
+        if isinstance(stmt, ast.If) and "__name__" in ast.unparse(stmt.test):
+            self._note(stmt, "the __main__ block")
+            return
+        self._note(stmt, f"a {type(stmt).__name__} statement at module level")
+
+    # -- names
+    def canonical(self, node) -> str | None:
+        """``cuda.x``, ``math.x``, a type name or None for a dotted name the file wrote."""
+        dotted = _dotted(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        if head in self.types and not rest:
+            return self.types[head]
+        if head not in self.aliases:
+            return None
+        full = self.aliases[head] + ("." + rest if rest else "")
+        for prefix, canon in (
+            ("numba.cuda.", "cuda."),
+            ("numba.types.", ""),
+            ("numpy.", ""),
+            ("numba.", ""),
+            ("math.", "math."),
+        ):
+            if full.startswith(prefix):
+                out = canon + full[len(prefix) :]
+                if canon == "" and out in TYPES:
+                    return out
+                if canon:
+                    return out
+                return None if "." in out or out not in TYPES else out
+        if full == "numba.cuda":
+            return "cuda"
+        if full == "math":
+            return "math"
+        return None
+
+    def _type_of(self, node) -> str | None:
+        c = self.canonical(node)
+        return c if c in TYPES else None
+
+    def _decorated(self, fn: ast.FunctionDef) -> str | None:
+        for d in fn.decorator_list:
+            call = d if isinstance(d, ast.Call) else None
+            target = call.func if call is not None else d
+            c = self.canonical(target)
+            if c != "cuda.jit":
+                continue
+            if call is not None:
+                for kw in call.keywords:
+                    if kw.arg == "device" and isinstance(kw.value, ast.Constant) and kw.value.value:
+                        return "device"
+            return "kernel"
+        return None
+
+    # -- constants
+    def _const(self, node) -> Any:
+        return _const_eval(node, self.constants)
+
+    # -- the kernel
+    def kernel(self, name: str | None) -> KernelSource:
+        if name is None:
+            if len(self.kernels) == 1:
+                name = next(iter(self.kernels))
+            elif not self.kernels and self.notes and self.path == "<kernel source>":
+                fns = [n for n in self.notes if "function " in n]
+                raise KernelRejected(
+                    "no @cuda.jit kernel in the source" + (f" ({fns[0]})" if fns else "")
+                )
+            else:
+                raise KernelRejected(
+                    f"{self.path} defines {len(self.kernels)} @cuda.jit kernels; name one "
+                    f"({', '.join(sorted(self.kernels)) or 'none'})"
+                )
+        fn = self.kernels.get(name)
+        if fn is None:
+            if name in self.device:
+                raise KernelRejected(
+                    f"{self.path}: {name} is a device function (@cuda.jit(device=True)); "
+                    "name the kernel that launches"
+                )
+            plain = [n for n in self.notes if f"function {name} " in n]
+            if plain:
+                raise KernelRejected(
+                    f"{self.path}: {name} is a plain Python function (no @cuda.jit); a kernel "
+                    "is decorated @cuda.jit"
+                )
+            found = sorted(self.kernels)
+            raise KernelRejected(
+                f"{self.path} has no kernel named {name!r}"
+                + (f"; kernels there: {', '.join(found)}" if found else "; it defines no kernel")
+            )
+        first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+        end = fn.end_lineno or fn.lineno
+        source = "".join(self.lines[first - 1 : end])
+        checker = _Checker(self, first)
+        tree = checker.kernel(fn)
+        return KernelSource(
+            path=self.path,
+            name=name,
+            tree=tree,
+            source=source,
+            first_line=first,
+            params=tuple(a.arg for a in fn.args.args),
+            constants=dict(self.constants),
+            types=dict(self.types),
+            device_functions=tuple(checker.compiled.values()),
+            notes=tuple(self.notes),
+            constant_lines=dict(self.constant_lines),
+        )
+
+
+class _NotConstant(Exception):
+    pass
+
+
+def _const_eval(node, env: Mapping[str, Any]) -> Any:
+    """The value of a constant expression of numbers, names of ``env`` and tuples (no ``eval``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in env:
+        return env[node.id]
+    if isinstance(node, ast.Tuple):
+        return tuple(_const_eval(e, env) for e in node.elts)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Not)):
+        v = _const_eval(node.operand, env)
+        if isinstance(v, tuple):
+            raise _NotConstant
+        return -v if isinstance(node.op, ast.USub) else (+v if isinstance(node.op, ast.UAdd) else not v)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, _OPS):
+        a, b = _const_eval(node.left, env), _const_eval(node.right, env)
+        if isinstance(a, tuple) or isinstance(b, tuple):
+            raise _NotConstant
+        if isinstance(node.op, ast.Pow) and (abs(b) > 64 or abs(a) > MAX_CONSTANT):
+            raise _NotConstant
+        if isinstance(node.op, ast.LShift) and not 0 <= b <= 62:
+            raise _NotConstant
+        try:
+            v = _BINOPS[type(node.op)](a, b)
+        except (ArithmeticError, ValueError, TypeError):
+            raise _NotConstant from None
+        if isinstance(v, int) and abs(v) > MAX_CONSTANT:
+            raise _NotConstant
+        return v
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("int", "float", "min", "max", "abs")
+        and not node.keywords
+    ):
+        args = [_const_eval(a, env) for a in node.args]
+        if any(isinstance(a, tuple) for a in args) or not args:
+            raise _NotConstant
+        f = {"int": int, "float": float, "min": min, "max": max, "abs": abs}[node.func.id]
+        try:
+            return f(*args)
+        except (TypeError, ValueError, OverflowError):
+            raise _NotConstant from None
+    raise _NotConstant
+
+
+_BINOPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: a**b,
+    ast.LShift: lambda a, b: a << b,
+    ast.RShift: lambda a, b: a >> b,
+    ast.BitOr: lambda a, b: a | b,
+    ast.BitXor: lambda a, b: a ^ b,
+    ast.BitAnd: lambda a, b: a & b,
+}
+
+
+# ------------------------------------------------------------------ checking
+class _Checker:
+    """Checks a kernel (and the device functions it calls) against the subset; normalises it."""
+
+    def __init__(self, reader: _Reader, first_line: int):
+        self.r = reader
+        self.first = first_line
+        self.compiled: dict[str, ast.FunctionDef] = {}
+        self.inline_n = itertools.count()
+
+    def fail(self, node, what: str) -> KernelRejected:
+        return KernelRejected(f"{self.r._where(node)}: {what}")
+
+    # -- the whole kernel
+    def kernel(self, fn: ast.FunctionDef) -> ast.FunctionDef:
+        fn = copy.deepcopy(fn)
+        self._signature(fn)
+        body = self.block(fn.body, _Scope(self, fn, kernel=True))
+        fn.body = body or [ast.Pass()]
+        fn.decorator_list = []
+        ast.fix_missing_locations(fn)
+        ast.increment_lineno(fn, -(self.first - 1))  # lines count within the source
+        return fn
+
+    def _signature(self, fn: ast.FunctionDef) -> None:
+        a = fn.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
+            raise self.fail(
+                fn, f"kernel {fn.name} takes *args, **kwargs or defaults; a kernel takes plain "
+                "positional parameters"
+            )
+        for p in a.args:
+            self._name_ok(p, p.arg)
+
+    def _name_ok(self, node, name: str) -> None:
+        if name.startswith("_") and name != "_":
+            raise self.fail(
+                node,
+                f"the name {name!r} starts with an underscore, which vizmm's recorder keeps for "
+                "its own names; rename it",
+            )
+
+    # -- statements
+    def block(self, stmts: list[ast.stmt], scope: _Scope) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for i, st in enumerate(stmts):
+            if (
+                i == 0
+                and isinstance(st, ast.Expr)
+                and isinstance(st.value, ast.Constant)
+                and isinstance(st.value.value, str)
+            ):
+                continue  # a docstring
+            out.extend(self.stmt(st, scope))
+        return out
+
+    def stmt(self, st: ast.stmt, scope: _Scope) -> list[ast.stmt]:
+        if not isinstance(st, _STMTS):
+            raise self.fail(
+                st,
+                f"a {type(st).__name__.lower()} statement is outside the CUDA Python subset a "
+                "kernel may use (assignments, for ... in range, while, if, break, continue, "
+                "return, calls)",
+            )
+        if isinstance(st, ast.Expr):
+            if isinstance(st.value, ast.Constant) and isinstance(st.value.value, str):
+                return []  # a string as a comment
+            if not isinstance(st.value, ast.Call):
+                raise self.fail(st, f"the expression {ast.unparse(st)[:60]} does nothing")
+            inlined = self.inline_call(st.value, scope, statement=True)
+            if inlined is not None:
+                return inlined
+            return [ast.copy_location(ast.Expr(self.expr(st.value, scope)), st)]
+        if isinstance(st, ast.AnnAssign):
+            if st.value is None or not isinstance(st.target, ast.Name):
+                raise self.fail(st, "an annotation without a value declares nothing in a kernel")
+            st = ast.copy_location(ast.Assign(targets=[st.target], value=st.value), st)
+        if isinstance(st, ast.Assign):
+            value = self.rhs(st.value, scope, st)
+            targets = [self.target(t, scope) for t in st.targets]
+            if len(targets) > 1:  # a = b = v
+                out = []
+                for t in targets:
+                    out.append(ast.copy_location(ast.Assign(targets=[t], value=copy.deepcopy(value)), st))
+                return out
+            return [ast.copy_location(ast.Assign(targets=targets, value=value), st)]
+        if isinstance(st, ast.AugAssign):
+            if not isinstance(st.op, _OPS):
+                raise self.fail(st, "this augmented assignment is outside the subset")
+            value = self.expr(st.value, scope)
+            if isinstance(st.target, ast.Subscript):
+                target = self.target(st.target, scope)
+                load = copy.deepcopy(target)
+                for n in ast.walk(load):
+                    if isinstance(n, ast.Subscript):
+                        n.ctx = ast.Load()
+                new = ast.BinOp(left=load, op=st.op, right=value)
+                return [ast.copy_location(ast.Assign(targets=[target], value=new), st)]
+            if not isinstance(st.target, ast.Name):
+                raise self.fail(st, "assign to a name or one array element")
+            scope.use(st.target)
+            scope.assign(st.target.id)
+            return [ast.copy_location(ast.AugAssign(target=st.target, op=st.op, value=value), st)]
+        if isinstance(st, ast.For):
+            it = st.iter
+            if not (
+                isinstance(it, ast.Call)
+                and isinstance(it.func, ast.Name)
+                and it.func.id == "range"
+                and it.func.id not in scope.locals
+                and 1 <= len(it.args) <= 3
+                and not it.keywords
+            ):
+                raise self.fail(
+                    st, "a kernel's for loop runs over range(...) (a start, stop and step)"
+                )
+            if not isinstance(st.target, ast.Name):
+                raise self.fail(st, "a for loop's variable is one name")
+            if st.orelse:
+                raise self.fail(st, "a for loop's else is outside the subset")
+            args = [self.expr(a, scope) for a in it.args]
+            self._name_ok(st.target, st.target.id)
+            scope.assign(st.target.id)
+            new_it = ast.copy_location(ast.Call(func=it.func, args=args, keywords=[]), it)
+            return [
+                ast.copy_location(
+                    ast.For(
+                        target=st.target,
+                        iter=new_it,
+                        body=self.block(st.body, scope) or [ast.Pass()],
+                        orelse=[],
+                        type_comment=None,
+                    ),
+                    st,
+                )
+            ]
+        if isinstance(st, ast.While):
+            if st.orelse:
+                raise self.fail(st, "a while loop's else is outside the subset")
+            return [
+                ast.copy_location(
+                    ast.While(
+                        test=self.expr(st.test, scope),
+                        body=self.block(st.body, scope) or [ast.Pass()],
+                        orelse=[],
+                    ),
+                    st,
+                )
+            ]
+        if isinstance(st, ast.If):
+            return [
+                ast.copy_location(
+                    ast.If(
+                        test=self.expr(st.test, scope),
+                        body=self.block(st.body, scope) or [ast.Pass()],
+                        orelse=self.block(st.orelse, scope),
+                    ),
+                    st,
+                )
+            ]
+        if isinstance(st, ast.Return):
+            if st.value is not None and not (
+                isinstance(st.value, ast.Constant) and st.value.value is None
+            ):
+                if scope.kernel:
+                    raise self.fail(st, "a kernel returns nothing (it stores into P)")
+                return [ast.copy_location(ast.Return(self.expr(st.value, scope)), st)]
+            return [ast.copy_location(ast.Return(value=None), st)]
+        return [st]  # pass, break, continue
+
+    def target(self, t, scope: _Scope):
+        if isinstance(t, ast.Name):
+            self._name_ok(t, t.id)
+            if t.id in scope.arrays and t.id in scope.params:
+                raise self.fail(t, f"{t.id} is an array parameter; store into its elements")
+            scope.assign(t.id)
+            return t
+        if isinstance(t, ast.Tuple):
+            return ast.copy_location(
+                ast.Tuple(elts=[self.target(e, scope) for e in t.elts], ctx=ast.Store()), t
+            )
+        if isinstance(t, ast.Subscript):
+            sub = self.subscript(t, scope)
+            sub.ctx = ast.Store()
+            return sub
+        raise self.fail(t, f"cannot assign to {ast.unparse(t)[:40]} in a kernel")
+
+    def rhs(self, value, scope: _Scope, st):
+        """The value of an assignment: an array declaration, or an expression."""
+        call = value if isinstance(value, ast.Call) else None
+        c = self.r.canonical(call.func) if call is not None else None
+        if call is not None and c in ("cuda.shared.array", "cuda.local.array"):
+            if len(getattr(st, "targets", [])) != 1 or not isinstance(st.targets[0], ast.Name):
+                raise self.fail(st, f"assign {c}(...) to one name")
+            return self.array_decl(call, c, st.targets[0].id, scope)
+        return self.expr(value, scope)
+
+    def array_decl(self, call: ast.Call, c: str, name: str, scope: _Scope) -> ast.Call:
+        args: dict[str, ast.expr] = {}
+        for key, a in zip(("shape", "dtype"), call.args, strict=False):
+            args[key] = a
+        if len(call.args) > 2:
+            raise self.fail(call, f"{c} takes a shape and a dtype")
+        for kw in call.keywords:
+            if kw.arg not in ("shape", "dtype") or kw.arg in args:
+                raise self.fail(call, f"{c} takes shape= and dtype= (got {kw.arg}=)")
+            args[kw.arg] = kw.value
+        if "shape" not in args:
+            raise self.fail(call, f"{c} needs a shape: {c}(shape, dtype)")
+        try:
+            shape = _const_eval(args["shape"], self.r.constants)
+        except _NotConstant:
+            raise self.fail(
+                call,
+                f"the shape of {name} ({ast.unparse(args['shape'])}) must be a constant: "
+                "numbers and the file's module-level constants",
+            ) from None
+        shape_t = shape if isinstance(shape, tuple) else (shape,)
+        if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape_t):
+            raise self.fail(call, f"the shape of {name} must be whole numbers >= 0, got {shape}")
+        if len(shape_t) > 3 or (len(shape_t) == 3 and c == "cuda.local.array" and False):
+            raise self.fail(call, f"{name} has {len(shape_t)} dimensions; at most 3")
+        dtype = args.get("dtype")
+        dname = "float32"
+        if dtype is not None:
+            t = self.r._type_of(dtype)
+            if t is None:
+                raise self.fail(call, f"the dtype of {name} must be a numeric type (float32, int32 ...)")
+            dname = t
+        scope.arrays[name] = shape_t
+        scope.locals.add(name)
+        if c == "cuda.shared.array":
+            scope.shared.add(name)
+        shape_node: ast.expr
+        given = args["shape"]
+        elts = list(given.elts) if isinstance(given, ast.Tuple) else [given]
+        elts = [self.expr(e, scope) for e in elts]  # names of constants stay names: overridable
+        if len(shape_t) == 3:  # (D, R, C) -> (D * R, C), indexed [d * R + r, c]
+            scope.fold[name] = elts[1]
+            shape_node = ast.Tuple(
+                elts=[ast.BinOp(left=elts[0], op=ast.Mult(), right=copy.deepcopy(elts[1])), elts[2]],
+                ctx=ast.Load(),
+            )
+        elif len(shape_t) == 1 and not isinstance(given, ast.Tuple):
+            shape_node = elts[0]
+        else:
+            shape_node = ast.Tuple(elts=elts, ctx=ast.Load())
+        space = c.split(".")[1]
+        func = ast.Attribute(
+            value=ast.Attribute(value=ast.Name("cuda", ast.Load()), attr=space, ctx=ast.Load()),
+            attr="array",
+            ctx=ast.Load(),
+        )
+        return ast.copy_location(
+            ast.Call(func=func, args=[shape_node, ast.Name(dname, ast.Load())], keywords=[]),
+            call,
+        )
+
+    # -- expressions
+    def subscript(self, node: ast.Subscript, scope: _Scope) -> ast.Subscript:
+        """``A[i][j]`` / ``A[i, j]`` / ``A[d, r, c]`` of a known array, as one tuple subscript."""
+        idx: list[ast.expr] = []
+        base: ast.expr = node
+        while isinstance(base, ast.Subscript):
+            sl = base.slice
+            if isinstance(sl, ast.Tuple):
+                idx[:0] = list(sl.elts)
+            else:
+                idx.insert(0, sl)
+            base = base.value
+        if isinstance(base, ast.Attribute) and base.attr == "shape" and isinstance(base.value, ast.Name):
+            if base.value.id not in scope.arrays and base.value.id not in scope.params:
+                raise self.fail(node, f"{base.value.id} is not an array")
+            if len(idx) != 1:
+                raise self.fail(node, "index an array's shape with one number")
+            return ast.copy_location(
+                ast.Subscript(value=base, slice=self.expr(idx[0], scope), ctx=ast.Load()), node
+            )
+        if not isinstance(base, ast.Name):
+            raise self.fail(node, f"subscript an array by its name, not {ast.unparse(base)[:40]}")
+        name = base.id
+        if name not in scope.params and name not in scope.arrays:
+            if name in scope.locals:
+                raise self.fail(node, f"{name} is not an array")
+            raise self.fail(node, f"name {name!r} is not defined in the kernel")
+        scope.params_used_as_arrays.add(name) if name in scope.params else None
+        for e in idx:
+            if isinstance(e, ast.Slice):
+                if len(idx) != 1:
+                    raise self.fail(node, "slice one dimension of a shared array only")
+                lower = None if e.lower is None else self.expr(e.lower, scope)
+                upper = None if e.upper is None else self.expr(e.upper, scope)
+                if e.step is not None:
+                    raise self.fail(node, "a slice with a step is outside the subset")
+                return ast.copy_location(
+                    ast.Subscript(value=base, slice=ast.Slice(lower, upper, None), ctx=ast.Load()),
+                    node,
+                )
+            if isinstance(e, ast.Starred):
+                raise self.fail(node, "a starred index is outside the subset")
+        elems = [self.expr(e, scope) for e in idx]
+        fold = scope.fold.get(name)
+        if fold is not None and len(elems) == 3:
+            elems = [
+                ast.BinOp(
+                    left=ast.BinOp(left=elems[0], op=ast.Mult(), right=copy.deepcopy(fold)),
+                    op=ast.Add(),
+                    right=elems[1],
+                ),
+                elems[2],
+            ]
+        shape = scope.arrays.get(name)
+        if shape is not None and len(shape) != len(idx) and not (fold and len(idx) == 3):
+            raise self.fail(
+                node,
+                f"{name} has {len(shape)} dimension(s) but is indexed with {len(idx)} "
+                f"({ast.unparse(node)})",
+            )
+        sl = elems[0] if len(elems) == 1 else ast.Tuple(elts=elems, ctx=ast.Load())
+        return ast.copy_location(ast.Subscript(value=base, slice=sl, ctx=ast.Load()), node)
+
+    def expr(self, node, scope: _Scope):
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, (int, float, bool)) or node.value is None:
+                return node
+            raise self.fail(node, f"a {type(node.value).__name__} constant is outside the subset")
+        if isinstance(node, ast.Name):
+            return self.name(node, scope)
+        if isinstance(node, ast.Attribute):
+            return self.attribute(node, scope)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node, scope)
+        if isinstance(node, ast.BinOp):
+            if not isinstance(node.op, _OPS):
+                raise self.fail(node, f"the operator {ast.unparse(node)[:40]} is outside the subset")
+            return ast.copy_location(
+                ast.BinOp(self.expr(node.left, scope), node.op, self.expr(node.right, scope)), node
+            )
+        if isinstance(node, ast.UnaryOp):
+            return ast.copy_location(ast.UnaryOp(node.op, self.expr(node.operand, scope)), node)
+        if isinstance(node, ast.BoolOp):
+            return ast.copy_location(
+                ast.BoolOp(node.op, [self.expr(v, scope) for v in node.values]), node
+            )
+        if isinstance(node, ast.Compare):
+            if any(isinstance(o, (ast.In, ast.NotIn, ast.Is, ast.IsNot)) for o in node.ops):
+                raise self.fail(node, "compare numbers with < <= == != >= > in a kernel")
+            return ast.copy_location(
+                ast.Compare(
+                    self.expr(node.left, scope),
+                    node.ops,
+                    [self.expr(c, scope) for c in node.comparators],
+                ),
+                node,
+            )
+        if isinstance(node, ast.IfExp):
+            return ast.copy_location(
+                ast.IfExp(
+                    self.expr(node.test, scope),
+                    self.expr(node.body, scope),
+                    self.expr(node.orelse, scope),
+                ),
+                node,
+            )
+        if isinstance(node, ast.Tuple):
+            return ast.copy_location(
+                ast.Tuple([self.expr(e, scope) for e in node.elts], ast.Load()), node
+            )
+        if isinstance(node, ast.Call):
+            inlined = self.inline_call(node, scope, statement=False)
+            if inlined is not None:
+                return inlined
+            return self.call(node, scope)
+        raise self.fail(
+            node,
+            f"{ast.unparse(node)[:50]} ({type(node).__name__}) is outside the CUDA Python subset "
+            "a kernel may use",
+        )
+
+    def name(self, node: ast.Name, scope: _Scope):
+        n = node.id
+        if n in scope.locals or n in scope.params:
+            return node
+        if n in self.r.constants:
+            return node
+        if n in self.r.types:
+            return ast.copy_location(ast.Name(self.r.types[n], ast.Load()), node)
+        if n in TYPES or n in BUILTINS:
+            return node
+        if n in ("True", "False", "None"):
+            return node
+        if n in self.r.aliases:
+            raise self.fail(node, f"the module {n} cannot be used as a value in a kernel")
+        raise self.fail(
+            node,
+            f"name {n!r} is not defined in the kernel (a kernel reads its parameters, its own "
+            "variables and the file's module-level constants)",
+        )
+
+    def attribute(self, node: ast.Attribute, scope: _Scope):
+        c = self.r.canonical(node)
+        if c is not None:
+            parts = c.split(".")
+            if c in TYPES:
+                return ast.copy_location(ast.Name(c, ast.Load()), node)
+            if parts[0] == "cuda" and len(parts) == 3 and parts[1] in CUDA_DIMS and parts[2] in "xyz":
+                return ast.copy_location(ast.parse(c, mode="eval").body, node)
+            if c in ("cuda.laneid", "cuda.warpsize"):
+                return ast.copy_location(ast.parse(c, mode="eval").body, node)
+            raise self.fail(node, f"{ast.unparse(node)} is not a value a kernel can read")
+        if isinstance(node.value, ast.Name) and node.attr in ("shape", "size", "ndim"):
+            v = node.value.id
+            if v in scope.params or v in scope.arrays:
+                return node
+        if isinstance(node.value, ast.Subscript) or isinstance(node.value, ast.Name):
+            pass
+        raise self.fail(
+            node,
+            f"the attribute {ast.unparse(node)[:50]} is outside the subset (a kernel reads "
+            "cuda.threadIdx/blockIdx/blockDim/gridDim .x/.y/.z and an array's shape)",
+        )
+
+    def call(self, node: ast.Call, scope: _Scope):
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords
+        ):
+            raise self.fail(node, "*args and **kwargs are outside the subset")
+        args = [self.expr(a, scope) for a in node.args]
+        keywords = [ast.keyword(k.arg, self.expr(k.value, scope)) for k in node.keywords]
+        func = node.func
+        c = self.r.canonical(func)
+        if isinstance(func, ast.Name) and c is None:
+            n = func.id
+            if n in scope.locals or n in scope.params:
+                raise self.fail(node, f"{n} is not a function")
+            if n in BUILTINS or n in TYPES:
+                if keywords:
+                    raise self.fail(node, f"{n}() takes no keywords in a kernel")
+                return ast.copy_location(ast.Call(func, args, []), node)
+            if n in self.r.types:
+                return ast.copy_location(ast.Call(ast.Name(self.r.types[n], ast.Load()), args, []), node)
+            if n in self.r.device:
+                self.compile_device(n)
+                return ast.copy_location(ast.Call(ast.Name(n, ast.Load()), args, keywords), node)
+            if n in self.r.kernels:
+                raise self.fail(node, f"{n} is a kernel; a kernel calls device functions only")
+            raise self.fail(node, f"{n}() is not a function a kernel may call")
+        if c is None:
+            raise self.fail(node, f"{ast.unparse(func)[:50]}() is not a function a kernel may call")
+        parts = c.split(".")
+        ok = (
+            c in TYPES
+            or (parts[0] == "cuda" and len(parts) == 2 and parts[1] in CUDA_CALLS)
+            or (parts[0] == "cuda" and len(parts) == 3 and parts[1] == "atomic" and parts[2] in CUDA_ATOMICS)
+            or (parts[0] == "math" and len(parts) == 2 and parts[1] in MATH)
+        )
+        if c in ("cuda.shared.array", "cuda.local.array"):
+            raise self.fail(node, f"assign {c}(...) to a name of its own (Mds = {c}(...))")
+        if not ok:
+            raise self.fail(node, f"{ast.unparse(func)}() is outside the CUDA Python subset")
+        if parts[0] == "cuda" and parts[1] == "atomic" and args and isinstance(args[1:2] and args[1], ast.Tuple):
+            pass
+        newf = ast.parse(c, mode="eval").body
+        return ast.copy_location(ast.Call(newf, args, keywords), node)
+
+    # -- device functions
+    def _device_checked(self, name: str) -> ast.FunctionDef:
+        fn = copy.deepcopy(self.r.device[name])
+        a = fn.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
+            raise self.fail(fn, f"device function {name} takes plain positional parameters only")
+        return fn
+
+    def compile_device(self, name: str) -> None:
+        if name in self.compiled:
+            return
+        fn = self._device_checked(name)
+        self.compiled[name] = fn  # recursion guard
+        scope = _Scope(self, fn, kernel=False)
+        fn.body = self.block(fn.body, scope) or [ast.Pass()]
+        fn.decorator_list = []
+        self.compiled[name] = ast.fix_missing_locations(fn)
+
+    def inline_call(self, node: ast.Call, scope: _Scope, statement: bool):
+        """A device function's body at its call, where it is one return or a procedure."""
+        func = node.func
+        if not (isinstance(func, ast.Name) and func.id in self.r.device) or func.id in scope.locals:
+            return None
+        fn = self._device_checked(func.id)
+        body = [
+            s
+            for i, s in enumerate(fn.body)
+            if not (i == 0 and isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+        ]
+        params = [p.arg for p in fn.args.args]
+        if node.keywords or len(node.args) != len(params):
+            raise self.fail(node, f"{func.id}() takes {len(params)} positional argument(s)")
+        returns = [n for n in ast.walk(ast.Module(body=body, type_ignores=[])) if isinstance(n, ast.Return)]
+        simple = len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None
+        procedure = statement and not returns and not any(
+            isinstance(n, (ast.FunctionDef,)) for n in ast.walk(ast.Module(body=body, type_ignores=[]))
+        )
+        if not (simple or procedure):
+            return None
+        mapping: dict[str, ast.expr] = {}
+        pre: list[ast.stmt] = []
+        n = next(self.inline_n)
+        for p, arg in zip(params, node.args, strict=True):
+            if isinstance(arg, ast.Name) and (arg.id in scope.arrays or arg.id in scope.params or arg.id in self.r.constants):
+                mapping[p] = arg
+            elif isinstance(arg, (ast.Constant,)):
+                mapping[p] = arg
+            elif simple:
+                mapping[p] = arg  # an expression: substituted (the subset's expressions are pure)
+            else:
+                tmp = f"{func.id}_{p}_{n}"
+                pre.append(ast.Assign(targets=[ast.Name(tmp, ast.Store())], value=arg))
+                mapping[p] = ast.Name(tmp, ast.Load())
+        # locals of a procedure get names of their own
+        own = {
+            t.id
+            for s in body
+            for t in ast.walk(s)
+            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store) and t.id not in params
+        }
+        for o in own:
+            mapping[o] = ast.Name(f"{func.id}_{o}_{n}", ast.Load())
+        sub = _Substitute(mapping)
+        line = node.lineno
+        if simple:
+            ret = body[0]
+            assert isinstance(ret, ast.Return) and ret.value is not None
+            e = sub.visit(copy.deepcopy(ret.value))
+            _relocate(e, node)
+            return self.expr(e, scope)
+        stmts = pre + [sub.visit(copy.deepcopy(s)) for s in body]
+        for s in stmts:
+            _relocate(s, node)
+        del line
+        return self.block(stmts, scope)
+
+
+def _relocate(tree, at) -> None:
+    for n in ast.walk(tree):
+        if hasattr(n, "lineno"):
+            n.lineno = at.lineno
+            n.end_lineno = getattr(at, "end_lineno", at.lineno)
+            n.col_offset = getattr(at, "col_offset", 0)
+            n.end_col_offset = getattr(at, "end_col_offset", 0)
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, mapping: Mapping[str, ast.expr]):
+        self.mapping = mapping
+
+    def visit_Name(self, node: ast.Name):
+        if node.id in self.mapping:
+            new = copy.deepcopy(self.mapping[node.id])
+            if isinstance(new, ast.Name):
+                new.ctx = node.ctx
+            return ast.copy_location(new, node)
+        return node
+
+
+class _Scope:
+    """What a function's names are: parameters, locals, arrays (with shapes)."""
+
+    def __init__(self, checker: _Checker, fn: ast.FunctionDef, kernel: bool):
+        self.kernel = kernel
+        self.params = {a.arg for a in fn.args.args}
+        # every name the function assigns anywhere (Python's rule: a local)
+        self.locals: set[str] = set()
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                self.locals.add(n.id)
+        self.arrays: dict[str, tuple] = {}
+        self.shared: set[str] = set()
+        self.fold: dict[str, ast.expr] = {}
+        self.params_used_as_arrays: set[str] = set()
+
+    def assign(self, name: str) -> None:
+        self.locals.add(name)
+
+    def use(self, node: ast.Name) -> None:
+        if node.id not in self.locals and node.id not in self.params:
+            raise KernelRejected(f"name {node.id!r} is used before it is assigned")
