@@ -173,8 +173,8 @@ def test_results_record_the_version_and_seed(main_gradings):
             "wrong_signature",
             "matmul(M, N, P) takes 3 argument(s); the assignment asks for matmul(M, N, P, Width)",
         ),
-        ("calls_exit", "sys.exit(3)"),
-        ("huge_allocation", "ran out of memory"),
+        # module code is set aside by the front end, never run: sys.exit(3) neither
+        ("calls_exit", "calls_exit.py has no kernel named 'matmul'"),
         ("syntax_error", "line 8: syntax error"),
     ],
 )
@@ -190,6 +190,16 @@ def test_a_broken_submission_fails_with_one_clear_line(tmp_path, name, words):
     assert case.score == 0 and words in case.error
     assert "Traceback" not in case.error and len(case.error.splitlines()) == 1
     _validate(gradescope_results(g))
+
+
+def test_module_code_is_never_run(tmp_path):
+    # huge_allocation.py asks for 64 GiB at module level: set aside, its kernel graded.
+    # It stores M_{0,0} into P_{0,0} alone: P is wrong, and no error.
+    a = _assignment(tmp_path, ONE_CASE.format(limit=60))
+    g = grade(a, SUBS / "huge_allocation.py", workdir=str(tmp_path / "w"), engine="record")
+    (case,) = g.cases
+    assert case.error is None and case.score == 0
+    assert case.checks[0].finding["kind"] == "wrong P"
 
 
 def test_an_endless_loop_is_stopped_at_the_time_limit(tmp_path):
