@@ -141,9 +141,10 @@ def _child(cfg: dict, stdin_r: int, out_w: int) -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_bytes"], lim["file_bytes"]))
         if lim.get("as_bytes"):
             resource.setrlimit(resource.RLIMIT_AS, (lim["as_bytes"], lim["as_bytes"]))
+        if cfg.get("kill_uid") is not None:  # enforced once the case is that user
+            resource.setrlimit(resource.RLIMIT_NPROC, (lim["nproc"], lim["nproc"]))
         uid = cfg.get("uid")
         if uid is not None:
-            resource.setrlimit(resource.RLIMIT_NPROC, (lim["nproc"], lim["nproc"]))
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
@@ -165,8 +166,10 @@ def run(cfg: dict) -> dict:
     Parameters
     ----------
     cfg : dict
-        ``argv``, ``cwd``, ``env``, ``uid`` (or None), ``stdin`` (text) and
-        ``limits`` (the fields of :class:`vizmm.grade.sandbox.Limits`).
+        ``argv``, ``cwd``, ``env``, ``uid`` (the user to run as, or None),
+        ``kill_uid`` (the case's user, whose processes are all killed at the
+        end, or None), ``stdin`` (text) and ``limits`` (the fields of
+        :class:`vizmm.grade.sandbox.Limits`).
 
     Returns
     -------
@@ -227,7 +230,7 @@ def run(cfg: dict) -> dict:
                     kept += chunk[: cap - len(kept)]
             else:
                 time.sleep(POLL_S)  # output closed; the process may still run
-    left = _end_all(state, cfg.get("uid"))
+    left = _end_all(state, cfg.get("kill_uid", cfg.get("uid")))
     while True:  # every writer is gone: the rest of the output, to its end
         ready, _, _ = select.select([out_r], [], [], 1.0)
         if not ready:

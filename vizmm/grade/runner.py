@@ -339,7 +339,8 @@ def record_apart(
         kernel's own error; a crash; a recording of another launch).
     """
     _read_here(path, kernel, signature, {tile_width_name: tile_width} if tile_width_name else None)
-    with isolated_user() as uid:
+    user = isolated_user(late_ok=True)
+    with user as uid:
         # in the system's temporary folder, whatever the grading's folder: a case's own user
         # must pass through every folder above its own
         outer = tempfile.mkdtemp(prefix="vizmm-case-")
@@ -358,7 +359,7 @@ def record_apart(
             }
             env = {"NUMBA_ENABLE_CUDASIM": "1"} if backend == "simulator" else {}
             argv = [sys.executable, "-I", "-m", "vizmm.grade.case"]
-            outcome = run_apart(argv, folder, limits, json.dumps(spec), env, uid)
+            outcome = run_apart(argv, folder, limits, json.dumps(spec), env, uid, user.late)
             # every process of the case is gone: its folder is read now, and only its recording
             stopped = _stopped(outcome, limits)
             if stopped:

@@ -32,6 +32,8 @@ import time
 __all__ = ["Limits", "Outcome", "case_folder", "isolated_user", "run_apart", "sweep"]
 
 SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_supervisor.py")
+#: Environment variable telling a case the user to become after its imports (see ``late``).
+LATE_UID_VAR = "VIZMM_CASE_UID"
 #: Environment variable holding a case's token (how its processes are found afterwards).
 TOKEN_VAR = "VIZMM_GRADE_CASE"
 #: The range of uids cases run as, when the grader is root (no account uses them).
@@ -156,10 +158,17 @@ class isolated_user:  # noqa: N801 - a context manager, used as a function
     ----------
     python : str, optional
         The interpreter the case runs (default: this one, with vizmm).
+    late_ok : bool
+        Where that interpreter only root may run, give the uid anyway: the
+        case (:mod:`vizmm.grade.case`) starts as root, imports what it needs
+        and becomes that user before it reads the submission
+        (:attr:`late` is then True).
     """
 
-    def __init__(self, python: str | None = None) -> None:
+    def __init__(self, python: str | None = None, late_ok: bool = False) -> None:
         self.python = python or sys.executable
+        self.late_ok = late_ok
+        self.late = False
 
     def __enter__(self) -> int | None:
         self.uid: int | None = None
@@ -172,9 +181,11 @@ class isolated_user:  # noqa: N801 - a context manager, used as a function
                     _USERS.add(uid)
                     break
         if not _user_works(uid, self.python):
-            with _LOCK:
-                _USERS.discard(uid)
-            return None
+            if not self.late_ok:
+                with _LOCK:
+                    _USERS.discard(uid)
+                return None
+            self.late = True
         self.uid = uid
         return uid
 
@@ -273,6 +284,7 @@ def run_apart(
     stdin: str = "",
     env: dict[str, str] | None = None,
     uid: int | None = None,
+    late: bool = False,
 ) -> Outcome:
     """Run ``argv`` as a case: in ``folder``, under ``limits``, every process of it ended.
 
@@ -289,6 +301,10 @@ def run_apart(
         Variables added to the small environment a case gets.
     uid : int, optional
         Its user (from :class:`isolated_user`); None: the grader's own.
+    late : bool
+        The case becomes ``uid`` itself, after its imports (its environment's
+        ``VIZMM_CASE_UID``; :attr:`isolated_user.late`); until then it runs
+        as root.
 
     Returns
     -------
@@ -296,11 +312,15 @@ def run_apart(
         Returned only once no process of the case is left.
     """
     token = secrets.token_hex(16)
+    extra = dict(env or {})
+    if late and uid is not None:
+        extra[LATE_UID_VAR] = str(uid)
     cfg = {
         "argv": argv,
         "cwd": folder,
-        "env": _environment(env or {}, folder, token),
-        "uid": uid,
+        "env": _environment(extra, folder, token),
+        "uid": None if late else uid,
+        "kill_uid": uid,
         "stdin": stdin,
         "limits": dataclasses.asdict(limits),
     }
