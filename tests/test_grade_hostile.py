@@ -320,3 +320,56 @@ def test_vizmm_check_has_a_wall_clock_timeout(tmp_path):
     assert run.returncode == 2 and "time limit of 3 s" in run.stderr
     assert "Traceback" not in run.stderr
     assert time.perf_counter() - t0 < 3 + 15
+
+
+# ------------------------------------------------------------------ the judge
+def test_the_judge_takes_only_the_recording_of_the_launch_it_asked_for(tmp_path):
+    import vizmm
+    from vizmm.grade.judge import MAX_TRACE_BYTES, JudgeError, read_recording
+    from vizmm.record.frontend import read_kernel
+
+    ks = read_kernel(str(SUBS / "correct_book.py"), "matmul", {"TILE_WIDTH": 2})
+    mine = vizmm.record(3, 3, 3, tile_width=2, kernel=ks, backend="simulator", seed=0, quiet=True)
+    folder = tmp_path / "case"
+    folder.mkdir()
+    mine.save(folder / "trace.vizmm")
+    trace, data = read_recording(str(folder), (3, 3, 3), 2, 0, "matmul")
+    assert data == (folder / "trace.vizmm").read_bytes() and trace.user_kernel == "matmul"
+    for args, words in [
+        (((4, 4, 4), 2, 0, "matmul"), "not of the launch"),  # another shape
+        (((3, 3, 3), 1, 0, "matmul"), "not of the launch"),  # another TILE_WIDTH
+        (((3, 3, 3), 2, 1, "matmul"), "seeded inputs"),  # another seed
+        (((3, 3, 3), 2, 0, "other"), "not of the submission's kernel"),
+    ]:
+        with pytest.raises(JudgeError, match=words):
+            read_recording(str(folder), *args)
+    # the book's own kernel, recorded on the same launch: not the submission's
+    book = vizmm.record(3, 3, 3, tile_width=2, kernel="general", backend="simulator", quiet=True)
+    book.save(folder / "trace.vizmm")
+    with pytest.raises(JudgeError, match="not of the submission's kernel"):
+        read_recording(str(folder), (3, 3, 3), 2, 0, "matmul")
+    # a link to a file elsewhere, a folder, a file over the cap, bytes that are no trace
+    (folder / "trace.vizmm").unlink()
+    (folder / "trace.vizmm").symlink_to(tmp_path / "elsewhere.vizmm")
+    with pytest.raises(JudgeError, match="not a regular file"):
+        read_recording(str(folder), (3, 3, 3), 2, 0, "matmul")
+    (folder / "trace.vizmm").unlink()
+    (folder / "trace.vizmm").mkdir()
+    with pytest.raises(JudgeError, match="not a regular file"):
+        read_recording(str(folder), (3, 3, 3), 2, 0, "matmul")
+    (folder / "trace.vizmm").rmdir()
+    with open(folder / "trace.vizmm", "wb") as f:
+        f.truncate(MAX_TRACE_BYTES + 1)
+    with pytest.raises(JudgeError, match="over 64 MiB"):
+        read_recording(str(folder), (3, 3, 3), 2, 0, "matmul")
+    (folder / "trace.vizmm").write_bytes(b'{"score": 30}')
+    with pytest.raises(JudgeError, match="could not read"):
+        read_recording(str(folder), (3, 3, 3), 2, 0, "matmul")
+
+
+def test_class_csv_cells_are_never_formulas():
+    from vizmm.grade.report import _cell
+
+    for text in ("=1+1", "+1", "-1", "@SUM(A1)", "\t=1", "\r=1"):
+        assert _cell(text) == "'" + text
+    assert _cell("no_boundary.py") == "no_boundary.py" and _cell(-1) == -1

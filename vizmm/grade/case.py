@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import threading
+from typing import Any
 
 __all__ = ["ERROR_FILE", "TRACE_FILE", "main", "record_case"]
 
@@ -168,7 +169,7 @@ def become(uid: int, spec: dict) -> None:
     import vizmm
     from vizmm.record.frontend import read_kernel, read_source
 
-    ks = read_source(_WARM_UP, "matmul", constants={"TILE_WIDTH": 1})
+    ks: Any = read_source(_WARM_UP, "matmul", constants={"TILE_WIDTH": 1})
     trace = vizmm.record(
         2, 2, 2, tile_width=1, kernel=ks, backend=spec["backend"], seed=0,
         reads=bool(spec.get("reads")), quiet=True,

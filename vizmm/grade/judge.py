@@ -181,7 +181,7 @@ def _coalesced(trace, book) -> list[dict]:
 
 
 def read_recording(
-    folder: str, shape: tuple[int, int, int], tile_width: int, seed: int
+    folder: str, shape: tuple[int, int, int], tile_width: int, seed: int, kernel: str = ""
 ) -> tuple[Any, bytes]:
     """The case's ``trace.vizmm``, validated and checked against the launch.
 
@@ -195,6 +195,9 @@ def read_recording(
         The case's TILE_WIDTH.
     seed : int
         The assignment's seed: M and N must be ``seeded_inputs(j, k, l, seed)``.
+    kernel : str, optional
+        The kernel's name: the recording must be of a user's kernel of that
+        name (not checked when empty).
 
     Returns
     -------
@@ -223,10 +226,11 @@ def read_recording(
         raise
     except OSError:
         raise JudgeError("the case's recording is not a regular file") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise JudgeError("the case's recording is not a regular file")
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise JudgeError("the case's recording is not a regular file")
         if st.st_size > MAX_TRACE_BYTES:
             raise JudgeError(f"the case's recording is over {MAX_TRACE_BYTES >> 20} MiB")
         data = f.read(MAX_TRACE_BYTES + 1)
@@ -242,6 +246,8 @@ def read_recording(
         raise JudgeError("the case's recording is not of the launch the grader asked for")
     if trace.meta.get("seed") not in (None, seed):
         raise JudgeError("the case's recording is not of the seeded inputs the grader asked for")
+    if kernel and trace.user_kernel != kernel:
+        raise JudgeError(f"the case's recording is not of the submission's kernel {kernel}")
     M, N = seeded_inputs(j, k, l, seed)
     if not (np.array_equal(trace.M, M) and np.array_equal(trace.N, N)):
         raise JudgeError("the case's recording is not of the seeded inputs the grader asked for")

@@ -194,9 +194,10 @@ def _case_line(folder: str) -> str | None:
         fd = os.open(os.path.join(folder, ERROR_FILE), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            return None
         text = f.read(4 * ERROR_CHARS).decode("utf-8", "replace")
     line = re.sub(r"[^\S ]|[\x00-\x1f\x7f]", " ", text.strip().split("\n")[0])
     line = " ".join(line.split())
@@ -365,7 +366,7 @@ def record_apart(
             if stopped:
                 raise JudgeError(stopped)
             try:
-                trace, data = read_recording(folder, shape, tile_width, seed)
+                trace, data = read_recording(folder, shape, tile_width, seed, kernel)
             except FileNotFoundError:
                 line = _case_line(folder)
                 if line:
