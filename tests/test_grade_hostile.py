@@ -33,7 +33,13 @@ from pathlib import Path
 import pytest
 
 from vizmm.grade import grade, load_assignment
-from vizmm.grade.sandbox import Limits, case_folder, isolated_user, run_apart
+from vizmm.grade.sandbox import (
+    SUPERVISOR_GRACE_S,
+    Limits,
+    case_folder,
+    isolated_user,
+    run_apart,
+)
 
 HERE = Path(__file__).resolve().parent
 SUBS = HERE / "grade_submissions"
@@ -201,6 +207,39 @@ os.wait()
     out, _ = _run(tmp_path, code)
     assert out.ended is None and out.code == 0
     assert out.left_behind >= 1
+    assert _marked() == []
+
+
+def _run_as_grader(code, limits):
+    """A case of the grader's own user (what a grader that is not root runs)."""
+    folder = case_folder(tempfile.mkdtemp(prefix="vizmm-test-case-"), None)
+    return run_apart([PYTHON, "-I", "-c", code, MARK], folder, limits)
+
+
+def test_a_case_of_the_graders_user_that_kills_its_supervisor_loses_its_own_case():
+    code = f"""
+import os, signal, time
+{SLEEPER}
+os.kill(os.getppid(), signal.SIGKILL)
+time.sleep(30)
+"""
+    t0 = time.perf_counter()
+    out = _run_as_grader(code, Limits(wall_s=5, cpu_s=5, memory_bytes=1 << 30))
+    assert out.ended == "supervisor" and time.perf_counter() - t0 < 5
+    assert _marked() == []
+
+
+def test_a_case_of_the_graders_user_that_stops_its_supervisor_is_ended():
+    code = f"""
+import os, signal
+{SLEEPER}
+os.kill(os.getppid(), signal.SIGSTOP)
+os.kill(os.getpid(), signal.SIGSTOP)
+"""
+    t0 = time.perf_counter()
+    out = _run_as_grader(code, Limits(wall_s=2, cpu_s=2, memory_bytes=1 << 30))
+    assert out.ended == "supervisor"
+    assert time.perf_counter() - t0 < 2 + SUPERVISOR_GRACE_S + 5
     assert _marked() == []
 
 

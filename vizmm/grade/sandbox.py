@@ -32,6 +32,9 @@ import time
 __all__ = ["Limits", "Outcome", "case_folder", "isolated_user", "run_apart", "sweep"]
 
 SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_supervisor.py")
+#: Seconds past a case's wall-clock limit after which its supervisor itself is killed
+#: (a case of the grader's own user may have stopped it).
+SUPERVISOR_GRACE_S = 10.0
 #: Environment variable telling a case the user to become after its imports (see ``late``).
 LATE_UID_VAR = "VIZMM_CASE_UID"
 #: Environment variable holding a case's token (how its processes are found afterwards).
@@ -334,7 +337,9 @@ def run_apart(
         start_new_session=True,
     )
     try:
-        out, _ = proc.communicate(json.dumps(cfg).encode() + b"\n", timeout=limits.wall_s + 30)
+        out, _ = proc.communicate(
+            json.dumps(cfg).encode() + b"\n", timeout=limits.wall_s + SUPERVISOR_GRACE_S
+        )
     except subprocess.TimeoutExpired:  # the supervisor itself stopped (SIGSTOP by the case)
         proc.kill()
         out, _ = proc.communicate()
