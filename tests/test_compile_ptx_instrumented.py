@@ -17,6 +17,16 @@ import pytest
 
 BOOK = ("naive", "tiled", "boundary", "general", "uncoalesced", "conflict", "padded", "dynamic")
 STYLES = ("tiled_2d", "coarsened", "column_major_n", "past_the_end", "while_loop")
+#: Students' files (tests/fixtures/student) recorded with check's provenance.
+STUDENT = (
+    "temporaries",
+    "p_plus_equals",
+    "atomic_p",
+    "register_reuse",
+    "double_buffer_3d",
+    "device_functions",
+    "shared_bound",
+)
 
 SCRIPT = textwrap.dedent(
     """
@@ -69,6 +79,15 @@ SCRIPT = textwrap.dedent(
                 arrays[g] = np.zeros((4, 4) if a.ndim == 2 else 16, np.float32)
             scalars = {p: 4 for p in inst.params if p not in arrays}
             out[f"{name}/{shared_loads}"] = compile_one(inst, arrays, scalars)
+    # students' files read by the front end, with check's provenance (TERM / MOVE events)
+    for name in sys.argv[3].split(","):
+        path = f"{sys.argv[1]}/fixtures/student/{name}.py"
+        inst = I.instrument(f"{path}:k", shared_loads=True, terms=True, first_arrays=3)
+        arrays = {}
+        for g, a in zip(inst.global_arrays, inst.arrays):
+            arrays[g] = np.zeros((4, 4) if a.ndim == 2 else 16, np.float32)
+        scalars = {p: 4 for p in inst.params if p not in arrays}
+        out[f"{name}/terms"] = compile_one(inst, arrays, scalars)
     print(json.dumps(out))
     """
 )
@@ -76,7 +95,7 @@ SCRIPT = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def compiled():
-    return ptx.run(SCRIPT, os.path.dirname(__file__), ",".join(STYLES))
+    return ptx.run(SCRIPT, os.path.dirname(__file__), ",".join(STYLES), ",".join(STUDENT))
 
 
 @pytest.mark.parametrize("shared_loads", (False, True))
@@ -90,3 +109,9 @@ def test_instrumented_kernel_compiles_for_the_gpu(compiled, kernel, shared_loads
     assert found["clocks"]
     # __syncthreads() is bar.sync; kernels without one (and without shared arrays) have none
     assert found["bar.sync"] == (kernel not in ("naive", "past_the_end", "while_loop"))
+
+
+@pytest.mark.parametrize("kernel", STUDENT)
+def test_a_students_kernel_with_provenance_compiles_for_the_gpu(compiled, kernel):
+    found = compiled[f"{kernel}/terms"]["full"]
+    assert found["ok"] and found["atom"] and found["clocks"] and found["bar.sync"]

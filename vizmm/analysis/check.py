@@ -138,7 +138,8 @@ def counted(n: int, one: str, several: str | None = None) -> str:
 
 
 # The log's codes (vizmm/record/instrument_device.py; a test keeps them equal).
-LOAD, STORE, ARRIVE, RELEASE, END = 1, 2, 3, 4, 5
+LOAD, STORE, ARRIVE, RELEASE, END, TERM, MOVE = 1, 2, 3, 4, 5, 6, 7
+MOVE_SET, MOVE_ADD = 0, 1
 OK, OUT_OF_BOUNDS, SOURCE_OUT_OF_BOUNDS = 0, 1, 2
 NO_INDEX = -(2**31)
 TAG_ZERO, TAG_NEVER, TAG_COMPUTED, TAG_ARRAYS = -1, -2, -4, 8
@@ -661,6 +662,9 @@ def _terms_and_p(L: _Log) -> list:
     ref = Mv @ Nv
     P = np.asarray(L.trace.P, np.float64)
     stored_by: dict = {}
+    provenance = bool(np.isin(L.ev[..., f["op"]], (TERM, MOVE)).any())
+    if provenance:  # terms by where each factor came from (the recording's TERM events)
+        out += _judge_provenance(L)
     for s in range(L.ev.shape[0]):
         by, bx = L.blocks[s]
         for t in range(L.ev.shape[1]):
@@ -694,7 +698,7 @@ def _terms_and_p(L: _Log) -> list:
                 (fm if side == L.M else fn).append((el, n, ph, sh, last_epoch))
             for p, n, v, ln, ep in stores:
                 stored_by[p] = (s, t, n, v, ln, ep)
-            if not stores:
+            if not stores or provenance:
                 continue
             out += _judge_terms(L, s, t, th, fm, fn, stores)
     # P elements: wrong or never stored
@@ -764,6 +768,256 @@ def _terms_and_p(L: _Log) -> list:
                 )
             )
     return out
+
+
+def _element(L: _Log, tag: int) -> tuple | None:
+    """``(side, flat element)`` of a factor's tag: M or N, or None (computed, never written)."""
+    if tag >= 0 and tag % TAG_ARRAYS in (L.M, L.N):
+        return tag % TAG_ARRAYS, tag // TAG_ARRAYS
+    return None
+
+
+def _judge_provenance(L: _Log) -> list:
+    """Wrong, missing and doubled terms of every P element, by where its factors came from.
+
+    The recording logged each product accumulated as a TERM event with its
+    two factors' tags (the global elements their values were copied from,
+    through registers, temporaries and shared slots), and each accumulator
+    moved into another or into P as a MOVE event. Replaying those per thread
+    (and adding atomics' contributions per element) gives the multiset of
+    terms each P element received; it is compared with the ``k`` terms
+    ``M[r][q] * N[q][c]`` of the book.
+    """
+    f = L.F
+    k, l = L.k, L.l
+    dest: dict = defaultdict(list)  # (array, element) or (block, array, element) -> terms
+    for s in range(L.ev.shape[0]):
+        for t in range(L.ev.shape[1]):
+            E = L.ev[s, t, : L.cnt[s, t]]
+            local: dict = defaultdict(list)
+            ph = -1
+            turn: dict = defaultdict(int)
+            for n, e in enumerate(E):
+                op, a = int(e[f["op"]]), int(e[f["arr"]])
+                if op == STORE and a == L.mds:
+                    ph += 1
+                if op not in (TERM, MOVE):
+                    continue
+                idx = int(e[f["idx"]])
+                if a < 0:
+                    key: tuple = ("local", idx)
+                    box = local
+                elif L.space[a] == "shared":
+                    key, box = (s, a, idx), dest
+                else:
+                    key, box = (a, idx), dest
+                if op == TERM:
+                    kk = turn[(key, ph)]
+                    turn[(key, ph)] += 1
+                    rec = (int(e[f["tag"]]), int(e[f["src_idx"]]), s, t, n, ph, kk)
+                    box[key].append(rec)
+                    continue
+                si = int(e[f["src_idx"]])
+                sa = int(e[f["src_arr"]])
+                if si == -2:  # a value of no known terms: the element is not judged by terms
+                    box.pop(key, None)
+                    continue
+                if si < 0:
+                    src: list = []
+                elif sa < 0:
+                    src = local[("local", si)]
+                else:
+                    src = dest[(s, sa, si) if L.space[sa] == "shared" else (sa, si)]
+                if int(e[f["flag"]]) == MOVE_ADD:
+                    box[key] = box[key] + list(src)
+                else:
+                    box[key] = list(src)
+    out = []
+    stored: dict = {}
+    for s in range(L.ev.shape[0]):
+        for t in range(L.ev.shape[1]):
+            E = L.ev[s, t, : L.cnt[s, t]]
+            sel = np.flatnonzero(
+                (E[:, f["op"]] == STORE) & (E[:, f["arr"]] == L.P) & (E[:, f["flag"]] == OK)
+            )
+            for n in sel:
+                stored[int(E[n, f["idx"]])] = (s, t, int(n))
+    for (a, p), recs in sorted(((key, v) for key, v in dest.items() if len(key) == 2)):
+        if a != L.P or not 0 <= p < L.j * l:
+            continue
+        r, c = divmod(p, l)
+        if not recs:
+            continue  # no product reached this element: its wrong P says so, once
+        needed: dict = defaultdict(int)
+        for q in range(k):
+            needed[(r * k + q, q * l + c)] += 1
+        left = dict(needed)
+        wrong = []
+        for rec in recs:
+            x, y = _element(L, rec[0]), _element(L, rec[1])
+            if rec[0] == TAG_ZERO or rec[1] == TAG_ZERO:
+                continue  # adds nothing: the boundary check's zero-fill
+            pair = {x[0]: x[1] for x in (x, y) if x is not None}
+            key = (pair.get(L.M, -1), pair.get(L.N, -1))
+            if left.get(key, 0) > 0:
+                left[key] -= 1
+                continue
+            wrong.append((rec, key, key in needed))
+        if wrong:
+            # the terms of one other element, stored into the wrong place: wrong P says so
+            have: dict = defaultdict(int)
+            for rec in recs:
+                x, y = _element(L, rec[0]), _element(L, rec[1])
+                if rec[0] != TAG_ZERO and rec[1] != TAG_ZERO:
+                    pair = {x[0]: x[1] for x in (x, y) if x is not None}
+                    have[(pair.get(L.M, -1), pair.get(L.N, -1))] += 1
+            rows = {mi // k for mi, _ in have if mi >= 0}
+            cols = {ni % l for _, ni in have if ni >= 0}
+            if len(rows) == 1 and len(cols) == 1:
+                (r1,), (c1,) = rows, cols
+                theirs = {(r1 * k + q, q * l + c1): 1 for q in range(k)}
+                # moved there, not copied: the other element did not get them itself
+                own = dest.get((L.P, r1 * l + c1), [])
+                if dict(have) == theirs and (r1, c1) != (r, c) and not _has_terms(L, own, theirs):
+                    continue
+        for rec, key, doubled in wrong:
+            out.append(_provenance_finding(L, rec, key, doubled, (r, c), left))
+        for (mi, ni), v in sorted(left.items(), key=lambda x: x[0][0] % k):
+            for _ in range(v):
+                out.append(_missing_term(L, (r, c), mi, ni, stored.get(p)))
+    return out
+
+
+def _has_terms(L: _Log, recs, terms) -> bool:
+    """Whether the TERM records ``recs`` hold every term of ``terms`` (M flat, N flat)."""
+    got = set()
+    for rec in recs:
+        x, y = _element(L, rec[0]), _element(L, rec[1])
+        pair = {x[0]: x[1] for x in (x, y) if x is not None}
+        got.add((pair.get(L.M, -1), pair.get(L.N, -1)))
+    return set(terms) <= got
+
+
+def _provenance_finding(L: _Log, rec, key, doubled, rc, left) -> Finding:
+    f = L.F
+    k, l, T = L.k, L.l, L.T
+    ta, tb, s, t, n, ph, kk = rec
+    by, bx = L.blocks[s]
+    th = L.thread(t)
+    r0, c0 = rc
+    ph_ = ph if ph >= 0 and L.mds is not None else None
+    q = (ph_ * T + kk) if ph_ is not None else kk
+    want: tuple | None = (r0 * k + q, q * l + c0) if 0 <= q < k else None
+    if want is None or left.get(want, 0) <= 0:
+        want = next((x for x, v in left.items() if v > 0), None)
+    mi, ni = key
+    mw = "?" if mi < 0 else _el("M", mi, k)
+    nw = "?" if ni < 0 else _el("N", ni, l)
+    where = f"phase {ph_}, k={kk}" if ph_ is not None else f"term {kk}"
+    if doubled:
+        msg = f"{where}: {mw}\u00b7{nw} counted a second time"
+    else:
+        need = (
+            "" if want is None else f"; needed {_el('M', want[0], k)}\u00b7{_el('N', want[1], l)}"
+        )
+        msg = f"{where}: {mw}\u00b7{nw}{need} for P_{{{r0},{c0}}}"
+    E = L.ev[s, t, : L.cnt[s, t]]
+    marks: dict = {"threads": (th,), "P": (rc,)}
+    why: list = []
+    other = None
+    addr = None
+    for side, tag in (
+        ("M", ta if _element(L, ta) is None or _element(L, ta)[0] == L.M else tb),
+        ("N", tb if _element(L, tb) is None or _element(L, tb)[0] == L.N else ta),
+    ):
+        # the shared slot the factor was read from: the thread's latest load that found it
+        loads = np.flatnonzero(
+            (E[:n, f["op"]] == LOAD) & (E[:n, f["tag"]] == tag) & (E[:n, f["flag"]] == OK)
+        )
+        loads = [x for x in loads if L.space[int(E[x, f["arr"]])] == "shared"]
+        if not loads:
+            continue
+        sh = E[loads[-1]]
+        tile = "Mds" if side == "M" else "Nds"
+        marks[tile] = (*marks.get(tile, ()), L.slot_rc(sh))
+        if want is not None and not doubled:
+            ok_el = want[0] if side == "M" else want[1]
+            got_el = mi if side == "M" else ni
+            if ok_el == got_el:
+                continue
+        addr = L.address(sh)
+        who = _storer(L, s, sh, int(sh[f["epoch"]]))
+        held = L.tag_words(int(sh[f["tag"]]))
+        if who is not None:
+            other = who[0]
+            why.append(f"{addr} held {held}, stored by thread ({who[0][0]},{who[0][1]})")
+            marks["threads"] = (*marks["threads"], who[0])
+        else:
+            why.append(f"{addr} held {held}")
+    if why:
+        msg += "; " + "; ".join(why)
+    M_rc = [] if mi < 0 else [_rc(mi, k)]
+    N_rc = [] if ni < 0 else [_rc(ni, l)]
+    if want is not None:
+        marks["M"] = (*M_rc, _rc(want[0], k))
+        marks["N"] = (*N_rc, _rc(want[1], l))
+    else:
+        marks["M"], marks["N"] = tuple(M_rc), tuple(N_rc)
+    ep = int(E[n, f["epoch"]])
+    return Finding(
+        "wrong term",
+        (by, bx),
+        th,
+        ph_,
+        kk,
+        f"block ({by},{bx}), thread ({th[0]},{th[1]}), {msg}",
+        expected=None if want is None else (_rc(want[0], k), _rc(want[1], l)),
+        got=(tuple(M_rc[0]) if M_rc else None, tuple(N_rc[0]) if N_rc else None),
+        other=other,
+        address=addr,
+        lines=(int(E[n, f["line"]]),),
+        epoch=ep,
+        marks=marks,
+        when=(L.rank(s), ep, n, 2, *th),
+    )
+
+
+def _missing_term(L: _Log, rc, mi, ni, store) -> Finding:
+    f = L.F
+    k, l, T = L.k, L.l, L.T
+    r, c = rc
+    q = mi % k
+    ph, kk = (q // T, q % T) if L.mds is not None else (None, q)
+    where = f"phase {ph}, k={kk}" if ph is not None else f"k={q}"
+    if store is not None:
+        s, t, n = store
+        by, bx = L.blocks[s]
+        th = L.thread(t)
+        e = L.ev[s, t, n]
+        ln, ep = int(e[f["line"]]), int(e[f["epoch"]])
+        tail = f" before P was stored (line {L.at(ln)})"
+        when: tuple = (L.rank(s), ep, n, 2, *th)
+        lines: tuple = (ln,)
+    else:
+        by, bx, th = r // T, c // T, (r % T, c % T)
+        ep, tail, lines = None, "", ()
+        when = (by * L.gx + bx, 1 << 30, 1 << 30, 2, *th)
+    return Finding(
+        "wrong term",
+        (by, bx),
+        th,
+        ph,
+        kk,
+        f"block ({by},{bx}), thread ({th[0]},{th[1]}), {where}: "
+        f"{_el('M', mi, k)}\u00b7{_el('N', ni, l)} of P_{{{r},{c}}} was never "
+        f"accumulated (term missing){tail}",
+        expected=(_rc(mi, k), _rc(ni, l)),
+        got=None,
+        lines=lines,
+        epoch=ep,
+        marks={"M": (_rc(mi, k),), "N": (_rc(ni, l),), "P": ((r, c),), "threads": (th,)},
+        when=when,
+    )
 
 
 def _judge_terms(L: _Log, s, t, th, fm, fn, stores) -> list:

@@ -551,7 +551,11 @@ def _const_eval(node, env: Mapping[str, Any]) -> Any:
         v = _const_eval(node.operand, env)
         if isinstance(v, tuple):
             raise _NotConstant
-        return -v if isinstance(node.op, ast.USub) else (+v if isinstance(node.op, ast.UAdd) else not v)
+        return (
+            -v
+            if isinstance(node.op, ast.USub)
+            else (+v if isinstance(node.op, ast.UAdd) else not v)
+        )
     if isinstance(node, ast.BinOp) and isinstance(node.op, _OPS):
         a, b = _const_eval(node.left, env), _const_eval(node.right, env)
         if isinstance(a, tuple) or isinstance(b, tuple):
@@ -618,6 +622,16 @@ class _Checker:
         fn = copy.deepcopy(fn)
         self._signature(fn)
         body = self.block(fn.body, _Scope(self, fn, kernel=True))
+        # shared and local arrays first (their shapes are constants): where a student
+        # declares them among the first statements makes no difference to the kernel
+        decl = [
+            st
+            for st in body
+            if isinstance(st, ast.Assign)
+            and isinstance(st.value, ast.Call)
+            and ast.unparse(st.value.func) in ("cuda.shared.array", "cuda.local.array")
+        ]
+        body = decl + [st for st in body if not any(st is d for d in decl)]
         fn.body = body or [ast.Pass()]
         fn.decorator_list = []
         ast.fix_missing_locations(fn)
@@ -628,8 +642,9 @@ class _Checker:
         a = fn.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
             raise self.fail(
-                fn, f"kernel {fn.name} takes *args, **kwargs or defaults; a kernel takes plain "
-                "positional parameters"
+                fn,
+                f"kernel {fn.name} takes *args, **kwargs or defaults; a kernel takes plain "
+                "positional parameters",
             )
         for p in a.args:
             self._name_ok(p, p.arg)
@@ -683,7 +698,9 @@ class _Checker:
             if len(targets) > 1:  # a = b = v
                 out = []
                 for t in targets:
-                    out.append(ast.copy_location(ast.Assign(targets=[t], value=copy.deepcopy(value)), st))
+                    out.append(
+                        ast.copy_location(ast.Assign(targets=[t], value=copy.deepcopy(value)), st)
+                    )
                 return out
             return [ast.copy_location(ast.Assign(targets=targets, value=value), st)]
         if isinstance(st, ast.AugAssign):
@@ -827,26 +844,27 @@ class _Checker:
         if dtype is not None:
             t = self.r._type_of(dtype)
             if t is None:
-                raise self.fail(call, f"the dtype of {name} must be a numeric type (float32, int32 ...)")
+                raise self.fail(
+                    call, f"the dtype of {name} must be a numeric type (float32, int32 ...)"
+                )
             dname = t
         scope.arrays[name] = shape_t
         scope.locals.add(name)
         if c == "cuda.shared.array":
             scope.shared.add(name)
+        # the shape as numbers: a GPU's compiler takes literal sizes only (2 * TILE_WIDTH is
+        # an int64 to numba, not a constant); overridden constants are read before this
         shape_node: ast.expr
-        given = args["shape"]
-        elts = list(given.elts) if isinstance(given, ast.Tuple) else [given]
-        elts = [self.expr(e, scope) for e in elts]  # names of constants stay names: overridable
         if len(shape_t) == 3:  # (D, R, C) -> (D * R, C), indexed [d * R + r, c]
-            scope.fold[name] = elts[1]
+            scope.fold[name] = ast.Constant(shape_t[1])
             shape_node = ast.Tuple(
-                elts=[ast.BinOp(left=elts[0], op=ast.Mult(), right=copy.deepcopy(elts[1])), elts[2]],
+                elts=[ast.Constant(shape_t[0] * shape_t[1]), ast.Constant(shape_t[2])],
                 ctx=ast.Load(),
             )
-        elif len(shape_t) == 1 and not isinstance(given, ast.Tuple):
-            shape_node = elts[0]
+        elif len(shape_t) == 1 and not isinstance(args["shape"], ast.Tuple):
+            shape_node = ast.Constant(shape_t[0])
         else:
-            shape_node = ast.Tuple(elts=elts, ctx=ast.Load())
+            shape_node = ast.Tuple(elts=[ast.Constant(v) for v in shape_t], ctx=ast.Load())
         space = c.split(".")[1]
         func = ast.Attribute(
             value=ast.Attribute(value=ast.Name("cuda", ast.Load()), attr=space, ctx=ast.Load()),
@@ -870,7 +888,11 @@ class _Checker:
             else:
                 idx.insert(0, sl)
             base = base.value
-        if isinstance(base, ast.Attribute) and base.attr == "shape" and isinstance(base.value, ast.Name):
+        if (
+            isinstance(base, ast.Attribute)
+            and base.attr == "shape"
+            and isinstance(base.value, ast.Name)
+        ):
             if base.value.id not in scope.arrays and base.value.id not in scope.params:
                 raise self.fail(node, f"{base.value.id} is not an array")
             if len(idx) != 1:
@@ -934,7 +956,9 @@ class _Checker:
             return self.subscript(node, scope)
         if isinstance(node, ast.BinOp):
             if not isinstance(node.op, _OPS):
-                raise self.fail(node, f"the operator {ast.unparse(node)[:40]} is outside the subset")
+                raise self.fail(
+                    node, f"the operator {ast.unparse(node)[:40]} is outside the subset"
+                )
             return ast.copy_location(
                 ast.BinOp(self.expr(node.left, scope), node.op, self.expr(node.right, scope)), node
             )
@@ -1005,7 +1029,12 @@ class _Checker:
             parts = c.split(".")
             if c in TYPES:
                 return ast.copy_location(ast.Name(c, ast.Load()), node)
-            if parts[0] == "cuda" and len(parts) == 3 and parts[1] in CUDA_DIMS and parts[2] in "xyz":
+            if (
+                parts[0] == "cuda"
+                and len(parts) == 3
+                and parts[1] in CUDA_DIMS
+                and parts[2] in "xyz"
+            ):
                 return ast.copy_location(ast.parse(c, mode="eval").body, node)
             if c in ("cuda.laneid", "cuda.warpsize"):
                 return ast.copy_location(ast.parse(c, mode="eval").body, node)
@@ -1040,7 +1069,9 @@ class _Checker:
                     raise self.fail(node, f"{n}() takes no keywords in a kernel")
                 return ast.copy_location(ast.Call(func, args, []), node)
             if n in self.r.types:
-                return ast.copy_location(ast.Call(ast.Name(self.r.types[n], ast.Load()), args, []), node)
+                return ast.copy_location(
+                    ast.Call(ast.Name(self.r.types[n], ast.Load()), args, []), node
+                )
             if n in self.r.device:
                 self.compile_device(n)
                 return ast.copy_location(ast.Call(ast.Name(n, ast.Load()), args, keywords), node)
@@ -1053,14 +1084,24 @@ class _Checker:
         ok = (
             c in TYPES
             or (parts[0] == "cuda" and len(parts) == 2 and parts[1] in CUDA_CALLS)
-            or (parts[0] == "cuda" and len(parts) == 3 and parts[1] == "atomic" and parts[2] in CUDA_ATOMICS)
+            or (
+                parts[0] == "cuda"
+                and len(parts) == 3
+                and parts[1] == "atomic"
+                and parts[2] in CUDA_ATOMICS
+            )
             or (parts[0] == "math" and len(parts) == 2 and parts[1] in MATH)
         )
         if c in ("cuda.shared.array", "cuda.local.array"):
             raise self.fail(node, f"assign {c}(...) to a name of its own (Mds = {c}(...))")
         if not ok:
             raise self.fail(node, f"{ast.unparse(func)}() is outside the CUDA Python subset")
-        if parts[0] == "cuda" and parts[1] == "atomic" and args and isinstance(args[1:2] and args[1], ast.Tuple):
+        if (
+            parts[0] == "cuda"
+            and parts[1] == "atomic"
+            and args
+            and isinstance(args[1:2] and args[1], ast.Tuple)
+        ):
             pass
         newf = ast.parse(c, mode="eval").body
         return ast.copy_location(ast.Call(newf, args, keywords), node)
@@ -1097,10 +1138,17 @@ class _Checker:
         params = [p.arg for p in fn.args.args]
         if node.keywords or len(node.args) != len(params):
             raise self.fail(node, f"{func.id}() takes {len(params)} positional argument(s)")
-        returns = [n for n in ast.walk(ast.Module(body=body, type_ignores=[])) if isinstance(n, ast.Return)]
+        returns = [
+            n for n in ast.walk(ast.Module(body=body, type_ignores=[])) if isinstance(n, ast.Return)
+        ]
         simple = len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None
-        procedure = statement and not returns and not any(
-            isinstance(n, (ast.FunctionDef,)) for n in ast.walk(ast.Module(body=body, type_ignores=[]))
+        procedure = (
+            statement
+            and not returns
+            and not any(
+                isinstance(n, (ast.FunctionDef,))
+                for n in ast.walk(ast.Module(body=body, type_ignores=[]))
+            )
         )
         if not (simple or procedure):
             return None
@@ -1108,7 +1156,9 @@ class _Checker:
         pre: list[ast.stmt] = []
         n = next(self.inline_n)
         for p, arg in zip(params, node.args, strict=True):
-            if isinstance(arg, ast.Name) and (arg.id in scope.arrays or arg.id in scope.params or arg.id in self.r.constants):
+            if isinstance(arg, ast.Name) and (
+                arg.id in scope.arrays or arg.id in scope.params or arg.id in self.r.constants
+            ):
                 mapping[p] = arg
             elif isinstance(arg, (ast.Constant,)):
                 mapping[p] = arg

@@ -53,7 +53,6 @@ import functools
 import inspect
 import itertools
 import math
-import os
 import sys
 import textwrap
 import time
@@ -76,6 +75,13 @@ __all__ = [
 ]
 
 _HELPERS = (
+    "log_g",
+    "log_s",
+    "g_tag",
+    "g_tag2",
+    "s_tag",
+    "s_tag2",
+    "flat2",
     "g_load",
     "g_load2",
     "g_ok",
@@ -326,7 +332,9 @@ def _is_cuda_kernel(obj) -> bool:
     return ("numba" in mod or "cuda" in mod) and python_function(obj) is not None
 
 
-def kernel_source(kernel, constants: Mapping | None = None) -> tuple[ast.FunctionDef, str, dict, int]:
+def kernel_source(
+    kernel, constants: Mapping | None = None
+) -> tuple[ast.FunctionDef, str, dict, int]:
     """``(FunctionDef, dedented source, namespace, first line)`` of a kernel.
 
     A file (``"file.py:name"``), source text or a
@@ -361,7 +369,9 @@ def kernel_source(kernel, constants: Mapping | None = None) -> tuple[ast.Functio
     if isinstance(kernel, str):
         if "def " in kernel:  # source text
             try:
-                kernel = read_source(textwrap.dedent(kernel), None, constants=constants, lenient=True)
+                kernel = read_source(
+                    textwrap.dedent(kernel), None, constants=constants, lenient=True
+                )
             except KernelRejected as exc:
                 raise InstrumentError(str(exc)) from None
         else:
@@ -553,6 +563,78 @@ class _Remap(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
+_CASTS = ("float32", "float64", "float", "int32", "int64", "int")
+
+
+def _atomic(node) -> bool:
+    return isinstance(node, ast.Call) and ast.unparse(node.func).startswith("cuda.atomic.")
+
+
+def _uncast(node):
+    while (
+        isinstance(node, ast.Call)
+        and _name(node.func) in _CASTS
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        node = node.args[0]
+    return node
+
+
+def _roles(fn: ast.FunctionDef, params: set) -> tuple[set, list]:
+    """``(tagged, accumulators)``: the locals that carry a tag, those that sum products."""
+    tagged: set = set()
+    accs: list = []
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            x = n.targets[0].id
+            if (
+                x in params
+                or _is_call_to(n.value, "shared.array")
+                or _is_call_to(n.value, "local.array")
+            ):
+                continue
+            tagged.add(x)
+            v = n.value
+            summed = (
+                isinstance(v, ast.BinOp)
+                and isinstance(v.op, ast.Add)
+                and x in {_name(t) for t in _add_terms(v)}
+            )
+            fma = _is_call_to(v, "cuda.fma") and len(v.args) == 3 and _name(v.args[2]) == x
+            if (summed or fma) and x not in accs:
+                accs.append(x)
+        elif (
+            isinstance(n, ast.AugAssign)
+            and isinstance(n.target, ast.Name)
+            and isinstance(n.op, (ast.Add, ast.Sub))
+            and n.target.id not in params
+        ):
+            tagged.add(n.target.id)
+            if n.target.id not in accs:
+                accs.append(n.target.id)
+    return tagged, accs
+
+
+def _sum(terms: list) -> ast.expr:
+    out = terms[0]
+    for t in terms[1:]:
+        out = ast.BinOp(left=out, op=ast.Add(), right=t)
+    return out
+
+
+def _products(node) -> list | None:
+    """The ``(X, Y)`` factors of a sum of products (casts aside); None when a term is not one."""
+    out = []
+    for t in _add_terms(_uncast(node)):
+        t = _uncast(t)
+        if isinstance(t, ast.BinOp) and isinstance(t.op, ast.Mult):
+            out.append((_uncast(t.left), _uncast(t.right)))
+        else:
+            return None
+    return out
+
+
 class _Rewriter:
     """Rewrites one kernel's body (see the module docstring)."""
 
@@ -564,9 +646,14 @@ class _Rewriter:
         shared_loads=True,
         lean=False,
         simulated=False,
+        terms=False,
+        first_arrays=0,
     ):
         self.fn = fn
         self.lean = lean
+        # provenance (vizmm.check): each local carries the tag of the element it came from,
+        # and every product accumulated is a TERM event with its two factors' tags
+        self.terms = bool(terms) and not lean
         self.simulated = simulated
         self.shared_loads = shared_loads
         self.ns = namespace
@@ -576,6 +663,16 @@ class _Rewriter:
             for n in ast.walk(fn)
             if isinstance(n, ast.Subscript) and _name(n.value) is not None
         }
+        atomics = {  # arrays only an atomic touches (split-k into P): name -> its index
+            _name(n.args[0]): n.args[1]
+            for n in ast.walk(fn)
+            if _atomic(n) and len(n.args) >= 2 and _name(n.args[0]) is not None
+        }
+        subscripted |= set(atomics)
+        # a matmul kernel's M, N and P are arrays even where the kernel never indexes one
+        # (a kernel that reads nothing, or never stores P): its log names them all
+        unindexed = set(self.params[:first_arrays]) - subscripted
+        subscripted |= unindexed
         self.globals = [p for p in self.params if p in subscripted]
         self.scalars = [p for p in self.params if p not in subscripted]
         self.constants = {
@@ -591,6 +688,10 @@ class _Rewriter:
                 for n in ast.walk(fn)
                 if isinstance(n, ast.Subscript) and _name(n.value) == g
             }
+            if g in atomics:
+                ndims.add(len(atomics[g].elts) if isinstance(atomics[g], ast.Tuple) else 1)
+            if g in unindexed:
+                ndims = {1}
             if len(ndims) != 1 or next(iter(ndims)) > 2:
                 raise InstrumentError(
                     f"array {g!r} is indexed with {sorted(ndims)} subscripts; the instrumenter "
@@ -618,6 +719,7 @@ class _Rewriter:
         # memory (one int32 per detail block, _ticks[_slot]). In the simulator the host
         # makes each detail block's counter (instrument_device.sync): no shared clock.
         self.global_clock = self.extern_shared or simulated
+        self.tagged, self.accs = _roles(fn, set(self.params)) if self.terms else (set(), [])
 
     def _add(self, info: ArrayInfo) -> int:
         if len(self.arrays) >= D.MAX_ARRAYS:
@@ -781,6 +883,270 @@ class _Rewriter:
 
         return T().visit(node)
 
+    # --------------------------------------------------------- provenance
+    def tag_of(self, node) -> str:
+        """Source of the provenance tag of ``node``'s value (read before ``node`` is rewritten).
+
+        The tag of the global element the value is a plain copy of (a load, a
+        local holding one, a shared slot's shadow, a cast or a conditional
+        expression of those), :data:`~.instrument_device.TAG_ZERO` for a
+        constant, :data:`~.instrument_device.TAG_COMPUTED` otherwise.
+        """
+        computed = str(D.TAG_COMPUTED)
+        node = _uncast(node)
+        if isinstance(node, ast.Constant):
+            return str(D.TAG_ZERO)
+        if isinstance(node, ast.Name):
+            return f"{node.id}__tg" if node.id in self.tagged else computed
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
+            return self.tag_of(node.operand)
+        if isinstance(node, ast.IfExp):
+            if _has_array_access(node.test, self.ids):
+                return computed
+            a, b = self.tag_of(node.body), self.tag_of(node.orelse)
+            return f"({a} if {ast.unparse(node.test)} else {b})"
+        if (
+            isinstance(node, ast.Subscript)
+            and _name(node.value) in self.ids
+            and not isinstance(node.slice, ast.Slice)
+            and not _has_array_access(node.slice, self.ids)
+        ):
+            name = cast(ast.Name, node.value).id
+            sl = node.slice
+            idx = (
+                [ast.unparse(e) for e in sl.elts]
+                if isinstance(sl, ast.Tuple)
+                else [ast.unparse(sl)]
+            )
+            if name in self.shared:
+                sh = self.shared[name]
+                if len(idx) == 2:
+                    return f"s_tag2({name}, {idx[0]}, {idx[1]}, {sh['shadow']}, {sh['off']})"
+                return f"s_tag({name}, {idx[0]}, {sh['shadow']}, {sh['off']})"
+            gid = self.ids[name]
+            if len(idx) == 2:
+                return f"g_tag2({name}, {idx[0]}, {idx[1]}, {gid})"
+            return f"g_tag({name}, {idx[0]}, {gid})"
+        return computed
+
+    def _flat(self, target: ast.Subscript) -> str | None:
+        """Source of the flat index of an element of a known array (None: it reads arrays)."""
+        if _has_array_access(target.slice, self.ids) or isinstance(target.slice, ast.Slice):
+            return None
+        name = cast(ast.Name, target.value).id
+        sl = target.slice
+        if isinstance(sl, ast.Tuple):
+            if len(sl.elts) != 2:
+                return None
+            return f"flat2({name}, {ast.unparse(sl.elts[0])}, {ast.unparse(sl.elts[1])})"
+        return ast.unparse(sl)
+
+    def _event(self, op, flag, arr, idx, tag, sa, si, ln) -> ast.stmt:
+        no = D.NO_INDEX
+        return _stmts(
+            f"log_s({_LOG[:-5]}, {op}, {flag}, {arr}, {idx}, {no}, {no}, {tag}, {sa}, {si}, "
+            f"{no}, {no}, _ep, {ln}, 0.0, {self._acc()})"
+        )[0]
+
+    def _terms(self, arr, idx, pairs, ln) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """``(before, after)``: the factors' tags read, then one TERM event each product."""
+        before: list[ast.stmt] = []
+        after: list[ast.stmt] = []
+        for x, y in pairs:
+            n = next(self.tmp)
+            before += _stmts(f"_ta{n} = {self.tag_of(x)}\n_tb{n} = {self.tag_of(y)}")
+            after.append(self._event(D.TERM, 0, arr, idx, f"_ta{n}", -1, f"_tb{n}", ln))
+        return before, after
+
+    def _move(self, arr, idx, src, flag, ln) -> ast.stmt:
+        """A MOVE event into (arr, idx) from ``src``: an accumulator, None or '?' (unknown)."""
+        si = -1 if src is None else -2 if src == "?" else self.accs.index(src)
+        return self._event(D.MOVE, flag, arr, idx, D.TAG_COMPUTED, -1, si, ln)
+
+    def provenance(self, stmt: ast.stmt, top: bool) -> list[ast.stmt] | None:
+        """The statements for ``stmt`` with its tags and TERM / MOVE events; None: not one."""
+        ln = stmt.lineno
+        if isinstance(stmt, ast.Expr) and _atomic(stmt.value):
+            return self.atomic(cast(ast.Call, stmt.value), ln, None)
+        if not isinstance(stmt, (ast.Assign, ast.AugAssign)):
+            return None
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) != 1:
+            return None
+        value = stmt.value
+        if isinstance(stmt, ast.Assign) and isinstance(target, ast.Name) and _atomic(value):
+            return self.atomic(cast(ast.Call, value), ln, target.id)
+        if isinstance(target, ast.Name):
+            x = target.id
+            if x not in self.tagged:
+                return None
+            before: list[ast.stmt] = []
+            after: list[ast.stmt] = []
+            if isinstance(stmt, ast.Assign):
+                before += _stmts(f"_tg = {self.tag_of(value)}")
+            if x in self.accs:
+                me = self.accs.index(x)
+                if isinstance(stmt, ast.AugAssign):
+                    if isinstance(stmt.op, ast.Add) and _name(value) in self.accs:
+                        after.append(self._move(-1, me, _name(value), D.MOVE_ADD, ln))
+                    elif isinstance(stmt.op, ast.Add):
+                        pairs = _products(value)
+                        if pairs:
+                            b, a = self._terms(-1, me, pairs, ln)
+                            before, after = before + b, after + a
+                elif _name(value) in self.accs and _name(value) != x:
+                    after.append(self._move(-1, me, _name(value), D.MOVE_SET, ln))
+                elif (
+                    isinstance(value, ast.BinOp)
+                    and isinstance(value.op, ast.Add)
+                    and x in {_name(t) for t in _add_terms(value)}
+                ):
+                    rest = [t for t in _add_terms(value) if _name(t) != x]
+                    pairs = _products(_sum(rest)) if rest else []
+                    if pairs:
+                        b, a = self._terms(-1, me, pairs, ln)
+                        before, after = before + b, after + a
+                elif _is_call_to(value, "cuda.fma") and len(value.args) == 3:
+                    b, a = self._terms(-1, me, [(value.args[0], value.args[1])], ln)
+                    before, after = before + b, after + a
+                else:
+                    after.append(self._move(-1, me, None, D.MOVE_SET, ln))
+            main = [self.expr(stmt)]
+            if isinstance(stmt, ast.Assign):
+                main += _stmts(f"{x}__tg = _tg")
+                if top and self.acc and x == self.acc:
+                    self.acc_ready = True
+            return before + main + after
+        if (
+            isinstance(stmt, ast.Assign)
+            and isinstance(target, ast.Subscript)
+            and _name(target.value) in self.ids
+        ):
+            name = cast(ast.Name, target.value).id
+            flat = self._flat(target)
+            if flat is None:
+                return None
+            aid = self.ids[name]
+            before, after = [], []
+            own = ast.unparse(target).replace("ctx=Store()", "")
+            terms = _add_terms(value)
+            if isinstance(value, ast.BinOp) and ast.unparse(terms[0]) == own and len(terms) > 1:
+                rest = terms[1:]
+                if len(rest) == 1 and _name(rest[0]) in self.accs:
+                    after.append(self._move(aid, flat, _name(rest[0]), D.MOVE_ADD, ln))
+                else:
+                    pairs = _products(_sum(rest))
+                    if pairs:
+                        before, after = self._terms(aid, flat, pairs, ln)
+            elif _name(value) in self.accs:
+                after.append(self._move(aid, flat, _name(value), D.MOVE_SET, ln))
+            elif name in self.shared:
+                return None  # a tile load: the store's tag is its provenance
+            else:
+                pairs = _products(value)
+                const = isinstance(_uncast(value), ast.Constant)
+                # a constant starts the element's sum afresh; a value of no known terms
+                # (computed otherwise) leaves it unjudged
+                after.append(self._move(aid, flat, None if pairs or const else "?", D.MOVE_SET, ln))
+                if pairs:
+                    b, a = self._terms(aid, flat, pairs, ln)
+                    before, after = before + b, after + a
+            return before + self.store(target, value, ln) + after
+        return None
+
+    def noted_events(self, stmt: ast.stmt) -> int:
+        """TERM, MOVE and atomic events ``stmt`` (as written) logs: for the static bound."""
+        if not (self.terms or (_atomic(getattr(stmt, "value", None)) and not self.lean)):
+            return 0
+        if not any(_atomic(n) for n in ast.walk(stmt)) and not self.terms:
+            return 0
+        saved = (self.acc_ready, dict(self.copies), self.after_reads.copy())
+        try:
+            tree = _Remap().visit(copy.deepcopy(stmt))
+            if self.terms:
+                out = self.provenance(tree, False)
+            else:
+                out = self.atomic(cast(ast.Call, tree.value), stmt.lineno, None)
+        except InstrumentError:
+            return 0
+        finally:
+            self.acc_ready, self.copies, self.after_reads = saved[0], saved[1], saved[2]
+        if not out:
+            return 0
+        code = "\n".join(ast.unparse(x) for x in out)
+        # (an atomic's two notes are the two sides of one if: a bound may count both)
+        return code.count("log_s(") + code.count("log_g(")
+
+    def atomic(self, call: ast.Call, ln: int, result: str | None) -> list[ast.stmt]:
+        """``cuda.atomic.op(A, idx, v)``: performed as written, logged as a store of A's element."""
+        arr = _name(call.args[0]) if call.args else None
+        if arr not in self.ids or len(call.args) < 3:
+            out = (
+                [self.expr(ast.Expr(call))]
+                if result is None
+                else _stmts(f"{result} = {ast.unparse(self.expr(call))}")
+            )
+            return out
+        name = cast(str, arr)
+        aid = self.ids[name]
+        index, v = call.args[1], call.args[2]
+        idx = (
+            [ast.unparse(e) for e in index.elts]
+            if isinstance(index, ast.Tuple)
+            else [ast.unparse(index)]
+        )
+        if _has_array_access(index, self.ids):
+            raise InstrumentError(
+                f"line {ln}: index an atomic's array with numbers and variables, not array "
+                f"elements ({ast.unparse(call)})"
+            )
+        flat = f"flat2({name}, {idx[0]}, {idx[1]})" if len(idx) == 2 else idx[0]
+        op = ast.unparse(call.func)
+        add = op.endswith(".add")
+        before: list[ast.stmt] = []
+        after: list[ast.stmt] = []
+        if add and _name(v) in self.accs:
+            after.append(self._move(aid, flat, _name(v), D.MOVE_ADD, ln))
+        elif add:
+            pairs = _products(v)
+            if pairs:
+                before, after = self._terms(aid, flat, pairs, ln)
+        n = next(self.tmp)
+        vv = ast.unparse(self.expr(copy.deepcopy(v)))
+        ok = f"g_ok2({name}, {idx[0]}, {idx[1]})" if len(idx) == 2 else f"g_ok({name}, {idx[0]})"
+        if name in self.shared:
+            ok = (
+                f"({idx[0]} >= 0 and {idx[0]} < {name}.shape[0] and {idx[1]} >= 0 and "
+                f"{idx[1]} < {name}.shape[1])"
+                if len(idx) == 2
+                else f"({idx[0]} >= 0 and {idx[0]} < {name}.shape[0])"
+            )
+        at = f"({idx[0]}, {idx[1]})" if len(idx) == 2 else idx[0]
+        rc = f"{idx[0]}, {idx[1]}" if len(idx) == 2 else f"{D.NO_INDEX}, {D.NO_INDEX}"
+        new = f"_old{n} + _av{n}" if add else f"_av{n}"
+        if name in self.shared:
+            note = (
+                f"log_s({_LOG[:-5]}, {D.STORE}, {{flag}}, {aid}, {flat}, {rc}, {D.TAG_COMPUTED}, "
+                f"-1, -1, {D.NO_INDEX}, {D.NO_INDEX}, _ep, {ln}, {{value}}, {self._acc()})"
+            )
+        else:
+            note = (
+                f"log_g({_LOG[:-5]}, {D.STORE}, {{flag}}, {aid}, {flat}, {rc}, _ep, {ln}, "
+                f"{{value}}, {self._acc()})"
+            )
+        code = (
+            f"_av{n} = {vv}\n"
+            f"if {ok}:\n"
+            f"    _old{n} = {op}({name}, {at}, _av{n})\n"
+            f"    {note.format(flag=D.OK, value=new)}\n"
+            "else:\n"
+            f"    _old{n} = _av{n} * 0\n"
+            f"    {note.format(flag=D.OUT_OF_BOUNDS, value=f'_av{n}')}\n"
+        )
+        if result is not None:
+            code += f"{result} = _old{n}\n"
+        return before + _stmts(code) + after
+
     # --------------------------------------------------------- statements
     def store(self, target: ast.Subscript, value, lineno, guard=None) -> list[ast.stmt]:
         """The statements for ``target = value`` (``guard``: the If's copy, for a zero-fill)."""
@@ -806,6 +1172,7 @@ class _Rewriter:
         ok = "True"
         no = str(D.NO_INDEX)
         src = (str(D.TAG_COMPUTED), "-1", "-1", no, no)  # tag, arr, idx, row, col
+        dynamic_zero = ""
         g = _name(value.value) if isinstance(value, ast.Subscript) else None
         copy = value if isinstance(value, ast.Subscript) and g in self.globals else None
         if copy is not None and g is not None:
@@ -843,6 +1210,20 @@ class _Rewriter:
             v = f"_v{n}"
             ok = f"_ok{n}"
             src = (f"_i{n} * {D.TAG_ARRAYS} + {gid}", str(gid), f"_i{n}", grow, gcol)
+        elif self.terms and not (
+            isinstance(value, ast.Constant) or (isinstance(_uncast(value), ast.Constant))
+        ):
+            n = next(self.tmp)
+            pre = _stmts(f"_tg{n} = {self.tag_of(value)}")
+            v = ast.unparse(self.expr(value))
+            src = (
+                f"_tg{n}",
+                f"(_tg{n} % {D.TAG_ARRAYS} if _tg{n} >= 0 else -1)",
+                f"(_tg{n} // {D.TAG_ARRAYS} if _tg{n} >= 0 else -1)",
+                no,
+                no,
+            )
+            dynamic_zero = f"_tg{n}"
         else:
             v = ast.unparse(self.expr(value))
             if not _has_array_access(value, self.ids) and not any(
@@ -878,6 +1259,11 @@ class _Rewriter:
         out = pre + _stmts(call)
         if tag == str(D.TAG_ZERO):  # a zero-fill: counted for every block
             out += _stmts(f"zfill(_zf, _bid, _nst_{name}, _zph, {aid}, _NARR)")
+        elif dynamic_zero:  # a conditional expression's zero
+            out += _stmts(
+                f"if {dynamic_zero} == {D.TAG_ZERO}:\n"
+                f"    zfill(_zf, _bid, _nst_{name}, _zph, {aid}, _NARR)"
+            )
         return out + _stmts(f"_nst_{name} += 1")
 
     def barrier(self, lineno) -> list[ast.stmt]:
@@ -958,6 +1344,12 @@ class _Rewriter:
             return self.barrier(stmt.lineno)
         if isinstance(stmt, ast.Return):
             return [*self.end(stmt.lineno), ast.Return(value=None)]
+        if self.terms:
+            got = self.provenance(stmt, top)
+            if got is not None:
+                return got
+        elif isinstance(stmt, ast.Expr) and _atomic(stmt.value) and not self.lean:
+            return self.atomic(cast(ast.Call, stmt.value), stmt.lineno, None)
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             target = stmt.targets[0]
             if isinstance(target, ast.Subscript) and _name(target.value) in self.ids:
@@ -1099,7 +1491,8 @@ class _Rewriter:
                 "    _t = _slot * _nthreads + _tid\n"
                 "_ep = 0\n"
                 f"{counters}"
-                "block_start(_blk, _bid, _tid)"
+                + "".join(f"{x}__tg = {D.TAG_COMPUTED}\n" for x in sorted(self.tagged))
+                + "block_start(_blk, _bid, _tid)"
             )
             extra = [
                 "_detail",
@@ -1240,6 +1633,8 @@ def _static_bound(fn: ast.FunctionDef, rw: _Rewriter, barriers_only: bool = Fals
                 n = accesses(stmt) + (
                     1 if isinstance(stmt, ast.Return) and not barriers_only else 0
                 )
+                if not barriers_only:
+                    n += rw.noted_events(stmt)
                 parts.append(_fixed_events(n))
         return lambda env: sum(p(env) for p in parts)
 
@@ -1281,6 +1676,8 @@ def instrument(
     dynamic_shared: int = 0,
     dtypes: Mapping[str, DTypeLike] | None = None,
     shared_loads: bool = True,
+    terms: bool = False,
+    first_arrays: int = 0,
 ) -> Instrumented:
     """Rewrite ``kernel`` to log every access (see the module docstring) and compile it.
 
@@ -1304,6 +1701,17 @@ def instrument(
         kernel's own line: the simulator runs the book's k loop at the plain
         kernel's speed, and only the copies into shared memory, the barriers,
         the global accesses and the end are logged.
+    terms : bool
+        Provenance for :func:`vizmm.check`: every local carries the tag of the
+        global element its value is a copy of, a shared store the tag of its
+        value, each product accumulated is a TERM event (its two factors'
+        tags) and each accumulator's value moved into another or into an
+        array element a MOVE event (:data:`~.instrument_device.TERM`). Off
+        (the book's recordings), the log is as before.
+    first_arrays : int
+        The first parameters that are arrays whether or not the kernel
+        indexes them (3 for a matmul kernel's M, N and P), given flat when
+        never indexed.
 
     Returns
     -------
@@ -1332,11 +1740,15 @@ def instrument(
     )
     key = (
         bool(shared_loads),
+        bool(terms),
+        int(first_arrays),
         text,
         ast.unparse(tree),  # the normalised kernel (its inlined device functions)
         tuple(
             sorted(
-                (k, v.__name__) for k, v in namespace.items() if hasattr(v, "py_func") and k[0] != "_"
+                (k, v.__name__)
+                for k, v in namespace.items()
+                if hasattr(v, "py_func") and k[0] != "_"
             )
         ),
         key_consts,
@@ -1355,9 +1767,18 @@ def instrument(
         int(dynamic_shared),
         bool(shared_loads),
         simulated=simulated,
+        terms=terms,
+        first_arrays=first_arrays,
     )
     code = ast.unparse(rw.rewrite()) + "\n"
-    lean_rw = _Rewriter(copy.deepcopy(tree), ns, int(dynamic_shared), bool(shared_loads), lean=True)
+    lean_rw = _Rewriter(
+        copy.deepcopy(tree),
+        ns,
+        int(dynamic_shared),
+        bool(shared_loads),
+        lean=True,
+        first_arrays=first_arrays,
+    )
     lean_code = ast.unparse(lean_rw.rewrite()) + "\n"
 
     def compiled(text, label):
@@ -1494,10 +1915,18 @@ def decode(ev, vals, counts, cap, arrays) -> tuple[np.ndarray, np.ndarray]:
     out[..., D.ARR] = arr
     out[..., D.LINE] = word >> D.LINE_SHIFT
     is_global = np.array([a.space == "global" for a in arrays] + [False], bool)
-    barrier = arr < 0
+    op = out[..., D.OP]
+    noted = (op == D.TERM) | (op == D.MOVE)  # every field written by the kernel
+    barrier = (arr < 0) & ~noted
     # (rows past a thread's count hold whatever the card had: looked up as no array)
-    glob = ~barrier & is_global[np.where(barrier | (arr >= len(arrays)), len(arrays), arr)]
+    glob = (
+        ~barrier
+        & ~noted
+        & is_global[np.where(barrier | (arr < 0) | (arr >= len(arrays)), len(arrays), arr)]
+    )
     out[..., D.TICK][~barrier] = -1
+    out[..., D.ROW : D.COL + 1][noted] = D.NO_INDEX
+    out[..., D.SRC_ROW : D.SRC_COL + 1][noted] = D.NO_INDEX
     constant = (D.TAG_COMPUTED, -1, -1, -1, -1)
     out[..., D.TAG : D.SRC_COL + 1][glob | barrier] = constant
     out[..., D.IDX : D.COL + 1][barrier] = -1

@@ -798,6 +798,128 @@ def release(tk, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
         log_b(ev, vals, cnt, cap, t, 4, ep, tk, ln, acc)
 
 
+#: Ops of the events a user kernel's recording adds for :func:`vizmm.check`: a product
+#: accumulated (its two factors' tags), and an accumulator's value moved (kept, reset or
+#: added into another accumulator or an array element).
+TERM, MOVE = 6, 7
+#: A MOVE's flag: the destination takes the source's terms, or adds them to its own.
+MOVE_SET, MOVE_ADD = 0, 1
+
+
+@device
+def g_tag(A, i, gid):
+    """The provenance tag of ``A[i]`` of a 1-D global array: ``i * TAG_ARRAYS + gid``.
+
+    Parameters
+    ----------
+    A : device array, 1-D
+        A global array argument.
+    i : int
+        The flat index the code named.
+    gid : int
+        The array's id.
+
+    Returns
+    -------
+    int
+        The tag; :data:`TAG_ZERO` out of bounds (the load gives zero).
+    """
+    if i >= 0 and i < A.shape[0]:
+        return i * 8 + gid
+    return -1
+
+
+@device
+def g_tag2(A, r, c, gid):
+    """The provenance tag of ``A[r, c]`` of a 2-D global array (see :func:`g_tag`).
+
+    Parameters
+    ----------
+    A : device array, 2-D
+        A global array argument.
+    r, c : int
+        The row and column the code named.
+    gid : int
+        The array's id.
+
+    Returns
+    -------
+    int
+        ``(r * ncols + c) * TAG_ARRAYS + gid``; :data:`TAG_ZERO` out of bounds.
+    """
+    if r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]:
+        return (r * A.shape[1] + c) * 8 + gid
+    return -1
+
+
+@device
+def s_tag(S, i, sh, off):
+    """The tag a 1-D shared slot holds (its shadow), :data:`TAG_ZERO` out of bounds.
+
+    Parameters
+    ----------
+    S : shared array, 1-D
+        A shared array.
+    i : int
+        The index the code named.
+    sh : shared array of int32, 1-D
+        The array's shadow.
+    off : int
+        Where the array starts in its shadow.
+
+    Returns
+    -------
+    int
+        The slot's tag.
+    """
+    if i >= 0 and i < S.shape[0]:
+        return sh[off + i]
+    return -1
+
+
+@device
+def s_tag2(S, r, c, sh, off):
+    """The tag a 2-D shared slot holds (its shadow), :data:`TAG_ZERO` out of bounds.
+
+    Parameters
+    ----------
+    S : shared array, 2-D
+        A shared array.
+    r, c : int
+        The row and column the code named.
+    sh : shared array of int32, 1-D
+        The array's shadow.
+    off : int
+        Where the array starts in its shadow.
+
+    Returns
+    -------
+    int
+        The slot's tag.
+    """
+    if r >= 0 and r < S.shape[0] and c >= 0 and c < S.shape[1]:
+        return sh[off + r * S.shape[1] + c]
+    return -1
+
+
+@device
+def flat2(A, r, c):
+    """The flat index ``r * ncols + c`` of a 2-D array's element (may be out of bounds).
+
+    Parameters
+    ----------
+    A : array, 2-D
+        The array.
+    r, c : int
+        The row and column.
+
+    Returns
+    -------
+    int
+    """
+    return r * A.shape[1] + c
+
+
 @device
 def zfill(zf, bid, n, zph, aid, narr):
     """Count a constant stored into shared array ``aid`` (a zero-fill) by the block ``bid``.

@@ -168,6 +168,24 @@ def matmul_fields(log, inst, launch, blocks, reads: bool = False) -> dict:
         wrap = (row == D.NO_INDEX) & (sidx >= 0)
         row = np.where(wrap, sidx // ncols, row)
         col = np.where(wrap, sidx % ncols, col)
+        # what the book's table cannot say (a zero stored into another thread's slot, a zero
+        # fill of an element that exists, a slot filled from elsewhere) is left NOT_RECORDED
+        # there: the access log keeps it, and vizmm.check names it
+        prow, pcol = (launch.padded[0], launch.padded[1]) if field == 0 else launch.padded[1:]
+        inside = (row >= 0) & (row < nrows) & (col >= 0) & (col < ncols)
+        in_alloc = row * ncols + col < nrows * ncols
+        bad = (
+            (row < 0)
+            | (col < 0)
+            | (row >= prow)
+            | (col >= pcol)
+            | ((kind == _LOADED) & ~inside)
+            | ((kind == _ZERO_FILL) & inside)
+            | ((kind == _WRONG) & (inside | ~in_alloc))
+            | ((kind == _OOA) & in_alloc)
+        )
+        kind = np.where(bad, 0, kind).astype(np.int32)
+        row, col = np.where(bad, 0, row), np.where(bad, 0, col)
         at = (s_ix[sel], ph[sel], ty_ix[sel], tx_ix[sel])
         loads[(*at, 3 * field)] = kind
         loads[(*at, 3 * field + 1)] = row

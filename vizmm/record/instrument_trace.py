@@ -50,6 +50,34 @@ def book_kernel(kernel: str, T: int, drop=(), shared_loads=True) -> I.Instrument
     )
 
 
+def _adds_into(inst, p: str) -> bool:
+    """Whether the kernel reads its P argument ``p`` (an atomic on it, or a load of it)."""
+    import ast
+
+    try:
+        tree = ast.parse(inst.source.lstrip())
+    except SyntaxError:  # pragma: no cover - the instrumenter parsed it
+        return False
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load):
+            base = n.value
+            while isinstance(base, ast.Subscript):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id == p:
+                return True
+        if isinstance(n, ast.AugAssign) and p in ast.unparse(n.target).split("[")[0]:
+            return True
+        if (
+            isinstance(n, ast.Call)
+            and ".atomic." in ast.unparse(n.func)
+            and n.args
+            and isinstance(n.args[0], ast.Name)
+            and n.args[0].id == p
+        ):
+            return True
+    return False
+
+
 def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) -> Trace:
     """Record ``job`` (a :class:`~vizmm.record.launcher.Job`) through the instrumenter.
 
@@ -107,7 +135,13 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
         first_line = 1
         figure = K.FIGURES[name]
     else:
-        inst = I.instrument(kernel, shared_loads=job.reads, constants=job.constants or None)
+        inst = I.instrument(
+            kernel,
+            shared_loads=job.reads,
+            constants=job.constants or None,
+            terms=job.reads,
+            first_arrays=3,
+        )
         source = inst.source
         first_line = inst.first_line
         figure = f"user kernel {inst.name}"
@@ -122,7 +156,10 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
                 f"kernel {inst.name}({', '.join(own)}) must take (M, N, P, Width) or "
                 "(M, N, P, j, k, l)"
             )
-    P = np.full((j, l), np.nan, np.float32)
+    # P as the host gives it: NaN where nothing is stored; zeros for a kernel that adds into
+    # P (an atomic, or P[r, c] += ...), which a host zeroes first
+    adds = kernel is not None and _adds_into(inst, own[2])
+    P = np.full((j, l), 0.0 if adds else np.nan, np.float32)
     values = dict(zip(own, (M, N, P, *scalars), strict=True))
     simulated = _target.NAME == _target.SIMULATOR
     update, close = _progress_reporter(show, len(blocks) if simulated else gy * gx)
@@ -210,9 +247,10 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
     if job.aggregated:
         meta["spread_from"] = "detail blocks"
     summaries = _summarise_spread(spread, codes, job.aggregated, meta, (gy, gx, nph))
-    P_out = log.outputs[inst.global_arrays[-1]].reshape(j, l).astype(np.float32)
+    p_name = own[2] if kernel is not None else inst.global_arrays[-1]
+    P_out = np.asarray(log.outputs.get(p_name, P)).reshape(j, l).astype(np.float32)
     r = log.reads
-    g = inst.global_arrays
+    g = list(own[:2]) if kernel is not None else inst.global_arrays
     return Trace(
         meta=meta,
         M=M,

@@ -1,0 +1,24 @@
+from numba import cuda, float32
+
+TILE_WIDTH = 2
+
+
+@cuda.jit
+def tiled_2d(M, N, P, Width):
+    Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+    Nds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    Row = cuda.blockIdx.y * TILE_WIDTH + ty
+    Col = cuda.blockIdx.x * TILE_WIDTH + tx
+    Pvalue = 0.0
+    for ph in range(Width // TILE_WIDTH):
+        a = M[Row, ph * TILE_WIDTH + tx]
+        b = N[ph * TILE_WIDTH + ty, Col]
+        Mds[ty, tx] = a
+        Nds[ty, tx] = b
+        cuda.syncthreads()
+        for k in range(TILE_WIDTH):
+            Pvalue += Mds[ty, k] * Nds[k, tx]
+        cuda.syncthreads()
+    P[Row, Col] = Pvalue

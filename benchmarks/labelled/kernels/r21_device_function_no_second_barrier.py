@@ -1,0 +1,28 @@
+from numba import cuda, float32
+
+TILE_WIDTH = 2
+
+
+@cuda.jit(device=True)
+def tile_dot(Mds, Nds, ty, tx):
+    s = 0.0
+    for k in range(TILE_WIDTH):
+        s += Mds[ty, k] * Nds[k, tx]
+    return s
+
+
+@cuda.jit
+def tiled_2d(M, N, P, Width):
+    Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+    Nds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    Row = cuda.blockIdx.y * TILE_WIDTH + ty
+    Col = cuda.blockIdx.x * TILE_WIDTH + tx
+    Pvalue = 0.0
+    for ph in range(Width // TILE_WIDTH):
+        Mds[ty, tx] = M[Row, ph * TILE_WIDTH + tx]
+        Nds[ty, tx] = N[ph * TILE_WIDTH + ty, Col]
+        cuda.syncthreads()
+        Pvalue += tile_dot(Mds, Nds, ty, tx)
+    P[Row, Col] = Pvalue

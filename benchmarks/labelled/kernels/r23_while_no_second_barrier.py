@@ -1,0 +1,34 @@
+from numba import cuda, float32
+
+TILE_WIDTH = 2
+
+
+@cuda.jit
+def matrixMulKernel(M, N, P, Width):
+    Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+    Nds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+
+    bx = cuda.blockIdx.x
+    by = cuda.blockIdx.y
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+
+    # Identify the row and column of the P element to work on
+    Row = by * TILE_WIDTH + ty
+    Col = bx * TILE_WIDTH + tx
+
+    # Loop over the M and N tiles required to compute the P element
+    Pvalue = 0.0
+    ph = 0
+    while ph < Width // TILE_WIDTH:
+        # Collaborative loading of M and N tiles into shared memory
+        Mds[ty][tx] = M[Row * Width + ph * TILE_WIDTH + tx]
+        Nds[ty][tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
+        cuda.syncthreads()
+
+        k = 0
+        while k < TILE_WIDTH:
+            Pvalue += Mds[ty][k] * Nds[k][tx]
+            k += 1
+        ph += 1
+    P[Row * Width + Col] = Pvalue
