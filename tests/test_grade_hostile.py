@@ -412,3 +412,28 @@ def test_class_csv_cells_are_never_formulas():
     for text in ("=1+1", "+1", "-1", "@SUM(A1)", "\t=1", "\r=1"):
         assert _cell(text) == "'" + text
     assert _cell("no_boundary.py") == "no_boundary.py" and _cell(-1) == -1
+
+
+def test_a_case_the_grader_fails_on_costs_that_submission_alone(tmp_path, monkeypatch):
+    from vizmm.grade import grade_many, runner
+    from vizmm.grade.report import class_csv
+
+    real = runner.record_apart
+
+    def flaky(path, *args, **kw):
+        if os.path.basename(path) == "no_boundary.py":
+            raise RuntimeError("the grader's own failure")
+        return real(path, *args, **kw)
+
+    monkeypatch.setattr(runner, "record_apart", flaky)
+    (tmp_path / "a.toml").write_text(ASSIGNMENT)
+    a = load_assignment(tmp_path / "a.toml")
+    broken, book = grade_many(
+        a, [SUBS / "no_boundary.py", SUBS / "correct_book.py"], jobs=2, workdir=str(tmp_path / "w")
+    )
+    assert broken.score == 0
+    assert broken.cases[0].error == "the grader could not grade this case (RuntimeError)"
+    assert book.score == FULL
+    rows = class_csv([broken, book]).splitlines()
+    assert rows[1].startswith("no_boundary.py,0,")
+    assert rows[2].startswith(f"correct_book.py,{FULL},")
