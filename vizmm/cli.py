@@ -1296,14 +1296,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_grade(args: argparse.Namespace) -> int:
     """Grade a submission (or a folder of them) on an assignment's cases.
 
-    Each case runs the submission's kernel in a child process under a CPU-time
-    limit, an address-space limit and a wall-clock timeout (the assignment's
-    time_limit_s and memory_limit_mb); an endless loop, a huge allocation, a
-    crash, sys.exit, a syntax error or a wrong signature fails the case with
-    one line. One submission: -o writes Gradescope's results.json, --html the
-    feedback page. A folder: every *.py in it, one case per core at a time;
-    --csv writes one row per submission, --summary the class's page. Exit 0
-    when graded, 2 for a bad assignment file or arguments.
+    The submission is read, never run as a module. Each case records its
+    kernel in a process apart (a folder of its own, as root a user of its
+    own) under a wall-clock limit, a CPU-time limit and a memory limit for
+    all its processes (the assignment's time_limit_s and memory_limit_mb);
+    every process it started is gone before its recording is read, and the
+    score is computed here from that recording. An endless loop, a crash, a
+    syntax error or a wrong signature fails the case with one line; a case
+    that fails costs its submission alone. One submission: -o writes
+    Gradescope's results.json, --html the feedback page. A folder: every
+    *.py in it, one case per core at a time; --csv writes one row per
+    submission, --summary the class's page. Exit 0 when graded, 2 for a bad
+    assignment file or arguments.
 
     Parameters
     ----------
