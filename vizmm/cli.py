@@ -544,6 +544,67 @@ def add_check_parser(subparsers) -> None:
     p.add_argument(
         "--first", type=_non_negative, default=3, help="findings shown in full (default: 3)"
     )
+    p.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=CHECK_TIMEOUT_S,
+        metavar="S",
+        help=f"wall-clock seconds the recording may take (default: {CHECK_TIMEOUT_S:g})",
+    )
+
+
+#: Wall-clock limit of ``vizmm check``'s recording (seconds); ``--timeout`` changes it.
+CHECK_TIMEOUT_S = 300.0
+#: Memory of ``vizmm check``'s recording: all its processes together (bytes).
+CHECK_MEMORY_BYTES = 8 << 30
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not (0 < v <= 24 * 3600):
+        raise argparse.ArgumentTypeError(f"seconds from 0 to 86400 (exclusive of 0), got {text!r}")
+    return v
+
+
+def _check_apart(args: argparse.Namespace, j: int, k: int, l: int):
+    """``vizmm.check`` of the file's kernel, recorded in a process apart under limits."""
+    from .analysis.check import CheckReport, findings
+    from .checker import MAX_CHECK_ELEMENTS, _tile_width
+    from .grade.runner import record_apart
+    from .grade.sandbox import Limits
+
+    path, _, name = args.kernel.rpartition(":")
+    if not os.path.isfile(path):
+        raise CLIError(f"kernel file {path!r} does not exist")
+    if not name.isidentifier():
+        raise CLIError(f"{name!r} is not a Python name (give the kernel as FILE.py:NAME)")
+    for v in (j, k, l):
+        if v < 1:
+            raise CLIError(f"sizes are integers >= 1, got {v}")
+    if max(j * l, j * k, k * l) > MAX_CHECK_ELEMENTS:
+        raise CLIError(
+            f"check records every thread in detail: M {j}x{k}, N {k}x{l} is over its "
+            f"{MAX_CHECK_ELEMENTS} elements a matrix; a small launch shows the same mistakes"
+        )
+    tile_width = _tile_width(args.kernel, args.tile_width, None, "TILE_WIDTH")
+    sim = args.backend == "simulator"
+    limits = Limits(
+        wall_s=args.timeout,
+        cpu_s=max(1, int(args.timeout) + 1),
+        memory_bytes=CHECK_MEMORY_BYTES,
+        as_bytes=CHECK_MEMORY_BYTES if sim else None,
+    )
+    trace, _, _ = record_apart(
+        path, name, (j, k, l), tile_width, seed=args.seed, backend=args.backend,
+        reads=True, limits=limits,
+    )  # fmt: skip
+    found = findings(trace)
+    return CheckReport(
+        ok=not any(f.severity == "error" for f in found), trace=trace, findings=found
+    )
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -555,8 +616,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     wrong terms, wrong P elements, races (two threads, one shared element,
     no barrier between), out-of-bounds accesses, then warnings (uncoalesced,
     bank conflicts) and information (global reads against Width/TILE_WIDTH).
-    The first few findings are printed in full, the rest counted. Exit code
-    0: no error found; 1: findings that are errors; 2: bad input.
+    The first few findings are printed in full, the rest counted. The
+    kernel file is recorded in a process apart, in a folder of its own,
+    under a wall-clock limit (--timeout), a CPU-time limit and a memory
+    limit; findings are computed here from its recording. Exit code 0: no
+    error found; 1: findings that are errors; 2: bad input, or a kernel that
+    could not be recorded within the limits.
 
     Parameters
     ----------
@@ -568,7 +633,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     vizmm check mykernel.py:matrixMulKernel --width 4 --tile-width 2
     vizmm check mykernel.py:matmul --shape 3,5,4 -t 2 -o checked.vizmm
     """
-    from .checker import check
     from .replay.block import Replay
     from .replay.findings import finding_step, finding_url
 
@@ -583,8 +647,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         j = k = l = args.width
     if args.output is not None:
         check_writable(args.output)
-    report = check(args.kernel, j, k, l, tile_width=args.tile_width, backend=args.backend,
-                   seed=args.seed)  # fmt: skip
+    report = _check_apart(args, j, k, l)
     print(report.summary(first=args.first))
     if args.output is not None:
         data = report.trace.to_bytes()
@@ -1233,14 +1296,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_grade(args: argparse.Namespace) -> int:
     """Grade a submission (or a folder of them) on an assignment's cases.
 
-    Each case runs the submission's kernel in a child process under a CPU-time
-    limit, an address-space limit and a wall-clock timeout (the assignment's
-    time_limit_s and memory_limit_mb); an endless loop, a huge allocation, a
-    crash, sys.exit, a syntax error or a wrong signature fails the case with
-    one line. One submission: -o writes Gradescope's results.json, --html the
-    feedback page. A folder: every *.py in it, one case per core at a time;
-    --csv writes one row per submission, --summary the class's page. Exit 0
-    when graded, 2 for a bad assignment file or arguments.
+    The submission is read, never run as a module. Each case records its
+    kernel in a process apart (a folder of its own, as root a user of its
+    own) under a wall-clock limit, a CPU-time limit and a memory limit for
+    all its processes (the assignment's time_limit_s and memory_limit_mb);
+    every process it started is gone before its recording is read, and the
+    score is computed here from that recording. An endless loop, a crash, a
+    syntax error or a wrong signature fails the case with one line; a case
+    that fails costs its submission alone. One submission: -o writes
+    Gradescope's results.json, --html the feedback page. A folder: every
+    *.py in it, one case per core at a time; --csv writes one row per
+    submission, --summary the class's page. Exit 0 when graded, 2 for a bad
+    assignment file or arguments.
 
     Parameters
     ----------
@@ -1262,7 +1329,15 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if folder:
         if args.output or args.html:
             raise CLIError("-o and --html are for one submission; a folder takes --csv, --summary")
-        paths = sorted(os.path.join(target, n) for n in os.listdir(target) if n.endswith(".py"))
+        paths = []
+        for n in sorted(os.listdir(target)):
+            p = os.path.join(target, n)
+            if not n.endswith(".py"):
+                continue
+            if not os.path.isfile(p):  # a folder (or anything else) named x.py: not graded
+                print(f"vizmm: skipped {n}: not a file", file=sys.stderr)
+                continue
+            paths.append(p)
         if not paths:
             raise CLIError(f"{target}: no submission (*.py) in this folder")
     else:

@@ -1,4 +1,11 @@
-"""Never finishes: a loop at import time."""
+"""Never finishes: an endless loop in the kernel."""
 
-while True:
-    pass
+from numba import cuda
+
+
+@cuda.jit
+def matmul(M, N, P, Width):
+    """Spins for ever."""
+    i = 0
+    while i >= 0:
+        i = i + 1

@@ -308,6 +308,17 @@ def feedback_html(grading: Grading, pictures: bool | None = None) -> str:
 
 
 # ------------------------------------------------------------------- class
+def _cell(v: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text: one that could start a formula gets a ``'``.
+
+    OWASP's advice on CSV injection: a cell starting with ``=``, ``+``, ``-``,
+    ``@``, a tab or a carriage return is prefixed with a single quote.
+    """
+    if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + v
+    return v
+
+
 def class_csv(gradings: Sequence[Grading]) -> str:
     """One row per submission: its file name, score, and per case its score and first finding.
 
@@ -330,7 +341,7 @@ def class_csv(gradings: Sequence[Grading]) -> str:
     for c in cases:
         head += [f"case {c.number} score", f"case {c.number} first finding"]
     w.writerow(head)
-    for g in gradings:
+    for g in gradings:  # file names and error lines are the submission's text: cells escaped
         row: list[Any] = [os.path.basename(g.submission), _num(g.score), _num(g.max_score)]
         for r in g.cases:
             first = r.first_finding
@@ -338,7 +349,7 @@ def class_csv(gradings: Sequence[Grading]) -> str:
                 _num(r.score),
                 "error: " + r.error if r.error else (first["kind"] if first else ""),
             ]
-        w.writerow(row)
+        w.writerow([_cell(v) for v in row])
     return buf.getvalue()
 
 

@@ -1,0 +1,45 @@
+"""Hostile: Reads the assignment file named on the grader command line, and raises its text.
+
+Its kernel is that of no_boundary.py.
+"""
+
+import os
+
+from numba import cuda, float32
+
+_found = []
+for _pid in os.listdir("/proc"):
+    try:
+        with open(f"/proc/{_pid}/cmdline", "rb") as _f:
+            _args = _f.read().split(b"\0")
+    except OSError:
+        continue
+    for _a in _args:
+        if _a.endswith(b".toml"):
+            with open(_a) as _t:
+                _found.append(_t.read())
+if _found:
+    raise RuntimeError(" ".join(_found))
+
+
+TILE_WIDTH = 2
+
+
+@cuda.jit
+def matmul(M, N, P, Width):
+    """Fig. 5.9 without Fig. 5.13's boundary checks: right only when TILE_WIDTH divides Width."""
+    Mds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+    Nds = cuda.shared.array((TILE_WIDTH, TILE_WIDTH), float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    Row = cuda.blockIdx.y * TILE_WIDTH + ty
+    Col = cuda.blockIdx.x * TILE_WIDTH + tx
+    Pvalue = float32(0)
+    for ph in range((Width + TILE_WIDTH - 1) // TILE_WIDTH):
+        Mds[ty, tx] = M[Row * Width + ph * TILE_WIDTH + tx]
+        Nds[ty, tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
+        cuda.syncthreads()
+        for k in range(TILE_WIDTH):
+            Pvalue += Mds[ty, k] * Nds[k, tx]
+        cuda.syncthreads()
+    P[Row * Width + Col] = Pvalue
