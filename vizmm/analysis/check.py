@@ -840,8 +840,8 @@ def _judge_provenance(L: _Log) -> list:
             sel = np.flatnonzero(
                 (E[:, f["op"]] == STORE) & (E[:, f["arr"]] == L.P) & (E[:, f["flag"]] == OK)
             )
-            for n in sel:
-                stored[int(E[n, f["idx"]])] = (s, t, int(n))
+            for i in sel.tolist():
+                stored[int(E[i, f["idx"]])] = (s, t, int(i))
     for (a, p), recs in sorted(((key, v) for key, v in dest.items() if len(key) == 2)):
         if a != L.P or not 0 <= p < L.j * l:
             continue
@@ -926,15 +926,16 @@ def _provenance_finding(L: _Log, rec, key, doubled, rc, left) -> Finding:
     why: list = []
     other = None
     addr = None
+    ea, eb = _element(L, ta), _element(L, tb)
     for side, tag in (
-        ("M", ta if _element(L, ta) is None or _element(L, ta)[0] == L.M else tb),
-        ("N", tb if _element(L, tb) is None or _element(L, tb)[0] == L.N else ta),
+        ("M", ta if ea is None or ea[0] == L.M else tb),
+        ("N", tb if eb is None or eb[0] == L.N else ta),
     ):
         # the shared slot the factor was read from: the thread's latest load that found it
-        loads = np.flatnonzero(
+        found = np.flatnonzero(
             (E[:n, f["op"]] == LOAD) & (E[:n, f["tag"]] == tag) & (E[:n, f["flag"]] == OK)
         )
-        loads = [x for x in loads if L.space[int(E[x, f["arr"]])] == "shared"]
+        loads = [int(x) for x in found if L.space[int(E[x, f["arr"]])] == "shared"]
         if not loads:
             continue
         sh = E[loads[-1]]

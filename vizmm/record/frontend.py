@@ -580,9 +580,9 @@ def _const_eval(node, env: Mapping[str, Any]) -> Any:
         args = [_const_eval(a, env) for a in node.args]
         if any(isinstance(a, tuple) for a in args) or not args:
             raise _NotConstant
-        f = {"int": int, "float": float, "min": min, "max": max, "abs": abs}[node.func.id]
+        fns: dict[str, Any] = {"int": int, "float": float, "min": min, "max": max, "abs": abs}
         try:
-            return f(*args)
+            return fns[node.func.id](*args)
         except (TypeError, ValueError, OverflowError):
             raise _NotConstant from None
     raise _NotConstant
@@ -703,7 +703,7 @@ class _Checker:
             value = self.rhs(st.value, scope, st)
             targets = [self.target(t, scope) for t in st.targets]
             if len(targets) > 1:  # a = b = v
-                out = []
+                out: list[ast.stmt] = []
                 for t in targets:
                     out.append(
                         ast.copy_location(ast.Assign(targets=[t], value=copy.deepcopy(value)), st)
@@ -1252,12 +1252,13 @@ def _returns_to(stmts: list, res: str) -> list | None:
 
 
 def _relocate(tree, at) -> None:
+    """Every node of ``tree`` at ``at``'s place: an inlined body is the call's line."""
     for n in ast.walk(tree):
         if hasattr(n, "lineno"):
-            n.lineno = at.lineno
-            n.end_lineno = getattr(at, "end_lineno", at.lineno)
-            n.col_offset = getattr(at, "col_offset", 0)
-            n.end_col_offset = getattr(at, "end_col_offset", 0)
+            setattr(n, "lineno", at.lineno)  # noqa: B010 - any node with a place
+            setattr(n, "end_lineno", getattr(at, "end_lineno", at.lineno))  # noqa: B010
+            setattr(n, "col_offset", getattr(at, "col_offset", 0))  # noqa: B010
+            setattr(n, "end_col_offset", getattr(at, "end_col_offset", 0))  # noqa: B010
 
 
 class _Substitute(ast.NodeTransformer):

@@ -666,7 +666,10 @@ class _Rewriter:
         atomics = {  # arrays only an atomic touches (split-k into P): name -> its index
             _name(n.args[0]): n.args[1]
             for n in ast.walk(fn)
-            if _atomic(n) and len(n.args) >= 2 and _name(n.args[0]) is not None
+            if isinstance(n, ast.Call)
+            and _atomic(n)
+            and len(n.args) >= 2
+            and _name(n.args[0]) is not None
         }
         subscripted |= set(atomics)
         # a matmul kernel's M, N and P are arrays even where the kernel never indexes one
@@ -689,7 +692,8 @@ class _Rewriter:
                 if isinstance(n, ast.Subscript) and _name(n.value) == g
             }
             if g in atomics:
-                ndims.add(len(atomics[g].elts) if isinstance(atomics[g], ast.Tuple) else 1)
+                index = atomics[g]
+                ndims.add(len(index.elts) if isinstance(index, ast.Tuple) else 1)
             if g in unindexed:
                 ndims = {1}
             if len(ndims) != 1 or next(iter(ndims)) > 2:
@@ -1087,7 +1091,7 @@ class _Rewriter:
                 else _stmts(f"{result} = {ast.unparse(self.expr(call))}")
             )
             return out
-        name = cast(str, arr)
+        name = str(arr)
         aid = self.ids[name]
         index, v = call.args[1], call.args[2]
         idx = (
