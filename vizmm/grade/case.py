@@ -110,6 +110,11 @@ def record_case(spec: dict) -> str | None:
         text = " ".join(str(exc).split())
         if "MemoryError" in text:
             return "the submission ran out of memory (the memory limit of a case)"
+        from vizmm.record import RecordError
+        from vizmm.record.instrument import InstrumentError
+
+        if isinstance(exc, (InstrumentError, RecordError)) and text:
+            return text  # vizmm's own words: what was wrong and what is allowed
         return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

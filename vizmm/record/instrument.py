@@ -1780,6 +1780,35 @@ def instrument(
     if hit is not None:
         return hit
     simulated = _target.NAME == _target.SIMULATOR
+    try:
+        return _instrument(tree, text, ns, first_line, key, kernel, shared_loads, dynamic_shared,
+                           dtypes, terms, first_arrays, simulated, t0)  # fmt: skip
+    except InstrumentError as exc:  # a line of the kernel's source, told as its file numbers it
+        raise InstrumentError(_file_line(str(exc), kernel, first_line)) from None
+
+
+def _file_line(message: str, kernel, first_line: int) -> str:
+    """``line n: ...`` of a rewrite's refusal, as the kernel's file numbers the line."""
+    import re
+
+    from .frontend import KernelSource
+
+    path = kernel.path if isinstance(kernel, KernelSource) else None
+    if isinstance(kernel, str) and ".py:" in kernel and "def " not in kernel:
+        path = kernel.rpartition(":")[0]
+    got = re.match(r"line (\d+): (.*)", message, re.S)
+    if got is None or path is None:
+        return message
+    return f"{path}, line {int(got.group(1)) + first_line - 1}: {got.group(2)}"
+
+
+def _instrument(
+    tree, text, ns, first_line, key, kernel, shared_loads, dynamic_shared, dtypes, terms,
+    first_arrays, simulated, t0,
+) -> Instrumented:  # fmt: skip
+    """The rewrite and compile of :func:`instrument` (its refusals count lines in the source)."""
+    from vizmm_kernels import _target
+
     rw = _Rewriter(
         _Remap().visit(copy.deepcopy(tree)),
         ns,
