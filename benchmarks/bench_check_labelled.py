@@ -1,7 +1,7 @@
 """vizmm check against the labelled kernels of benchmarks/labelled: precision and recall.
 
 Each kernel of ``benchmarks/labelled/labels.json`` is checked through the
-API (``vizmm.check("file.py:name", ...)`` in the simulator), in a child
+API (``vizmm.check("file.py:name", ...)`` in the simulator, or on ``--backend``), in a child
 process of its own with a wall-clock limit (a kernel whose barrier some
 threads skip may never finish). What check reports is compared with the
 hand-derived labels:
@@ -20,6 +20,7 @@ hand-derived labels:
 Usage::
 
     python benchmarks/bench_check_labelled.py [--json out.json] [--only ID,ID] [--timeout 120]
+        [--backend simulator|gpu|gpu-legacy|auto]
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ ADDRESS = re.compile(r"^([A-Za-z_]\w*)((?:\[\d+\])+)$")
 
 
 # ------------------------------------------------------------ one kernel (child)
-def check_one(label: dict) -> dict:
+def check_one(label: dict, backend: str = "simulator") -> dict:
     """Run vizmm.check on one labelled kernel; what it found, or how it failed (JSON-able)."""
     import vizmm
     from vizmm.record.admission import RecordError
@@ -56,9 +57,9 @@ def check_one(label: dict) -> dict:
     t0 = time.perf_counter()
     try:
         if "width" in sized:
-            report = vizmm.check(target, width=j, tile_width=t, backend="simulator")
+            report = vizmm.check(target, width=j, tile_width=t, backend=backend)
         else:
-            report = vizmm.check(target, j, k, l, tile_width=t, backend="simulator")
+            report = vizmm.check(target, j, k, l, tile_width=t, backend=backend)
     except (RecordError, InstrumentError) as exc:
         return _failed("refusal", exc, t0)
     except BaseException as exc:  # noqa: BLE001 - every failure is counted, none stops the run
@@ -94,11 +95,19 @@ def _failed(status: str, exc: BaseException, t0: float) -> dict:
     }
 
 
-def run_child(label: dict, timeout: float) -> dict:
+def run_child(
+    label: dict, timeout: float, backend: str = "simulator", env: dict | None = None
+) -> dict:
     """``check_one`` in a child process (its own session, killed with its worker on timeout)."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--one", label["id"]]
+    cmd += ["--backend", backend]
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=env,
     )
     t0 = time.perf_counter()
     try:
@@ -235,12 +244,12 @@ def _pct(x: float | None) -> str:
     return "  n/a" if x is None else f"{x:5.2f}"
 
 
-def format_report(s: dict) -> str:
-    """The score as plain text (several lines)."""
+def format_report(s: dict, backend: str = "simulator") -> str:
+    """The score as plain text (several lines); ``backend``: what check recorded with."""
     c = s["categories"]
     out = [
         f"vizmm check on {s['kernels']} labelled kernels "
-        f"({c['correct']} correct, {c['racy']} racy, {c['wrong']} wrong), simulator",
+        f"({c['correct']} correct, {c['racy']} racy, {c['wrong']} wrong), {backend}",
         "",
         "kernel level        TP   FP   FN  precision  recall",
     ]
@@ -277,11 +286,13 @@ def format_report(s: dict) -> str:
     return "\n".join(out)
 
 
-def run_all(labels: list[dict], timeout: float = 120.0, progress=None) -> dict:
+def run_all(
+    labels: list[dict], timeout: float = 120.0, progress=None, backend: str = "simulator"
+) -> dict:
     """Check every labelled kernel (one child process each) and score the results."""
     results = {}
     for lab in labels:
-        results[lab["id"]] = run_child(lab, timeout)
+        results[lab["id"]] = run_child(lab, timeout, backend)
         if progress:
             progress(lab["id"], results[lab["id"]])
     return score(labels, results)
@@ -292,12 +303,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="also write the score and every result to this file")
     ap.add_argument("--only", help="comma-separated kernel ids")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per kernel")
+    ap.add_argument(
+        "--backend",
+        default="simulator",
+        choices=("simulator", "gpu", "gpu-legacy", "auto"),
+        help="the backend check records with (default simulator)",
+    )
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     labels = model.load()
     if args.one:
         (lab,) = [x for x in labels if x["id"] == args.one]
-        print(json.dumps(check_one(lab)))
+        print(json.dumps(check_one(lab, args.backend)))
         return 0
     problems = model.validate(labels)
     if problems:
@@ -310,8 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     def progress(i, res):
         print(f"{i}: {res['status']} {res.get('kinds', res.get('error', ''))}", file=sys.stderr)
 
-    s = run_all(labels, args.timeout, progress)
-    print(format_report(s))
+    s = run_all(labels, args.timeout, progress, args.backend)
+    print(format_report(s, args.backend))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(s, f, indent=1, default=list)
