@@ -344,8 +344,9 @@ def _summary(label: dict, res: dict) -> dict:
 def one_kernel(label: dict, args) -> tuple[dict, dict]:
     """Everything for one kernel: (the JSON row, the GPU check result for scoring)."""
     scored = model.scored(label)
-    sim = run_check(label, "simulator", args.timeout)
-    gpu = sim if args.dry_run else run_check(label, "gpu", args.timeout)
+    skipped = {"status": "skipped (--no-check)", "seconds": 0.0, "kinds": []}
+    sim = skipped if args.no_check else run_check(label, "simulator", args.timeout)
+    gpu = sim if args.dry_run or args.no_check else run_check(label, "gpu", args.timeout)
     row = {
         "id": label["id"],
         "category": label["category"],
@@ -363,6 +364,10 @@ def one_kernel(label: dict, args) -> tuple[dict, dict]:
     else:
         row["agree"] = None
     row["check_race_slots_gpu"] = row["gpu"].get("race_slots")
+    if args.no_racecheck:
+        row["plain"] = {"status": "skipped (--no-racecheck)"}
+        row["racecheck"] = {"verdict": None, "error": "not run (--no-racecheck)"}
+        return row, gpu
     plain = run_plain(label, args, sanitize=not args.dry_run)
     row["plain"] = {
         k: plain.get(k)
@@ -390,7 +395,10 @@ def table(labels: list[dict], rows: dict, gpu: dict, dry_run: bool) -> str:
     """Per kind precision/recall (GPU run), agreement count, racecheck verdict precision/recall."""
     s = bench.score(labels, gpu)
     run = "simulator (dry run: no GPU)" if dry_run else "gpu"
-    failed = sum(gpu[lab["id"]]["status"] != "ok" for lab in labels)
+    failed = sum(
+        gpu[lab["id"]]["status"] != "ok" and not gpu[lab["id"]]["status"].startswith("skipped")
+        for lab in labels
+    )
     out = [f"vizmm check on {len(labels)} labelled kernels, {run}"]
     if failed:
         out.append(f"({failed} failed run(s) count as reporting nothing; listed below)")
@@ -448,9 +456,9 @@ def table(labels: list[dict], rows: dict, gpu: dict, dry_run: bool) -> str:
     failed = []
     for x in rows.values():
         for what in ("gpu", "simulator"):
-            if x[what]["status"] not in ("ok", "skipped (dry run)"):
+            if x[what]["status"] != "ok" and not x[what]["status"].startswith("skipped"):
                 failed.append(f"  {x['id']} check {what}: {x[what].get('error')}")
-        if x["plain"].get("status") != "ok":
+        if x["plain"].get("status") != "ok" and not x["plain"]["status"].startswith("skipped"):
             failed.append(f"  {x['id']} plain kernel: {x['plain'].get('error')}")
     out += ["", f"failures: {len(failed)}", *failed]
     return "\n".join(out)
@@ -476,6 +484,9 @@ def main(argv: list[str] | None = None) -> int:
         help="no GPU: simulator check only, plain kernel in the simulator, no racecheck",
     )
     ap.add_argument("--jobs", type=int, default=1, help="kernels run at once (default 1)")
+    ap.add_argument("--no-racecheck", action="store_true", help="check's runs only")
+    ap.add_argument("--no-check", action="store_true", help="racecheck's runs only")
+    ap.add_argument("--category", help="only the kernels of these categories (correct,racy,wrong)")
     ap.add_argument("--plain", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     labels = model.load()
@@ -501,7 +512,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"no labelled kernel {', '.join(unknown)}", file=sys.stderr)
             return 2
         labels = [x for x in labels if x["id"] in ids]
-    if not args.dry_run and shutil.which("compute-sanitizer") is None:
+    if args.category:
+        labels = [x for x in labels if x["category"] in args.category.split(",")]
+    if not (args.dry_run or args.no_racecheck) and shutil.which("compute-sanitizer") is None:
         print("compute-sanitizer is not on PATH (it comes with the CUDA toolkit)", file=sys.stderr)
         return 2
     rows, gpu = {}, {}
