@@ -41,8 +41,9 @@ LATE_UID_VAR = "VIZMM_CASE_UID"
 TOKEN_VAR = "VIZMM_GRADE_CASE"
 #: The range of uids cases run as, when the grader is root (no account uses them).
 UID_BASE, UID_SPAN = 1_900_000_000, 100_000_000
-#: Variables of the grader's environment a case keeps (a GPU's and numba's settings).
-_KEEP = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "SYSTEMROOT")
+#: Variables of the grader's environment a case keeps (where Python finds vizmm, a GPU's and
+#: numba's settings).
+_KEEP = ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "SYSTEMROOT")
 _KEEP_PREFIX = ("CUDA_", "NUMBA_", "NVIDIA_", "VIZMM_KERNELS_")
 _LOCK = threading.Lock()
 _USERS: set[int] = set()
