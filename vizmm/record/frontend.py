@@ -38,6 +38,16 @@ Then every form of the subset is normalised once, so that the instrumenter
   kernel's own, at the line of the call); other device functions are
   compiled from their checked tree and called.
 
+Limits are checked before work: a regular file (never a FIFO or device) of at
+most :data:`MAX_FILE_BYTES`, a tree at most :data:`MAX_DEPTH` deep, at most
+:data:`MAX_INLINED` inlined calls, no recursion between device functions,
+shared arrays of at most 48 KiB per block and local arrays of at most
+:data:`MAX_LOCAL_BYTES`. A name the kernel reads (``cuda``, ``math``, a numeric
+type, a builtin of the subset, a constant, a device function) is bound once at
+module level, is never a parameter or local, and no name vizmm keeps (a leading
+underscore, a double underscore) is the file's. Decorator arguments are
+literals; annotations are dropped.
+
 What runs, in the simulator or on a GPU, is code generated from that checked
 tree in globals vizmm builds (:meth:`KernelSource.namespace`): nothing a
 student writes can reach ``vizmm``, NumPy, builtins, the file system or a
@@ -52,6 +62,7 @@ import dataclasses
 import itertools
 import math
 import os
+import stat
 from collections.abc import Mapping
 from typing import Any
 
@@ -66,6 +77,26 @@ __all__ = [
 MAX_FILE_BYTES = 1 << 20
 #: The largest integer a constant expression may reach (|value|).
 MAX_CONSTANT = 1 << 62
+#: The deepest a kernel file's syntax tree may nest (a kernel nests a few levels, not hundreds).
+MAX_DEPTH = 100
+#: The most device-function calls inlined into one kernel (calls within calls counted).
+MAX_INLINED = 500
+#: Static shared memory a block may declare (bytes): CUDA's 48 KiB per block.
+MAX_SHARED_BYTES = 48 * 1024
+#: The largest local array a thread may declare (bytes).
+MAX_LOCAL_BYTES = 16 * 1024
+#: Bytes of one element of each numeric type.
+ITEMSIZE = {
+    "float32": 4,
+    "float64": 8,
+    "int32": 4,
+    "int64": 8,
+    "uint32": 4,
+    "uint64": 8,
+    "int16": 2,
+    "int8": 1,
+    "boolean": 1,
+}
 
 #: Modules a kernel file may import (anything else is set aside, never imported).
 MODULES = ("numba", "numba.cuda", "math", "numpy", "numba.types", "vizmm_kernels._target")
@@ -246,20 +277,37 @@ def read_kernel(path: str, name: str, constants: Mapping[str, Any] | None = None
         names the file's line and the construct).
     """
     try:
-        size = os.path.getsize(path)
-    except OSError:
+        st = os.stat(path)
+    except (OSError, ValueError):
         raise KernelRejected(f"kernel file {path!r} does not exist") from None
-    if not os.path.isfile(path):
-        raise KernelRejected(f"kernel file {path!r} is not a file")
-    if size > MAX_FILE_BYTES:
+    if not stat.S_ISREG(st.st_mode):  # a directory, a FIFO, /dev/zero: never opened
+        raise KernelRejected(f"kernel file {path!r} is not a regular file")
+    if st.st_size > MAX_FILE_BYTES:
         raise KernelRejected(
-            f"kernel file {path!r} is {size} bytes; a kernel file is at most {MAX_FILE_BYTES}"
+            f"kernel file {path!r} is {st.st_size} bytes; a kernel file is at most {MAX_FILE_BYTES}"
         )
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KernelRejected(f"kernel file {path!r} cannot be read as UTF-8 text: {exc}") from None
+        # opened without blocking and checked again: the path may have changed since
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise KernelRejected(f"kernel file {path!r} is not a regular file")
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise KernelRejected(f"kernel file {path!r} cannot be read: {exc.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise KernelRejected(
+            f"kernel file {path!r} is over {MAX_FILE_BYTES} bytes; a kernel file is at most "
+            f"{MAX_FILE_BYTES}"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise KernelRejected(
+            f"{path}, line {line}: the file is not UTF-8 text (byte {exc.start}); a kernel "
+            "file is Python source in UTF-8"
+        ) from None
     return read_source(text, name, path=path, constants=constants)
 
 
@@ -297,11 +345,67 @@ def read_source(
     KernelRejected
         As :func:`read_kernel`.
     """
+    if len(text) > MAX_FILE_BYTES:
+        raise KernelRejected(
+            f"{path} is {len(text)} characters; a kernel file is at most {MAX_FILE_BYTES}"
+        )
     try:
         module = ast.parse(text, filename=path)
     except SyntaxError as exc:
-        raise KernelRejected(f"{path}, line {exc.lineno}: syntax error: {exc.msg}") from None
-    return _Reader(module, text, path, constants, lenient).kernel(name)
+        where = f", line {exc.lineno}" if exc.lineno else ""
+        raise KernelRejected(f"{path}{where}: syntax error: {exc.msg}") from None
+    except ValueError as exc:  # a NUL byte (Python 3.11)
+        raise KernelRejected(f"{path}: syntax error: {exc}") from None
+    except (RecursionError, MemoryError):
+        raise KernelRejected(
+            f"{path}: an expression nests too deeply for Python's parser; a kernel nests "
+            f"at most {MAX_DEPTH} levels"
+        ) from None
+    _check_depth(module, path)
+    try:
+        return _Reader(module, text, path, constants, lenient).kernel(name)
+    except (RecursionError, MemoryError):  # a backstop: the depth and inlining are bounded
+        raise KernelRejected(
+            f"{path}: the kernel is too deep or too large to read; a kernel nests at most "
+            f"{MAX_DEPTH} levels"
+        ) from None
+
+
+def _check_depth(module: ast.Module, path: str) -> None:
+    """Refuse a tree nested deeper than :data:`MAX_DEPTH` (walked without recursion)."""
+    stack: list[tuple[ast.AST, int]] = [(module, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise KernelRejected(
+                f"{path}, line {getattr(node, 'lineno', '?')}: the code nests more than "
+                f"{MAX_DEPTH} levels deep (a long chain like 1 + 1 + ... or a(b(c(...))) ); "
+                "split it into steps"
+            )
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+
+
+def _cut(text: str, n: int = 60) -> str:
+    """``text`` on one line, cut to ``n`` characters (a message is one short line)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _show(text: str, n: int = 60) -> str:
+    """``text`` quoted for a message, cut to ``n`` characters."""
+    return repr(_cut(text, n))
+
+
+def _strip_annotations(fn: ast.FunctionDef) -> None:
+    """Drop a function's annotations and type comments: they are never part of the kernel."""
+    for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs):
+        a.annotation = None
+        a.type_comment = None
+    for rest in (fn.args.vararg, fn.args.kwarg):
+        if rest is not None:
+            rest.annotation = None
+    fn.returns = None
+    fn.type_comment = None
 
 
 def _dotted(node) -> str | None:
@@ -337,6 +441,8 @@ class _Reader:
         self.device: dict[str, ast.FunctionDef] = {}
         self.notes: list[str] = []
         self.plain: dict[str, ast.FunctionDef] = {}
+        # what each module-level name means to vizmm, and where it was bound
+        self.bound: dict[str, tuple[str, int]] = {}
         for stmt in module.body:
             self._top(stmt)
         for k, v in dict(constants or {}).items():  # the caller's (a grading case's TILE_WIDTH)
@@ -360,18 +466,88 @@ class _Reader:
     def _note(self, node, what: str) -> None:
         self.notes.append(f"line {node.lineno}: {what} (set aside, not run)")
 
+    def _bind(self, node, name: str, meaning: str) -> None:
+        """Record that ``node`` binds ``name`` at module level to ``meaning``.
+
+        A name the kernel may read (an import vizmm keeps, a numeric type, a
+        constant, a kernel or device function) is bound once in one sense:
+        ``cuda = something`` after ``from numba import cuda`` is refused, never
+        half-followed. ``meaning`` is ``alias:...``, ``type:...``, ``constant``,
+        ``kernel``, ``device``, ``plain`` or ``other`` (set aside).
+        """
+        used = not meaning.startswith(("plain", "other"))
+        line = getattr(node, "lineno", 0)
+        if (name.startswith("_") or "__" in name) and used:
+            raise KernelRejected(
+                f"{self.path}, line {line}: the name {_show(name)} starts with an underscore or "
+                "has a double underscore, which vizmm's recorder keeps for its own names; "
+                "rename it"
+            )
+        reserved = (
+            (name in BUILTINS and "builtin")
+            or (name in TYPES and meaning != f"type:{name}" and "numeric type")
+            or (name == "cuda" and meaning != "alias:numba.cuda" and "numba.cuda")
+            or (name == "math" and meaning != "alias:math" and "math module")
+        )
+        if reserved:
+            raise KernelRejected(
+                f"{self.path}, line {line}: {_show(name)} is the {reserved} a kernel reads; "
+                "a kernel file does not bind it to anything else (rename this one)"
+            )
+        prev = self.bound.get(name)
+        if (
+            prev is not None
+            and prev[0] != meaning
+            and (used or not prev[0].startswith(("plain", "other")))
+        ):
+            raise KernelRejected(
+                f"{self.path}, line {line}: {_show(name)} was bound at line {prev[1]} and is "
+                "bound again here; vizmm reads the file without running it, so a name the "
+                "kernel uses is bound once (rename one of them)"
+            )
+        self.bound[name] = (meaning, line)
+
+    def _bind_other(self, stmt: ast.stmt) -> None:
+        """Bind (as set aside) every module-level name a statement vizmm never runs binds."""
+        stack: list[ast.AST] = [stmt]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self._bind(node, node.name, "other")
+                stack.extend(node.decorator_list)
+                continue  # its body's names are its own
+            if isinstance(node, (ast.Lambda, ast.GeneratorExp, ast.ListComp, ast.SetComp)):
+                continue
+            if isinstance(node, ast.DictComp):
+                continue
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                self._bind(node, node.id, "other")
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for a in node.names:
+                    if a.name != "*":
+                        self._bind(node, a.asname or a.name.split(".")[0], "other")
+            elif isinstance(node, ast.alias):
+                pass
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                self._bind(node, node.name, "other")
+            stack.extend(ast.iter_child_nodes(node))
+
     def _top(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Import):
             for a in stmt.names:
                 if a.name in MODULES:
                     bound = a.asname or a.name.split(".")[0]
-                    self.aliases[bound] = a.name if a.asname else a.name.split(".")[0]
+                    target = a.name if a.asname else a.name.split(".")[0]
+                    self._bind(stmt, bound, f"alias:{target}")
+                    self.aliases[bound] = target
                 else:
+                    self._bind(stmt, a.asname or a.name.split(".")[0], "other")
                     self._note(stmt, f"import {a.name}")
             return
         if isinstance(stmt, ast.ImportFrom):
             mod = stmt.module or ""
             if mod not in MODULES or stmt.level:
+                self._bind_other(stmt)
                 self._note(stmt, f"from {'.' * stmt.level}{mod} import ...")
                 return
             for a in stmt.names:
@@ -379,46 +555,61 @@ class _Reader:
                 if a.name == "*":
                     self._note(stmt, f"from {mod} import *")
                 elif a.name in TYPES:
+                    self._bind(stmt, bound, f"type:{a.name}")
                     self.types[bound] = a.name
                 elif a.name == "cuda" and mod in ("numba", "vizmm_kernels._target"):
+                    self._bind(stmt, bound, "alias:numba.cuda")
                     self.aliases[bound] = "numba.cuda"
                 elif f"{mod}.{a.name}" in MODULES:
+                    self._bind(stmt, bound, f"alias:{mod}.{a.name}")
                     self.aliases[bound] = f"{mod}.{a.name}"
                 elif mod == "math" and a.name in MATH:
+                    self._bind(stmt, bound, f"alias:math.{a.name}")
                     self.aliases[bound] = f"math.{a.name}"
                 elif mod == "numba.cuda" and a.name == "jit":
+                    self._bind(stmt, bound, "alias:numba.cuda.jit")
                     self.aliases[bound] = "numba.cuda.jit"
                 else:
+                    self._bind(stmt, bound, "other")
                     self._note(stmt, f"from {mod} import {a.name}")
             return
         if isinstance(stmt, ast.FunctionDef):
             kind = self._decorated(stmt)
             if kind == "kernel":
+                self._bind(stmt, stmt.name, "kernel")
                 self.kernels[stmt.name] = stmt
             elif kind == "device":
+                self._bind(stmt, stmt.name, "device")
                 self.device[stmt.name] = stmt
             else:
+                self._bind(stmt, stmt.name, "plain")
                 self.plain[stmt.name] = stmt
-                self._note(stmt, f"function {stmt.name} (not @cuda.jit)")
+                self._note(stmt, f"function {_cut(stmt.name)} (not @cuda.jit)")
             return
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             value = stmt.value
             if value is not None and all(isinstance(t, ast.Name) for t in targets):
+                names = [t.id for t in targets]  # type: ignore[attr-defined]
+                dunder = all(n.startswith("__") and n.endswith("__") for n in names)
                 typ = self._type_of(value)
-                if typ is not None:
-                    for t in targets:
-                        self.types[t.id] = typ  # type: ignore[attr-defined]
+                if typ is not None and not dunder:
+                    for n in names:
+                        self._bind(stmt, n, f"type:{typ}")
+                        self.types[n] = typ
                     return
                 try:
                     v = self._const(value)
                 except _NotConstant:
                     pass
                 else:
-                    for t in targets:
-                        self.constants[t.id] = v  # type: ignore[attr-defined]
-                        self.constant_lines[t.id] = stmt.lineno  # type: ignore[attr-defined]
-                    return
+                    if not dunder:  # __version__ = 1 is the module's, not the kernel's
+                        for n in names:
+                            self._bind(stmt, n, "constant")
+                            self.constants[n] = v
+                            self.constant_lines[n] = stmt.lineno
+                        return
+            self._bind_other(stmt)
             self._note(stmt, f"assignment {ast.unparse(stmt)[:60]}")
             return
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
@@ -426,6 +617,7 @@ class _Reader:
         if isinstance(stmt, ast.If) and "__name__" in ast.unparse(stmt.test):
             self._note(stmt, "the __main__ block")
             return
+        self._bind_other(stmt)
         self._note(stmt, f"a {type(stmt).__name__} statement at module level")
 
     # -- names
@@ -471,12 +663,62 @@ class _Reader:
             c = self.canonical(target)
             if c != "cuda.jit":
                 continue
+            if len(fn.decorator_list) > 1:
+                raise KernelRejected(
+                    f"{self._where(fn)}: {_show(fn.name)} has {len(fn.decorator_list)} "
+                    "decorators; a kernel or device function has one, @cuda.jit (the others "
+                    "would never be applied here)"
+                )
+            device = False
             if call is not None:
+                for a in [*call.args, *(kw.value for kw in call.keywords)]:
+                    self._decorator_arg(fn, a)
                 for kw in call.keywords:
-                    if kw.arg == "device" and isinstance(kw.value, ast.Constant) and kw.value.value:
-                        return "device"
-            return "kernel"
+                    if kw.arg is None:
+                        raise KernelRejected(
+                            f"{self._where(fn)}: @cuda.jit(**...) is outside the subset; "
+                            "write its options as device=True, ..."
+                        )
+                    if kw.arg == "device":
+                        if not (
+                            isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)
+                        ):
+                            raise KernelRejected(
+                                f"{self._where(fn)}: @cuda.jit(device=...) takes True or False"
+                            )
+                        device = kw.value.value
+            return "device" if device else "kernel"
         return None
+
+    def _decorator_arg(self, fn: ast.FunctionDef, arg: ast.expr) -> None:
+        """Refuse a ``@cuda.jit(...)`` argument that is not a literal or a signature of types."""
+        for n in ast.walk(arg):
+            ok = isinstance(
+                n,
+                (ast.Tuple, ast.List, ast.Slice, ast.Subscript, ast.expr_context, ast.Call),
+            ) or (
+                isinstance(n, ast.Constant)
+                and (n.value is None or isinstance(n.value, (bool, int, float, str)))
+            )
+            if isinstance(n, ast.Call):
+                ok = not n.keywords and isinstance(n.func, (ast.Name, ast.Attribute))
+            if isinstance(n, ast.Name):
+                ok = (
+                    n.id in self.types
+                    or n.id in TYPES
+                    or n.id == "void"
+                    or (n.id in self.aliases and not n.id.startswith("_"))
+                )
+            if isinstance(n, ast.Attribute):
+                head = _dotted(n)
+                ok = head is not None and head.split(".")[0] in self.aliases
+                ok = ok and not any(p.startswith("_") for p in head.split("."))  # type: ignore
+            if not ok:
+                raise KernelRejected(
+                    f"{self._where(arg)}: the decorator of {_show(fn.name)} passes "
+                    f"{_show(ast.unparse(arg))}; @cuda.jit takes literal options (device=True, "
+                    "a signature string or numeric types), nothing that runs"
+                )
 
     # -- constants
     def _const(self, node) -> Any:
@@ -542,6 +784,8 @@ class _NotConstant(Exception):
 def _const_eval(node, env: Mapping[str, Any]) -> Any:
     """The value of a constant expression of numbers, names of ``env`` and tuples (no ``eval``)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
+        if isinstance(node.value, int) and abs(node.value) > MAX_CONSTANT:
+            raise _NotConstant
         return node.value
     if isinstance(node, ast.Name) and node.id in env:
         return env[node.id]
@@ -615,6 +859,13 @@ class _Checker:
         self.inline_n = itertools.count()
         self.pending: list[ast.stmt] = []  # statements an expression's inlined call needs first
         self.hoist = True  # off in a while loop's test (evaluated every turn)
+        self.shared_bytes = 0  # the block's static shared memory so far
+        self.acyclic: set[str] = set()  # device functions that do not call themselves
+        self.inlined = 0
+        # every name the file writes: an inlined function's locals get names none of these
+        self.taken = set(reader.constants) | set(reader.device) | set(reader.kernels)
+        for f in (*reader.kernels.values(), *reader.device.values()):
+            self.taken.update(n.id for n in ast.walk(f) if isinstance(n, ast.Name))
 
     def fail(self, node, what: str) -> KernelRejected:
         return KernelRejected(f"{self.r._where(node)}: {what}")
@@ -642,21 +893,38 @@ class _Checker:
 
     def _signature(self, fn: ast.FunctionDef) -> None:
         a = fn.args
-        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults or a.kw_defaults:
             raise self.fail(
                 fn,
-                f"kernel {fn.name} takes *args, **kwargs or defaults; a kernel takes plain "
-                "positional parameters",
+                f"kernel {_show(fn.name)} takes *args, **kwargs, keyword-only parameters or "
+                "defaults; a kernel takes plain positional parameters",
             )
         for p in a.args:
             self._name_ok(p, p.arg)
+        _strip_annotations(fn)
 
     def _name_ok(self, node, name: str) -> None:
-        if name.startswith("_") and name != "_":
+        """Refuse a parameter or local name vizmm keeps, or one that hides what a kernel reads."""
+        if (name.startswith("_") and name != "_") or "__" in name:
             raise self.fail(
                 node,
-                f"the name {name!r} starts with an underscore, which vizmm's recorder keeps for "
-                "its own names; rename it",
+                f"the name {_show(name)} starts with an underscore or has a double underscore, "
+                "which vizmm's recorder keeps for its own names; rename it",
+            )
+        r = self.r
+        if (
+            name in BUILTINS
+            or name in TYPES
+            or name in ("cuda", "math")
+            or name in r.aliases
+            or name in r.types
+            or name in r.device
+            or name in r.kernels
+        ):
+            raise self.fail(
+                node,
+                f"the name {_show(name)} hides the {name} a kernel reads (a builtin, a numeric "
+                "type, an import or a function of the file); rename it",
             )
 
     # -- statements
@@ -724,6 +992,7 @@ class _Checker:
                 return [ast.copy_location(ast.Assign(targets=[target], value=new), st)]
             if not isinstance(st.target, ast.Name):
                 raise self.fail(st, "assign to a name or one array element")
+            self._name_ok(st.target, st.target.id)
             scope.use(st.target)
             scope.assign(st.target.id)
             return [ast.copy_location(ast.AugAssign(target=st.target, op=st.op, value=value), st)]
@@ -838,6 +1107,13 @@ class _Checker:
             args[kw.arg] = kw.value
         if "shape" not in args:
             raise self.fail(call, f"{c} needs a shape: {c}(shape, dtype)")
+        for n in ast.walk(args["shape"]):
+            if isinstance(n, ast.Name) and (n.id in scope.locals or n.id in scope.params):
+                raise self.fail(
+                    call,
+                    f"the shape of {name} reads {n.id}, a variable of the kernel; the shape must "
+                    "be a constant: numbers and the file's module-level constants",
+                )
         try:
             shape = _const_eval(args["shape"], self.r.constants)
         except _NotConstant:
@@ -860,6 +1136,22 @@ class _Checker:
                     call, f"the dtype of {name} must be a numeric type (float32, int32 ...)"
                 )
             dname = t
+        nbytes = math.prod(shape_t) * ITEMSIZE[dname]
+        if c == "cuda.shared.array":
+            self.shared_bytes += nbytes
+            if self.shared_bytes > MAX_SHARED_BYTES:
+                raise self.fail(
+                    call,
+                    f"the shared array {name} {shape} of {dname} takes {nbytes} bytes, "
+                    f"{self.shared_bytes} with the block's other shared arrays; a block "
+                    f"declares at most {MAX_SHARED_BYTES} bytes (48 KiB) of shared memory",
+                )
+        elif nbytes > MAX_LOCAL_BYTES:
+            raise self.fail(
+                call,
+                f"the local array {name} {shape} of {dname} takes {nbytes} bytes; a thread's "
+                f"local array is at most {MAX_LOCAL_BYTES} bytes",
+            )
         scope.arrays[name] = shape_t
         scope.locals.add(name)
         if c == "cuda.shared.array":
@@ -957,9 +1249,17 @@ class _Checker:
 
     def expr(self, node, scope: _Scope):
         if isinstance(node, ast.Constant):
-            if isinstance(node.value, (int, float, bool)) or node.value is None:
+            if isinstance(node.value, (int, float, bool)):
+                if isinstance(node.value, int) and abs(node.value) >= 1 << 64:
+                    raise self.fail(
+                        node, "an integer of more than 64 bits is outside what a GPU computes"
+                    )
                 return node
-            raise self.fail(node, f"a {type(node.value).__name__} constant is outside the subset")
+            raise self.fail(
+                node,
+                f"a {type(node.value).__name__} constant is outside the subset "
+                f"({_show(ast.unparse(node), 30)}; a kernel computes with int, float and bool)",
+            )
         if isinstance(node, ast.Name):
             return self.name(node, scope)
         if isinstance(node, ast.Attribute):
@@ -1025,14 +1325,12 @@ class _Checker:
             return ast.copy_location(ast.Name(self.r.types[n], ast.Load()), node)
         if n in TYPES or n in BUILTINS:
             return node
-        if n in ("True", "False", "None"):
-            return node
         if n in self.r.aliases:
             raise self.fail(node, f"the module {n} cannot be used as a value in a kernel")
         raise self.fail(
             node,
-            f"name {n!r} is not defined in the kernel (a kernel reads its parameters, its own "
-            "variables and the file's module-level constants)",
+            f"name {_show(n, 40)} is not defined in the kernel (a kernel reads its parameters, "
+            "its own variables and the file's module-level constants)",
         )
 
     def attribute(self, node: ast.Attribute, scope: _Scope):
@@ -1045,12 +1343,12 @@ class _Checker:
                 parts[0] == "cuda"
                 and len(parts) == 3
                 and parts[1] in CUDA_DIMS
-                and parts[2] in "xyz"
+                and parts[2] in ("x", "y", "z")
             ):
                 return ast.copy_location(ast.parse(c, mode="eval").body, node)
             if c in ("cuda.laneid", "cuda.warpsize"):
                 return ast.copy_location(ast.parse(c, mode="eval").body, node)
-            raise self.fail(node, f"{ast.unparse(node)} is not a value a kernel can read")
+            raise self.fail(node, f"{_cut(ast.unparse(node))} is not a value a kernel can read")
         if isinstance(node.value, ast.Name) and node.attr in ("shape", "size", "ndim"):
             v = node.value.id
             if v in scope.params or v in scope.arrays:
@@ -1085,11 +1383,11 @@ class _Checker:
                     ast.Call(ast.Name(self.r.types[n], ast.Load()), args, []), node
                 )
             if n in self.r.device:
-                self.compile_device(n)
+                self.compile_device(n, node)
                 return ast.copy_location(ast.Call(ast.Name(n, ast.Load()), args, keywords), node)
             if n in self.r.kernels:
                 raise self.fail(node, f"{n} is a kernel; a kernel calls device functions only")
-            raise self.fail(node, f"{n}() is not a function a kernel may call")
+            raise self.fail(node, f"{_cut(n, 40)}() is not a function a kernel may call")
         if c is None:
             raise self.fail(node, f"{ast.unparse(func)[:50]}() is not a function a kernel may call")
         parts = c.split(".")
@@ -1107,30 +1405,71 @@ class _Checker:
         if c in ("cuda.shared.array", "cuda.local.array"):
             raise self.fail(node, f"assign {c}(...) to a name of its own (Mds = {c}(...))")
         if not ok:
-            raise self.fail(node, f"{ast.unparse(func)}() is outside the CUDA Python subset")
-        if (
-            parts[0] == "cuda"
-            and parts[1] == "atomic"
-            and args
-            and isinstance(args[1:2] and args[1], ast.Tuple)
-        ):
-            pass
+            raise self.fail(node, f"{_cut(ast.unparse(func))}() is outside the CUDA Python subset")
+        if parts[0] == "cuda" and len(parts) == 3 and parts[1] == "atomic":
+            first = node.args[0] if node.args else None
+            if not (
+                isinstance(first, ast.Name)
+                and (first.id in scope.arrays or first.id in scope.params)
+            ):
+                raise self.fail(
+                    node,
+                    f"{c}() updates an element of an array: {c}(array, index, value)",
+                )
         newf = ast.parse(c, mode="eval").body
         return ast.copy_location(ast.Call(newf, args, keywords), node)
 
     # -- device functions
-    def _device_checked(self, name: str) -> ast.FunctionDef:
+    def _cycle(self, name: str) -> list[str] | None:
+        """A chain of calls from device function ``name`` back to itself, or None."""
+        calls = {
+            f: sorted(
+                {
+                    n.func.id
+                    for n in ast.walk(fn)
+                    if isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Name)
+                    and n.func.id in self.r.device
+                }
+            )
+            for f, fn in self.r.device.items()
+        }
+        stack: list[tuple[str, list[str]]] = [(name, [name])]
+        seen: set[str] = set()
+        while stack:
+            f, path = stack.pop()
+            for g in calls.get(f, ()):
+                if g == name:
+                    return [*path, g]
+                if g not in seen:
+                    seen.add(g)
+                    stack.append((g, [*path, g]))
+        return None
+
+    def _device_checked(self, name: str, at=None) -> ast.FunctionDef:
+        cycle = self._cycle(name) if name not in self.acyclic else None
+        if cycle is None:
+            self.acyclic.add(name)
+        else:
+            chain = " -> ".join(cycle)
+            raise self.fail(
+                at if at is not None else self.r.device[name],
+                f"device function {name} calls itself ({chain}); recursion is outside the "
+                "subset (write it as a loop)",
+            )
         fn = copy.deepcopy(self.r.device[name])
         a = fn.args
-        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults or a.kw_defaults:
             raise self.fail(fn, f"device function {name} takes plain positional parameters only")
+        for p in a.args:
+            self._name_ok(p, p.arg)
+        _strip_annotations(fn)
         return fn
 
-    def compile_device(self, name: str) -> None:
+    def compile_device(self, name: str, at=None) -> None:
         if name in self.compiled:
             return
-        fn = self._device_checked(name)
-        self.compiled[name] = fn  # recursion guard
+        fn = self._device_checked(name, at)
         scope = _Scope(self, fn, kernel=False)
         fn.body = self.block(fn.body, scope) or [ast.Pass()]
         fn.decorator_list = []
@@ -1141,7 +1480,19 @@ class _Checker:
         func = node.func
         if not (isinstance(func, ast.Name) and func.id in self.r.device) or func.id in scope.locals:
             return None
-        fn = self._device_checked(func.id)
+        fn = self._device_checked(func.id, node)
+        self.inlined += 1
+        if self.inlined > MAX_INLINED:
+            raise self.fail(
+                node,
+                f"the kernel's device-function calls expand to more than {MAX_INLINED} inlined "
+                "bodies (calls within calls); compute intermediate values in variables",
+            )
+        return self._inline(node, fn, scope, statement)
+
+    def _inline(self, node: ast.Call, fn: ast.FunctionDef, scope: _Scope, statement: bool):
+        func = node.func
+        assert isinstance(func, ast.Name)
         body = [
             s
             for i, s in enumerate(fn.body)
@@ -1171,7 +1522,16 @@ class _Checker:
                 return None  # a return inside a loop: the device function is compiled and called
         mapping: dict[str, ast.expr] = {}
         pre: list[ast.stmt] = []
+        own = {
+            t.id
+            for s in body
+            for t in ast.walk(s)
+            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store) and t.id not in params
+        }
+        fresh = [*params, *own, f"{func.id}_result"]
         n = next(self.inline_n)
+        while any(f"{func.id}_{v}_{n}" in self.taken for v in fresh):
+            n = next(self.inline_n)  # a name the student wrote: skip it
         for p, arg in zip(params, node.args, strict=True):
             if isinstance(arg, ast.Name) and (
                 arg.id in scope.arrays or arg.id in scope.params or arg.id in self.r.constants
@@ -1186,12 +1546,6 @@ class _Checker:
                 pre.append(ast.Assign(targets=[ast.Name(tmp, ast.Store())], value=arg))
                 mapping[p] = ast.Name(tmp, ast.Load())
         # locals of a procedure get names of their own
-        own = {
-            t.id
-            for s in body
-            for t in ast.walk(s)
-            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store) and t.id not in params
-        }
         if hoisted is not None:
             body = hoisted
             own.add(f"{func.id}_result")
@@ -1279,11 +1633,13 @@ class _Scope:
 
     def __init__(self, checker: _Checker, fn: ast.FunctionDef, kernel: bool):
         self.kernel = kernel
+        self.checker = checker
         self.params = {a.arg for a in fn.args.args}
         # every name the function assigns anywhere (Python's rule: a local)
         self.locals: set[str] = set()
+        aug = {id(n.target) for n in ast.walk(fn) if isinstance(n, ast.AugAssign)}
         for n in ast.walk(fn):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and id(n) not in aug:
                 self.locals.add(n.id)
         self.arrays: dict[str, tuple] = {}
         self.shared: set[str] = set()
@@ -1295,4 +1651,6 @@ class _Scope:
 
     def use(self, node: ast.Name) -> None:
         if node.id not in self.locals and node.id not in self.params:
-            raise KernelRejected(f"name {node.id!r} is used before it is assigned")
+            raise self.checker.fail(
+                node, f"name {_show(node.id, 40)} is used before it is assigned"
+            )
