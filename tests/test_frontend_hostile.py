@@ -487,3 +487,27 @@ def test_every_labelled_and_student_kernel_still_reads():
                 read_kernel(path, fn.name)
                 read += 1
     assert len(labels) > 50 and read > 5
+
+
+def test_a_chain_of_device_functions_reads_and_too_many_functions_is_one_line():
+    chain = "".join(
+        f"@cuda.jit(device=True)\ndef f{i}(x):\n    return f{i + 1}(x)\n\n" for i in range(100)
+    )
+    text = HEAD + chain + "@cuda.jit(device=True)\ndef f100(x):\n    return x + 1\n\n" + KERNEL
+    tree = read_source(text + "    P[0] = f0(M[0])\n", "k").tree
+    assert ast.unparse(tree.body[-1]) == "P[0] = M[0] + 1"  # 101 calls inlined to one sum
+    many = "".join(f"@cuda.jit(device=True)\ndef g{i}(x):\n    return x\n\n" for i in range(300))
+    _rejected(HEAD + many + KERNEL + "    P[0] = 1\n", "more than 256")
+
+
+def test_a_callers_constants_never_replace_what_the_kernel_reads():
+    text = HEAD + "TILE_WIDTH = 2\n" + KERNEL + "    P[0] = TILE_WIDTH + float32(1)\n"
+    ks = read_source(
+        text, "k", constants={"TILE_WIDTH": 4, "cuda": 1, "__builtins__": 0, "float32": 2}
+    )
+    assert ks.constants == {"TILE_WIDTH": 4}
+
+
+def test_math_constants_are_values_a_kernel_reads():
+    text = HEAD + "import math\n\n" + KERNEL + "    P[0] = math.pi * M[0]\n"
+    assert ast.unparse(read_source(text, "k").tree).endswith("P[0] = math.pi * M[0]")

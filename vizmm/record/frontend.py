@@ -79,6 +79,8 @@ MAX_FILE_BYTES = 1 << 20
 MAX_CONSTANT = 1 << 62
 #: The deepest a kernel file's syntax tree may nest (a kernel nests a few levels, not hundreds).
 MAX_DEPTH = 100
+#: The most device functions (and kernels) a file defines: a kernel file is a page.
+MAX_FUNCTIONS = 256
 #: The most device-function calls inlined into one kernel (calls within calls counted).
 MAX_INLINED = 500
 #: Static shared memory a block may declare (bytes): CUDA's 48 KiB per block.
@@ -129,6 +131,8 @@ MATH = tuple(
         "gamma lgamma degrees radians"
     ).split()
 )
+#: ``math.<name>`` values the kernel may read.
+MATH_VALUES = ("math.pi", "math.e", "math.tau", "math.inf", "math.nan")
 #: Statements of the subset.
 _STMTS = (
     ast.Assign,
@@ -446,6 +450,10 @@ class _Reader:
         for stmt in module.body:
             self._top(stmt)
         for k, v in dict(constants or {}).items():  # the caller's (a grading case's TILE_WIDTH)
+            if not (isinstance(k, str) and k.isidentifier()) or k.startswith("_") or "__" in k:
+                continue
+            if k in BUILTINS or k in TYPES or k in ("cuda", "math") or k in self.aliases:
+                continue
             if isinstance(v, (int, float, bool)) or (
                 isinstance(v, tuple) and all(isinstance(x, (int, float)) for x in v)
             ):
@@ -585,6 +593,11 @@ class _Reader:
                 self._bind(stmt, stmt.name, "plain")
                 self.plain[stmt.name] = stmt
                 self._note(stmt, f"function {_cut(stmt.name)} (not @cuda.jit)")
+            if len(self.kernels) + len(self.device) > MAX_FUNCTIONS:
+                raise KernelRejected(
+                    f"{self._where(stmt)}: the file defines more than {MAX_FUNCTIONS} kernels "
+                    "and device functions; a kernel file is a page"
+                )
             return
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -754,7 +767,7 @@ class _Reader:
                 )
             found = sorted(self.kernels)
             raise KernelRejected(
-                f"{self.path} has no kernel named {name!r}"
+                f"{self.path} has no kernel named {_show(name, 40)}"
                 + (f"; kernels there: {', '.join(found)}" if found else "; it defines no kernel")
             )
         first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
@@ -860,6 +873,7 @@ class _Checker:
         self.pending: list[ast.stmt] = []  # statements an expression's inlined call needs first
         self.hoist = True  # off in a while loop's test (evaluated every turn)
         self.shared_bytes = 0  # the block's static shared memory so far
+        self.calls: dict[str, list[str]] | None = None
         self.acyclic: set[str] = set()  # device functions that do not call themselves
         self.inlined = 0
         # every name the file writes: an inlined function's locals get names none of these
@@ -1210,7 +1224,7 @@ class _Checker:
         if name not in scope.params and name not in scope.arrays:
             if name in scope.locals:
                 raise self.fail(node, f"{name} is not an array")
-            raise self.fail(node, f"name {name!r} is not defined in the kernel")
+            raise self.fail(node, f"name {_show(name, 40)} is not defined in the kernel")
         scope.params_used_as_arrays.add(name) if name in scope.params else None
         for e in idx:
             if isinstance(e, ast.Slice):
@@ -1346,7 +1360,7 @@ class _Checker:
                 and parts[2] in ("x", "y", "z")
             ):
                 return ast.copy_location(ast.parse(c, mode="eval").body, node)
-            if c in ("cuda.laneid", "cuda.warpsize"):
+            if c in ("cuda.laneid", "cuda.warpsize") or c in MATH_VALUES:
                 return ast.copy_location(ast.parse(c, mode="eval").body, node)
             raise self.fail(node, f"{_cut(ast.unparse(node))} is not a value a kernel can read")
         if isinstance(node.value, ast.Name) and node.attr in ("shape", "size", "ndim"):
@@ -1420,9 +1434,8 @@ class _Checker:
         return ast.copy_location(ast.Call(newf, args, keywords), node)
 
     # -- device functions
-    def _cycle(self, name: str) -> list[str] | None:
-        """A chain of calls from device function ``name`` back to itself, or None."""
-        calls = {
+    def _calls(self) -> dict[str, list[str]]:
+        return {
             f: sorted(
                 {
                     n.func.id
@@ -1434,6 +1447,12 @@ class _Checker:
             )
             for f, fn in self.r.device.items()
         }
+
+    def _cycle(self, name: str) -> list[str] | None:
+        """A chain of calls from device function ``name`` back to itself, or None."""
+        if self.calls is None:  # the device functions' call graph, built once
+            self.calls = self._calls()
+        calls = self.calls
         stack: list[tuple[str, list[str]]] = [(name, [name])]
         seen: set[str] = set()
         while stack:
