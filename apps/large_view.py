@@ -358,6 +358,8 @@ def replay_scene(
     presenter: bool = False,
     theme: str = "light",
     fit: tuple[int, int] | None = None,
+    page: tuple[int, int] | None = None,
+    caption: bool = True,
 ):
     """The per-thread :class:`~vizmm.render.bokeh_scene.Scene` a trace can afford.
 
@@ -380,13 +382,24 @@ def replay_scene(
         The colours.
     fit : tuple of (int, int), optional
         (width, height) in pixels the scene fills (presenter mode); else the default sizes.
+    page : tuple of (int, int), optional
+        (width, height) in pixels of the window's first screen that the full
+        scene's grids and listing fit in (``Scene``'s ``page``); else the
+        default sizes.
+    caption : bool
+        Whether the scene draws the step's caption (a page that shows it
+        itself, as the dashboard's narration does, leaves it out).
     """
     from vizmm.render import bokeh_scene
 
     views: tuple[str, ...] = bokeh_scene.PRESENTER_VIEWS if presenter else bokeh_scene.VIEWS
     if is_large(trace):
         views = render.affordable_views(trace, views)
-    return bokeh_scene.Scene(trace, views=views, presenter=presenter, theme=theme, fit=fit)
+    if not caption:
+        views = tuple(v for v in views if v != "caption")
+    return bokeh_scene.Scene(
+        trace, views=views, presenter=presenter, theme=theme, fit=fit, page=page
+    )
 
 
 # -------------------------------------------------------------------- view
