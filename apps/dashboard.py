@@ -1224,7 +1224,9 @@ class Dashboard(pn.viewable.Viewer):
                 "Keys and clicks": (420, _keys_help),
             }
         )
-        self.header = page_header("the tiled matrix multiplication of PMPP ch. 5", self.trace_select)
+        self.header = page_header(
+            "the tiled matrix multiplication of PMPP ch. 5", self.trace_select
+        )
         # The rest, as a media player or a notebook keeps it: behind "More" (the
         # speed, the sections above, the side-by-side page), made part of the
         # page when first opened.
