@@ -1575,7 +1575,9 @@ class Dashboard(pn.viewable.Viewer):
         return (
             self._served
             and not self.state.presenter
-            and (not self._drawn.is_set() or not self.viewport.inner_width)
+            and not (
+                self._drawn.is_set() and self.viewport.inner_width and self.viewport.inner_height
+            )
         )
 
     def _on_viewport(self, *events) -> None:
