@@ -11,7 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from served import ARGS, CHROMIUM, SHOTS, read_status, vizmm_serve  # noqa: E402
+from served import ARGS, CHROMIUM, SHOTS, open_menu, read_status, vizmm_serve  # noqa: E402
 
 from vizmm.render.bokeh_scene import Scene  # noqa: E402
 from vizmm.replay import Lockstep, Replay  # noqa: E402
@@ -67,6 +67,8 @@ def test_vizmm_serve_serves_side_by_side_linked_from_the_dashboard(tmp_path):
         pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         try:
             pg.goto(base + "/dashboard")
+            pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=120000)
+            open_menu(pg)  # the link is behind "☰ More"
             link = pg.wait_for_selector("#vizmm-side-by-side-link", timeout=120000)
             link.click()  # as a student would: the dashboard's link
             pg.wait_for_url("**/side_by_side*", timeout=30000)
