@@ -42,12 +42,13 @@ def _labelled(scene, name: str) -> dict[str, list[float]]:
     return {side: list(at) for side, at in scene.index_labels(name).items()}
 
 
+@pytest.mark.parametrize("side", [SIDE_BOX, (600, 500)])  # (600, 500): a 1280 x 720 window's
 @pytest.mark.parametrize("key", ["tile-width", "boundary", "barrier"])
-def test_every_index_labelled_in_both_panes(key):
+def test_every_index_labelled_in_both_panes(key, side):
     pair = PAIRS[key]
     both = Lockstep(Replay(CATALOGUE.get(pair.left)), Replay(CATALOGUE.get(pair.right)))
     for replay in (both.left, both.right):
-        scene = Scene(replay.trace, views=SIDE_VIEWS, fit=SIDE_BOX)
+        scene = Scene(replay.trace, views=SIDE_VIEWS, page=side)  # as the page fits each side
         j, k, l = replay.trace.shape
         for name, (rows, cols) in {"M": (j, k), "N": (k, l), "P": (j, l)}.items():
             ticks = _labelled(scene, name)

@@ -1292,14 +1292,18 @@ class _Sizes:
         (:meth:`of`, up to 60 and 90 pixels) to the largest that fit beside
         the listing and under the height: M, N, P, the blocks, Mds, Nds and
         the threads on one screen. The block grid goes under the threads
-        where the corner above M is too small for it. The legend, the
-        counters and the table may lie below.
+        where the corner above M is too small for it. The caption, if
+        shown, takes its four lines off the height and wraps to the width.
+        The legend, the counters and the table may lie below.
         """
         font = 13
         T = trace.tile_width
         jp, kp, lp = trace.launch.padded
         j, k, l = trace.shape
         gy, gx = trace.grid
+        caption_chars = int((width - 20) / (0.6 * (font + 1)))
+        if "caption" in v:  # its four lines above the rest (Scene._caption), 10 pixels apart
+            height -= 4 * int(round(12 * 1.55)) + 8 + 10
         lines = _source_lines(trace.meta.get("source", "") or "") if "source" in v else ()
         mono = 12
         while lines and mono > 9 and len(lines) * int(round(mono * 1.55)) + 8 > height:
@@ -1365,6 +1369,7 @@ class _Sizes:
             shared_text=scell >= 36,
             blocks_cell=bcell,
             blocks_below=below,
+            caption_chars=min(CAPTION_CHARS, caption_chars),
         )
 
     @classmethod
