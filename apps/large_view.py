@@ -485,7 +485,8 @@ class LargeTraceView(pn.viewable.Viewer):
             s.param.speed, label="steps / s", start=1, end=60, step=1, width=150
         )
         self.status_pane = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
-        self.timeline_pane = pn.pane.Bokeh(None, margin=(0, 10))
+        # (stretched: its Gantt chart fits the window's width, see LargeScene)
+        self.timeline_pane = pn.pane.Bokeh(None, margin=(0, 10), sizing_mode="stretch_width")
         self.reads_pane = pn.pane.Bokeh(None, margin=(0, 10))
         self.waits_pane = pn.pane.Bokeh(None, margin=(0, 10))
         self.all_phases = pn.widgets.Checkbox.from_param(

@@ -903,7 +903,16 @@ class LargeScene:
         rf.add_layout(now2)
         self._now = (now, now2)
         self.figures["running"] = rf
-        return row(f, column(gf, rf, spacing=4), spacing=16)
+        # the Gantt chart and the running blocks take the window's width left of the
+        # grid (their natural width at most), so a 1280-pixel window needs no sideways scroll
+        for fig in (gf, rf):
+            fig.sizing_mode, fig.min_width, fig.max_width = "stretch_width", 360, gw
+        return row(
+            f,
+            column(gf, rf, spacing=4, sizing_mode="stretch_width"),
+            spacing=16,
+            sizing_mode="stretch_width",
+        )
 
     def _reads_panel(self):
         from bokeh.layouts import column, row
