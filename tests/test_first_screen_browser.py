@@ -14,7 +14,7 @@ written to ``docs/first-screen-<w>x<h>.png``.
 import os
 
 import pytest
-from served import CHROMIUM, ROOT, TO_SCREEN, serve
+from served import CHROMIUM, ROOT, SHOTS, TO_SCREEN, serve
 
 pytestmark = pytest.mark.browser
 
@@ -129,5 +129,62 @@ def test_the_rest_is_behind_more(browser, dashboard):
         link.wait_for(state="hidden", timeout=30000)
         assert pg.evaluate(PAGE)["scroll_width"] <= 1280
         assert pg.errors == []
+    finally:
+        pg.close()
+
+
+#: Every grid's cells on the page (a side-by-side page has two of each name): its name,
+#: and where its units 0 and 1 fall on the page, across and down (the scales are linear).
+GRID_SCALES = """(names) => {
+  const out = [];
+  for (const doc of Bokeh.documents) for (const m of doc.all_models) {
+    const name = (m.name || "").replace(/^vizmm-/, "");
+    if (!m.name || !names.includes(name) || !m.data_source) continue;
+    const view = Bokeh.index.find_one_by_id(m.id);
+    if (!view || !view.plot_view) continue;
+    const box = view.plot_view.canvas_view.el.getBoundingClientRect();
+    const sx = view.coordinates.x_scale, sy = view.coordinates.y_scale;
+    out.push([name, box.left + sx.compute(0), box.left + sx.compute(1),
+              box.top + sy.compute(0), box.top + sy.compute(1)]);
+  }
+  return out;
+}"""
+
+
+@pytest.fixture(scope="module")
+def side_by_side(tmp_path_factory):
+    with serve("side_by_side", tmp_path_factory.mktemp("serve-pair")) as url:
+        yield url
+
+
+@pytest.mark.parametrize(("width", "height"), SIZES)
+def test_side_by_side_fits_the_window(browser, side_by_side, width, height):
+    """Fig. 5.7's 4 x 4 product at TILE_WIDTH 2 (left) and 4 (right), both on the first screen."""
+    pg = browser.new_page(viewport={"width": width, "height": height})
+    errors = []
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    names = ["M", "N", "P", "Mds", "Nds", "threads"]
+    try:
+        pg.goto(f"{side_by_side}?pair=tile-width")
+        pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
+        # both panes drawn: two grids of each name
+        pg.wait_for_function(
+            f"(names) => ({GRID_SCALES})(names).length === 2 * names.length",
+            arg=names,
+            timeout=30000,
+        )
+        pg.wait_for_timeout(300)
+        assert pg.evaluate(PAGE)["scroll_width"] <= width
+        grids = sorted(pg.evaluate(GRID_SCALES, names), key=lambda g: (g[0], g[1]))
+        for i, (name, x0, x1, y0, y1) in enumerate(grids):
+            side = i % 2  # of each name, the left pane's first
+            # Fig. 5.7: M, N and P are 4 x 4; the tiles TILE_WIDTH x TILE_WIDTH, 2 left, 4 right
+            n = 4 if name in ("M", "N", "P") else (2, 4)[side]
+            box = (x0, y0, x0 + n * (x1 - x0), y0 + n * (y1 - y0))
+            assert x1 - x0 > 5 and y1 - y0 > 5, (name, side, box)
+            assert _inside(box, width, height), (name, side, box)
+        os.makedirs(SHOTS, exist_ok=True)
+        pg.screenshot(path=os.path.join(SHOTS, f"side-by-side-{width}x{height}.png"))
+        assert errors == []
     finally:
         pg.close()
