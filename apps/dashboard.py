@@ -1252,7 +1252,6 @@ class Dashboard(pn.viewable.Viewer):
 
         def toggle_menu(event) -> None:
             self.menu.visible = event.new and not s.presenter
-            self._join_when_shown(self.layout, self.menu, after=self.controls)
             self.menu_button.param.update(**_toggle_look(event.new))
 
         self.menu_button.param.watch(toggle_menu, "value")
@@ -1301,7 +1300,7 @@ class Dashboard(pn.viewable.Viewer):
         addons = [a for a in (factory(self) for factory in self.addons) if a is not None]
         self.layout = pn.Column(
             self.controls,
-            # (self.menu joins here when first opened)
+            self.menu,
             *addons,
             self._status_row,
             self.narration,
@@ -1530,6 +1529,12 @@ class Dashboard(pn.viewable.Viewer):
     def _draw(self, *events) -> None:
         s = self.state
         frame = s.frame
+        if frame is not None and s.trace is not None:
+            # the controls at once (in the page's first document), the scene once it can be sized
+            end = max(2, s.n_steps)
+            if self.slider.end != end:
+                self.slider.end = end
+            self.slider.value = s.step + 1
         if frame is not None and s.trace is not None and not self._waits_for_window():
             scene = self._scene_for(s.presenter, s.theme)
             scene.update(frame)
@@ -1537,10 +1542,6 @@ class Dashboard(pn.viewable.Viewer):
             if pane.object is not scene.layout:
                 pane.object = scene.layout
             self._scene = scene
-            end = max(2, s.n_steps)
-            if self.slider.end != end:
-                self.slider.end = end
-            self.slider.value = s.step + 1
             self.unfollow.visible = frame.focus is not None and not s.presenter
             self._join_when_shown(self.controls, self.unfollow, after=self.order)
             self._export_name()

@@ -30,6 +30,9 @@ GRIDS = {
                "threads": (2, 2), "blocks": (2, 2)},
     "fig5-11": {"M": (3, 3), "N": (3, 3), "P": (3, 3), "Mds": (2, 2), "Nds": (2, 2),
                 "threads": (2, 2), "blocks": (2, 2)},
+    # the barrier lab (Fig. 5.9 with barrier 1 removed): 4 x 4, TILE_WIDTH 2
+    "lab-4x4-drop1": {"M": (4, 4), "N": (4, 4), "P": (4, 4), "Mds": (2, 2), "Nds": (2, 2),
+                      "threads": (2, 2), "blocks": (2, 2)},
 }  # fmt: skip
 
 #: The kernel listing as drawn: the box of its text view and of its last non-empty line.
@@ -77,7 +80,7 @@ def _inside(box, width, height) -> bool:
     return left >= 0 and top >= 0 and right <= width and bottom <= height
 
 
-@pytest.mark.parametrize("trace", ["fig5-8", "fig5-11"])
+@pytest.mark.parametrize("trace", list(GRIDS))
 @pytest.mark.parametrize(("width", "height"), SIZES)
 def test_the_replay_is_the_first_screen(browser, dashboard, trace, width, height):
     pg = _open(browser, f"{dashboard}?trace={trace}", width, height)
@@ -185,6 +188,41 @@ def test_side_by_side_fits_the_window(browser, side_by_side, width, height):
             assert _inside(box, width, height), (name, side, box)
         os.makedirs(SHOTS, exist_ok=True)
         pg.screenshot(path=os.path.join(SHOTS, f"side-by-side-{width}x{height}.png"))
+        assert errors == []
+    finally:
+        pg.close()
+
+
+@pytest.fixture(scope="module")
+def large_view(tmp_path_factory):
+    with serve("large_view", tmp_path_factory.mktemp("serve-large")) as url:
+        yield url
+
+
+@pytest.mark.parametrize(("width", "height"), SIZES)
+def test_large_view_has_no_sideways_scroll(browser, large_view, width, height):
+    """The whole launch (the grid of blocks beside the Gantt chart of the SMs) fits across."""
+    pg = browser.new_page(viewport={"width": width, "height": height})
+    errors = []
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    try:
+        pg.goto(large_view)
+        pg.wait_for_selector("#vizmm-large-status[data-ready='true']", timeout=120000)
+        pg.wait_for_function(
+            "() => Bokeh.documents.some(d => [...d.all_models].some("
+            "m => m.name === 'vizmm-sm-gantt'))",
+            timeout=60000,
+        )
+        pg.wait_for_timeout(500)
+        assert pg.evaluate(PAGE)["scroll_width"] <= width
+        for name in ("vizmm-block-grid", "vizmm-sm-gantt"):
+            left, right = pg.evaluate(
+                """(name) => { for (const d of Bokeh.documents) for (const m of d.all_models)
+                  if (m.name === name) { const r = Bokeh.index.find_one_by_id(m.id)
+                    .el.getBoundingClientRect(); return [r.left, r.right]; } }""",
+                name,
+            )
+            assert 0 <= left < right <= width, (name, left, right)
         assert errors == []
     finally:
         pg.close()
