@@ -350,6 +350,11 @@ class SideBySide(pn.viewable.Viewer):
             self._draw()
             return
         s.step = min(s.step, len(both) - 1)
+        if self._served and not self._window_known():
+            # the scenes are built once the window's size is known (_on_viewport)
+            self._scenes = self._scenes_fit = None
+            self._draw()
+            return
         fit = self._side_fit()
         left = Scene(both.left.trace, views=SIDE_VIEWS, theme=s.theme, page=fit)
         right = None
