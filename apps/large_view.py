@@ -52,6 +52,7 @@ from vizmm_apps.parts import (  # noqa: E402
     replace_timer,
     served_script,
 )
+from vizmm_apps.viewport import Viewport  # noqa: E402
 
 __all__ = [
     "LARGE_PRESETS",
@@ -419,6 +420,9 @@ class LargeTraceView(pn.viewable.Viewer):
     served : bool, optional
         Whether it runs in a Bokeh server session (play timer); by default
         ``pn.state.served``.
+    grid_px : int, optional
+        The block grid's side, pixels (the standalone page fits it to the
+        window's height); None: its natural size.
 
     Attributes
     ----------
@@ -434,6 +438,7 @@ class LargeTraceView(pn.viewable.Viewer):
     else:
         state = param.ClassSelector(class_=LargeViewState)
     embed_replay = param.Boolean(default=True)
+    grid_px = param.Integer(default=None, allow_None=True, bounds=(100, None))
     zoom_block = param.Tuple(
         default=None,
         length=2,
@@ -459,6 +464,7 @@ class LargeTraceView(pn.viewable.Viewer):
         s.param.watch(self._on_waits, ["phase", "all_phases", "barrier"])
         s.param.watch(self._on_block, ["block", "message", "message_kind"])
         s.param.watch(self._on_playing, ["playing", "speed"])
+        self.param.watch(self._on_grid_px, ["grid_px"])
         if trace is not None:
             s.trace = trace
         else:
@@ -593,11 +599,7 @@ class LargeTraceView(pn.viewable.Viewer):
                 pane.object = None
             self._on_block()
             return
-        self.scene = LargeScene(m)
-        self.scene.on_block(s.select_block)
-        self.timeline_pane.object = self.scene.panels["timeline"]
-        self.reads_pane.object = self.scene.panels["reads"]
-        self.waits_pane.object = self.scene.panels["waits"]
+        self._make_scene()
         lines = [html.escape(x) for x in m.lines]
         note = html.escape(m.timeline.note)
         self.header.object = (
@@ -624,6 +626,24 @@ class LargeTraceView(pn.viewable.Viewer):
         self._on_waits()
         self._on_time()
         self._on_block()
+
+    def _make_scene(self) -> None:
+        """The figures of the current trace, the block grid ``grid_px`` a side, in the panes."""
+        self.scene = LargeScene(self.state.model, grid_px=self.grid_px)
+        self.scene.on_block(self.state.select_block)
+        self.timeline_pane.object = self.scene.panels["timeline"]
+        self.reads_pane.object = self.scene.panels["reads"]
+        self.waits_pane.object = self.scene.panels["waits"]
+
+    def _on_grid_px(self, *events) -> None:
+        """The window changed: the same trace's figures again, at the same time and block."""
+        if self.scene is None or self.state.model is None:
+            return
+        with pn.io.hold():  # (one message: see _on_trace)
+            self._make_scene()
+            self._on_waits()
+            self._on_time()
+            self._on_block()
 
     def _on_slider(self, event) -> None:
         m = self.state.model
@@ -850,6 +870,13 @@ class WindowForm(pn.viewable.Viewer):
 
 
 # ---------------------------------------------------------------- the page
+#: The standalone page above its block grid: header, window form, trace lines,
+#: scrubber, status, block line and tabs (pixels); the grid's smallest and
+#: natural side (pixels).
+LARGE_CHROME = 310
+LARGE_GRID_PX = (240, 470)
+
+
 class LargeApp(pn.viewable.Viewer):
     """The standalone page: pick a shipped GPU trace (or a file), or simulate a window."""
 
@@ -869,6 +896,9 @@ class LargeApp(pn.viewable.Viewer):
         self.param.source.objects = list(options.values())
         self.select = pn.widgets.Select(label="Trace", options=options, width=460)
         self.view = LargeTraceView(served=self._served)
+        # the window's size: the block grid fits the first screen's height
+        self.viewport = Viewport()
+        self.viewport.param.watch(self._on_viewport, ["inner_height"])
         self.form = WindowForm(on_trace=self._show_simulated, served=self._served)
         self.loading = pn.indicators.LoadingSpinner(value=False, width=30, height=30, visible=False)
         self.error = pn.pane.Alert("", alert_type="danger", visible=False)
@@ -885,6 +915,7 @@ class LargeApp(pn.viewable.Viewer):
             ),
             self.error,
             self.view,
+            self.viewport,
             sizing_mode="stretch_width",
         )
         first = next(iter(options.values()), None)
@@ -947,6 +978,14 @@ class LargeApp(pn.viewable.Viewer):
                 done(trace, error)
 
         threading.Thread(target=work, name="vizmm-large-load", daemon=True).start()
+
+    def _on_viewport(self, *events) -> None:
+        h = self.viewport.inner_height
+        if self._served and h:
+            # what the page shows above the grid, and the grid's axes and titles; in
+            # steps of 20 pixels, so that a window a few pixels off builds no new figures
+            side = (h - LARGE_CHROME) // 20 * 20 - 130
+            self.view.grid_px = max(LARGE_GRID_PX[0], min(LARGE_GRID_PX[1], side))
 
     def _show_simulated(self, trace: Trace, label: str) -> None:
         self._simulated[label] = trace

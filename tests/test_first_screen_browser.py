@@ -199,30 +199,40 @@ def large_view(tmp_path_factory):
         yield url
 
 
+#: The page box (left, top, right, bottom) of the Bokeh model named so, or null.
+BOX_OF = """(name) => { for (const d of Bokeh.documents) for (const m of d.all_models)
+  if (m.name === name) { const v = Bokeh.index.find_one_by_id(m.id);
+    if (!v) continue; const r = v.el.getBoundingClientRect();
+    return [r.left, r.top, r.right, r.bottom]; }
+  return null; }"""
+
+
 @pytest.mark.parametrize(("width", "height"), SIZES)
-def test_large_view_has_no_sideways_scroll(browser, large_view, width, height):
-    """The whole launch (the grid of blocks beside the Gantt chart of the SMs) fits across."""
+def test_large_view_fits_the_window(browser, large_view, width, height):
+    """The whole launch: the grid of blocks on the first screen, the Gantt chart of the SMs
+    beside it, nothing past the window's right edge."""
     pg = browser.new_page(viewport={"width": width, "height": height})
     errors = []
     pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     try:
         pg.goto(large_view)
         pg.wait_for_selector("#vizmm-large-status[data-ready='true']", timeout=120000)
+        # the grid fitted to the window's height (its figures are made again once the
+        # browser has said its size)
         pg.wait_for_function(
-            "() => Bokeh.documents.some(d => [...d.all_models].some("
-            "m => m.name === 'vizmm-sm-gantt'))",
+            f"([h, name]) => {{ const b = ({BOX_OF})(name); return b !== null && b[3] <= h; }}",
+            arg=[height, "vizmm-block-grid"],
             timeout=60000,
         )
+        pg.wait_for_function(f"() => ({BOX_OF})('vizmm-sm-gantt') !== null", timeout=60000)
         pg.wait_for_timeout(500)
         assert pg.evaluate(PAGE)["scroll_width"] <= width
-        for name in ("vizmm-block-grid", "vizmm-sm-gantt"):
-            left, right = pg.evaluate(
-                """(name) => { for (const d of Bokeh.documents) for (const m of d.all_models)
-                  if (m.name === name) { const r = Bokeh.index.find_one_by_id(m.id)
-                    .el.getBoundingClientRect(); return [r.left, r.right]; } }""",
-                name,
-            )
-            assert 0 <= left < right <= width, (name, left, right)
+        grid = pg.evaluate(BOX_OF, "vizmm-block-grid")
+        assert _inside(grid, width, height) and grid[2] - grid[0] > 200, grid
+        left, _, right, _ = pg.evaluate(BOX_OF, "vizmm-sm-gantt")
+        assert grid[2] <= left < right <= width, (grid, left, right)
+        os.makedirs(SHOTS, exist_ok=True)
+        pg.screenshot(path=os.path.join(SHOTS, f"large-view-{width}x{height}.png"))
         assert errors == []
     finally:
         pg.close()
