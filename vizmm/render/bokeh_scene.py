@@ -1287,7 +1287,8 @@ class _Sizes:
         """The full page's sizes fitted to ``width`` x ``height`` pixels (a browser window's).
 
         The kernel listing keeps its type (12 px) where its lines fit the
-        height, else smaller (down to 9 px); the matrices' and the shared
+        height, else smaller (down to 9 px), and smaller again where at its
+        width the matrices' cells would be under 24 pixels; the matrices' and the shared
         tiles' cells then scale together from the page's default sizes
         (:meth:`of`, up to 60 and 90 pixels) to the largest that fit beside
         the listing and under the height: M, N, P, the blocks, Mds, Nds and
@@ -1308,18 +1309,22 @@ class _Sizes:
         mono = 12
         while lines and mono > 9 and len(lines) * int(round(mono * 1.55)) + 8 > height:
             mono -= 1
-        char = 0.61 * mono
-        right = 0.0
-        if lines:
-            right = (max(len(x) for x in lines) + 5) * char + 12
-        if "counters" in v:
-            right = max(right, COUNTER_CHARS * char + 12)
-        columns = bool(v & {"M", "N", "P"}) + bool(v & {"Mds", "Nds", "threads"}) + bool(right)
-        room = width - right - 22 * max(0, columns - 1)
+
+        def room_of(mono: int) -> float:
+            """The width the grids have beside the listing and counters in ``mono`` px type."""
+            char = 0.61 * mono
+            right = 0.0
+            if lines:
+                right = (max(len(x) for x in lines) + 5) * char + 12
+            if "counters" in v:
+                right = max(right, COUNTER_CHARS * char + 12)
+            columns = bool(v & {"M", "N", "P"}) + bool(v & {"Mds", "Nds", "threads"}) + bool(right)
+            return width - right - 22 * max(0, columns - 1)
+
         ext = max(trace.launch.padded)
         shared = [name for name in ("Mds", "Nds") if name in v]
 
-        def layout(f: float):
+        def layout(f: float, room: float):
             cell = int(min(60, max(5, 290 * f / ext)))
             scell = int(min(90, max(12, 170 * f / T)))
             box = {
@@ -1352,12 +1357,26 @@ class _Sizes:
             fits = left_w + mid_w <= room and max(left_h, mid_h) <= height
             return fits, cell, scell, bcell, below
 
-        f = 1.6
-        got = layout(f)
-        while not got[0] and f > 0.05:
-            f -= 0.02
-            got = layout(f)
-        _, cell, scell, bcell, below = got
+        def largest(mono: int):
+            """The largest scale that fits beside the listing in ``mono`` px type."""
+            room, f = room_of(mono), 1.6
+            got = layout(f, room)
+            while not got[0] and f > 0.05:
+                f -= 0.02
+                got = layout(f, room)
+            return got
+
+        # A long listing (a kernel of one's own) takes smaller type before the
+        # matrices' cells get too small for their values (24 px).
+        chosen, type_px = largest(mono), mono
+        for smaller in range(mono - 1, 8, -1):
+            if chosen[0] and chosen[1] >= 24:
+                break
+            got = largest(smaller)
+            if got[0] > chosen[0] or (got[0] == chosen[0] and got[1] > chosen[1]):
+                chosen, type_px = got, smaller
+        mono, char = type_px, 0.61 * type_px
+        _, cell, scell, bcell, below = chosen
         return cls(
             cell=cell,
             scell=scell,
