@@ -599,7 +599,7 @@ class LargeTraceView(pn.viewable.Viewer):
                 pane.object = None
             self._on_block()
             return
-        self._make_scene()
+        self._make_scene(m)
         lines = [html.escape(x) for x in m.lines]
         note = html.escape(m.timeline.note)
         self.header.object = (
@@ -627,9 +627,9 @@ class LargeTraceView(pn.viewable.Viewer):
         self._on_time()
         self._on_block()
 
-    def _make_scene(self) -> None:
-        """The figures of the current trace, the block grid ``grid_px`` a side, in the panes."""
-        self.scene = LargeScene(self.state.model, grid_px=self.grid_px)
+    def _make_scene(self, m: large.LargeModel) -> None:
+        """The figures of model ``m``, the block grid ``grid_px`` a side, in the panes."""
+        self.scene = LargeScene(m, grid_px=self.grid_px)
         self.scene.on_block(self.state.select_block)
         self.timeline_pane.object = self.scene.panels["timeline"]
         self.reads_pane.object = self.scene.panels["reads"]
@@ -637,10 +637,11 @@ class LargeTraceView(pn.viewable.Viewer):
 
     def _on_grid_px(self, *events) -> None:
         """The window changed: the same trace's figures again, at the same time and block."""
-        if self.scene is None or self.state.model is None:
+        m = self.state.model
+        if self.scene is None or m is None:
             return
         with pn.io.hold():  # (one message: see _on_trace)
-            self._make_scene()
+            self._make_scene(m)
             self._on_waits()
             self._on_time()
             self._on_block()
