@@ -849,6 +849,11 @@ def side_by_side_link() -> pn.pane.HTML:
 #: width and height) and the smallest scene it draws.
 PRESENTER_CHROME = (30, 130)
 PRESENTER_MIN = (600, 400)
+#: The normal page: what the controls, the question row, the status line, the
+#: caption (two lines), the tabs and the margins take of the window (pixels,
+#: width and height), and the smallest first screen its scene is fitted to.
+PAGE_CHROME = (40, 260)
+PAGE_MIN = (900, 360)
 
 
 # ---------------------------------------------------------------- upload
@@ -1054,6 +1059,10 @@ class Dashboard(pn.viewable.Viewer):
         super().__init__(state=state or DashboardState(), **params)
         self._cancel: threading.Event | None = None
         self._served = served
+        # A result that arrives while the browser still lays out the first
+        # document waits for the page (Bokeh's tables break otherwise); so
+        # does the scene, sized to the window (_page_fit)
+        self._drawn = page_drawn(served)
         # the export's format, button and note (made when first read: _export_parts)
         self._export_made: tuple | None = None
         self._scene: Scene | None = None
@@ -1084,9 +1093,6 @@ class Dashboard(pn.viewable.Viewer):
             pn.state.location.sync(self.state, URL_PARAMS, on_error=self.state.apply_values)
             if too_long:
                 self.state.ignored_in_url(too_long)
-        # A result that arrives while the browser still lays out the first
-        # document waits for the page (Bokeh's tables break otherwise).
-        self._drawn = page_drawn(served)
         if served and pn.state.curdoc is not None:
             pn.state.on_session_destroyed(lambda ctx: self.cancel_jobs())
             pn.state.on_session_destroyed(release_memory_soon)
@@ -1098,7 +1104,8 @@ class Dashboard(pn.viewable.Viewer):
         if served:
             # Panel sizes a new page's rows from every child, hidden ones included
             # (see _on_presenter): set presenter mode's widths again once it is shown
-            pn.state.onload(self._resize)
+            # and the normal scene is drawn once the window's size is known (_page_fit)
+            pn.state.onload(self._on_loaded)
 
     # -------------------------------------------------------- extension
     def refresh_status(self) -> None:
@@ -1114,7 +1121,7 @@ class Dashboard(pn.viewable.Viewer):
     def _build_widgets(self) -> None:
         s = self.state
         self.trace_select = pn.widgets.Select(
-            label="Example or trace", options=self._trace_options(), value=s.source, width=430
+            label="Example or trace", options=self._trace_options(), value=s.source, width=360
         )
         self.trace_select.param.watch(self._on_trace_select, "value")
 
@@ -1133,7 +1140,7 @@ class Dashboard(pn.viewable.Viewer):
             start=1,
             end=max(2, s.n_steps),
             value=s.step + 1,
-            width=240,
+            width=200,
             margin=(5, 12),
         )
         self.slider.param.watch(lambda e: s.go(e.new - 1), "value")
@@ -1218,21 +1225,51 @@ class Dashboard(pn.viewable.Viewer):
             }
         )
         self.header = page_header(
-            "the tiled matrix multiplication of PMPP ch. 5", self.trace_select, side_by_side_link()
+            "the tiled matrix multiplication of PMPP ch. 5", self.trace_select
         )
-        # Controls wrap onto a second line where the window is narrower than
-        # they are (a projector's 1280 pixels), instead of running off its edge.
+        # The rest, as a media player or a notebook keeps it: behind "More" (the
+        # speed, the sections above, the side-by-side page), made part of the
+        # page when first opened.
+        self.menu_button = pn.widgets.Toggle(
+            label="☰ More",
+            value=False,
+            width=100,
+            **_toggle_look(False),
+        )
+        self.menu = pn.Column(
+            pn.FlexBox(
+                self.speed,
+                self.more,
+                side_by_side_link(),
+                flex_wrap="wrap",
+                align_items="center",
+                sizing_mode="stretch_width",
+            ),
+            # (self.more_sections joins here when a section is first opened)
+            visible=False,
+            sizing_mode="stretch_width",
+        )
+
+        def toggle_menu(event) -> None:
+            self.menu.visible = event.new and not s.presenter
+            self.menu_button.param.update(**_toggle_look(event.new))
+
+        self.menu_button.param.watch(toggle_menu, "value")
+        # One bar: the title and the trace, then the transport, the step, the
+        # granularity, the order, "More" and the view's toggles; it wraps onto a
+        # second line where the window is narrower than it (1280 or 1366 pixels).
         self.controls = pn.FlexBox(
+            self.header,
             self.first_button,
             self.prev_button,
             self.play_button,
             self.next_button,
             self.last_button,
             self.slider,
-            self.speed,
             self.granularity,
             self.order,
             # (self.unfollow joins here when first shown: _join_when_shown)
+            self.menu_button,
             self.presenter,
             self.theme,
             self.transactions,
@@ -1262,10 +1299,8 @@ class Dashboard(pn.viewable.Viewer):
             self.tabs.param.watch(self._on_tab, "active")
         addons = [a for a in (factory(self) for factory in self.addons) if a is not None]
         self.layout = pn.Column(
-            self.header,
             self.controls,
-            self.more,
-            # (self.more_sections joins here when a section is first opened)
+            self.menu,
             *addons,
             self._status_row,
             self.narration,
@@ -1274,7 +1309,7 @@ class Dashboard(pn.viewable.Viewer):
             sizing_mode="stretch_width",
         )
         self.more.param.watch(
-            lambda e: self._join_when_shown(self.layout, self.more_sections, after=self.more),
+            lambda e: self._join_when_shown(self.menu, self.more_sections),
             "value",
         )
 
@@ -1436,6 +1471,8 @@ class Dashboard(pn.viewable.Viewer):
     def _on_presenter(self, *events) -> None:
         p = self.state.presenter
         self.more.visible = self.more_sections.visible = not p
+        self.menu_button.visible = not p
+        self.menu.visible = not p and self.menu_button.value
         self.header.visible = not p
         self.tabs.visible = not p
         if p and not self.presenter_view.objects:
@@ -1493,16 +1530,18 @@ class Dashboard(pn.viewable.Viewer):
         s = self.state
         frame = s.frame
         if frame is not None and s.trace is not None:
+            # the controls at once (in the page's first document), the scene once it can be sized
+            end = max(2, s.n_steps)
+            if self.slider.end != end:
+                self.slider.end = end
+            self.slider.value = s.step + 1
+        if frame is not None and s.trace is not None and not self._waits_for_window():
             scene = self._scene_for(s.presenter, s.theme)
             scene.update(frame)
             pane = self.presenter_pane if s.presenter else self.scene_pane
             if pane.object is not scene.layout:
                 pane.object = scene.layout
             self._scene = scene
-            end = max(2, s.n_steps)
-            if self.slider.end != end:
-                self.slider.end = end
-            self.slider.value = s.step + 1
             self.unfollow.visible = frame.focus is not None and not s.presenter
             self._join_when_shown(self.controls, self.unfollow, after=self.order)
             self._export_name()
@@ -1522,8 +1561,33 @@ class Dashboard(pn.viewable.Viewer):
         h = max(PRESENTER_MIN[1], (h - PRESENTER_CHROME[1]) // 20 * 20)
         return (w, h)
 
+    def _page_fit(self) -> tuple[int, int] | None:
+        """Pixels of the window's first screen the normal scene fills (None: default sizes)."""
+        w, h = self.viewport.inner_width, self.viewport.inner_height
+        if not (self._served and w and h):
+            return None
+        # in steps of 20 pixels, so that a window a few pixels off builds no new scene
+        w = max(PAGE_MIN[0], (w - PAGE_CHROME[0]) // 20 * 20)
+        h = max(PAGE_MIN[1], (h - PAGE_CHROME[1]) // 20 * 20)
+        return (w, h)
+
+    def _waits_for_window(self) -> bool:
+        """Whether the normal scene waits for the window's size (a served page not yet drawn)."""
+        return (
+            self._served
+            and not self.state.presenter
+            and not (
+                self._drawn.is_set() and self.viewport.inner_width and self.viewport.inner_height
+            )
+        )
+
     def _on_viewport(self, *events) -> None:
-        if self.state.presenter and self.state.trace is not None:
+        if self.state.trace is not None and self._drawn.is_set():
+            self._draw()
+
+    def _on_loaded(self) -> None:
+        self._resize()
+        if self.state.trace is not None:
             self._draw()
 
     def _scene_for(self, presenter: bool, theme: str) -> Scene:
@@ -1538,14 +1602,22 @@ class Dashboard(pn.viewable.Viewer):
             raise RuntimeError("no trace is open: there is no scene to draw")
         if self._scenes_of is not trace:
             self._scenes, self._scenes_of = {}, trace
-        fit = self._presenter_fit() if presenter else None
+        fit = self._presenter_fit() if presenter else self._page_fit()
         scene = self._scenes.get((presenter, theme, fit))
         if scene is None:
-            if fit is not None:  # the window changed: a presenter scene of another size goes
-                for key in [k for k in self._scenes if k[0] and k[1] == theme]:
+            if fit is not None:  # the window changed: a scene of another size goes
+                for key in [k for k in self._scenes if k[0] == presenter and k[1] == theme]:
                     del self._scenes[key]
-            # large traces: no element-by-element M, N, P (apps/large_view.py)
-            scene = large_view.replay_scene(trace, presenter=presenter, theme=theme, fit=fit)
+            # large traces: no element-by-element M, N, P (apps/large_view.py);
+            # the normal page says the caption once, in its narration
+            scene = large_view.replay_scene(
+                trace,
+                presenter=presenter,
+                theme=theme,
+                fit=fit if presenter else None,
+                page=None if presenter else fit,
+                caption=presenter,
+            )
             for hook in self.scene_hooks:
                 hook(scene)
             self._attach_taps(scene)
@@ -1585,6 +1657,8 @@ class Dashboard(pn.viewable.Viewer):
         # over 8 x 8 threads the labels would make every step's message ~40 KB:
         # the page keeps the summary (tests read the small presets' labels)
         st = self.state.status(per_thread=frame is None or frame.thread_state.shape[0] <= 8)
+        # ready once the scene is shown (a served page's waits for the window's size)
+        st["ready"] = st["ready"] and not self._waits_for_window()
         for extra in self.status_extras:
             st.update(extra())
         attrs = " ".join(

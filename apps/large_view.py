@@ -52,6 +52,7 @@ from vizmm_apps.parts import (  # noqa: E402
     replace_timer,
     served_script,
 )
+from vizmm_apps.viewport import Viewport  # noqa: E402
 
 __all__ = [
     "LARGE_PRESETS",
@@ -358,6 +359,8 @@ def replay_scene(
     presenter: bool = False,
     theme: str = "light",
     fit: tuple[int, int] | None = None,
+    page: tuple[int, int] | None = None,
+    caption: bool = True,
 ):
     """The per-thread :class:`~vizmm.render.bokeh_scene.Scene` a trace can afford.
 
@@ -380,13 +383,24 @@ def replay_scene(
         The colours.
     fit : tuple of (int, int), optional
         (width, height) in pixels the scene fills (presenter mode); else the default sizes.
+    page : tuple of (int, int), optional
+        (width, height) in pixels of the window's first screen that the full
+        scene's grids and listing fit in (``Scene``'s ``page``); else the
+        default sizes.
+    caption : bool
+        Whether the scene draws the step's caption (a page that shows it
+        itself, as the dashboard's narration does, leaves it out).
     """
     from vizmm.render import bokeh_scene
 
     views: tuple[str, ...] = bokeh_scene.PRESENTER_VIEWS if presenter else bokeh_scene.VIEWS
     if is_large(trace):
         views = render.affordable_views(trace, views)
-    return bokeh_scene.Scene(trace, views=views, presenter=presenter, theme=theme, fit=fit)
+    if not caption:
+        views = tuple(v for v in views if v != "caption")
+    return bokeh_scene.Scene(
+        trace, views=views, presenter=presenter, theme=theme, fit=fit, page=page
+    )
 
 
 # -------------------------------------------------------------------- view
@@ -406,6 +420,9 @@ class LargeTraceView(pn.viewable.Viewer):
     served : bool, optional
         Whether it runs in a Bokeh server session (play timer); by default
         ``pn.state.served``.
+    grid_px : int, optional
+        The block grid's side, pixels (the standalone page fits it to the
+        window's height); None: its natural size.
 
     Attributes
     ----------
@@ -421,6 +438,7 @@ class LargeTraceView(pn.viewable.Viewer):
     else:
         state = param.ClassSelector(class_=LargeViewState)
     embed_replay = param.Boolean(default=True)
+    grid_px = param.Integer(default=None, allow_None=True, bounds=(100, None))
     zoom_block = param.Tuple(
         default=None,
         length=2,
@@ -446,6 +464,7 @@ class LargeTraceView(pn.viewable.Viewer):
         s.param.watch(self._on_waits, ["phase", "all_phases", "barrier"])
         s.param.watch(self._on_block, ["block", "message", "message_kind"])
         s.param.watch(self._on_playing, ["playing", "speed"])
+        self.param.watch(self._on_grid_px, ["grid_px"])
         if trace is not None:
             s.trace = trace
         else:
@@ -472,7 +491,8 @@ class LargeTraceView(pn.viewable.Viewer):
             s.param.speed, label="steps / s", start=1, end=60, step=1, width=150
         )
         self.status_pane = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
-        self.timeline_pane = pn.pane.Bokeh(None, margin=(0, 10))
+        # (stretched: its Gantt chart fits the window's width, see LargeScene)
+        self.timeline_pane = pn.pane.Bokeh(None, margin=(0, 10), sizing_mode="stretch_width")
         self.reads_pane = pn.pane.Bokeh(None, margin=(0, 10))
         self.waits_pane = pn.pane.Bokeh(None, margin=(0, 10))
         self.all_phases = pn.widgets.Checkbox.from_param(
@@ -579,11 +599,7 @@ class LargeTraceView(pn.viewable.Viewer):
                 pane.object = None
             self._on_block()
             return
-        self.scene = LargeScene(m)
-        self.scene.on_block(s.select_block)
-        self.timeline_pane.object = self.scene.panels["timeline"]
-        self.reads_pane.object = self.scene.panels["reads"]
-        self.waits_pane.object = self.scene.panels["waits"]
+        self._make_scene(m)
         lines = [html.escape(x) for x in m.lines]
         note = html.escape(m.timeline.note)
         self.header.object = (
@@ -610,6 +626,25 @@ class LargeTraceView(pn.viewable.Viewer):
         self._on_waits()
         self._on_time()
         self._on_block()
+
+    def _make_scene(self, m: large.LargeModel) -> None:
+        """The figures of model ``m``, the block grid ``grid_px`` a side, in the panes."""
+        self.scene = LargeScene(m, grid_px=self.grid_px)
+        self.scene.on_block(self.state.select_block)
+        self.timeline_pane.object = self.scene.panels["timeline"]
+        self.reads_pane.object = self.scene.panels["reads"]
+        self.waits_pane.object = self.scene.panels["waits"]
+
+    def _on_grid_px(self, *events) -> None:
+        """The window changed: the same trace's figures again, at the same time and block."""
+        m = self.state.model
+        if self.scene is None or m is None:
+            return
+        with pn.io.hold():  # (one message: see _on_trace)
+            self._make_scene(m)
+            self._on_waits()
+            self._on_time()
+            self._on_block()
 
     def _on_slider(self, event) -> None:
         m = self.state.model
@@ -836,6 +871,13 @@ class WindowForm(pn.viewable.Viewer):
 
 
 # ---------------------------------------------------------------- the page
+#: The standalone page above its block grid: header, window form, trace lines,
+#: scrubber, status, block line and tabs (pixels); the grid's smallest and
+#: natural side (pixels).
+LARGE_CHROME = 310
+LARGE_GRID_PX = (240, 470)
+
+
 class LargeApp(pn.viewable.Viewer):
     """The standalone page: pick a shipped GPU trace (or a file), or simulate a window."""
 
@@ -855,6 +897,9 @@ class LargeApp(pn.viewable.Viewer):
         self.param.source.objects = list(options.values())
         self.select = pn.widgets.Select(label="Trace", options=options, width=460)
         self.view = LargeTraceView(served=self._served)
+        # the window's size: the block grid fits the first screen's height
+        self.viewport = Viewport()
+        self.viewport.param.watch(self._on_viewport, ["inner_height"])
         self.form = WindowForm(on_trace=self._show_simulated, served=self._served)
         self.loading = pn.indicators.LoadingSpinner(value=False, width=30, height=30, visible=False)
         self.error = pn.pane.Alert("", alert_type="danger", visible=False)
@@ -871,6 +916,7 @@ class LargeApp(pn.viewable.Viewer):
             ),
             self.error,
             self.view,
+            self.viewport,
             sizing_mode="stretch_width",
         )
         first = next(iter(options.values()), None)
@@ -933,6 +979,14 @@ class LargeApp(pn.viewable.Viewer):
                 done(trace, error)
 
         threading.Thread(target=work, name="vizmm-large-load", daemon=True).start()
+
+    def _on_viewport(self, *events) -> None:
+        h = self.viewport.inner_height
+        if self._served and h:
+            # what the page shows above the grid, and the grid's axes and titles; in
+            # steps of 20 pixels, so that a window a few pixels off builds no new figures
+            side = (h - LARGE_CHROME) // 20 * 20 - 130
+            self.view.grid_px = max(LARGE_GRID_PX[0], min(LARGE_GRID_PX[1], side))
 
     def _show_simulated(self, trace: Trace, label: str) -> None:
         self._simulated[label] = trace

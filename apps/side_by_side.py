@@ -40,13 +40,19 @@ from vizmm_apps.access import PageLandmarks, opened_theme, page_css  # noqa: E40
 from vizmm_apps.keys import KeyboardShortcuts  # noqa: E402
 from vizmm_apps.parts import drop_long_url_values, page_drawn, page_header, served_script  # noqa: E402
 from vizmm_apps.url_params import link_one_based  # noqa: E402
+from vizmm_apps.viewport import Viewport  # noqa: E402
 
 __all__ = ["PAIRS", "Pair", "SideBySideState", "SideBySide", "create_app"]
 
 #: The views each side shows.
 SIDE_VIEWS = ("caption", "M", "N", "P", "Mds", "Nds", "threads")
-#: Pixels each side fits in (two of them fit a 1600-pixel-wide page).
+#: Pixels each side fits in (two of them fit a 1600-pixel-wide page) until the
+#: browser says its window's size; then each side is fitted to half the window.
 SIDE_BOX = (770, 600)
+#: What the page's header, note, status line, pane titles, gap and margins take
+#: of the window (pixels, width and height), and the smallest side it draws.
+SIDE_CHROME = (60, 200)
+SIDE_MIN = (400, 320)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,6 +256,10 @@ class SideBySide(pn.viewable.Viewer):
         s = self.state
         self._served = served
         self._scenes: tuple[Scene, Scene | None] | None = None
+        self._scenes_fit: tuple[int, int] | None = None  # the side's pixels they were fitted to
+        # the window's size: each side fits half of it (_side_fit)
+        self.viewport = Viewport()
+        self.viewport.param.watch(self._on_viewport, ["inner_width", "inner_height"])
         self._drawn = page_drawn(served)
         self.pair_select = pn.widgets.Select(
             name="Compare", options={p.label: k for k, p in PAIRS.items()}, value=s.pair, width=420
@@ -276,17 +286,19 @@ class SideBySide(pn.viewable.Viewer):
         self.left_title = pn.pane.HTML("", margin=(0, 10))
         self.right_title = pn.pane.HTML("", margin=(0, 10))
         self.keys = KeyboardShortcuts(on_key=s.handle_key, keys=_KEYS)
+        # the two replays first, fitted to the window; their counters under them
         self.layout = pn.Column(
             page_header("side by side", self.pair_select, self.buttons),
             self.note,
             self.status_pane,
-            self.counters,
             pn.Row(
                 pn.Column(self.left_title, self.left_pane),
                 pn.Column(self.right_title, self.right_pane),
                 styles={"gap": "20px"},
             ),
+            self.counters,
             self.keys,
+            self.viewport,
             PageLandmarks(),
         )
         if served and pn.state.location is not None:  # before the watchers: ?step= stays
@@ -338,20 +350,44 @@ class SideBySide(pn.viewable.Viewer):
             self._draw()
             return
         s.step = min(s.step, len(both) - 1)
-        left = Scene(both.left.trace, views=SIDE_VIEWS, theme=s.theme, fit=SIDE_BOX)
+        if self._served and not self._window_known():
+            # the scenes are built once the window's size is known (_on_viewport)
+            self._scenes = self._scenes_fit = None
+            self._draw()
+            return
+        fit = self._side_fit()
+        left = Scene(both.left.trace, views=SIDE_VIEWS, theme=s.theme, page=fit)
         right = None
         if PAIRS[s.pair].right is not None:
-            right = Scene(both.right.trace, views=SIDE_VIEWS, theme=s.theme, fit=SIDE_BOX)
-        self._scenes = (left, right)
+            right = Scene(both.right.trace, views=SIDE_VIEWS, theme=s.theme, page=fit)
+        self._scenes, self._scenes_fit = (left, right), fit
         self._draw()
         self.left_pane.object = left.layout
         self.right_pane.object = right.layout if right is not None else None
         self.right_pane.visible = right is not None
 
+    def _window_known(self) -> bool:
+        return bool(self.viewport.inner_width and self.viewport.inner_height)
+
+    def _side_fit(self) -> tuple[int, int]:
+        """Pixels each side fills: half the window less the page's parts (SIDE_BOX till known)."""
+        if not (self._served and self._window_known()):
+            return SIDE_BOX
+        w = (self.viewport.inner_width - SIDE_CHROME[0]) // 2
+        h = self.viewport.inner_height - SIDE_CHROME[1]
+        # in steps of 20 pixels, so that a window a few pixels off builds no new scenes
+        return (max(SIDE_MIN[0], w // 20 * 20), max(SIDE_MIN[1], h // 20 * 20))
+
+    def _on_viewport(self, *events) -> None:
+        if self.state.lockstep is not None and self._side_fit() != self._scenes_fit:
+            self._on_lockstep()
+
     # ---------------------------------------------------------- drawing
     def _draw(self, *events) -> None:
         s = self.state
         st = s.status()
+        # ready once the scenes are fitted to the window (a served page's)
+        st["ready"] = st["ready"] and (not self._served or self._scenes_fit == self._side_fit())
         if st["ready"] and self._scenes is not None and s.lockstep is not None:
             fl, fr = s.lockstep.frames(s.step)
             left, right = self._scenes

@@ -206,3 +206,12 @@ def read_status(pg, selector: str) -> dict:
         except ValueError:
             out[k] = v
     return out
+
+
+def open_menu(pg) -> None:
+    """Open the dashboard's "☰ More" menu (the speed, record, load, export, keys, side by side)."""
+    button = pg.get_by_role("button", name="☰ More", exact=True)
+    button.wait_for(timeout=60000)
+    if not pg.locator("#vizmm-side-by-side-link").is_visible():
+        button.click()
+    pg.wait_for_selector("#vizmm-side-by-side-link", timeout=30000)

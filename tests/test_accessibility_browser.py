@@ -17,7 +17,7 @@ import os
 import re
 
 import pytest
-from served import CHROMIUM, SHOTS, read_status, serve
+from served import CHROMIUM, SHOTS, open_menu, read_status, serve
 
 pytestmark = pytest.mark.browser
 
@@ -249,7 +249,8 @@ def test_a_focused_slider_takes_the_arrow_keys_and_the_page_steps_by_keyboard(br
         pg.wait_for_timeout(2000)
         step = lambda: read_status(pg, "#vizmm-status")["step"]  # noqa: E731
         assert step() == 2
-        # the speed slider focused: → and Home move it, the replay stays where it is
+        # the speed slider (behind "☰ More") focused: → and Home move it, the replay stays
+        open_menu(pg)
         speed = pg.locator('[role="slider"][aria-label="steps / s"]')
         speed.focus()
         before = float(speed.get_attribute("aria-valuenow"))

@@ -13,7 +13,7 @@ Skipped when Chromium or Playwright is missing.
 import os
 
 import pytest
-from served import ARGS, CHROMIUM, SHOTS, TO_SCREEN, read_status, serve
+from served import ARGS, CHROMIUM, SHOTS, TO_SCREEN, open_menu, read_status, serve
 
 pytestmark = pytest.mark.browser
 
@@ -168,6 +168,7 @@ def test_bookmark_brings_back_the_same_slide(page, server, browser):
 
 def test_corrupted_upload_shows_a_clear_message(page, server):
     open_page(page, server)
+    open_menu(page)  # the loading sections are behind "☰ More"
     page.get_by_text("Load a trace file", exact=True).first.click()
     page.locator("input[type=file]").first.set_input_files(
         files=[
@@ -200,6 +201,7 @@ def test_a_trace_chosen_as_a_file_chooser_gives_it_loads(page, server, tmp_path)
     trace = vizmm.load(os.path.join(os.path.dirname(vizmm.__file__), "data", "fig5-11.vizmm"))
     path = trace.save(tmp_path / "mine.vizmm")
     open_page(page, server)
+    open_menu(page)  # the loading sections are behind "☰ More"
     page.get_by_text("Load a trace file", exact=True).first.click()
     box = page.locator("input[type=file]").first
     box.set_input_files(str(path))
@@ -243,6 +245,7 @@ def test_presenter_mode(page, server):
 
 def test_record_form_records_in_the_simulator(page, server):
     open_page(page, server)
+    open_menu(page)
     page.get_by_text("Record a trace", exact=True).first.click()
     page.get_by_text("tiled", exact=True).first.click()  # Fig. 5.9, no boundary checks
     width = page.locator("input.bk-input").first

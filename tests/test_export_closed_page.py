@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from served import ARGS, CHROMIUM, _running, free_port, read_status  # noqa: E402
+from served import ARGS, CHROMIUM, _running, free_port, open_menu, read_status  # noqa: E402
 
 import vizmm  # noqa: E402
 from vizmm.export import export_bytes  # noqa: E402
@@ -79,6 +79,7 @@ def test_upload_in_a_closed_page_then_export_html_from_another(tmp_path):
             a = b.new_page(viewport={"width": 1280, "height": 720})
             a.goto(url)
             a.wait_for_selector("#vizmm-status[data-ready='true']", timeout=90000)
+            open_menu(a)  # the loading sections are behind "☰ More"
             a.get_by_text("Load a trace file", exact=True).first.click()
             a.locator("input[type=file]").first.set_input_files(str(path))  # chosen by path
             for _ in range(300):
@@ -92,6 +93,7 @@ def test_upload_in_a_closed_page_then_export_html_from_another(tmp_path):
             pg.wait_for_timeout(3000)  # past the unused-session check
             pg.goto(url + "?trace=fig5-8")
             pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=90000)
+            open_menu(pg)
             for _ in range(2):  # again and again in one process
                 pg.get_by_text("Export", exact=True).first.click()
                 pg.locator("select").filter(has_text="html").first.select_option("html")

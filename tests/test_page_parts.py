@@ -94,7 +94,7 @@ def test_loading_sections_made_when_first_opened(dash):
     titles = ["Record a trace", "Load a trace file", "Export", "Keys and clicks"]
     assert dash.more.options == titles and dash.more.value == []
     assert not dash.more_sections.objects
-    assert not any(o is dash.more_sections for o in dash.layout.objects)
+    assert not any(o is dash.more_sections for o in dash.menu.objects)
     assert dash._export_made is None
     assert "record_form" not in vars(dash) and "upload" not in vars(dash)
     doc = Document()
@@ -109,9 +109,9 @@ def test_loading_sections_made_when_first_opened(dash):
         return found.objects[1]
 
     dash.more.value = ["Export"]
-    objs = dash.layout.objects  # the sections join the page under their buttons
+    objs = dash.menu.objects  # the sections join the "More" menu under their buttons' row
     at = next(i for i, o in enumerate(objs) if o is dash.more_sections)
-    assert objs[at - 1] is dash.more
+    assert any(o is dash.more for o in objs[at - 1].objects)
     column = section("Export")
     assert list(column.objects) == [dash.export_format, dash.export_button, dash.export_note]
     s = dash.state  # the file is named for the block shown, as before

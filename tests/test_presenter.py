@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from served import ARGS, CHROMIUM, SHOTS, read_status, serve  # noqa: E402
+from served import ARGS, CHROMIUM, SHOTS, open_menu, read_status, serve  # noqa: E402
 
 from vizmm.render.bokeh_scene import PRESENTER_BOX, PRESENTER_VIEWS, Scene  # noqa: E402
 from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
@@ -281,7 +281,9 @@ def test_every_control_is_on_screen_at_1280x720_outside_presenter_mode(browser, 
     pg = new_page(browser, 1280, 720)
     try:
         open_page(pg, server + "?trace=medium")
-        names = ["|◀", "◀", "▶ play", "▶", "▶|", "Presenter mode", "Dark", "Memory transactions"]
+        open_menu(pg)  # the sections are behind "☰ More"
+        names = ["|◀", "◀", "▶ play", "▶", "▶|", "☰ More", "Presenter mode", "Dark"]
+        names.append("Memory transactions")
         boxes = [pg.get_by_role("button", name=n, exact=True).bounding_box() for n in names]
         for title in ("Record a trace", "Load a trace file", "Export", "Keys and clicks"):
             boxes.append(pg.get_by_text(title, exact=True).first.bounding_box())

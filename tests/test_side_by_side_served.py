@@ -11,7 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from served import ARGS, CHROMIUM, SHOTS, read_status, vizmm_serve  # noqa: E402
+from served import ARGS, CHROMIUM, SHOTS, open_menu, read_status, vizmm_serve  # noqa: E402
 
 from vizmm.render.bokeh_scene import Scene  # noqa: E402
 from vizmm.replay import Lockstep, Replay  # noqa: E402
@@ -42,12 +42,13 @@ def _labelled(scene, name: str) -> dict[str, list[float]]:
     return {side: list(at) for side, at in scene.index_labels(name).items()}
 
 
+@pytest.mark.parametrize("side", [SIDE_BOX, (600, 500)])  # (600, 500): a 1280 x 720 window's
 @pytest.mark.parametrize("key", ["tile-width", "boundary", "barrier"])
-def test_every_index_labelled_in_both_panes(key):
+def test_every_index_labelled_in_both_panes(key, side):
     pair = PAIRS[key]
     both = Lockstep(Replay(CATALOGUE.get(pair.left)), Replay(CATALOGUE.get(pair.right)))
     for replay in (both.left, both.right):
-        scene = Scene(replay.trace, views=SIDE_VIEWS, fit=SIDE_BOX)
+        scene = Scene(replay.trace, views=SIDE_VIEWS, page=side)  # as the page fits each side
         j, k, l = replay.trace.shape
         for name, (rows, cols) in {"M": (j, k), "N": (k, l), "P": (j, l)}.items():
             ticks = _labelled(scene, name)
@@ -67,6 +68,8 @@ def test_vizmm_serve_serves_side_by_side_linked_from_the_dashboard(tmp_path):
         pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         try:
             pg.goto(base + "/dashboard")
+            pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=120000)
+            open_menu(pg)  # the link is behind "☰ More"
             link = pg.wait_for_selector("#vizmm-side-by-side-link", timeout=120000)
             link.click()  # as a student would: the dashboard's link
             pg.wait_for_url("**/side_by_side*", timeout=30000)

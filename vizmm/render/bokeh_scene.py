@@ -1233,6 +1233,18 @@ def _measure_table(trace: Trace) -> tuple[float, int]:
 
 
 # ------------------------------------------------------------------- scene
+def _title_columns(cols: int, cell: float, title: str, font: int) -> int:
+    """Empty columns a grid's box gets so that its title (bold, ``font + 1`` px) fits."""
+    title_px = 40 + len(title) * 0.62 * (font + 1)
+    return max(0, math.ceil((title_px - (cols * cell + 30)) / cell))
+
+
+def _box_size(rows: int, cols: int, cell: float, title: str, font: int) -> tuple[int, int]:
+    """(width, height) of a grid's box (:meth:`Scene._grid_box`), pixels."""
+    extra = _title_columns(cols, cell, title, font)
+    return int((cols + extra) * cell + 30), int(rows * cell + 30 + 2 * font)
+
+
 @dataclasses.dataclass(frozen=True)
 class _Sizes:
     """Pixel sizes of a scene (normal or presenter)."""
@@ -1247,6 +1259,8 @@ class _Sizes:
     shared_text: bool
 
     caption_chars: int = CAPTION_CHARS
+    blocks_cell: int = 0  # the block grid's cell (0: its own rule, see Scene._blocks_box)
+    blocks_below: bool = False  # the block grid under the threads, not above M
 
     @classmethod
     def of(cls, trace: Trace, presenter: bool, views: Iterable[str] = VIEWS) -> _Sizes:
@@ -1266,6 +1280,115 @@ class _Sizes:
             line=int(round(mono * 1.55)),
             matrix_text=cell >= 24,
             shared_text=scell >= 36,
+        )
+
+    @classmethod
+    def page(cls, trace: Trace, v: set[str], width: int, height: int, legend_px: int = 0) -> _Sizes:
+        """The full page's sizes fitted to ``width`` x ``height`` pixels (a browser window's).
+
+        The kernel listing keeps its type (12 px) where its lines fit the
+        height, else smaller (down to 9 px), and smaller again where at its
+        width the matrices' cells would be under 24 pixels; the matrices' and the shared
+        tiles' cells then scale together from the page's default sizes
+        (:meth:`of`, up to 60 and 90 pixels) to the largest that fit beside
+        the listing and under the height: M, N, P, the blocks, Mds, Nds and
+        the threads on one screen. The block grid goes under the threads
+        where the corner above M is too small for it. The caption, if
+        shown, takes its four lines off the height and wraps to the width.
+        The legend, the counters and the table may lie below.
+        """
+        font = 13
+        T = trace.tile_width
+        jp, kp, lp = trace.launch.padded
+        j, k, l = trace.shape
+        gy, gx = trace.grid
+        caption_chars = int((width - 20) / (0.6 * (font + 1)))
+        if "caption" in v:  # its four lines above the rest (Scene._caption), 10 pixels apart
+            height -= 4 * int(round(12 * 1.55)) + 8 + 10
+        lines = _source_lines(trace.meta.get("source", "") or "") if "source" in v else ()
+        mono = 12
+        while lines and mono > 9 and len(lines) * int(round(mono * 1.55)) + 8 > height:
+            mono -= 1
+
+        def room_of(mono: int) -> float:
+            """The width the grids have beside the listing and counters in ``mono`` px type."""
+            char = 0.61 * mono
+            right = 0.0
+            if lines:
+                right = (max(len(x) for x in lines) + 5) * char + 12
+            if "counters" in v:
+                right = max(right, COUNTER_CHARS * char + 12)
+            columns = bool(v & {"M", "N", "P"}) + bool(v & {"Mds", "Nds", "threads"}) + bool(right)
+            return width - right - 22 * max(0, columns - 1)
+
+        ext = max(trace.launch.padded)
+        shared = [name for name in ("Mds", "Nds") if name in v]
+
+        def layout(f: float, room: float):
+            cell = int(min(60, max(5, 290 * f / ext)))
+            scell = int(min(90, max(12, 170 * f / T)))
+            box = {
+                name: _box_size(r, c, cell, f"{name} ({a} × {b})", font)
+                for name, r, c, a, b in (
+                    ("M", jp, kp, j, k),
+                    ("N", kp, lp, k, l),
+                    ("P", jp, lp, j, l),
+                )
+                if name in v
+            }
+            left_w = (box["M"][0] if "M" in box else 0) + max(
+                (box[n][0] for n in ("N", "P") if n in box), default=0
+            )
+            left_h = (box["N"][1] if "N" in box else 0) + max(
+                (box[n][1] for n in ("M", "P") if n in box), default=0
+            )
+            sw, sh = _box_size(T, T, scell, "Mds (shared)", font)
+            tw, th = _box_size(T, T, scell, "threads (ty, tx)", font)
+            mid_w = max(len(shared) * (sw + 10) - 10, tw if "threads" in v else 0, legend_px)
+            mid_h = (sh + 8 if shared else 0) + (th if "threads" in v else 0)
+            bcell = int(max(10, min(44, 200 // max(gy, gx), scell)))
+            bw, bh = _box_size(gy, gx, bcell, "blocks (by, bx)", font)
+            below = False
+            if "blocks" in v:
+                corner = "M" in box and "N" in box
+                if not (corner and bw <= box["M"][0] and bh <= box["N"][1]):
+                    below = True
+                    mid_w, mid_h = max(mid_w, bw), mid_h + 8 + bh
+            fits = left_w + mid_w <= room and max(left_h, mid_h) <= height
+            return fits, cell, scell, bcell, below
+
+        def largest(mono: int):
+            """The largest scale that fits beside the listing in ``mono`` px type."""
+            room, f = room_of(mono), 1.6
+            got = layout(f, room)
+            while not got[0] and f > 0.05:
+                f -= 0.02
+                got = layout(f, room)
+            return got
+
+        # A long listing (a kernel of one's own) takes smaller type before the
+        # matrices' cells get too small for their values (24 px).
+        chosen, type_px = largest(mono), mono
+        for smaller in range(mono - 1, 8, -1):
+            if chosen[0] and chosen[1] >= 24:
+                break
+            got = largest(smaller)
+            if got[0] > chosen[0] or (got[0] == chosen[0] and got[1] > chosen[1]):
+                chosen, type_px = got, smaller
+        mono, char = type_px, 0.61 * type_px
+        _, cell, scell, bcell, below = chosen
+        return cls(
+            cell=cell,
+            scell=scell,
+            font=font,
+            mono=mono,
+            char=char,
+            line=int(round(mono * 1.55)),
+            matrix_text=cell >= 24,
+            shared_text=scell >= 36,
+            blocks_cell=bcell,
+            blocks_below=below,
+            caption_chars=min(CAPTION_CHARS, caption_chars),
         )
 
     @classmethod
@@ -1677,6 +1800,12 @@ class Scene:
     fit : (width, height), optional
         Pixels the caption, matrices, Mds, Nds and threads must fit in (cells
         are sized to fill them), e.g. half a page for two scenes side by side.
+    page : (width, height), optional
+        Pixels the whole scene's first screen has (a browser window less the
+        page's controls): the kernel listing, M, N, P, the blocks, Mds, Nds
+        and the threads are sized to fit in it side by side (``_Sizes.page``);
+        the legend, counters and table may lie below. Ignored with ``fit`` or
+        ``presenter``.
 
     Attributes
     ----------
@@ -1716,6 +1845,7 @@ class Scene:
         theme: str | pal.Palette = "light",
         caption_chars: int | None = None,
         fit: tuple[int, int] | None = None,
+        page: tuple[int, int] | None = None,
     ):
         from bokeh.models import (
             AllIndices,
@@ -1735,6 +1865,9 @@ class Scene:
         self.sizes = _Sizes.of(trace, self.presenter, views)
         if fit is not None:
             self.sizes = _Sizes._fit(trace, set(views), int(fit[0]), int(fit[1]), self.presenter)
+        elif page is not None and not self.presenter:
+            legend = self._legend_box().width if "legend" in views else 0
+            self.sizes = _Sizes.page(trace, set(views), int(page[0]), int(page[1]), legend)
         if caption_chars is not None:
             self.sizes = dataclasses.replace(self.sizes, caption_chars=int(caption_chars))
         names = [s for v in views if v not in HTML_VIEWS for s in SOURCE_NAMES[v]]
@@ -2003,6 +2136,10 @@ class Scene:
             if "threads" in v:
                 threads = self._threads(tiles)
                 placed.append((threads, 0, y))
+                y += threads.height + 8
+            if "blocks" in v and "blocks" not in self.grids and self.sizes.blocks_below:
+                # a page fitted to a window: under the threads when the corner is too small
+                placed.append((self._blocks(tiles, self._blocks_box()), 0, y))
             self._place(tiles, placed)
             parts_mid.append(tiles)
             if "threads" in v and self._warp_row:  # the per-warp row's place, under it
@@ -2154,8 +2291,7 @@ class Scene:
         left of them (:meth:`_label`), 4 pixels around.
         """
         s = self.sizes
-        title_px = 40 + len(title) * 0.62 * (s.font + 1)
-        extra = max(0, math.ceil((title_px - (cols * cell + 30)) / cell))
+        extra = _title_columns(cols, cell, title, s.font)
         g = GridPlace(
             name=name,
             rows=rows,
@@ -2615,8 +2751,8 @@ class Scene:
             lines=lines,
         )
 
-    def _legend(self):
-        s = self.sizes
+    def _legend_entries(self) -> list[tuple[str, str | None]]:
+        """The legend's lines: (label, colour), None for a heading."""
         entries: list[tuple[str, str | None]] = [("Threads", None)]
         for st, label in self.palette.THREAD_STATE_LABELS.items():
             if st in (ThreadState.READY, ThreadState.DONE):
@@ -2650,7 +2786,25 @@ class Scene:
                 ("read a wrong element (✗, outline)", "wrong"),
                 ("ran ahead of another thread (▶)", self.palette.AHEAD),
             ]
+        return entries
+
+    def _legend_box(self) -> TextBox:
+        """The legend's box: one column of its lines."""
+        entries = self._legend_entries()
         width_chars = max(len(label) for label, _ in entries) + 5
+        fs = max(10, self.sizes.font - 2)
+        return TextBox(
+            width=int(width_chars * 0.55 * fs + 10),
+            height=int(len(entries) * fs * 1.6 + 8),
+            x0=0,
+            x1=width_chars,
+            lines=len(entries),
+            border=2,
+        )
+
+    def _legend(self):
+        s = self.sizes
+        entries = self._legend_entries()
         swatches: dict[str, list] = {"x": [], "y": [], "fill": [], "line": []}
         labels: dict[str, list] = {"x": [], "y": [], "text": [], "style": []}
         for r, (label, color) in enumerate(entries):  # one column: as narrow as Mds + Nds
@@ -2674,17 +2828,9 @@ class Scene:
             labels["y"].append(r + 0.5)
             labels["text"].append(label)
         fs = max(10, s.font - 2)
-        box = TextBox(
-            width=int(width_chars * 0.55 * fs + 10),
-            height=int(len(entries) * fs * 1.6 + 8),
-            x0=0,
-            x1=width_chars,
-            lines=len(entries),
-            border=2,
-        )
         return self._text_view(
             "legend",
-            box,
+            self._legend_box(),
             {"swatches": swatches, "labels": labels},
             font=SANS,
             size_px=fs,
@@ -2717,6 +2863,8 @@ class Scene:
         """The block grid's box (:meth:`_grid_box`), its cells at most 44 pixels."""
         gy, gx = self.trace.grid
         cell = int(max(10, min(44 * (1.3 if self.presenter else 1), 200 // max(gy, gx))))
+        if self.sizes.blocks_cell:
+            cell = self.sizes.blocks_cell
         return self._grid_box("blocks", gy, gx, cell, "blocks (by, bx)")
 
     def _blocks(self, f, box: GridPlace) -> GridPlace:

@@ -334,6 +334,9 @@ class LargeScene:
         :func:`vizmm.large.model`), or a ready model.
     presenter : bool
         Larger fonts for a projector.
+    grid_px : int, optional
+        The side of the block grid's cells, pixels (a page fits it to the
+        window); by default 470 (560 for a projector).
 
     Attributes
     ----------
@@ -351,12 +354,15 @@ class LargeScene:
         The scrubbed time (timeline unit).
     """
 
-    def __init__(self, trace: Trace | LargeModel, presenter: bool = False):
+    def __init__(
+        self, trace: Trace | LargeModel, presenter: bool = False, grid_px: int | None = None
+    ):
         from bokeh.layouts import column
 
         self.model = trace if isinstance(trace, LargeModel) else model(trace)
         self.trace = self.model.trace
         self.presenter = bool(presenter)
+        self._grid_px = grid_px
         self._font = 15 if presenter else 13
         self.sources: dict = {}
         self.figures: dict = {}
@@ -652,7 +658,7 @@ class LargeScene:
         unit = "µs" if tl.has_clock else ""
 
         # --- the grid of blocks, one image
-        side = 470 if not self.presenter else 560
+        side = self._grid_px or (470 if not self.presenter else 560)
         cell = max(2.0, min(90.0, side / max(gy, gx)))
         f = self._map_fig(max(gx * cell, 330) + 70, gy * cell + 130, gy, gx, match_aspect=True)
         f.xaxis.axis_label = "blockIdx.x"
@@ -903,7 +909,16 @@ class LargeScene:
         rf.add_layout(now2)
         self._now = (now, now2)
         self.figures["running"] = rf
-        return row(f, column(gf, rf, spacing=4), spacing=16)
+        # the Gantt chart and the running blocks take the window's width left of the
+        # grid (their natural width at most), so a 1280-pixel window needs no sideways scroll
+        for fig in (gf, rf):
+            fig.sizing_mode, fig.min_width, fig.max_width = "stretch_width", 360, gw
+        return row(
+            f,
+            column(gf, rf, spacing=4, sizing_mode="stretch_width"),
+            spacing=16,
+            sizing_mode="stretch_width",
+        )
 
     def _reads_panel(self):
         from bokeh.layouts import column, row
