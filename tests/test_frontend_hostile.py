@@ -511,3 +511,14 @@ def test_a_callers_constants_never_replace_what_the_kernel_reads():
 def test_math_constants_are_values_a_kernel_reads():
     text = HEAD + "import math\n\n" + KERNEL + "    P[0] = math.pi * M[0]\n"
     assert ast.unparse(read_source(text, "k").tree).endswith("P[0] = math.pi * M[0]")
+
+
+def test_an_inlined_device_function_never_reads_the_kernels_variables():
+    # Python finds Row nowhere in f: inlined, it must not become the kernel's Row
+    dev = HEAD + "@cuda.jit(device=True)\ndef f(x):\n    return x + Row\n\n"
+    _rejected(dev + KERNEL + "    Row = 1\n    P[0] = f(M[0])\n", "f reads 'Row'", line=11)
+    proc = HEAD + "@cuda.jit(device=True)\ndef g(A):\n    A[0] = Row\n\n"
+    _rejected(proc + KERNEL + "    Row = 1\n    g(P)\n", "g reads 'Row'", line=11)
+    # a module constant is the file's: it may be read
+    ok = HEAD + "T = 2\n\n@cuda.jit(device=True)\ndef f(x):\n    return x * T\n\n" + KERNEL
+    assert ast.unparse(read_source(ok + "    P[0] = f(M[0])\n", "k").tree).endswith("M[0] * T")

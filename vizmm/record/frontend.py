@@ -1570,6 +1570,27 @@ class _Checker:
             own.add(f"{func.id}_result")
         for o in own:
             mapping[o] = ast.Name(f"{func.id}_{o}_{n}", ast.Load())
+        # a name the body reads that is neither its own nor the file's is no name at all
+        # (Python would not find it); inlined, it must not become the kernel's variable
+        r = self.r
+        for v in ast.walk(ast.Module(body=body, type_ignores=[])):
+            if not isinstance(v, ast.Name) or v.id in mapping:
+                continue
+            known = (
+                v.id in r.constants
+                or v.id in r.types
+                or v.id in r.device
+                or v.id in r.aliases
+                or v.id in TYPES
+                or v.id in BUILTINS
+            )
+            if not known or v.id in scope.locals or v.id in scope.params:
+                raise self.fail(
+                    v if known else node,
+                    f"device function {func.id} reads {_show(v.id, 40)}, which is not defined "
+                    "there (a device function reads its parameters, its own variables and the "
+                    "file's module-level constants)",
+                )
         sub = _Substitute(mapping)
         line = node.lineno
         if simple:
