@@ -522,3 +522,55 @@ def test_an_inlined_device_function_never_reads_the_kernels_variables():
     # a module constant is the file's: it may be read
     ok = HEAD + "T = 2\n\n@cuda.jit(device=True)\ndef f(x):\n    return x * T\n\n" + KERNEL
     assert ast.unparse(read_source(ok + "    P[0] = f(M[0])\n", "k").tree).endswith("M[0] * T")
+
+
+_ALLOWED_NODES = (
+    ast.FunctionDef, ast.arguments, ast.arg, ast.Assign, ast.AugAssign, ast.For, ast.While,
+    ast.If, ast.Expr, ast.Return, ast.Pass, ast.Break, ast.Continue, ast.Name, ast.Constant,
+    ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.BinOp, ast.UnaryOp, ast.BoolOp,
+    ast.Compare, ast.IfExp, ast.Call, ast.keyword, ast.expr_context, ast.operator,
+    ast.unaryop, ast.boolop, ast.cmpop,
+)  # fmt: skip
+
+
+def _assert_only_the_subset(tree, ks):
+    """Every node of a normalised tree is of the subset; every name one vizmm binds."""
+    stored = {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    params = {a.arg for a in tree.args.args}
+    known = (
+        stored | params | set(ks.constants) | set(ks.types) | {f.name for f in ks.device_functions}
+        | {"cuda", "math", "float32", "float64", "int32", "int64", "uint32", "uint64", "int16",
+           "int8", "boolean", "range", "min", "max", "abs", "int", "float", "bool", "len", "round"}
+    )  # fmt: skip
+    for n in ast.walk(tree):
+        assert isinstance(n, _ALLOWED_NODES), ast.dump(n)[:80]
+        if isinstance(n, ast.Name):
+            assert n.id in known and "__" not in n.id and not n.id.startswith("_"), n.id
+        if isinstance(n, ast.Attribute):
+            assert not n.attr.startswith("_"), n.attr
+        if isinstance(n, ast.Constant):
+            assert isinstance(n.value, (int, float, bool)) or n.value is None, n.value
+    assert tree.decorator_list == [] and tree.returns is None
+    assert all(a.annotation is None for a in tree.args.args)
+
+
+def test_every_labelled_kernels_normalised_tree_holds_only_the_subset():
+    base = os.path.join(ROOT, "benchmarks", "labelled")
+    with open(os.path.join(base, "labels.json")) as f:
+        labels = json.load(f)["kernels"]
+    for k in labels:
+        ks = read_kernel(os.path.join(base, k["file"]), k["kernel"])
+        for tree in (ks.tree, *ks.device_functions):
+            _assert_only_the_subset(tree, ks)
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["M[0] = __import__('os')\n", "M[0] = getattr(M, 'x')\n", "M[0] = M.__class__\n",
+     "M[0] = cuda.__dict__\n", "M[0] = (lambda: 1)()\n"],
+)  # fmt: skip
+def test_text_given_in_code_is_checked_the_same(body):
+    with pytest.raises(KernelRejected, match=r"^<kernel source>, line 2: "):
+        read_source("def k(M):\n    " + body, None, lenient=True)
