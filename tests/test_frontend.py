@@ -179,3 +179,19 @@ def test_the_files_tile_width_against_the_launch():
         backend="simulator",
     )  # fmt: skip
     assert r.trace.tile_width == 4 and r.ok
+
+
+def test_a_barrier_some_threads_skip_is_checked_in_the_simulator_never_hangs_a_gpu():
+    from vizmm.record.divergence import backend_for, divergent_barriers
+
+    # r08: `if ty == 0: cuda.syncthreads()` at line 19 of its file (the kernel starts at 6);
+    # the barrier at line 22, outside the branch, every thread reaches
+    path = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "labelled", "kernels")
+    ks = read_kernel(os.path.join(path, "r08_barrier_in_branch_ty0.py"), "tiled_2d")
+    assert [ln + ks.first_line - 1 for ln in divergent_barriers(ks.tree)] == [19]
+    assert backend_for(ks, "auto") == "simulator"
+    with pytest.raises(RecordError, match=r"line 19: cuda.syncthreads\(\) inside a branch"):
+        backend_for(ks, "gpu")
+    # Fig. 5.9 as printed: its barriers are in the phase loop, the same for every thread
+    ks = read_kernel(_path("chained"), "matmul")
+    assert divergent_barriers(ks.tree) == [] and backend_for(ks, "gpu") == "gpu"

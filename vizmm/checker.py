@@ -73,6 +73,7 @@ def check(
         from ``tile_width`` (one line naming both).
     """
     tile_width = _tile_width(kernel, tile_width, constants, tile_width_name)
+    backend = _backend(kernel, backend)
     if width is not None and all(v is None for v in (j, k, l)):
         j = k = l = width
         width = None
@@ -108,6 +109,22 @@ def check(
     return CheckReport(
         ok=not any(f.severity == "error" for f in found), trace=trace, findings=found
     )
+
+
+def _backend(kernel, backend: str) -> str:
+    """The backend to record on: the simulator where a skipped barrier could hang a GPU."""
+    from .record.divergence import backend_for
+    from .record.frontend import KernelRejected, KernelSource, read_kernel
+
+    if isinstance(kernel, str) and ".py:" in kernel and "def " not in kernel:
+        path, _, name = kernel.rpartition(":")
+        try:
+            kernel = read_kernel(path, name)
+        except KernelRejected as exc:
+            raise RecordError(str(exc)) from None
+    if isinstance(kernel, KernelSource):
+        return backend_for(kernel, backend)
+    return backend
 
 
 def _tile_width(kernel, tile_width, constants, name) -> int:

@@ -280,6 +280,20 @@ def _read_here(path: str, kernel: str, signature: Sequence[str], constants) -> N
         )
 
 
+def _backend_here(path: str, kernel: str, backend: str) -> str:
+    """The backend the case records on (never a GPU a skipped barrier could hang)."""
+    from vizmm.record import RecordError
+    from vizmm.record.divergence import backend_for
+    from vizmm.record.frontend import KernelRejected, read_kernel
+
+    try:
+        return backend_for(read_kernel(path, kernel), backend)
+    except KernelRejected:  # pragma: no cover - _read_here refused it first
+        return backend
+    except RecordError as exc:
+        raise JudgeError(str(exc)) from None
+
+
 def record_apart(
     path: str,
     kernel: str,
@@ -340,6 +354,7 @@ def record_apart(
         kernel's own error; a crash; a recording of another launch).
     """
     _read_here(path, kernel, signature, {tile_width_name: tile_width} if tile_width_name else None)
+    backend = _backend_here(path, kernel, backend)
     user = isolated_user(late_ok=True)
     with user as uid:
         # in the system's temporary folder, whatever the grading's folder: a case's own user
