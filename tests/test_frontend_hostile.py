@@ -574,3 +574,25 @@ def test_every_labelled_kernels_normalised_tree_holds_only_the_subset():
 def test_text_given_in_code_is_checked_the_same(body):
     with pytest.raises(KernelRejected, match=r"^<kernel source>, line 2: "):
         read_source("def k(M):\n    " + body, None, lenient=True)
+
+
+@pytest.mark.parametrize(
+    "expr, words",
+    [
+        ("10 ** 10 ** 10", "exponent above 64"),
+        ("M[0] ** 10 ** 10", "exponent above 64"),
+        ("M[0] ** BIG", "exponent above 64"),
+        ("1 << 10 ** 9", "shift outside 0..63"),
+        ("M[0] << 99", "shift outside 0..63"),
+        ("2 ** 62 * 2 ** 62", "no number a kernel computes"),
+        ("1 // 0", "no number a kernel computes"),
+    ],
+)
+def test_arithmetic_on_constants_beyond_64_bits_is_refused_before_anything_evaluates_it(
+    expr, words
+):
+    # the recorder evaluates a loop's bounds in Python: 10 ** 10 ** 10 would never finish
+    text = HEAD + "BIG = 1000\n" + KERNEL + f"    for i in range({expr}):\n        P[0] = i\n"
+    _rejected(text, words, line=7)
+    ok = HEAD + "BIG = 1000\n" + KERNEL + "    P[0] = M[0] ** 2 + (1 << 3) + 2 ** 10 + BIG // 3\n"
+    read_source(ok, "k")

@@ -1285,6 +1285,7 @@ class _Checker:
                 raise self.fail(
                     node, f"the operator {ast.unparse(node)[:40]} is outside the subset"
                 )
+            self._bounded(node, scope)
             return ast.copy_location(
                 ast.BinOp(self.expr(node.left, scope), node.op, self.expr(node.right, scope)), node
             )
@@ -1328,6 +1329,53 @@ class _Checker:
             f"{ast.unparse(node)[:50]} ({type(node).__name__}) is outside the CUDA Python subset "
             "a kernel may use",
         )
+
+    def _constant_shaped(self, node, scope: _Scope) -> bool:
+        """Whether ``node`` is numbers and the file's constants only (no kernel variable)."""
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name):
+                if n.id not in self.r.constants or n.id in scope.locals or n.id in scope.params:
+                    return False
+            elif not isinstance(
+                n, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop, ast.Load)
+            ):
+                return False
+        return True
+
+    def _bounded(self, node: ast.BinOp, scope: _Scope) -> None:
+        """Refuse arithmetic on constants whose value no GPU holds (``10 ** 10 ** 10``).
+
+        Evaluated here (by :func:`_const_eval`, bounded), never by Python: the
+        simulator, numba's constant folding and the recorder's bounds would.
+        """
+        right = node.right
+        if isinstance(node.op, (ast.Pow, ast.LShift)) and self._constant_shaped(right, scope):
+            try:
+                b = _const_eval(right, self.r.constants)
+            except _NotConstant:
+                b = None
+            big = b is None or isinstance(b, tuple)
+            if not big and isinstance(node.op, ast.Pow):
+                big = abs(b) > 64
+            elif not big:
+                big = not 0 <= b <= 63
+            if big:
+                raise self.fail(
+                    node,
+                    f"{_cut(ast.unparse(node), 40)}: an exponent above 64 or a shift outside "
+                    "0..63 is beyond the 64-bit numbers a kernel computes",
+                )
+        if self._constant_shaped(node, scope):
+            try:
+                v = _const_eval(node, self.r.constants)
+            except _NotConstant:
+                v = None
+            if v is None or isinstance(v, tuple):
+                raise self.fail(
+                    node,
+                    f"{_cut(ast.unparse(node), 40)} is no number a kernel computes (beyond "
+                    f"{MAX_CONSTANT}, a division by zero or a tuple)",
+                )
 
     def name(self, node: ast.Name, scope: _Scope):
         n = node.id
