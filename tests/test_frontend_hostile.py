@@ -596,3 +596,10 @@ def test_arithmetic_on_constants_beyond_64_bits_is_refused_before_anything_evalu
     _rejected(text, words, line=7)
     ok = HEAD + "BIG = 1000\n" + KERNEL + "    P[0] = M[0] ** 2 + (1 << 3) + 2 ** 10 + BIG // 3\n"
     read_source(ok, "k")
+
+
+def test_many_local_arrays_add_up_to_the_bound():
+    body = "".join(f"    L{i} = cuda.local.array(1024, float32)\n" for i in range(5))
+    msg = _rejected(HEAD + KERNEL + body, "local arrays take at most", line=10)
+    assert "20480" in msg  # 5 arrays of 1024 float32 (4 bytes): 5 * 4096
+    read_source(HEAD + KERNEL + body.replace("(1024,", "(512,").replace("1024", "512"), "k")

@@ -85,7 +85,7 @@ MAX_FUNCTIONS = 256
 MAX_INLINED = 500
 #: Static shared memory a block may declare (bytes): CUDA's 48 KiB per block.
 MAX_SHARED_BYTES = 48 * 1024
-#: The largest local array a thread may declare (bytes).
+#: The most bytes of local arrays a thread may declare.
 MAX_LOCAL_BYTES = 16 * 1024
 #: Bytes of one element of each numeric type.
 ITEMSIZE = {
@@ -873,6 +873,7 @@ class _Checker:
         self.pending: list[ast.stmt] = []  # statements an expression's inlined call needs first
         self.hoist = True  # off in a while loop's test (evaluated every turn)
         self.shared_bytes = 0  # the block's static shared memory so far
+        self.local_bytes = 0  # a thread's local arrays so far
         self.calls: dict[str, list[str]] | None = None
         self.acyclic: set[str] = set()  # device functions that do not call themselves
         self.inlined = 0
@@ -1160,12 +1161,15 @@ class _Checker:
                     f"{self.shared_bytes} with the block's other shared arrays; a block "
                     f"declares at most {MAX_SHARED_BYTES} bytes (48 KiB) of shared memory",
                 )
-        elif nbytes > MAX_LOCAL_BYTES:
-            raise self.fail(
-                call,
-                f"the local array {name} {shape} of {dname} takes {nbytes} bytes; a thread's "
-                f"local array is at most {MAX_LOCAL_BYTES} bytes",
-            )
+        else:
+            self.local_bytes += nbytes
+            if self.local_bytes > MAX_LOCAL_BYTES:
+                raise self.fail(
+                    call,
+                    f"the local array {name} {shape} of {dname} takes {nbytes} bytes, "
+                    f"{self.local_bytes} with the thread's other local arrays; a thread's local "
+                    f"arrays take at most {MAX_LOCAL_BYTES} bytes",
+                )
         scope.arrays[name] = shape_t
         scope.locals.add(name)
         if c == "cuda.shared.array":
@@ -1599,6 +1603,7 @@ class _Checker:
         n = next(self.inline_n)
         while any(f"{func.id}_{v}_{n}" in self.taken for v in fresh):
             n = next(self.inline_n)  # a name the student wrote: skip it
+        self.taken.update(f"{func.id}_{v}_{n}" for v in fresh)
         for p, arg in zip(params, node.args, strict=True):
             if isinstance(arg, ast.Name) and (
                 arg.id in scope.arrays or arg.id in scope.params or arg.id in self.r.constants
