@@ -603,3 +603,19 @@ def test_many_local_arrays_add_up_to_the_bound():
     msg = _rejected(HEAD + KERNEL + body, "local arrays take at most", line=10)
     assert "20480" in msg  # 5 arrays of 1024 float32 (4 bytes): 5 * 4096
     read_source(HEAD + KERNEL + body.replace("(1024,", "(512,").replace("1024", "512"), "k")
+
+
+def test_an_import_inside_try_is_set_aside_and_named_so():
+    text = (
+        "try:\n    from numba import cuda, float32\nexcept ImportError:\n    pass\n\n"
+        "@cuda.jit\ndef k(M):\n    M[0] = 1\n"
+    )
+    # never run, so cuda is not imported: the file defines no kernel vizmm can see
+    _rejected(text, ("does not import cuda at its top level", "from numba import cuda"), line=6)
+    fallback = text.replace("    pass\n", "    cuda = None\n")
+    _rejected(fallback, ("'cuda'", "a kernel reads"), line=4)
+
+
+def test_a_cpu_jit_function_is_a_plain_function_not_a_kernel():
+    text = "import numba\n\n@numba.njit\ndef k(M):\n    M[0] = 1\n"
+    _rejected(text, "plain Python function")

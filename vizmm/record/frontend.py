@@ -412,6 +412,28 @@ def _strip_annotations(fn: ast.FunctionDef) -> None:
     fn.type_comment = None
 
 
+def _import_meaning(node: ast.Import | ast.ImportFrom, a: ast.alias) -> tuple[str, str]:
+    """The name an import binds and what it means to the kernel (``other`` if nothing)."""
+    if isinstance(node, ast.Import):
+        if a.name in MODULES:
+            return (a.asname or a.name.split(".")[0]), (
+                f"alias:{a.name if a.asname else a.name.split('.')[0]}"
+            )
+        return a.asname or a.name.split(".")[0], "other"
+    mod, bound = node.module or "", a.asname or a.name
+    if mod not in MODULES or node.level:
+        return bound, "other"
+    if a.name in TYPES:
+        return bound, f"type:{a.name}"
+    if a.name == "cuda" and mod in ("numba", "vizmm_kernels._target"):
+        return bound, "alias:numba.cuda"
+    if f"{mod}.{a.name}" in MODULES or (mod == "math" and a.name in MATH):
+        return bound, f"alias:{mod}.{a.name}"
+    if mod == "numba.cuda" and a.name == "jit":
+        return bound, "alias:numba.cuda.jit"
+    return bound, "other"
+
+
 def _dotted(node) -> str | None:
     parts = []
     while isinstance(node, ast.Attribute):
@@ -533,7 +555,8 @@ class _Reader:
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 for a in node.names:
                     if a.name != "*":
-                        self._bind(node, a.asname or a.name.split(".")[0], "other")
+                        bound, meaning = _import_meaning(node, a)
+                        self._bind(node, bound, meaning)
             elif isinstance(node, ast.alias):
                 pass
             elif isinstance(node, ast.ExceptHandler) and node.name:
@@ -760,6 +783,18 @@ class _Reader:
                     "name the kernel that launches"
                 )
             plain = [n for n in self.notes if f"function {name} " in n]
+            pf = self.plain.get(name)
+            jit = [
+                d
+                for d in (pf.decorator_list if pf else [])
+                if (_dotted(d.func if isinstance(d, ast.Call) else d) or "").endswith("cuda.jit")
+            ]
+            if jit:
+                raise KernelRejected(
+                    f"{self._where(jit[0])}: {name} is decorated {_cut(ast.unparse(jit[0]), 40)} "
+                    "but the file does not import cuda at its top level (an import inside try "
+                    "or if is set aside, never run); write 'from numba import cuda' at the top"
+                )
             if plain:
                 raise KernelRejected(
                     f"{self.path}: {name} is a plain Python function (no @cuda.jit); a kernel "
