@@ -619,3 +619,12 @@ def test_an_import_inside_try_is_set_aside_and_named_so():
 def test_a_cpu_jit_function_is_a_plain_function_not_a_kernel():
     text = "import numba\n\n@numba.njit\ndef k(M):\n    M[0] = 1\n"
     _rejected(text, "plain Python function")
+
+
+def test_a_byte_order_mark_and_crlf_lines_read_as_python_reads_them(tmp_path):
+    f = tmp_path / "windows.py"
+    f.write_bytes(
+        b"\xef\xbb\xbf" + (HEAD + KERNEL + "    P[0] = 1\n").replace("\n", "\r\n").encode()
+    )
+    ks = read_kernel(str(f), "k")
+    assert ks.first_line == 4 and ast.unparse(ks.tree).endswith("P[0] = 1")

@@ -305,7 +305,7 @@ def read_kernel(path: str, name: str, constants: Mapping[str, Any] | None = None
             f"{MAX_FILE_BYTES}"
         )
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # an editor's byte-order mark is no character
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise KernelRejected(
