@@ -628,3 +628,16 @@ def test_a_byte_order_mark_and_crlf_lines_read_as_python_reads_them(tmp_path):
     )
     ks = read_kernel(str(f), "k")
     assert ks.first_line == 4 and ast.unparse(ks.tree).endswith("P[0] = 1")
+
+
+def test_a_device_procedure_that_assigns_its_parameter_changes_only_its_copy():
+    # Python passes numbers by value: step's n += 1 never changes the kernel's Width
+    text = (
+        HEAD + "@cuda.jit(device=True)\ndef step(A, n):\n    n += 1\n    A[0] = n\n\n"
+        "@cuda.jit\ndef k(M, N, P, Width):\n    step(P, Width)\n    step(P, 3)\n    P[1] = Width\n"
+    )
+    tree = read_source(text, "k").tree
+    stores = [ast.unparse(s) for s in ast.walk(tree) if isinstance(s, (ast.Assign, ast.AugAssign))]
+    assert not any(s.startswith(("Width", "3 ")) for s in stores), stores
+    assert "step_n_0 = Width" in stores and "step_n_0 += 1" in stores
+    assert "step_n_1 = 3" in stores and stores[-1] == "P[1] = Width"

@@ -1639,8 +1639,20 @@ class _Checker:
         while any(f"{func.id}_{v}_{n}" in self.taken for v in fresh):
             n = next(self.inline_n)  # a name the student wrote: skip it
         self.taken.update(f"{func.id}_{v}_{n}" for v in fresh)
+        # a parameter the body assigns is the function's own copy (Python passes by value):
+        # it never stands for the caller's variable or a literal
+        rebound = {
+            t.id
+            for s in body
+            for t in ast.walk(s)
+            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store) and t.id in params
+        }
         for p, arg in zip(params, node.args, strict=True):
-            if isinstance(arg, ast.Name) and (
+            if p in rebound and not simple:
+                tmp = f"{func.id}_{p}_{n}"
+                pre.append(ast.Assign(targets=[ast.Name(tmp, ast.Store())], value=arg))
+                mapping[p] = ast.Name(tmp, ast.Load())
+            elif isinstance(arg, ast.Name) and (
                 arg.id in scope.arrays or arg.id in scope.params or arg.id in self.r.constants
             ):
                 mapping[p] = arg
