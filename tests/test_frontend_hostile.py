@@ -641,3 +641,16 @@ def test_a_device_procedure_that_assigns_its_parameter_changes_only_its_copy():
     assert not any(s.startswith(("Width", "3 ")) for s in stores), stores
     assert "step_n_0 = Width" in stores and "step_n_0 += 1" in stores
     assert "step_n_1 = 3" in stores and stores[-1] == "P[1] = Width"
+
+
+def test_names_imported_from_numba_cuda_read_as_cuda_names():
+    text = (
+        "from numba.cuda import jit, threadIdx, syncthreads, shared\nfrom numba import float32\n\n"
+        "@jit\ndef k(M, N, P):\n    S = shared.array(4, float32)\n    S[threadIdx.x] = 1\n"
+        "    syncthreads()\n    P[0] = S[0]\n"
+    )
+    body = ast.unparse(read_source(text, "k").tree)
+    assert "cuda.shared.array(4, float32)" in body and "S[cuda.threadIdx.x] = 1" in body
+    assert "cuda.syncthreads()" in body
+    many = HEAD + "".join(f"@cuda.jit\ndef k{i}(M):\n    M[0] = 1\n" for i in range(200))
+    assert len(_rejected(many, "kernels there: k0, k1")) < 400

@@ -121,6 +121,8 @@ CUDA_CALLS = (
     "laneid",
     "warpsize",
 )
+#: Names ``from numba.cuda import ...`` may bind (then read as ``cuda.<name>``).
+CUDA_NAMES = (*CUDA_DIMS, *CUDA_CALLS, "jit", "shared", "local", "atomic")
 CUDA_ATOMICS = ("add", "sub", "max", "min", "exch", "cas", "and_", "or_", "xor", "inc", "dec")
 #: ``math.<name>`` functions the kernel may call.
 MATH = tuple(
@@ -429,8 +431,8 @@ def _import_meaning(node: ast.Import | ast.ImportFrom, a: ast.alias) -> tuple[st
         return bound, "alias:numba.cuda"
     if f"{mod}.{a.name}" in MODULES or (mod == "math" and a.name in MATH):
         return bound, f"alias:{mod}.{a.name}"
-    if mod == "numba.cuda" and a.name == "jit":
-        return bound, "alias:numba.cuda.jit"
+    if mod == "numba.cuda" and a.name in CUDA_NAMES:
+        return bound, f"alias:numba.cuda.{a.name}"
     return bound, "other"
 
 
@@ -597,9 +599,9 @@ class _Reader:
                 elif mod == "math" and a.name in MATH:
                     self._bind(stmt, bound, f"alias:math.{a.name}")
                     self.aliases[bound] = f"math.{a.name}"
-                elif mod == "numba.cuda" and a.name == "jit":
-                    self._bind(stmt, bound, "alias:numba.cuda.jit")
-                    self.aliases[bound] = "numba.cuda.jit"
+                elif mod == "numba.cuda" and a.name in CUDA_NAMES:
+                    self._bind(stmt, bound, f"alias:numba.cuda.{a.name}")
+                    self.aliases[bound] = f"numba.cuda.{a.name}"
                 else:
                     self._bind(stmt, bound, "other")
                     self._note(stmt, f"from {mod} import {a.name}")
@@ -773,7 +775,7 @@ class _Reader:
             else:
                 raise KernelRejected(
                     f"{self.path} defines {len(self.kernels)} @cuda.jit kernels; name one "
-                    f"({', '.join(sorted(self.kernels)) or 'none'})"
+                    f"({_cut(', '.join(sorted(self.kernels)), 200) or 'none'})"
                 )
         fn = self.kernels.get(name)
         if fn is None:
@@ -803,7 +805,11 @@ class _Reader:
             found = sorted(self.kernels)
             raise KernelRejected(
                 f"{self.path} has no kernel named {_show(name, 40)}"
-                + (f"; kernels there: {', '.join(found)}" if found else "; it defines no kernel")
+                + (
+                    f"; kernels there: {_cut(', '.join(found), 200)}"
+                    if found
+                    else "; it defines no kernel"
+                )
             )
         first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
         end = fn.end_lineno or fn.lineno
