@@ -654,3 +654,12 @@ def test_names_imported_from_numba_cuda_read_as_cuda_names():
     assert "cuda.syncthreads()" in body
     many = HEAD + "".join(f"@cuda.jit\ndef k{i}(M):\n    M[0] = 1\n" for i in range(200))
     assert len(_rejected(many, "kernels there: k0, k1")) < 400
+
+
+def test_soft_keywords_are_plain_names_and_nonlocal_or_async_are_refused():
+    # match, case and type are keywords only in their own statements (Python 3.10, 3.12)
+    text = HEAD + KERNEL + "    match = 1\n    case = 2\n    type = match + case\n    P[0] = type\n"
+    assert ast.unparse(read_source(text, "k").tree).endswith("P[0] = type")
+    _rejected(HEAD + KERNEL + "    nonlocal P\n", "nonlocal statement is outside", line=6)
+    _rejected(HEAD + KERNEL + "    async = 1\n", "syntax error", line=6)
+    _rejected(HEAD + KERNEL + "\tP[0] = 1\n        P[1] = 1\n", "syntax error")
