@@ -77,7 +77,19 @@ def test_attributes_outside_the_subset_are_refused(expr):
 )  # fmt: skip
 def test_builtins_beyond_the_few_numeric_ones_are_not_names_in_a_kernel(name):
     _rejected(HEAD + KERNEL + f"    P[0] = {name}\n", "is not defined in the kernel", line=6)
+    if name == "print":  # a debugging print statement is set aside (next test), never run
+        return
     _rejected(HEAD + KERNEL + f"    {name}(1)\n", "is not a function a kernel may call", line=6)
+
+
+def test_a_debugging_print_is_set_aside_never_run_and_its_text_never_echoed():
+    ks = read_source(HEAD + KERNEL + "    print('secret', M[0])\n    P[0] = 1\n", "k")
+    assert "print" not in ast.unparse(ks.tree) and "secret" not in ast.unparse(ks.tree)
+    assert any("line 6: print(...) in the kernel" in n for n in ks.notes)
+    assert not any("secret" in n for n in ks.notes)
+    _rejected(
+        HEAD + KERNEL + "    P[0] = print(1)\n", "is not a function a kernel may call", line=6
+    )
 
 
 def test_a_name_assigned_somewhere_in_the_kernel_is_still_not_callable():

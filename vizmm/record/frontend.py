@@ -307,7 +307,9 @@ def read_kernel(path: str, name: str, constants: Mapping[str, Any] | None = None
             f"{MAX_FILE_BYTES}"
         )
     try:
-        text = data.decode("utf-8-sig")  # an editor's byte-order mark is no character
+        # an editor's byte-order mark is no character (stripped here: the utf-8-sig codec is
+        # imported on first use, which a grading case, its own user by then, may not do)
+        text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise KernelRejected(
@@ -931,17 +933,12 @@ class _Checker:
         fn = copy.deepcopy(fn)
         self._signature(fn)
         body = self.block(fn.body, _Scope(self, fn, kernel=True))
-        # shared and local arrays first (their shapes are constants): where a student
-        # declares them among the first statements makes no difference to the kernel
-        decl = [
-            st
-            for st in body
-            if isinstance(st, ast.Assign)
-            and isinstance(st.value, ast.Call)
-            and ast.unparse(st.value.func) in ("cuda.shared.array", "cuda.local.array")
-        ]
-        body = decl + [st for st in body if not any(st is d for d in decl)]
-        fn.body = body or [ast.Pass()]
+        # shared and local arrays first (their shapes are constants, their storage the
+        # block's or the thread's for the whole kernel): where a student declares them,
+        # among the first statements or inside a loop or a branch, makes no difference
+        decl: list[ast.stmt] = []
+        body = _hoist_arrays(body, decl)
+        fn.body = decl + body or [ast.Pass()]
         fn.decorator_list = []
         ast.fix_missing_locations(fn)
         ast.increment_lineno(fn, -(self.first - 1))  # lines count within the source
@@ -1015,6 +1012,17 @@ class _Checker:
                 return []  # a string as a comment
             if not isinstance(st.value, ast.Call):
                 raise self.fail(st, f"the expression {ast.unparse(st)[:60]} does nothing")
+            func = st.value.func
+            if (
+                isinstance(func, ast.Name)
+                and func.id == "print"
+                and "print" not in scope.locals
+                and "print" not in scope.params
+            ):
+                # a student's debugging print (device printf): what the kernel stores is the
+                # same without it; set aside, never run (its text is never echoed)
+                self.r.notes.append(f"line {st.lineno}: print(...) in the kernel (set aside)")
+                return []
             inlined = self.inline_call(st.value, scope, statement=True)
             if inlined is not None:
                 return inlined
@@ -1714,6 +1722,28 @@ class _Checker:
             res = ast.Name(f"{func.id}_{func.id}_result_{n}", ast.Load())
             return ast.copy_location(res, node)
         return self.block(stmts, scope)
+
+
+def _is_array_decl(st) -> bool:
+    return (
+        isinstance(st, ast.Assign)
+        and isinstance(st.value, ast.Call)
+        and ast.unparse(st.value.func) in ("cuda.shared.array", "cuda.local.array")
+    )
+
+
+def _hoist_arrays(stmts: list, decl: list) -> list:
+    """``stmts`` without their array declarations (at any depth), which go to ``decl``."""
+    out = []
+    for st in stmts:
+        if _is_array_decl(st):
+            decl.append(st)
+            continue
+        if isinstance(st, (ast.If, ast.For, ast.While)):
+            st.body = _hoist_arrays(st.body, decl) or [ast.Pass()]
+            st.orelse = _hoist_arrays(st.orelse, decl)
+        out.append(st)
+    return out
 
 
 def _ends_in_return(stmts: list) -> bool:
