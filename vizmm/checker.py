@@ -37,7 +37,8 @@ def check(
     ----------
     kernel : callable or str
         A ``@cuda.jit`` kernel: the function, its source text, or
-        ``"file.py:name"`` (run in a worker process under limits). It takes
+        ``"file.py:name"`` (read, never run: :mod:`vizmm.record.frontend`;
+        what records is code generated from its checked tree). It takes
         ``(M, N, P, Width)`` (square) or ``(M, N, P, j, k, l)``, one thread
         per P element in blocks of TILE_WIDTH x TILE_WIDTH threads (see
         :func:`vizmm.record`).

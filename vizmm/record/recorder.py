@@ -234,8 +234,9 @@ def record(
         subscripts say, one thread per P element in blocks of TILE_WIDTH x
         TILE_WIDTH; a kernel with other arguments is run with
         :func:`vizmm.record.instrument.run`, which takes any arguments by
-        name. A file runs in a worker process under CPU and memory limits;
-        a function runs here. The trace's ``meta['user_kernel']`` names it
+        name. A file is read by :mod:`vizmm.record.frontend` (never run as
+        a module): what records is code generated from its checked tree, in
+        a worker process under CPU and memory limits; a function runs here. The trace's ``meta['user_kernel']`` names it
         (:attr:`vizmm.trace.Trace.user_kernel`; a book kernel's trace has no such key).
         'tiled' is Fig. 5.9 (no boundary checks: on a Width that is not a
         multiple of TILE_WIDTH its wrong-element and out-of-allocation
@@ -440,7 +441,7 @@ def record(
             finally:
                 _LOCK.release()
         show = _show(progress, job.backend, est, quiet)
-        if job.user_kernel:  # a user's file runs in a worker, under limits
+        if job.user_kernel:  # a user's file: read, never run; its generated code in a worker
             return _record_in_subprocess(job, M, N, quiet=quiet, cancel=cancel, show=show)
         return _run(job, M, N, show, quiet, cancel)
 
