@@ -302,3 +302,26 @@ def test_export_shows_a_progress_bar_on_a_terminal_only(tmp_path):
     drawn = _bar_drawn(args, terminal=True)
     assert f"/{n} [" in drawn and "frame" in drawn, drawn
     assert f"/{n} [" not in _bar_drawn(args, terminal=False)
+
+
+@pytest.mark.slow
+def test_grading_a_folder_shows_a_progress_bar_on_a_terminal_only(tmp_path):
+    # two submissions x the example's cases: the bar counts cases, on a terminal only
+    import tomllib
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    example = os.path.join(here, "..", "examples")
+    with open(os.path.join(example, "assignment.toml"), "rb") as f:
+        n = 2 * len(tomllib.load(f)["case"])
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    with open(os.path.join(example, "tiled_matmul_correct.py"), encoding="utf-8") as f:
+        text = f.read()
+    for name in ("a.py", "b.py"):
+        (folder / name).write_text(text)
+    csv = str(tmp_path / "class.csv")
+    args = ["grade", os.path.join(example, "assignment.toml"), str(folder), "--csv", csv]
+    drawn = _bar_drawn(args, terminal=True)
+    assert f"/{n} [" in drawn and "grading" in drawn and "case" in drawn, drawn
+    piped = _bar_drawn(args, terminal=False)
+    assert f"/{n} [" not in piped and "grading" not in piped, piped

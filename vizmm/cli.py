@@ -1352,14 +1352,22 @@ def cmd_grade(args: argparse.Namespace) -> int:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="vizmm-grade-") as tmp:
+        bar = None
+        if folder and not args.quiet and sys.stderr.isatty():  # a bar on a terminal only
+            from tqdm import tqdm
+
+            bar = tqdm(unit="case", desc="grading", leave=False, file=sys.stderr)
 
         def progress(done: int, total: int) -> None:
-            if folder and not args.quiet:
-                print(f"\rvizmm: {done}/{total} cases graded", end="", file=sys.stderr)
+            if bar is not None:
+                bar.total = total
+                bar.update(done - bar.n)
 
-        gradings = grade_many(assignment, paths, jobs=args.jobs, workdir=tmp, progress=progress)
-        if folder and not args.quiet:
-            print(file=sys.stderr)
+        try:
+            gradings = grade_many(assignment, paths, jobs=args.jobs, workdir=tmp, progress=progress)
+        finally:
+            if bar is not None:
+                bar.close()
         if not folder:
             g = gradings[0]
             if args.output:
