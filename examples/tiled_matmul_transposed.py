@@ -1,4 +1,4 @@
-"""A wrong submission: Fig. 5.9 as a student writes it from the book's C, N's tile stored transposed.
+"""A wrong submission: Fig. 5.9 as a student writes it from the C, N's tile stored transposed.
 
 ``Nds[tx][ty] = N[...]`` where the book has ``Nds[ty][tx]``: thread (ty, tx)
 stores N's element of row ``ph*TILE_WIDTH + ty`` into the slot the k loop

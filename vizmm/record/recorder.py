@@ -236,7 +236,8 @@ def record(
         :func:`vizmm.record.instrument.run`, which takes any arguments by
         name. A file is read by :mod:`vizmm.record.frontend` (never run as
         a module): what records is code generated from its checked tree, in
-        a worker process under CPU and memory limits; a function runs here. The trace's ``meta['user_kernel']`` names it
+        a worker process under CPU and memory limits; a function runs here.
+        The trace's ``meta['user_kernel']`` names it
         (:attr:`vizmm.trace.Trace.user_kernel`; a book kernel's trace has no such key).
         'tiled' is Fig. 5.9 (no boundary checks: on a Width that is not a
         multiple of TILE_WIDTH its wrong-element and out-of-allocation
