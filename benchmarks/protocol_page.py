@@ -57,6 +57,10 @@ _STEP = re.compile(r"data-step=&quot;(\d+)&quot;")
 _PLOTS = ("Plot", "Figure")
 
 
+#: The window a page reports (pixels): a projector's, where the dashboard fits its first screen.
+VIEWPORT = (1280, 720)
+
+
 class ProtocolError(RuntimeError):
     """The server answered with something a browser page would not have got."""
 
@@ -251,6 +255,14 @@ class ProtocolPage:
                 self.ids["browser"] = mid
             elif name.startswith(("KeyboardShortcuts", "PageScripts")):  # the keys' data model
                 self.ids["keys"] = mid
+        if "keys" in self.ids:  # the window's size, as the page's script reports it
+            w, h = VIEWPORT
+            await self._patch(
+                [
+                    _change(self.ids["keys"], "inner_width", w),
+                    _change(self.ids["keys"], "inner_height", h),
+                ]
+            )
         if "location" in self.ids:
             search = "?" + self.query if self.query else ""
             await self._patch([_change(self.ids["location"], "search", search)])

@@ -1953,6 +1953,7 @@ class Scene:
             self.palette,
             self.sizes,  # the text views' HTML is drawn to size
             bool(self.conceal),
+            tuple(sorted(self.texts)),  # the text views it has (the dashboard's: no caption)
         )
         # A step is shared from and to frames with keys (None before: nothing shown yet).
         last = self._last_frame
@@ -2059,7 +2060,7 @@ class Scene:
                 fig.renderers = ordered
 
     def _columns(self, frame: Frame, signature: tuple) -> dict[str, dict[str, list]]:
-        sources, palette, sizes, conceal = signature
+        sources, palette, sizes, conceal, _views = signature
         sources = (*sources, *self._html_sources)
         return frame_columns(frame, self.trace, sources, palette, sizes.caption_chars, conceal)
 
