@@ -63,7 +63,10 @@ def check_one(label: dict, backend: str = "simulator") -> dict:
     except (RecordError, InstrumentError) as exc:
         return _failed("refusal", exc, t0)
     except BaseException as exc:  # noqa: BLE001 - every failure is counted, none stops the run
-        return _failed("crash", exc, t0)
+        out = _failed("crash", exc, t0)
+        if isinstance(exc, RuntimeError):
+            _worker_cause(target, j, k, l, t)
+        return out
     seconds = time.perf_counter() - t0
     kinds = sorted({f.kind for f in report.errors})
     races = []
@@ -84,6 +87,32 @@ def check_one(label: dict, backend: str = "simulator") -> dict:
         "races": races,
         "first": [str(f) for f in report.errors[:2]],
     }
+
+
+def _worker_cause(target: str, j: int, k: int, l: int, t: int) -> None:
+    """Record the kernel again, not quiet, so the worker's own error reaches stderr.
+
+    check records quietly: a recording process that fails says only its exit
+    code. The second recording's output is read by :func:`run_child` for the
+    cause; it is not scored.
+    """
+    import vizmm
+
+    try:
+        vizmm.record(j, k, l, tile_width=t, kernel=target, backend="simulator", reads=True)
+    except BaseException:  # noqa: BLE001 - the cause is on stderr
+        pass
+
+
+def _cause(stderr: str) -> str | None:
+    """The last exception line a failed worker printed (``NameError: name 'n' ...``)."""
+    lines = [
+        x.strip()
+        for x in stderr.splitlines()
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b.*", x.strip())
+    ]
+    lines = [x for x in lines if "recording process failed" not in x]
+    return " ".join(lines[-1].split())[:300] if lines else None
 
 
 def _failed(status: str, exc: BaseException, t0: float) -> dict:
@@ -128,7 +157,11 @@ def run_child(
             "seconds": time.perf_counter() - t0,
             "error": f"child exited with {proc.returncode}: {tail}",
         }
-    return json.loads(lines[-1])
+    res = json.loads(lines[-1])
+    cause = _cause(err) if res["status"] == "crash" else None
+    if cause:
+        res["error"] += f" (the worker: {cause})"
+    return res
 
 
 # ------------------------------------------------------------------- scoring
