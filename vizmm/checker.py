@@ -73,8 +73,9 @@ def check(
         P elements; a file whose TILE_WIDTH the kernel uses and that differs
         from ``tile_width`` (one line naming both).
     """
-    tile_width = _tile_width(kernel, tile_width, constants, tile_width_name)
-    backend = _backend(kernel, backend)
+    read = _read(kernel)  # a file read once (never run): its TILE_WIDTH and its barriers
+    tile_width = _tile_width(read, tile_width, constants, tile_width_name)
+    backend = _backend(read, backend)
     if width is not None and all(v is None for v in (j, k, l)):
         j = k = l = width
         width = None
@@ -112,17 +113,24 @@ def check(
     )
 
 
-def _backend(kernel, backend: str) -> str:
-    """The backend to record on: the simulator where a skipped barrier could hang a GPU."""
-    from .record.divergence import backend_for
-    from .record.frontend import KernelRejected, KernelSource, read_kernel
+def _read(kernel):
+    """A ``"file.py:name"`` as the front end reads it; anything else as given."""
+    from .record.frontend import KernelRejected, read_kernel
 
     if isinstance(kernel, str) and ".py:" in kernel and "def " not in kernel:
         path, _, name = kernel.rpartition(":")
         try:
-            kernel = read_kernel(path, name)
+            return read_kernel(path, name)
         except KernelRejected as exc:
             raise RecordError(str(exc)) from None
+    return kernel
+
+
+def _backend(kernel, backend: str) -> str:
+    """The backend to record on: the simulator where a skipped barrier could hang a GPU."""
+    from .record.divergence import backend_for
+    from .record.frontend import KernelSource
+
     if isinstance(kernel, KernelSource):
         return backend_for(kernel, backend)
     return backend
@@ -130,14 +138,11 @@ def _backend(kernel, backend: str) -> str:
 
 def _tile_width(kernel, tile_width, constants, name) -> int:
     """``tile_width``, or the file's own; a file's TILE_WIDTH that disagrees is one line."""
-    if isinstance(kernel, str) and ".py:" in kernel and "def " not in kernel:
-        from .record.frontend import KernelRejected, read_kernel
+    from .record.frontend import KernelSource
 
-        path, _, kname = kernel.rpartition(":")
-        try:
-            ks = read_kernel(path, kname)
-        except KernelRejected as exc:
-            raise RecordError(str(exc)) from None
+    ks = _read(kernel)
+    if isinstance(ks, KernelSource) and ks.path != "<kernel source>":
+        path = ks.path
         own = ks.constants.get(name)
         overridden = constants is not None and name in constants
         if isinstance(own, int) and not isinstance(own, bool) and ks.uses(name) and not overridden:

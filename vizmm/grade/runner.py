@@ -264,8 +264,8 @@ def _copy_submission(path: str, folder: str, uid: int | None) -> str:
     return name
 
 
-def _read_here(path: str, kernel: str, signature: Sequence[str], constants) -> None:
-    """The front end's refusals and a wrong signature, told here: parsed, never run."""
+def _read_here(path: str, kernel: str, signature: Sequence[str], constants):
+    """The kernel as the front end reads it (never run); its refusals and a wrong signature."""
     from ..record.frontend import KernelRejected, read_kernel
 
     try:
@@ -278,18 +278,16 @@ def _read_here(path: str, kernel: str, signature: Sequence[str], constants) -> N
             f"{kernel}({params}) takes {len(ks.params)} argument(s); the assignment asks for "
             f"{kernel}({', '.join(signature)})"
         )
+    return ks
 
 
-def _backend_here(path: str, kernel: str, backend: str) -> str:
+def _backend_here(ks, backend: str) -> str:
     """The backend the case records on (never a GPU a skipped barrier could hang)."""
     from vizmm.record import RecordError
     from vizmm.record.divergence import backend_for
-    from vizmm.record.frontend import KernelRejected, read_kernel
 
     try:
-        return backend_for(read_kernel(path, kernel), backend)
-    except KernelRejected:  # pragma: no cover - _read_here refused it first
-        return backend
+        return backend_for(ks, backend)
     except RecordError as exc:
         raise JudgeError(str(exc)) from None
 
@@ -353,8 +351,10 @@ def record_apart(
         file, read here first; a wrong signature; stopped at a limit; the
         kernel's own error; a crash; a recording of another launch).
     """
-    _read_here(path, kernel, signature, {tile_width_name: tile_width} if tile_width_name else None)
-    backend = _backend_here(path, kernel, backend)
+    ks = _read_here(
+        path, kernel, signature, {tile_width_name: tile_width} if tile_width_name else None
+    )
+    backend = _backend_here(ks, backend)
     user = isolated_user(late_ok=True)
     with user as uid:
         # in the system's temporary folder, whatever the grading's folder: a case's own user

@@ -256,7 +256,7 @@ class Instrumented:
 
 
 # ---------------------------------------------------------------- source
-def load_kernel(spec: str):
+def load_kernel(spec: str, constants: Mapping | None = None):
     """The kernel named by ``"file.py:name"``, read from its file (never run).
 
     The file is data: :func:`vizmm.record.frontend.read_kernel` parses it,
@@ -270,6 +270,9 @@ def load_kernel(spec: str):
         ``FILE.py:NAME``: a Python file (path as given, relative to the
         working directory or absolute) and the name of a ``@cuda.jit``
         kernel defined there.
+    constants : mapping, optional
+        Module constants overridden before the kernel is checked (a grading
+        case's TILE_WIDTH).
 
     Returns
     -------
@@ -292,7 +295,7 @@ def load_kernel(spec: str):
             f"got {spec!r}"
         )
     try:
-        return read_kernel(path, name)
+        return read_kernel(path, name, constants)
     except KernelRejected as exc:
         raise InstrumentError(str(exc)) from None
 
@@ -375,15 +378,7 @@ def kernel_source(
             except KernelRejected as exc:
                 raise InstrumentError(str(exc)) from None
         else:
-            path, _, name = kernel.rpartition(":")
-            kernel = load_kernel(kernel)
-            if constants:
-                from .frontend import read_kernel
-
-                try:
-                    kernel = read_kernel(path, name, constants)
-                except KernelRejected as exc:  # pragma: no cover - read once already
-                    raise InstrumentError(str(exc)) from None
+            kernel = load_kernel(kernel, constants)
     if isinstance(kernel, KernelSource):
         try:
             ns = kernel.namespace(_target, constants)
