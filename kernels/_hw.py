@@ -16,10 +16,28 @@ none of these registers; there they return the sentinel ``-1``
 places (:mod:`._target` says which one this process uses).
 """
 
-from ._target import MLIR, NAME, SIMULATOR, cuda
+from ._target import MLIR, NAME, NONE, SIMULATOR, cuda
 from .codes import NO_CLOCK
 
-if NAME == SIMULATOR:
+if NAME == NONE:
+
+    def device(fn):
+        """No compiler: the function kept as written."""
+        return fn
+
+    def clock64():
+        """No compiler: no cycle counter, returns -1."""
+        return NO_CLOCK
+
+    def globaltimer():
+        """No compiler: no global timer, returns -1."""
+        return NO_CLOCK
+
+    def smid():
+        """No compiler: no SM, returns -1."""
+        return NO_CLOCK
+
+elif NAME == SIMULATOR:
     try:
         from numba.cuda.simulator.kernel import _get_kernel_context
 

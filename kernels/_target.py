@@ -14,6 +14,9 @@ compiler builds it:
                             (or ``auto``) and numba-cuda-mlir installed
 ``numba-cuda``              ``VIZMM_KERNELS_TARGET=numba-cuda``, or the variable unset and
                             numba-cuda-mlir not installed (the legacy compiler)
+``none``                    ``VIZMM_KERNELS_TARGET=none``, or no compiler installed: the
+                            kernels are kept as written (``py_func``), never compiled; a
+                            recorder reads their source (:mod:`._nocuda`)
 ==========================  ===============================================================
 
 The choice is made once, like numba's own ``NUMBA_ENABLE_CUDASIM``: a program
@@ -30,10 +33,12 @@ ENV = "VIZMM_KERNELS_TARGET"
 MLIR = "numba-cuda-mlir"
 LEGACY = "numba-cuda"
 SIMULATOR = "numba-cuda-simulator"
+NONE = "none"
 #: Every target, in the order of preference for a GPU.
-TARGETS = (MLIR, LEGACY, SIMULATOR)
+TARGETS = (MLIR, LEGACY, SIMULATOR, NONE)
 #: The distribution that provides each target (its version is :data:`VERSION`).
-DISTRIBUTIONS = {MLIR: "numba-cuda-mlir", LEGACY: "numba-cuda", SIMULATOR: "numba-cuda"}
+DISTRIBUTIONS = {MLIR: "numba-cuda-mlir", LEGACY: "numba-cuda", SIMULATOR: "numba-cuda",
+                 NONE: "numpy"}  # fmt: skip
 
 
 def simulating(environ=None, modules=None) -> bool:
@@ -54,17 +59,19 @@ def simulating(environ=None, modules=None) -> bool:
         return False
 
 
-def choose(requested, mlir_installed, simulated):
+def choose(requested, mlir_installed, simulated, numba_installed=True):
     """The target for a request (the value of :data:`ENV`), pure.
 
     Parameters
     ----------
     requested : str or None
-        ``numba-cuda-mlir``, ``numba-cuda``, ``auto`` or None (unset).
+        ``numba-cuda-mlir``, ``numba-cuda``, ``none``, ``auto`` or None (unset).
     mlir_installed : bool
         Whether numba-cuda-mlir can be imported.
     simulated : bool
         Whether numba runs its simulator (:func:`simulating`).
+    numba_installed : bool
+        Whether numba-cuda (or numba) can be imported.
 
     Returns
     -------
@@ -76,10 +83,12 @@ def choose(requested, mlir_installed, simulated):
     ValueError
         For an unknown request, or numba-cuda-mlir asked for and not installed.
     """
-    if simulated:
+    if requested == NONE:
+        return NONE
+    if simulated and numba_installed:
         return SIMULATOR
     if requested in (None, "", "auto"):
-        return MLIR if mlir_installed else LEGACY
+        return MLIR if mlir_installed else LEGACY if numba_installed else NONE
     if requested == MLIR and not mlir_installed:
         raise ValueError(
             f"{ENV}={MLIR} but numba-cuda-mlir is not installed: pip install 'vizmm[gpu]'"
@@ -98,7 +107,10 @@ def _version(name):
 
 #: The target of this process (one of :data:`TARGETS`).
 NAME = choose(
-    os.environ.get(ENV), importlib.util.find_spec("numba_cuda_mlir") is not None, simulating()
+    os.environ.get(ENV),
+    importlib.util.find_spec("numba_cuda_mlir") is not None,
+    simulating(),
+    importlib.util.find_spec("numba") is not None,
 )
 #: The version of the distribution that compiles (or simulates) the kernels.
 VERSION = _version(NAME)
@@ -107,6 +119,8 @@ if NAME == MLIR:
     from numba_cuda_mlir import cuda
     from numba_cuda_mlir.cuda import float32, int32
     from numba_cuda_mlir.numba_cuda.typing.typeof import typeof
+elif NAME == NONE:
+    from ._nocuda import cuda, float32, int32, typeof
 else:
     from numba import cuda, float32, int32, typeof
 
@@ -115,6 +129,7 @@ __all__ = [
     "LEGACY",
     "MLIR",
     "NAME",
+    "NONE",
     "SIMULATOR",
     "TARGETS",
     "VERSION",

@@ -63,7 +63,7 @@ from typing import Any, Protocol, TypeGuard, cast
 import numpy as np
 from numpy.typing import DTypeLike
 
-from . import instrument_device as D
+from . import log_codes as D
 
 __all__ = [
     "InstrumentError",
@@ -111,6 +111,9 @@ _HELPERS = (
     "ls_store2",
     "lend",
 )
+#: What names ``cuda`` (and a kept device function) while vizmm's simulator rewrites a kernel.
+_CUDA_PLACEHOLDER = type("SimulatedName", (), {"__repr__": lambda self: "<simulated>"})()
+
 #: Arguments every logging call ends with (the log and the thread's state).
 _LOG = "_ev, _vals, _cnt, _cap, _t, _ep"
 
@@ -300,6 +303,18 @@ def load_kernel(spec: str, constants: Mapping | None = None):
         raise InstrumentError(str(exc)) from None
 
 
+def _read(text: str, constants: Mapping | None = None):
+    """A kernel given as text or ``"file.py:name"``, read by the front end (never run)."""
+    from .frontend import KernelRejected, read_source
+
+    if "def " not in text:
+        return load_kernel(text, constants)
+    try:
+        return read_source(textwrap.dedent(text), None, constants=constants, lenient=True)
+    except KernelRejected as exc:
+        raise InstrumentError(str(exc)) from None
+
+
 def python_function(obj) -> FunctionType | None:
     """The Python function behind a kernel object, or None.
 
@@ -336,7 +351,7 @@ def _is_cuda_kernel(obj) -> bool:
 
 
 def kernel_source(
-    kernel, constants: Mapping | None = None
+    kernel, constants: Mapping | None = None, simt: bool = False
 ) -> tuple[ast.FunctionDef, str, dict, int]:
     """``(FunctionDef, dedented source, namespace, first line)`` of a kernel.
 
@@ -357,6 +372,9 @@ def kernel_source(
         (:func:`load_kernel`) or what the front end read.
     constants : mapping, optional
         Constants that override the file's or text's (read before checking).
+    simt : bool
+        For vizmm's simulator: a file's or text's namespace is its constants
+        and NumPy's types (no compiler imported, no device function compiled).
 
     Raises
     ------
@@ -365,8 +383,6 @@ def kernel_source(
         source text of one), or its source cannot be read, parsed or is
         outside the subset.
     """
-    from vizmm_kernels import _target
-
     from .frontend import KernelRejected, KernelSource, read_source
 
     if isinstance(kernel, str):
@@ -379,7 +395,17 @@ def kernel_source(
                 raise InstrumentError(str(exc)) from None
         else:
             kernel = load_kernel(kernel, constants)
-    if isinstance(kernel, KernelSource):
+    if isinstance(kernel, KernelSource) and simt:
+        from .simt import TYPES
+
+        ns = {"cuda": _CUDA_PLACEHOLDER, "math": math, **TYPES}
+        ns.update({alias: TYPES[t] for alias, t in kernel.types.items() if t in TYPES})
+        ns.update(kernel.constants)
+        ns.update(dict(constants or {}))
+        ns.update({f.name: _CUDA_PLACEHOLDER for f in kernel.device_functions})
+    elif isinstance(kernel, KernelSource):
+        from vizmm_kernels import _target
+
         try:
             ns = kernel.namespace(_target, constants)
         except Exception as exc:  # noqa: BLE001 - a device function the compiler refuses
@@ -387,6 +413,7 @@ def kernel_source(
                 f"{kernel.path}: a device function of kernel {kernel.name} does not compile: "
                 + " ".join(str(exc).split())[:200]
             ) from None
+    if isinstance(kernel, KernelSource):
         if (kernel.tree.end_lineno or 0) > D.MAX_LINE:
             raise InstrumentError(
                 f"the kernel ends on line {kernel.tree.end_lineno}; the access log names lines "
@@ -1539,6 +1566,8 @@ class _Rewriter:
 
 def _np_dtype(text: str, ns: dict):
     obj = ns.get(text.split(".")[-1])
+    if isinstance(obj, type) and issubclass(obj, np.generic):  # vizmm's simulator: NumPy's
+        return np.dtype(obj)
     try:
         return np.dtype(str(obj)) if obj is not None else np.dtype(text.split(".")[-1])
     except TypeError:
@@ -1692,6 +1721,7 @@ def instrument(
     shared_loads: bool = True,
     terms: bool = False,
     first_arrays: int = 0,
+    engine: str = "process",
 ) -> Instrumented:
     """Rewrite ``kernel`` to log every access (see the module docstring) and compile it.
 
@@ -1726,6 +1756,10 @@ def instrument(
         The first parameters that are arrays whether or not the kernel
         indexes them (3 for a matmul kernel's M, N and P), given flat when
         never indexed.
+    engine : {'process', 'simt'}
+        Compile for this process's target (a GPU compiler or Numba's
+        simulator), or for vizmm's own simulator (:mod:`.simt`: NumPy lanes,
+        no numba imported).
 
     Returns
     -------
@@ -1739,12 +1773,27 @@ def instrument(
         the instrumenter does not take (the message names the line).
     """
     t0 = time.perf_counter()
-    tree, text, namespace, first_line = kernel_source(kernel, constants)
-    from vizmm_kernels import _target
+    simt = engine == "simt"
+    if simt and isinstance(kernel, str):
+        kernel = _read(kernel, constants)
+    tree, text, namespace, first_line = kernel_source(kernel, constants, simt=simt)
+    if simt:
+        from .simt import TYPES
 
-    base = {"cuda": _target.cuda, "float32": _target.float32, "int32": _target.int32, "math": math}
-    ns = {**base, **namespace, **dict(constants or {})}
-    ns["cuda"] = namespace.get("cuda", _target.cuda)
+        target_name = "vizmm-simulator"
+        base = {"cuda": _CUDA_PLACEHOLDER, **TYPES, "math": math}
+        ns = {**base, **namespace, **dict(constants or {})}
+        for k, v in list(ns.items()):  # a book kernel's module: numba's types, as NumPy's
+            if type(v).__module__.partition(".")[0] in ("numba", "numba_cuda_mlir"):
+                ns[k] = TYPES.get(str(v), _CUDA_PLACEHOLDER)
+    else:
+        from vizmm_kernels import _target
+
+        target_name = _target.NAME
+        base = {"cuda": _target.cuda, "float32": _target.float32, "int32": _target.int32,
+                "math": math}  # fmt: skip
+        ns = {**base, **namespace, **dict(constants or {})}
+        ns["cuda"] = namespace.get("cuda", _target.cuda)
     key_consts = tuple(
         sorted(
             (k, v)
@@ -1768,16 +1817,18 @@ def instrument(
         key_consts,
         int(dynamic_shared),
         tuple(sorted((dtypes or {}).items())),
-        _target.NAME,
+        target_name,
         first_line,
     )
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    simulated = _target.NAME == _target.SIMULATOR
+    simulated = simt or target_name == "numba-cuda-simulator"
+    device_functions = kernel.device_functions if simt and hasattr(kernel, "device_functions") else ()
     try:
         return _instrument(tree, text, ns, first_line, key, kernel, shared_loads, dynamic_shared,
-                           dtypes, terms, first_arrays, simulated, t0)  # fmt: skip
+                           dtypes, terms, first_arrays, simulated, t0,
+                           device_functions if simt else None)  # fmt: skip
     except InstrumentError as exc:  # a line of the kernel's source, told as its file numbers it
         raise InstrumentError(_file_line(str(exc), kernel, first_line)) from None
 
@@ -1799,10 +1850,13 @@ def _file_line(message: str, kernel, first_line: int) -> str:
 
 def _instrument(
     tree, text, ns, first_line, key, kernel, shared_loads, dynamic_shared, dtypes, terms,
-    first_arrays, simulated, t0,
+    first_arrays, simulated, t0, simt_device=None,
 ) -> Instrumented:  # fmt: skip
-    """The rewrite and compile of :func:`instrument` (its refusals count lines in the source)."""
-    from vizmm_kernels import _target
+    """The rewrite and compile of :func:`instrument` (its refusals count lines in the source).
+
+    ``simt_device``: None compiles for this process's target; a tuple (the
+    device functions the front end kept) compiles for vizmm's simulator.
+    """
 
     rw = _Rewriter(
         _Remap().visit(copy.deepcopy(tree)),
@@ -1825,11 +1879,28 @@ def _instrument(
     lean_code = ast.unparse(lean_rw.rewrite()) + "\n"
 
     def compiled(text, label):
+        if simt_device is not None:
+            if label == "lean":  # the simulator counts every block with the full variant
+                return None
+            from .simt_compile import SimtUnsupported, compile_kernel
+
+            env = dict(ns)
+            env["_NARR"] = len(rw.arrays)
+            for g in rw.globals:
+                env[f"_ZERO_{g}"] = np.dtype((dtypes or {}).get(g, np.float32)).type(0)
+            try:
+                return compile_kernel(text, env, tree.name, tuple(simt_device))
+            except SimtUnsupported as exc:
+                raise InstrumentError(f"vizmm's simulator cannot run this kernel: {exc}") from None
+        from vizmm_kernels import _target
+
         filename = f"<vizmm {label} {tree.name}>"
         env = dict(ns)
-        env.update({h: getattr(D, h) for h in _HELPERS})
+        from . import instrument_device as helpers  # binds this process's target (numba)
+
+        env.update({h: getattr(helpers, h) for h in _HELPERS})
         if simulated:
-            env["sync"] = D.sync
+            env["sync"] = helpers.sync
         env["_NARR"] = len(rw.arrays)
         for g in rw.globals:
             env[f"_ZERO_{g}"] = np.dtype((dtypes or {}).get(g, np.float32)).type(0)
@@ -1901,6 +1972,9 @@ class RawLog:
     zero_fills : ndarray of int32, (gy, gx, phases, arrays)
         Per block, the constants stored into each shared array (its id) as
         the thread's n-th store into it (n < ``phases``); every block counts.
+    notes : tuple of str
+        vizmm's simulator: each barrier that opened with some threads of a
+        block not arrived (they had ended, or waited at another line).
     """
 
     events: np.ndarray
@@ -1911,6 +1985,7 @@ class RawLog:
     outputs: dict
     clocks: np.ndarray | None = None
     zero_fills: np.ndarray | None = None
+    notes: tuple = ()
 
 
 def decode(ev, vals, counts, cap, arrays) -> tuple[np.ndarray, np.ndarray]:
@@ -2115,6 +2190,7 @@ def run(
     update=None,
     cancel=None,
     phases: int = 0,
+    schedule: str = "threads",
 ) -> RawLog:
     """Launch ``inst`` and return its log (see :class:`RawLog`).
 
@@ -2154,6 +2230,8 @@ def run(
     phases : int
         Zero-fills are counted per block for a thread's first ``phases``
         stores into each shared array (0: not counted).
+    schedule : {'threads', 'warps'}
+        vizmm's simulator: who runs when between barriers (:mod:`.simt`).
 
     Raises
     ------
@@ -2161,10 +2239,9 @@ def run(
         When the log would exceed ``max_bytes`` (nothing allocated), an
         argument is missing, or the grid is not 1-D or 2-D.
     """
-    from vizmm_kernels import _target
+    from .simt_compile import SimtKernel
 
-    from .simulator import simulate
-
+    simt = isinstance(inst.kernel, SimtKernel)
     missing = [p for p in inst.params if p not in args]
     if missing:
         raise InstrumentError(
@@ -2196,14 +2273,20 @@ def run(
             )
     scalars = {p: args[p] for p in inst.params if p not in arrays}
     nd = len(blocks)
-    simulated = _target.NAME == _target.SIMULATOR
+    if simt:
+        simulated = True
+    else:
+        from vizmm_kernels import _target
+
+        simulated = _target.NAME == _target.SIMULATOR
     sim_blocks = list(blocks) if aggregated else None
     dims = (block + (1,) * 3)[:3]
     gdims = (tuple(grid) + (1,) * 3)[:3]
     update = update or (lambda done, total: None)
     gx, gy = grid
     two_launches = aggregated and not simulated
-    cuda = _target.cuda
+    cuda = None if simt else _target.cuda
+    notes: list[str] = []
 
     def device_launch(kern, launch_grid, ordered, rec, stream=0):
         """Copy the arguments in, launch ``kern`` on ``stream``; what :func:`fetch` takes."""
@@ -2230,7 +2313,26 @@ def run(
         lrec = _lean_records(inst, grid, arrays, phases)
         return device_launch(inst.lean, grid, ordered, lrec, stream)
 
+    def simt_launch(cap):
+        from .simt import launch as run_simt
+
+        rec = _records(inst, grid, block[:2], blocks, cap, arrays, aggregated, 0, phases)
+        for g in inst.global_arrays:
+            rec[f"_reads_{g}"] = []
+        outs = {g: a.copy() for g, a in arrays.items()}
+        ordered = [outs[p] if p in outs else scalars[p] for p in inst.params]
+        done = run_simt(inst.kernel, [*ordered, *rec.values()], rec, tuple(grid), block,
+                        sim_blocks, update, inst.dynamic_shared, cancel, schedule)  # fmt: skip
+        notes[:] = done.notes
+        for g in inst.global_arrays:
+            read = rec[f"_reads_{g}"]
+            read = np.concatenate(read).astype(np.int64) if read else np.zeros(0, np.int64)
+            rec[f"_reads_{g}"] = np.bincount(read, minlength=arrays[g].size).astype(np.int32)
+        return rec, outs
+
     def launch(cap, nbar, outs=None, with_lean=False):
+        if simt:
+            return simt_launch(cap)
         rec = _records(
             inst,
             grid,
@@ -2247,6 +2349,8 @@ def run(
         outs = outs or {g: a.copy() for g, a in arrays.items()}
         ordered = [outs[p] if p in outs else scalars[p] for p in inst.params]
         if simulated:
+            from .simulator import simulate
+
             simulate(
                 inst.kernel,
                 tuple(grid),
@@ -2328,4 +2432,5 @@ def run(
         outputs=outs,
         clocks=rec["_clk"][: tt * nbar].reshape(nbar, tt).T.reshape(nd, nthreads, nbar),
         zero_fills=counted["_zf"].reshape(gy, gx, phases, len(inst.arrays)),
+        notes=tuple(notes),
     )

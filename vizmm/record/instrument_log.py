@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import instrument_device as D
+from . import log_codes as D
 
 __all__ = ["matmul_fields", "roles"]
 

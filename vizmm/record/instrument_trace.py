@@ -15,13 +15,15 @@ import numpy as np
 
 from ..trace import LaunchShape, Trace
 from . import instrument as I
-from . import instrument_device as D
+from . import log_codes as D
 from .instrument_log import matmul_fields
 
 __all__ = ["book_kernel", "launch"]
 
 
-def book_kernel(kernel: str, T: int, drop=(), shared_loads=True) -> I.Instrumented:
+def book_kernel(
+    kernel: str, T: int, drop=(), shared_loads=True, engine: str = "process"
+) -> I.Instrumented:
     """The book's plain kernel ``kernel`` for TILE_WIDTH ``T`` through the instrumenter.
 
     Parameters
@@ -36,6 +38,8 @@ def book_kernel(kernel: str, T: int, drop=(), shared_loads=True) -> I.Instrument
         after the k loop); empty keeps both.
     shared_loads : bool
         Log the loads of Mds and Nds too (see :func:`.instrument.instrument`).
+    engine : {'process', 'simt'}
+        This process's compiler, or vizmm's simulator (:mod:`.simt`).
 
     Returns
     -------
@@ -46,7 +50,10 @@ def book_kernel(kernel: str, T: int, drop=(), shared_loads=True) -> I.Instrument
 
     plain = K.get_kernel(kernel, T, drop_barrier=drop or None)
     return I.instrument(
-        plain, dynamic_shared=K.dynamic_shared_bytes(kernel, T), shared_loads=shared_loads
+        plain,
+        dynamic_shared=K.dynamic_shared_bytes(kernel, T),
+        shared_loads=shared_loads,
+        engine=engine,
     )
 
 
@@ -94,6 +101,10 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
     from vizmm_kernels import _target
 
     from .launcher import _progress_reporter, _summarise_spread, _versions, plain_source
+    from .targets import OWN
+
+    own_sim = job.target == OWN
+    engine = "simt" if own_sim else "process"
 
     shape: LaunchShape = job.launch
     name, j, k, l, T = shape.kernel, shape.j, shape.k, shape.l, shape.tile_width
@@ -101,7 +112,7 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
     blocks = [tuple(b) for b in job.blocks]
     t0 = time.perf_counter()
     if kernel is None:
-        inst = book_kernel(name, T, job.drop_barrier, shared_loads=job.reads)
+        inst = book_kernel(name, T, job.drop_barrier, shared_loads=job.reads, engine=engine)
         scalars = K.launch_dims(name, j, k, l, T)
         source = plain_source(name)
         first_line = 1
@@ -113,6 +124,7 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
             constants=job.constants or None,
             terms=job.reads,
             first_arrays=3,
+            engine=engine,
         )
         source = inst.source
         first_line = inst.first_line
@@ -132,7 +144,7 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
     # (an atomic, P[r, c] += ...) zeroes it first
     P = np.full((j, l), np.nan, np.float32)
     values = dict(zip(own, (M, N, P, *scalars), strict=True))
-    simulated = _target.NAME == _target.SIMULATOR
+    simulated = own_sim or _target.NAME == _target.SIMULATOR
     update, close = _progress_reporter(show, len(blocks) if simulated else gy * gx)
     grid, block = K.grid_dims(j, l, T)
     from .targets import GPUUnavailableError, gpu_error
@@ -158,6 +170,7 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
             update=update,
             cancel=cancel,
             phases=nph,
+            schedule=job.schedule,
         )
     except Exception as exc:  # a known failure inside the compiler or the driver
         line = (
@@ -187,7 +200,11 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
         "inputs": job.inputs,
         **({"tile_width_from": job.tile_width_from} if job.tile_width_from is not None else {}),
         "versions": _versions(),
-        "target": {"name": _target.NAME, "version": _target.VERSION},
+        "target": (
+            {"name": OWN, "version": _versions().get("vizmm", "unknown")}
+            if own_sim
+            else {"name": _target.NAME, "version": _target.VERSION}
+        ),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "backend": "simulator" if simulated else "gpu",
         **device,
@@ -208,9 +225,11 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
         meta["drop_barrier"] = list(job.drop_barrier)
         meta["reads_recorded"] = bool(job.reads)
         if simulated:
-            meta["sim_schedule"] = "turns"
+            meta["sim_schedule"] = job.schedule if own_sim else "turns"
     if simulated:
         meta["simulated_blocks"] = [list(b) for b in blocks] if job.aggregated else "all"
+    if log.notes:  # vizmm's simulator: barriers some threads did not reach
+        meta["barrier_notes"] = list(log.notes[:20])
     meta["elapsed_s"] = round(time.perf_counter() - t0, 3)
     from vizmm_kernels import codes
 

@@ -37,7 +37,7 @@ class Job:
         times, read counts and barrier spread.
     seed : int
         Seed of the random integer inputs.
-    backend : {'simulator', 'gpu', 'gpu-legacy'}
+    backend : {'simulator', 'numba-sim', 'gpu', 'gpu-legacy'}
     inputs : {'seeded', 'given'}
         Whether M and N came from ``seed`` or from the caller.
     drop_barrier : tuple of int
@@ -47,8 +47,9 @@ class Job:
     tile_width_from : str, optional
         How Fig. 5.14 chose TILE_WIDTH from a device.
     target : str
-        The compiler (:data:`vizmm.record.targets.TARGETS`): 'numba-cuda-mlir',
-        'numba-cuda' or 'numba-cuda-simulator'; by default the backend's.
+        What runs it (:data:`vizmm.record.targets.TARGETS`): 'numba-cuda-mlir',
+        'numba-cuda', 'numba-cuda-simulator' or 'vizmm-simulator'; by default
+        the backend's.
     user_kernel : str
         ``"file.py:name"`` of a user's kernel, recorded through the
         instrumenter (:mod:`vizmm.record.instrument_trace`); empty for the
@@ -56,6 +57,10 @@ class Job:
     constants : dict of str to int, float or bool
         Module constants of a user's kernel file overridden for this
         recording (a grading case's TILE_WIDTH); empty for none.
+    schedule : {'threads', 'warps'}
+        vizmm's simulator: who runs when between barriers
+        (:mod:`vizmm.record.simt`); 'threads' is what Numba's simulator did in
+        turns.
     """
 
     launch: LaunchShape
@@ -70,12 +75,13 @@ class Job:
     target: str = ""
     user_kernel: str = ""
     constants: dict = dataclasses.field(default_factory=dict)
+    schedule: str = "threads"
 
     def __post_init__(self):
         if not self.target:  # the backend's target, as vizmm.record.targets resolves it
-            from .targets import SIMULATOR, Software, gpu_target
+            from .targets import OWN, SIMULATOR, Software, gpu_target
 
-            target = SIMULATOR if self.backend == "simulator" else None
+            target = {"simulator": OWN, "numba-sim": SIMULATOR}.get(self.backend)
             object.__setattr__(self, "target", target or gpu_target(self.backend, Software.here()))
 
     def to_json(self) -> str:

@@ -7,10 +7,16 @@ backend         target
 ==============  ==========================================================================
 ``gpu``         ``numba-cuda-mlir`` when it is installed, else ``numba-cuda``
 ``gpu-legacy``  ``numba-cuda`` (NVIDIA's earlier compiler, in maintenance)
-``simulator``   ``numba-cuda-simulator`` (numba-cuda's CUDA simulator, no GPU needed)
+``simulator``   ``vizmm-simulator`` (vizmm's own: a block's threads as NumPy lanes,
+                :mod:`.simt`; no GPU and no numba needed)
+``numba-sim``   ``numba-cuda-simulator`` (numba-cuda's CUDA simulator, one Python thread
+                per CUDA thread: kept as a cross-check while numba-cuda installs)
 ``auto``        ``gpu`` when it is usable (a driver, a GPU, no combination known to break),
                 else ``simulator``, saying why
 ==============  ==========================================================================
+
+vizmm's simulator needs no compiler: any process runs it, whichever target
+it is bound to (:func:`can_run_here`).
 
 A process compiles with one target only (the kernels take ``cuda`` from
 ``vizmm_kernels._target``, which chooses when first imported, from
@@ -48,6 +54,7 @@ __all__ = [
     "GPU_BACKENDS",
     "LEGACY",
     "MLIR",
+    "OWN",
     "SIMULATOR",
     "TARGETS",
     "Choice",
@@ -71,11 +78,17 @@ __all__ = [
 MLIR = "numba-cuda-mlir"
 LEGACY = "numba-cuda"
 SIMULATOR = "numba-cuda-simulator"
-TARGETS = (MLIR, LEGACY, SIMULATOR)
+#: vizmm's own simulator (:mod:`.simt`): not a compiler, but where a trace was recorded.
+OWN = "vizmm-simulator"
+TARGETS = (MLIR, LEGACY, SIMULATOR, OWN)
 KERNELS_ENV = "VIZMM_KERNELS_TARGET"
+#: ``vizmm_kernels._target``'s name for a process that compiles nothing (numba never imported).
+NO_COMPILER = "none"
 
 #: What a recording may ask for.
-BACKENDS = ("simulator", "gpu", "gpu-legacy", "auto")
+BACKENDS = ("simulator", "numba-sim", "gpu", "gpu-legacy", "auto")
+#: The simulators: vizmm's own and Numba's.
+SIMULATOR_BACKENDS = ("simulator", "numba-sim")
 #: The backends that run on a GPU.
 GPU_BACKENDS = ("gpu", "gpu-legacy")
 
@@ -430,9 +443,14 @@ def problem(target: str, software: Software, driver: Driver | None = None) -> st
     driver : Driver, optional
         What the NVIDIA driver says; not asked when None.
     """
+    if target == OWN:
+        return None
     if target == SIMULATOR:
         if not software.numba_cuda:
-            return "numba-cuda is not installed (the simulator is numba-cuda's): pip install vizmm"
+            return (
+                "numba-cuda is not installed (backend 'numba-sim' is numba-cuda's simulator): "
+                "pip install 'vizmm[gpu]', or record in vizmm's simulator (backend 'simulator')"
+            )
         return None
     found = _not_installed(target, software)
     if found is None and driver is not None and gpu_absent(driver) is not None:
@@ -485,7 +503,12 @@ def choose(backend: str, software: Software, driver: Driver | None) -> Choice:
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if backend == "simulator":
-        return Choice("simulator", SIMULATOR, "asked for")
+        return Choice("simulator", OWN, "asked for")
+    if backend == "numba-sim":
+        found = problem(SIMULATOR, software)
+        if found is not None:
+            raise GPUUnavailableError(found)
+        return Choice("numba-sim", SIMULATOR, "asked for")
     target = gpu_target("gpu" if backend == "auto" else backend, software)
     found = problem(target, software, driver)
     version = software.numba_cuda_mlir if target == MLIR else software.numba_cuda
@@ -494,7 +517,7 @@ def choose(backend: str, software: Software, driver: Driver | None) -> Choice:
             gpu = driver.devices[0]["name"] if driver and driver.devices else "the GPU"
             return Choice("gpu", target, f"{target} {version} on {gpu}")
         absent = gpu_absent(driver) if driver is not None else None
-        return Choice("simulator", SIMULATOR, f"no GPU here: {absent}" if absent else found)
+        return Choice("simulator", OWN, f"no GPU here: {absent}" if absent else found)
     if found is not None:
         raise GPUUnavailableError(f"{found}; {SIMULATOR_HINT}")
     return Choice(backend, target, f"{target} {version}")
@@ -531,6 +554,8 @@ def can_run_here(target: str, modules=None) -> bool:
     modules : mapping, optional
         ``sys.modules`` by default.
     """
+    if target == OWN:  # vizmm's simulator compiles nothing: any process runs it
+        return True
     modules = sys.modules if modules is None else modules
     bound = process_target(modules)
     if bound is not None:
@@ -548,7 +573,9 @@ def environment(target: str) -> dict[str, str]:
         A target of :data:`TARGETS`.
     """
     if target == SIMULATOR:
-        return {"NUMBA_ENABLE_CUDASIM": "1"}
+        return {"NUMBA_ENABLE_CUDASIM": "1", KERNELS_ENV: "auto"}
+    if target == OWN:  # the kernels kept as written: numba is never imported
+        return {KERNELS_ENV: NO_COMPILER}
     return {"NUMBA_ENABLE_CUDASIM": "0", KERNELS_ENV: target}
 
 
@@ -596,13 +623,15 @@ def bind_here(target: str):
     GPUUnavailableError
         When the process is bound to another target after all.
     """
-    if process_target() is None:
+    if process_target() is None and not (target == OWN and ("numba" in sys.modules or KERNELS_ENV in os.environ)):
         os.environ.update(environment(target))
     try:
         from vizmm_kernels import _target
     except ValueError as exc:  # VIZMM_KERNELS_TARGET names a compiler that is not installed
         raise GPUUnavailableError(str(exc)) from None
 
+    if target == OWN:  # runs whatever the kernels were bound to
+        return _target
     if _target.NAME != target:
         raise GPUUnavailableError(
             f"this process compiles with {_target.NAME}, not {target}: NUMBA_ENABLE_CUDASIM or "

@@ -33,7 +33,7 @@ def _limit_resources(target: str) -> None:
     import resource
 
     resource.setrlimit(resource.RLIMIT_CPU, (USER_CPU_SECONDS, USER_CPU_SECONDS))
-    if target == "numba-cuda-simulator":
+    if target in ("numba-cuda-simulator", "vizmm-simulator"):
         resource.setrlimit(resource.RLIMIT_AS, (USER_ADDRESS_SPACE, USER_ADDRESS_SPACE))
 
 

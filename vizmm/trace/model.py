@@ -289,7 +289,7 @@ def _flag(v, launch) -> bool:
 
 
 #: What compiled (or simulated) a recording (meta ``target``'s ``name``).
-TARGETS = ("numba-cuda-mlir", "numba-cuda", "numba-cuda-simulator")
+TARGETS = ("numba-cuda-mlir", "numba-cuda", "numba-cuda-simulator", "vizmm-simulator")
 
 
 def _target(v, launch) -> bool:
@@ -377,6 +377,13 @@ _OPTIONAL_META = {
     "reads_recorded": (_flag, "true or false"),
     "drop_barrier": (_barriers, "a list of the barriers removed, 1 and/or 2, each once"),
     "sim_schedule": (_text(MAX_META_TEXT), f"text of at most {MAX_META_TEXT} characters"),
+    # vizmm's simulator: barriers that opened with some threads of a block not arrived
+    "barrier_notes": (
+        lambda v, launch: isinstance(v, (list, tuple))
+        and len(v) <= 20
+        and all(_text(MAX_META_TEXT)(x, launch) for x in v),
+        f"a list of at most 20 lines of at most {MAX_META_TEXT} characters",
+    ),
     "simulated_blocks": (
         _blocks,
         "'all' or a list of distinct [by, bx] blocks inside the grid",
