@@ -145,6 +145,9 @@ class Launch:
         self.tt = int(cnt.shape[0]) if rec["_detail"].max() >= 0 else 0
         self.rec = rec
         self.written = {id(a) for p, a in zip(kern.params, args, strict=False) if p in kern.written}
+        #: the arrays whose plain loads and stores the race watch sees: shared and written ones
+        self.watched = set(self.written)
+        self.keep: list = []
         self.trackers: dict[int, _Tracker] = {}
         self.iv = 0
         self.tick = 0
@@ -264,6 +267,9 @@ class Launch:
         self.tick = tick
 
     def run_block(self, by: int, bx: int) -> None:
+        for view in self.keep:  # the last block's sections of shared arrays
+            self.watched.discard(id(view))
+        self.keep.clear()
         tids = np.arange(self.nthreads, dtype=np.int64)
         self.tick = 0
         snap = self._snapshot()
@@ -371,10 +377,14 @@ class Lanes:
         shape = tuple(int(s) for s in shape) if isinstance(shape, tuple) else (int(shape),)
         if shape in ((0,), ()):  # the extern array (Fig. 5.14): the launch's dynamic bytes
             n = self.launch.dyn.size // dt.itemsize
-            return self.launch.dyn[: n * dt.itemsize].view(dt)
+            out = self.launch.dyn[: n * dt.itemsize].view(dt)
+            self.launch.watched.add(id(out))
+            self.launch.keep.append(out)
+            return out
         got = self.launch.shared.get(site)
         if got is None:
             got = self.launch.shared[site] = np.zeros(shape, dt)
+            self.launch.watched.add(id(got))
         return got
 
     def local(self, site, shape, dtype):
@@ -581,11 +591,38 @@ def _each(f):
 
 
 # ---------------------------------------------------------------- memory
+def _watch(base, idx, m, X, write):
+    """Tell the race watch of a plain load or store of a shared or written array."""
+    run = X.launch
+    if not run.track or id(base) not in run.watched:
+        return
+    sel = m
+    cols = [_lanes(i, X.n)[sel].astype(np.int64) for i in (idx if isinstance(idx, tuple) else (idx,))]
+    inside = np.ones(cols[0].shape[0], bool) if cols else np.ones(0, bool)
+    for c, n in zip(cols, base.shape, strict=False):
+        inside &= (c >= 0) & (c < n)
+    if len(cols) != base.ndim:
+        return
+    flat = np.ravel_multi_index(tuple(c[inside] for c in cols), base.shape)
+    tids = X.tids[sel][inside]
+    (run.saw_write if write else run.saw_read)(base, flat, tids)
+
+
+def _sec(base, sl, X):
+    """``base[a:b]``: a section of a shared array, watched for races as the array is."""
+    out = base[sl]
+    if id(base) in X.launch.watched:
+        X.launch.watched.add(id(out))
+        X.launch.keep.append(out)  # alive while watched: its id is not reused
+    return out
+
+
 def _ld(base, idx, m, X):
     if type(base) is LocalArray:
         return base.load(idx, m)
     if isinstance(base, tuple):
         return base[idx]
+    _watch(base, idx, m, X, False)
     vec = any(isinstance(i, np.ndarray) for i in idx) if isinstance(idx, tuple) else isinstance(idx, np.ndarray)
     if not vec:
         return base[idx]
@@ -601,6 +638,7 @@ def _st(base, idx, v, m, X):
     if type(base) is LocalArray:
         base.store(idx, v, m)
         return
+    _watch(base, idx, m, X, True)
     vec = any(isinstance(i, np.ndarray) for i in idx) if isinstance(idx, tuple) else isinstance(idx, np.ndarray)
     if not vec:
         if m.any():
@@ -843,6 +881,7 @@ _RUNTIME = {
     "_qselp": _selp,
     "_qpopc": _popc,
     "_qld": _ld,
+    "_qsec": _sec,
     "_qst": _st,
     "_qatomic": _atomic,
     "log_g": log_g,

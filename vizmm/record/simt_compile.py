@@ -200,6 +200,9 @@ class _Expr(ast.NodeTransformer):
         if isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
             node.value, node.slice = value, index
             return node  # A.shape[1]: a number
+        if isinstance(index, ast.Slice):  # Mds_Nds[a:b]: a section of the extern array
+            parts = [p if p is not None else ast.Constant(None) for p in (index.lower, index.upper, index.step)]
+            return _call("_qsec", [value, _call("slice", parts), ast.Name("_qX", ast.Load())])
         return _call("_qld", [value, index, *_mask()])
 
     def visit_BoolOp(self, node):
