@@ -275,7 +275,7 @@ def test_recordings_in_the_simulator_are_reproducible():
     np.testing.assert_array_equal(a.shared_reads, b.shared_reads)
     np.testing.assert_array_equal(a.read_values, b.read_values)
     np.testing.assert_array_equal(a.P, b.P)
-    assert a.meta["sim_schedule"] == "turns"
+    assert a.meta["sim_schedule"] == "threads"
 
 
 def test_trace_file_keeps_the_lab(tmp_path, traces):

@@ -56,9 +56,16 @@ def test_gpu_target_prefers_numba_cuda_mlir(backend, mlir, want):
     assert targets.choose(backend, software(mlir=mlir), GPU).target == want
 
 
-def test_simulator_is_numba_cuda_s():
+def test_simulator_is_vizmms_own_and_numba_sim_numba_cudas():
     choice = targets.choose("simulator", software(), NO_DRIVER)
-    assert (choice.backend, choice.target) == ("simulator", SIMULATOR)
+    assert (choice.backend, choice.target) == ("simulator", targets.OWN)
+    # vizmm's simulator needs no numba-cuda at all
+    choice = targets.choose("simulator", software(legacy=None), NO_DRIVER)
+    assert (choice.backend, choice.target) == ("simulator", targets.OWN)
+    choice = targets.choose("numba-sim", software(), NO_DRIVER)
+    assert (choice.backend, choice.target) == ("numba-sim", SIMULATOR)
+    with pytest.raises(GPUUnavailableError, match="numba-cuda is not installed"):
+        targets.choose("numba-sim", software(legacy=None), NO_DRIVER)
 
 
 @pytest.mark.parametrize("numpy", ["2.5.0", "2.5.2", "2.6.0rc1", "3.0.0"])
@@ -94,7 +101,7 @@ def test_auto_picks_the_gpu_when_usable_else_says_why():
     assert targets.choose("auto", software(), GPU).backend == "gpu"
     assert "H100" in targets.choose("auto", software(), GPU).reason
     choice = targets.choose("auto", software(), NO_DRIVER)
-    assert (choice.backend, choice.target) == ("simulator", SIMULATOR)
+    assert (choice.backend, choice.target) == ("simulator", targets.OWN)
     assert choice.reason == "no GPU here: no NVIDIA driver found (libcuda)"
     choice = targets.choose("auto", software(numpy="2.5.0", mlir=None), GPU)
     assert choice.backend == "simulator" and choice.reason == targets.LEGACY_NUMPY
@@ -118,7 +125,7 @@ def test_without_a_gpu_the_advice_is_the_missing_gpu_never_numpy(numpy, mlir, dr
     # install numba-cuda-mlir or an older NumPy; neither makes a GPU appear.
     sw = software(numpy=numpy, mlir=mlir)
     choice = targets.choose("auto", sw, driver)
-    assert (choice.backend, choice.target) == ("simulator", SIMULATOR)
+    assert (choice.backend, choice.target) == ("simulator", targets.OWN)
     assert choice.reason == f"no GPU here: {absent}"
     for backend in ("gpu", "gpu-legacy"):
         with pytest.raises(GPUUnavailableError) as info:
@@ -237,7 +244,14 @@ def test_a_process_bound_to_one_target_sends_the_others_to_a_worker():
     assert not targets.can_run_here(SIMULATOR, {"numba.core.config": gpu})
     assert targets.can_run_here(LEGACY, {"numba.core.config": gpu})
     assert targets.can_run_here(MLIR, kernels) and not targets.can_run_here(LEGACY, kernels)
-    assert targets.environment(SIMULATOR) == {"NUMBA_ENABLE_CUDASIM": "1"}
+    assert targets.environment(SIMULATOR) == {
+        "NUMBA_ENABLE_CUDASIM": "1",
+        "VIZMM_KERNELS_TARGET": "auto",
+    }
+    # vizmm's simulator compiles nothing: any process runs it; a fresh one imports no numba
+    assert targets.can_run_here(targets.OWN, {"numba.core.config": gpu})
+    assert targets.can_run_here(targets.OWN, kernels)
+    assert targets.environment(targets.OWN) == {"VIZMM_KERNELS_TARGET": "none"}
     assert targets.environment(LEGACY) == {
         "NUMBA_ENABLE_CUDASIM": "0",
         "VIZMM_KERNELS_TARGET": "numba-cuda",
@@ -246,8 +260,9 @@ def test_a_process_bound_to_one_target_sends_the_others_to_a_worker():
 
 def test_a_fresh_process_is_bound_early_to_the_recordings_target_unless_told_otherwise():
     early = targets.early_environment
-    assert early(SIMULATOR, {}, {}) == {"NUMBA_ENABLE_CUDASIM": "1"}
-    assert early(SIMULATOR, {"NUMBA_ENABLE_CUDASIM": "1"}, {}) == {"NUMBA_ENABLE_CUDASIM": "1"}
+    sim = {"NUMBA_ENABLE_CUDASIM": "1", "VIZMM_KERNELS_TARGET": "auto"}
+    assert early(SIMULATOR, {}, {}) == sim
+    assert early(SIMULATOR, {"NUMBA_ENABLE_CUDASIM": "1"}, {}) == sim
     assert early(MLIR, {}, {}) == {"NUMBA_ENABLE_CUDASIM": "0", "VIZMM_KERNELS_TARGET": MLIR}
     # a variable the caller set is never overridden (a GPU test run, a chosen compiler)
     assert early(SIMULATOR, {"NUMBA_ENABLE_CUDASIM": "0"}, {}) == {}
@@ -296,7 +311,7 @@ def test_auto_under_numpy_2_5_says_why_it_simulates(numpy_2_5, monkeypatch, caps
         recorder, "_record_in_subprocess", lambda job, *a, **k: recorded.append(job)
     )
     vizmm.record(width=4, tile_width=2, backend="auto")
-    assert recorded[0].backend == "simulator" and recorded[0].target == SIMULATOR
+    assert recorded[0].backend == "simulator" and recorded[0].target == targets.OWN
     assert f"recording on the simulator ({targets.LEGACY_NUMPY})" in capsys.readouterr().err
 
 
@@ -390,11 +405,11 @@ def test_gpu_available_asks_the_driver_not_a_compiler(monkeypatch):
 def test_the_trace_records_its_target_and_keeps_it(record_sim):
     trace = record_sim(width=4, tile_width=2, kernel="tiled")
     target = trace.meta["target"]
-    assert target["name"] == SIMULATOR
-    assert target["version"] == trace.meta["versions"]["numba-cuda"]
+    assert target["name"] == targets.OWN
+    assert target["version"] == trace.meta["versions"]["vizmm"]
     again = from_bytes(trace.to_bytes())
     assert again.meta["target"] == target
-    assert f"compiler    {SIMULATOR} {target['version']}" in again.summary()
+    assert f"compiler    {targets.OWN} {target['version']}" in again.summary()
 
 
 @pytest.mark.parametrize(
@@ -427,7 +442,9 @@ def test_doctor_without_a_gpu_exits_0_and_says_why():
     for name in ("python", "numpy", "numba", "numba-cuda", "numba-cuda-mlir"):
         assert any(line.split()[0] == name for line in lines if line), name
     sim = next(line for line in lines if line.startswith("simulator "))
-    assert "ok: Fig. 5.9 recorded in the simulator, P == NumPy" in sim
+    assert "ok: Fig. 5.9 recorded in vizmm's simulator, P == NumPy" in sim
+    numba_sim = next(line for line in lines if line.startswith("numba-sim "))
+    assert "ok: Fig. 5.9 recorded in Numba's simulator, P == NumPy" in numba_sim
     assert next(line for line in lines if line.startswith("auto picks")).split()[2] == "simulator"
     verdict = next(line for line in lines if line.startswith("verdict"))
     assert "ok, in the simulator only: the GPU path is unavailable (" in verdict
@@ -440,6 +457,7 @@ def test_doctor_json_and_no_run(capsys):
     assert report["ok"] and not report["gpu_works"]
     by_name = {t["name"]: t for t in report["targets"]}
     assert by_name[SIMULATOR]["works"] and by_name[SIMULATOR]["run"] is None
+    assert by_name[targets.OWN]["works"] and by_name[targets.OWN]["run"] is None
     assert by_name[MLIR]["problem"] and by_name[LEGACY]["problem"]
     assert report["auto"]["backend"] == "simulator"
 

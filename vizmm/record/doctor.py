@@ -6,7 +6,7 @@
   CUDA bindings (:class:`~vizmm.record.targets.Software`);
 * the driver's CUDA version and each GPU's name, compute capability and
   memory (asked through ``ctypes``: :func:`~vizmm.record.targets.driver_here`);
-* for each target (numba-cuda-mlir, numba-cuda, the simulator) whether a
+* for each target (numba-cuda-mlir, numba-cuda, vizmm's simulator, Numba's) whether a
   combination known to break stops it, with the one line that names the fix
   (:func:`~vizmm.record.targets.problem`);
 * which backend ``auto`` picks and why (:func:`~vizmm.record.recorder.resolve_backend`);
@@ -40,7 +40,14 @@ __all__ = ["PROBE_TIMEOUT_S", "Report", "TargetStatus", "diagnose", "probe"]
 #: Seconds a target's proof run may take (compiling both kernels included).
 PROBE_TIMEOUT_S = 300.0
 #: The backend that records with each target.
-BACKEND_OF = {targets.MLIR: "gpu", targets.LEGACY: "gpu-legacy", targets.SIMULATOR: "simulator"}
+BACKEND_OF = {
+    targets.MLIR: "gpu",
+    targets.LEGACY: "gpu-legacy",
+    targets.OWN: "simulator",
+    targets.SIMULATOR: "numba-sim",
+}
+#: The targets that simulate (no GPU): vizmm's own and Numba's.
+SIMULATORS = (targets.OWN, targets.SIMULATOR)
 _W, _T = 16, 4  # the proof: Fig. 5.9 on a 16 x 16 product, TILE_WIDTH 4 (4 phases, 16 blocks)
 
 
@@ -98,7 +105,7 @@ class Report:
     @property
     def gpu_works(self) -> bool:
         """Whether a GPU target records here (its proof run passed when run)."""
-        return any(t.works for t in self.targets if t.name != targets.SIMULATOR)
+        return any(t.works for t in self.targets if t.name not in SIMULATORS)
 
     @property
     def ok(self) -> bool:
@@ -134,7 +141,7 @@ class Report:
             out.append(f"{f'gpu {i}':<17} {g['name']}, compute capability {cc}{mem}")
         out.append("")
         for t in self.targets:
-            name = "simulator" if t.name == targets.SIMULATOR else t.name
+            name = BACKEND_OF[t.name] if t.name in SIMULATORS else t.name
             if t.version is None and t.problem:
                 state = f"not installed: {t.problem.split(': ', 1)[-1]}"
             elif t.problem:
@@ -150,7 +157,7 @@ class Report:
         out.append(f"{'auto picks':<17} {self.auto['backend']} ({self.auto['reason']})")
         out.extend(f"{'note':<17} {n}" for n in self.notes)
         if self.gpu_works:
-            gpu = next(t for t in self.targets if t.name != targets.SIMULATOR and t.works)
+            gpu = next(t for t in self.targets if t.name not in SIMULATORS and t.works)
             verdict = f"ok: recordings run on the GPU ({gpu.name} {gpu.version})"
         elif self.ok:
             why = self.auto["reason"] if self.auto["backend"] == "simulator" else "see above"
@@ -182,8 +189,12 @@ def diagnose(run: bool = True, timeout: float = PROBE_TIMEOUT_S) -> Report:
         "cuda-bindings": software.cuda_bindings,
     }
     statuses = []
+    from .._version import __version__
+
     for name in targets.TARGETS:
-        version = software.numba_cuda_mlir if name == targets.MLIR else software.numba_cuda
+        version = {targets.MLIR: software.numba_cuda_mlir, targets.OWN: __version__}.get(
+            name, software.numba_cuda
+        )
         status = TargetStatus(name, version, targets.problem(name, software, driver))
         if run and status.problem is None:
             status.run = _run_probe(name, timeout)
@@ -254,7 +265,7 @@ def probe(target: str) -> dict:
     try:
         _target = targets.bind_here(target)
         detail = []
-        if target != targets.SIMULATOR:
+        if target not in SIMULATORS:
             import vizmm_kernels as K
 
             cuda = _target.cuda
@@ -276,9 +287,11 @@ def probe(target: str) -> dict:
         )
         if not np.array_equal(trace.P, trace.M.astype(np.float64) @ trace.N):
             return {"ok": False, "error": "the recording's P differs from NumPy's M @ N"}
-        if target != targets.SIMULATOR and not trace.has_clocks:
+        if target not in SIMULATORS and not trace.has_clocks:
             return {"ok": False, "error": "the recording read no %clock64 on the GPU"}
-        where = "in the simulator" if target == targets.SIMULATOR else "on the GPU"
+        where = {targets.OWN: "in vizmm's simulator", targets.SIMULATOR: "in Numba's simulator"}.get(
+            target, "on the GPU"
+        )
         clocks = ", clocks read" if trace.has_clocks else " (no clocks there)"
         detail.append(f"Fig. 5.9 recorded {where}, P == NumPy{clocks}")
         return {"ok": True, "detail": "; ".join(detail)}
