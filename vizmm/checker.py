@@ -14,8 +14,10 @@ from .record import RecordError, record
 
 __all__ = ["CheckReport", "Finding", "check"]
 
-#: The largest launch check records (threads): the simulator runs one Python thread each.
-MAX_CHECK_ELEMENTS = 64 * 64
+#: The largest matrix check records (elements): every thread is logged in detail, and at
+#: 256 x 256 vizmm's simulator records Fig. 5.13's every access in seconds; a log over
+#: the recording's byte limit is refused before anything runs.
+MAX_CHECK_ELEMENTS = 256 * 256
 
 
 def check(

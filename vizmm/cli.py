@@ -398,8 +398,9 @@ def add_record_parser(subparsers) -> None:
         choices=BACKENDS,
         default="auto",
         help="gpu (numba-cuda-mlir when installed, else numba-cuda), gpu-legacy (numba-cuda), "
-        "simulator (Numba's CUDA simulator, slow, runs anywhere), or auto: the GPU when one "
-        "is usable (default: auto; 'vizmm doctor' says which and why)",
+        "simulator (vizmm's own: a block's threads as NumPy lanes, runs anywhere), numba-sim "
+        "(Numba's CUDA simulator, slow: a cross-check), or auto: the GPU when one is usable "
+        "(default: auto; 'vizmm doctor' says which and why)",
     )
     p.add_argument(
         "--seed",
@@ -590,7 +591,7 @@ def _check_apart(args: argparse.Namespace, j: int, k: int, l: int):
             f"{MAX_CHECK_ELEMENTS} elements a matrix; a small launch shows the same mistakes"
         )
     tile_width = _tile_width(args.kernel, args.tile_width, None, "TILE_WIDTH")
-    sim = args.backend == "simulator"
+    sim = args.backend in ("simulator", "numba-sim")
     limits = Limits(
         wall_s=args.timeout,
         cpu_s=max(1, int(args.timeout) + 1),

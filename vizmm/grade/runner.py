@@ -373,7 +373,8 @@ def record_apart(
                 "backend": backend,
                 "reads": reads,
             }
-            env = {"NUMBA_ENABLE_CUDASIM": "1"} if backend == "simulator" else {}
+            # vizmm's simulator: the case imports no numba at all
+            env = {"VIZMM_KERNELS_TARGET": "none"} if backend == "simulator" else {}
             argv = [sys.executable, "-I", "-m", "vizmm.grade.case"]
             outcome = run_apart(argv, folder, limits, json.dumps(spec), env, uid, user.late)
             # every process of the case is gone: its folder is read now, and only its recording

@@ -53,9 +53,16 @@ DEFAULT_MAX_SIMULATOR_SECONDS = env_limit("VIZMM_MAX_SIMULATOR_SECONDS", None, f
 
 # Simulator cost model (seconds), fitted on a 2-core machine: a block costs
 # start-up per thread plus per-phase work per thread (k loop and barriers).
-_SIM_PER_THREAD = 3.0e-4
+_SIM_PER_THREAD = 3.0e-4  # Numba's simulator ('numba-sim'): one Python thread per CUDA thread
 _SIM_PER_THREAD_PHASE = 1.5e-4
 _SIM_PER_MAC = 6.0e-6
+# vizmm's simulator: a block's threads as lanes, so the cost is per block and statement,
+# plus a little per lane (measured on the 2-core reference machine, benchmarks/bench_simt.py)
+_OWN_START = 0.05
+_OWN_PER_BLOCK_PHASE = 3.0e-4
+_OWN_PER_ITERATION = 4.0e-5
+_OWN_PER_LANE_ITERATION = 2.0e-7
+_OWN_PER_LANE_READ = 1.1e-6  # the k loop's shared loads logged too (reads, vizmm.check)
 
 
 class RecordError(ValueError):
@@ -301,7 +308,11 @@ def normalize(j, k, l, tile_width, kernel, window):
 
 
 def _estimate(
-    launch: LaunchShape, n_window: int | None, simulate_window_only: bool = True, reads=False
+    launch: LaunchShape,
+    n_window: int | None,
+    simulate_window_only: bool = True,
+    reads=False,
+    numba_sim: bool = False,
 ):
     j, k, l, T = launch.j, launch.k, launch.l, launch.tile_width
     (gy, gx), nph = launch.grid, launch.n_phases
@@ -317,12 +328,18 @@ def _estimate(
     )
     sim_blocks = nd if (n_window is not None and simulate_window_only) else gy * gx
     inner = k if launch.kernel == "naive" else nph * T
-    secs = (
-        sim_blocks
-        * T
-        * T
-        * (_SIM_PER_THREAD + _SIM_PER_THREAD_PHASE * max(nph, 1) + _SIM_PER_MAC * inner)
-    )
+    if numba_sim:
+        secs = (
+            sim_blocks
+            * T
+            * T
+            * (_SIM_PER_THREAD + _SIM_PER_THREAD_PHASE * max(nph, 1) + _SIM_PER_MAC * inner)
+        )
+    else:
+        lane = _OWN_PER_LANE_ITERATION + (_OWN_PER_LANE_READ if reads else 0.0)
+        secs = _OWN_START + sim_blocks * (
+            _OWN_PER_BLOCK_PHASE * max(nph, 1) + inner * (_OWN_PER_ITERATION + T * T * lane)
+        )
     return Estimate(int(nbytes), gy * gx, sim_blocks, float(secs))
 
 
@@ -403,7 +420,9 @@ def admit(
         When the simulator would take longer than ``limits.max_simulator_seconds``.
     """
     limits = limits or Limits()
-    est = _estimate(launch, None if blocks is None else len(blocks), reads=reads)
+    est = _estimate(
+        launch, None if blocks is None else len(blocks), reads=reads, numba_sim=backend == "numba-sim"
+    )
     if est.bytes > limits.max_bytes:
         raise TraceTooLargeError(est.bytes, limits.max_bytes)
     cap = limits.max_simulator_seconds

@@ -2026,6 +2026,34 @@ def decode(ev, vals, counts, cap, arrays) -> tuple[np.ndarray, np.ndarray]:
     val = np.ascontiguousarray(
         np.asarray(vals)[: cap * 2 * tt].reshape(cap, 2, tt).transpose(2, 0, 1)
     )
+    return normalise(out, val, counts, cap, arrays)
+
+
+def normalise(out, val, counts, cap, arrays) -> tuple[np.ndarray, np.ndarray]:
+    """Unpack a log already laid out per thread, in place (the second half of :func:`decode`).
+
+    vizmm's simulator (:mod:`.simt`) writes its log thread by thread, so it
+    needs no transposing copy: only this.
+
+    Parameters
+    ----------
+    out : ndarray of int32, (threads, cap, NF)
+        Per thread and event: the packed word in ``op``, the fields ``idx`` to
+        ``tick`` as written; unpacked in place.
+    val : ndarray of float64, (threads, cap, 2)
+        The value and the accumulator; zeroed in place where not written.
+    counts : ndarray of int32, (threads,)
+        Events per thread (at most ``cap``).
+    cap : int
+        Events per thread the log had room for.
+    arrays : sequence of ArrayInfo
+        The arrays the log names, by id.
+
+    Returns
+    -------
+    events, values : ndarray
+        ``out`` and ``val``, as :func:`decode` returns them.
+    """
     word = out[..., D.OP].copy()
     arr = ((word >> D.ARR_SHIFT) & 255) - 1
     out[..., D.OP] = word & 7
@@ -2421,7 +2449,17 @@ def run(
             f"kernel {inst.name} logged more events than its bound ({int(counts.max())} > {cap})"
         )
     counted = lean if lean is not None else rec
-    events, values = decode(rec["_ev"], rec["_vals"], counts.reshape(-1), cap, inst.arrays)
+    if simt:  # written thread by thread (simt.Launch.write): unpacked in place, no copy
+        tt = nd * nthreads
+        events, values = normalise(
+            rec["_ev"][: tt * cap * D.NF].reshape(tt, cap, D.NF),
+            rec["_vals"][: tt * cap * 2].reshape(tt, cap, 2),
+            counts.reshape(-1),
+            cap,
+            inst.arrays,
+        )
+    else:
+        events, values = decode(rec["_ev"], rec["_vals"], counts.reshape(-1), cap, inst.arrays)
     tt = nd * nthreads
     return RawLog(
         events=events.reshape(nd, nthreads, cap, D.NF),

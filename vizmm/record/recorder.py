@@ -170,7 +170,7 @@ def _show(progress, backend: str, est: Estimate, quiet: bool):
         return progress
     return (
         not quiet
-        and backend == "simulator"
+        and backend in targets.SIMULATOR_BACKENDS
         and est.simulator_seconds > PROGRESS_AFTER_S
         and _on_terminal()
     )
@@ -506,7 +506,7 @@ def _record_in_subprocess(job, M, N, quiet, cancel=None, show=False):
     callback) is told here, in this process's thread.
     """
     gy, gx = job.launch.grid
-    total = len(job.blocks) if job.target == targets.SIMULATOR else gy * gx
+    total = len(job.blocks) if job.target in (targets.SIMULATOR, targets.OWN) else gy * gx
     update, close = launcher._progress_reporter(show, total)
     with tempfile.TemporaryDirectory(prefix="vizmm-") as tmp:
         inp = os.path.join(tmp, "in.npz")

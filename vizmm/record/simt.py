@@ -173,8 +173,9 @@ class Launch:
         if not ok.all():
             sel = np.flatnonzero(sel)[ok]
             tt, n = tt[ok], n[ok]
-        big = self.tt
-        pos = n.astype(np.int64) * (_T * big) + tt
+        # thread by thread: field f of thread t's n-th event at (t * cap + n) * NF + f
+        # (instrument.normalise reads it in place; a GPU's log is field-major instead)
+        pos = (tt.astype(np.int64) * self.cap + n) * _T
         ev = self.ev
         ev[pos] = _pick(word, sel)
         for f, x in (
@@ -189,10 +190,10 @@ class Launch:
             (D.EPOCH, ep),
             (D.TICK, tk),
         ):
-            ev[pos + f * big] = _pick(x, sel)
-        vp = n.astype(np.int64) * (2 * big) + tt
+            ev[pos + f] = _pick(x, sel)
+        vp = (tt.astype(np.int64) * self.cap + n) * 2
         self.vals[vp] = _pick(v, sel)
-        self.vals[vp + big] = _pick(a, sel)
+        self.vals[vp + 1] = _pick(a, sel)
 
     # ---------------------------------------------------------- watching
     def tracker(self, A: np.ndarray) -> _Tracker | None:
