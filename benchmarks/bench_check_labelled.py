@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--backend",
         default="simulator",
-        choices=("simulator", "gpu", "gpu-legacy", "auto"),
+        choices=("simulator", "numba-sim", "gpu", "gpu-legacy", "auto"),
         help="the backend check records with (default simulator)",
     )
     ap.add_argument("--one", help=argparse.SUPPRESS)
