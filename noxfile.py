@@ -23,3 +23,18 @@ def tests(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     session.run("python", "-m", "pip", "list", "--format=freeze")  # the versions tested
     session.run("python", "-m", "pytest", "-q", *session.posargs)
+
+
+@nox.session(python=PYTHONS[-1])
+def nonumba(session: nox.Session) -> None:
+    """The test suite with no numba at all: vizmm's simulator records, checks and grades.
+
+    ``.[test]`` brings numba-cuda (the PTX tests and the cross-check with
+    Numba's simulator); it is uninstalled again, and the tests that need it
+    skip (``pytest.importorskip``), so what remains is what a user without
+    numba gets.
+    """
+    session.install("-e", ".[test]")
+    session.run("python", "-m", "pip", "uninstall", "-y", "numba-cuda", "numba", "llvmlite")
+    session.run("python", "-m", "pip", "list", "--format=freeze")
+    session.run("python", "-m", "pytest", "-q", *session.posargs)

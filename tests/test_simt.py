@@ -91,7 +91,6 @@ def _raw(spec, j, k, l, t, engine):
 
 
 @numba_sim
-@pytest.mark.slow
 @pytest.mark.parametrize("label", _labels(), ids=lambda d: d["id"])
 def test_every_labelled_kernel_logs_as_in_numbas_simulator(label):
     L = label["launch"]

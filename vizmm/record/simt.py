@@ -592,23 +592,6 @@ def _each(f):
 
 
 # ---------------------------------------------------------------- memory
-def _watch(base, idx, m, X, write):
-    """Tell the race watch of a plain load or store of a shared or written array."""
-    run = X.launch
-    if not run.track or id(base) not in run.watched:
-        return
-    sel = m
-    cols = [_lanes(i, X.n)[sel].astype(np.int64) for i in (idx if isinstance(idx, tuple) else (idx,))]
-    inside = np.ones(cols[0].shape[0], bool) if cols else np.ones(0, bool)
-    for c, n in zip(cols, base.shape, strict=False):
-        inside &= (c >= 0) & (c < n)
-    if len(cols) != base.ndim:
-        return
-    flat = np.ravel_multi_index(tuple(c[inside] for c in cols), base.shape)
-    tids = X.tids[sel][inside]
-    (run.saw_write if write else run.saw_read)(base, flat, tids)
-
-
 def _sec(base, sl, X):
     """``base[a:b]``: a section of a shared array, watched for races as the array is."""
     out = base[sl]
@@ -618,20 +601,37 @@ def _sec(base, sl, X):
     return out
 
 
+def _flat(base, idx, m, X):
+    """The flat (row-major) element each active lane names, or None when no lane's differs."""
+    if isinstance(idx, tuple):
+        if not any(isinstance(i, np.ndarray) for i in idx):
+            return None
+        flat = 0
+        for i, n in zip(idx, base.shape, strict=False):
+            flat = flat * n + i
+    elif isinstance(idx, np.ndarray):
+        flat = idx
+    else:
+        return None
+    return _lanes(flat, X.n)[m]
+
+
 def _ld(base, idx, m, X):
     if type(base) is LocalArray:
         return base.load(idx, m)
     if isinstance(base, tuple):
         return base[idx]
-    _watch(base, idx, m, X, False)
-    vec = any(isinstance(i, np.ndarray) for i in idx) if isinstance(idx, tuple) else isinstance(idx, np.ndarray)
-    if not vec:
+    flat = _flat(base, idx, m, X)
+    run = X.launch
+    if flat is None:  # one element for every lane
+        if run.track and id(base) in run.watched and m.any():
+            one = np.ravel_multi_index(idx if isinstance(idx, tuple) else (idx,), base.shape)
+            run.saw_read(base, np.full(int(m.sum()), one), X.tids[m])
         return base[idx]
+    if run.track and id(base) in run.watched:
+        run.saw_read(base, flat, X.tids[m])
     out = np.zeros(X.n, base.dtype)
-    if isinstance(idx, tuple):
-        out[m] = base[tuple(_pick(i, m) for i in idx)]
-    else:
-        out[m] = base[idx[m]]
+    out[m] = base.reshape(-1)[flat]
     return out
 
 
@@ -639,16 +639,19 @@ def _st(base, idx, v, m, X):
     if type(base) is LocalArray:
         base.store(idx, v, m)
         return
-    _watch(base, idx, m, X, True)
-    vec = any(isinstance(i, np.ndarray) for i in idx) if isinstance(idx, tuple) else isinstance(idx, np.ndarray)
-    if not vec:
-        if m.any():
-            base[idx] = v[m][-1] if isinstance(v, np.ndarray) and v.ndim else v
+    if not m.any():
         return
-    if isinstance(idx, tuple):
-        base[tuple(_pick(i, m) for i in idx)] = _pick(v, m)
-    else:
-        base[idx[m]] = _pick(v, m)
+    flat = _flat(base, idx, m, X)
+    run = X.launch
+    if flat is None:  # one element: the last active lane's value stays, as in lane order
+        if run.track and id(base) in run.watched:
+            one = np.ravel_multi_index(idx if isinstance(idx, tuple) else (idx,), base.shape)
+            run.saw_write(base, np.full(int(m.sum()), one), X.tids[m])
+        base[idx] = v[m][-1] if isinstance(v, np.ndarray) and v.ndim else v
+        return
+    if run.track and id(base) in run.watched:
+        run.saw_write(base, flat, X.tids[m])
+    base.reshape(-1)[flat] = _pick(v, m)
 
 
 _ATOMIC = {
