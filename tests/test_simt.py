@@ -19,8 +19,8 @@ import pytest
 
 import vizmm
 from vizmm.record import instrument as I
-from vizmm_kernels import KERNEL_NAMES
 from vizmm.record import log_codes as D
+from vizmm_kernels import KERNEL_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELLED = ROOT / "benchmarks" / "labelled"
@@ -153,12 +153,12 @@ def test_warps_schedule_a_warps_lanes_run_in_lockstep_and_warps_in_turn():
     np.testing.assert_array_equal(got, want)
 
 
-def test_a_race_free_block_runs_in_lockstep_and_a_racing_one_in_the_schedule():
+def test_a_race_free_block_runs_in_lockstep_and_a_racing_one_in_the_schedule(monkeypatch):
     from vizmm.record import simt
 
     inst = I.instrument(NEIGHBOUR, engine="simt")
     seen = []
-    real = simt.Launch.run_block
+    real = simt.Launch._run_block
 
     def counted(self, by, bx):
         real(self, by, bx)
@@ -166,12 +166,9 @@ def test_a_race_free_block_runs_in_lockstep_and_a_racing_one_in_the_schedule():
 
     M = np.arange(1, 5, dtype=np.float32)
     args = dict(M=M, N=np.zeros(1, np.float32), P=np.zeros(4, np.float32), Width=4)
-    simt.Launch.run_block = counted
-    try:
-        I.run(inst, args, (1, 1), (4, 1), [(0, 0)])
-        vizmm.record(width=8, tile_width=4, backend="simulator", quiet=True)
-    finally:
-        simt.Launch.run_block = real
+    monkeypatch.setattr(simt.Launch, "_run_block", counted)
+    I.run(inst, args, (1, 1), (4, 1), [(0, 0)])
+    vizmm.record(width=8, tile_width=4, backend="simulator", quiet=True)
     assert seen[0] == (0, 1)  # the neighbour read: run again, thread by thread
     assert seen[-1] == (4, 0)  # Fig. 5.13, four blocks: lockstep throughout
 
@@ -208,9 +205,7 @@ def test_divergent_loops_breaks_continues_and_returns_follow_each_thread():
     M = np.arange(n, dtype=np.float32)
     N = np.arange(10, 10 + n, dtype=np.float32)
     inst = I.instrument(FLOW, engine="simt")
-    raw = I.run(
-        inst, dict(M=M, N=N, P=np.zeros(n, np.float32), Width=n), (1, 1), (n, 1), [(0, 0)]
-    )
+    raw = I.run(inst, dict(M=M, N=N, P=np.zeros(n, np.float32), Width=n), (1, 1), (n, 1), [(0, 0)])
     want = []
     for tx in range(n):  # the kernel by hand, one thread at a time
         acc, k = 0.0, 0
@@ -253,9 +248,7 @@ def test_and_and_conditional_expressions_load_only_for_the_lanes_that_evaluate_t
     inst = I.instrument(SHORT, engine="simt")
     M = np.array([1, 1, 0, 1], np.float32)
     N = np.array([5, 6, 7, 8], np.float32)
-    raw = I.run(
-        inst, dict(M=M, N=N, P=np.zeros(n, np.float32), Width=n), (1, 1), (n, 1), [(0, 0)]
-    )
+    raw = I.run(inst, dict(M=M, N=N, P=np.zeros(n, np.float32), Width=n), (1, 1), (n, 1), [(0, 0)])
     np.testing.assert_array_equal(raw.outputs["P"], [6, 6, 0, 0])
     loads = raw.events[0, :, :, D.OP] == D.LOAD
     arr = raw.events[0, :, :, D.ARR]

@@ -421,7 +421,10 @@ def admit(
     """
     limits = limits or Limits()
     est = _estimate(
-        launch, None if blocks is None else len(blocks), reads=reads, numba_sim=backend == "numba-sim"
+        launch,
+        None if blocks is None else len(blocks),
+        reads=reads,
+        numba_sim=backend == "numba-sim",
     )
     if est.bytes > limits.max_bytes:
         raise TraceTooLargeError(est.bytes, limits.max_bytes)

@@ -289,9 +289,10 @@ def probe(target: str) -> dict:
             return {"ok": False, "error": "the recording's P differs from NumPy's M @ N"}
         if target not in SIMULATORS and not trace.has_clocks:
             return {"ok": False, "error": "the recording read no %clock64 on the GPU"}
-        where = {targets.OWN: "in vizmm's simulator", targets.SIMULATOR: "in Numba's simulator"}.get(
-            target, "on the GPU"
-        )
+        where = {
+            targets.OWN: "in vizmm's simulator",
+            targets.SIMULATOR: "in Numba's simulator",
+        }.get(target, "on the GPU")
         clocks = ", clocks read" if trace.has_clocks else " (no clocks there)"
         detail.append(f"Fig. 5.9 recorded {where}, P == NumPy{clocks}")
         return {"ok": True, "detail": "; ".join(detail)}

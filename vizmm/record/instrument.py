@@ -1824,7 +1824,9 @@ def instrument(
     if hit is not None:
         return hit
     simulated = simt or target_name == "numba-cuda-simulator"
-    device_functions = kernel.device_functions if simt and hasattr(kernel, "device_functions") else ()
+    device_functions = (
+        kernel.device_functions if simt and hasattr(kernel, "device_functions") else ()
+    )
     try:
         return _instrument(tree, text, ns, first_line, key, kernel, shared_loads, dynamic_shared,
                            dtypes, terms, first_arrays, simulated, t0,
@@ -1857,7 +1859,6 @@ def _instrument(
     ``simt_device``: None compiles for this process's target; a tuple (the
     device functions the front end kept) compiles for vizmm's simulator.
     """
-
     rw = _Rewriter(
         _Remap().visit(copy.deepcopy(tree)),
         ns,
@@ -2313,7 +2314,7 @@ def run(
     update = update or (lambda done, total: None)
     gx, gy = grid
     two_launches = aggregated and not simulated
-    cuda = None if simt else _target.cuda
+    cuda: Any = None if simt else _target.cuda
     notes: list[str] = []
 
     def device_launch(kern, launch_grid, ordered, rec, stream=0):

@@ -791,8 +791,6 @@ def release(tk, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
         log_b(ev, vals, cnt, cap, t, 4, ep, tk, ln, acc)
 
 
-
-
 @device
 def g_tag(A, i, gid):
     """The provenance tag of ``A[i]`` of a 1-D global array: ``i * TAG_ARRAYS + gid``.

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -76,7 +77,7 @@ class LocalArray:
     def __init__(self, a: np.ndarray):
         self.a = a
 
-    def load(self, idx, m):
+    def _load(self, idx, m):
         idx = idx if isinstance(idx, tuple) else (idx,)
         lanes = np.arange(self.a.shape[0])
         if not any(isinstance(i, np.ndarray) for i in idx):
@@ -85,7 +86,7 @@ class LocalArray:
         out[m] = self.a[(lanes[m], *(_pick(i, m) for i in idx))]
         return out
 
-    def store(self, idx, v, m):
+    def _store(self, idx, v, m):
         idx = idx if isinstance(idx, tuple) else (idx,)
         lanes = np.arange(self.a.shape[0])
         self.a[(lanes[m], *(_pick(i, m) for i in idx))] = _pick(v, m)
@@ -157,7 +158,7 @@ class Launch:
         self.schedule_blocks = 0
 
     # ------------------------------------------------------------ the log
-    def write(self, m, t, word, idx, row, col, tag, sa, si, sr, sc, ep, tk, v, a):
+    def _write(self, m, t, word, idx, row, col, tag, sa, si, sr, sc, ep, tk, v, a):
         """Append one event for each active lane whose thread is logged (``t >= 0``)."""
         if not isinstance(t, np.ndarray) or self.tt == 0:
             return
@@ -196,7 +197,8 @@ class Launch:
         self.vals[vp + 1] = _pick(a, sel)
 
     # ---------------------------------------------------------- watching
-    def tracker(self, A: np.ndarray) -> _Tracker | None:
+    def _tracker(self, A: np.ndarray) -> _Tracker | None:
+        """The race watch's record of ``A`` (None while the block is not watched)."""
         if not self.track:
             return None
         key = id(A)
@@ -205,9 +207,9 @@ class Launch:
             tr = self.trackers[key] = _Tracker(A.size)
         return tr
 
-    def saw_read(self, A, flat, tid):
+    def _saw_read(self, A, flat, tid):
         """Lanes ``tid`` read elements ``flat`` of ``A``: a race if another thread wrote one."""
-        tr = self.tracker(A)
+        tr = self._tracker(A)
         if tr is None or flat.size == 0:
             return
         iv = self.iv
@@ -221,9 +223,9 @@ class Launch:
         if multi.any():
             tr.r_tid[flat[multi]] = -2
 
-    def saw_write(self, A, flat, tid, atomic=False):
+    def _saw_write(self, A, flat, tid, atomic=False):
         """Lanes ``tid`` wrote elements ``flat`` of ``A``: a race if another thread touched one."""
-        tr = self.tracker(A)
+        tr = self._tracker(A)
         if tr is None or flat.size == 0:
             return
         iv = self.iv
@@ -239,16 +241,34 @@ class Launch:
 
     # ------------------------------------------------------------ blocks
     def run(self, order: list, update, cancel) -> None:
+        """Run the blocks one after another, reporting each.
+
+        Parameters
+        ----------
+        order : list of (by, bx)
+            The blocks, in the order they run.
+        update : callable
+            ``update(done, total)`` after each block.
+        cancel : threading.Event or None
+            Checked before each block.
+
+        Raises
+        ------
+        RecordingCancelled
+            When ``cancel`` is set.
+        """
         for i, (by, bx) in enumerate(order):
             if cancel is not None and cancel.is_set():
                 raise RecordingCancelled(
                     f"the recording was cancelled after {i} of {len(order)} blocks"
                 )
-            self.run_block(by, bx)
+            self._run_block(by, bx)
             update(i + 1, len(order))
 
     def _snapshot(self):
-        keep = [(a, a.copy()) for a in self.args if isinstance(a, np.ndarray) and id(a) in self.written]
+        keep = [
+            (a, a.copy()) for a in self.args if isinstance(a, np.ndarray) and id(a) in self.written
+        ]
         keep += [(a, a.copy()) for a in self.shared.values()]
         keep.append((self.dyn, self.dyn.copy()))
         for k in ("_zf", "_blk", "_seq"):
@@ -267,7 +287,8 @@ class Launch:
             del self.rec[k][n:]
         self.tick = tick
 
-    def run_block(self, by: int, bx: int) -> None:
+    def _run_block(self, by: int, bx: int) -> None:
+        """Run one block: in lockstep, or again in the schedule's groups when that is not it."""
         for view in self.keep:  # the last block's sections of shared arrays
             self.watched.discard(id(view))
         self.keep.clear()
@@ -351,6 +372,12 @@ class Lanes:
 
     # ------------------------------------------------- cuda, as read
     def grid(self, ndim):
+        """``cuda.grid(ndim)``: each lane's absolute thread index (x; x, y; or x, y, z).
+
+        Parameters
+        ----------
+        ndim : {1, 2, 3}
+        """
         x = self.blockIdx.x * self.blockDim.x + self.threadIdx.x
         if ndim == 1:
             return x
@@ -360,6 +387,12 @@ class Lanes:
         return x, y, self.blockIdx.z * self.blockDim.z + self.threadIdx.z
 
     def gridsize(self, ndim):
+        """``cuda.gridsize(ndim)``: threads in the grid along x (and y, z).
+
+        Parameters
+        ----------
+        ndim : {1, 2, 3}
+        """
         sizes = (
             self.gridDim.x * self.blockDim.x,
             self.gridDim.y * self.blockDim.y,
@@ -368,12 +401,24 @@ class Lanes:
         return sizes[0] if ndim == 1 else sizes[:ndim]
 
     def laneid(self):
+        """``cuda.laneid``: each thread's lane in its warp (0 to 31)."""
         return self.tids % WARP
 
     def warpsize(self):
+        """``cuda.warpsize``: 32."""
         return WARP
 
     def shared(self, site, shape, dtype):
+        """``cuda.shared.array``: the launch's array of that line (zeroed once, kept across blocks).
+
+        Parameters
+        ----------
+        site : str
+            The declaration's place in the rewritten kernel (one array per place).
+        shape : int or tuple of int
+            Elements; 0 for the extern array (the launch's dynamic bytes, Fig. 5.14).
+        dtype : NumPy type
+        """
         dt = np.dtype(dtype)
         shape = tuple(int(s) for s in shape) if isinstance(shape, tuple) else (int(shape),)
         if shape in ((0,), ()):  # the extern array (Fig. 5.14): the launch's dynamic bytes
@@ -389,15 +434,55 @@ class Lanes:
         return got
 
     def local(self, site, shape, dtype):
+        """``cuda.local.array``: one zeroed array per lane.
+
+        Parameters
+        ----------
+        site : str
+            The declaration's place in the rewritten kernel.
+        shape : int or tuple of int
+            Elements per lane.
+        dtype : NumPy type
+        """
         shape = tuple(int(s) for s in shape) if isinstance(shape, tuple) else (int(shape),)
         return LocalArray(np.zeros((self.n, *shape), np.dtype(dtype)))
 
     # ------------------------------------------------------- barriers
     def arrive(self, m, ln, t, ep, acc):
+        """Log the active lanes' arrival at the barrier on line ``ln``, tickets in lane order.
+
+        Parameters
+        ----------
+        m : ndarray of bool, (lanes,)
+            The lanes arriving.
+        ln : int
+            The barrier's line in the kernel's source.
+        t : ndarray of int64 or int
+            Each lane's row of the log (-1: not logged).
+        ep : int or ndarray
+            Barriers passed before this one.
+        acc : float or ndarray
+            The accumulator now.
+        """
         self.line = ln
         self._ticket(m, D.ARRIVE, ln, t, ep, acc)
 
     def release(self, m, ln, t, ep, acc):
+        """Log the active lanes' release from the barrier on line ``ln`` (epoch ``ep + 1``).
+
+        Parameters
+        ----------
+        m : ndarray of bool, (lanes,)
+            The lanes released.
+        ln : int
+            The barrier's line in the kernel's source.
+        t : ndarray of int64 or int
+            Each lane's row of the log (-1: not logged).
+        ep : int or ndarray
+            Barriers passed before this one.
+        acc : float or ndarray
+            The accumulator now.
+        """
         self._ticket(m, D.RELEASE, ln, t, ep + 1, acc)
 
     def _ticket(self, m, op, ln, t, ep, acc):
@@ -405,14 +490,20 @@ class Lanes:
         tk = np.zeros(self.n, np.int64)
         tk[m] = self.launch.tick + np.arange(k)
         self.launch.tick += k
-        self.launch.write(m, t, op + ln * 8192, -1, -1, -1, -4, -1, -1, -1, -1, ep, tk, 0.0, acc)
+        self.launch._write(m, t, op + ln * 8192, -1, -1, -1, -4, -1, -1, -1, -1, ep, tk, 0.0, acc)
 
     def exit(self, m):
+        """The active lanes' threads end (a ``return`` or the kernel's last line).
+
+        Parameters
+        ----------
+        m : ndarray of bool, (lanes,)
+        """
         self.exited = self.exited | m
 
 
 # ------------------------------------------------------------------ lane-wise forms
-def mset(m, new, old):
+def _mset(m, new, old):
     """``new`` for the active lanes, ``old`` for the others."""
     if m.all():
         return new
@@ -421,7 +512,7 @@ def mset(m, new, old):
     return np.where(m, new, old)
 
 
-def truth(c):
+def _truth(c):
     if isinstance(c, np.ndarray):
         return c if c.dtype == np.bool_ else c != 0
     return bool(c)
@@ -429,18 +520,18 @@ def truth(c):
 
 def _and(*vs):
     if any(isinstance(v, np.ndarray) for v in vs):
-        out = truth(vs[0])
+        out = _truth(vs[0])
         for v in vs[1:]:
-            out = out & truth(v)
+            out = out & _truth(v)
         return out
     return all(vs)
 
 
 def _or(*vs):
     if any(isinstance(v, np.ndarray) for v in vs):
-        out = truth(vs[0])
+        out = _truth(vs[0])
         for v in vs[1:]:
-            out = out | truth(v)
+            out = out | _truth(v)
         return out
     return any(vs)
 
@@ -448,25 +539,25 @@ def _or(*vs):
 def _and_lazy(m, a, rest):
     if not isinstance(a, np.ndarray):
         return rest(m) if a else a
-    ta = truth(a)
+    ta = _truth(a)
     mm = m & ta
     b = rest(mm) if mm.any() else False
-    return ta & truth(b)
+    return ta & _truth(b)
 
 
 def _or_lazy(m, a, rest):
     if not isinstance(a, np.ndarray):
         return a if a else rest(m)
-    ta = truth(a)
+    ta = _truth(a)
     mm = m & ~ta
     b = rest(mm) if mm.any() else False
-    return ta | truth(b)
+    return ta | _truth(b)
 
 
 def _ifexp(m, c, yes, no):
     if not isinstance(c, np.ndarray):
         return yes(m) if c else no(m)
-    tc = truth(c)
+    tc = _truth(c)
     a = yes(m & tc) if (m & tc).any() else 0
     b = no(m & ~tc) if (m & ~tc).any() else 0
     return np.where(tc, a, b)
@@ -475,11 +566,11 @@ def _ifexp(m, c, yes, no):
 def _where(c, a, b):
     if not isinstance(c, np.ndarray):
         return a if c else b
-    return np.where(truth(c), a, b)
+    return np.where(_truth(c), a, b)
 
 
 def _not(x):
-    return ~truth(x) if isinstance(x, np.ndarray) else not x
+    return ~_truth(x) if isinstance(x, np.ndarray) else not x
 
 
 def _andnot(ms, c):
@@ -505,7 +596,7 @@ def _float(x):
 
 
 def _bool(x):
-    return truth(x)
+    return _truth(x)
 
 
 def _abs(x):
@@ -559,14 +650,35 @@ class _Math:
 
     def __init__(self):
         direct = {
-            "sqrt": np.sqrt, "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log,
-            "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "fabs": np.fabs,
-            "fmod": np.fmod, "pow": np.power, "sin": np.sin, "cos": np.cos, "tan": np.tan,
-            "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "atan2": np.arctan2,
-            "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "isnan": np.isnan,
-            "isinf": np.isinf, "isfinite": np.isfinite, "copysign": np.copysign,
-            "hypot": np.hypot, "degrees": np.degrees, "radians": np.radians,
-        }  # fmt: skip
+            "sqrt": np.sqrt,
+            "exp": np.exp,
+            "exp2": np.exp2,
+            "expm1": np.expm1,
+            "log": np.log,
+            "log2": np.log2,
+            "log10": np.log10,
+            "log1p": np.log1p,
+            "fabs": np.fabs,
+            "fmod": np.fmod,
+            "pow": np.power,
+            "sin": np.sin,
+            "cos": np.cos,
+            "tan": np.tan,
+            "asin": np.arcsin,
+            "acos": np.arccos,
+            "atan": np.arctan,
+            "atan2": np.arctan2,
+            "sinh": np.sinh,
+            "cosh": np.cosh,
+            "tanh": np.tanh,
+            "isnan": np.isnan,
+            "isinf": np.isinf,
+            "isfinite": np.isfinite,
+            "copysign": np.copysign,
+            "hypot": np.hypot,
+            "degrees": np.degrees,
+            "radians": np.radians,
+        }
         for k, f in direct.items():
             setattr(self, k, f)
         for k, f in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc)):
@@ -606,7 +718,7 @@ def _flat(base, idx, m, X):
     if isinstance(idx, tuple):
         if not any(isinstance(i, np.ndarray) for i in idx):
             return None
-        flat = 0
+        flat: Any = 0
         for i, n in zip(idx, base.shape, strict=False):
             flat = flat * n + i
     elif isinstance(idx, np.ndarray):
@@ -618,7 +730,7 @@ def _flat(base, idx, m, X):
 
 def _ld(base, idx, m, X):
     if type(base) is LocalArray:
-        return base.load(idx, m)
+        return base._load(idx, m)
     if isinstance(base, tuple):
         return base[idx]
     flat = _flat(base, idx, m, X)
@@ -626,10 +738,10 @@ def _ld(base, idx, m, X):
     if flat is None:  # one element for every lane
         if run.track and id(base) in run.watched and m.any():
             one = np.ravel_multi_index(idx if isinstance(idx, tuple) else (idx,), base.shape)
-            run.saw_read(base, np.full(int(m.sum()), one), X.tids[m])
+            run._saw_read(base, np.full(int(m.sum()), one), X.tids[m])
         return base[idx]
     if run.track and id(base) in run.watched:
-        run.saw_read(base, flat, X.tids[m])
+        run._saw_read(base, flat, X.tids[m])
     out = np.zeros(X.n, base.dtype)
     out[m] = base.reshape(-1)[flat]
     return out
@@ -637,7 +749,7 @@ def _ld(base, idx, m, X):
 
 def _st(base, idx, v, m, X):
     if type(base) is LocalArray:
-        base.store(idx, v, m)
+        base._store(idx, v, m)
         return
     if not m.any():
         return
@@ -646,11 +758,11 @@ def _st(base, idx, v, m, X):
     if flat is None:  # one element: the last active lane's value stays, as in lane order
         if run.track and id(base) in run.watched:
             one = np.ravel_multi_index(idx if isinstance(idx, tuple) else (idx,), base.shape)
-            run.saw_write(base, np.full(int(m.sum()), one), X.tids[m])
+            run._saw_write(base, np.full(int(m.sum()), one), X.tids[m])
         base[idx] = v[m][-1] if isinstance(v, np.ndarray) and v.ndim else v
         return
     if run.track and id(base) in run.watched:
-        run.saw_write(base, flat, X.tids[m])
+        run._saw_write(base, flat, X.tids[m])
     base.reshape(-1)[flat] = _pick(v, m)
 
 
@@ -679,8 +791,10 @@ def _atomic(op, A, idx, *rest):
     if lanes.size == 0:
         return old
     cols = [_lanes(i, X.n)[lanes].astype(np.int64) for i in idx]
-    flat = np.ravel_multi_index(tuple(cols), A.shape, mode="wrap") if A.ndim == len(cols) else cols[0]
-    X.launch.saw_write(A, flat, X.tids[lanes], atomic=True)
+    flat = (
+        np.ravel_multi_index(tuple(cols), A.shape, mode="wrap") if A.ndim == len(cols) else cols[0]
+    )
+    X.launch._saw_write(A, flat, X.tids[lanes], atomic=True)
     vs = [_lanes(v, X.n) for v in vals]
     flat_a = A.reshape(-1)
     for j, k in enumerate(lanes):
@@ -700,40 +814,44 @@ def _word(op, flag, arr, ln):
     return op + flag * 8 + (arr + 1) * 32 + ln * 8192
 
 
-def log_g(ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, ep, ln, v, a, m, X):
-    X.launch.write(m, t, _word(op, flag, arr, ln), idx, row, col, -4, -1, -1, -1, -1, ep, -1, v, a)
+def _log_g(ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, ep, ln, v, a, m, X):
+    X.launch._write(m, t, _word(op, flag, arr, ln), idx, row, col, -4, -1, -1, -1, -1, ep, -1, v, a)
 
 
-def log_s(ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, tag, sa, si, sr, sc, ep, ln, v, a, m, X):  # fmt: skip
-    X.launch.write(m, t, _word(op, flag, arr, ln), idx, row, col, tag, sa, si, sr, sc, ep, -1, v, a)
+def _log_s(
+    ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, tag, sa, si, sr, sc, ep, ln, v, a, m, X
+):
+    X.launch._write(
+        m, t, _word(op, flag, arr, ln), idx, row, col, tag, sa, si, sr, sc, ep, -1, v, a
+    )
 
 
-def log_b(ev, vals, cnt, cap, t, op, ep, tk, ln, a, m, X):
-    X.launch.write(m, t, op + ln * 8192, -1, -1, -1, -4, -1, -1, -1, -1, ep, tk, 0.0, a)
+def _log_b(ev, vals, cnt, cap, t, op, ep, tk, ln, a, m, X):
+    X.launch._write(m, t, op + ln * 8192, -1, -1, -1, -4, -1, -1, -1, -1, ep, tk, 0.0, a)
 
 
 def _inside(i, n):
     return (i >= 0) & (i < n)
 
 
-def g_ok(A, i, m, X):
+def _g_ok(A, i, m, X):
     return _inside(i, A.shape[0])
 
 
-def g_ok2(A, r, c, m, X):
+def _g_ok2(A, r, c, m, X):
     return _inside(r, A.shape[0]) & _inside(c, A.shape[1])
 
 
-def flat2(A, r, c, m, X):
-    return _where(g_ok2(A, r, c, m, X), r * A.shape[1] + c, -1)
+def _flat2(A, r, c, m, X):
+    return _where(_g_ok2(A, r, c, m, X), r * A.shape[1] + c, -1)
 
 
-def g_tag(A, i, gid, m, X):
+def _g_tag(A, i, gid, m, X):
     return _where(_inside(i, A.shape[0]), i * 8 + gid, -1)
 
 
-def g_tag2(A, r, c, gid, m, X):
-    return _where(g_ok2(A, r, c, m, X), (r * A.shape[1] + c) * 8 + gid, -1)
+def _g_tag2(A, r, c, gid, m, X):
+    return _where(_g_ok2(A, r, c, m, X), (r * A.shape[1] + c) * 8 + gid, -1)
 
 
 def _shadow(sh, off, flat, inb):
@@ -745,12 +863,12 @@ def _shadow(sh, off, flat, inb):
     return out
 
 
-def s_tag(S, i, sh, off, m, X):
+def _s_tag(S, i, sh, off, m, X):
     return _shadow(sh, off, i, _inside(i, S.shape[0]))
 
 
-def s_tag2(S, r, c, sh, off, m, X):
-    return _shadow(sh, off, r * S.shape[1] + c, g_ok2(S, r, c, m, X))
+def _s_tag2(S, r, c, sh, off, m, X):
+    return _shadow(sh, off, r * S.shape[1] + c, _g_ok2(S, r, c, m, X))
 
 
 def _gather(A, flat, inb, m, X, zero):
@@ -760,87 +878,184 @@ def _gather(A, flat, inb, m, X, zero):
     out = np.full(X.n, zero, A.dtype)
     got = flat[sel]
     out[sel] = A.reshape(-1)[got]
-    X.launch.saw_read(A, got, X.tids[sel])
+    X.launch._saw_read(A, got, X.tids[sel])
     return out, sel, got
 
 
-def g_load(A, i, row, col, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc, m, X):
+def _g_load(A, i, row, col, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc, m, X):
     inb = _inside(i, A.shape[0])
     v, sel, got = _gather(A, i, inb, m, X, zero)
     reads.append(got)
-    log_g(ev, vals, cnt, cap, t, 1, _where(inb, 0, 1), aid, i, row, col, ep, ln, v, acc, m, X)
+    _log_g(ev, vals, cnt, cap, t, 1, _where(inb, 0, 1), aid, i, row, col, ep, ln, v, acc, m, X)
     return v
 
 
-def g_load2(A, r, c, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc, m, X):
-    inb = g_ok2(A, r, c, m, X)
+def _g_load2(A, r, c, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc, m, X):
+    inb = _g_ok2(A, r, c, m, X)
     i = r * A.shape[1] + c
     v, sel, got = _gather(A, i, inb, m, X, zero)
     reads.append(got)
-    log_g(ev, vals, cnt, cap, t, 1, _where(inb, 0, 1), aid, i, r, c, ep, ln, v, acc, m, X)
+    _log_g(ev, vals, cnt, cap, t, 1, _where(inb, 0, 1), aid, i, r, c, ep, ln, v, acc, m, X)
     return v
 
 
 def _scatter(A, flat, v, sel, X):
     flat = _lanes(flat, X.n)[sel]
-    X.launch.saw_write(A, flat, X.tids[sel])
+    X.launch._saw_write(A, flat, X.tids[sel])
     A.reshape(-1)[flat] = _pick(v, sel)
 
 
-def g_store(A, i, v, row, col, aid, ln, ev, vals, cnt, cap, t, ep, acc, m, X):
+def _g_store(A, i, v, row, col, aid, ln, ev, vals, cnt, cap, t, ep, acc, m, X):
     inb = _inside(i, A.shape[0])
     _scatter(A, i, v, m & _lanes(inb, X.n), X)
-    log_g(ev, vals, cnt, cap, t, 2, _where(inb, 0, 1), aid, i, row, col, ep, ln, v, acc, m, X)
+    _log_g(ev, vals, cnt, cap, t, 2, _where(inb, 0, 1), aid, i, row, col, ep, ln, v, acc, m, X)
 
 
-def g_store2(A, r, c, v, aid, ln, ev, vals, cnt, cap, t, ep, acc, m, X):
-    inb = g_ok2(A, r, c, m, X)
+def _g_store2(A, r, c, v, aid, ln, ev, vals, cnt, cap, t, ep, acc, m, X):
+    inb = _g_ok2(A, r, c, m, X)
     i = r * A.shape[1] + c
     _scatter(A, i, v, m & _lanes(inb, X.n), X)
-    log_g(ev, vals, cnt, cap, t, 2, _where(inb, 0, 1), aid, i, r, c, ep, ln, v, acc, m, X)
+    _log_g(ev, vals, cnt, cap, t, 2, _where(inb, 0, 1), aid, i, r, c, ep, ln, v, acc, m, X)
 
 
-def _s_load(S, flat, inb, row, col, sh, off, aid, ln, t, ep, acc, m, X):
+def _s_load_at(S, flat, inb, row, col, sh, off, aid, ln, t, ep, acc, m, X):
     v, sel, got = _gather(S, flat, inb, m, X, 0)
     tag = _shadow(sh, off, _lanes(flat, X.n), _lanes(inb, X.n) & m)
     tag = np.where(_lanes(inb, X.n), tag, -4)
     sa = np.where(tag >= 0, tag % 8, np.where(_lanes(inb, X.n), tag, -1))
     si = np.where(tag >= 0, tag // 8, -1)
     flag = _where(inb, 0, 1)
-    log_s(None, None, None, None, t, 1, flag, aid, flat, row, col, tag, sa, si, -1, -1, ep, ln, v, acc, m, X)  # fmt: skip
+    _log_s(
+        None,
+        None,
+        None,
+        None,
+        t,
+        1,
+        flag,
+        aid,
+        flat,
+        row,
+        col,
+        tag,
+        sa,
+        si,
+        -1,
+        -1,
+        ep,
+        ln,
+        v,
+        acc,
+        m,
+        X,
+    )
     return v
 
 
-def s_load(S, i, row, col, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc, m, X):
-    return _s_load(S, i, _inside(i, S.shape[0]), row, col, sh, off, aid, ln, t, ep, acc, m, X)
+def _s_load(S, i, row, col, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc, m, X):
+    return _s_load_at(S, i, _inside(i, S.shape[0]), row, col, sh, off, aid, ln, t, ep, acc, m, X)
 
 
-def s_load2(S, r, c, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc, m, X):
-    inb = g_ok2(S, r, c, m, X)
-    return _s_load(S, r * S.shape[1] + c, inb, r, c, sh, off, aid, ln, t, ep, acc, m, X)
+def _s_load2(S, r, c, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc, m, X):
+    inb = _g_ok2(S, r, c, m, X)
+    return _s_load_at(S, r * S.shape[1] + c, inb, r, c, sh, off, aid, ln, t, ep, acc, m, X)
 
 
-def _s_store(S, flat, inb, v, row, col, sh, off, ok, tag, sa, si, sr, sc, aid, ln, t, ep, acc, m, X):  # fmt: skip
-    inb_l, ok_l = _lanes(inb, X.n), _lanes(truth(ok), X.n)
+def _s_store_at(
+    S, flat, inb, v, row, col, sh, off, ok, tag, sa, si, sr, sc, aid, ln, t, ep, acc, m, X
+):
+    inb_l, ok_l = _lanes(inb, X.n), _lanes(_truth(ok), X.n)
     sel = m & inb_l & ok_l
     _scatter(S, flat, v, sel, X)
     if sel.any():
         sh[off + _lanes(flat, X.n)[sel]] = _pick(tag, sel)
     flag = np.where(inb_l, np.where(ok_l, 0, 2), 1)
-    log_s(None, None, None, None, t, 2, flag, aid, flat, row, col, tag, sa, si, sr, sc, ep, ln, v, acc, m, X)  # fmt: skip
+    _log_s(
+        None,
+        None,
+        None,
+        None,
+        t,
+        2,
+        flag,
+        aid,
+        flat,
+        row,
+        col,
+        tag,
+        sa,
+        si,
+        sr,
+        sc,
+        ep,
+        ln,
+        v,
+        acc,
+        m,
+        X,
+    )
 
 
-def s_store(S, i, v, row, col, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cnt, cap, t, ep, acc, m, X):  # fmt: skip
+def _s_store(
+    S,
+    i,
+    v,
+    row,
+    col,
+    sh,
+    off,
+    ok,
+    tag,
+    sa,
+    si,
+    sr,
+    sc,
+    aid,
+    ln,
+    ev,
+    vals,
+    cnt,
+    cap,
+    t,
+    ep,
+    acc,
+    m,
+    X,
+):
     inb = _inside(i, S.shape[0])
-    _s_store(S, i, inb, v, row, col, sh, off, ok, tag, sa, si, sr, sc, aid, ln, t, ep, acc, m, X)
+    _s_store_at(S, i, inb, v, row, col, sh, off, ok, tag, sa, si, sr, sc, aid, ln, t, ep, acc, m, X)
 
 
-def s_store2(S, r, c, v, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cnt, cap, t, ep, acc, m, X):  # fmt: skip
-    inb = g_ok2(S, r, c, m, X)
-    _s_store(S, r * S.shape[1] + c, inb, v, r, c, sh, off, ok, tag, sa, si, sr, sc, aid, ln, t, ep, acc, m, X)  # fmt: skip
+def _s_store2(
+    S, r, c, v, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cnt, cap, t, ep, acc, m, X
+):
+    inb = _g_ok2(S, r, c, m, X)
+    _s_store_at(
+        S,
+        r * S.shape[1] + c,
+        inb,
+        v,
+        r,
+        c,
+        sh,
+        off,
+        ok,
+        tag,
+        sa,
+        si,
+        sr,
+        sc,
+        aid,
+        ln,
+        t,
+        ep,
+        acc,
+        m,
+        X,
+    )
 
 
-def zfill(zf, bid, n, zph, aid, narr, m, X):
+def _zfill(zf, bid, n, zph, aid, narr, m, X):
     if zf.shape[0] == 0:
         return
     n = _lanes(n, X.n)
@@ -849,12 +1064,12 @@ def zfill(zf, bid, n, zph, aid, narr, m, X):
         np.add.at(zf, (bid * zph + n[sel]) * narr + aid, 1)
 
 
-def block_start(blk, bid, tid, m, X):
+def _block_start(blk, bid, tid, m, X):
     """No SM, timer nor clock in a simulator: the block's entries stay ``-1``."""
 
 
-def end(blk, seq, bid, tid, ln, ev, vals, cnt, cap, t, ep, acc, m, X):
-    log_b(ev, vals, cnt, cap, t, D.END, ep, -1, ln, acc, m, X)
+def _end(blk, seq, bid, tid, ln, ev, vals, cnt, cap, t, ep, acc, m, X):
+    _log_b(ev, vals, cnt, cap, t, D.END, ep, -1, ln, acc, m, X)
     X.exit(m)
     if (m & (_lanes(tid, X.n) == 0)).any():
         blk[bid * 6 + 5] = seq[0]
@@ -862,8 +1077,8 @@ def end(blk, seq, bid, tid, ln, ev, vals, cnt, cap, t, ep, acc, m, X):
 
 
 _RUNTIME = {
-    "_qmset": mset,
-    "_qtruth": truth,
+    "_qmset": _mset,
+    "_qtruth": _truth,
     "_qand": _and,
     "_qor": _or,
     "_qand_lazy": _and_lazy,
@@ -888,27 +1103,27 @@ _RUNTIME = {
     "_qsec": _sec,
     "_qst": _st,
     "_qatomic": _atomic,
-    "log_g": log_g,
-    "log_s": log_s,
-    "log_b": log_b,
-    "g_ok": g_ok,
-    "g_ok2": g_ok2,
-    "flat2": flat2,
-    "g_tag": g_tag,
-    "g_tag2": g_tag2,
-    "s_tag": s_tag,
-    "s_tag2": s_tag2,
-    "g_load": g_load,
-    "g_load2": g_load2,
-    "g_store": g_store,
-    "g_store2": g_store2,
-    "s_load": s_load,
-    "s_load2": s_load2,
-    "s_store": s_store,
-    "s_store2": s_store2,
-    "zfill": zfill,
-    "block_start": block_start,
-    "end": end,
+    "log_g": _log_g,
+    "log_s": _log_s,
+    "log_b": _log_b,
+    "g_ok": _g_ok,
+    "g_ok2": _g_ok2,
+    "flat2": _flat2,
+    "g_tag": _g_tag,
+    "g_tag2": _g_tag2,
+    "s_tag": _s_tag,
+    "s_tag2": _s_tag2,
+    "g_load": _g_load,
+    "g_load2": _g_load2,
+    "g_store": _g_store,
+    "g_store2": _g_store2,
+    "s_load": _s_load,
+    "s_load2": _s_load2,
+    "s_store": _s_store,
+    "s_store2": _s_store2,
+    "zfill": _zfill,
+    "block_start": _block_start,
+    "end": _end,
 }
 
 #: The numeric types a kernel names, as NumPy's.
@@ -944,7 +1159,9 @@ def namespace(env: Mapping) -> dict:
     for k, v in env.items():
         if k.startswith("__") or callable(getattr(v, "py_func", None)):
             continue
-        name = str(v) if type(v).__module__.partition(".")[0] in ("numba", "numba_cuda_mlir") else None
+        name = (
+            str(v) if type(v).__module__.partition(".")[0] in ("numba", "numba_cuda_mlir") else None
+        )
         if name in TYPES:
             out[k] = TYPES[name]
         elif isinstance(v, (bool, int, float, np.integer, np.floating, tuple)) or v is None:

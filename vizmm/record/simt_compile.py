@@ -201,7 +201,10 @@ class _Expr(ast.NodeTransformer):
             node.value, node.slice = value, index
             return node  # A.shape[1]: a number
         if isinstance(index, ast.Slice):  # Mds_Nds[a:b]: a section of the extern array
-            parts = [p if p is not None else ast.Constant(None) for p in (index.lower, index.upper, index.step)]
+            parts = [
+                p if p is not None else ast.Constant(None)
+                for p in (index.lower, index.upper, index.step)
+            ]
             return _call("_qsec", [value, _call("slice", parts), ast.Name("_qX", ast.Load())])
         return _call("_qld", [value, index, *_mask()])
 
@@ -234,7 +237,7 @@ class _Expr(ast.NodeTransformer):
         if len(comps) == 1:
             node.left, node.comparators = left, comps
             return node
-        parts = []
+        parts: list[ast.expr] = []
         prev = left
         for op, c in zip(node.ops, comps, strict=True):
             parts.append(ast.Compare(left=prev, ops=[op], comparators=[c]))
@@ -454,9 +457,12 @@ class _Stmts:
 
     def for_(self, s: ast.For, depth: int, outer) -> None:
         it = s.iter
-        if not (
-            isinstance(it, ast.Call) and _dotted(it.func) == "range" and 1 <= len(it.args) <= 3
-        ) or s.orelse:
+        if (
+            not (
+                isinstance(it, ast.Call) and _dotted(it.func) == "range" and 1 <= len(it.args) <= 3
+            )
+            or s.orelse
+        ):
             raise SimtUnsupported(f"line {s.lineno}: a for loop over something else than range()")
         n = next(self.ids)
         brk = _kills(s.body, (ast.Break,), False)
@@ -464,7 +470,9 @@ class _Stmts:
         loop = (n, brk, cnt)
         args = [self.e(a) for a in it.args]
         start, stop, step = (
-            ("0", args[0], "1") if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else "1")
+            ("0", args[0], "1")
+            if len(args) == 1
+            else (args[0], args[1], args[2] if len(args) > 2 else "1")
         )
         self._loop_head(s, depth, n, brk)
         self.emit(depth, f"_qb{n} = {stop}\n_qs{n} = {step}\n_qv{n} = {start}\nwhile True:")
@@ -550,9 +558,7 @@ def translate(
     return "\n".join(out.lines) + "\n", {v: float(k) for k, v in consts.items()}
 
 
-def compile_kernel(
-    code: str, env: Mapping, name: str, device_functions: tuple = ()
-) -> SimtKernel:
+def compile_kernel(code: str, env: Mapping, name: str, device_functions: tuple = ()) -> SimtKernel:
     """Compile the rewritten kernel ``code`` (its simulator form) for vizmm's simulator.
 
     Parameters
@@ -602,6 +608,9 @@ def compile_kernel(
         if isinstance(c, ast.Call)
         and c.args
         and isinstance(c.args[0], ast.Name)
-        and (_dotted(c.func) in ("g_store", "g_store2") or (_dotted(c.func) or "").startswith("cuda.atomic."))
+        and (
+            _dotted(c.func) in ("g_store", "g_store2")
+            or (_dotted(c.func) or "").startswith("cuda.atomic.")
+        )
     )
     return SimtKernel(name, glb[name], full, tuple(a.arg for a in fn.args.args), written)

@@ -623,7 +623,8 @@ def bind_here(target: str):
     GPUUnavailableError
         When the process is bound to another target after all.
     """
-    if process_target() is None and not (target == OWN and ("numba" in sys.modules or KERNELS_ENV in os.environ)):
+    decided = "numba" in sys.modules or KERNELS_ENV in os.environ
+    if process_target() is None and not (target == OWN and decided):
         os.environ.update(environment(target))
     try:
         from vizmm_kernels import _target

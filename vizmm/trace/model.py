@@ -379,9 +379,11 @@ _OPTIONAL_META = {
     "sim_schedule": (_text(MAX_META_TEXT), f"text of at most {MAX_META_TEXT} characters"),
     # vizmm's simulator: barriers that opened with some threads of a block not arrived
     "barrier_notes": (
-        lambda v, launch: isinstance(v, (list, tuple))
-        and len(v) <= 20
-        and all(_text(MAX_META_TEXT)(x, launch) for x in v),
+        lambda v, launch: (
+            isinstance(v, (list, tuple))
+            and len(v) <= 20
+            and all(_text(MAX_META_TEXT)(x, launch) for x in v)
+        ),
         f"a list of at most 20 lines of at most {MAX_META_TEXT} characters",
     ),
     "simulated_blocks": (
