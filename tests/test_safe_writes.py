@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -389,23 +390,36 @@ def test_temporary_names_carry_the_pid(tmp_path, tiled, monkeypatch):
 
 
 # ------------------------------------------------------------------ SIGTERM
+#: What shows a recording under way in each simulator: Numba's runs a block's 16 x 16
+#: threads as the process's threads; vizmm's allocates the access log (a 256 x 256 launch:
+#: hundreds of MiB) before its first block.
+_BUSY = {
+    "numba-sim": (["--width", "64"], lambda pid: _threads(pid) >= 16 * 16),
+    "simulator": (["--width", "256"], lambda pid: _rss(pid) > 256 << 20),
+}
+
+
 @pytest.mark.timeout(60)
-def test_sigterm_during_record(tmp_path):
+@pytest.mark.parametrize("backend", ["simulator", "numba-sim"])
+def test_sigterm_during_record(tmp_path, backend):
+    if backend == "numba-sim":
+        pytest.importorskip("numba.cuda")
     env, systmp = _env(tmp_path)
     out = tmp_path / "big.vizmm"
+    size, busy = _BUSY[backend]
     proc = subprocess.Popen(
         _vizmm(
-            "record", "--width", "64", "--tile-width", "16", "--kernel", "tiled", "-o", str(out)
+            "record", *size, "--tile-width", "16", "--kernel", "tiled", "--backend", backend,
+            "-o", str(out),
         ),
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-    )
+    )  # fmt: skip
     err = _StderrReader(proc.stderr)
     try:
-        # the simulator is running a block: its 16 x 16 threads are the process's threads
         end = time.monotonic() + 40
-        while _threads(proc.pid) < 16 * 16:
+        while not busy(proc.pid):
             assert proc.poll() is None and time.monotonic() < end, err.rest()[-500:]
             time.sleep(0.02)
         children = _children(proc.pid)
@@ -426,30 +440,51 @@ def test_sigterm_during_record(tmp_path):
     assert stop_s < 20
 
 
+#: A user's kernel file records in a worker process (vizmm/record/worker.py) whichever
+#: simulator runs it; Numba's also does when numba here is bound to the GPU.
+_WORKER = {
+    "numba-sim": ["--width", "64", "--tile-width", "16", "--kernel", "tiled"],
+    "simulator": [
+        "--width", "128", "--tile-width", "2", "--kernel",
+        str(Path(__file__).resolve().parents[1] / "benchmarks" / "labelled" / "kernels"
+            / "c05_fig513_2d_w5.py") + ":tiled_boundary_2d",
+    ],
+}  # fmt: skip
+
+
 @pytest.mark.timeout(90)
-def test_sigterm_stops_the_recording_worker_process(tmp_path):
-    # numba in GPU mode here, a simulator recording asked for: record() runs it
-    # in a worker process (vizmm/record/worker.py), which SIGTERM must stop too
+@pytest.mark.parametrize("backend", ["simulator", "numba-sim"])
+def test_sigterm_stops_the_recording_worker_process(tmp_path, backend):
     env, systmp = _env(tmp_path)
-    env["NUMBA_ENABLE_CUDASIM"] = "0"
-    script = "import sys, numba.cuda; from vizmm.cli import main; sys.exit(main(sys.argv[1:]))"
+    if backend == "numba-sim":
+        pytest.importorskip("numba.cuda")
+        env["NUMBA_ENABLE_CUDASIM"] = "0"  # numba in GPU mode here: the simulator's worker
+        script = "import sys, numba.cuda; from vizmm.cli import main; sys.exit(main(sys.argv[1:]))"
+    else:
+        script = "import sys; from vizmm.cli import main; sys.exit(main(sys.argv[1:]))"
     out = tmp_path / "big.vizmm"
-    args = ["record", "--width", "64", "--tile-width", "16", "--kernel", "tiled"]
     proc = subprocess.Popen(
-        [sys.executable, "-c", script, *args, "--backend", "simulator", "-o", str(out)],
+        [sys.executable, "-c", script, "record", *_WORKER[backend], "--backend", backend,
+         "-o", str(out)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-    )
+    )  # fmt: skip
     err = _StderrReader(proc.stderr)
     try:
         end = time.monotonic() + 60
-        while not [c for c in _children(proc.pid) if "vizmm.record.worker" in _cmdline(c)]:
+        while not [
+            c
+            for c in _children(proc.pid)
+            if "vizmm.record.worker" in _cmdline(c)
+            and (backend == "numba-sim" or _rss(c) > 64 << 20)
+        ]:
             assert proc.poll() is None, err.rest()[-500:]
             assert time.monotonic() < end, "no worker process started"
             time.sleep(0.05)
         assert os.listdir(systmp)  # the worker's input and output folder
-        time.sleep(1.0)  # let it work
+        if backend == "numba-sim":
+            time.sleep(1.0)  # let it work
         children = _children(proc.pid)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
@@ -462,6 +497,18 @@ def test_sigterm_stops_the_recording_worker_process(tmp_path):
     assert children and not [c for c in children if _running(c)]
     assert os.listdir(tmp_path) == ["systmp"]
     assert os.listdir(systmp) == []
+
+
+def _rss(pid):
+    """Resident memory of process ``pid`` in bytes (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def _threads(pid):

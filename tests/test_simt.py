@@ -341,3 +341,41 @@ def test_recording_check_and_the_book_kernels_need_no_numba(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["vizmm-simulator", "False", "True", "False"]
+
+
+DEVICE = """
+from numba import cuda
+
+@cuda.jit(device=True)
+def f(x):
+    a = x
+    for i in range(3):
+        a += i
+        if a > 5:
+            return a
+    return a
+
+@cuda.jit
+def k(M, N, P, Width):
+    tx = cuda.threadIdx.x
+    P[tx] = f(M[tx])
+"""
+
+
+def test_a_device_function_kept_apart_returns_per_lane():
+    # f returns inside its loop, so the front end keeps it as a function: vizmm's
+    # simulator runs it lane-wise (x + 0 + 1 + 2, stopping once over 5)
+    inst = I.instrument(DEVICE, engine="simt")
+    M = np.array([0, 2, 4, 9], np.float32)
+    raw = I.run(
+        inst, dict(M=M, N=M, P=np.zeros(4, np.float32), Width=4), (1, 1), (4, 1), [(0, 0)]
+    )
+    want = []
+    for x in M:
+        a = x
+        for i in range(3):
+            a += i
+            if a > 5:
+                break
+        want.append(a)
+    np.testing.assert_array_equal(raw.outputs["P"], want)

@@ -395,6 +395,10 @@ def kernel_source(
                 raise InstrumentError(str(exc)) from None
         else:
             kernel = load_kernel(kernel, constants)
+    if isinstance(kernel, KernelSource) and not simt:
+        from vizmm_kernels import _target
+
+        simt = _target.NAME == _target.NONE  # no compiler here: nothing of numba to bind
     if isinstance(kernel, KernelSource) and simt:
         from .simt import TYPES
 
@@ -1758,8 +1762,9 @@ def instrument(
         never indexed.
     engine : {'process', 'simt'}
         Compile for this process's target (a GPU compiler or Numba's
-        simulator), or for vizmm's own simulator (:mod:`.simt`: NumPy lanes,
-        no numba imported).
+        simulator; vizmm's simulator where the process has no compiler), or
+        for vizmm's own simulator (:mod:`.simt`: NumPy lanes, no numba
+        imported).
 
     Returns
     -------
@@ -1773,6 +1778,11 @@ def instrument(
         the instrumenter does not take (the message names the line).
     """
     t0 = time.perf_counter()
+    if engine == "process":
+        from vizmm_kernels import _target
+
+        if _target.NAME == _target.NONE:  # no compiler here: vizmm's simulator runs it
+            engine = "simt"
     simt = engine == "simt"
     if simt and isinstance(kernel, str):
         kernel = _read(kernel, constants)
