@@ -367,9 +367,7 @@ def test_a_device_function_kept_apart_returns_per_lane():
     # simulator runs it lane-wise (x + 0 + 1 + 2, stopping once over 5)
     inst = I.instrument(DEVICE, engine="simt")
     M = np.array([0, 2, 4, 9], np.float32)
-    raw = I.run(
-        inst, dict(M=M, N=M, P=np.zeros(4, np.float32), Width=4), (1, 1), (4, 1), [(0, 0)]
-    )
+    raw = I.run(inst, dict(M=M, N=M, P=np.zeros(4, np.float32), Width=4), (1, 1), (4, 1), [(0, 0)])
     want = []
     for x in M:
         a = x

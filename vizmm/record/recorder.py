@@ -183,7 +183,7 @@ def _numba_mode() -> str | None:
     from numba import config
 
     # numba sets its config attributes at run time, from the environment
-    return "simulator" if config.ENABLE_CUDASIM else "gpu"  # type: ignore[attr-defined]
+    return "simulator" if config.ENABLE_CUDASIM else "gpu"  # type: ignore[attr-defined, unused-ignore]
 
 
 def record(

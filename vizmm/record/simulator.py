@@ -175,7 +175,7 @@ def _shared_class():
             if shape == 0 or alignment is not None:
                 # numba's own numba.cuda, which mypy reads, takes no alignment;
                 # numba-cuda's simulator, which runs, does
-                return super().array(shape, dtype, alignment)  # type: ignore[call-arg]
+                return super().array(shape, dtype, alignment)  # type: ignore[call-arg, unused-ignore]
             if isinstance(dtype, types.Type):
                 dtype = numpy_support.as_dtype(dtype)
             frame = sys._getframe(1)
