@@ -32,6 +32,7 @@ def check(
     seed: int = 0,
     constants: Mapping[str, int | float | bool] | None = None,
     tile_width_name: str = "TILE_WIDTH",
+    schedule: str = "threads",
 ) -> CheckReport:
     """Record ``kernel`` on seeded small-integer matrices and report what went wrong.
 
@@ -51,7 +52,7 @@ def check(
     tile_width : int, optional
         TILE_WIDTH, 1 to 32 (blocks of TILE_WIDTH x TILE_WIDTH threads).
         None takes the kernel file's own ``TILE_WIDTH`` constant.
-    backend : {'auto', 'simulator', 'gpu', 'gpu-legacy'}
+    backend : {'auto', 'simulator', 'numba-sim', 'gpu', 'gpu-legacy'}
     seed : int
         Seed of the inputs: random integers 0..9, so M·N is exact in float32.
     constants : mapping of str to number, optional
@@ -60,6 +61,9 @@ def check(
     tile_width_name : str
         The name of the file's TILE_WIDTH constant (an assignment may use
         another).
+    schedule : {'threads', 'warps'}
+        vizmm's simulator: the order threads run in between barriers, what a
+        racing read finds (see :func:`vizmm.record`).
 
     Returns
     -------
@@ -104,6 +108,7 @@ def check(
             reads=True,
             quiet=True,
             constants=constants,
+            schedule=schedule,
         )
     except RecordError:
         raise

@@ -403,6 +403,14 @@ def add_record_parser(subparsers) -> None:
         "(default: auto; 'vizmm doctor' says which and why)",
     )
     p.add_argument(
+        "--schedule",
+        choices=("threads", "warps"),
+        default="threads",
+        help="vizmm's simulator: the order threads run in between barriers, what a racing "
+        "read finds: threads (each alone to its next barrier, in threadIdx order; the "
+        "default) or warps (a warp's 32 lanes in lockstep, warps in turn)",
+    )
+    p.add_argument(
         "--seed",
         type=_non_negative,
         default=0,
@@ -455,6 +463,7 @@ def _record(args: argparse.Namespace, j: int, k: int, l: int, limit: int, say): 
         kernel=args.kernel,
         backend=args.backend,
         seed=args.seed,
+        schedule=args.schedule,
         window=args.window,
         max_bytes=limit,
         progress=False if args.quiet else None,  # a bar on a terminal, for over a second
@@ -540,6 +549,14 @@ def add_check_parser(subparsers) -> None:
         help="TILE_WIDTH, 1 to 32 (default: the file's TILE_WIDTH constant)",
     )
     p.add_argument("--backend", "-b", choices=BACKENDS, default="auto")
+    p.add_argument(
+        "--schedule",
+        choices=("threads", "warps"),
+        default="threads",
+        help="vizmm's simulator: the order threads run in between barriers, what a racing "
+        "read finds: threads (each alone to its next barrier, in threadIdx order; the "
+        "default) or warps (a warp's 32 lanes in lockstep, warps in turn)",
+    )
     p.add_argument("--seed", type=_non_negative, default=0, help="seed of the inputs 0..9")
     p.add_argument("--output", "-o", metavar="FILE", help="also write the trace here")
     p.add_argument(
@@ -600,7 +617,7 @@ def _check_apart(args: argparse.Namespace, j: int, k: int, l: int):
     )
     trace, _, _ = record_apart(
         path, name, (j, k, l), tile_width, seed=args.seed, backend=args.backend,
-        reads=True, limits=limits,
+        reads=True, limits=limits, schedule=args.schedule,
     )  # fmt: skip
     found = findings(trace)
     return CheckReport(

@@ -92,6 +92,7 @@ def record_case(spec: dict) -> str | None:
             seed=spec["seed"],
             reads=bool(spec.get("reads")),
             quiet=True,
+            schedule=str(spec.get("schedule", "threads")),
         )
         trace.save(TRACE_FILE)
         return None

@@ -304,6 +304,7 @@ def record_apart(
     limits: Limits,
     signature: Sequence[str] = (),
     tile_width_name: str = "",
+    schedule: str = "threads",
 ) -> tuple[Any, bytes, Outcome]:
     """Record a kernel file in a process apart (:mod:`vizmm.grade.case`) and read back its trace.
 
@@ -328,6 +329,8 @@ def record_apart(
         'simulator', 'gpu' or 'auto'.
     reads : bool
         Log every access (what :func:`vizmm.analysis.check.findings` reads).
+    schedule : {'threads', 'warps'}
+        vizmm's simulator: the order threads run in between barriers.
     limits : Limits
         What the case may use (:class:`vizmm.grade.sandbox.Limits`).
     signature : sequence of str, optional
@@ -372,6 +375,7 @@ def record_apart(
                 "seed": seed,
                 "backend": backend,
                 "reads": reads,
+                "schedule": schedule,
             }
             # vizmm's simulator: the case imports no numba at all
             env = {"VIZMM_KERNELS_TARGET": "none"} if backend == "simulator" else {}

@@ -211,6 +211,7 @@ def record(
     on_estimate: Callable[[Estimate], object] | None = None,
     instrumenter: bool = False,
     constants: Mapping[str, int | float | bool] | None = None,
+    schedule: str = "threads",
 ) -> Trace:
     """Run an instrumented kernel once and return what it recorded.
 
@@ -309,6 +310,12 @@ def record(
     constants : mapping of str to number, optional
         For a user's kernel: module constants to override (a grading case
         sets the file's ``TILE_WIDTH``); the file is read, never run.
+    schedule : {'threads', 'warps'}
+        vizmm's simulator: which thread runs when between barriers, what a
+        racing read finds (:mod:`vizmm.record.simt`). ``'threads'``: each
+        thread alone to its next barrier, in ``threadIdx`` order;
+        ``'warps'``: a warp's 32 lanes in lockstep, warps in turn. A
+        race-free kernel records the same either way.
 
     Returns
     -------
@@ -345,6 +352,13 @@ def record(
     """
     if backend not in BACKENDS:
         raise RecordError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    from .simt import SCHEDULES
+
+    if schedule not in SCHEDULES:
+        raise RecordError(
+            f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)} (the order "
+            "vizmm's simulator runs threads in between barriers)"
+        )
     _bind_early(backend)
     user = None
     if not isinstance(kernel, str) or ".py:" in kernel or "def " in kernel:
@@ -425,6 +439,7 @@ def record(
             choice.target,
             user_kernel=user if isinstance(user, str) and "def " not in user else "",
             constants=_constants(constants, user),
+            schedule=schedule,
         )
         if user is not None and not job.user_kernel:  # a function or source: here
             if not targets.can_run_here(job.target):
