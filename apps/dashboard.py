@@ -5,7 +5,7 @@ Serve it with::
     panel serve apps/dashboard.py            # http://localhost:5006/dashboard
 
 It opens on the book's Fig. 5.7/5.8 example (4 x 4 matrices, TILE_WIDTH 2).
-Pick another example, record any shape in Numba's CUDA simulator, or load a
+Pick another example, record any shape in vizmm's simulator, or load a
 trace file; then step with the buttons or the keys (← → space Home End, ``g``
 for phases / sub-steps). The URL keeps the trace, block, followed thread,
 step, granularity and order, so a bookmark brings the same slide back.

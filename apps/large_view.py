@@ -11,7 +11,7 @@ per thread). Scrub or play the launch's time and watch the blocks go from
 waiting to running to done, wave after wave over the SMs; compare the global
 reads of M and N with the naive kernel's; see which blocks waited longest at
 the barriers. Click a block: if it was recorded per thread, open its replay.
-Or simulate a window of blocks of any size in Numba's CUDA simulator.
+Or simulate a window of blocks of any size in vizmm's simulator (no GPU needed).
 
 The app is thin: :class:`LargeViewState` (a ``param.Parameterized``) holds
 every choice; :class:`LargeTraceView` (a ``pn.viewable.Viewer``) draws it with
@@ -725,7 +725,7 @@ class LargeTraceView(pn.viewable.Viewer):
 class WindowForm(pn.viewable.Viewer):
     """Simulate a window of blocks of any size: estimate first, then record with progress.
 
-    Only the window's blocks run in Numba's CUDA simulator (blocks of these
+    Only the window's blocks run in vizmm's simulator (blocks of these
     kernels are independent, so their records are exact); the others have
     no times or reads, and the page says so.
     """

@@ -477,7 +477,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     """Run an instrumented kernel and save its trace.
 
     Run one of the book's matrix-multiplication kernels with recording (on a GPU,
-    or in Numba's CUDA simulator) and save what every thread did to a trace file.
+    or in a simulator) and save what every thread did to a trace file.
     The estimated trace size and simulator time are printed first.
 
     Parameters

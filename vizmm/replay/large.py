@@ -351,7 +351,7 @@ def timeline(trace: Trace) -> Timeline:
         start, end = nan, nan.copy()
     n = int(has.sum())
     note = (
-        "This trace has no clock (Numba's CUDA simulator has no %globaltimer or SMs): "
+        "This trace has no clock (a simulator has no %globaltimer or SMs): "
         "the timeline shows the order in which blocks completed, one step per block "
         "(the simulator runs one block at a time), not real time."
     )
@@ -526,12 +526,21 @@ class Waves:
     end: np.ndarray
     size: np.ndarray
 
-    def describe(self) -> str:
-        """One sentence: blocks, SMs, resident blocks per SM and waves."""
-        return (
-            f"{self.n_blocks} blocks on {self.sms} SMs, up to {self.resident} resident "
-            f"per SM ({self.slots} at once): {self.n_waves:.2f} waves"
-        )
+    #: Each simulator's name in words (a trace's ``meta["target"]["name"]``).
+
+
+_SIMULATORS = {
+    "vizmm-simulator": "vizmm's simulator",
+    "numba-cuda-simulator": "Numba's CUDA simulator",
+}
+
+
+def describe(self) -> str:
+    """One sentence: blocks, SMs, resident blocks per SM and waves."""
+    return (
+        f"{self.n_blocks} blocks on {self.sms} SMs, up to {self.resident} resident "
+        f"per SM ({self.slots} at once): {self.n_waves:.2f} waves"
+    )
 
 
 def waves(tl: Timeline, g: Gantt | None = None) -> Waves | None:
@@ -923,8 +932,7 @@ def wait_distribution(trace: Trace, phase: int | None = None) -> WaitDistributio
                 else ""
             )
             if available
-            else "No barrier clocks in this trace (Numba's CUDA simulator has no %clock64): "
-            "no waits to show."
+            else "No barrier clocks in this trace (a simulator has no %clock64): no waits to show."
         )
     return WaitDistribution(phase, counts, lo, hi, nph, available, note)
 
@@ -1073,7 +1081,7 @@ def describe(trace: Trace) -> list[str]:
         f"{m.get('device_name', 'a GPU')}"
         + (f" ({m['sm_count']} SMs)" if m.get("sm_count") else "")
         if trace.backend == "gpu"
-        else "Numba's CUDA simulator"
+        else _SIMULATORS.get((m.get("target") or {}).get("name"), "a simulator")
     )
     lines = [
         f"{trace.kernel} kernel ({m.get('figure', '')}) · {shape} · TILE_WIDTH {T} · "
