@@ -526,21 +526,12 @@ class Waves:
     end: np.ndarray
     size: np.ndarray
 
-    #: Each simulator's name in words (a trace's ``meta["target"]["name"]``).
-
-
-_SIMULATORS = {
-    "vizmm-simulator": "vizmm's simulator",
-    "numba-cuda-simulator": "Numba's CUDA simulator",
-}
-
-
-def describe(self) -> str:
-    """One sentence: blocks, SMs, resident blocks per SM and waves."""
-    return (
-        f"{self.n_blocks} blocks on {self.sms} SMs, up to {self.resident} resident "
-        f"per SM ({self.slots} at once): {self.n_waves:.2f} waves"
-    )
+    def describe(self) -> str:
+        """One sentence: blocks, SMs, resident blocks per SM and waves."""
+        return (
+            f"{self.n_blocks} blocks on {self.sms} SMs, up to {self.resident} resident "
+            f"per SM ({self.slots} at once): {self.n_waves:.2f} waves"
+        )
 
 
 def waves(tl: Timeline, g: Gantt | None = None) -> Waves | None:
@@ -1064,6 +1055,13 @@ def slowest_blocks(
 
 
 # ------------------------------------------------------------------- model
+#: Each simulator's name in words (a trace's ``meta["target"]["name"]``).
+_SIMULATORS = {
+    "vizmm-simulator": "vizmm's simulator",
+    "numba-cuda-simulator": "Numba's CUDA simulator",
+}
+
+
 def describe(trace: Trace) -> list[str]:
     """Lines saying what a large trace holds: kernel, sizes, device, date, blocks.
 
