@@ -63,6 +63,7 @@ def main(argv=None) -> int:
     """Compare every kernel; 0 when all are identical."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json")
+    ap.add_argument("--start", help="begin at this labelled kernel's id (the rest of a run)")
     opts = ap.parse_args(argv)
     from vizmm.record import instrument as I
     from vizmm.record.instrument_trace import book_kernel
@@ -70,6 +71,8 @@ def main(argv=None) -> int:
 
     results = []
     labels = json.loads((REPO / "benchmarks" / "labelled" / "labels.json").read_text())["kernels"]
+    if opts.start:
+        labels = labels[[lab["id"] for lab in labels].index(opts.start) :]
     for lab in labels:
         if lab["category"] == "racy":
             continue
