@@ -329,14 +329,14 @@ def record_apart(
         'simulator', 'gpu' or 'auto'.
     reads : bool
         Log every access (what :func:`vizmm.analysis.check.findings` reads).
-    schedule : {'threads', 'warps'}
-        vizmm's simulator: the order threads run in between barriers.
     limits : Limits
         What the case may use (:class:`vizmm.grade.sandbox.Limits`).
     signature : sequence of str, optional
         The parameters the kernel must take (not checked when empty).
     tile_width_name : str, optional
         The module constant set to ``tile_width`` (none when empty).
+    schedule : {'threads', 'warps'}
+        vizmm's simulator: the order threads run in between barriers.
 
     Returns
     -------

@@ -1079,7 +1079,7 @@ def describe(trace: Trace) -> list[str]:
         f"{m.get('device_name', 'a GPU')}"
         + (f" ({m['sm_count']} SMs)" if m.get("sm_count") else "")
         if trace.backend == "gpu"
-        else _SIMULATORS.get((m.get("target") or {}).get("name"), "a simulator")
+        else _SIMULATORS.get(str((m.get("target") or {}).get("name")), "a simulator")
     )
     lines = [
         f"{trace.kernel} kernel ({m.get('figure', '')}) · {shape} · TILE_WIDTH {T} · "
