@@ -42,7 +42,7 @@ def _launch(inst, j, k, l, t):
 
 
 def _compare(a, b) -> dict:
-    from vizmm.record import log_codes as D
+    from vizmm.trace import access_log as D
 
     ea, eb = a.events.copy(), b.events.copy()
     ea[..., D.TICK] = eb[..., D.TICK] = 0

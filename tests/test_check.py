@@ -22,25 +22,6 @@ def _check(kernel, width):
     return vizmm.check(kernel, width=width, tile_width=T, backend="simulator")
 
 
-def test_log_codes_agree_with_the_instrumenter():
-    from vizmm.record import instrument_device as D
-
-    assert (C.LOAD, C.STORE, C.ARRIVE, C.RELEASE, C.END) == (
-        D.LOAD,
-        D.STORE,
-        D.ARRIVE,
-        D.RELEASE,
-        D.END,
-    )
-    assert (C.OK, C.OUT_OF_BOUNDS, C.NO_INDEX) == (D.OK, D.OUT_OF_BOUNDS, D.NO_INDEX)
-    assert (C.TAG_ZERO, C.TAG_NEVER, C.TAG_COMPUTED, C.TAG_ARRAYS) == (
-        D.TAG_ZERO,
-        D.TAG_NEVER,
-        D.TAG_COMPUTED,
-        D.TAG_ARRAYS,
-    )
-
-
 @pytest.mark.parametrize(
     "kernel, width",
     [

@@ -19,7 +19,7 @@ import pytest
 
 import vizmm
 from vizmm.record import instrument as I
-from vizmm.record import log_codes as D
+from vizmm.trace import access_log as D
 from vizmm_kernels import KERNEL_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -64,6 +64,20 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..trace import Trace
+from ..trace.access_log import (  # the log's codes: one definition for writer and reader
+    LOAD,
+    MOVE,
+    MOVE_ADD,
+    NO_INDEX,
+    OK,
+    OUT_OF_BOUNDS,
+    STORE,
+    TAG_ARRAYS,
+    TAG_COMPUTED,
+    TAG_NEVER,
+    TAG_ZERO,
+    TERM,
+)
 from .transactions import bank_wavefronts
 
 __all__ = [
@@ -137,12 +151,6 @@ def counted(n: int, one: str, several: str | None = None) -> str:
     return f"{n:,} {one if n == 1 else several or one + 's'}"
 
 
-# The log's codes (vizmm/record/instrument_device.py; a test keeps them equal).
-LOAD, STORE, ARRIVE, RELEASE, END, TERM, MOVE = 1, 2, 3, 4, 5, 6, 7
-MOVE_SET, MOVE_ADD = 0, 1
-OK, OUT_OF_BOUNDS, SOURCE_OUT_OF_BOUNDS = 0, 1, 2
-NO_INDEX = -(2**31)
-TAG_ZERO, TAG_NEVER, TAG_COMPUTED, TAG_ARRAYS = -1, -2, -4, 8
 SECTOR_BYTES, ELEMENT_BYTES, WARP = 32, 4, 32
 
 

@@ -63,7 +63,7 @@ from typing import Any, Protocol, TypeGuard, cast
 import numpy as np
 from numpy.typing import DTypeLike
 
-from . import log_codes as D
+from ..trace import access_log as D
 
 __all__ = [
     "InstrumentError",

@@ -34,7 +34,7 @@ from vizmm_kernels import _target
 from vizmm_kernels._hw import clock64, device, globaltimer, smid
 from vizmm_kernels._target import cuda
 
-from .log_codes import (  # noqa: F401 - the log's codes, where the writers take them
+from ..trace.access_log import (  # noqa: F401 - the log's codes, where the writers take them
     ARR,
     ARR_SHIFT,
     ARRIVE,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import log_codes as D
+from ..trace import access_log as D
 
 __all__ = ["matmul_fields", "roles"]
 

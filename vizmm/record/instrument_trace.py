@@ -14,8 +14,8 @@ import time
 import numpy as np
 
 from ..trace import LaunchShape, Trace
+from ..trace import access_log as D
 from . import instrument as I
-from . import log_codes as D
 from .instrument_log import matmul_fields
 
 __all__ = ["book_kernel", "launch"]

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from . import log_codes as D
+from ..trace import access_log as D
 from .admission import RecordingCancelled
 
 __all__ = ["F64", "Launch", "SCHEDULES", "launch", "namespace"]

@@ -39,14 +39,15 @@ from collections import defaultdict
 import numpy as np
 
 from ..trace import Trace
+from ..trace import access_log as A
 from ..trace.derived import per_trace
 from ..trace.units import format_value
 
 __all__ = ["OwnBlock", "OwnLab", "OwnTerm", "own_block", "own_lab"]
 
-# The access log's codes (vizmm/record/instrument_device.py, as vizmm.analysis.check's).
-_LOAD, _STORE, _OK, _NO_INDEX, _TAG_ARRAYS = 1, 2, 0, -(2**31), 8
-_TAG_ZERO, _TAG_NEVER = -1, -2
+# The access log's codes (vizmm.trace.access_log: the writers' and every reader's).
+_LOAD, _STORE, _OK, _NO_INDEX, _TAG_ARRAYS = A.LOAD, A.STORE, A.OK, A.NO_INDEX, A.TAG_ARRAYS
+_TAG_ZERO, _TAG_NEVER = A.TAG_ZERO, A.TAG_NEVER
 
 
 @dataclasses.dataclass(frozen=True)

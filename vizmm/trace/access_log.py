@@ -1,10 +1,21 @@
-"""The access log's codes: its fields, ops, flags, tags and how one word packs them.
+"""The access log's model: its fields, ops, flags, tags and how one word packs them.
 
-What the instrumenter's rewritten kernels write (:mod:`.instrument_device` on a
-GPU or in Numba's simulator, :mod:`.simt` in vizmm's own simulator) and what
-:func:`vizmm.record.instrument.decode` reads. Nothing here imports numba, so
-reading a log needs no compiler.
+One definition for every layer: the instrumenter's writers (the device
+functions of :mod:`vizmm.record.instrument_device` on a GPU or in Numba's
+simulator, :mod:`vizmm.record.simt` in vizmm's) write these, and
+:func:`vizmm.record.instrument.decode`, :mod:`vizmm.analysis.check` and
+:mod:`vizmm.replay.own` read them. A trace keeps the decoded log
+(``log_events`` of :data:`FIELDS`, ``log_values``, ``log_counts``); its
+``meta["access_log"]`` names the fields and the arrays. NumPy only.
 """
+
+__all__ = [
+    "ARR", "ARRIVE", "ARR_SHIFT", "COL", "END", "EPOCH", "FIELDS", "FLAG", "FLAG_SHIFT", "IDX",
+    "LINE", "LINE_SHIFT", "LOAD", "MAX_ARRAYS", "MAX_LINE", "MOVE", "MOVE_ADD", "MOVE_SET", "NF",
+    "NO_INDEX", "OK", "OP", "OUT_OF_BOUNDS", "RELEASE", "ROW", "SIM_ROW", "SOURCE_OUT_OF_BOUNDS",
+    "SRC_ARR", "SRC_COL", "SRC_IDX", "SRC_ROW", "STORE", "TAG", "TAG_ARRAYS", "TAG_COMPUTED",
+    "TAG_NEVER", "TAG_ZERO", "TERM", "TICK",
+]  # fmt: skip
 
 #: Event fields (last axis of ``ev``).
 FIELDS = (
