@@ -357,7 +357,7 @@ def timing_worker(target, out_path, quick):
     name = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
     out = {"target": bound.NAME, "version": bound.VERSION, "device": name, "rows": []}
     rng = np.random.default_rng(0)
-    plan = [(1024, 16), (1024, 32), (2048, 32), (4096, 16), (4096, 32)]
+    plan = [(W, T) for W in (1024, 2048, 4096, 8192) for T in (16, 32)]
     if quick:
         plan = [(1024, 16), (1024, 32), (4096, 16), (4096, 32)]
     for W, T in plan:
@@ -418,28 +418,28 @@ def time_kernels(quick, names=None):
 
 
 def _timing_checks(out):
-    """The targets: aggregated <= 1.2x at 4096/32, full <= 8x at 1024, plain within 5%."""
+    """The targets: aggregated <= 1.25x at every shape, full <= 3x at 1024, plain within 5%."""
     checks = []
     plain = {}
     for target, res in out.items():
         for r in res.get("rows", []):
             if (r["W"], r["T"]) == (4096, 32):
                 plain[target] = r["plain_ms"]
-                checks.append(
-                    {
-                        "target": target,
-                        "check": "aggregated <= 1.2x plain at Width 4096, TILE_WIDTH 32",
-                        "value": round(r.get("aggregated_ratio", float("inf")), 3),
-                        "ok": r.get("aggregated_ratio", float("inf")) <= 1.2,
-                    }
-                )
+            checks.append(
+                {
+                    "target": target,
+                    "check": f"aggregated <= 1.25x plain at Width {r['W']}, TILE_WIDTH {r['T']}",
+                    "value": round(r.get("aggregated_ratio", float("inf")), 3),
+                    "ok": r.get("aggregated_ratio", float("inf")) <= 1.25,
+                }
+            )
             if r["W"] == 1024 and r.get("full_ratio"):
                 checks.append(
                     {
                         "target": target,
-                        "check": f"full <= 8x plain at Width 1024, TILE_WIDTH {r['T']}",
+                        "check": f"full <= 3x plain at Width 1024, TILE_WIDTH {r['T']}",
                         "value": round(r["full_ratio"], 3),
-                        "ok": r["full_ratio"] <= 8,
+                        "ok": r["full_ratio"] <= 3,
                     }
                 )
     if len(plain) == 2:
