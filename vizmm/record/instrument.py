@@ -2211,8 +2211,8 @@ def _lean_records(inst, grid, arrays, phases):
         _zf=np.zeros(gy * gx * phases * len(inst.arrays), np.int32),
         _zph=np.int32(phases),
     )
-    for g in inst.global_arrays:  # difference counters (instrument_device.count_run)
-        rec[f"_reads_{g}"] = np.zeros(arrays[g].size + 1, np.int32)
+    for g in inst.global_arrays:
+        rec[f"_reads_{g}"] = np.zeros(arrays[g].size, np.int32)
     return rec
 
 
@@ -2454,11 +2454,6 @@ def run(
     # two_launches: every block counts, lean, beside the detail blocks in full
     rec, outs = launch(cap, nbar, with_lean=two_launches)
     lean = {k[5:]: v for k, v in rec.items() if k.startswith("_lean_")} if two_launches else None
-    if lean is not None:  # the lean variant counts reads as differences: summed here
-        for g in inst.global_arrays:
-            lean[f"_reads_{g}"] = np.cumsum(lean[f"_reads_{g}"], dtype=np.int64)[:-1].astype(
-                np.int32
-            )
     counts = rec["_cnt"][: nd * nthreads].reshape(nd, nthreads)
     if (counts > cap).any():
         raise InstrumentError(
