@@ -92,7 +92,7 @@ def backend_for(kernel, backend: str) -> str:
     ----------
     kernel : KernelSource
         What :func:`vizmm.record.frontend.read_kernel` read.
-    backend : {'auto', 'simulator', 'gpu', 'gpu-legacy'}
+    backend : {'auto', 'simulator', 'numba-sim', 'gpu', 'gpu-legacy'}
         What was asked for.
 
     Returns
@@ -111,7 +111,7 @@ def backend_for(kernel, backend: str) -> str:
     from .admission import RecordError
 
     lines = divergent_barriers(kernel.tree)
-    if not lines or backend == "simulator":
+    if not lines or backend in ("simulator", "numba-sim"):  # a simulator never hangs there
         return backend
     if backend == "auto":
         return "simulator"
