@@ -63,6 +63,25 @@ def pytest_collection_modifyitems(config, items):
     items[:] = [i for i in items if not _uses_browser(i)] + [i for i in items if _uses_browser(i)]
 
 
+def pytest_collection_finish(session):
+    # The PTX compiles (tests/ptx.py) run in subprocesses, each on one core and for
+    # up to a minute or more: those of the chosen tests start now, one after another
+    # in the background, and compile while the other tests run.
+    jobs = []
+    for module in {id(m): m for m in (getattr(i, "module", None) for i in session.items)}.values():
+        if module is not None and hasattr(module, "ptx_jobs"):
+            jobs += module.ptx_jobs()
+    if jobs:
+        import ptx
+
+        ptx.start(jobs)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if "ptx" in sys.modules:
+        sys.modules["ptx"].stop()
+
+
 @pytest.fixture(scope="session")
 def record_sim():
     """``vizmm.record`` on the simulator, quiet, with results cached per arguments."""
