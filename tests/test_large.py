@@ -235,6 +235,7 @@ def test_wait_summaries_agree(t1000):
     assert per_phase.spread[0] == spread[:, :, ph, 0].max()
 
 
+@pytest.mark.slow  # the window simulated again
 def test_window_resimulated_equals_the_gpu_records(t1000):
     """The simulator, run on one block of the same launch, records what the GPU did."""
     sim = vizmm.record(

@@ -426,6 +426,7 @@ def test_sigterm_during_record(tmp_path):
     assert stop_s < 20
 
 
+@pytest.mark.slow  # a worker process, signalled
 @pytest.mark.timeout(90)
 def test_sigterm_stops_the_recording_worker_process(tmp_path):
     # numba in GPU mode here, a simulator recording asked for: record() runs it
@@ -480,6 +481,7 @@ def _cmdline(pid):
         return ""
 
 
+@pytest.mark.slow  # an export process, signalled
 @pytest.mark.timeout(90)
 def test_sigterm_during_mp4_export(tmp_path, record_sim):
     env, systmp = _env(tmp_path)
