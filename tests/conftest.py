@@ -43,12 +43,43 @@ def gpu_usable() -> bool:
     return _gpu_usable
 
 
+def _uses_browser(item) -> bool:
+    return "browser" in getattr(item, "fixturenames", ())
+
+
 def pytest_collection_modifyitems(config, items):
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if gpu_items and not gpu_usable():
         skip = pytest.mark.skip(reason="needs a usable CUDA GPU (none found)")
         for item in gpu_items:
             item.add_marker(skip)
+    # One Chromium serves the whole session (the ``browser`` fixture). From its first
+    # page on, Playwright's sync API keeps its event loop marked as running in this
+    # thread, so ``asyncio.run`` (and a second Playwright) would refuse: the tests
+    # that use the browser run last, in their order, after every other test.
+    for item in items:
+        if _uses_browser(item):
+            item.add_marker(pytest.mark.browser)  # ``-m "not browser"`` leaves it out
+    items[:] = [i for i in items if not _uses_browser(i)] + [i for i in items if _uses_browser(i)]
+
+
+def pytest_collection_finish(session):
+    # The PTX compiles (tests/ptx.py) run in subprocesses, each on one core and for
+    # up to a minute or more: those of the chosen tests start now, one after another
+    # in the background, and compile while the other tests run.
+    jobs = []
+    for module in {id(m): m for m in (getattr(i, "module", None) for i in session.items)}.values():
+        if module is not None and hasattr(module, "ptx_jobs"):
+            jobs += module.ptx_jobs()
+    if jobs:
+        import ptx
+
+        ptx.start(jobs)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if "ptx" in sys.modules:
+        sys.modules["ptx"].stop()
 
 
 @pytest.fixture(scope="session")
@@ -67,13 +98,83 @@ def record_sim():
     return run
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
-    """Debian's Chromium, headless, shared by one test module's pages (tests/served.py)."""
+    """Debian's Chromium, headless, one for the whole session (tests/served.py).
+
+    A test opens its pages in contexts of its own (``browser.new_page()`` makes
+    a fresh context per page, ``browser.new_context()`` one for several pages)
+    and closes them. Skipped when Chromium or Playwright is missing.
+    """
     from served import ARGS, CHROMIUM
 
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture
+def new_page(browser):
+    """``browser.new_page(**options)`` for one test: a fresh context each, closed after it."""
+    opened = []
+
+    def make(**options):
+        pg = browser.new_page(**options)
+        opened.append(pg)
+        return pg
+
+    yield make
+    for pg in opened:
+        pg.close()  # and its context
+
+
+@pytest.fixture(scope="session")
+def dashboard_class_dir(tmp_path_factory):
+    """The class store's folder of the session's dashboard (not made yet: vizmm makes it)."""
+    return tmp_path_factory.mktemp("classes") / "store"
+
+
+@pytest.fixture(scope="session")
+def dashboard_url(tmp_path_factory, dashboard_class_dir):
+    """``panel serve apps/dashboard.py``, one for the session: the default dashboard's URL.
+
+    Every module that drives the default dashboard shares it (each page is a
+    session of its own); its class store is in a folder of the test run's,
+    not the user's.
+    """
+    from served import serve
+
+    env = {"VIZMM_CLASS_DIR": str(dashboard_class_dir)}
+    with serve("dashboard", tmp_path_factory.mktemp("serve-dashboard"), 180, env) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def side_by_side_url(tmp_path_factory):
+    """``panel serve apps/side_by_side.py``, one for the session: the page's URL."""
+    from served import serve
+
+    with serve("side_by_side", tmp_path_factory.mktemp("serve-side-by-side"), 180) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def large_view_url(tmp_path_factory):
+    """``panel serve apps/large_view.py``, one for the session: the page's URL."""
+    from served import serve
+
+    with serve("large_view", tmp_path_factory.mktemp("serve-large-view"), 180) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def vizmm_served(tmp_path_factory):
+    """``vizmm serve`` with its default options, one for the session: (process, base URL)."""
+    from served import vizmm_serve
+
+    with vizmm_serve(tmp_path_factory.mktemp("vizmm-serve")) as (proc, base):
+        yield proc, base

@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -54,23 +55,92 @@ def compile_target():
     return None, "; ".join(reasons)
 
 
+class _Job:
+    """One compile script run in a subprocess, from a thread of its own: its result, later."""
+
+    def __init__(self, target: str, script: str, args: tuple[str, ...], timeout: int):
+        self.target, self.proc, self.result = target, None, None
+        self.done = threading.Event()
+        self.cmd = [sys.executable, "-c", PRELUDE + script, *args]
+        self.env = dict(os.environ, **targets.environment(target))
+        self.timeout = timeout
+
+    def run(self) -> None:
+        try:
+            self.proc = subprocess.Popen(
+                self.cmd,
+                env=self.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            try:
+                out, err = self.proc.communicate(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                out, err = self.proc.communicate()
+                err += f"\n(stopped after {self.timeout} s)"
+            self.result = (self.proc.returncode, out, err)
+        finally:
+            self.done.set()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+
+
+#: The compiles started ahead (:func:`start`), by (script, args).
+_JOBS: dict[tuple, _Job] = {}
+
+
+def start(jobs, timeout: int = 900) -> None:
+    """Start compile scripts ahead, one after another in a background thread.
+
+    ``jobs``: (script, *args) tuples, as :func:`run` takes them. Each compile
+    runs on one core while the tests go on; :func:`run` of the same script and
+    arguments then waits for its result. Nothing starts where no target can
+    compile (:func:`run` skips those tests).
+    """
+    target, _ = compile_target()
+    if target is None:
+        return
+    queue = []
+    for script, *args in jobs:
+        key = (script, tuple(args))
+        if key not in _JOBS:
+            _JOBS[key] = _Job(target, script, tuple(args), timeout)
+            queue.append(_JOBS[key])
+
+    def work():
+        for job in queue:
+            job.run()
+
+    threading.Thread(target=work, name="ptx-compiles", daemon=True).start()
+
+
+def stop() -> None:
+    """Stop every compile started ahead and still running (the session is over)."""
+    for job in _JOBS.values():
+        job.stop()
+
+
 def run(script: str, *args: str, timeout: int = 900) -> dict:
     """Run :data:`PRELUDE` then ``script`` for the compiling target; its last line as JSON.
 
+    A compile started ahead (:func:`start`) is waited for, not run again.
     Skips the calling test when no target can compile here.
     """
     target, reason = compile_target()
     if target is None:
         pytest.skip(f"no compiler can build PTX here: {reason}")
-    env = dict(os.environ, **targets.environment(target))
-    proc = subprocess.run(
-        [sys.executable, "-c", PRELUDE + script, *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    job = _JOBS.get((script, args))
+    if job is None:
+        job = _JOBS[(script, args)] = _Job(target, script, args, timeout)
+        job.run()
+    job.done.wait()
+    assert job.result is not None, "the compile did not run"
+    returncode, stdout, stderr = job.result
+    assert returncode == 0, stderr[-4000:]
+    out = json.loads(stdout.strip().splitlines()[-1])
     assert out.pop("target") == target
     return out

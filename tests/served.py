@@ -4,6 +4,15 @@ Browser tests drive Debian's Chromium (``/usr/bin/chromium``) with Playwright;
 ``playwright install`` is not needed. The benchmarks that drive a page
 (``benchmarks/bench_dashboard.py``, ``benchmarks/load_test.py``) use the same
 browser, arguments and latency probe.
+
+``tests/conftest.py`` holds the session's shared fixtures built on these: one
+Chromium (``browser``, a fresh context per page: ``new_page``) and one server
+per configuration that several modules serve (``dashboard_url``,
+``side_by_side_url``, ``large_view_url``, ``vizmm_served``). A module whose
+server is configured as no other module's (an environment, ``--traces``)
+starts its own. Tests wait on page state (``wait_drawn``, ``poll``, Playwright's
+``wait_for_selector`` / ``wait_for_function``), never for a fixed time, but
+where the time itself is what they check.
 """
 
 import contextlib
@@ -194,6 +203,45 @@ def vizmm_serve(logdir, *args: str, timeout: float = 240, env: dict | None = Non
         cmd, os.path.join(logdir, "serve.log"), f"{base}/dashboard", timeout, "vizmm serve", env
     ) as proc:
         yield proc, base
+
+
+#: For ``page.wait_for_function``: every Bokeh document of the page has drawn its roots,
+#: every view drawn on the page has finished drawing (BokehJS's own bookkeeping), and no CSS
+#: transition is running (a button's colours are the ones it settles on).
+DRAWN_JS = """() => {
+  if (!window.Bokeh || !Bokeh.documents || Bokeh.documents.length === 0) return false;
+  if (!Bokeh.documents.every((doc) => doc.is_idle)) return false;
+  for (const view of Bokeh.index.all_views()) {
+    if (view.el && !view.has_finished()) return false;  // a view on the page (not a tool)
+  }
+  return document.getAnimations().every(
+    (a) => !(a instanceof CSSTransition) || a.playState !== "running");
+}"""
+
+
+def wait_drawn(pg, timeout: float = 60000) -> None:
+    """Wait until the page's Bokeh views have drawn and two animation frames have passed.
+
+    What a person sees once the page has caught up: BokehJS says every view
+    has finished (``DRAWN_JS``), and the browser has painted since. A page that
+    never finishes drawing fails the test after ``timeout`` milliseconds.
+    """
+    pg.wait_for_function(DRAWN_JS, timeout=timeout)
+    pg.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
+def poll(condition, timeout: float = 30.0, every: float = 0.1):
+    """Ask ``condition()`` until it is true or ``timeout`` seconds pass; its last answer.
+
+    For a state the page shows without a selector to wait on; the caller
+    asserts on the answer, so a state never reached fails as before.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        got = condition()
+        if got or time.monotonic() > deadline:
+            return got
+        time.sleep(every)
 
 
 def read_status(pg, selector: str) -> dict:

@@ -11,7 +11,7 @@ followed.
 import os
 
 import pytest
-from served import ARGS, CHROMIUM, SHOTS, TEXT_VIEWS, read_status, serve
+from served import CHROMIUM, SHOTS, TEXT_VIEWS, read_status
 
 pytestmark = pytest.mark.browser
 
@@ -44,18 +44,10 @@ def _source_js(key: str, columns: list[str], flag: str | None = None) -> str:
 THREAD_DATA = _source_js("word", ["state", "word", "ahead_alpha"], "pvalue")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with serve("dashboard", tmp_path_factory.mktemp("serve")) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+@pytest.fixture
+def server(dashboard_url):
+    """The session's dashboard (tests/conftest.py)."""
+    return dashboard_url
 
 
 def status(pg):

@@ -99,12 +99,22 @@ SCRIPT = textwrap.dedent(
 )
 
 
+def ptx_jobs() -> list[tuple[str, ...]]:
+    """The compiles this module's tests read: (script, *args) for ``ptx.run``.
+
+    ``tests/conftest.py`` starts them when the session's tests are chosen, so
+    they compile while other tests run.
+    """
+    return [(SCRIPT,)]
+
+
 @pytest.fixture(scope="module")
 def barrier_counts():
     # numba-cuda-mlir when installed, else numba-cuda (tests/ptx.py)
-    return ptx.run(SCRIPT)
+    return ptx.run(*ptx_jobs()[0])
 
 
+@pytest.mark.slow  # every variant compiled to PTX in a subprocess
 @pytest.mark.parametrize("instrumented", [False, True, "reads", "lean"])
 @pytest.mark.parametrize("drop", DROPS, ids=lambda d: "drop" + "".join(map(str, d)) or "both")
 @pytest.mark.parametrize("T", [2, 16])

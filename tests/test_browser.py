@@ -13,7 +13,7 @@ Skipped when Chromium or Playwright is missing.
 import os
 
 import pytest
-from served import ARGS, CHROMIUM, SHOTS, TO_SCREEN, open_menu, read_status, serve
+from served import CHROMIUM, SHOTS, TO_SCREEN, open_menu, poll, read_status, wait_drawn
 
 pytestmark = pytest.mark.browser
 
@@ -23,18 +23,10 @@ sync_api = pytest.importorskip("playwright.sync_api")
 
 
 # Where a figure's data point is on the screen (Bokeh's views know their scales).
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with serve("dashboard", tmp_path_factory.mktemp("serve")) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+@pytest.fixture
+def server(dashboard_url):
+    """The session's dashboard (tests/conftest.py)."""
+    return dashboard_url
 
 
 @pytest.fixture
@@ -56,7 +48,7 @@ def status(pg) -> dict:
 def open_page(pg, url):
     pg.goto(url)
     pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=60000)
-    pg.wait_for_timeout(300)  # let Bokeh draw
+    wait_drawn(pg)  # let Bokeh draw
 
 
 def wait_step(pg, step):
@@ -66,7 +58,7 @@ def wait_step(pg, step):
 
 def shot(pg, name):
     os.makedirs(SHOTS, exist_ok=True)
-    pg.wait_for_timeout(250)
+    wait_drawn(pg)
     pg.screenshot(path=os.path.join(SHOTS, f"{name}.png"), full_page=True)
 
 
@@ -120,16 +112,20 @@ def test_hover_ghost_cells_only(page, server):
     """
     open_page(page, server + "?trace=fig5-11&by=1&bx=1&step=3")
 
-    def tooltips_at(x, y):
-        page.mouse.move(*page.evaluate(TO_SCREEN, ["vizmm-M", x, y]))
-        page.wait_for_timeout(400)
-        texts = [
+    def shown():
+        return [
             t.inner_text()
             for t in page.locator(".bk-tooltip-content").all()
             if t.is_visible() and t.inner_text().strip()
         ]
+
+    def tooltips_at(x, y):
+        page.mouse.move(*page.evaluate(TO_SCREEN, ["vizmm-M", x, y]))
+        poll(shown, timeout=10)  # a cell of M has a tooltip: wait for it
+        wait_drawn(page)
+        texts = shown()
         page.mouse.move(1, 1)
-        page.wait_for_timeout(200)
+        poll(lambda: not shown(), timeout=10)  # off the plot: wait until they have gone
         return " | ".join(texts)
 
     ghost = tooltips_at(0.5, 3.5)  # M_{3,0}, zero-filled for thread (1,0)

@@ -12,7 +12,7 @@ import os
 import time
 
 import pytest
-from served import ARGS, CHROMIUM, SHOTS, TO_SCREEN, read_status, serve
+from served import CHROMIUM, SHOTS, TO_SCREEN, read_status, wait_drawn
 
 pytestmark = pytest.mark.browser
 
@@ -21,20 +21,10 @@ if not os.path.exists(CHROMIUM):
 sync_api = pytest.importorskip("playwright.sync_api")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    # the class store (SQLite) in a folder of the test's, not the user's default
-    env = {"VIZMM_CLASS_DIR": str(tmp_path_factory.mktemp("classes") / "store")}
-    with serve("dashboard", tmp_path_factory.mktemp("serve"), env=env) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+@pytest.fixture
+def server(dashboard_url):
+    """The session's dashboard, its class store in a folder of the test run's (conftest.py)."""
+    return dashboard_url
 
 
 def status(pg) -> dict:
@@ -43,7 +33,7 @@ def status(pg) -> dict:
 
 def shot(pg, name):
     os.makedirs(SHOTS, exist_ok=True)
-    pg.wait_for_timeout(300)
+    wait_drawn(pg)
     pg.screenshot(path=os.path.join(SHOTS, f"{name}.png"), full_page=True)
 
 
@@ -110,7 +100,7 @@ def test_students_follow_answer_and_rejoin(browser, server):
         s.locator("#vizmm-question").filter(has_text="Question").wait_for(timeout=10000)
         assert "thread (0,0)" in s.locator("#vizmm-question").inner_text()
     for s, (row, col) in zip(students, [(0, 0), (1, 0)], strict=True):
-        s.wait_for_timeout(400)
+        wait_drawn(s)  # the question's plot laid out before it is clicked
         x, y = s.evaluate(TO_SCREEN, ["vizmm-M", col + 0.5, row + 0.5])
         s.mouse.click(x, y)
         wait_attr(s, "picks", f'["M_{{{row},{col}}}"]')
@@ -128,6 +118,7 @@ def test_students_follow_answer_and_rejoin(browser, server):
     students[0].wait_for_selector("#vizmm-status[data-ready='true']", timeout=60000)
     wait_attr(students[0], "class", code)
     wait_attr(students[0], "picks", '["M_{0,0}"]')
+    # counted once: a sleep about time, two of the instructor's polls for a second count
     teacher.wait_for_timeout(1000)
     assert status(teacher)["answered"] == 2
 

@@ -21,7 +21,7 @@ import stat
 import time
 
 import pytest
-from served import ARGS, CHROMIUM, TO_SCREEN, read_status, vizmm_serve
+from served import CHROMIUM, TO_SCREEN, read_status, vizmm_serve, wait_drawn
 from test_browser_class import wait_attr
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -45,7 +45,7 @@ def pick(pg, row: int, tries: int = 5) -> None:
         if status(pg)["picks"] == want:
             return
         if not status(pg)["picks"]:
-            pg.wait_for_timeout(300)
+            wait_drawn(pg)  # the plot laid out before it is clicked
             x, y = pg.evaluate(TO_SCREEN, ["vizmm-M", 0.5, row + 0.5])
             pg.mouse.click(x, y)
         try:
@@ -56,16 +56,12 @@ def pick(pg, row: int, tries: int = 5) -> None:
     assert status(pg)["picks"] == want
 
 
-def test_a_class_spans_the_processes_of_vizmm_serve(tmp_path):
+def test_a_class_spans_the_processes_of_vizmm_serve(browser, tmp_path):
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)
     env = {"VIZMM_CLASS_DIR": None, "VIZMM_CLASS_STORE": None, "XDG_RUNTIME_DIR": str(runtime)}
-    with (
-        vizmm_serve(str(tmp_path), "--num-procs", "2", env=env) as (_, base),
-        sync_api.sync_playwright() as p,
-    ):
+    with vizmm_serve(str(tmp_path), "--num-procs", "2", env=env) as (_, base):
         url = f"{base}/dashboard"
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         errors = []
 
         def new_page():
@@ -115,7 +111,6 @@ def test_a_class_spans_the_processes_of_vizmm_serve(tmp_path):
         assert seats == [(code, STUDENTS)]
         for pg in [teacher, *students]:
             pg.close()
-        browser.close()
         # a closed page's seat is given back by its server process when its websocket
         # closes: wait for that (a loaded machine takes a while) before the server stops
         deadline = time.monotonic() + 60

@@ -100,7 +100,7 @@ def test_only_live_pages_hold_seats_up_to_the_cap(browser, server, class_dir):
     took = time.monotonic() - t0
     assert all(rc == 200 and "bokeh" in body.lower() for rc, body in answers)
     assert all(key not in body for _, body in answers)
-    teacher.wait_for_timeout(1500)  # two of the instructor's polls
+    teacher.wait_for_timeout(1500)  # a sleep about time: two of the instructor's polls
     assert seats(class_dir, code) == {}
     assert status(teacher)["students"] == 0
     print(f"{GETS} plain GETs in {took:.1f} s: 0 seats")
@@ -119,7 +119,7 @@ def test_only_live_pages_hold_seats_up_to_the_cap(browser, server, class_dir):
     full = c.locator("#vizmm-class-full").inner_text()
     assert "This class is full (2 students): ask your instructor." in full
     assert len(seats(class_dir, code)) == 2
-    teacher.wait_for_timeout(1000)
+    teacher.wait_for_timeout(1000)  # a sleep about time: a third student would show by now
     assert status(teacher)["students"] == 2
 
     # a page that closes frees its seat

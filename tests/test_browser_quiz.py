@@ -9,7 +9,7 @@ import os
 
 import pytest
 from playwright.sync_api import expect
-from served import ARGS, CHROMIUM, SHOTS, TO_SCREEN, read_status, serve
+from served import CHROMIUM, SHOTS, TO_SCREEN, poll, read_status, wait_drawn
 
 pytestmark = pytest.mark.browser
 
@@ -42,18 +42,10 @@ DOC_JSON = """() => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with serve("dashboard", tmp_path_factory.mktemp("serve")) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+@pytest.fixture
+def server(dashboard_url):
+    """The session's dashboard (tests/conftest.py)."""
+    return dashboard_url
 
 
 def status(pg) -> dict:
@@ -62,12 +54,14 @@ def status(pg) -> dict:
 
 def shot(pg, name):
     os.makedirs(SHOTS, exist_ok=True)
-    pg.wait_for_timeout(300)
+    wait_drawn(pg)
     pg.screenshot(path=os.path.join(SHOTS, f"{name}.png"), full_page=True)
 
 
 def click_cell(pg, figure, row, col):
-    pg.wait_for_timeout(600)  # as a person clicks: two quick taps make a double tap
+    # a sleep about time: as a person clicks, since two quick taps make a double tap
+    pg.wait_for_timeout(600)
+    wait_drawn(pg)
     x, y = pg.evaluate(TO_SCREEN, [figure, col + 0.5, row + 0.5])
     pg.mouse.click(x, y)
 
@@ -94,7 +88,7 @@ def test_a_quiz_answered_by_clicking(browser, server):
     assert "thread (0,0)" in prompt and "Mds[0][0]" in prompt
     # stepping is held while the question is open
     pg.keyboard.press("ArrowRight")
-    pg.wait_for_timeout(500)
+    pg.wait_for_timeout(500)  # a sleep about time: a step would have come back by now
     assert status(pg)["step"] == 0
     click_cell(pg, "vizmm-M", 0, 0)  # a wrong pick first, then the right one
     wait_status(pg, "picks", '["M_{0,0}"]')
@@ -123,9 +117,11 @@ def test_a_quiz_answered_by_clicking(browser, server):
     assert "boundary test fails" not in page_json
     assert status(pg)["mds_state"] == [["empty", "empty"], ["empty", "empty"]]
     # Fig. 5.12: M_{3,0}, M_{3,1} (Mds[1][0], Mds[1][1]), N_{0,3}, N_{1,3} (Nds[0][1], Nds[1][1])
-    for fig, row, col in [("Mds", 1, 0), ("Mds", 1, 1), ("Nds", 0, 1), ("Nds", 1, 1)]:
+    for i, (fig, row, col) in enumerate(
+        [("Mds", 1, 0), ("Mds", 1, 1), ("Nds", 0, 1), ("Nds", 1, 1)]
+    ):
         click_cell(pg, f"vizmm-{fig}", row, col)
-        pg.wait_for_timeout(250)
+        poll(lambda i=i: len(status(pg)["picks"] or []) > i, timeout=15)  # the pick arrived
     wait_status(pg, "picks", '["Mds[1][0]", "Mds[1][1]", "Nds[0][1]", "Nds[1][1]"]')
     shot(pg, "quiz-fig5-12-zero-fill-picks")
     pg.get_by_role("button", name="Submit").click()

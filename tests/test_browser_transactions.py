@@ -10,7 +10,7 @@ kernel's layout, and screenshots go to ``test-output/screenshots/``.
 import os
 
 import pytest
-from served import ARGS, CHROMIUM, SHOTS, read_status, serve
+from served import CHROMIUM, SHOTS, read_status, wait_drawn
 
 pytestmark = pytest.mark.browser
 
@@ -19,18 +19,10 @@ if not os.path.exists(CHROMIUM):
 sync_api = pytest.importorskip("playwright.sync_api")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with serve("dashboard", tmp_path_factory.mktemp("serve")) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+@pytest.fixture
+def server(dashboard_url):
+    """The session's dashboard (tests/conftest.py)."""
+    return dashboard_url
 
 
 @pytest.fixture
@@ -54,7 +46,7 @@ def status(pg) -> dict:
 
 def shot(pg, name):
     os.makedirs(SHOTS, exist_ok=True)
-    pg.wait_for_timeout(300)
+    wait_drawn(pg)
     pg.screenshot(path=os.path.join(SHOTS, f"{name}.png"), full_page=True)
 
 

@@ -20,7 +20,7 @@ if ROOT not in sys.path:
 
 pytest.importorskip("panel")
 
-from served import ARGS, CHROMIUM, SHOTS, TO_SCREEN, read_status, serve  # noqa: E402
+from served import CHROMIUM, SHOTS, TO_SCREEN, read_status, wait_drawn  # noqa: E402
 
 from vizmm.serve import classes as S  # noqa: E402
 from vizmm_apps import classroom as C  # noqa: E402
@@ -151,61 +151,55 @@ def _wait(pg, key, value, timeout=15000):
 
 @pytest.mark.browser
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing")
-def test_class_reveal_in_chromium(tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    env = {"VIZMM_CLASS_DIR": str(tmp_path / "store")}
-    with serve("dashboard", tmp_path, env=env) as url, sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        errors = []
+def test_class_reveal_in_chromium(new_page, dashboard_url, tmp_path):
+    url = dashboard_url  # its class store in a folder of the test run's
+    errors = []
 
-        def open_page(address):
-            pg = b.new_page(viewport={"width": 1600, "height": 1000})
-            pg.on("pageerror", lambda e: errors.append(str(e)))
-            pg.goto(address)
-            pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=60000)
-            return pg
+    def open_page(address):
+        pg = new_page(viewport={"width": 1600, "height": 1000})
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.goto(address)
+        pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=60000)
+        return pg
 
-        try:
-            teacher = open_page(url + "?class=new")
-            code = read_status(teacher, "#vizmm-status")["class"]
-            sender = open_page(f"{url}?class={code}")
-            silent = open_page(f"{url}?class={code}")
-            _wait(teacher, "students", "2")
-            teacher.get_by_role("button", name="Ask the class").click()
-            for s in (sender, silent):
-                _wait(s, "question", "asking")
+    teacher = open_page(url + "?class=new")
+    code = read_status(teacher, "#vizmm-status")["class"]
+    sender = open_page(f"{url}?class={code}")
+    silent = open_page(f"{url}?class={code}")
+    _wait(teacher, "students", "2")
+    teacher.get_by_role("button", name="Ask the class").click()
+    for s in (sender, silent):
+        _wait(s, "question", "asking")
 
-            def click_m(pg, row, col):
-                pg.wait_for_timeout(400)
-                x, y = pg.evaluate(TO_SCREEN, ["vizmm-M", col + 0.5, row + 0.5])
-                pg.mouse.click(x, y)
+    def click_m(pg, row, col):
+        wait_drawn(pg)  # the question's plot laid out before it is clicked
+        x, y = pg.evaluate(TO_SCREEN, ["vizmm-M", col + 0.5, row + 0.5])
+        pg.mouse.click(x, y)
 
-            click_m(sender, 1, 0)  # M_{1,0}: wrong
-            _wait(sender, "picks", '["M_{1,0}"]')
-            sender.get_by_role("button", name="Send").click()
-            _wait(sender, "sent", '["M_{1,0}"]')
-            click_m(sender, 0, 0)  # after Send: the right cell, too late
-            sender.wait_for_timeout(800)
-            assert read_status(sender, "#vizmm-status")["picks"] == ["M_{1,0}"]
-            assert sender.get_by_role("button", name="Sent", exact=True).is_disabled()
-            click_m(silent, 0, 0)  # picked, never sent
-            _wait(silent, "picks", '["M_{0,0}"]')
-            _wait(teacher, "answered", "1")
-            teacher.get_by_role("button", name="Reveal").click()
-            _wait(sender, "correct", "false")
-            sender.get_by_text("✗ Not quite.").first.wait_for(timeout=10000)
-            _wait(silent, "question", "revealed")
-            silent.get_by_text("No answer sent.").first.wait_for(timeout=10000)
-            assert silent.get_by_text("Not quite").count() == 0
-            os.makedirs(SHOTS, exist_ok=True)
-            silent.set_viewport_size({"width": 1280, "height": 720})
-            silent.wait_for_timeout(500)
-            silent.screenshot(path=os.path.join(SHOTS, "class-no-answer-sent-1280.png"))
-            # the instructor's page closes: the students are told
-            teacher.close()
-            _wait(sender, "instructor", "gone", timeout=30000)
-            sender.get_by_text("The instructor's page has closed.").first.wait_for(timeout=10000)
-            sender.screenshot(path=os.path.join(SHOTS, "class-instructor-gone.png"))
-        finally:
-            b.close()
-        assert errors == []
+    click_m(sender, 1, 0)  # M_{1,0}: wrong
+    _wait(sender, "picks", '["M_{1,0}"]')
+    sender.get_by_role("button", name="Send").click()
+    _wait(sender, "sent", '["M_{1,0}"]')
+    click_m(sender, 0, 0)  # after Send: the right cell, too late
+    sender.wait_for_timeout(800)  # a sleep about time: a pick taken late would show by now
+    assert read_status(sender, "#vizmm-status")["picks"] == ["M_{1,0}"]
+    assert sender.get_by_role("button", name="Sent", exact=True).is_disabled()
+    click_m(silent, 0, 0)  # picked, never sent
+    _wait(silent, "picks", '["M_{0,0}"]')
+    _wait(teacher, "answered", "1")
+    teacher.get_by_role("button", name="Reveal").click()
+    _wait(sender, "correct", "false")
+    sender.get_by_text("✗ Not quite.").first.wait_for(timeout=10000)
+    _wait(silent, "question", "revealed")
+    silent.get_by_text("No answer sent.").first.wait_for(timeout=10000)
+    assert silent.get_by_text("Not quite").count() == 0
+    os.makedirs(SHOTS, exist_ok=True)
+    silent.set_viewport_size({"width": 1280, "height": 720})
+    wait_drawn(silent)
+    silent.screenshot(path=os.path.join(SHOTS, "class-no-answer-sent-1280.png"))
+    # the instructor's page closes: the students are told
+    teacher.close()
+    _wait(sender, "instructor", "gone", timeout=30000)
+    sender.get_by_text("The instructor's page has closed.").first.wait_for(timeout=10000)
+    sender.screenshot(path=os.path.join(SHOTS, "class-instructor-gone.png"))
+    assert errors == []

@@ -219,6 +219,7 @@ def instructor_process(spec, expected, codes, out):
         out.put(("instructor", os.getpid(), [repr(exc)]))
 
 
+@pytest.mark.slow  # processes of their own
 def test_a_class_across_processes_counts_every_seat_and_answer_once(spec):
     ctx = multiprocessing.get_context("spawn")
     codes, ready, out = ctx.Queue(), ctx.Queue(), ctx.Queue()
@@ -442,6 +443,7 @@ def test_new_classes_never_remove_a_class_being_taught(spec, monkeypatch):
         store.get(taught[0])
 
 
+@pytest.mark.slow  # waits out the time away
 def test_a_class_ends_when_its_instructor_has_been_away(spec, monkeypatch):
     store = make(spec)
     if isinstance(store, S.RedisStore):  # a new class's key expires two hours on

@@ -11,6 +11,8 @@ import textwrap
 import ptx
 import pytest
 
+pytestmark = pytest.mark.slow  # compiles in a subprocess
+
 TILE_WIDTHS = (1, 16, 32)
 KERNELS = ("naive", "tiled", "boundary", "general", "uncoalesced", "conflict", "padded", "dynamic")
 REGISTERS = ("%clock64", "%smid", "%globaltimer")
@@ -47,9 +49,18 @@ SCRIPT = textwrap.dedent(
 )
 
 
+def ptx_jobs() -> list[tuple[str, ...]]:
+    """The compiles this module's tests read: (script, *args) for ``ptx.run``.
+
+    ``tests/conftest.py`` starts them when the session's tests are chosen, so
+    they compile while other tests run.
+    """
+    return [(SCRIPT, ",".join(KERNELS), ",".join(map(str, TILE_WIDTHS)))]
+
+
 @pytest.fixture(scope="module")
 def ptx_features():
-    return ptx.run(SCRIPT, ",".join(KERNELS), ",".join(map(str, TILE_WIDTHS)))
+    return ptx.run(*ptx_jobs()[0])
 
 
 @pytest.mark.parametrize("tile_width", TILE_WIDTHS)

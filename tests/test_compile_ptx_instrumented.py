@@ -15,6 +15,8 @@ import textwrap
 import ptx
 import pytest
 
+pytestmark = pytest.mark.slow  # one compile of every variant, in a subprocess
+
 BOOK = ("naive", "tiled", "boundary", "general", "uncoalesced", "conflict", "padded", "dynamic")
 STYLES = ("tiled_2d", "coarsened", "column_major_n", "past_the_end", "while_loop")
 #: Students' files (tests/fixtures/student) recorded with check's provenance.
@@ -93,9 +95,18 @@ SCRIPT = textwrap.dedent(
 )
 
 
+def ptx_jobs() -> list[tuple[str, ...]]:
+    """The compiles this module's tests read: (script, *args) for ``ptx.run``.
+
+    ``tests/conftest.py`` starts them when the session's tests are chosen, so
+    they compile while other tests run.
+    """
+    return [(SCRIPT, os.path.dirname(__file__), ",".join(STYLES), ",".join(STUDENT))]
+
+
 @pytest.fixture(scope="module")
 def compiled():
-    return ptx.run(SCRIPT, os.path.dirname(__file__), ",".join(STYLES), ",".join(STUDENT))
+    return ptx.run(*ptx_jobs()[0])
 
 
 @pytest.mark.parametrize("shared_loads", (False, True))

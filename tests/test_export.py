@@ -14,7 +14,6 @@ import re
 import numpy as np
 import pytest
 from PIL import Image
-from served import ARGS, CHROMIUM
 
 from vizmm import Access
 from vizmm import export as ex
@@ -400,16 +399,10 @@ def test_html_is_self_contained_and_small(fig58, fig58_html):
 
 
 @pytest.fixture(scope="module")
-def browser_page():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            yield browser.new_page(viewport={"width": 1600, "height": 1000})
-        finally:
-            browser.close()
+def browser_page(browser):
+    pg = browser.new_page(viewport={"width": 1600, "height": 1000})
+    yield pg
+    pg.close()
 
 
 @pytest.mark.browser

@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from served import ARGS, CHROMIUM, _running, free_port, open_menu, read_status  # noqa: E402
+from served import CHROMIUM, _running, free_port, open_menu, read_status  # noqa: E402
 
 import vizmm  # noqa: E402
 from vizmm.export import export_bytes  # noqa: E402
@@ -47,10 +47,15 @@ def test_html_export_when_bokehs_current_document_is_a_closed_pages():
     assert b"vizmm-frames" in data
 
 
+#: Whether the page's download button has the server's file name for an HTML export
+#: (the server names the file once it has the format chosen).
+HTML_CHOSEN = """() => Bokeh.documents.some((d) => [...d.all_models].some(
+  (m) => typeof m.filename === "string" && m.filename.endsWith(".html")))"""
+
+
 @pytest.mark.browser
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing")
-def test_upload_in_a_closed_page_then_export_html_from_another(tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api")
+def test_upload_in_a_closed_page_then_export_html_from_another(new_page, tmp_path):
     port = free_port()
     panel = os.path.join(os.path.dirname(sys.executable), "panel")
     apps = os.path.join(ROOT, "apps")
@@ -73,10 +78,10 @@ def test_upload_in_a_closed_page_then_export_html_from_another(tmp_path):
     trace = vizmm.load(os.path.join(os.path.dirname(vizmm.__file__), "data", "fig5-11.vizmm"))
     path = trace.save(tmp_path / "mine.vizmm")
     log = str(tmp_path / "panel.log")
-    with _running(cmd, log, url, 120, "panel serve"), sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with _running(cmd, log, url, 120, "panel serve"):
+        a = pg = None
         try:
-            a = b.new_page(viewport={"width": 1280, "height": 720})
+            a = new_page(viewport={"width": 1280, "height": 720})
             a.goto(url)
             a.wait_for_selector("#vizmm-status[data-ready='true']", timeout=90000)
             open_menu(a)  # the loading sections are behind "☰ More"
@@ -89,15 +94,15 @@ def test_upload_in_a_closed_page_then_export_html_from_another(tmp_path):
                 a.wait_for_timeout(100)
             assert str(st.get("source", "")).startswith("upload:"), st
             a.close()  # page A goes; its session and document are destroyed
-            pg = b.new_page(viewport={"width": 1280, "height": 720})
-            pg.wait_for_timeout(3000)  # past the unused-session check
+            pg = new_page(viewport={"width": 1280, "height": 720})
+            pg.wait_for_timeout(3000)  # a sleep about time: past the unused-session check
             pg.goto(url + "?trace=fig5-8")
             pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=90000)
             open_menu(pg)
             for _ in range(2):  # again and again in one process
                 pg.get_by_text("Export", exact=True).first.click()
                 pg.locator("select").filter(has_text="html").first.select_option("html")
-                pg.wait_for_timeout(500)
+                pg.wait_for_function(HTML_CHOSEN, timeout=30000)  # the server has the format
                 with pg.expect_download(timeout=120000) as got:
                     pg.get_by_text("Export this block").first.click()
                 data = got.value.path().read_bytes()
@@ -108,7 +113,9 @@ def test_upload_in_a_closed_page_then_export_html_from_another(tmp_path):
                 # (the server hides the section: the page waits for that before closing)
                 pg.get_by_text("Export this block").first.wait_for(state="hidden")
         finally:
-            b.close()
+            for page in (a, pg):  # closed while the server runs: its log is read below
+                if page is not None:
+                    page.close()
     with open(log) as f:
         text = f.read()
     assert "_js_event_callbacks" not in text and "Traceback" not in text, text[-3000:]

@@ -214,96 +214,103 @@ def _source_js(key: str, columns: list[str], flag: str) -> str:
 FINDING_SOURCES = _source_js("role", ["x", "y", "role", "line_color", "note"], "line_dash")
 
 
-@pytest.mark.browser
-@pytest.mark.skipif(not CHROMIUM_OK, reason="/usr/bin/chromium is missing")
-def test_served_checked_trace_click_first_finding(checked, tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    from served import ARGS, CHROMIUM, ROOT, TEXT_VIEWS, read_status, vizmm_serve
+@pytest.fixture
+def checked_served(checked, tmp_path):
+    """``vizmm serve --traces`` the checked trace, a server for each test.
 
-    report, path = checked
-    with vizmm_serve(tmp_path, "--traces", path) as (_proc, base):
-        with sync_api.sync_playwright() as p:
-            b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            pg = b.new_page(viewport={"width": 1280, "height": 720})
-            errors: list[str] = []
-            pg.on("pageerror", lambda e: errors.append(str(e)))
-            pg.goto(f"{base}/dashboard?trace=file%3Atransposed.vizmm")
-            pg.wait_for_selector(
-                "#vizmm-status[data-source='file:transposed.vizmm'][data-ready='true']",
-                timeout=60000,
-            )
-            listbox = pg.locator(".vizmm-findings select")
-            options = listbox.locator("option")
-            options.first.wait_for(state="attached", timeout=15000)
-            assert options.count() == len(report.findings)
-            assert options.first.inner_text().startswith("1. [error] wrong term: block (0,0)")
-            listbox.select_option(index=0)
-            pg.wait_for_selector("#vizmm-status[data-thread='[0, 1]']", timeout=15000)
-            st = read_status(pg, "#vizmm-status")
-            assert st["step"] == FIRST["step"] and st["phase"] == 0 and st["k"] == 0
-            pg.wait_for_function(
-                f"() => ({FINDING_SOURCES})().some(d => d.role.includes('needed'))",
-                timeout=15000,
-            )
-            marks = {
-                (round(y - 0.5), round(x - 0.5), role)
-                for d in pg.evaluate(FINDING_SOURCES)
-                for y, x, role in zip(d["y"], d["x"], d["role"], strict=True)
-            }
-            # M (0,0) used, N (1,0) wrong, N (0,1) needed, Mds[0][0], Nds[0][1], threads
-            assert {(1, 0, "wrong"), (0, 1, "needed"), (0, 1, "wrong"), (1, 0, "other")} <= marks
-            cells = pg.evaluate(TEXT_VIEWS, "vizmm-table")  # as the page draws them
-            marked = [
-                t
-                for d in cells
-                for t, c in zip(d["text"], d["line_color"], strict=True)
-                if c == pal.LIGHT.FINDING
-            ]
-            assert marked and marked[0].startswith("✗ M₀,₀*N₁,₀")
-            docs = os.path.join(ROOT, "docs")
-            pg.screenshot(path=os.path.join(docs, "check-finding-replay.png"), full_page=True)
-            assert errors == []
-            b.close()
+    Not one for the module: a page opened with ``&finding=2`` after another
+    page of the same server chose a finding gets no ``step=`` in its URL.
+    """
+    from served import vizmm_serve
+
+    with vizmm_serve(tmp_path, "--traces", checked[1]) as (_proc, base):
+        yield base
 
 
 @pytest.mark.browser
 @pytest.mark.skipif(not CHROMIUM_OK, reason="/usr/bin/chromium is missing")
-def test_served_url_with_finding_selects_it(checked, tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    from served import ARGS, CHROMIUM, read_status, vizmm_serve
+def test_served_checked_trace_click_first_finding(new_page, checked, checked_served):
+    from served import ROOT, TEXT_VIEWS, read_status
 
-    report, path = checked
-    with vizmm_serve(tmp_path, "--traces", path) as (_proc, base):
-        with sync_api.sync_playwright() as p:
-            b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            pg = b.new_page(viewport={"width": 1280, "height": 720})
-            errors: list[str] = []
-            pg.on("pageerror", lambda e: errors.append(str(e)))
-            # finding 2 (the list's numbering): thread (1,1) of block (0,0) reads Nds[0][1]
-            # (N_{1,0}) at phase 0, k = 0 where it needs N_{0,1}: the first finding's step
-            pg.goto(f"{base}/dashboard?trace=file%3Atransposed.vizmm&finding=2")
-            pg.wait_for_selector(
-                "#vizmm-status[data-source='file:transposed.vizmm'][data-ready='true']",
-                timeout=60000,
-            )
-            pg.wait_for_selector("#vizmm-status[data-thread='[1, 1]']", timeout=15000)
-            st = read_status(pg, "#vizmm-status")
-            assert st["block"] == [0, 0] and st["step"] == FIRST["step"]
-            assert st["phase"] == 0 and st["k"] == 0
-            listbox = pg.locator(".vizmm-findings select")
-            listbox.locator("option").first.wait_for(state="attached", timeout=15000)
-            picked: list = []
-            for _ in range(60):  # the row's selection arrives after the options
-                picked = listbox.evaluate("s => Array.from(s.selectedOptions, o => o.text)")
-                if picked:
-                    break
-                pg.wait_for_timeout(250)
-            assert len(picked) == 1
-            assert picked[0].startswith("2. [error] wrong term: block (0,0), thread (1,1)")
-            assert "finding=2" in pg.url and "step=6" in pg.url
-            # a click on the first row puts finding=1 into the URL
-            listbox.select_option(index=0)
-            pg.wait_for_function("() => location.search.includes('finding=1')", timeout=15000)
-            pg.wait_for_selector("#vizmm-status[data-thread='[0, 1]']", timeout=15000)
-            assert errors == []
-            b.close()
+    report, _path = checked
+    base = checked_served
+    pg = new_page(viewport={"width": 1280, "height": 720})
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(f"{base}/dashboard?trace=file%3Atransposed.vizmm")
+    pg.wait_for_selector(
+        "#vizmm-status[data-source='file:transposed.vizmm'][data-ready='true']",
+        timeout=60000,
+    )
+    listbox = pg.locator(".vizmm-findings select")
+    options = listbox.locator("option")
+    options.first.wait_for(state="attached", timeout=15000)
+    assert options.count() == len(report.findings)
+    assert options.first.inner_text().startswith("1. [error] wrong term: block (0,0)")
+    listbox.select_option(index=0)
+    pg.wait_for_selector("#vizmm-status[data-thread='[0, 1]']", timeout=15000)
+    st = read_status(pg, "#vizmm-status")
+    assert st["step"] == FIRST["step"] and st["phase"] == 0 and st["k"] == 0
+    pg.wait_for_function(
+        f"() => ({FINDING_SOURCES})().some(d => d.role.includes('needed'))",
+        timeout=15000,
+    )
+    marks = {
+        (round(y - 0.5), round(x - 0.5), role)
+        for d in pg.evaluate(FINDING_SOURCES)
+        for y, x, role in zip(d["y"], d["x"], d["role"], strict=True)
+    }
+    # M (0,0) used, N (1,0) wrong, N (0,1) needed, Mds[0][0], Nds[0][1], threads
+    assert {(1, 0, "wrong"), (0, 1, "needed"), (0, 1, "wrong"), (1, 0, "other")} <= marks
+    cells = pg.evaluate(TEXT_VIEWS, "vizmm-table")  # as the page draws them
+    marked = [
+        t
+        for d in cells
+        for t, c in zip(d["text"], d["line_color"], strict=True)
+        if c == pal.LIGHT.FINDING
+    ]
+    assert marked and marked[0].startswith("✗ M₀,₀*N₁,₀")
+    docs = os.path.join(ROOT, "docs")
+    pg.screenshot(path=os.path.join(docs, "check-finding-replay.png"), full_page=True)
+    assert errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM_OK, reason="/usr/bin/chromium is missing")
+def test_served_url_with_finding_selects_it(new_page, checked, checked_served):
+    from served import read_status
+
+    report, _path = checked
+    base = checked_served
+    pg = new_page(viewport={"width": 1280, "height": 720})
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    # finding 2 (the list's numbering): thread (1,1) of block (0,0) reads Nds[0][1]
+    # (N_{1,0}) at phase 0, k = 0 where it needs N_{0,1}: the first finding's step
+    pg.goto(f"{base}/dashboard?trace=file%3Atransposed.vizmm&finding=2")
+    pg.wait_for_selector(
+        "#vizmm-status[data-source='file:transposed.vizmm'][data-ready='true']",
+        timeout=60000,
+    )
+    pg.wait_for_selector("#vizmm-status[data-thread='[1, 1]']", timeout=15000)
+    st = read_status(pg, "#vizmm-status")
+    assert st["block"] == [0, 0] and st["step"] == FIRST["step"]
+    assert st["phase"] == 0 and st["k"] == 0
+    listbox = pg.locator(".vizmm-findings select")
+    listbox.locator("option").first.wait_for(state="attached", timeout=15000)
+    picked: list = []
+    for _ in range(60):  # the row's selection arrives after the options
+        picked = listbox.evaluate("s => Array.from(s.selectedOptions, o => o.text)")
+        if picked:
+            break
+        pg.wait_for_timeout(250)
+    assert len(picked) == 1
+    assert picked[0].startswith("2. [error] wrong term: block (0,0), thread (1,1)")
+    # the URL follows the page (replaceState) a moment after the selection arrives
+    pg.wait_for_function("() => location.search.includes('step=6')", timeout=15000)
+    assert "finding=2" in pg.url and "step=6" in pg.url
+    # a click on the first row puts finding=1 into the URL
+    listbox.select_option(index=0)
+    pg.wait_for_function("() => location.search.includes('finding=1')", timeout=15000)
+    pg.wait_for_selector("#vizmm-status[data-thread='[0, 1]']", timeout=15000)
+    assert errors == []

@@ -14,7 +14,7 @@ written to ``docs/first-screen-<w>x<h>.png``.
 import os
 
 import pytest
-from served import CHROMIUM, ROOT, SHOTS, TO_SCREEN, serve
+from served import CHROMIUM, ROOT, SHOTS, TO_SCREEN, wait_drawn
 
 pytestmark = pytest.mark.browser
 
@@ -56,10 +56,10 @@ PAGE = """() => ({scroll_width: document.documentElement.scrollWidth,
                inner_width: window.innerWidth, inner_height: window.innerHeight})"""
 
 
-@pytest.fixture(scope="module")
-def dashboard(tmp_path_factory):
-    with serve("dashboard", tmp_path_factory.mktemp("serve")) as url:
-        yield url
+@pytest.fixture
+def dashboard(dashboard_url):
+    """The session's dashboard (tests/conftest.py)."""
+    return dashboard_url
 
 
 def _open(browser, url, width, height):
@@ -71,7 +71,7 @@ def _open(browser, url, width, height):
     pg.goto(url)
     pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=120000)
     pg.wait_for_function(LISTING, timeout=30000)
-    pg.wait_for_timeout(300)  # let Bokeh draw
+    wait_drawn(pg)  # let Bokeh draw
     return pg
 
 
@@ -154,10 +154,10 @@ GRID_SCALES = """(names) => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def side_by_side(tmp_path_factory):
-    with serve("side_by_side", tmp_path_factory.mktemp("serve-pair")) as url:
-        yield url
+@pytest.fixture
+def side_by_side(side_by_side_url):
+    """The session's side-by-side page (tests/conftest.py)."""
+    return side_by_side_url
 
 
 @pytest.mark.parametrize(("width", "height"), SIZES)
@@ -176,7 +176,7 @@ def test_side_by_side_fits_the_window(browser, side_by_side, width, height):
             arg=names,
             timeout=30000,
         )
-        pg.wait_for_timeout(300)
+        wait_drawn(pg)
         assert pg.evaluate(PAGE)["scroll_width"] <= width
         grids = sorted(pg.evaluate(GRID_SCALES, names), key=lambda g: (g[0], g[1]))
         for i, (name, x0, x1, y0, y1) in enumerate(grids):
@@ -193,10 +193,10 @@ def test_side_by_side_fits_the_window(browser, side_by_side, width, height):
         pg.close()
 
 
-@pytest.fixture(scope="module")
-def large_view(tmp_path_factory):
-    with serve("large_view", tmp_path_factory.mktemp("serve-large")) as url:
-        yield url
+@pytest.fixture
+def large_view(large_view_url):
+    """The session's large view (tests/conftest.py)."""
+    return large_view_url
 
 
 #: The page box (left, top, right, bottom) of the Bokeh model named so, or null.
@@ -225,7 +225,7 @@ def test_large_view_fits_the_window(browser, large_view, width, height):
             timeout=60000,
         )
         pg.wait_for_function(f"() => ({BOX_OF})('vizmm-sm-gantt') !== null", timeout=60000)
-        pg.wait_for_timeout(500)
+        wait_drawn(pg)
         assert pg.evaluate(PAGE)["scroll_width"] <= width
         grid = pg.evaluate(BOX_OF, "vizmm-block-grid")
         assert _inside(grid, width, height) and grid[2] - grid[0] > 200, grid

@@ -202,6 +202,7 @@ def test_module_code_is_never_run(tmp_path):
     assert case.checks[0].finding["kind"] == "wrong P"
 
 
+@pytest.mark.slow  # waits out the time limit
 def test_an_endless_loop_is_stopped_at_the_time_limit(tmp_path):
     import time
 

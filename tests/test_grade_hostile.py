@@ -82,7 +82,10 @@ def _marked() -> list[int]:
     return out
 
 
-pytestmark = pytest.mark.skipif(not LINUX, reason="the case's supervisor reads /proc (Linux)")
+pytestmark = [
+    pytest.mark.skipif(not LINUX, reason="the case's supervisor reads /proc (Linux)"),
+    pytest.mark.slow,  # cases in sandboxes, some waiting out their limits
+]
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from served import ARGS, CHROMIUM, read_status, serve  # noqa: E402
+from served import CHROMIUM, read_status, wait_drawn  # noqa: E402
 
 DOCS = os.path.join(ROOT, "docs")
 
@@ -58,47 +58,44 @@ BOX = """(name) => {
 
 @pytest.mark.browser
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing")
-def test_headings_say_what_stands_under_them(tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with serve("dashboard", tmp_path) as url, sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        errors: list[str] = []
-        try:
-            pg = b.new_page(viewport={"width": 1280, "height": 720})
-            pg.on("pageerror", lambda e: errors.append(str(e)))
-            pg.goto(url + "?trace=fig5-8&step=2")  # phase 0, load M: no product yet
-            pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=90000)
-            pg.wait_for_timeout(1000)
-            drawn = pg.evaluate(DRAWN)
-            text = drawn["counters"]
-            assert text and "CGMA: no product yet" in text, text
-            assert not any("0.0x" in t or "CGMA 0.00" in t for t in text), text
-            assert not any("thread (" in t for t in text), text  # none followed
-            assert not drawn["warps"]  # transactions off: no heading over an empty row
-            box = pg.evaluate(BOX, "vizmm-counters")
-            pg.screenshot(
-                path=os.path.join(DOCS, "headings-no-product-yet.png"), clip=box, full_page=True
-            )
+def test_headings_say_what_stands_under_them(new_page, dashboard_url):
+    url = dashboard_url
+    errors: list[str] = []
+    pg = new_page(viewport={"width": 1280, "height": 720})
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(url + "?trace=fig5-8&step=2")  # phase 0, load M: no product yet
+    pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=90000)
+    wait_drawn(pg)
+    drawn = pg.evaluate(DRAWN)
+    text = drawn["counters"]
+    assert text and "CGMA: no product yet" in text, text
+    assert not any("0.0x" in t or "CGMA 0.00" in t for t in text), text
+    assert not any("thread (" in t for t in text), text  # none followed
+    assert not drawn["warps"]  # transactions off: no heading over an empty row
+    box = pg.evaluate(BOX, "vizmm-counters")
+    pg.screenshot(path=os.path.join(DOCS, "headings-no-product-yet.png"), clip=box, full_page=True)
 
-            pg.get_by_role("button", name="Memory transactions").first.click()
-            pg.wait_for_function(
-                "() => { for (const m of Bokeh.documents[0]._all_models.values())"
-                " if (m.name === 'vizmm-warps' && m.title.text) return true; return false; }",
-                timeout=30000,
-            )
-            assert "per warp" in pg.evaluate(DRAWN)["warps"].replace("\n", " ")
-            pg.get_by_role("button", name="Memory transactions").first.click()
-            pg.wait_for_timeout(500)
+    pg.get_by_role("button", name="Memory transactions").first.click()
+    pg.wait_for_function(
+        "() => { for (const m of Bokeh.documents[0]._all_models.values())"
+        " if (m.name === 'vizmm-warps' && m.title.text) return true; return false; }",
+        timeout=30000,
+    )
+    assert "per warp" in pg.evaluate(DRAWN)["warps"].replace("\n", " ")
+    pg.get_by_role("button", name="Memory transactions").first.click()
+    pg.wait_for_function(  # off again (the URL says so once the server has it)
+        "() => new URLSearchParams(location.search).get('transactions') === 'false'",
+        timeout=30000,
+    )
 
-            pg.get_by_text("Large matrices", exact=True).first.click()
-            pg.wait_for_timeout(1000)
-            assert pg.get_by_text("This view is for large launches").first.is_visible()
-            assert not pg.get_by_text("No large trace open").first.is_visible()
-            assert not pg.get_by_text("No trace.").first.is_visible()
-            assert not pg.get_by_role("button", name="▶ play").nth(1).is_visible()
-            assert read_status(pg, "#vizmm-status")["ready"] is True
-            pg.screenshot(path=os.path.join(DOCS, "large-tab-small-trace.png"))
-            pg.close()
-        finally:
-            b.close()
+    pg.get_by_text("Large matrices", exact=True).first.click()
+    pg.get_by_text("This view is for large launches").first.wait_for(timeout=30000)
+    wait_drawn(pg)
+    assert pg.get_by_text("This view is for large launches").first.is_visible()
+    assert not pg.get_by_text("No large trace open").first.is_visible()
+    assert not pg.get_by_text("No trace.").first.is_visible()
+    assert not pg.get_by_role("button", name="▶ play").nth(1).is_visible()
+    assert read_status(pg, "#vizmm-status")["ready"] is True
+    pg.screenshot(path=os.path.join(DOCS, "large-tab-small-trace.png"))
+    pg.close()
     assert errors == []

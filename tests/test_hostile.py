@@ -526,19 +526,15 @@ def _listening(port: int) -> list[str]:
 
 
 @pytest.mark.slow
-def test_vizmm_serve_listens_on_localhost_only(tmp_path):
-    from served import vizmm_serve
-
-    with vizmm_serve(tmp_path) as (proc, base):
-        port = int(base.rsplit(":", 1)[1])
-        # 127.0.0.1 only: no 0.0.0.0 (00000000), no [::]
-        assert _listening(port) == ["0100007F"]
-        # the server (vizmm serve's child) runs with the C library's allocator,
-        # unless the environment chose one
-        (server,) = [
-            int(p) for p in os.listdir("/proc") if p.isdigit() and _parent(int(p)) == proc.pid
-        ]
-        with open(f"/proc/{server}/environ", "rb") as f:
-            environ = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
-        want = os.environ.get("PYTHONMALLOC", "malloc").encode()
-        assert environ.get(b"PYTHONMALLOC") == want
+def test_vizmm_serve_listens_on_localhost_only(vizmm_served):
+    proc, base = vizmm_served  # the session's (tests/conftest.py)
+    port = int(base.rsplit(":", 1)[1])
+    # 127.0.0.1 only: no 0.0.0.0 (00000000), no [::]
+    assert _listening(port) == ["0100007F"]
+    # the server (vizmm serve's child) runs with the C library's allocator,
+    # unless the environment chose one
+    (server,) = [int(p) for p in os.listdir("/proc") if p.isdigit() and _parent(int(p)) == proc.pid]
+    with open(f"/proc/{server}/environ", "rb") as f:
+        environ = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+    want = os.environ.get("PYTHONMALLOC", "malloc").encode()
+    assert environ.get(b"PYTHONMALLOC") == want

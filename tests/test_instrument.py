@@ -299,6 +299,7 @@ def test_record_a_function_kernel_gives_the_book_fields():
         assert m == (ty, 2 + tx) and n == (2 + ty, tx)
 
 
+@pytest.mark.slow  # a worker process
 def test_cli_records_a_kernel_file_in_a_worker(tmp_path):
     import subprocess
     import sys

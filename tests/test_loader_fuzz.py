@@ -594,6 +594,7 @@ def mutants(draw):
     return Mutant(base, f"{kind}: {label}", data)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 @FUZZ
 @given(m=mutants())

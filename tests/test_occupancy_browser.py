@@ -8,7 +8,7 @@ are derived by hand from the device figures and the measured registers.
 import os
 
 import pytest
-from served import ARGS, CHROMIUM, SHOTS, read_status, serve
+from served import CHROMIUM, SHOTS, read_status, wait_drawn
 
 pytestmark = pytest.mark.browser
 
@@ -24,21 +24,18 @@ MARKER = """(name) => {
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory):
-    with serve("dashboard", tmp_path_factory.mktemp("serve"), timeout=180) as url:
-        with sync_api.sync_playwright() as p:
-            b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            pg = b.new_page(viewport={"width": 1600, "height": 1100})
-            errors = []
-            pg.on("pageerror", lambda e: errors.append(str(e)))
-            pg.goto(url)
-            pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=120000)
-            pg.get_by_text("Occupancy & speed", exact=True).click()
-            pg.wait_for_selector("#vizmm-occupancy", timeout=60000)
-            pg.wait_for_timeout(500)
-            yield pg
-            assert errors == []
-            b.close()
+def page(browser, dashboard_url):
+    pg = browser.new_page(viewport={"width": 1600, "height": 1100})
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(dashboard_url)
+    pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=120000)
+    pg.get_by_text("Occupancy & speed", exact=True).click()
+    pg.wait_for_selector("#vizmm-occupancy", timeout=60000)
+    wait_drawn(pg)
+    yield pg
+    pg.close()
+    assert errors == []
 
 
 def occupancy(pg) -> dict:

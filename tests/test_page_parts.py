@@ -181,7 +181,7 @@ def test_quiz_marks_made_with_the_first_question():
 
 
 @pytest.mark.browser
-def test_served_page_shows_the_alert_it_left_out(tmp_path):
+def test_served_page_shows_the_alert_it_left_out(new_page, dashboard_url):
     """A bad URL value is named in the alert, which joins the page above the status line."""
     import os
     import sys
@@ -189,24 +189,15 @@ def test_served_page_shows_the_alert_it_left_out(tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if root not in sys.path:
         sys.path.insert(0, root)
-    from served import ARGS, CHROMIUM, serve
-
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is missing")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with serve("dashboard", tmp_path) as url, sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        errors: list[str] = []
-        try:
-            pg = b.new_page(viewport={"width": 1280, "height": 720})
-            pg.on("pageerror", lambda e: errors.append(str(e)))
-            pg.goto(url + "?trace=fig5-8&step=abc")
-            pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=90000)
-            alert = pg.get_by_text("Ignored in the URL").first
-            alert.wait_for(state="visible", timeout=30000)
-            assert "step" in alert.inner_text()
-            top = alert.bounding_box()["y"]
-            assert top < pg.locator("#vizmm-status").bounding_box()["y"]
-        finally:
-            b.close()
-        assert not errors, errors
+    url = dashboard_url
+    errors: list[str] = []
+    pg = new_page(viewport={"width": 1280, "height": 720})
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(url + "?trace=fig5-8&step=abc")
+    pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=90000)
+    alert = pg.get_by_text("Ignored in the URL").first
+    alert.wait_for(state="visible", timeout=30000)
+    assert "step" in alert.inner_text()
+    top = alert.bounding_box()["y"]
+    assert top < pg.locator("#vizmm-status").bounding_box()["y"]
+    assert not errors, errors

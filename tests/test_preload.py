@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import vizmm_apps
 
 PRELOAD = os.path.join(os.path.dirname(vizmm_apps.__file__), "preload.py")
@@ -23,6 +25,7 @@ print("REPORT", before, validation_on(), settings.perform_document_validation(),
 """
 
 
+@pytest.mark.slow  # a served process's set-up run in a fresh interpreter
 def test_a_served_process_keeps_bokehs_property_checks():
     """The setup turns off Bokeh's document validation and Panel's signatures, not more.
 

@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from served import ARGS, CHROMIUM, SHOTS, open_menu, read_status, serve  # noqa: E402
+from served import CHROMIUM, SHOTS, open_menu, read_status, wait_drawn  # noqa: E402
 
 from vizmm.render.bokeh_scene import PRESENTER_BOX, PRESENTER_VIEWS, Scene  # noqa: E402
 from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
@@ -73,19 +73,10 @@ needs_chromium = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with serve("dashboard", tmp_path_factory.mktemp("serve")) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+@pytest.fixture
+def server(dashboard_url):
+    """The session's dashboard (tests/conftest.py)."""
+    return dashboard_url
 
 
 def new_page(browser, width, height):
@@ -160,7 +151,7 @@ def test_presenter_view_fits_the_projector(browser, server, size):
             "() => Bokeh.documents.length && document.scrollingElement.scrollWidth <= innerWidth",
             timeout=30000,
         )
-        pg.wait_for_timeout(500)
+        wait_drawn(pg)
         assert_fits(pg)
         assert status(pg)["step"] == 10
         shot(pg, f"presenter-{size[0]}x{size[1]}")
@@ -252,7 +243,7 @@ def test_dark_theme_from_the_url_and_from_its_button(browser, server):
         assert bg == pal.DARK.BACKGROUND
         page_bg = pg.evaluate("() => getComputedStyle(document.body).backgroundColor")
         assert page_bg != "rgb(255, 255, 255)"
-        pg.wait_for_timeout(500)
+        wait_drawn(pg)
         shot(pg, "presenter-dark-1280x720")
         # the button opens the page again in the light theme, at the same step
         pg.get_by_role("button", name="Dark").click()

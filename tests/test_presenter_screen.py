@@ -19,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from served import ARGS, CHROMIUM, SHOTS, read_status, serve  # noqa: E402
+from served import CHROMIUM, SHOTS, read_status  # noqa: E402
 
 from vizmm.render.bokeh_scene import PRESENTER_VIEWS, Scene  # noqa: E402
 from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
@@ -84,34 +84,29 @@ UNDER_18 = {("general", (1280, 720), "P"): 15, ("general", (1024, 768), "P"): 17
 
 @pytest.mark.browser
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing")
-def test_presenter_values_are_18px_and_the_scene_follows_the_window(tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with serve("dashboard", tmp_path) as url, sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        errors = []
-        try:
-            widths = {}
-            for key in ("fig5-8", "general"):
-                for w, h in [(1280, 720), (1024, 768)]:
-                    pg = b.new_page(viewport={"width": w, "height": h})
-                    pg.on("pageerror", lambda e: errors.append(str(e)))
-                    pg.goto(url + f"?trace={key}&step=12&presenter=true")
-                    pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=90000)
-                    pg.wait_for_selector("#vizmm-status[data-presenter='true']", timeout=60000)
-                    pg.wait_for_timeout(1500)  # the scene built for this window
-                    for name in ("M", "N", "P"):
-                        got = pg.evaluate(FONTS, f"vizmm-{name}")
-                        assert got is not None and got["sizes"], name
-                        least = UNDER_18.get((key, (w, h), name), 18)
-                        assert min(got["sizes"]) >= least, (key, w, h, name, got["sizes"])
-                    widths[(key, w, h)] = pg.evaluate(FONTS, "vizmm-P")["width"]
-                    assert read_status(pg, "#vizmm-status")["presenter"] is True
-                    os.makedirs(SHOTS, exist_ok=True)
-                    pg.screenshot(path=os.path.join(SHOTS, f"presenter-screen-{key}-{w}x{h}.png"))
-                    pg.close()
-            # 1024x768 is taller: its height-bound scene (P's cells) larger than at 1280x720
-            for key in ("fig5-8", "general"):
-                assert widths[(key, 1024, 768)] > widths[(key, 1280, 720)], widths
-        finally:
-            b.close()
-        assert errors == []
+def test_presenter_values_are_18px_and_the_scene_follows_the_window(new_page, dashboard_url):
+    url = dashboard_url
+    errors = []
+    widths = {}
+    for key in ("fig5-8", "general"):
+        for w, h in [(1280, 720), (1024, 768)]:
+            pg = new_page(viewport={"width": w, "height": h})
+            pg.on("pageerror", lambda e: errors.append(str(e)))
+            pg.goto(url + f"?trace={key}&step=12&presenter=true")
+            pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=90000)
+            pg.wait_for_selector("#vizmm-status[data-presenter='true']", timeout=60000)
+            pg.wait_for_timeout(1500)  # the scene built for this window
+            for name in ("M", "N", "P"):
+                got = pg.evaluate(FONTS, f"vizmm-{name}")
+                assert got is not None and got["sizes"], name
+                least = UNDER_18.get((key, (w, h), name), 18)
+                assert min(got["sizes"]) >= least, (key, w, h, name, got["sizes"])
+            widths[(key, w, h)] = pg.evaluate(FONTS, "vizmm-P")["width"]
+            assert read_status(pg, "#vizmm-status")["presenter"] is True
+            os.makedirs(SHOTS, exist_ok=True)
+            pg.screenshot(path=os.path.join(SHOTS, f"presenter-screen-{key}-{w}x{h}.png"))
+            pg.close()
+    # 1024x768 is taller: its height-bound scene (P's cells) larger than at 1280x720
+    for key in ("fig5-8", "general"):
+        assert widths[(key, 1024, 768)] > widths[(key, 1280, 720)], widths
+    assert errors == []

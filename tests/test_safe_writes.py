@@ -399,6 +399,7 @@ _BUSY = {
 }
 
 
+@pytest.mark.slow  # a recording process, signalled
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("backend", ["simulator", "numba-sim"])
 def test_sigterm_during_record(tmp_path, backend):
@@ -452,6 +453,7 @@ _WORKER = {
 }  # fmt: skip
 
 
+@pytest.mark.slow  # a worker process, signalled
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("backend", ["simulator", "numba-sim"])
 def test_sigterm_stops_the_recording_worker_process(tmp_path, backend):
@@ -527,6 +529,7 @@ def _cmdline(pid):
         return ""
 
 
+@pytest.mark.slow  # an export process, signalled
 @pytest.mark.timeout(90)
 def test_sigterm_during_mp4_export(tmp_path, record_sim):
     env, systmp = _env(tmp_path)

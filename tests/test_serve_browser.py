@@ -8,7 +8,7 @@ trace, step and theme of their own URL and step on a key press.
 import os
 
 import pytest
-from served import ARGS, CHROMIUM, read_status, vizmm_serve
+from served import CHROMIUM, read_status, vizmm_serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -31,23 +31,20 @@ def server(tmp_path_factory):
         yield f"{base}/dashboard"
 
 
-def test_pages_arriving_at_once_each_show_their_own_url(server):
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        errors = []
-        pages = {}
-        for query in PAGES:  # all asked for before any is waited on
-            pg = browser.new_page(viewport={"width": 1400, "height": 900})
-            pg.on("pageerror", lambda e: errors.append(str(e)))
-            pg.goto(f"{server}?{query}", wait_until="commit")
-            pages[query] = pg
-        for query, (source, step, theme) in PAGES.items():
-            pg = pages[query]
-            pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=180_000)
-            st = read_status(pg, "#vizmm-status")
-            assert (st["source"], st["step"], st["theme"]) == (source, step, theme), query
-        for query, (_, step, _) in PAGES.items():
-            pages[query].keyboard.press("ArrowRight")
-            pages[query].wait_for_selector(f"#vizmm-status[data-step='{step + 1}']")
-        browser.close()
+def test_pages_arriving_at_once_each_show_their_own_url(new_page, server):
+    errors = []
+    pages = {}
+    for query in PAGES:  # all asked for before any is waited on
+        pg = new_page(viewport={"width": 1400, "height": 900})
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.goto(f"{server}?{query}", wait_until="commit")
+        pages[query] = pg
+    for query, (source, step, theme) in PAGES.items():
+        pg = pages[query]
+        pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=180_000)
+        st = read_status(pg, "#vizmm-status")
+        assert (st["source"], st["step"], st["theme"]) == (source, step, theme), query
+    for query, (_, step, _) in PAGES.items():
+        pages[query].keyboard.press("ArrowRight")
+        pages[query].wait_for_selector(f"#vizmm-status[data-step='{step + 1}']")
     assert errors == []

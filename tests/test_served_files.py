@@ -15,7 +15,7 @@ import shutil
 import stat
 
 import pytest
-from served import ARGS, CHROMIUM, read_status, vizmm_serve
+from served import read_status, vizmm_serve
 
 import vizmm
 from vizmm.serve.catalogue import Catalogue, parse_key
@@ -150,10 +150,7 @@ def _rss_mb(pid: int) -> float:
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_served_page_opens_only_what_the_server_was_given(disk, tmp_path):
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
+def test_served_page_opens_only_what_the_server_was_given(new_page, disk, tmp_path):
     given, outside = disk
     assert stat.S_ISFIFO(os.stat(outside / "fifo.vizmm").st_mode)
     hostile = [
@@ -166,48 +163,45 @@ def test_served_page_opens_only_what_the_server_was_given(disk, tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()
     with vizmm_serve(str(logs), "--traces", str(given)) as (proc, base):
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            pg = browser.new_page(viewport={"width": 1280, "height": 720})
+        pg = new_page(viewport={"width": 1280, "height": 720})
 
-            def open_page(key):
-                pg.goto(f"{base}/dashboard?trace={key}")
-                pg.wait_for_selector("#vizmm-status", state="attached", timeout=120_000)
-                for _ in range(600):  # shown, or refused by the loading thread
-                    st = read_status(pg, "#vizmm-status")
-                    if st["ready"] or st.get("message"):
-                        break
-                    pg.wait_for_timeout(100)
-                return st, pg.inner_text("body")
+        def open_page(key):
+            pg.goto(f"{base}/dashboard?trace={key}")
+            pg.wait_for_selector("#vizmm-status", state="attached", timeout=120_000)
+            for _ in range(600):  # shown, or refused by the loading thread
+                st = read_status(pg, "#vizmm-status")
+                if st["ready"] or st.get("message"):
+                    break
+                pg.wait_for_timeout(100)
+            return st, pg.inner_text("body")
 
-            # a given file opens by name
-            st, _ = open_page("file:week2/fig511.vizmm")
-            assert st["source"] == "file:week2/fig511.vizmm"
-            options = pg.eval_on_selector_all("option", "els => els.map(e => e.textContent)")
-            assert "File: week2/fig511.vizmm" in options
-            assert not any(str(given) in o for o in options)
-            before = _rss_mb(proc.pid)
-            for key in hostile:
-                st, body = open_page(key)
-                assert not st["ready"], key  # nothing was opened
-                assert "SECRET" not in body and "root:x" not in body, key
-                if key == "file:zero.vizmm":  # given by name: refused before any read
-                    assert "zero.vizmm is a character device, not a trace file" in st["message"]
-                    assert str(given) not in st["message"]
-                else:  # the same sentence for every other key, whatever is on the disk
-                    assert st["message"].endswith(
-                        "this server opens only the trace files it was started with (vizmm "
-                        "serve --traces ...); load your own with 'Load a trace file'"
-                    ), key
-            # a 5,000-digit step: Panel converts digits before any page code runs
-            pg.goto(f"{base}/dashboard?trace=fig5-8&step=" + "9" * 5000)
-            pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=120_000)
-            st = read_status(pg, "#vizmm-status")
-            # the page is not blank: it shows the last step and says why, briefly
-            assert st["ready"] and st["step"] == 17, st
-            assert "is past the last step of this replay (18)" in st["message"]
-            assert len(st["message"]) < 200
-            after = _rss_mb(proc.pid)
-            pg.screenshot(path=str(tmp_path / "refused.png"))
-            browser.close()
+        # a given file opens by name
+        st, _ = open_page("file:week2/fig511.vizmm")
+        assert st["source"] == "file:week2/fig511.vizmm"
+        options = pg.eval_on_selector_all("option", "els => els.map(e => e.textContent)")
+        assert "File: week2/fig511.vizmm" in options
+        assert not any(str(given) in o for o in options)
+        before = _rss_mb(proc.pid)
+        for key in hostile:
+            st, body = open_page(key)
+            assert not st["ready"], key  # nothing was opened
+            assert "SECRET" not in body and "root:x" not in body, key
+            if key == "file:zero.vizmm":  # given by name: refused before any read
+                assert "zero.vizmm is a character device, not a trace file" in st["message"]
+                assert str(given) not in st["message"]
+            else:  # the same sentence for every other key, whatever is on the disk
+                assert st["message"].endswith(
+                    "this server opens only the trace files it was started with (vizmm "
+                    "serve --traces ...); load your own with 'Load a trace file'"
+                ), key
+        # a 5,000-digit step: Panel converts digits before any page code runs
+        pg.goto(f"{base}/dashboard?trace=fig5-8&step=" + "9" * 5000)
+        pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=120_000)
+        st = read_status(pg, "#vizmm-status")
+        # the page is not blank: it shows the last step and says why, briefly
+        assert st["ready"] and st["step"] == 17, st
+        assert "is past the last step of this replay (18)" in st["message"]
+        assert len(st["message"]) < 200
+        after = _rss_mb(proc.pid)
+        pg.screenshot(path=str(tmp_path / "refused.png"))
     assert after - before < 50, (before, after)

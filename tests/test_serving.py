@@ -16,7 +16,6 @@ import weakref
 
 import panel as pn
 import pytest
-from served import vizmm_serve
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -102,10 +101,10 @@ def test_a_page_drawn_freezes_only_where_asked(thawed, monkeypatch):
 
 
 # -------------------------------------------------- a page with no browser
-@pytest.fixture(scope="module")
-def served_dashboard(tmp_path_factory):
-    with vizmm_serve(tmp_path_factory.mktemp("serve")) as (_, base):
-        yield base
+@pytest.fixture
+def served_dashboard(vizmm_served):
+    """The session's ``vizmm serve`` (tests/conftest.py): its base URL."""
+    return vizmm_served[1]
 
 
 @pytest.mark.slow

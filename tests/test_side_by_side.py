@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from served import ARGS, CHROMIUM, SHOTS, read_status, serve  # noqa: E402
+from served import CHROMIUM, SHOTS, read_status, wait_drawn  # noqa: E402
 
 from vizmm.replay import Lockstep, Replay, Sub, matching_step  # noqa: E402
 
@@ -123,55 +123,48 @@ def test_matching_step_across_granularity_and_order(t2, t4):
 # ------------------------------------------------------------ in Chromium
 @pytest.mark.browser
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing")
-def test_side_by_side_page_steps_both_in_lockstep(tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with serve("side_by_side", tmp_path) as url, sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        pg = b.new_page(viewport={"width": 1600, "height": 1000})
-        errors = []
-        pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        try:
-            pg.goto(url + "?pair=tile-width")
-            pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
-            st = read_status(pg, "#vizmm-pair-status")
-            assert st["count"] == 20 and st["left"]["tile_width"] == 2
-            assert st["right"]["tile_width"] == 4
-            seen = []
-            for step in range(1, 10):
-                pg.keyboard.press("ArrowRight")
-                pg.wait_for_selector(f"#vizmm-pair-status[data-step='{step}']", timeout=30000)
-                st = read_status(pg, "#vizmm-pair-status")
-                seen.append(
-                    tuple((s["phase"], s["sub"], s["k"]) for s in (st["left"], st["right"]))
-                )
-            # one numbering: nine presses show "Step 10", and the URL says step=10
-            assert "Step 10 / 20" in pg.locator("#vizmm-pair-status").inner_text()
-            pg.wait_for_function("() => location.search.includes('step=10')", timeout=10000)
-            # load M .. released together, k = 0 and 1 together, then the left waits at k = 1
-            assert seen[0] == ((0, "load M", None),) * 2
-            assert seen[3] == ((0, "barrier 1 released", None),) * 2
-            assert seen[5] == ((0, "k loop", 1),) * 2
-            assert seen[6] == ((0, "k loop", 1), (0, "k loop", 2))
-            assert seen[7] == ((0, "k loop", 1), (0, "k loop", 3))
-            assert seen[8] == ((0, "barrier 2", None),) * 2
-            # the counters side by side: TILE_WIDTH 4 loads a 4 x 4 tile at once
-            assert st["left"]["loads"] == 8 and st["right"]["loads"] == 32
-            os.makedirs(SHOTS, exist_ok=True)
-            pg.wait_for_timeout(500)
-            pg.screenshot(path=os.path.join(SHOTS, "side-by-side-tile-width.png"))
-            # another pair from the menu: the unchecked kernel beside the checked one
-            pg.goto(url + "?pair=boundary&step=11")  # the URL counts from 1, as the page
-            pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
-            st = read_status(pg, "#vizmm-pair-status")
-            assert st["step"] == 10 and st["left"]["step"] == st["right"]["step"] == 10
-            assert st["left"]["kernel"] == "boundary" and st["right"]["kernel"] == "tiled"
-            pg.wait_for_timeout(500)
-            pg.screenshot(path=os.path.join(SHOTS, "side-by-side-boundary.png"))
-            # with and without barrier 1 (the barrier lab): at barrier 1 the right is past it
-            pg.goto(url + "?pair=barrier&step=4")
-            pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
-            st = read_status(pg, "#vizmm-pair-status")
-            assert (st["left"]["sub"], st["right"]["sub"]) == ("barrier 1", "load N")
-        finally:
-            b.close()
-        assert errors == []
+def test_side_by_side_page_steps_both_in_lockstep(new_page, side_by_side_url):
+    url = side_by_side_url
+    pg = new_page(viewport={"width": 1600, "height": 1000})
+    errors = []
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    pg.goto(url + "?pair=tile-width")
+    pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
+    st = read_status(pg, "#vizmm-pair-status")
+    assert st["count"] == 20 and st["left"]["tile_width"] == 2
+    assert st["right"]["tile_width"] == 4
+    seen = []
+    for step in range(1, 10):
+        pg.keyboard.press("ArrowRight")
+        pg.wait_for_selector(f"#vizmm-pair-status[data-step='{step}']", timeout=30000)
+        st = read_status(pg, "#vizmm-pair-status")
+        seen.append(tuple((s["phase"], s["sub"], s["k"]) for s in (st["left"], st["right"])))
+    # one numbering: nine presses show "Step 10", and the URL says step=10
+    assert "Step 10 / 20" in pg.locator("#vizmm-pair-status").inner_text()
+    pg.wait_for_function("() => location.search.includes('step=10')", timeout=10000)
+    # load M .. released together, k = 0 and 1 together, then the left waits at k = 1
+    assert seen[0] == ((0, "load M", None),) * 2
+    assert seen[3] == ((0, "barrier 1 released", None),) * 2
+    assert seen[5] == ((0, "k loop", 1),) * 2
+    assert seen[6] == ((0, "k loop", 1), (0, "k loop", 2))
+    assert seen[7] == ((0, "k loop", 1), (0, "k loop", 3))
+    assert seen[8] == ((0, "barrier 2", None),) * 2
+    # the counters side by side: TILE_WIDTH 4 loads a 4 x 4 tile at once
+    assert st["left"]["loads"] == 8 and st["right"]["loads"] == 32
+    os.makedirs(SHOTS, exist_ok=True)
+    wait_drawn(pg)
+    pg.screenshot(path=os.path.join(SHOTS, "side-by-side-tile-width.png"))
+    # another pair from the menu: the unchecked kernel beside the checked one
+    pg.goto(url + "?pair=boundary&step=11")  # the URL counts from 1, as the page
+    pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
+    st = read_status(pg, "#vizmm-pair-status")
+    assert st["step"] == 10 and st["left"]["step"] == st["right"]["step"] == 10
+    assert st["left"]["kernel"] == "boundary" and st["right"]["kernel"] == "tiled"
+    wait_drawn(pg)
+    pg.screenshot(path=os.path.join(SHOTS, "side-by-side-boundary.png"))
+    # with and without barrier 1 (the barrier lab): at barrier 1 the right is past it
+    pg.goto(url + "?pair=barrier&step=4")
+    pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
+    st = read_status(pg, "#vizmm-pair-status")
+    assert (st["left"]["sub"], st["right"]["sub"]) == ("barrier 1", "load N")
+    assert errors == []

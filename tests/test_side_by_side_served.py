@@ -11,7 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from served import ARGS, CHROMIUM, SHOTS, open_menu, read_status, vizmm_serve  # noqa: E402
+from served import CHROMIUM, SHOTS, open_menu, read_status, wait_drawn  # noqa: E402
 
 from vizmm.render.bokeh_scene import Scene  # noqa: E402
 from vizmm.replay import Lockstep, Replay  # noqa: E402
@@ -57,43 +57,48 @@ def test_every_index_labelled_in_both_panes(key, side):
             assert ticks["left"] == [i + 0.5 for i in range(rows)], (key, name)
 
 
+def both_drawn(pg) -> None:
+    """Wait until both panes have their grids (M of each side) and the page has drawn them."""
+    pg.wait_for_function(
+        "() => window.Bokeh && Bokeh.documents.flatMap((d) => [...d.all_models])"
+        ".filter((m) => m.name === 'vizmm-M' && m.data_source).length >= 2",
+        timeout=60000,
+    )
+    wait_drawn(pg)
+
+
 @pytest.mark.browser
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing")
-def test_vizmm_serve_serves_side_by_side_linked_from_the_dashboard(tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with vizmm_serve(tmp_path) as (_proc, base), sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        pg = b.new_page(viewport={"width": 1600, "height": 1000})
-        errors = []
-        pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        try:
-            pg.goto(base + "/dashboard")
-            pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=120000)
-            open_menu(pg)  # the link is behind "☰ More"
-            link = pg.wait_for_selector("#vizmm-side-by-side-link", timeout=120000)
-            link.click()  # as a student would: the dashboard's link
-            pg.wait_for_url("**/side_by_side*", timeout=30000)
-            pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
-            st = read_status(pg, "#vizmm-pair-status")
-            assert st["pair"] == "tile-width"
-            assert st["left"]["kernel"] == st["right"]["kernel"] == "tiled"
-            assert (st["left"]["tile_width"], st["right"]["tile_width"]) == (2, 4)
-            # the barrier pair: each pane says which barrier it lacks
-            pg.goto(base + "/side_by_side?pair=barrier&step=5")
-            pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
-            titles = pg.eval_on_selector_all(
-                "h2.vizmm-pane-title", "els => els.map(e => [e.dataset.side, e.textContent])"
-            )
-            expected = zip(("left", "right"), PAIRS["barrier"].titles, strict=True)
-            assert dict(titles) == dict(expected)
-            os.makedirs(SHOTS, exist_ok=True)
-            pg.wait_for_timeout(3000)  # the second pane draws a moment after the first
-            pg.screenshot(path=os.path.join(SHOTS, "side-by-side-barrier.png"))
-            pg.set_viewport_size({"width": 1280, "height": 720})
-            pg.goto(base + "/side_by_side?pair=tile-width&step=7")
-            pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
-            pg.wait_for_timeout(3000)
-            pg.screenshot(path=os.path.join(SHOTS, "side-by-side-tile-width-1280.png"))
-        finally:
-            b.close()
-        assert errors == []
+def test_vizmm_serve_serves_side_by_side_linked_from_the_dashboard(new_page, vizmm_served):
+    _proc, base = vizmm_served
+    pg = new_page(viewport={"width": 1600, "height": 1000})
+    errors = []
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    pg.goto(base + "/dashboard")
+    pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=120000)
+    open_menu(pg)  # the link is behind "☰ More"
+    link = pg.wait_for_selector("#vizmm-side-by-side-link", timeout=120000)
+    link.click()  # as a student would: the dashboard's link
+    pg.wait_for_url("**/side_by_side*", timeout=30000)
+    pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
+    st = read_status(pg, "#vizmm-pair-status")
+    assert st["pair"] == "tile-width"
+    assert st["left"]["kernel"] == st["right"]["kernel"] == "tiled"
+    assert (st["left"]["tile_width"], st["right"]["tile_width"]) == (2, 4)
+    # the barrier pair: each pane says which barrier it lacks
+    pg.goto(base + "/side_by_side?pair=barrier&step=5")
+    pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
+    titles = pg.eval_on_selector_all(
+        "h2.vizmm-pane-title", "els => els.map(e => [e.dataset.side, e.textContent])"
+    )
+    expected = zip(("left", "right"), PAIRS["barrier"].titles, strict=True)
+    assert dict(titles) == dict(expected)
+    os.makedirs(SHOTS, exist_ok=True)
+    both_drawn(pg)  # the second pane draws a moment after the first
+    pg.screenshot(path=os.path.join(SHOTS, "side-by-side-barrier.png"))
+    pg.set_viewport_size({"width": 1280, "height": 720})
+    pg.goto(base + "/side_by_side?pair=tile-width&step=7")
+    pg.wait_for_selector("#vizmm-pair-status[data-ready='true']", timeout=120000)
+    both_drawn(pg)
+    pg.screenshot(path=os.path.join(SHOTS, "side-by-side-tile-width-1280.png"))
+    assert errors == []

@@ -311,6 +311,7 @@ def test_a_barrier_some_threads_skip_opens_when_the_rest_have_ended_never_hangs(
 
 
 # ------------------------------------------------------------ without numba
+@pytest.mark.slow  # a fresh Python
 def test_recording_check_and_the_book_kernels_need_no_numba(tmp_path):
     # A process where numba cannot be imported at all: vizmm's simulator records the
     # book's kernels and checks a student's file.

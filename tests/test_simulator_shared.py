@@ -33,6 +33,7 @@ def _arrays_made(shared, n_threads=64):
     return len({id(a) for a in got})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("zero", [False, True])
 def test_threads_of_a_block_share_one_array_per_line(zero):
     from vizmm.record.simulator import safe_shared

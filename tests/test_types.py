@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 CACHE = REPO / ".mypy_cache"
 # installed name -> folder of the checkout
@@ -50,6 +52,7 @@ def _errors(stdout: str) -> list[str]:
     return [line for line in out.splitlines() if _ERROR.match(line)]
 
 
+@pytest.mark.slow  # mypy over both packages
 def test_vizmm_and_its_pages_type_check():
     done = _mypy(_source_links(), "-p", "vizmm", "-p", "vizmm_apps")
     assert done.returncode in (0, 1), done.stdout + done.stderr  # 2: mypy itself failed
