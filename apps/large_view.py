@@ -149,7 +149,7 @@ class LargeViewState(param.Parameterized):
 
     @property
     def model(self) -> large.LargeModel | None:
-        """The :class:`~vizmm.large.LargeModel` of :attr:`trace` (cached), or None."""
+        """The :class:`~vizmm.replay.large.LargeModel` of :attr:`trace` (cached), or None."""
         return None if self.trace is None else large.model(self.trace)
 
     @property

@@ -1,4 +1,4 @@
-"""Large matrices: the shipped GPU traces, the models of vizmm.large, their figures and app.
+"""Large matrices: the shipped GPU traces, the models of vizmm.replay.large, their figures and app.
 
 Oracles are independent of the code under test: the book's read counts
 (each M element read once per block column, ``ceil(Width / TILE_WIDTH)``

@@ -1,4 +1,4 @@
-"""vizmm.table: the Fig. 5.8 structure, its rendering and its refusals."""
+"""vizmm.replay.table: the Fig. 5.8 structure, its rendering and its refusals."""
 
 import pytest
 

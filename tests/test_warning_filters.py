@@ -55,14 +55,6 @@ CASES = {
         """,
         "DeprecationWarning: isfinite is deprecated",
     ),
-    # vizmm's deprecated alias module warns, attributed to the test that imports it
-    "a test imports a deprecated vizmm module": (
-        """
-        def test_it():
-            import vizmm.table  # noqa: F401
-        """,
-        "DeprecationWarning: vizmm.table is deprecated",
-    ),
     "a library's deprecation at import, during collection": (
         """
         import somelib

@@ -37,7 +37,7 @@ Views (the ``views`` argument of :class:`Scene`):
 ``table``
     the book's Fig. 5.8 table for the block, the current cell highlighted.
 
-Every colour comes from :mod:`vizmm.palette`. Coordinates: matrix and tile
+Every colour comes from :mod:`vizmm.render.palette`. Coordinates: matrix and tile
 grids put element (row, col) at ``x = col + 0.5``, ``y = row + 0.5`` with the
 y axis pointing down; the text views (caption, source, counters, table) use
 character columns for x and text lines for y.

@@ -1,4 +1,4 @@
-"""Bokeh figures of a whole launch: the large views of :mod:`vizmm.large`.
+"""Bokeh figures of a whole launch: the large views of :mod:`vizmm.replay.large`.
 
 :class:`LargeScene` builds every figure and data source once for a trace;
 :meth:`LargeScene.set_time`, :meth:`LargeScene.set_waits` and
@@ -26,7 +26,7 @@ Figures (keys of :attr:`LargeScene.figures`):
     the barrier-wait histogram of one phase (or all) per barrier, and the
     blocks that waited longest (click a row to select the block).
 
-Every colour comes from :mod:`vizmm.palette`. Pure functions
+Every colour comes from :mod:`vizmm.render.palette`. Pure functions
 (:func:`grid_state_columns`, :func:`gantt_columns`, :func:`wait_columns`,
 :func:`slowest_columns`, ...) compute the data; the scene only assigns it.
 """
@@ -149,7 +149,7 @@ def grid_state_columns(m: LargeModel, t: float) -> dict[str, list]:
 
 
 def gantt_columns(m: LargeModel) -> dict[str, np.ndarray]:
-    """The Gantt chart's bars, one per block with data, in :class:`~vizmm.large.Gantt` order.
+    """The Gantt chart's bars, one per block with data, in :class:`~vizmm.replay.large.Gantt` order.
 
     Columns: ``left``, ``right`` (axis unit), ``bottom``, ``top`` (rows),
     ``by``, ``bx``, ``sm``, ``lane``, ``dur``, ``wave``, ``state`` (all
@@ -331,7 +331,7 @@ class LargeScene:
     ----------
     trace : Trace or LargeModel
         The trace (its model is built, or taken from the cache of
-        :func:`vizmm.large.model`), or a ready model.
+        :func:`vizmm.replay.large.model`), or a ready model.
     presenter : bool
         Larger fonts for a projector.
     grid_px : int, optional

@@ -23,7 +23,7 @@ Every size (fonts, cells, lines) scales with the image size; text stays
 legible at 1280 x 720 and 1920 x 1080. Cells get text only when they are
 big enough for it (a 48 x 48 matrix is drawn as coloured cells).
 
-Every colour comes from :mod:`vizmm.palette`, so GIF/MP4 frames and the
+Every colour comes from :mod:`vizmm.render.palette`, so GIF/MP4 frames and the
 dashboard never differ.
 """
 
@@ -229,7 +229,7 @@ def _rgb(color: str) -> tuple[int, int, int]:
 
 
 def _ink_on(fill: tuple[int, ...]) -> tuple[int, int, int]:
-    """Dark text on light fills, white text on dark ones (:func:`vizmm.palette.text_on`)."""
+    """Dark text on light fills, white text on dark ones (:func:`vizmm.render.palette.text_on`)."""
     return _rgb(pal.text_on("#{:02x}{:02x}{:02x}".format(*(int(v) for v in fill))))
 
 
