@@ -5,7 +5,7 @@ Run from the repository root::
     .venv/bin/python scripts/make_presets.py            # all presets
     .venv/bin/python scripts/make_presets.py medium     # one
 
-Each small preset of ``vizmm/catalogue.py`` is written to ``vizmm/data/<key>.vizmm``
+Each small preset of ``vizmm/serve/catalogue.py`` is written to ``vizmm/data/<key>.vizmm``
 (pickle-free, compressed; the 48 x 48 one is about 100 KB). The dashboard
 reads these files instead of recording at start-up; when a file is missing or
 of an older trace format it records the preset itself.
