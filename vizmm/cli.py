@@ -46,6 +46,7 @@ from .record import (
     TraceTooLargeError,
     record,
 )
+from .record.targets import SIMULATOR_BACKENDS
 from .trace import (
     KERNELS,
     MAX_TILE_WIDTH,
@@ -608,7 +609,7 @@ def _check_apart(args: argparse.Namespace, j: int, k: int, l: int):
             f"{MAX_CHECK_ELEMENTS} elements a matrix; a small launch shows the same mistakes"
         )
     tile_width = _tile_width(args.kernel, args.tile_width, None, "TILE_WIDTH")
-    sim = args.backend in ("simulator", "numba-sim")
+    sim = args.backend in SIMULATOR_BACKENDS
     limits = Limits(
         wall_s=args.timeout,
         cpu_s=max(1, int(args.timeout) + 1),

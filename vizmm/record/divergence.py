@@ -109,9 +109,10 @@ def backend_for(kernel, backend: str) -> str:
         file lines and what to do.
     """
     from .admission import RecordError
+    from .targets import SIMULATOR_BACKENDS
 
     lines = divergent_barriers(kernel.tree)
-    if not lines or backend in ("simulator", "numba-sim"):  # a simulator never hangs there
+    if not lines or backend in SIMULATOR_BACKENDS:  # a simulator never hangs there
         return backend
     if backend == "auto":
         return "simulator"

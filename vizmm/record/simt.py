@@ -46,6 +46,7 @@ barrier is reported in :attr:`Launch.notes`.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -518,22 +519,21 @@ def _truth(c):
     return bool(c)
 
 
-def _and(*vs):
-    if any(isinstance(v, np.ndarray) for v in vs):
-        out = _truth(vs[0])
-        for v in vs[1:]:
-            out = out & _truth(v)
-        return out
-    return all(vs)
+def _lanewise(ufunc, scalar):
+    """``scalar`` (Python's ``all``, ``min`` ...) of its operands, or ``ufunc`` lane by lane."""
+
+    def op(*vs):
+        if any(isinstance(v, np.ndarray) for v in vs):
+            return functools.reduce(ufunc, vs)
+        return scalar(vs)
+
+    return op
 
 
-def _or(*vs):
-    if any(isinstance(v, np.ndarray) for v in vs):
-        out = _truth(vs[0])
-        for v in vs[1:]:
-            out = out | _truth(v)
-        return out
-    return any(vs)
+_and = _lanewise(lambda a, b: _truth(a) & _truth(b), all)
+_or = _lanewise(lambda a, b: _truth(a) | _truth(b), any)
+_min = _lanewise(np.minimum, min)
+_max = _lanewise(np.maximum, max)
 
 
 def _and_lazy(m, a, rest):
@@ -578,10 +578,9 @@ def _andnot(ms, c):
 
 
 def _go(v, b, s):
-    if isinstance(v, np.ndarray) or isinstance(b, np.ndarray) or isinstance(s, np.ndarray):
-        if isinstance(s, np.ndarray):
-            return np.where(s > 0, v < b, v > b)
-        return v < b if s > 0 else v > b
+    """Whether a ``range(start, b, s)`` loop goes round again at ``v`` (lane by lane)."""
+    if isinstance(s, np.ndarray):
+        return np.where(s > 0, v < b, v > b)
     return v < b if s > 0 else v > b
 
 
@@ -601,24 +600,6 @@ def _bool(x):
 
 def _abs(x):
     return np.abs(x) if isinstance(x, np.ndarray) else abs(x)
-
-
-def _min(*a):
-    if any(isinstance(x, np.ndarray) for x in a):
-        out = a[0]
-        for x in a[1:]:
-            out = np.minimum(out, x)
-        return out
-    return min(*a)
-
-
-def _max(*a):
-    if any(isinstance(x, np.ndarray) for x in a):
-        out = a[0]
-        for x in a[1:]:
-            out = np.maximum(out, x)
-        return out
-    return max(*a)
 
 
 def _round(x, nd=None):
@@ -1147,8 +1128,9 @@ def namespace(env: Mapping) -> dict:
     ----------
     env : mapping
         The kernel's constants (``TILE_WIDTH`` ...) and the names its file
-        binds to numeric types; a numba type is replaced by NumPy's of its
-        name, ``math`` by the lane-wise one.
+        binds to numeric types, NumPy's (:func:`.instrument.instrument` maps a
+        numba type to NumPy's of its name); anything else is left out, and
+        ``math`` is the lane-wise one.
 
     Returns
     -------
@@ -1157,14 +1139,9 @@ def namespace(env: Mapping) -> dict:
     """
     out: dict = {}
     for k, v in env.items():
-        if k.startswith("__") or callable(getattr(v, "py_func", None)):
+        if k.startswith("__"):
             continue
-        name = (
-            str(v) if type(v).__module__.partition(".")[0] in ("numba", "numba_cuda_mlir") else None
-        )
-        if name in TYPES:
-            out[k] = TYPES[name]
-        elif isinstance(v, (bool, int, float, np.integer, np.floating, tuple)) or v is None:
+        if isinstance(v, (bool, int, float, np.integer, np.floating, tuple)) or v is None:
             out[k] = v
         elif isinstance(v, type) and issubclass(v, np.generic):
             out[k] = v

@@ -446,12 +446,12 @@ class _Stmts:
             self.block(s.orelse, depth + 1, False, loop)
         self.merge(depth, n, kills, loop)
 
-    def _loop_head(self, s, depth: int, n: int, brk: bool) -> None:
+    def _loop_head(self, depth: int, n: int, brk: bool) -> None:
         self.emit(depth, f"_qms{n} = _qm")
         if brk:
             self.emit(depth, f"_qbrk{n} = _qX.none")
 
-    def _iteration(self, s, depth: int, n: int, loop) -> None:
+    def _iteration(self, depth: int, n: int, loop) -> None:
         alive = self.alive((n, loop[1], False))
         self.emit(depth, f"_qm = _qms{n}" + (f" & {alive}" if alive else ""))
 
@@ -474,9 +474,9 @@ class _Stmts:
             if len(args) == 1
             else (args[0], args[1], args[2] if len(args) > 2 else "1")
         )
-        self._loop_head(s, depth, n, brk)
+        self._loop_head(depth, n, brk)
         self.emit(depth, f"_qb{n} = {stop}\n_qs{n} = {step}\n_qv{n} = {start}\nwhile True:")
-        self._iteration(s, depth + 1, n, loop)
+        self._iteration(depth + 1, n, loop)
         self.emit(depth + 1, f"_qm = _qm & _qgo(_qv{n}, _qb{n}, _qs{n})")
         self.emit(depth + 1, "if not _qm.any():\n    break")
         if cnt:
@@ -493,9 +493,9 @@ class _Stmts:
         brk = _kills(s.body, (ast.Break,), False)
         cnt = _kills(s.body, (ast.Continue,), False)
         loop = (n, brk, cnt)
-        self._loop_head(s, depth, n, brk)
+        self._loop_head(depth, n, brk)
         self.emit(depth, "while True:")
-        self._iteration(s, depth + 1, n, loop)
+        self._iteration(depth + 1, n, loop)
         self.emit(depth + 1, f"_qm = _qm & _qtruth({self.e(s.test)})")
         self.emit(depth + 1, "if not _qm.any():\n    break")
         if cnt:
