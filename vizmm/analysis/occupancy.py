@@ -350,12 +350,8 @@ class LiveGPU(Protocol):
 
         Parameters
         ----------
-        kernel : str
-            A kernel of :data:`vizmm.trace.KERNELS`.
-        tile_width : int
-            TILE_WIDTH, 1 to 32.
-        instrumented : bool
-            The recording build (with vizmm's records) rather than the plain kernel.
+        kernel, tile_width, instrumented
+            As :func:`measured_registers` takes them.
         """
 
 
@@ -399,7 +395,8 @@ def measured_registers(kernel: str, tile_width: int, instrumented: bool = False)
     Parameters
     ----------
     kernel : str
-        A kernel of :data:`vizmm.trace.KERNELS`.
+        A kernel whose registers were measured: one of :data:`KERNEL_NAMES`
+        (:attr:`vizmm.trace.KernelSpec.occupancy`), or ``'dynamic_any'``.
     tile_width : int
         TILE_WIDTH, 1 to 32.
     instrumented : bool
