@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from ..trace import LaunchShape, Trace
+from ..trace import KERNEL_SPECS, LaunchShape, Trace
 from ..trace import access_log as D
 from . import instrument as I
 from .instrument_log import matmul_fields
@@ -116,7 +116,7 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
         scalars = K.launch_dims(name, j, k, l, T)
         source = plain_source(name)
         first_line = 1
-        figure = K.FIGURES[name]
+        figure = KERNEL_SPECS[name].figure
     else:
         inst = I.instrument(
             kernel,

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..trace import Trace, from_bytes, seeded_inputs
+from ..trace import BARRIER_KERNELS, Trace, from_bytes, seeded_inputs
 from . import launcher, targets
 from .admission import (
     Budget,
@@ -400,10 +400,10 @@ def record(
     j, k, l, T = launch.j, launch.k, launch.l, launch.tile_width
     drop = _check_drop_barrier(kernel, drop_barrier)
     reads = bool(drop) if reads is None else bool(reads)
-    if reads and kernel not in ("tiled", "boundary") and user is None:
+    if reads and kernel not in BARRIER_KERNELS and user is None:
         raise RecordError(
             f"reads=True records the k loop's reads of Mds / Nds; kernel {kernel!r} has no "
-            "such reads (use 'tiled' or 'boundary')"
+            f"such reads (use {' or '.join(map(repr, BARRIER_KERNELS))})"
         )
     limits = Limits()
     limits = Limits(
