@@ -106,81 +106,101 @@ class _Inliner:
         return self._inline(node, fn, scope, statement)
 
     def _inline(self, node: ast.Call, fn: ast.FunctionDef, scope: _Scope, statement: bool):
+        """The call ``node`` of ``fn`` inlined (an expression or statements), or None: called."""
         func = node.func
         assert isinstance(func, ast.Name)
-        body = [
-            s
-            for i, s in enumerate(fn.body)
-            if not (i == 0 and isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
-        ]
+        body = _without_docstring(fn.body)
         params = [p.arg for p in fn.args.args]
         if node.keywords or len(node.args) != len(params):
             raise self.checker.fail(node, f"{func.id}() takes {len(params)} positional argument(s)")
-        returns = [
-            n for n in ast.walk(ast.Module(body=body, type_ignores=[])) if isinstance(n, ast.Return)
-        ]
         simple = len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None
-        procedure = (
-            statement
-            and not returns
-            and not any(
-                isinstance(n, (ast.FunctionDef,))
-                for n in ast.walk(ast.Module(body=body, type_ignores=[]))
-            )
-        )
         hoisted = None
-        if not (simple or procedure):
+        if not (simple or _is_procedure(body, statement)):
             if not self.checker.hoist:
                 return None
             hoisted = _returns_to(body, f"{func.id}_result")
             if hoisted is None:
                 return None  # a return inside a loop: the device function is compiled and called
-        mapping: dict[str, ast.expr] = {}
-        pre: list[ast.stmt] = []
-        own = {
-            t.id
-            for s in body
-            for t in ast.walk(s)
-            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store) and t.id not in params
-        }
-        fresh = [*params, *own, f"{func.id}_result"]
-        n = next(self.inline_n)
-        while any(f"{func.id}_{v}_{n}" in self.taken for v in fresh):
-            n = next(self.inline_n)  # a name the student wrote: skip it
-        self.taken.update(f"{func.id}_{v}_{n}" for v in fresh)
+        stored = _stored_names(body)
+        own = stored - set(params)
+        n = self._suffix(func.id, [*params, *own, f"{func.id}_result"])
         # a parameter the body assigns is the function's own copy (Python passes by value):
         # it never stands for the caller's variable or a literal
-        rebound = {
-            t.id
-            for s in body
-            for t in ast.walk(s)
-            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store) and t.id in params
-        }
-        for p, arg in zip(params, node.args, strict=True):
-            if p in rebound and not simple:
-                tmp = f"{func.id}_{p}_{n}"
-                pre.append(ast.Assign(targets=[ast.Name(tmp, ast.Store())], value=arg))
-                mapping[p] = ast.Name(tmp, ast.Load())
-            elif isinstance(arg, ast.Name) and (
-                arg.id in scope.arrays or arg.id in scope.params or arg.id in self.r.constants
-            ):
-                mapping[p] = arg
-            elif isinstance(arg, (ast.Constant,)):
-                mapping[p] = arg
-            elif simple:
-                mapping[p] = arg  # an expression: substituted (the subset's expressions are pure)
-            else:
-                tmp = f"{func.id}_{p}_{n}"
-                pre.append(ast.Assign(targets=[ast.Name(tmp, ast.Store())], value=arg))
-                mapping[p] = ast.Name(tmp, ast.Load())
+        rebound = stored & set(params)
+        mapping, pre = self._arguments(node, params, rebound, simple, scope, n)
         # locals of a procedure get names of their own
         if hoisted is not None:
             body = hoisted
             own.add(f"{func.id}_result")
         for o in own:
             mapping[o] = ast.Name(f"{func.id}_{o}_{n}", ast.Load())
-        # a name the body reads that is neither its own nor the file's is no name at all
-        # (Python would not find it); inlined, it must not become the kernel's variable
+        self._refuse_free_names(body, mapping, scope, node)
+        sub = _Substitute(mapping)
+        if simple:
+            ret = body[0]
+            assert isinstance(ret, ast.Return) and ret.value is not None
+            e = sub.visit(copy.deepcopy(ret.value))
+            _relocate(e, node)
+            return self.checker.expr(e, scope)
+        stmts = pre + [sub.visit(copy.deepcopy(s)) for s in body]
+        for s in stmts:
+            _relocate(s, node)
+        if hoisted is not None:  # the body before the statement, its result in a local
+            self.checker.pending.extend(self.checker.block(stmts, scope))
+            res = ast.Name(f"{func.id}_{func.id}_result_{n}", ast.Load())
+            return ast.copy_location(res, node)
+        return self.checker.block(stmts, scope)
+
+    def _suffix(self, fname: str, names: list[str]) -> int:
+        """The number ``n`` that makes each ``{fname}_{name}_{n}`` a name the file never wrote."""
+        n = next(self.inline_n)
+        while any(f"{fname}_{v}_{n}" in self.taken for v in names):
+            n = next(self.inline_n)  # a name the student wrote: skip it
+        self.taken.update(f"{fname}_{v}_{n}" for v in names)
+        return n
+
+    def _arguments(
+        self,
+        node: ast.Call,
+        params: list[str],
+        rebound: set[str],
+        simple: bool,
+        scope: _Scope,
+        n: int,
+    ) -> tuple[dict[str, ast.expr], list[ast.stmt]]:
+        """What each parameter stands for in the body, and the temporaries assigned first."""
+        assert isinstance(node.func, ast.Name)
+        mapping: dict[str, ast.expr] = {}
+        pre: list[ast.stmt] = []
+        for p, arg in zip(params, node.args, strict=True):
+            if (p in rebound and not simple) or not self._as_written(arg, simple, scope):
+                tmp = f"{node.func.id}_{p}_{n}"
+                pre.append(ast.Assign(targets=[ast.Name(tmp, ast.Store())], value=arg))
+                mapping[p] = ast.Name(tmp, ast.Load())
+            else:
+                mapping[p] = arg
+        return mapping, pre
+
+    def _as_written(self, arg: ast.expr, simple: bool, scope: _Scope) -> bool:
+        """Whether an argument may stand for its parameter as written (no temporary).
+
+        An array, a parameter, a constant or a literal may; in a one-``return``
+        body, so may an expression (the subset's expressions are pure).
+        """
+        if isinstance(arg, ast.Name) and (
+            arg.id in scope.arrays or arg.id in scope.params or arg.id in self.r.constants
+        ):
+            return True
+        return isinstance(arg, ast.Constant) or simple
+
+    def _refuse_free_names(
+        self, body: list[ast.stmt], mapping: Mapping[str, ast.expr], scope: _Scope, node: ast.Call
+    ) -> None:
+        """Refuse a name the body reads that is neither its own nor the file's.
+
+        Python would not find it; inlined, it must not become the kernel's variable.
+        """
+        assert isinstance(node.func, ast.Name)
         r = self.r
         for v in ast.walk(ast.Module(body=body, type_ignores=[])):
             if not isinstance(v, ast.Name) or v.id in mapping:
@@ -196,27 +216,39 @@ class _Inliner:
             if not known or v.id in scope.locals or v.id in scope.params:
                 raise self.checker.fail(
                     v if known else node,
-                    f"device function {func.id} reads {_show(v.id, 40)}, which is not defined "
-                    "there (a device function reads its parameters, its own variables and the "
-                    "file's module-level constants)",
+                    f"device function {node.func.id} reads {_show(v.id, 40)}, which is not "
+                    "defined there (a device function reads its parameters, its own variables "
+                    "and the file's module-level constants)",
                 )
-        sub = _Substitute(mapping)
-        line = node.lineno
-        if simple:
-            ret = body[0]
-            assert isinstance(ret, ast.Return) and ret.value is not None
-            e = sub.visit(copy.deepcopy(ret.value))
-            _relocate(e, node)
-            return self.checker.expr(e, scope)
-        stmts = pre + [sub.visit(copy.deepcopy(s)) for s in body]
-        for s in stmts:
-            _relocate(s, node)
-        del line
-        if hoisted is not None:  # the body before the statement, its result in a local
-            self.checker.pending.extend(self.checker.block(stmts, scope))
-            res = ast.Name(f"{func.id}_{func.id}_result_{n}", ast.Load())
-            return ast.copy_location(res, node)
-        return self.checker.block(stmts, scope)
+
+
+def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A function's statements without its docstring (a first constant expression)."""
+    return [
+        s
+        for i, s in enumerate(body)
+        if not (i == 0 and isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+    ]
+
+
+def _is_procedure(body: list[ast.stmt], statement: bool) -> bool:
+    """Whether a call standing as a statement calls a body with no return (nor function)."""
+    tree = ast.Module(body=body, type_ignores=[])
+    return (
+        statement
+        and not any(isinstance(n, ast.Return) for n in ast.walk(tree))
+        and not any(isinstance(n, ast.FunctionDef) for n in ast.walk(tree))
+    )
+
+
+def _stored_names(body: list[ast.stmt]) -> set[str]:
+    """Every name the statements assign (parameters and locals alike)."""
+    return {
+        t.id
+        for s in body
+        for t in ast.walk(s)
+        if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+    }
 
 
 def _ends_in_return(stmts: list) -> bool:
