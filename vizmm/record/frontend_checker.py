@@ -130,6 +130,7 @@ class _Checker:
         return out
 
     def stmt(self, st: ast.stmt, scope: _Scope) -> list[ast.stmt]:
+        """A statement checked and normalised (by its kind's ``_stmt_<Kind>``): what replaces it."""
         if not isinstance(st, _STMTS):
             raise self.fail(
                 st,
@@ -137,130 +138,140 @@ class _Checker:
                 "kernel may use (assignments, for ... in range, while, if, break, continue, "
                 "return, calls)",
             )
-        if isinstance(st, ast.Expr):
-            if isinstance(st.value, ast.Constant) and isinstance(st.value.value, str):
-                return []  # a string as a comment
-            if not isinstance(st.value, ast.Call):
-                raise self.fail(st, f"the expression {ast.unparse(st)[:60]} does nothing")
-            func = st.value.func
-            if (
-                isinstance(func, ast.Name)
-                and func.id == "print"
-                and "print" not in scope.locals
-                and "print" not in scope.params
-            ):
-                # a student's debugging print (device printf): what the kernel stores is the
-                # same without it; set aside, never run (its text is never echoed)
-                self.r.notes.append(f"line {st.lineno}: print(...) in the kernel (set aside)")
-                return []
-            inlined = self.devices.inline_call(st.value, scope, statement=True)
-            if inlined is not None:
-                return inlined
-            return [ast.copy_location(ast.Expr(self.expr(st.value, scope)), st)]
-        if isinstance(st, ast.AnnAssign):
-            if st.value is None or not isinstance(st.target, ast.Name):
-                raise self.fail(st, "an annotation without a value declares nothing in a kernel")
-            st = ast.copy_location(ast.Assign(targets=[st.target], value=st.value), st)
-        if isinstance(st, ast.Assign):
-            value = self.rhs(st.value, scope, st)
-            targets = [self.target(t, scope) for t in st.targets]
-            if len(targets) > 1:  # a = b = v
-                out: list[ast.stmt] = []
-                for t in targets:
-                    out.append(
-                        ast.copy_location(ast.Assign(targets=[t], value=copy.deepcopy(value)), st)
-                    )
-                return out
-            return [ast.copy_location(ast.Assign(targets=targets, value=value), st)]
-        if isinstance(st, ast.AugAssign):
-            if not isinstance(st.op, _OPS):
-                raise self.fail(st, "this augmented assignment is outside the subset")
-            value = self.expr(st.value, scope)
-            if isinstance(st.target, ast.Subscript):
-                target = self.target(st.target, scope)
-                load = copy.deepcopy(target)
-                for n in ast.walk(load):
-                    if isinstance(n, ast.Subscript):
-                        n.ctx = ast.Load()
-                new = ast.BinOp(left=load, op=st.op, right=value)
-                return [ast.copy_location(ast.Assign(targets=[target], value=new), st)]
-            if not isinstance(st.target, ast.Name):
-                raise self.fail(st, "assign to a name or one array element")
-            self._name_ok(st.target, st.target.id)
-            scope.use(st.target)
-            scope.assign(st.target.id)
-            return [ast.copy_location(ast.AugAssign(target=st.target, op=st.op, value=value), st)]
-        if isinstance(st, ast.For):
-            it = st.iter
-            if not (
-                isinstance(it, ast.Call)
-                and isinstance(it.func, ast.Name)
-                and it.func.id == "range"
-                and it.func.id not in scope.locals
-                and 1 <= len(it.args) <= 3
-                and not it.keywords
-            ):
-                raise self.fail(
-                    st, "a kernel's for loop runs over range(...) (a start, stop and step)"
+        check = getattr(self, f"_stmt_{type(st).__name__}", None)
+        if check is None:
+            return [st]  # pass, break, continue
+        return check(st, scope)
+
+    def _stmt_Expr(self, st: ast.Expr, scope: _Scope) -> list[ast.stmt]:
+        if isinstance(st.value, ast.Constant) and isinstance(st.value.value, str):
+            return []  # a string as a comment
+        if not isinstance(st.value, ast.Call):
+            raise self.fail(st, f"the expression {ast.unparse(st)[:60]} does nothing")
+        func = st.value.func
+        if (
+            isinstance(func, ast.Name)
+            and func.id == "print"
+            and "print" not in scope.locals
+            and "print" not in scope.params
+        ):
+            # a student's debugging print (device printf): what the kernel stores is the
+            # same without it; set aside, never run (its text is never echoed)
+            self.r.notes.append(f"line {st.lineno}: print(...) in the kernel (set aside)")
+            return []
+        inlined = self.devices.inline_call(st.value, scope, statement=True)
+        if inlined is not None:
+            return inlined
+        return [ast.copy_location(ast.Expr(self.expr(st.value, scope)), st)]
+
+    def _stmt_AnnAssign(self, st: ast.AnnAssign, scope: _Scope) -> list[ast.stmt]:
+        if st.value is None or not isinstance(st.target, ast.Name):
+            raise self.fail(st, "an annotation without a value declares nothing in a kernel")
+        plain = ast.copy_location(ast.Assign(targets=[st.target], value=st.value), st)
+        return self._stmt_Assign(plain, scope)
+
+    def _stmt_Assign(self, st: ast.Assign, scope: _Scope) -> list[ast.stmt]:
+        value = self.rhs(st.value, scope, st)
+        targets = [self.target(t, scope) for t in st.targets]
+        if len(targets) > 1:  # a = b = v
+            out: list[ast.stmt] = []
+            for t in targets:
+                out.append(
+                    ast.copy_location(ast.Assign(targets=[t], value=copy.deepcopy(value)), st)
                 )
-            if not isinstance(st.target, ast.Name):
-                raise self.fail(st, "a for loop's variable is one name")
-            if st.orelse:
-                raise self.fail(st, "a for loop's else is outside the subset")
-            args = [self.expr(a, scope) for a in it.args]
-            self._name_ok(st.target, st.target.id)
-            scope.assign(st.target.id)
-            new_it = ast.copy_location(ast.Call(func=it.func, args=args, keywords=[]), it)
-            return [
-                ast.copy_location(
-                    ast.For(
-                        target=st.target,
-                        iter=new_it,
-                        body=self.block(st.body, scope) or [ast.Pass()],
-                        orelse=[],
-                        type_comment=None,
-                    ),
-                    st,
-                )
-            ]
-        if isinstance(st, ast.While):
-            if st.orelse:
-                raise self.fail(st, "a while loop's else is outside the subset")
-            self.hoist = False
-            try:
-                test = self.expr(st.test, scope)
-            finally:
-                self.hoist = True
-            return [
-                ast.copy_location(
-                    ast.While(
-                        test=test,
-                        body=self.block(st.body, scope) or [ast.Pass()],
-                        orelse=[],
-                    ),
-                    st,
-                )
-            ]
-        if isinstance(st, ast.If):
-            return [
-                ast.copy_location(
-                    ast.If(
-                        test=self.expr(st.test, scope),
-                        body=self.block(st.body, scope) or [ast.Pass()],
-                        orelse=self.block(st.orelse, scope),
-                    ),
-                    st,
-                )
-            ]
-        if isinstance(st, ast.Return):
-            if st.value is not None and not (
-                isinstance(st.value, ast.Constant) and st.value.value is None
-            ):
-                if scope.kernel:
-                    raise self.fail(st, "a kernel returns nothing (it stores into P)")
-                return [ast.copy_location(ast.Return(self.expr(st.value, scope)), st)]
-            return [ast.copy_location(ast.Return(value=None), st)]
-        return [st]  # pass, break, continue
+            return out
+        return [ast.copy_location(ast.Assign(targets=targets, value=value), st)]
+
+    def _stmt_AugAssign(self, st: ast.AugAssign, scope: _Scope) -> list[ast.stmt]:
+        if not isinstance(st.op, _OPS):
+            raise self.fail(st, "this augmented assignment is outside the subset")
+        value = self.expr(st.value, scope)
+        if isinstance(st.target, ast.Subscript):  # a load and a store, as the GPU does it
+            target = self.target(st.target, scope)
+            load = copy.deepcopy(target)
+            for n in ast.walk(load):
+                if isinstance(n, ast.Subscript):
+                    n.ctx = ast.Load()
+            new = ast.BinOp(left=load, op=st.op, right=value)
+            return [ast.copy_location(ast.Assign(targets=[target], value=new), st)]
+        if not isinstance(st.target, ast.Name):
+            raise self.fail(st, "assign to a name or one array element")
+        self._name_ok(st.target, st.target.id)
+        scope.use(st.target)
+        scope.assign(st.target.id)
+        return [ast.copy_location(ast.AugAssign(target=st.target, op=st.op, value=value), st)]
+
+    def _stmt_For(self, st: ast.For, scope: _Scope) -> list[ast.stmt]:
+        it = st.iter
+        if not (
+            isinstance(it, ast.Call)
+            and isinstance(it.func, ast.Name)
+            and it.func.id == "range"
+            and it.func.id not in scope.locals
+            and 1 <= len(it.args) <= 3
+            and not it.keywords
+        ):
+            raise self.fail(st, "a kernel's for loop runs over range(...) (a start, stop and step)")
+        if not isinstance(st.target, ast.Name):
+            raise self.fail(st, "a for loop's variable is one name")
+        if st.orelse:
+            raise self.fail(st, "a for loop's else is outside the subset")
+        args = [self.expr(a, scope) for a in it.args]
+        self._name_ok(st.target, st.target.id)
+        scope.assign(st.target.id)
+        new_it = ast.copy_location(ast.Call(func=it.func, args=args, keywords=[]), it)
+        return [
+            ast.copy_location(
+                ast.For(
+                    target=st.target,
+                    iter=new_it,
+                    body=self.block(st.body, scope) or [ast.Pass()],
+                    orelse=[],
+                    type_comment=None,
+                ),
+                st,
+            )
+        ]
+
+    def _stmt_While(self, st: ast.While, scope: _Scope) -> list[ast.stmt]:
+        if st.orelse:
+            raise self.fail(st, "a while loop's else is outside the subset")
+        self.hoist = False
+        try:
+            test = self.expr(st.test, scope)
+        finally:
+            self.hoist = True
+        return [
+            ast.copy_location(
+                ast.While(
+                    test=test,
+                    body=self.block(st.body, scope) or [ast.Pass()],
+                    orelse=[],
+                ),
+                st,
+            )
+        ]
+
+    def _stmt_If(self, st: ast.If, scope: _Scope) -> list[ast.stmt]:
+        return [
+            ast.copy_location(
+                ast.If(
+                    test=self.expr(st.test, scope),
+                    body=self.block(st.body, scope) or [ast.Pass()],
+                    orelse=self.block(st.orelse, scope),
+                ),
+                st,
+            )
+        ]
+
+    def _stmt_Return(self, st: ast.Return, scope: _Scope) -> list[ast.stmt]:
+        if st.value is not None and not (
+            isinstance(st.value, ast.Constant) and st.value.value is None
+        ):
+            if scope.kernel:
+                raise self.fail(st, "a kernel returns nothing (it stores into P)")
+            return [ast.copy_location(ast.Return(self.expr(st.value, scope)), st)]
+        return [ast.copy_location(ast.Return(value=None), st)]
 
     def target(self, t, scope: _Scope):
         if isinstance(t, ast.Name):
