@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import copy
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .frontend import (
     _OPS,
@@ -301,65 +301,18 @@ class _Checker:
         return self.expr(value, scope)
 
     def array_decl(self, call: ast.Call, c: str, name: str, scope: _Scope) -> ast.Call:
-        args: dict[str, ast.expr] = {}
-        for key, a in zip(("shape", "dtype"), call.args, strict=False):
-            args[key] = a
-        if len(call.args) > 2:
-            raise self.fail(call, f"{c} takes a shape and a dtype")
-        for kw in call.keywords:
-            if kw.arg not in ("shape", "dtype") or kw.arg in args:
-                raise self.fail(call, f"{c} takes shape= and dtype= (got {kw.arg}=)")
-            args[kw.arg] = kw.value
-        if "shape" not in args:
-            raise self.fail(call, f"{c} needs a shape: {c}(shape, dtype)")
-        for n in ast.walk(args["shape"]):
-            if isinstance(n, ast.Name) and (n.id in scope.locals or n.id in scope.params):
-                raise self.fail(
-                    call,
-                    f"the shape of {name} reads {n.id}, a variable of the kernel; the shape must "
-                    "be a constant: numbers and the file's module-level constants",
-                )
-        try:
-            shape = _const_eval(args["shape"], self.r.constants)
-        except _NotConstant:
-            raise self.fail(
-                call,
-                f"the shape of {name} ({ast.unparse(args['shape'])}) must be a constant: "
-                "numbers and the file's module-level constants",
-            ) from None
+        """``name = cuda.shared.array(...)`` (or ``local``) checked, its shape as numbers."""
+        args = self._decl_args(call, c)
+        shape = self._decl_shape(call, args["shape"], name, scope)
         shape_t = shape if isinstance(shape, tuple) else (shape,)
         if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape_t):
             raise self.fail(call, f"the shape of {name} must be whole numbers >= 0, got {shape}")
-        if len(shape_t) > 3 or (len(shape_t) == 3 and c == "cuda.local.array" and False):
+        if len(shape_t) > 3:
             raise self.fail(call, f"{name} has {len(shape_t)} dimensions; at most 3")
-        dtype = args.get("dtype")
-        dname = "float32"
-        if dtype is not None:
-            t = self.r._type_of(dtype)
-            if t is None:
-                raise self.fail(
-                    call, f"the dtype of {name} must be a numeric type (float32, int32 ...)"
-                )
-            dname = t
-        nbytes = math.prod(shape_t) * ITEMSIZE[dname]
-        if c == "cuda.shared.array":
-            self.shared_bytes += nbytes
-            if self.shared_bytes > MAX_SHARED_BYTES:
-                raise self.fail(
-                    call,
-                    f"the shared array {name} {shape} of {dname} takes {nbytes} bytes, "
-                    f"{self.shared_bytes} with the block's other shared arrays; a block "
-                    f"declares at most {MAX_SHARED_BYTES} bytes (48 KiB) of shared memory",
-                )
-        else:
-            self.local_bytes += nbytes
-            if self.local_bytes > MAX_LOCAL_BYTES:
-                raise self.fail(
-                    call,
-                    f"the local array {name} {shape} of {dname} takes {nbytes} bytes, "
-                    f"{self.local_bytes} with the thread's other local arrays; a thread's local "
-                    f"arrays take at most {MAX_LOCAL_BYTES} bytes",
-                )
+        dname = self._decl_dtype(call, args.get("dtype"), name)
+        self._count_bytes(
+            call, c, f"{name} {shape} of {dname}", math.prod(shape_t) * ITEMSIZE[dname]
+        )
         scope.arrays[name] = shape_t
         scope.locals.add(name)
         if c == "cuda.shared.array":
@@ -388,30 +341,81 @@ class _Checker:
             call,
         )
 
+    def _decl_args(self, call: ast.Call, c: str) -> dict[str, ast.expr]:
+        """An array declaration's ``shape`` and ``dtype``, by position or keyword."""
+        args: dict[str, ast.expr] = {}
+        for key, a in zip(("shape", "dtype"), call.args, strict=False):
+            args[key] = a
+        if len(call.args) > 2:
+            raise self.fail(call, f"{c} takes a shape and a dtype")
+        for kw in call.keywords:
+            if kw.arg not in ("shape", "dtype") or kw.arg in args:
+                raise self.fail(call, f"{c} takes shape= and dtype= (got {kw.arg}=)")
+            args[kw.arg] = kw.value
+        if "shape" not in args:
+            raise self.fail(call, f"{c} needs a shape: {c}(shape, dtype)")
+        return args
+
+    def _decl_shape(self, call: ast.Call, shape: ast.expr, name: str, scope: _Scope) -> Any:
+        """The value of an array's shape: numbers and the file's constants only."""
+        for n in ast.walk(shape):
+            if isinstance(n, ast.Name) and (n.id in scope.locals or n.id in scope.params):
+                raise self.fail(
+                    call,
+                    f"the shape of {name} reads {n.id}, a variable of the kernel; the shape must "
+                    "be a constant: numbers and the file's module-level constants",
+                )
+        try:
+            return _const_eval(shape, self.r.constants)
+        except _NotConstant:
+            raise self.fail(
+                call,
+                f"the shape of {name} ({ast.unparse(shape)}) must be a constant: "
+                "numbers and the file's module-level constants",
+            ) from None
+
+    def _decl_dtype(self, call: ast.Call, dtype: ast.expr | None, name: str) -> str:
+        """The numeric type an array declares (``float32`` when it names none)."""
+        if dtype is None:
+            return "float32"
+        t = self.r._type_of(dtype)
+        if t is None:
+            raise self.fail(
+                call, f"the dtype of {name} must be a numeric type (float32, int32 ...)"
+            )
+        return t
+
+    def _count_bytes(self, call: ast.Call, c: str, what: str, nbytes: int) -> None:
+        """Add an array's bytes to the block's shared memory or the thread's local arrays."""
+        if c == "cuda.shared.array":
+            self.shared_bytes += nbytes
+            if self.shared_bytes > MAX_SHARED_BYTES:
+                raise self.fail(
+                    call,
+                    f"the shared array {what} takes {nbytes} bytes, "
+                    f"{self.shared_bytes} with the block's other shared arrays; a block "
+                    f"declares at most {MAX_SHARED_BYTES} bytes (48 KiB) of shared memory",
+                )
+        else:
+            self.local_bytes += nbytes
+            if self.local_bytes > MAX_LOCAL_BYTES:
+                raise self.fail(
+                    call,
+                    f"the local array {what} takes {nbytes} bytes, "
+                    f"{self.local_bytes} with the thread's other local arrays; a thread's local "
+                    f"arrays take at most {MAX_LOCAL_BYTES} bytes",
+                )
+
     # -- expressions
     def subscript(self, node: ast.Subscript, scope: _Scope) -> ast.Subscript:
         """``A[i][j]`` / ``A[i, j]`` / ``A[d, r, c]`` of a known array, as one tuple subscript."""
-        idx: list[ast.expr] = []
-        base: ast.expr = node
-        while isinstance(base, ast.Subscript):
-            sl = base.slice
-            if isinstance(sl, ast.Tuple):
-                idx[:0] = list(sl.elts)
-            else:
-                idx.insert(0, sl)
-            base = base.value
+        idx, base = _indices(node)
         if (
             isinstance(base, ast.Attribute)
             and base.attr == "shape"
             and isinstance(base.value, ast.Name)
         ):
-            if base.value.id not in scope.arrays and base.value.id not in scope.params:
-                raise self.fail(node, f"{base.value.id} is not an array")
-            if len(idx) != 1:
-                raise self.fail(node, "index an array's shape with one number")
-            return ast.copy_location(
-                ast.Subscript(value=base, slice=self.expr(idx[0], scope), ctx=ast.Load()), node
-            )
+            return self._shape_index(node, base, idx, scope)
         if not isinstance(base, ast.Name):
             raise self.fail(node, f"subscript an array by its name, not {ast.unparse(base)[:40]}")
         name = base.id
@@ -422,16 +426,7 @@ class _Checker:
         scope.params_used_as_arrays.add(name) if name in scope.params else None
         for e in idx:
             if isinstance(e, ast.Slice):
-                if len(idx) != 1:
-                    raise self.fail(node, "slice one dimension of a shared array only")
-                lower = None if e.lower is None else self.expr(e.lower, scope)
-                upper = None if e.upper is None else self.expr(e.upper, scope)
-                if e.step is not None:
-                    raise self.fail(node, "a slice with a step is outside the subset")
-                return ast.copy_location(
-                    ast.Subscript(value=base, slice=ast.Slice(lower, upper, None), ctx=ast.Load()),
-                    node,
-                )
+                return self._slice(node, base, e, len(idx), scope)
             if isinstance(e, ast.Starred):
                 raise self.fail(node, "a starred index is outside the subset")
         elems = [self.expr(e, scope) for e in idx]
@@ -454,6 +449,34 @@ class _Checker:
             )
         sl = elems[0] if len(elems) == 1 else ast.Tuple(elts=elems, ctx=ast.Load())
         return ast.copy_location(ast.Subscript(value=base, slice=sl, ctx=ast.Load()), node)
+
+    def _shape_index(
+        self, node: ast.Subscript, base: ast.Attribute, idx: list[ast.expr], scope: _Scope
+    ) -> ast.Subscript:
+        """``A.shape[i]`` of a known array."""
+        assert isinstance(base.value, ast.Name)
+        if base.value.id not in scope.arrays and base.value.id not in scope.params:
+            raise self.fail(node, f"{base.value.id} is not an array")
+        if len(idx) != 1:
+            raise self.fail(node, "index an array's shape with one number")
+        return ast.copy_location(
+            ast.Subscript(value=base, slice=self.expr(idx[0], scope), ctx=ast.Load()), node
+        )
+
+    def _slice(
+        self, node: ast.Subscript, base: ast.Name, e: ast.Slice, ndim: int, scope: _Scope
+    ) -> ast.Subscript:
+        """``A[a:b]``: a section of one dimension (no step)."""
+        if ndim != 1:
+            raise self.fail(node, "slice one dimension of a shared array only")
+        lower = None if e.lower is None else self.expr(e.lower, scope)
+        upper = None if e.upper is None else self.expr(e.upper, scope)
+        if e.step is not None:
+            raise self.fail(node, "a slice with a step is outside the subset")
+        return ast.copy_location(
+            ast.Subscript(value=base, slice=ast.Slice(lower, upper, None), ctx=ast.Load()),
+            node,
+        )
 
     def expr(self, node, scope: _Scope):
         if isinstance(node, ast.Constant):
@@ -618,6 +641,7 @@ class _Checker:
         )
 
     def call(self, node: ast.Call, scope: _Scope):
+        """A call of a builtin, a numeric type, a device function, ``cuda.*`` or ``math.*``."""
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
             k.arg is None for k in node.keywords
         ):
@@ -627,42 +651,14 @@ class _Checker:
         func = node.func
         c = self.r.canonical(func)
         if isinstance(func, ast.Name) and c is None:
-            n = func.id
-            if n in scope.locals or n in scope.params:
-                raise self.fail(node, f"{n} is not a function")
-            if n in BUILTINS or n in TYPES:
-                if keywords:
-                    raise self.fail(node, f"{n}() takes no keywords in a kernel")
-                return ast.copy_location(ast.Call(func, args, []), node)
-            if n in self.r.types:
-                return ast.copy_location(
-                    ast.Call(ast.Name(self.r.types[n], ast.Load()), args, []), node
-                )
-            if n in self.r.device:
-                self.compile_device(n, node)
-                return ast.copy_location(ast.Call(ast.Name(n, ast.Load()), args, keywords), node)
-            if n in self.r.kernels:
-                raise self.fail(node, f"{n} is a kernel; a kernel calls device functions only")
-            raise self.fail(node, f"{_cut(n, 40)}() is not a function a kernel may call")
+            return self._call_name(node, func, args, keywords, scope)
         if c is None:
             raise self.fail(node, f"{ast.unparse(func)[:50]}() is not a function a kernel may call")
-        parts = c.split(".")
-        ok = (
-            c in TYPES
-            or (parts[0] == "cuda" and len(parts) == 2 and parts[1] in CUDA_CALLS)
-            or (
-                parts[0] == "cuda"
-                and len(parts) == 3
-                and parts[1] == "atomic"
-                and parts[2] in CUDA_ATOMICS
-            )
-            or (parts[0] == "math" and len(parts) == 2 and parts[1] in MATH)
-        )
         if c in ("cuda.shared.array", "cuda.local.array"):
             raise self.fail(node, f"assign {c}(...) to a name of its own (Mds = {c}(...))")
-        if not ok:
+        if not _callable(c):
             raise self.fail(node, f"{_cut(ast.unparse(func))}() is outside the CUDA Python subset")
-        if parts[0] == "cuda" and len(parts) == 3 and parts[1] == "atomic":
+        if c.startswith("cuda.atomic."):
             first = node.args[0] if node.args else None
             if not (
                 isinstance(first, ast.Name)
@@ -675,6 +671,33 @@ class _Checker:
         newf = ast.parse(c, mode="eval").body
         return ast.copy_location(ast.Call(newf, args, keywords), node)
 
+    def _call_name(
+        self,
+        node: ast.Call,
+        func: ast.Name,
+        args: list[ast.expr],
+        keywords: list[ast.keyword],
+        scope: _Scope,
+    ) -> ast.Call:
+        """A call of a plain name: a builtin, a numeric type or a device function compiled."""
+        n = func.id
+        if n in scope.locals or n in scope.params:
+            raise self.fail(node, f"{n} is not a function")
+        if n in BUILTINS or n in TYPES:
+            if keywords:
+                raise self.fail(node, f"{n}() takes no keywords in a kernel")
+            return ast.copy_location(ast.Call(func, args, []), node)
+        if n in self.r.types:
+            return ast.copy_location(
+                ast.Call(ast.Name(self.r.types[n], ast.Load()), args, []), node
+            )
+        if n in self.r.device:
+            self.compile_device(n, node)
+            return ast.copy_location(ast.Call(ast.Name(n, ast.Load()), args, keywords), node)
+        if n in self.r.kernels:
+            raise self.fail(node, f"{n} is a kernel; a kernel calls device functions only")
+        raise self.fail(node, f"{_cut(n, 40)}() is not a function a kernel may call")
+
     # -- device functions
     def compile_device(self, name: str, at=None) -> None:
         if name in self.compiled:
@@ -684,6 +707,36 @@ class _Checker:
         fn.body = self.block(fn.body, scope) or [ast.Pass()]
         fn.decorator_list = []
         self.compiled[name] = ast.fix_missing_locations(fn)
+
+
+def _callable(c: str) -> bool:
+    """Whether ``c`` (canonical: ``cuda.syncthreads``, ``math.sqrt`` ...) is a subset call."""
+    parts = c.split(".")
+    return (
+        c in TYPES
+        or (parts[0] == "cuda" and len(parts) == 2 and parts[1] in CUDA_CALLS)
+        or (
+            parts[0] == "cuda"
+            and len(parts) == 3
+            and parts[1] == "atomic"
+            and parts[2] in CUDA_ATOMICS
+        )
+        or (parts[0] == "math" and len(parts) == 2 and parts[1] in MATH)
+    )
+
+
+def _indices(node: ast.Subscript) -> tuple[list[ast.expr], ast.expr]:
+    """The indices of a chain ``A[i][j]`` / ``A[i, j]`` in order, and what is subscripted."""
+    idx: list[ast.expr] = []
+    base: ast.expr = node
+    while isinstance(base, ast.Subscript):
+        sl = base.slice
+        if isinstance(sl, ast.Tuple):
+            idx[:0] = list(sl.elts)
+        else:
+            idx.insert(0, sl)
+        base = base.value
+    return idx, base
 
 
 def _is_array_decl(st) -> bool:
