@@ -182,89 +182,22 @@ class _Reader:
             stack.extend(ast.iter_child_nodes(node))
 
     def _top(self, stmt: ast.stmt) -> None:
+        """One module-level statement: kept (an import, a function, a constant) or set aside."""
         if isinstance(stmt, ast.Import):
             for a in stmt.names:
-                if a.name in MODULES:
-                    bound = a.asname or a.name.split(".")[0]
-                    target = a.name if a.asname else a.name.split(".")[0]
-                    self._bind(stmt, bound, f"alias:{target}")
-                    self.aliases[bound] = target
-                else:
-                    self._bind(stmt, a.asname or a.name.split(".")[0], "other")
+                if not self._keep_import(stmt, a):
                     self._note(stmt, f"import {a.name}")
             return
         if isinstance(stmt, ast.ImportFrom):
-            mod = stmt.module or ""
-            if mod not in MODULES or stmt.level:
-                self._bind_other(stmt)
-                self._note(stmt, f"from {'.' * stmt.level}{mod} import ...")
-                return
-            for a in stmt.names:
-                bound = a.asname or a.name
-                if a.name == "*":
-                    self._note(stmt, f"from {mod} import *")
-                elif a.name in TYPES:
-                    self._bind(stmt, bound, f"type:{a.name}")
-                    self.types[bound] = a.name
-                elif a.name == "cuda" and mod in ("numba", "vizmm_kernels._target"):
-                    self._bind(stmt, bound, "alias:numba.cuda")
-                    self.aliases[bound] = "numba.cuda"
-                elif f"{mod}.{a.name}" in MODULES:
-                    self._bind(stmt, bound, f"alias:{mod}.{a.name}")
-                    self.aliases[bound] = f"{mod}.{a.name}"
-                elif mod == "math" and a.name in MATH:
-                    self._bind(stmt, bound, f"alias:math.{a.name}")
-                    self.aliases[bound] = f"math.{a.name}"
-                elif mod == "numba.cuda" and a.name in CUDA_NAMES:
-                    self._bind(stmt, bound, f"alias:numba.cuda.{a.name}")
-                    self.aliases[bound] = f"numba.cuda.{a.name}"
-                else:
-                    self._bind(stmt, bound, "other")
-                    self._note(stmt, f"from {mod} import {a.name}")
+            self._top_import_from(stmt)
             return
         if isinstance(stmt, ast.FunctionDef):
-            kind = self._decorated(stmt)
-            if kind == "kernel":
-                self._bind(stmt, stmt.name, "kernel")
-                self.kernels[stmt.name] = stmt
-            elif kind == "device":
-                self._bind(stmt, stmt.name, "device")
-                self.device[stmt.name] = stmt
-            else:
-                self._bind(stmt, stmt.name, "plain")
-                self.plain[stmt.name] = stmt
-                self._note(stmt, f"function {_cut(stmt.name)} (not @cuda.jit)")
-            if len(self.kernels) + len(self.device) > MAX_FUNCTIONS:
-                raise KernelRejected(
-                    f"{self._where(stmt)}: the file defines more than {MAX_FUNCTIONS} kernels "
-                    "and device functions; a kernel file is a page"
-                )
+            self._top_function(stmt)
             return
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            value = stmt.value
-            if value is not None and all(isinstance(t, ast.Name) for t in targets):
-                names = [t.id for t in targets]  # type: ignore[attr-defined]
-                dunder = all(n.startswith("__") and n.endswith("__") for n in names)
-                typ = self._type_of(value)
-                if typ is not None and not dunder:
-                    for n in names:
-                        self._bind(stmt, n, f"type:{typ}")
-                        self.types[n] = typ
-                    return
-                try:
-                    v = self._const(value)
-                except _NotConstant:
-                    pass
-                else:
-                    if not dunder:  # __version__ = 1 is the module's, not the kernel's
-                        for n in names:
-                            self._bind(stmt, n, "constant")
-                            self.constants[n] = v
-                            self.constant_lines[n] = stmt.lineno
-                        return
-            self._bind_other(stmt)
-            self._note(stmt, f"assignment {ast.unparse(stmt)[:60]}")
+            if not self._top_constant(stmt):
+                self._bind_other(stmt)
+                self._note(stmt, f"assignment {ast.unparse(stmt)[:60]}")
             return
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
             return  # the module's docstring
@@ -273,6 +206,73 @@ class _Reader:
             return
         self._bind_other(stmt)
         self._note(stmt, f"a {type(stmt).__name__} statement at module level")
+
+    def _keep_import(self, stmt: ast.Import | ast.ImportFrom, a: ast.alias) -> bool:
+        """Bind what one imported name means; whether vizmm keeps it (an alias or a type)."""
+        bound, meaning = _import_meaning(stmt, a)
+        self._bind(stmt, bound, meaning)
+        kind, _, what = meaning.partition(":")
+        if kind == "type":
+            self.types[bound] = what
+        elif kind == "alias":
+            self.aliases[bound] = what
+        return kind != "other"
+
+    def _top_import_from(self, stmt: ast.ImportFrom) -> None:
+        mod = stmt.module or ""
+        if mod not in MODULES or stmt.level:
+            self._bind_other(stmt)
+            self._note(stmt, f"from {'.' * stmt.level}{mod} import ...")
+            return
+        for a in stmt.names:
+            if a.name == "*":
+                self._note(stmt, f"from {mod} import *")
+            elif not self._keep_import(stmt, a):
+                self._note(stmt, f"from {mod} import {a.name}")
+
+    def _top_function(self, stmt: ast.FunctionDef) -> None:
+        kind = self._decorated(stmt)
+        if kind == "kernel":
+            self._bind(stmt, stmt.name, "kernel")
+            self.kernels[stmt.name] = stmt
+        elif kind == "device":
+            self._bind(stmt, stmt.name, "device")
+            self.device[stmt.name] = stmt
+        else:
+            self._bind(stmt, stmt.name, "plain")
+            self.plain[stmt.name] = stmt
+            self._note(stmt, f"function {_cut(stmt.name)} (not @cuda.jit)")
+        if len(self.kernels) + len(self.device) > MAX_FUNCTIONS:
+            raise KernelRejected(
+                f"{self._where(stmt)}: the file defines more than {MAX_FUNCTIONS} kernels "
+                "and device functions; a kernel file is a page"
+            )
+
+    def _top_constant(self, stmt: ast.Assign | ast.AnnAssign) -> bool:
+        """Keep an assignment of a numeric type or a constant to names; whether it was kept."""
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        value = stmt.value
+        if value is None or not all(isinstance(t, ast.Name) for t in targets):
+            return False
+        names = [t.id for t in targets]  # type: ignore[attr-defined]
+        dunder = all(n.startswith("__") and n.endswith("__") for n in names)
+        typ = self._type_of(value)
+        if typ is not None and not dunder:
+            for n in names:
+                self._bind(stmt, n, f"type:{typ}")
+                self.types[n] = typ
+            return True
+        try:
+            v = self._const(value)
+        except _NotConstant:
+            return False
+        if dunder:  # __version__ = 1 is the module's, not the kernel's
+            return False
+        for n in names:
+            self._bind(stmt, n, "constant")
+            self.constants[n] = v
+            self.constant_lines[n] = stmt.lineno
+        return True
 
     # -- names
     def canonical(self, node) -> str | None:
