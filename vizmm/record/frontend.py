@@ -421,3 +421,15 @@ def _strip_annotations(fn: ast.FunctionDef) -> None:
             rest.annotation = None
     fn.returns = None
     fn.type_comment = None
+
+
+def _dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` for an attribute chain on a name (``cuda.threadIdx.x``), else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None

@@ -24,6 +24,7 @@ from .frontend import (
     KernelRejected,
     KernelSource,
     _cut,
+    _dotted,
     _show,
 )
 from .frontend_checker import _Checker
@@ -50,17 +51,6 @@ def _import_meaning(node: ast.Import | ast.ImportFrom, a: ast.alias) -> tuple[st
     if mod == "numba.cuda" and a.name in CUDA_NAMES:
         return bound, f"alias:numba.cuda.{a.name}"
     return bound, "other"
-
-
-def _dotted(node) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 class _Reader:

@@ -39,6 +39,8 @@ import dataclasses
 import itertools
 from collections.abc import Mapping
 
+from .frontend import _dotted
+
 __all__ = ["SimtKernel", "SimtUnsupported", "compile_kernel", "translate"]
 
 #: Helpers the rewritten kernel calls that touch memory or the log: given the mask.
@@ -127,17 +129,6 @@ def _call(name: str, args: list[ast.expr]) -> ast.Call:
 
 def _mask() -> list[ast.expr]:
     return [ast.Name("_qm", ast.Load()), ast.Name("_qX", ast.Load())]
-
-
-def _dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 class _Expr(ast.NodeTransformer):
