@@ -352,6 +352,7 @@ def read_source(
     Returns
     -------
     KernelSource
+        The kernel as :func:`read_kernel` reads it from a file.
 
     Raises
     ------

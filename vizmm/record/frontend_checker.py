@@ -389,22 +389,20 @@ class _Checker:
         """Add an array's bytes to the block's shared memory or the thread's local arrays."""
         if c == "cuda.shared.array":
             self.shared_bytes += nbytes
-            if self.shared_bytes > MAX_SHARED_BYTES:
-                raise self.fail(
-                    call,
-                    f"the shared array {what} takes {nbytes} bytes, "
-                    f"{self.shared_bytes} with the block's other shared arrays; a block "
-                    f"declares at most {MAX_SHARED_BYTES} bytes (48 KiB) of shared memory",
-                )
+            total, limit = self.shared_bytes, MAX_SHARED_BYTES
+            words = (
+                f"the shared array {what} takes {nbytes} bytes, {total} with the block's other "
+                f"shared arrays; a block declares at most {limit} bytes (48 KiB) of shared memory"
+            )
         else:
             self.local_bytes += nbytes
-            if self.local_bytes > MAX_LOCAL_BYTES:
-                raise self.fail(
-                    call,
-                    f"the local array {what} takes {nbytes} bytes, "
-                    f"{self.local_bytes} with the thread's other local arrays; a thread's local "
-                    f"arrays take at most {MAX_LOCAL_BYTES} bytes",
-                )
+            total, limit = self.local_bytes, MAX_LOCAL_BYTES
+            words = (
+                f"the local array {what} takes {nbytes} bytes, {total} with the thread's other "
+                f"local arrays; a thread's local arrays take at most {limit} bytes"
+            )
+        if total > limit:
+            raise self.fail(call, words)
 
     # -- expressions
     def subscript(self, node: ast.Subscript, scope: _Scope) -> ast.Subscript:
