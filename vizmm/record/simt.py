@@ -945,29 +945,8 @@ def _s_store2(
     S, r, c, v, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cnt, cap, t, ep, acc, m, X
 ):
     inb = _g_ok2(S, r, c, m, X)
-    _s_store_at(
-        S,
-        r * S.shape[1] + c,
-        inb,
-        v,
-        r,
-        c,
-        sh,
-        off,
-        ok,
-        tag,
-        sa,
-        si,
-        sr,
-        sc,
-        aid,
-        ln,
-        t,
-        ep,
-        acc,
-        m,
-        X,
-    )
+    flat = r * S.shape[1] + c
+    _s_store_at(S, flat, inb, v, r, c, sh, off, ok, tag, sa, si, sr, sc, aid, ln, t, ep, acc, m, X)
 
 
 def _zfill(zf, bid, n, zph, aid, narr, m, X):
