@@ -1376,6 +1376,19 @@ class _Rewriter:
         return None
 
     def stmt(self, stmt: ast.stmt, top=False) -> list[ast.stmt]:
+        for step in (self._marker, self._noted, self._assignment, self._control):
+            got = step(stmt, top)
+            if got is not None:
+                return got
+        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef, ast.With, ast.Try)):
+            raise InstrumentError(
+                f"line {stmt.lineno}: a {type(stmt).__name__} statement cannot be instrumented "
+                "in a kernel"
+            )
+        return [self.expr(stmt)]
+
+    def _marker(self, stmt: ast.stmt, top: bool) -> list[ast.stmt] | None:
+        """A shared array's declaration, a barrier or a return; None: none of them."""
         decl = self._shared_decl(stmt)
         if decl is not None:
             if not top:
@@ -1389,12 +1402,18 @@ class _Rewriter:
             return self.barrier(stmt.lineno)
         if isinstance(stmt, ast.Return):
             return [*self.end(stmt.lineno), ast.Return(value=None)]
+        return None
+
+    def _noted(self, stmt: ast.stmt, top: bool) -> list[ast.stmt] | None:
+        """A statement with provenance events (recording terms) or an atomic; None: not one."""
         if self.terms:
-            got = self.provenance(stmt, top)
-            if got is not None:
-                return got
-        elif isinstance(stmt, ast.Expr) and _atomic(stmt.value) and not self.lean:
+            return self.provenance(stmt, top)
+        if isinstance(stmt, ast.Expr) and _atomic(stmt.value) and not self.lean:
             return self.atomic(cast(ast.Call, stmt.value), stmt.lineno, None)
+        return None
+
+    def _assignment(self, stmt: ast.stmt, top: bool) -> list[ast.stmt] | None:
+        """A store into an array element (``=`` or ``op=``) or the accumulator's start."""
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             target = stmt.targets[0]
             if isinstance(target, ast.Subscript) and _name(target.value) in self.ids:
@@ -1422,27 +1441,12 @@ class _Rewriter:
                 f"line {stmt.lineno}: store into one array element per statement "
                 f"({ast.unparse(stmt)})"
             )
+        return None
+
+    def _control(self, stmt: ast.stmt, top: bool) -> list[ast.stmt] | None:
+        """An ``if``, ``for`` or ``while`` with its bodies rewritten; None: not one."""
         if isinstance(stmt, ast.If):
-            copy = self._copy_of(stmt.body)
-            test = self.expr(stmt.test)
-            body = self.body(stmt.body)
-            orelse: list[ast.stmt] = []
-            if stmt.orelse:
-                other = stmt.orelse
-                if (
-                    copy is not None
-                    and len(other) == 1
-                    and isinstance(other[0], ast.Assign)
-                    and len(other[0].targets) == 1
-                    and isinstance(other[0].targets[0], ast.Subscript)
-                    and ast.unparse(other[0].targets[0]) == ast.unparse(copy.targets[0])
-                ):
-                    orelse = self.store(
-                        other[0].targets[0], other[0].value, other[0].lineno, guard=copy.value
-                    )
-                else:
-                    orelse = self.body(other)
-            return [ast.If(test=test, body=body, orelse=orelse)]
+            return [self._if(stmt)]
         if isinstance(stmt, ast.For):
             return [
                 ast.For(
@@ -1461,12 +1465,30 @@ class _Rewriter:
                     orelse=self.body(stmt.orelse) if stmt.orelse else [],
                 )
             ]
-        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef, ast.With, ast.Try)):
-            raise InstrumentError(
-                f"line {stmt.lineno}: a {type(stmt).__name__} statement cannot be instrumented "
-                "in a kernel"
+        return None
+
+    def _if(self, stmt: ast.If) -> ast.If:
+        """An ``if``: a guarded copy's ``else`` store (Fig. 5.13's zero) logged as that copy's."""
+        copy = self._copy_of(stmt.body)
+        test = self.expr(stmt.test)
+        body = self.body(stmt.body)
+        orelse: list[ast.stmt] = []
+        other = stmt.orelse
+        if (
+            other
+            and copy is not None
+            and len(other) == 1
+            and isinstance(other[0], ast.Assign)
+            and len(other[0].targets) == 1
+            and isinstance(other[0].targets[0], ast.Subscript)
+            and ast.unparse(other[0].targets[0]) == ast.unparse(copy.targets[0])
+        ):
+            orelse = self.store(
+                other[0].targets[0], other[0].value, other[0].lineno, guard=copy.value
             )
-        return [self.expr(stmt)]
+        elif other:
+            orelse = self.body(other)
+        return ast.If(test=test, body=body, orelse=orelse)
 
     # ------------------------------------------------------------- whole
     def rewrite(self) -> ast.FunctionDef:
