@@ -661,6 +661,53 @@ def _products(node) -> list | None:
     return out
 
 
+def _global_arrays(fn: ast.FunctionDef, params: list, first_arrays: int):
+    """The kernel's array parameters, in order: those it subscripts or an atomic touches.
+
+    Returns the arrays, the arrays only an atomic touches (name -> its index
+    expression: split-k into P) and the first ``first_arrays`` parameters that
+    the kernel never indexes (a matmul kernel's M, N and P are arrays even
+    where one is never read or stored: its log names them all).
+    """
+    subscripted = {
+        _name(n.value)
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Subscript) and _name(n.value) is not None
+    }
+    atomics = {
+        _name(n.args[0]): n.args[1]
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Call)
+        and _atomic(n)
+        and len(n.args) >= 2
+        and _name(n.args[0]) is not None
+    }
+    subscripted |= set(atomics)
+    unindexed = set(params[:first_arrays]) - subscripted
+    subscripted |= unindexed
+    return [p for p in params if p in subscripted], atomics, unindexed
+
+
+def _global_ndim(fn: ast.FunctionDef, g: str, atomics: dict, unindexed: set) -> int:
+    """How many subscripts global array ``g`` takes (1 or 2, the same everywhere)."""
+    ndims = {
+        len(n.slice.elts) if isinstance(n.slice, ast.Tuple) else 1
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Subscript) and _name(n.value) == g
+    }
+    if g in atomics:
+        index = atomics[g]
+        ndims.add(len(index.elts) if isinstance(index, ast.Tuple) else 1)
+    if g in unindexed:
+        ndims = {1}
+    if len(ndims) != 1 or next(iter(ndims)) > 2:
+        raise InstrumentError(
+            f"array {g!r} is indexed with {sorted(ndims)} subscripts; the instrumenter "
+            "takes 1-D (M[i]) and 2-D (M[r, c]) arrays, each always the same way"
+        )
+    return next(iter(ndims))
+
+
 class _Rewriter:
     """Rewrites one kernel's body (see the module docstring)."""
 
@@ -684,26 +731,8 @@ class _Rewriter:
         self.shared_loads = shared_loads
         self.ns = namespace
         self.params = [a.arg for a in fn.args.args]
-        subscripted = {
-            _name(n.value)
-            for n in ast.walk(fn)
-            if isinstance(n, ast.Subscript) and _name(n.value) is not None
-        }
-        atomics = {  # arrays only an atomic touches (split-k into P): name -> its index
-            _name(n.args[0]): n.args[1]
-            for n in ast.walk(fn)
-            if isinstance(n, ast.Call)
-            and _atomic(n)
-            and len(n.args) >= 2
-            and _name(n.args[0]) is not None
-        }
-        subscripted |= set(atomics)
-        # a matmul kernel's M, N and P are arrays even where the kernel never indexes one
-        # (a kernel that reads nothing, or never stores P): its log names them all
-        unindexed = set(self.params[:first_arrays]) - subscripted
-        subscripted |= unindexed
-        self.globals = [p for p in self.params if p in subscripted]
-        self.scalars = [p for p in self.params if p not in subscripted]
+        self.globals, atomics, unindexed = _global_arrays(fn, self.params, first_arrays)
+        self.scalars = [p for p in self.params if p not in self.globals]
         self.constants = {
             k
             for k, v in namespace.items()
@@ -712,22 +741,7 @@ class _Rewriter:
         self.arrays: list[ArrayInfo] = []
         self.ids: dict[str, int] = {}
         for g in self.globals:
-            ndims = {
-                len(n.slice.elts) if isinstance(n.slice, ast.Tuple) else 1
-                for n in ast.walk(fn)
-                if isinstance(n, ast.Subscript) and _name(n.value) == g
-            }
-            if g in atomics:
-                index = atomics[g]
-                ndims.add(len(index.elts) if isinstance(index, ast.Tuple) else 1)
-            if g in unindexed:
-                ndims = {1}
-            if len(ndims) != 1 or next(iter(ndims)) > 2:
-                raise InstrumentError(
-                    f"array {g!r} is indexed with {sorted(ndims)} subscripts; the instrumenter "
-                    "takes 1-D (M[i]) and 2-D (M[r, c]) arrays, each always the same way"
-                )
-            self._add(ArrayInfo(g, "global", next(iter(ndims))))
+            self._add(ArrayInfo(g, "global", _global_ndim(fn, g, atomics, unindexed)))
         if len(self.globals) > D.TAG_ARRAYS:
             raise InstrumentError(f"at most {D.TAG_ARRAYS} global array arguments can be traced")
         self.dynamic_shared = dynamic_shared
@@ -1196,120 +1210,149 @@ class _Rewriter:
     def store(self, target: ast.Subscript, value, lineno, guard=None) -> list[ast.stmt]:
         """The statements for ``target = value`` (``guard``: the If's copy, for a zero-fill)."""
         name = cast(ast.Name, target.value).id  # the callers checked: a known array's name
+        if name not in self.shared:  # a global store (P)
+            return self._global_store(target, value, lineno)
+        g = _name(value.value) if isinstance(value, ast.Subscript) else None
+        dynamic_zero = ""
+        if isinstance(value, ast.Subscript) and g in self.globals:
+            pre, v, ok, src = self._tile_load(name, value, lineno)
+        elif self.terms and not (
+            isinstance(value, ast.Constant) or (isinstance(_uncast(value), ast.Constant))
+        ):
+            pre, v, ok, src = self._tagged_value(value)
+            dynamic_zero = src[0]
+        else:
+            pre, v, ok, src = (
+                [],
+                ast.unparse(self.expr(value)),
+                "True",
+                self._value_source(value, guard),
+            )
+        out = pre + _stmts(self._shared_store_call(target, v, ok, src, lineno))
+        if src[0] == str(D.TAG_ZERO):  # a zero-fill: counted for every block
+            out += _stmts(f"zfill(_zf, _bid, _nst_{name}, _zph, {self.ids[name]}, _NARR)")
+        elif dynamic_zero:  # a conditional expression's zero
+            out += _stmts(
+                f"if {dynamic_zero} == {D.TAG_ZERO}:\n"
+                f"    zfill(_zf, _bid, _nst_{name}, _zph, {self.ids[name]}, _NARR)"
+            )
+        return out + _stmts(f"_nst_{name} += 1")
+
+    def _global_store(self, target: ast.Subscript, value, lineno) -> list[ast.stmt]:
+        """A store into a global array (P): logged, or in the lean variant only performed."""
+        name = cast(ast.Name, target.value).id
         aid = self.ids[name]
         idx, (row, col) = self._index_parts(target)
-        acc = self._acc()
-        if name not in self.shared:  # a global store (P)
-            v = ast.unparse(self.expr(value))
-            if self.lean:
-                if len(idx) == 2:
-                    return _stmts(f"lg_store2({name}, {idx[0]}, {idx[1]}, {v})")
-                return _stmts(f"lg_store({name}, {idx[0]}, {v})")
+        v = ast.unparse(self.expr(value))
+        if self.lean:
             if len(idx) == 2:
-                return _stmts(
-                    f"g_store2({name}, {idx[0]}, {idx[1]}, {v}, {aid}, {lineno}, {_LOG}, {acc})"
-                )
+                return _stmts(f"lg_store2({name}, {idx[0]}, {idx[1]}, {v})")
+            return _stmts(f"lg_store({name}, {idx[0]}, {v})")
+        acc = self._acc()
+        if len(idx) == 2:
             return _stmts(
-                f"g_store({name}, {idx[0]}, {v}, {row}, {col}, {aid}, {lineno}, {_LOG}, {acc})"
+                f"g_store2({name}, {idx[0]}, {idx[1]}, {v}, {aid}, {lineno}, {_LOG}, {acc})"
             )
-        s = self.shared[name]
-        pre: list[ast.stmt] = []
-        ok = "True"
-        no = str(D.NO_INDEX)
-        src = (str(D.TAG_COMPUTED), "-1", "-1", no, no)  # tag, arr, idx, row, col
-        dynamic_zero = ""
-        g = _name(value.value) if isinstance(value, ast.Subscript) else None
-        copy = value if isinstance(value, ast.Subscript) and g in self.globals else None
-        if copy is not None and g is not None:
-            self.copies.setdefault(name, set()).add(g)
-            gidx, (grow, gcol) = self._index_parts(copy)
-            n = next(self.tmp)
-            gid = self.ids[g]
-            if self.lean:
-                if len(gidx) == 2:
-                    pre = _stmts(
-                        f"_ok{n} = g_ok2({g}, {gidx[0]}, {gidx[1]})\n"
-                        f"_v{n} = lg_load2({g}, {gidx[0]}, {gidx[1]}, _reads_{g}, _ZERO_{g})"
-                    )
-                else:
-                    pre = _stmts(
-                        f"_i{n} = {gidx[0]}\n"
-                        f"_ok{n} = g_ok({g}, _i{n})\n"
-                        f"_v{n} = lg_load({g}, _i{n}, _reads_{g}, _ZERO_{g})"
-                    )
-            elif len(gidx) == 2:
+        return _stmts(
+            f"g_store({name}, {idx[0]}, {v}, {row}, {col}, {aid}, {lineno}, {_LOG}, {acc})"
+        )
+
+    def _tile_load(self, name: str, copy: ast.Subscript, lineno) -> tuple:
+        """A global element copied into shared array ``name`` (a tile load, Fig. 5.9 lines 9-10).
+
+        Returns the statements loading it, the value's and the in-bounds flag's
+        names, and the store's source (tag, array, flat index, row, col).
+        """
+        g = cast(ast.Name, copy.value).id
+        self.copies.setdefault(name, set()).add(g)
+        gidx, (grow, gcol) = self._index_parts(copy)
+        n = next(self.tmp)
+        gid = self.ids[g]
+        acc = self._acc()
+        if self.lean:
+            if len(gidx) == 2:
                 pre = _stmts(
-                    f"_i{n} = ({gidx[0]}) * {g}.shape[1] + ({gidx[1]})\n"
                     f"_ok{n} = g_ok2({g}, {gidx[0]}, {gidx[1]})\n"
-                    f"_v{n} = g_load2({g}, {gidx[0]}, {gidx[1]}, {gid}, {lineno}, _reads_{g}, "
-                    f"_ZERO_{g}, {_LOG}, {acc})"
+                    f"_v{n} = lg_load2({g}, {gidx[0]}, {gidx[1]}, _reads_{g}, _ZERO_{g})"
                 )
-                grow, gcol = gidx
             else:
                 pre = _stmts(
                     f"_i{n} = {gidx[0]}\n"
                     f"_ok{n} = g_ok({g}, _i{n})\n"
-                    f"_v{n} = g_load({g}, _i{n}, {grow}, {gcol}, {gid}, {lineno}, _reads_{g}, "
-                    f"_ZERO_{g}, {_LOG}, {acc})"
+                    f"_v{n} = lg_load({g}, _i{n}, _reads_{g}, _ZERO_{g})"
                 )
-            v = f"_v{n}"
-            ok = f"_ok{n}"
-            src = (f"_i{n} * {D.TAG_ARRAYS} + {gid}", str(gid), f"_i{n}", grow, gcol)
-        elif self.terms and not (
-            isinstance(value, ast.Constant) or (isinstance(_uncast(value), ast.Constant))
-        ):
-            n = next(self.tmp)
-            pre = _stmts(f"_tg{n} = {self.tag_of(value)}")
-            v = ast.unparse(self.expr(value))
-            src = (
-                f"_tg{n}",
-                f"(_tg{n} % {D.TAG_ARRAYS} if _tg{n} >= 0 else -1)",
-                f"(_tg{n} // {D.TAG_ARRAYS} if _tg{n} >= 0 else -1)",
-                no,
-                no,
+        elif len(gidx) == 2:
+            pre = _stmts(
+                f"_i{n} = ({gidx[0]}) * {g}.shape[1] + ({gidx[1]})\n"
+                f"_ok{n} = g_ok2({g}, {gidx[0]}, {gidx[1]})\n"
+                f"_v{n} = g_load2({g}, {gidx[0]}, {gidx[1]}, {gid}, {lineno}, _reads_{g}, "
+                f"_ZERO_{g}, {_LOG}, {acc})"
             )
-            dynamic_zero = f"_tg{n}"
+            grow, gcol = gidx
         else:
-            v = ast.unparse(self.expr(value))
-            if not _has_array_access(value, self.ids) and not any(
-                isinstance(x, ast.Name) and x.id not in self.ns for x in ast.walk(value)
-            ):
-                src = (str(D.TAG_ZERO), "-1", "-1", no, no)  # a constant (the zero-fill)
-                if guard is not None:
-                    g = guard.value.id
-                    gidx, (grow, gcol) = self._index_parts(guard)
-                    if len(gidx) == 2:
-                        grow, gcol = gidx
-                        flat = f"({gidx[0]}) * {g}.shape[1] + ({gidx[1]})"
-                    else:
-                        flat = gidx[0]
-                    src = (str(D.TAG_ZERO), str(self.ids[g]), flat, grow, gcol)
-        tag, sa, si, sr, sc = src
+            pre = _stmts(
+                f"_i{n} = {gidx[0]}\n"
+                f"_ok{n} = g_ok({g}, _i{n})\n"
+                f"_v{n} = g_load({g}, _i{n}, {grow}, {gcol}, {gid}, {lineno}, _reads_{g}, "
+                f"_ZERO_{g}, {_LOG}, {acc})"
+            )
+        src = (f"_i{n} * {D.TAG_ARRAYS} + {gid}", str(gid), f"_i{n}", grow, gcol)
+        return pre, f"_v{n}", f"_ok{n}", src
+
+    def _tagged_value(self, value) -> tuple:
+        """A computed value stored into shared memory, its provenance tag carried (check)."""
+        n = next(self.tmp)
+        no = str(D.NO_INDEX)
+        pre = _stmts(f"_tg{n} = {self.tag_of(value)}")
+        v = ast.unparse(self.expr(value))
+        src = (
+            f"_tg{n}",
+            f"(_tg{n} % {D.TAG_ARRAYS} if _tg{n} >= 0 else -1)",
+            f"(_tg{n} // {D.TAG_ARRAYS} if _tg{n} >= 0 else -1)",
+            no,
+            no,
+        )
+        return pre, v, "True", src
+
+    def _value_source(self, value, guard) -> tuple:
+        """The source of a computed value stored into shared memory: a zero-fill's or none."""
+        no = str(D.NO_INDEX)
+        if _has_array_access(value, self.ids) or any(
+            isinstance(x, ast.Name) and x.id not in self.ns for x in ast.walk(value)
+        ):
+            return (str(D.TAG_COMPUTED), "-1", "-1", no, no)
+        if guard is None:
+            return (str(D.TAG_ZERO), "-1", "-1", no, no)  # a constant (the zero-fill)
+        g = guard.value.id
+        gidx, (grow, gcol) = self._index_parts(guard)
+        if len(gidx) == 2:
+            grow, gcol = gidx
+            flat = f"({gidx[0]}) * {g}.shape[1] + ({gidx[1]})"
+        else:
+            flat = gidx[0]
+        return (str(D.TAG_ZERO), str(self.ids[g]), flat, grow, gcol)
+
+    def _shared_store_call(self, target: ast.Subscript, v: str, ok: str, src: tuple, lineno) -> str:
+        """The helper call storing ``v`` into a shared element, logged with its source."""
+        name = cast(ast.Name, target.value).id
+        idx, (row, col) = self._index_parts(target)
         if self.lean:
-            call = (
+            return (
                 f"ls_store2({name}, {idx[0]}, {idx[1]}, {v}, {ok})"
                 if len(idx) == 2
                 else f"ls_store({name}, {idx[0]}, {v}, {ok})"
             )
-        elif len(idx) == 2:
-            call = (
+        s, aid, acc = self.shared[name], self.ids[name], self._acc()
+        tag, sa, si, sr, sc = src
+        if len(idx) == 2:
+            return (
                 f"s_store2({name}, {idx[0]}, {idx[1]}, {v}, {s['shadow']}, {s['off']}, {ok}, "
                 f"{tag}, {sa}, {si}, {sr}, {sc}, {aid}, {lineno}, {_LOG}, {acc})"
             )
-        else:
-            call = (
-                f"s_store({name}, {idx[0]}, {v}, {row}, {col}, {s['shadow']}, {s['off']}, {ok}, "
-                f"{tag}, {sa}, {si}, {sr}, {sc}, {aid}, {lineno}, {_LOG}, {acc})"
-            )
-        out = pre + _stmts(call)
-        if tag == str(D.TAG_ZERO):  # a zero-fill: counted for every block
-            out += _stmts(f"zfill(_zf, _bid, _nst_{name}, _zph, {aid}, _NARR)")
-        elif dynamic_zero:  # a conditional expression's zero
-            out += _stmts(
-                f"if {dynamic_zero} == {D.TAG_ZERO}:\n"
-                f"    zfill(_zf, _bid, _nst_{name}, _zph, {aid}, _NARR)"
-            )
-        return out + _stmts(f"_nst_{name} += 1")
+        return (
+            f"s_store({name}, {idx[0]}, {v}, {row}, {col}, {s['shadow']}, {s['off']}, {ok}, "
+            f"{tag}, {sa}, {si}, {sr}, {sc}, {aid}, {lineno}, {_LOG}, {acc})"
+        )
 
     def barrier(self, lineno) -> list[ast.stmt]:
         if self.lean:
