@@ -1535,10 +1535,40 @@ class _Rewriter:
 
     # ------------------------------------------------------------- whole
     def rewrite(self) -> ast.FunctionDef:
+        """The kernel rewritten: its body's statements logged, its prologue and its arguments."""
         fn = self.fn
         body = self.body(fn.body, top=True)
-        nshared = [s for s in self.shared.values() if not s.get("section")]
-        # Where the last declaration of a shared array is: the shadows' stamp goes after it.
+        last = self._after_shared_declarations(body)
+        stamp, clock = self._stamp_and_clock()
+        head, prologue, extra = self._prologue()
+        extra += [f"_reads_{g}" for g in self.globals]
+        last_line = max((getattr(n, "lineno", 0) for n in ast.walk(fn)), default=0)
+        tail = [] if body and isinstance(body[-1], ast.Return) else self.end(last_line)
+        new_body = head + body[:last] + prologue + clock + stamp + body[last:] + tail
+        args = ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(arg=a) for a in (*self.params, *extra)],
+            kwonlyargs=[],
+            kw_defaults=[],
+            defaults=[],
+        )
+        if sys.version_info >= (3, 12):  # type parameters (PEP 695): none
+            new = ast.FunctionDef(
+                name=fn.name,
+                args=args,
+                body=new_body,
+                decorator_list=[],
+                returns=None,
+                type_params=[],
+            )
+        else:
+            new = ast.FunctionDef(
+                name=fn.name, args=args, body=new_body, decorator_list=[], returns=None
+            )
+        return ast.fix_missing_locations(new)
+
+    def _after_shared_declarations(self, body: list[ast.stmt]) -> int:
+        """Where the last declaration of a shared array is: the shadows' stamp goes after it."""
         last = 0
         for i, stmt in enumerate(body):
             if isinstance(stmt, ast.Assign) and _is_call_to(stmt.value, "shared.array"):
@@ -1550,6 +1580,11 @@ class _Rewriter:
                 and isinstance(stmt.value.slice, ast.Slice)
             ):
                 last = i + 1
+        return last
+
+    def _stamp_and_clock(self) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """The shadows' stamp (tags of shared loads) and the block's clock in shared memory."""
+        nshared = [s for s in self.shared.values() if not s.get("section")]
         stamp: list[ast.stmt] = []
         for s in nshared if self.shared_loads and not self.lean else ():  # tags: shared loads
             stamp += _stmts(
@@ -1567,6 +1602,14 @@ class _Rewriter:
             stamp += _stmts(
                 "cuda.syncthreads()  # the shadows and the clock are set before any access"
             )
+        return stamp, clock
+
+    def _prologue(self) -> tuple[list[ast.stmt], list[ast.stmt], list[str]]:
+        """What the rewrite adds: statements before the body, after the declarations, and arguments.
+
+        The head picks the block this thread plays; the prologue sets the
+        thread's place in the log; the arguments follow the kernel's own.
+        """
         counters = "".join(f"_nst_{name} = 0\n" for name in self.shared)
         if self.lean:
             head: list[ast.stmt] = []
@@ -1621,31 +1664,7 @@ class _Rewriter:
                 "_gdx",
                 "_gdy",
             ]
-        extra += [f"_reads_{g}" for g in self.globals]
-        last_line = max((getattr(n, "lineno", 0) for n in ast.walk(fn)), default=0)
-        tail = [] if body and isinstance(body[-1], ast.Return) else self.end(last_line)
-        new_body = head + body[:last] + prologue + clock + stamp + body[last:] + tail
-        args = ast.arguments(
-            posonlyargs=[],
-            args=[ast.arg(arg=a) for a in (*self.params, *extra)],
-            kwonlyargs=[],
-            kw_defaults=[],
-            defaults=[],
-        )
-        if sys.version_info >= (3, 12):  # type parameters (PEP 695): none
-            new = ast.FunctionDef(
-                name=fn.name,
-                args=args,
-                body=new_body,
-                decorator_list=[],
-                returns=None,
-                type_params=[],
-            )
-        else:
-            new = ast.FunctionDef(
-                name=fn.name, args=args, body=new_body, decorator_list=[], returns=None
-            )
-        return ast.fix_missing_locations(new)
+        return head, prologue, extra
 
 
 def _np_dtype(text: str, ns: dict):
