@@ -30,13 +30,14 @@ leave stale data the trace cannot know).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import cached_property
 
 import numpy as np
 
 from ..analysis.transactions import memory_transactions
 from ..trace import TILED_KERNELS, Trace, ceil_div
-from .frame import ASPECT_FIELDS, ASPECTS, Frame
+from .frame import ASPECT_FIELDS, ASPECTS, AspectNotComputed, Frame, NotComputed
 from .frame_aspects import frame_fields
 from .frame_lab import SlotFound, block_lab
 from .frame_memory import arrival_ranks, per_phase
@@ -65,6 +66,8 @@ __all__ = [
     "SlotFound",
     "ASPECTS",
     "ASPECT_FIELDS",
+    "AspectNotComputed",
+    "NotComputed",
     "GRANULARITIES",
     "ORDERS",
     "NAIVE_REFUSAL",
@@ -370,18 +373,28 @@ class Replay:
         return block_lab(self)
 
     # ----------------------------------------------------------------- frame
-    def frame(self, index: int) -> Frame:
+    def frame(self, index: int, aspects: Iterable[str] | None = None) -> Frame:
         """The :class:`Frame` of step ``index`` (0 to ``len(self) - 1``).
 
         Parameters
         ----------
         index : int
             A step number, 0 to ``len(self) - 1``.
+        aspects : iterable of str, optional
+            The aspects to make (keys of :data:`~vizmm.replay.frame.ASPECT_FIELDS`:
+            ``caption``, ``slots``, ``threads``, ``matrices``, ``focus``,
+            ``counters``, ``source``, ``table``, ``lab``, ``transactions``);
+            None (the default): all of them. The fields of the others hold
+            :class:`~vizmm.replay.frame.NotComputed` sentinels, which raise
+            on use. Each aspect made is kept on the trace under the frame's
+            key, so asking again (for it, or a frame with more aspects) is free.
 
         Raises
         ------
         IndexError
             When ``index`` is out of range.
+        ValueError
+            For an unknown aspect name.
         """
         n = len(self.steps)
         if not -n <= index < n:
@@ -408,7 +421,7 @@ class Replay:
             focus=self.focus,
             drop_barrier=self.drop_barrier,
             key=key,
-            **frame_fields(self, index),
+            **frame_fields(self, index, key, aspects),
         )
 
     def first_wrong_read(self) -> int | None:
@@ -421,7 +434,13 @@ class Replay:
                 return i
         return None
 
-    def frames(self):
-        """Iterate over all frames in order."""
+    def frames(self, aspects: Iterable[str] | None = None):
+        """Iterate over all frames in order (each with ``aspects``, as :meth:`frame`).
+
+        Parameters
+        ----------
+        aspects : iterable of str, optional
+            The aspects to make; None: all.
+        """
         for i in range(len(self.steps)):
-            yield self.frame(i)
+            yield self.frame(i, aspects)

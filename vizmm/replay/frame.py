@@ -2,14 +2,17 @@
 
 :class:`Frame` is what every renderer draws (codes and arrays, no colours).
 Its fields fall into aspects (:data:`ASPECT_FIELDS`), each made by one
-function of the replay (:mod:`vizmm.replay.frame_aspects`).
+function of the replay (:mod:`vizmm.replay.frame_aspects`), so that a page
+makes only what it shows: ``Replay.frame(i, aspects={"caption", "slots"})``.
+A field whose aspect was not asked for holds a :class:`NotComputed`
+sentinel, which raises :class:`AspectNotComputed` on any use.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     import numpy as np
@@ -24,6 +27,8 @@ __all__ = [
     "ASPECTS",
     "ASPECT_FIELDS",
     "BASE_FIELDS",
+    "AspectNotComputed",
+    "NotComputed",
 ]
 
 #: Fields every frame holds, whatever aspects were asked for (``finding`` is
@@ -107,6 +112,55 @@ ASPECT_FIELDS: dict[str, tuple[str, ...]] = {
 ASPECTS: tuple[str, ...] = tuple(ASPECT_FIELDS)
 
 
+class AspectNotComputed(RuntimeError):
+    """A field of a frame was used whose aspect the frame was not made with."""
+
+
+class NotComputed:
+    """What a field of a :class:`Frame` holds when its aspect was not asked for.
+
+    Any use but ``is``, ``isinstance`` and ``repr`` raises
+    :class:`AspectNotComputed`, naming the field and the aspect to ask for.
+
+    Parameters
+    ----------
+    field : str
+        The field of :class:`Frame`.
+    aspect : str
+        Its aspect (a key of :data:`ASPECT_FIELDS`).
+    """
+
+    __slots__ = ("field", "aspect")
+
+    def __init__(self, field: str, aspect: str):
+        object.__setattr__(self, "field", field)
+        object.__setattr__(self, "aspect", aspect)
+
+    def _fail(self, *_args, **_kwargs) -> NoReturn:
+        raise AspectNotComputed(
+            f"Frame.{self.field} was not computed: make the frame with its aspect "
+            f"{self.aspect!r} (Replay.frame(i, aspects={{..., {self.aspect!r}}}))"
+        )
+
+    def __getattr__(self, name: str) -> NoReturn:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)  # Python's own protocols (copy, pickle) look them up
+        self._fail()
+
+    def __repr__(self) -> str:
+        return f"NotComputed({self.field!r}, {self.aspect!r})"
+
+    def __reduce__(self):
+        return (NotComputed, (self.field, self.aspect))
+
+    __hash__ = object.__hash__
+    __bool__ = __len__ = __iter__ = __contains__ = __getitem__ = __call__ = _fail
+    __str__ = __format__ = __int__ = __float__ = __index__ = __array__ = _fail
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _fail
+    __truediv__ = __rtruediv__ = __and__ = __rand__ = __or__ = __ror__ = __neg__ = _fail
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Frame:
     """What the block is doing at one step (neutral: codes and arrays, no colours).
@@ -117,9 +171,14 @@ class Frame:
 
     A frame is made of aspects (:data:`ASPECT_FIELDS`: ``caption``, ``slots``,
     ``threads``, ``matrices``, ``focus``, ``counters``, ``source``, ``table``,
-    ``lab``, ``transactions``), each a group of the fields below made by one
-    function (:mod:`vizmm.replay.frame_aspects`); the fields of
-    :data:`BASE_FIELDS` are the replay's own.
+    ``lab``, ``transactions``), each a group of the fields below; the fields
+    of :data:`BASE_FIELDS` are always there. ``Replay.frame(i, aspects=...)``
+    makes only the aspects asked for: every field of the others holds a
+    :class:`NotComputed` sentinel, which raises :class:`AspectNotComputed` on
+    any use (truth, length, iteration, indexing, arithmetic, comparison,
+    formatting, an attribute, ``numpy.asarray``), so that a view drawn
+    without its aspect fails at once instead of drawing stale data.
+    :meth:`has` says whether an aspect was made.
 
     Attributes
     ----------
@@ -366,3 +425,26 @@ class Frame:
         """
         valid = int(self.thread_valid.sum())
         return 2.0 * valid * self.terms_loaded / self.loads_so_far if self.loads_so_far else 0.0
+
+    def has(self, aspect: str) -> bool:
+        """Whether this frame holds ``aspect`` (a key of :data:`ASPECT_FIELDS`).
+
+        Parameters
+        ----------
+        aspect : str
+            An aspect name.
+
+        Raises
+        ------
+        ValueError
+            For a name that is not an aspect.
+        """
+        fields = ASPECT_FIELDS.get(aspect)
+        if fields is None:
+            raise ValueError(f"unknown aspect {aspect!r}; the aspects are {', '.join(ASPECTS)}")
+        return not any(isinstance(getattr(self, f), NotComputed) for f in fields)
+
+    @property
+    def aspects(self) -> frozenset[str]:
+        """The aspects this frame holds (all of :data:`ASPECTS` for ``Replay.frame(i)``)."""
+        return frozenset(a for a in ASPECTS if self.has(a))

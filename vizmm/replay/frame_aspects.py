@@ -1,43 +1,62 @@
-"""How a frame is made, aspect by aspect.
+"""How a frame is made, aspect by aspect, each kept under the frame's key.
 
 :data:`MAKERS` gives, for each aspect of :data:`~vizmm.replay.frame.ASPECT_FIELDS`,
 the function that makes its fields for one step (``maker(replay, at)`` returns
-a dict of those fields; ``at.need(name)`` gives another aspect, made once per
-frame). :func:`frame_fields` makes them all.
+a dict of those fields; ``at.need(name)`` gives another aspect, made once).
+:func:`frame_fields` makes the aspects a caller asks for and fills the other
+fields with :class:`~vizmm.replay.frame.NotComputed` sentinels.
+
+What is made is kept on the trace (:func:`vizmm.trace.derived.kept`: it goes
+with the trace) under ``(frame key, aspect)``, the key of
+:attr:`Frame.key <vizmm.replay.frame.Frame.key>` (block, granularity, order,
+followed thread, transactions, warp, step), in one least-recently-used store
+of at most :data:`KEPT_BYTES` bytes per trace: asking again for an aspect of
+a frame, from this replay or another of the same block and settings, costs
+nothing. Its arrays are made read-only, so that a caller cannot change what
+another is given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
+
+from ..trace.derived import kept
 from . import frame_lab, frame_memory, frame_words
-from .frame import ASPECTS
+from .frame import ASPECT_FIELDS, ASPECTS, NotComputed
 from .frame_memory import Progress, progress
 from .states import Step
 
 if TYPE_CHECKING:
     from .block import Replay
 
-__all__ = ["MAKERS", "At", "frame_fields"]
+__all__ = ["MAKERS", "KEPT_BYTES", "At", "aspect_names", "frame_fields"]
+
+#: Bytes of made aspects kept per trace (the least recently used go first).
+KEPT_BYTES = 32 * 2**20
 
 
 class _Maker(NamedTuple):
     make: Callable[[Replay, At], dict]
+    kept: bool  # worth keeping (the cheap ones, and the table's maker of the table, are not)
 
 
 #: The function that makes each aspect's fields for one step.
 MAKERS: dict[str, _Maker] = {
-    "caption": _Maker(frame_words.caption),
-    "slots": _Maker(frame_memory.slots),
-    "threads": _Maker(frame_memory.threads),
-    "matrices": _Maker(frame_memory.matrices),
-    "focus": _Maker(frame_memory.focus),
-    "counters": _Maker(frame_memory.counters),
-    "source": _Maker(frame_words.source),
-    "table": _Maker(frame_words.table),
-    "lab": _Maker(frame_lab.lab_marks),
-    "transactions": _Maker(frame_memory.transactions),
+    "caption": _Maker(frame_words.caption, True),
+    "slots": _Maker(frame_memory.slots, True),
+    "threads": _Maker(frame_memory.threads, True),
+    "matrices": _Maker(frame_memory.matrices, True),
+    "focus": _Maker(frame_memory.focus, True),
+    "counters": _Maker(frame_memory.counters, True),
+    "source": _Maker(frame_words.source, False),
+    "table": _Maker(frame_words.table, False),  # table_of holds the trace
+    "lab": _Maker(frame_lab.lab_marks, True),
+    "transactions": _Maker(frame_memory.transactions, True),
 }
 
 
@@ -50,6 +69,8 @@ class At:
         The block replay.
     index : int
         The step number (0 to ``len(replay) - 1``).
+    key : tuple
+        The frame's key (:attr:`Frame.key <vizmm.replay.frame.Frame.key>`).
 
     Attributes
     ----------
@@ -59,17 +80,19 @@ class At:
         How far the block has got at the step.
     """
 
-    def __init__(self, replay: Replay, index: int):
+    def __init__(self, replay: Replay, index: int, key: tuple):
         self.replay = replay
         self.index = index
+        self.key = key
         self.step: Step = replay.steps[index]
         self.progress: Progress = progress(
             self.step, replay.trace.n_phases, replay.trace.tile_width
         )
         self._made: dict[str, dict] = {}
+        self._store = _store(replay.trace)
 
     def need(self, aspect: str) -> dict:
-        """The fields of ``aspect`` at this step, made once per frame.
+        """The fields of ``aspect`` at this step: kept, or made now (and kept).
 
         Parameters
         ----------
@@ -77,13 +100,55 @@ class At:
             A key of :data:`MAKERS`.
         """
         made = self._made.get(aspect)
+        if made is not None:
+            return made
+        maker = MAKERS[aspect]
+        made = self._store.get((self.key, aspect)) if maker.kept else None
         if made is None:
-            made = self._made[aspect] = MAKERS[aspect].make(self.replay, self)
+            made = maker.make(self.replay, self)
+            if maker.kept:
+                made = self._store.put((self.key, aspect), made)
+        self._made[aspect] = made
         return made
 
 
-def frame_fields(replay: Replay, index: int) -> dict[str, Any]:
+def aspect_names(aspects: Iterable[str] | None) -> tuple[str, ...]:
+    """The aspects to make, checked: all of them for None.
+
+    Parameters
+    ----------
+    aspects : iterable of str, or None
+        Aspect names (keys of :data:`~vizmm.replay.frame.ASPECT_FIELDS`).
+
+    Raises
+    ------
+    ValueError
+        For a name that is not an aspect, or a single string (a name is not a set of names).
+    """
+    if aspects is None:
+        return ASPECTS
+    if isinstance(aspects, str):
+        raise ValueError(
+            f"aspects must be a set of aspect names ({', '.join(ASPECTS)}), "
+            f"not the string {aspects!r}"
+        )
+    wanted = set(aspects)
+    unknown = sorted(wanted - set(ASPECTS))
+    if unknown:
+        raise ValueError(
+            f"unknown aspect{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+            f"the aspects are {', '.join(ASPECTS)}"
+        )
+    return tuple(a for a in ASPECTS if a in wanted)
+
+
+def frame_fields(
+    replay: Replay, index: int, key: tuple, aspects: Iterable[str] | None = None
+) -> dict[str, Any]:
     """The fields of the frame of step ``index`` outside :data:`~vizmm.replay.frame.BASE_FIELDS`.
+
+    The aspects asked for are made (or taken from the store); every field of
+    the others is a :class:`~vizmm.replay.frame.NotComputed`.
 
     Parameters
     ----------
@@ -91,9 +156,67 @@ def frame_fields(replay: Replay, index: int) -> dict[str, Any]:
         The block replay.
     index : int
         A step number, 0 to ``len(replay) - 1``.
+    key : tuple
+        The frame's key.
+    aspects : iterable of str, or None
+        The aspects to make; None: all.
+
+    Raises
+    ------
+    ValueError
+        For an unknown aspect name.
     """
-    at = At(replay, index)
+    names = aspect_names(aspects)
+    at = At(replay, index, key)
     out: dict[str, Any] = {}
-    for aspect in ASPECTS:
-        out.update(at.need(aspect))
+    for aspect, fields in ASPECT_FIELDS.items():
+        if aspect in names:
+            out.update(at.need(aspect))
+        else:
+            out.update({f: _MISSING[f] for f in fields})
     return out
+
+
+_MISSING = {f: NotComputed(f, a) for a, fields in ASPECT_FIELDS.items() for f in fields}
+
+
+class _Store:
+    """Made aspects of one trace's frames, the last used first, at most :data:`KEPT_BYTES`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: OrderedDict[tuple, tuple[dict, int]] = OrderedDict()
+        self._bytes = 0
+
+    def get(self, key: tuple) -> dict | None:
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is None:
+                return None
+            self._items.move_to_end(key)
+            return hit[0]
+
+    def put(self, key: tuple, made: dict) -> dict:
+        """Keep ``made`` (its arrays made read-only) and give back what is kept under ``key``."""
+        size = 0
+        for v in made.values():
+            if isinstance(v, np.ndarray):
+                v.flags.writeable = False
+                size += v.nbytes
+            size += 64
+        with self._lock:
+            if key in self._items:  # another thread made it first
+                return self._items[key][0]
+            if size > KEPT_BYTES:
+                return made
+            self._items[key] = (made, size)
+            self._bytes += size
+            while self._bytes > KEPT_BYTES:
+                _, (_, gone) = self._items.popitem(last=False)
+                self._bytes -= gone
+        return made
+
+
+def _store(trace) -> _Store:
+    """The store of made aspects kept on ``trace``."""
+    return kept(trace, "vizmm.replay.frame_aspects.store", (), _Store, maxsize=1)
