@@ -40,7 +40,7 @@ from ..trace import TILED_KERNELS, Trace, ceil_div
 from .frame import ASPECT_FIELDS, ASPECTS, AspectNotComputed, Frame, NotComputed
 from .frame_aspects import frame_fields
 from .frame_lab import SlotFound, block_lab
-from .frame_memory import arrival_ranks, per_phase
+from .frame_memory import arrival_ranks, per_phase, phase_reads
 from .own import OwnBlock, own_block
 from .states import (
     CellState,
@@ -349,6 +349,11 @@ class Replay:
     def _ranks(self) -> np.ndarray:
         """Arrival rank (0 first) of each thread at each barrier: (nph, 2, T, T)."""
         return arrival_ranks(self.trace, self.slot)
+
+    @cached_property
+    def _reads(self) -> np.ndarray:
+        """Global reads of each phase's loads, of M and of N: (nph, 2)."""
+        return phase_reads(self.trace, self.slot)
 
     @cached_property
     def _lines(self):

@@ -88,8 +88,9 @@ class At:
         self.progress: Progress = progress(
             self.step, replay.trace.n_phases, replay.trace.tile_width
         )
-        self._made: dict[str, dict] = {}
         self._store = _store(replay.trace)
+        self._kept = self._store.frame(key)  # this frame's kept aspects (shared)
+        self._made: dict[str, dict] = {}  # and the ones not kept
 
     def need(self, aspect: str) -> dict:
         """The fields of ``aspect`` at this step: kept, or made now (and kept).
@@ -99,16 +100,14 @@ class At:
         aspect : str
             A key of :data:`MAKERS`.
         """
-        made = self._made.get(aspect)
-        if made is not None:
-            return made
         maker = MAKERS[aspect]
-        made = self._store.get((self.key, aspect)) if maker.kept else None
+        made = (self._kept if maker.kept else self._made).get(aspect)
         if made is None:
             made = maker.make(self.replay, self)
             if maker.kept:
-                made = self._store.put((self.key, aspect), made)
-        self._made[aspect] = made
+                self._store.keep(self.key, self._kept, aspect, made)
+            else:
+                self._made[aspect] = made
         return made
 
 
@@ -181,40 +180,41 @@ _MISSING = {f: NotComputed(f, a) for a, fields in ASPECT_FIELDS.items() for f in
 
 
 class _Store:
-    """Made aspects of one trace's frames, the last used first, at most :data:`KEPT_BYTES`."""
+    """Made aspects of one trace's frames by frame key, the last used first, at most KEPT_BYTES."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._items: OrderedDict[tuple, tuple[dict, int]] = OrderedDict()
+        self._frames: OrderedDict[tuple, dict[str, dict]] = OrderedDict()
+        self._sizes: dict[tuple, int] = {}
         self._bytes = 0
 
-    def get(self, key: tuple) -> dict | None:
+    def frame(self, key: tuple) -> dict[str, dict]:
+        """The aspects kept for the frame ``key`` (``{aspect: fields}``, empty at first)."""
         with self._lock:
-            hit = self._items.get(key)
-            if hit is None:
-                return None
-            self._items.move_to_end(key)
-            return hit[0]
+            kept = self._frames.get(key)
+            if kept is None:
+                kept = self._frames[key] = {}
+                self._sizes[key] = 0
+            else:
+                self._frames.move_to_end(key)
+            return kept
 
-    def put(self, key: tuple, made: dict) -> dict:
-        """Keep ``made`` (its arrays made read-only) and give back what is kept under ``key``."""
-        size = 0
+    def keep(self, key: tuple, kept: dict, aspect: str, made: dict) -> None:
+        """Keep ``made`` (its arrays made read-only) as ``aspect`` of frame ``key``."""
+        size = 64 * len(made)
         for v in made.values():
-            if isinstance(v, np.ndarray):
-                v.flags.writeable = False
+            if type(v) is np.ndarray:
+                v.setflags(write=False)
                 size += v.nbytes
-            size += 64
+        kept[aspect] = made  # this frame's own dict: used to its end even if let go below
         with self._lock:
-            if key in self._items:  # another thread made it first
-                return self._items[key][0]
-            if size > KEPT_BYTES:
-                return made
-            self._items[key] = (made, size)
+            if key not in self._sizes:  # let go while it was made
+                return
+            self._sizes[key] += size
             self._bytes += size
-            while self._bytes > KEPT_BYTES:
-                _, (_, gone) = self._items.popitem(last=False)
-                self._bytes -= gone
-        return made
+            while self._bytes > KEPT_BYTES and self._frames:
+                gone, _ = self._frames.popitem(last=False)
+                self._bytes -= self._sizes.pop(gone)
 
 
 def _store(trace) -> _Store:

@@ -30,6 +30,7 @@ __all__ = [
     "progress",
     "per_phase",
     "arrival_ranks",
+    "phase_reads",
     "slots",
     "threads",
     "matrices",
@@ -200,6 +201,24 @@ def arrival_ranks(trace: Trace, slot: int) -> np.ndarray:
             rk[key] = np.arange(T * T)
             ranks[ph, b] = rk.reshape(T, T)
     return ranks
+
+
+def phase_reads(trace: Trace, slot: int) -> np.ndarray:
+    """Global reads of each phase's loads: int64 (nph, 2), of M and of N.
+
+    A load reads global memory when the trace says it loaded an element
+    (``LOADED``, or ``WRONG_ELEMENT``: the row wrap of the unchecked kernel);
+    a zero-fill or a load past the allocation reads nothing.
+
+    Parameters
+    ----------
+    trace : Trace
+    slot : int
+        The block's slot in the per-thread records.
+    """
+    kind = trace.loads[slot][..., [0, 3]]  # (nph, T, T, 2)
+    read = (kind == int(Access.LOADED)) | (kind == int(Access.WRONG_ELEMENT))
+    return read.sum(axis=(1, 2), dtype=np.int64)
 
 
 # ------------------------------------------------------------------ slots
@@ -531,14 +550,12 @@ def counters(r: Replay, at: At) -> dict:
     """
     _, k, _, T = r._dims
     cur, m_loaded, n_loaded, terms = at.progress
-    last = cur if cur is not None else -1
     loads = 0
-    rec = r.trace.loads[r.slot]
-    for p in range(last + 1):
-        for base, loaded in ((0, m_loaded), (3, n_loaded)):
-            if p < last or loaded:
-                kind = rec[p, :, :, base]
-                loads += int(((kind == Access.LOADED) | (kind == Access.WRONG_ELEMENT)).sum())
+    if cur is not None:  # the phases before, and this one's tiles loaded so far
+        reads = r._reads
+        loads = (
+            int(reads[:cur].sum()) + int(reads[cur, 0]) * m_loaded + int(reads[cur, 1]) * n_loaded
+        )
     terms_loaded = 0 if cur is None else min(k, (cur + (1 if n_loaded else 0)) * T)
     valid = int(r._thread_valid.sum())
     return {
