@@ -174,6 +174,20 @@ def test_the_store_keeps_at_most_its_bytes_and_goes_with_the_trace(trace, monkey
     assert gone() is None
 
 
+@pytest.mark.parametrize("focus", [None, (1, 0)])
+def test_narration_needs_only_its_aspects(trace, focus):
+    from vizmm.replay.narration import NARRATED_ASPECTS, narrate
+
+    replay = Replay(trace, BLOCK, focus=focus)
+    for i in range(len(replay)):  # every sub-step kind, the P store included
+        said = narrate(Replay(trace, BLOCK, focus=focus).frame(i, NARRATED_ASPECTS))
+        assert said == narrate(replay.frame(i))
+    last = narrate(replay.frame(len(replay) - 1, NARRATED_ASPECTS))
+    if focus is not None:  # thread (1,0) of block (0,1) stores P_{1,2} = (M @ N)[1, 2]
+        P = trace.M.astype(np.float64) @ trace.N.astype(np.float64)
+        assert last.endswith("P₁,₂.") and f"{P[1, 2]:g}" in last
+
+
 def test_the_replay_modules_stay_small_and_simple():
     # Issue 45's targets for the replay: no function over a cyclomatic complexity of 25
     # (Replay.frame was 104), block.py under 1,200 lines (1,675).

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["MAKERS", "KEPT_BYTES", "At", "aspect_names", "frame_fields"]
 
 #: Bytes of made aspects kept per trace (the least recently used go first).
-KEPT_BYTES = 32 * 2**20
+KEPT_BYTES = 8 * 2**20
 
 
 class _Maker(NamedTuple):
