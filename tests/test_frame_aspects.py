@@ -188,6 +188,14 @@ def test_narration_needs_only_its_aspects(trace, focus):
         assert last.endswith("P₁,₂.") and f"{P[1, 2]:g}" in last
 
 
+def test_side_by_side_frames_take_the_aspects_too(trace):
+    from vizmm.replay import Lockstep
+
+    left, right = Lockstep(Replay(trace, BLOCK), Replay(trace, (1, 1))).frames(5, {"caption"})
+    assert left.aspects == right.aspects == frozenset({"caption"})
+    assert left.caption == right.caption  # the same moment of two blocks of one kernel
+
+
 def test_the_replay_modules_stay_small_and_simple():
     # Issue 45's targets for the replay: no function over a cyclomatic complexity of 25
     # (Replay.frame was 104), block.py under 1,200 lines (1,675).
