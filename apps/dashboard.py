@@ -61,6 +61,7 @@ from vizmm.replay.navigator import Place, Position, clamp, past_the_end, place  
 from vizmm.serve import catalogue  # noqa: E402
 from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
 from vizmm.trace import (  # noqa: E402
+    BARRIER_KERNELS,
     TILED_KERNELS,
     Trace,
 )
@@ -971,10 +972,10 @@ class RecordForm(pn.viewable.Viewer):
         try:
             if s.seed < 0 or s.seed > 2**32 - 1:
                 raise vizmm.RecordError(f"seed must be an integer from 0 to {2**32 - 1}")
-            if s.drop_barrier and s.kernel not in ("tiled", "boundary"):
+            if s.drop_barrier and s.kernel not in BARRIER_KERNELS:
                 raise vizmm.RecordError(
                     f"kernel {s.kernel!r} has no __syncthreads() to remove; the barrier lab "
-                    "runs 'tiled' and 'boundary'"
+                    f"runs {' and '.join(map(repr, BARRIER_KERNELS))}"
                 )
             est = CATALOGUE.admit(
                 s.j, s.k, s.l, s.tile_width, s.kernel, None, s.backend, reads=bool(s.drop_barrier)

@@ -1000,89 +1000,104 @@ class _Rewriter:
             return self.atomic(cast(ast.Call, stmt.value), ln, None)
         if not isinstance(stmt, (ast.Assign, ast.AugAssign)):
             return None
-        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
         if isinstance(stmt, ast.Assign) and len(stmt.targets) != 1:
             return None
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
         value = stmt.value
         if isinstance(stmt, ast.Assign) and isinstance(target, ast.Name) and _atomic(value):
             return self.atomic(cast(ast.Call, value), ln, target.id)
         if isinstance(target, ast.Name):
-            x = target.id
-            if x not in self.tagged:
-                return None
-            before: list[ast.stmt] = []
-            after: list[ast.stmt] = []
-            if isinstance(stmt, ast.Assign):
-                before += _stmts(f"_tg = {self.tag_of(value)}")
-            if x in self.accs:
-                me = self.accs.index(x)
-                if isinstance(stmt, ast.AugAssign):
-                    if isinstance(stmt.op, ast.Add) and _name(value) in self.accs:
-                        after.append(self._move(-1, me, _name(value), D.MOVE_ADD, ln))
-                    elif isinstance(stmt.op, ast.Add):
-                        pairs = _products(value)
-                        if pairs:
-                            b, a = self._terms(-1, me, pairs, ln)
-                            before, after = before + b, after + a
-                elif _name(value) in self.accs and _name(value) != x:
-                    after.append(self._move(-1, me, _name(value), D.MOVE_SET, ln))
-                elif (
-                    isinstance(value, ast.BinOp)
-                    and isinstance(value.op, ast.Add)
-                    and x in {_name(t) for t in _add_terms(value)}
-                ):
-                    rest = [t for t in _add_terms(value) if _name(t) != x]
-                    pairs = _products(_sum(rest)) if rest else []
-                    if pairs:
-                        b, a = self._terms(-1, me, pairs, ln)
-                        before, after = before + b, after + a
-                elif _is_call_to(value, "cuda.fma") and len(value.args) == 3:
-                    b, a = self._terms(-1, me, [(value.args[0], value.args[1])], ln)
-                    before, after = before + b, after + a
-                else:
-                    after.append(self._move(-1, me, None, D.MOVE_SET, ln))
-            main = [self.expr(stmt)]
-            if isinstance(stmt, ast.Assign):
-                main += _stmts(f"{x}__tg = _tg")
-                if top and self.acc and x == self.acc:
-                    self.acc_ready = True
-            return before + main + after
+            return self._provenance_of_name(stmt, target.id, top)
         if (
             isinstance(stmt, ast.Assign)
             and isinstance(target, ast.Subscript)
             and _name(target.value) in self.ids
         ):
-            name = cast(ast.Name, target.value).id
-            flat = self._flat(target)
-            if flat is None:
-                return None
-            aid = self.ids[name]
-            before, after = [], []
-            own = ast.unparse(target).replace("ctx=Store()", "")
-            terms = _add_terms(value)
-            if isinstance(value, ast.BinOp) and ast.unparse(terms[0]) == own and len(terms) > 1:
-                rest = terms[1:]
-                if len(rest) == 1 and _name(rest[0]) in self.accs:
-                    after.append(self._move(aid, flat, _name(rest[0]), D.MOVE_ADD, ln))
-                else:
-                    pairs = _products(_sum(rest))
-                    if pairs:
-                        before, after = self._terms(aid, flat, pairs, ln)
-            elif _name(value) in self.accs:
-                after.append(self._move(aid, flat, _name(value), D.MOVE_SET, ln))
-            elif name in self.shared:
-                return None  # a tile load: the store's tag is its provenance
-            else:
-                pairs = _products(value)
-                const = isinstance(_uncast(value), ast.Constant)
-                # a constant starts the element's sum afresh; a value of no known terms
-                # (computed otherwise) leaves it unjudged
-                after.append(self._move(aid, flat, None if pairs or const else "?", D.MOVE_SET, ln))
-                if pairs:
-                    b, a = self._terms(aid, flat, pairs, ln)
-                    before, after = before + b, after + a
-            return before + self.store(target, value, ln) + after
+            return self._provenance_of_element(target, value, ln)
         return None
+
+    def _provenance_of_name(
+        self, stmt: ast.Assign | ast.AugAssign, x: str, top: bool
+    ) -> list[ast.stmt] | None:
+        """A local ``x`` assigned: its tag, and its events when it is an accumulator."""
+        if x not in self.tagged:
+            return None
+        before: list[ast.stmt] = []
+        after: list[ast.stmt] = []
+        if isinstance(stmt, ast.Assign):
+            before += _stmts(f"_tg = {self.tag_of(stmt.value)}")
+        if x in self.accs:
+            b, a = self._accumulator_events(stmt, x)
+            before, after = before + b, after + a
+        main = [self.expr(stmt)]
+        if isinstance(stmt, ast.Assign):
+            main += _stmts(f"{x}__tg = _tg")
+            if top and self.acc and x == self.acc:
+                self.acc_ready = True
+        return before + main + after
+
+    def _accumulator_events(
+        self, stmt: ast.Assign | ast.AugAssign, x: str
+    ) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """The TERM / MOVE events of accumulator ``x``'s assignment: (before, after) it."""
+        me = self.accs.index(x)
+        value, ln = stmt.value, stmt.lineno
+        if isinstance(stmt, ast.AugAssign):
+            if not isinstance(stmt.op, ast.Add):
+                return [], []
+            if _name(value) in self.accs:
+                return [], [self._move(-1, me, _name(value), D.MOVE_ADD, ln)]
+            pairs = _products(value)
+            return self._terms(-1, me, pairs, ln) if pairs else ([], [])
+        if _name(value) in self.accs and _name(value) != x:
+            return [], [self._move(-1, me, _name(value), D.MOVE_SET, ln)]
+        if (
+            isinstance(value, ast.BinOp)
+            and isinstance(value.op, ast.Add)
+            and x in {_name(t) for t in _add_terms(value)}
+        ):
+            rest = [t for t in _add_terms(value) if _name(t) != x]
+            pairs = _products(_sum(rest)) if rest else []
+            return self._terms(-1, me, pairs, ln) if pairs else ([], [])
+        if _is_call_to(value, "cuda.fma") and len(value.args) == 3:
+            return self._terms(-1, me, [(value.args[0], value.args[1])], ln)
+        return [], [self._move(-1, me, None, D.MOVE_SET, ln)]
+
+    def _provenance_of_element(
+        self, target: ast.Subscript, value: ast.expr, ln: int
+    ) -> list[ast.stmt] | None:
+        """An array element assigned: the store, and its TERM / MOVE events."""
+        name = cast(ast.Name, target.value).id
+        flat = self._flat(target)
+        if flat is None:
+            return None
+        aid = self.ids[name]
+        before: list[ast.stmt] = []
+        after: list[ast.stmt] = []
+        own = ast.unparse(target).replace("ctx=Store()", "")
+        terms = _add_terms(value)
+        if isinstance(value, ast.BinOp) and ast.unparse(terms[0]) == own and len(terms) > 1:
+            rest = terms[1:]
+            if len(rest) == 1 and _name(rest[0]) in self.accs:
+                after.append(self._move(aid, flat, _name(rest[0]), D.MOVE_ADD, ln))
+            else:
+                pairs = _products(_sum(rest))
+                if pairs:
+                    before, after = self._terms(aid, flat, pairs, ln)
+        elif _name(value) in self.accs:
+            after.append(self._move(aid, flat, _name(value), D.MOVE_SET, ln))
+        elif name in self.shared:
+            return None  # a tile load: the store's tag is its provenance
+        else:
+            pairs = _products(value)
+            const = isinstance(_uncast(value), ast.Constant)
+            # a constant starts the element's sum afresh; a value of no known terms
+            # (computed otherwise) leaves it unjudged
+            after.append(self._move(aid, flat, None if pairs or const else "?", D.MOVE_SET, ln))
+            if pairs:
+                b, a = self._terms(aid, flat, pairs, ln)
+                before, after = before + b, after + a
+        return before + self.store(target, value, ln) + after
 
     def noted_events(self, stmt: ast.stmt) -> int:
         """TERM, MOVE and atomic events ``stmt`` (as written) logs: for the static bound."""
