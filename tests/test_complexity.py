@@ -53,7 +53,6 @@ OVER_COMPLEXITY: dict[str, int] = {
     "vizmm/render/bokeh_scene.py:add_glyph": 28,
     "vizmm/render/large_bokeh.py:LargeScene._timeline_panel": 27,
     "vizmm/render/pillow.py:FrameRenderer._layout_main": 33,
-    "vizmm/replay/block.py:Replay.frame": 104,
     "vizmm/replay/own.py:_accumulators": 26,
     "vizmm/replay/own.py:own_block": 79,
     "vizmm/replay/table.py:_OwnPlaces.__init__": 26,
@@ -71,7 +70,6 @@ OVER_LINES: dict[str, int] = {
     "vizmm/record/simt.py": 1212,
     "vizmm/render/bokeh_scene.py": 3007,
     "vizmm/render/pillow.py": 1267,
-    "vizmm/replay/block.py": 1675,
 }
 
 
