@@ -395,11 +395,18 @@ def kernel_source(
                 raise InstrumentError(str(exc)) from None
         else:
             kernel = load_kernel(kernel, constants)
-    if isinstance(kernel, KernelSource) and not simt:
+    if isinstance(kernel, KernelSource):
+        return _read_kernel_source(kernel, constants, simt)
+    return _function_source(kernel)
+
+
+def _read_kernel_source(kernel, constants: Mapping | None, simt: bool):
+    """:func:`kernel_source` of what the front end read: its tree and a namespace vizmm builds."""
+    if not simt:  # (vizmm's simulator imports no compiler: _target only when needed)
         from vizmm_kernels import _target
 
         simt = _target.NAME == _target.NONE  # no compiler here: nothing of numba to bind
-    if isinstance(kernel, KernelSource) and simt:
+    if simt:
         from .simt import TYPES
 
         ns = {"cuda": _CUDA_PLACEHOLDER, "math": math, **TYPES}
@@ -407,7 +414,7 @@ def kernel_source(
         ns.update(kernel.constants)
         ns.update(dict(constants or {}))
         ns.update({f.name: _CUDA_PLACEHOLDER for f in kernel.device_functions})
-    elif isinstance(kernel, KernelSource):
+    else:
         from vizmm_kernels import _target
 
         try:
@@ -417,22 +424,22 @@ def kernel_source(
                 f"{kernel.path}: a device function of kernel {kernel.name} does not compile: "
                 + " ".join(str(exc).split())[:200]
             ) from None
-    if isinstance(kernel, KernelSource):
-        if (kernel.tree.end_lineno or 0) > D.MAX_LINE:
-            raise InstrumentError(
-                f"the kernel ends on line {kernel.tree.end_lineno}; the access log names lines "
-                f"up to {D.MAX_LINE}"
-            )
-        return copy.deepcopy(kernel.tree), textwrap.dedent(kernel.source), ns, kernel.first_line
+    if (kernel.tree.end_lineno or 0) > D.MAX_LINE:
+        raise InstrumentError(
+            f"the kernel ends on line {kernel.tree.end_lineno}; the access log names lines "
+            f"up to {D.MAX_LINE}"
+        )
+    return copy.deepcopy(kernel.tree), textwrap.dedent(kernel.source), ns, kernel.first_line
+
+
+def _function_source(kernel):
+    """:func:`kernel_source` of a Python function: its source, module globals and closure."""
     fn = python_function(kernel)
     if fn is None:
         raise InstrumentError(
             f"not a CUDA kernel: {type(kernel).__name__} {kernel!r:.60}; give a @cuda.jit "
             "function, its source text or 'file.py:name'"
         )
-    if not _is_cuda_kernel(kernel) and inspect.isfunction(kernel):
-        # a plain function: accepted only when its source says @cuda.jit
-        pass
     try:
         lines, first = inspect.getsourcelines(fn)
         text = textwrap.dedent("".join(lines))
@@ -441,6 +448,7 @@ def kernel_source(
             f"the source of kernel {fn.__name__!r} cannot be read: {exc}"
         ) from None
     tree = _parse(text, fn.__code__.co_filename)
+    # a plain function is accepted only when its source says @cuda.jit
     if not _is_cuda_kernel(kernel) and not any(
         "jit" in ast.unparse(d) for d in tree.decorator_list
     ):
@@ -1696,21 +1704,25 @@ def _branch_events(head: int, body: _Events, orelse: _Events) -> _Events:
     return lambda env: head + max(body(env), orelse(env))
 
 
-def _static_bound(fn: ast.FunctionDef, rw: _Rewriter, barriers_only: bool = False) -> _Bound | None:
-    """``bound(scalars) -> events per thread`` when every loop is a static ``range``; else None.
+class _EventCount:
+    """Events per thread of a kernel's statements, a function of the launch (_static_bound)."""
 
-    With ``barriers_only``: the barrier events (arrivals and releases) per thread.
-    """
-    arrays = set(rw.ids)
+    def __init__(self, rw: _Rewriter, barriers_only: bool, known_locals: dict):
+        self.rw = rw
+        self.arrays = set(rw.ids)
+        self.barriers_only = barriers_only
+        self.known_locals = known_locals
 
-    def accesses(node) -> int:
-        if barriers_only:
+    def accesses(self, node) -> int:
+        """Logged array accesses in ``node`` (none when counting barriers only)."""
+        if self.barriers_only:
             return 0
+        rw = self.rw
         return sum(
             1
             for n in ast.walk(node)
             if isinstance(n, ast.Subscript)
-            and _name(n.value) in arrays
+            and _name(n.value) in self.arrays
             and not isinstance(n.slice, ast.Slice)
             and (
                 rw.shared_loads
@@ -1719,6 +1731,62 @@ def _static_bound(fn: ast.FunctionDef, rw: _Rewriter, barriers_only: bool = Fals
             )
         )
 
+    def count(self, stmts: list[ast.stmt], env_names: set[str]) -> _Events | None:
+        """The statements' events; None where a loop's trip count is not static."""
+        parts: list[_Events] = []
+        for stmt in stmts:
+            part = self.statement(stmt, env_names)
+            if part is None:
+                return None
+            parts.append(part)
+        return lambda env: sum(p(env) for p in parts)
+
+    def statement(self, stmt: ast.stmt, env_names: set[str]) -> _Events | None:
+        if isinstance(stmt, ast.For):
+            return self.range_loop(stmt, env_names)
+        if isinstance(stmt, ast.While):
+            return None
+        if isinstance(stmt, ast.If):
+            a, b = self.count(stmt.body, env_names), self.count(stmt.orelse, env_names)
+            if a is None or b is None:
+                return None
+            return _branch_events(self.accesses(stmt.test), a, b)
+        if isinstance(stmt, ast.Expr) and _is_call_to(stmt.value, "syncthreads"):
+            return _fixed_events(2)  # arrival and release
+        n = self.accesses(stmt)
+        if not self.barriers_only:
+            n += 1 if isinstance(stmt, ast.Return) else 0
+            n += self.rw.noted_events(stmt)
+        return _fixed_events(n)
+
+    def range_loop(self, stmt: ast.For, env_names: set[str]) -> _Events | None:
+        """A ``for`` over ``range`` whose bounds the launch's scalars and constants give."""
+        it = stmt.iter
+        if not (_is_call_to(it, "range") and isinstance(it.func, ast.Name)):
+            return None
+        inner = self.count(stmt.body, env_names)
+        if inner is None:
+            return None
+        args = [compile(ast.Expression(a), "<bound>", "eval") for a in it.args]
+        used = {n.id for a in it.args for n in ast.walk(a) if isinstance(n, ast.Name)}
+        if used & {stmt.target.id if isinstance(stmt.target, ast.Name) else ""} or (
+            used - env_names - set(self.rw.ns) - set(self.known_locals)
+        ):
+            return None
+        if any(
+            isinstance(n, ast.Attribute) and n.attr in ("threadIdx", "blockIdx")
+            for a in it.args
+            for n in ast.walk(a)
+        ):
+            return None
+        return _loop_events(self.accesses(it), args, inner)
+
+
+def _static_bound(fn: ast.FunctionDef, rw: _Rewriter, barriers_only: bool = False) -> _Bound | None:
+    """``bound(scalars) -> events per thread`` when every loop is a static ``range``; else None.
+
+    With ``barriers_only``: the barrier events (arrivals and releases) per thread.
+    """
     known_locals: dict[str, ast.expr] = {}
     for stmt in fn.body:
         if (
@@ -1727,49 +1795,7 @@ def _static_bound(fn: ast.FunctionDef, rw: _Rewriter, barriers_only: bool = Fals
             and isinstance(stmt.targets[0], ast.Name)
         ):
             known_locals[stmt.targets[0].id] = stmt.value
-
-    def count(stmts: list[ast.stmt], env_names: set[str]) -> _Events | None:
-        parts: list[_Events] = []
-        for stmt in stmts:
-            if isinstance(stmt, ast.For):
-                it = stmt.iter
-                if not (_is_call_to(it, "range") and isinstance(it.func, ast.Name)):
-                    return None
-                inner = count(stmt.body, env_names)
-                if inner is None:
-                    return None
-                args = [compile(ast.Expression(a), "<bound>", "eval") for a in it.args]
-                used = {n.id for a in it.args for n in ast.walk(a) if isinstance(n, ast.Name)}
-                if used & {stmt.target.id if isinstance(stmt.target, ast.Name) else ""} or (
-                    used - env_names - set(rw.ns) - set(known_locals)
-                ):
-                    return None
-                if any(
-                    isinstance(n, ast.Attribute) and n.attr in ("threadIdx", "blockIdx")
-                    for a in it.args
-                    for n in ast.walk(a)
-                ):
-                    return None
-                parts.append(_loop_events(accesses(it), args, inner))
-            elif isinstance(stmt, ast.While):
-                return None
-            elif isinstance(stmt, ast.If):
-                a, b = count(stmt.body, env_names), count(stmt.orelse, env_names)
-                if a is None or b is None:
-                    return None
-                parts.append(_branch_events(accesses(stmt.test), a, b))
-            elif isinstance(stmt, ast.Expr) and _is_call_to(stmt.value, "syncthreads"):
-                parts.append(_fixed_events(2))  # arrival and release
-            else:
-                n = accesses(stmt) + (
-                    1 if isinstance(stmt, ast.Return) and not barriers_only else 0
-                )
-                if not barriers_only:
-                    n += rw.noted_events(stmt)
-                parts.append(_fixed_events(n))
-        return lambda env: sum(p(env) for p in parts)
-
-    total = count(fn.body, set(rw.scalars))
+    total = _EventCount(rw, barriers_only, known_locals).count(fn.body, set(rw.scalars))
     if total is None:
         return None
 
