@@ -85,6 +85,7 @@ from vizmm_apps.parts import (  # noqa: E402
     replace_timer,
     served_script,
 )
+from vizmm_apps.upload import UploadBox  # noqa: E402
 from vizmm_apps.url_params import link_one_based  # noqa: E402
 
 __all__ = ["DashboardState", "Dashboard", "RecordForm", "URL_PARAMS", "KEYS", "create_app"]
@@ -856,62 +857,6 @@ PAGE_CHROME = (40, 260)
 PAGE_MIN = (900, 360)
 
 
-# ---------------------------------------------------------------- upload
-class UploadBox(pn.widgets.FileDropper):
-    """The trace-file upload: sent in 1 MB chunks, refused over the server's upload limit.
-
-    The page refuses a file over :data:`vizmm.serve.catalogue.MAX_UPLOAD_BYTES`
-    before sending it; the server also refuses (and forgets) any upload whose
-    chunks add up to more, whatever the page says, and sets :attr:`refused`
-    to the message. Chunks keep every websocket message small (a single
-    message over Bokeh's 20 MB limit would close the session).
-    """
-
-    refused = param.String(default="", doc="Why the last upload was refused ('' if it was not).")
-
-    _rename: ClassVar[dict] = {**pn.widgets.FileDropper._rename, "refused": None}
-
-    def __init__(self, **params):
-        limit_mb = max(1, catalogue.MAX_UPLOAD_BYTES // 10**6)
-        # No type filter: a browser gives a file of an unknown extension (.vizmm)
-        # an empty MIME type, and the uploader's type check would refuse it
-        # before anything is sent. The server checks every file's bytes.
-        params.setdefault("accepted_filetypes", [])
-        params.setdefault("max_file_size", f"{limit_mb}MB")
-        params.setdefault("chunk_size", 1_000_000)
-        params.setdefault("multiple", False)
-        params.setdefault("layout", "compact")
-        super().__init__(**params)
-        self._received: dict[str, int] = {}
-
-    def _process_event(self, event) -> None:
-        data = getattr(event, "data", None) or {}
-        if getattr(event, "event_name", "") == "upload_event":
-            name = str(data.get("name", "upload"))
-            chunk = data.get("data") or b""
-            if data.get("chunk") != 1 and name not in self._file_buffer:
-                return  # the rest of a refused (or never started) upload
-            n = (0 if data.get("chunk") == 1 else self._received.get(name, 0)) + len(chunk)
-            self._received[name] = n
-            limit = catalogue.MAX_UPLOAD_BYTES
-            total = data.get("total_chunks") or 0
-            if n > limit or (isinstance(total, int) and (total - 1) * self.chunk_size > limit):
-                self._file_buffer.pop(name, None)
-                self._received.pop(name, None)
-                self.refused = (
-                    f"Could not load {name}: it is over this server's upload limit of "
-                    f"{vizmm.trace.human_bytes(limit)}"
-                )
-                return
-            if data.get("chunk") == total:
-                self._received.pop(name, None)
-                if not chunk and n == 0:
-                    self.refused = f"Could not load {name}: the file is empty"
-                    return
-            self.refused = ""
-        super()._process_event(event)
-
-
 # -------------------------------------------------------------- recorder
 class RecordForm(pn.viewable.Viewer):
     """Record any shape: kernel, sizes, TILE_WIDTH, seed, backend; estimate shown first."""
@@ -1349,7 +1294,7 @@ class Dashboard(pn.viewable.Viewer):
     @functools.cached_property
     def upload(self) -> UploadBox:
         """The 'Load a trace file' box."""
-        box = UploadBox(width=330)
+        box = UploadBox(width=330, margin=(5, 10))
         box.param.watch(self._on_upload, "value")
 
         def refused(event) -> None:

@@ -122,7 +122,7 @@ def test_loading_sections_made_when_first_opened(dash):
     form = section("Record a trace")  # the form's own layout
     assert any(o is dash.record_form._button for o in form.objects)
     dash.more.value = titles
-    assert any(o is dash.upload for o in section("Load a trace file").objects)
+    assert any(o is dash.upload.sender for o in section("Load a trace file").objects)
     assert "next step" in section("Keys and clicks").object
     # in the buttons' order, whatever the order they were opened in
     shown = [c.objects[0].object for c in dash.more_sections.objects]
