@@ -793,7 +793,7 @@ class Classroom:
                     self.qm.picks = {tuple(p) for p in mine}
                     self.qm.sent = set(self.qm.picks)
                     self.qm.submitted = True
-                    self.qm._show()
+                    self.qm.refresh()
         if cls["revealed"] and not self._revealed:
             self._revealed = True
             self.qm.reveal()
@@ -884,7 +884,7 @@ def class_session(dash):
         The class's controls (``dash.classroom``), or None where the page is
         not served, has no ``?class=`` or no question mode.
     """
-    code = _arg("class") if dash._served else ""
+    code = _arg("class") if dash.served else ""
     if not code or getattr(dash, "questions", None) is None:
         return None
     dash.classroom = Classroom(dash, code[:16], _arg("teach")[:40], _arg("seat")[:40])

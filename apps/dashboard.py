@@ -217,7 +217,9 @@ class DashboardState(param.Parameterized):
         #: ``pin() -> dict or None``: values of source, by, bx, granularity, order and step
         #: the view must keep (a question is open: apps/quiz.py); None lets it move.
         self.pin: Callable[[], dict | None] | None = None
-        self._loader = loader
+        #: ``loader(key)``: reads trace ``key`` and sets it (None: :meth:`load_now`, here and
+        #: now; a served dashboard gives one that reads it in a thread).
+        self.loader = loader
         self._guard = False
         self._started = False
         self._trace_key: str | None = None
@@ -262,7 +264,7 @@ class DashboardState(param.Parameterized):
         except ValueError as exc:
             self._fail(str(exc))
             return
-        (self._loader or self.load_now)(key)
+        (self.loader or self.load_now)(key)
 
     def load_now(self, key: str, progress: Callable[[int, int], None] | None = None) -> None:
         """Load or record ``key`` in this thread, then show it (errors go to :attr:`message`).
@@ -1024,7 +1026,7 @@ class Dashboard(pn.viewable.Viewer):
         #: ``extra() -> dict``: more ``data-*`` attributes of ``#vizmm-status``.
         self.status_extras: list[Callable[[], dict]] = []
         if served:
-            self.state._loader = self._load_in_background
+            self.state.loader = self._load_in_background
         self._build_widgets()
         self.state.param.watch(self._draw, ["frame", "presenter", "theme"])
         self.state.param.watch(self._on_trace, ["trace"])
@@ -1284,6 +1286,24 @@ class Dashboard(pn.viewable.Viewer):
         if self.state.source not in options.values():
             options[catalogue.label_of(self.state.source)] = self.state.source
         return options
+
+    @property
+    def served(self) -> bool:
+        """Whether the page is served (a Bokeh server session), not built for a test or notebook."""
+        return self._served
+
+    @property
+    def scene(self) -> Scene | None:
+        """The Bokeh scene shown now (None until the first frame is drawn)."""
+        return self._scene
+
+    @property
+    def scenes(self) -> list[Scene]:
+        """Every scene the page holds: one per mode (presenter, theme) and the one shown."""
+        out = list(self._scenes.values())
+        if self._scene is not None and all(s is not self._scene for s in out):
+            out.append(self._scene)
+        return out
 
     # The loading sections' widgets, made when first read (their section opened).
     @functools.cached_property

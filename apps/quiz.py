@@ -95,8 +95,8 @@ class QuestionMode:
         dashboard.tap_claims.append(self._claim)
         dashboard.status_extras.append(self.status)
         self.state.pin = self._pin
-        self.state.param.watch(lambda *e: self._sync_buttons(), ["trace", "by", "bx"])
-        self.state.param.watch(lambda *e: self._show(), ["presenter"])
+        self.state.param.watch(lambda *e: self.sync_buttons(), ["trace", "by", "bx"])
+        self.state.param.watch(lambda *e: self.refresh(), ["presenter"])
 
     @property
     def marks(self) -> dict:
@@ -173,7 +173,8 @@ class QuestionMode:
         if self.box.visible and self.box not in self.panel.objects:
             self.panel.append(self.box)
 
-    def _sync_buttons(self) -> None:
+    def sync_buttons(self) -> None:
+        """Enable 'Ask a question here' and 'Quiz on this block' where the trace can be asked."""
         tr = self.state.trace
         ok = tr is not None and tr.kernel != "naive" and len(tr.detail_blocks) > 0
         self.ask_button.disabled = self.quiz_button.disabled = not ok
@@ -206,10 +207,8 @@ class QuestionMode:
     def _mark_scenes(self) -> None:
         """Give every scene of the page its marks (from the session's first question on)."""
         self._asked = True
-        scenes = [*getattr(self.dash, "_scenes", {}).values(), self.dash._scene]
-        for scene in scenes:
-            if scene is not None:
-                self._add_marks(scene)
+        for scene in self.dash.scenes:
+            self._add_marks(scene)
 
     def _add_marks(self, scene) -> None:
         """Draw the picks (and the answer) on the views, once per scene.
@@ -267,8 +266,8 @@ class QuestionMode:
     def _claim(self, view: str, i: int) -> bool:
         if self.question is None or self.revealed:
             return False
-        if view == "threads" and self.dash._scene is not None:
-            self._pick("threads", self.dash._scene.sources["threads"].data, i)
+        if view == "threads" and self.dash.scene is not None:
+            self._pick("threads", self.dash.scene.sources["threads"].data, i)
         return True  # while asking, taps answer (no following, no other block)
 
     def _pick(self, view: str, data, i: int) -> None:
@@ -294,7 +293,7 @@ class QuestionMode:
             self.picks ^= {pick}
         else:
             self.picks = set() if self.picks == {pick} else {pick}
-        self._show()
+        self.refresh()
 
     def _on_choice(self, event) -> None:
         q = self.question
@@ -302,7 +301,7 @@ class QuestionMode:
             return
         if event.new in q.choices:
             self.picks = {("choice", q.choices.index(event.new))}
-            self._show()
+            self.refresh()
 
     # -------------------------------------------------------- questions
     def _pin(self) -> dict | None:
@@ -388,7 +387,7 @@ class QuestionMode:
         self.choices.value = None
         self.choices.options = list(q.choices)
         self.choices.visible = bool(q.choices)
-        self._show()
+        self.refresh()
 
     def submit(self) -> None:
         """Hand in the picks: reveal now, or send them to the class (``on_submit``)."""
@@ -400,7 +399,7 @@ class QuestionMode:
                 return
             self.submitted, self.sent = True, set(self.picks)
             self.on_submit(q, set(self.sent))
-            self._show()
+            self.refresh()
             return
         self.reveal()
 
@@ -435,7 +434,7 @@ class QuestionMode:
             order=q.order,
             step=q.reveal_step,
         )
-        self._show()
+        self.refresh()
 
     def next(self) -> None:
         """The quiz's next question (or the score at the end)."""
@@ -449,14 +448,12 @@ class QuestionMode:
         """Leave question mode (the quiz's score stays shown)."""
         self.question, self.picks, self.revealed, self.correct = None, set(), False, None
         self._set_conceal(False)
-        self._show()
+        self.refresh()
 
     def _set_conceal(self, on: bool) -> None:
-        for other in getattr(self.dash, "_scenes", {}).values():  # every mode's scene
+        for other in self.dash.scenes:  # every mode's scene
             other.conceal = on
-        scene = self.dash._scene
-        if scene is not None and scene.conceal != on:
-            scene.conceal = on
+        scene = self.dash.scene
         if scene is not None and self.state.frame is not None and scene.trace is self.state.trace:
             scene.update(self.state.frame)
 
@@ -491,7 +488,8 @@ class QuestionMode:
                 add(p, WRONG, "✗")
         return out
 
-    def _show(self) -> None:
+    def refresh(self) -> None:
+        """Write the question box again from the question, the picks and the reveal."""
         try:
             self._show_now()
         finally:
@@ -664,6 +662,6 @@ def question_mode(dash):
         The question box, shown under the dashboard's controls.
     """
     dash.questions = QuestionMode(dash)
-    dash.questions._sync_buttons()
-    dash.questions._show()
+    dash.questions.sync_buttons()
+    dash.questions.refresh()
     return dash.questions.panel

@@ -543,7 +543,7 @@ def test_background_recording_reports_progress(dash, monkeypatch):
 
     timer = Timer()
     monkeypatch.setattr(pn.state, "add_periodic_callback", lambda cb, period: timer)
-    dash.state._loader = dash._load_in_background
+    dash.state.loader = dash._load_in_background
     key = "rec:tiled:5x5x5:T2:s3:simulator"
     dash.state.choose_source(key)
     assert dash.state.busy.startswith("Loading tiled") and dash.progress.visible
