@@ -23,6 +23,7 @@ import dataclasses
 from typing import NamedTuple
 
 from ..trace.derived import per_trace
+from ..trace.notation import subscript as _sub  # M_{row,col}, written once
 from .block import Frame, Replay, Sub
 
 __all__ = [
@@ -130,10 +131,6 @@ def trace_findings(trace) -> tuple:
         return tuple(findings(trace))
     except ValueError:
         return ()
-
-
-def _sub(name: str, r: int, c: int) -> str:
-    return f"{name}_{{{r},{c}}}"
 
 
 def finding_marks(finding, index: int = 0) -> FindingMarks | None:
