@@ -1802,10 +1802,8 @@ def create_app(served: bool | None = None) -> Dashboard:
     Dashboard
     """
     served = bool(pn.state.served) if served is None else served
-    # the upload box (bundled FilePond); the large view's DataTable (vizmm_apps.parts)
-    pn.extension(
-        "filedropper", *TABLE_EXTENSIONS, notifications=False, raw_css=page_css(opened_theme())
-    )
+    # the large view's DataTable (vizmm_apps.parts)
+    pn.extension(*TABLE_EXTENSIONS, notifications=False, raw_css=page_css(opened_theme()))
     if served:
         catalogue.preload_once()
     return Dashboard(
