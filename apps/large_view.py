@@ -41,14 +41,14 @@ from vizmm.replay import large  # noqa: E402
 from vizmm.serve import catalogue  # noqa: E402
 from vizmm.serve.catalogue import CATALOGUE, LARGE_PRESETS  # noqa: E402
 from vizmm.trace import MAX_TILE_WIDTH, TILED_KERNELS, Trace, TraceError  # noqa: E402
-from vizmm_apps.access import PageLandmarks, opened_theme, page_css  # noqa: E402
+from vizmm_apps.access import PageLandmarks, page_extension  # noqa: E402
 from vizmm_apps.parts import (  # noqa: E402
     TABLE_EXTENSIONS,
     launch_inputs,
+    on_page_closed,
     page_drawn,
     page_header,
     play,
-    release_memory_soon,
     replace_timer,
     served_script,
 )
@@ -1080,12 +1080,11 @@ def create_app(paths: list[str] | None = None, served: bool | None = None) -> La
         (which reads the call stack: the served script says so).
     """
     # the barrier waits' DataTable; focus ring and dark-theme contrast (vizmm_apps.access)
-    pn.extension(*TABLE_EXTENSIONS, notifications=False, raw_css=page_css(opened_theme()))
+    page_extension(*TABLE_EXTENSIONS)
     served = bool(pn.state.served) if served is None else served
     if served:
         catalogue.preload_once()
-        if pn.state.curdoc is not None:
-            pn.state.on_session_destroyed(release_memory_soon)
+        on_page_closed()
     app = LargeApp(paths=paths, served=served)
     app.layout.append(PageLandmarks())
     return app

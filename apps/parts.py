@@ -29,7 +29,7 @@ __all__ = [
     "page_drawn",
     "page_header",
     "play",
-    "release_memory_soon",
+    "on_page_closed",
     "replace_timer",
     "served_script",
 ]
@@ -102,6 +102,24 @@ def drop_long_url_values(location, limit: int = MAX_URL_VALUE_CHARS) -> list[str
     if dropped:
         location.search = "?" + urllib.parse.urlencode(keep) if keep else ""
     return dropped
+
+
+def on_page_closed(*callbacks: Callable) -> None:
+    """Call ``callbacks`` when this session's page closes, then release its memory.
+
+    ``callback(session_context)`` each, then
+    :func:`vizmm.serve.memory.release_memory_soon`; nothing outside a Bokeh
+    server session.
+
+    Parameters
+    ----------
+    *callbacks : callable
+        What the page does as it closes (cancel its work, leave its class).
+    """
+    if pn.state.curdoc is None:
+        return
+    for callback in (*callbacks, release_memory_soon):
+        pn.state.on_session_destroyed(callback)
 
 
 def page_drawn(served: bool) -> threading.Event:
