@@ -500,9 +500,27 @@ class QuestionMode:
         q = self.question
         # presenter mode keeps the page to the projector: the panel only while asking
         self.panel.visible = not self.state.presenter or q is not None
+        self._draw_marks()
+        self.box.visible = q is not None
+        in_class = self.observer or self.on_submit is not None
+        for starter in self.starters:
+            starter.visible = (q is None or self.revealed) and not in_class
+        if q is None:
+            self._show_no_question()
+        else:
+            self.prompt.object = self._prompt_html(q)
+            self.picked.object = self._picks_html(q)
+            self.choices.disabled = self._locked() or self.observer
+            self._show_buttons(in_class)
+            self._show_result(q)
+        self.dash.refresh_status()
+        self._notify()
+
+    def _draw_marks(self) -> None:
+        """The picks (and the answer, revealed) on the views' mark sources."""
         marks = self._marks()
         if self._mark_sources is None and not any(d["x"] for d in marks.values()):
-            marks = {}  # nothing to mark yet, and no sources made to mark it on
+            return  # nothing to mark yet, and no sources made to mark it on
         for view, data in marks.items():
             # never shrink a source (BokehJS then fails on the glyphs' cached colours):
             # pad with marks at NaN, which are not drawn
@@ -514,29 +532,29 @@ class QuestionMode:
             data["dash"] += ["solid"] * pad
             data["label"] += [""] * pad
             self.marks[view].data = data
-        self.box.visible = q is not None
-        in_class = self.observer or self.on_submit is not None
-        for starter in self.starters:
-            starter.visible = (q is None or self.revealed) and not in_class
-        if q is None:
-            self.prompt.object = self._score_html()
-            self.box.visible = bool(self.quiz) and self.index >= 0
-            self.picked.object = ""
-            self.result.visible = False
-            for b in (self.submit_button, self.skip_button, self.next_button):
-                b.visible = False
-            self.close_button.visible = False
-            self.dash.refresh_status()
-            self._notify()
-            return
+
+    def _show_no_question(self) -> None:
+        """No question open: the quiz's score (if a quiz ran), no buttons."""
+        self.prompt.object = self._score_html()
+        self.box.visible = bool(self.quiz) and self.index >= 0
+        self.picked.object = ""
+        self.result.visible = False
+        for b in (self.submit_button, self.skip_button, self.next_button, self.close_button):
+            b.visible = False
+
+    def _prompt_html(self, q: Question) -> str:
+        """The question's prompt, numbered within its quiz (or the class's numbering)."""
         in_quiz = bool(self.quiz) and self.index >= 0
         number = f"Question {self.index + 1} of {len(self.quiz)} · " if in_quiz else ""
         if self.number and not in_quiz:
             number = f"{self.number} · "
-        self.prompt.object = (
+        return (
             f'<div id="vizmm-question" style="font-size:1.15em"><b>{number}</b>'
             f"{html.escape(q.prompt)}</div>"
         )
+
+    def _picks_html(self, q: Question) -> str:
+        """The answer picked so far, whether it is sent, and where to click."""
         mine = (
             answer_label(q, self.picks)
             if self.picks
@@ -552,10 +570,10 @@ class QuestionMode:
         )
         mine = html.escape(render_text(mine, "unicode"))
         click = "" if self._locked() or not where else f" · click in {html.escape(where)}"
-        self.picked.object = (
-            f'<span id="vizmm-picks">Your answer: <b>{mine}</b>{wait}{click}</span>'
-        )
-        self.choices.disabled = self._locked() or self.observer
+        return f'<span id="vizmm-picks">Your answer: <b>{mine}</b>{wait}{click}</span>'
+
+    def _show_buttons(self, in_class: bool) -> None:
+        """Submit (or Send, in class), Skip, Next and Close as the question stands."""
         self.submit_button.visible = not self.revealed and not self.observer
         sent = self.on_submit is not None and self.submitted
         self.submit_button.disabled = sent
@@ -567,25 +585,26 @@ class QuestionMode:
         self.next_button.visible = self.revealed and bool(self.quiz) and self.on_submit is None
         self.next_button.label = "Next question" if more else "Show the score"
         self.close_button.visible = self.revealed and self.on_submit is None
-        if self.revealed:
-            kind: Literal["info", "secondary", "success", "danger"]
-            if self.observer:
-                head, kind = "Revealed.", "info"
-            elif self.correct is None:
-                head, kind = "Skipped." if not self.on_submit else "No answer sent.", "secondary"
-            elif self.correct:
-                head, kind = "✓ Right.", "success"
-            else:
-                head, kind = "✗ Not quite.", "danger"
-            self.result.object = (  # a Markdown pane: the book's notation, '*' kept
-                f"<b>{head}</b> The answer: <b>{_md(q.answer_text)}</b>. {_md(q.explanation)}"
-            )
-            self.result.alert_type = kind
-            self.result.visible = True
-        else:
+
+    def _show_result(self, q: Question) -> None:
+        """Revealed: right, not quite, skipped (or, observing, just the answer); else hidden."""
+        if not self.revealed:
             self.result.visible = False
-        self.dash.refresh_status()
-        self._notify()
+            return
+        kind: Literal["info", "secondary", "success", "danger"]
+        if self.observer:
+            head, kind = "Revealed.", "info"
+        elif self.correct is None:
+            head, kind = "Skipped." if not self.on_submit else "No answer sent.", "secondary"
+        elif self.correct:
+            head, kind = "✓ Right.", "success"
+        else:
+            head, kind = "✗ Not quite.", "danger"
+        self.result.object = (  # a Markdown pane: the book's notation, '*' kept
+            f"<b>{head}</b> The answer: <b>{_md(q.answer_text)}</b>. {_md(q.explanation)}"
+        )
+        self.result.alert_type = kind
+        self.result.visible = True
 
     def _score_html(self) -> str:
         if not self.quiz:
