@@ -26,6 +26,7 @@ subcommand is one more entry in :data:`SUBCOMMANDS`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import math
 import os
@@ -34,7 +35,7 @@ import signal
 import sys
 import textwrap
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from . import __version__
 from .record import (
@@ -1340,73 +1341,96 @@ def cmd_grade(args: argparse.Namespace) -> int:
     vizmm grade examples/assignment.toml submissions/ --csv class.csv --summary summary.html
     """
     from .grade import grade_many, load_assignment
-    from .grade.report import class_csv, feedback_html, results_json, summary_html
 
     assignment = load_assignment(args.assignment)
+    folder, paths = _submissions(args)
+    for p in (args.output, args.html, args.csv, args.summary):
+        if p:
+            check_writable(p)  # before any case runs
+    import tempfile
+
+    show_bar = folder and not args.quiet and sys.stderr.isatty()  # a bar on a terminal only
+    with tempfile.TemporaryDirectory(prefix="vizmm-grade-") as tmp:
+        with _case_bar(show_bar) as bar:
+            gradings = grade_many(assignment, paths, jobs=args.jobs, workdir=tmp, progress=bar)
+        if folder:  # written while the cases' folders are still there
+            _write_class(args, gradings)
+        else:
+            _write_one(args, gradings[0])
+    return EXIT_OK
+
+
+def _submissions(args: argparse.Namespace) -> tuple[bool, list[str]]:
+    """Whether ``vizmm grade`` was given a folder, and the submissions to grade."""
     target = args.submission
-    folder = os.path.isdir(target)
-    if folder:
-        if args.output or args.html:
-            raise CLIError("-o and --html are for one submission; a folder takes --csv, --summary")
-        paths = []
-        for n in sorted(os.listdir(target)):
-            p = os.path.join(target, n)
-            if not n.endswith(".py"):
-                continue
-            if not os.path.isfile(p):  # a folder (or anything else) named x.py: not graded
-                print(f"vizmm: skipped {n}: not a file", file=sys.stderr)
-                continue
-            paths.append(p)
-        if not paths:
-            raise CLIError(f"{target}: no submission (*.py) in this folder")
-    else:
+    if not os.path.isdir(target):
         if args.csv or args.summary:
             raise CLIError("--csv and --summary are for a folder of submissions")
         if not os.path.isfile(target):
             raise CLIError(f"{target}: no such submission file")
-        paths = [target]
-    outputs = [p for p in (args.output, args.html, args.csv, args.summary) if p]
-    for p in outputs:
-        check_writable(p)  # before any case runs
-    import tempfile
+        return False, [target]
+    if args.output or args.html:
+        raise CLIError("-o and --html are for one submission; a folder takes --csv, --summary")
+    paths = []
+    for n in sorted(os.listdir(target)):
+        p = os.path.join(target, n)
+        if not n.endswith(".py"):
+            continue
+        if not os.path.isfile(p):  # a folder (or anything else) named x.py: not graded
+            print(f"vizmm: skipped {n}: not a file", file=sys.stderr)
+            continue
+        paths.append(p)
+    if not paths:
+        raise CLIError(f"{target}: no submission (*.py) in this folder")
+    return True, paths
 
-    with tempfile.TemporaryDirectory(prefix="vizmm-grade-") as tmp:
-        bar = None
-        if folder and not args.quiet and sys.stderr.isatty():  # a bar on a terminal only
-            from tqdm import tqdm
 
-            bar = tqdm(unit="case", desc="grading", leave=False, file=sys.stderr)
+@contextlib.contextmanager
+def _case_bar(show: bool) -> Iterator[Callable[[int, int], None]]:
+    """``progress(done, total)`` of the cases graded: a tqdm bar on stderr where ``show``."""
+    if not show:
+        yield lambda done, total: None
+        return
+    from tqdm import tqdm
 
-        def progress(done: int, total: int) -> None:
-            if bar is not None:
-                bar.total = total
-                bar.update(done - bar.n)
+    bar = tqdm(unit="case", desc="grading", leave=False, file=sys.stderr)
 
-        try:
-            gradings = grade_many(assignment, paths, jobs=args.jobs, workdir=tmp, progress=progress)
-        finally:
-            if bar is not None:
-                bar.close()
-        if not folder:
-            g = gradings[0]
-            if args.output:
-                atomic_write(args.output, results_json(g).encode("utf-8"))
-            if args.html:
-                atomic_write(args.html, feedback_html(g).encode("utf-8"))
-            if not args.quiet:
-                for r in g.cases:
-                    mark = "pass" if r.passed else "fail"
-                    print(f"{r.case.name}: {mark} ({r.score:g}/{r.max_score:g})")
-                print(f"score: {g.score:g} of {g.max_score:g}")
-        else:
-            if args.csv:
-                atomic_write(args.csv, class_csv(gradings).encode("utf-8"))
-            if args.summary:
-                atomic_write(args.summary, summary_html(gradings).encode("utf-8"))
-            if not args.quiet:
-                for g in gradings:
-                    print(f"{os.path.basename(g.submission)}: {g.score:g} of {g.max_score:g}")
-    return EXIT_OK
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        yield progress
+    finally:
+        bar.close()
+
+
+def _write_one(args: argparse.Namespace, g) -> None:
+    """One submission's grading: results.json (-o), the feedback page (--html), each case."""
+    from .grade.report import feedback_html, results_json
+
+    if args.output:
+        atomic_write(args.output, results_json(g).encode("utf-8"))
+    if args.html:
+        atomic_write(args.html, feedback_html(g).encode("utf-8"))
+    if not args.quiet:
+        for r in g.cases:
+            mark = "pass" if r.passed else "fail"
+            print(f"{r.case.name}: {mark} ({r.score:g}/{r.max_score:g})")
+        print(f"score: {g.score:g} of {g.max_score:g}")
+
+
+def _write_class(args: argparse.Namespace, gradings) -> None:
+    """A folder's gradings: the class CSV (--csv), the summary page (--summary), each score."""
+    from .grade.report import class_csv, summary_html
+
+    if args.csv:
+        atomic_write(args.csv, class_csv(gradings).encode("utf-8"))
+    if args.summary:
+        atomic_write(args.summary, summary_html(gradings).encode("utf-8"))
+    if not args.quiet:
+        for g in gradings:
+            print(f"{os.path.basename(g.submission)}: {g.score:g} of {g.max_score:g}")
 
 
 def add_grade_parser(subparsers) -> None:
