@@ -13,14 +13,16 @@ and exit code 2, never a traceback; a recording that fails writes no file.
 
 Adding a subcommand
 -------------------
-Each subcommand is one function ``add_NAME_parser(subparsers)`` that calls
-``_subcommand(subparsers, cmd_NAME)`` (which adds the parser, makes
-``cmd_NAME`` its handler and takes its help, description and examples from
-``cmd_NAME``'s docstring) and declares its options. The handler takes the
-parsed :class:`argparse.Namespace`, returns the exit code (0 for success)
-and raises :class:`CLIError` (or one of :data:`INPUT_ERRORS`) for bad input;
-:func:`main` turns those into the one-line message and exit code 2. A new
-subcommand is one more entry in :data:`SUBCOMMANDS`.
+Each subcommand is a handler ``cmd_NAME(args)`` and a function
+``_NAME_options(p)`` declaring its options on its parser, paired in
+:data:`SUBCOMMANDS`; :func:`build_parser` adds each with
+``_subcommand(subparsers, cmd_NAME)`` (which makes ``cmd_NAME`` the handler
+and takes its help, description and examples from ``cmd_NAME``'s
+docstring). The handler takes the parsed :class:`argparse.Namespace`,
+returns the exit code (0 for success) and raises :class:`CLIError` (or one
+of :data:`INPUT_ERRORS`) for bad input; :func:`main` turns those into the
+one-line message and exit code 2. A new subcommand is one more pair in
+:data:`SUBCOMMANDS`.
 """
 
 from __future__ import annotations
@@ -348,15 +350,8 @@ def _block(trace, args: argparse.Namespace) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------- record
-def add_record_parser(subparsers) -> None:
-    """Add ``vizmm record``.
-
-    Parameters
-    ----------
-    subparsers : object
-        What ``argparse.ArgumentParser.add_subparsers()`` returned.
-    """
-    p = _subcommand(subparsers, cmd_record)
+def _record_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm record``."""
     size = p.add_mutually_exclusive_group(required=True)
     size.add_argument(
         "--shape",
@@ -530,15 +525,8 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 # -------------------------------------------------------------------- check
-def add_check_parser(subparsers) -> None:
-    """Add ``vizmm check``.
-
-    Parameters
-    ----------
-    subparsers : argparse._SubParsersAction
-        The ``vizmm`` parser's subcommands.
-    """
-    p = _subcommand(subparsers, cmd_check)
+def _check_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm check``."""
     p.add_argument("kernel", metavar="FILE.py:NAME", help="a @cuda.jit kernel of your own")
     size = p.add_mutually_exclusive_group(required=True)
     size.add_argument("--shape", type=parse_shape, metavar="J,K,L", help="M is J x K, N is K x L")
@@ -688,15 +676,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------- info
-def add_info_parser(subparsers) -> None:
-    """Add ``vizmm info``.
-
-    Parameters
-    ----------
-    subparsers : object
-        What ``argparse.ArgumentParser.add_subparsers()`` returned.
-    """
-    p = _subcommand(subparsers, cmd_info)
+def _info_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm info``."""
     _trace_argument(p)
 
 
@@ -721,15 +702,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 # -------------------------------------------------------------------- table
-def add_table_parser(subparsers) -> None:
-    """Add ``vizmm table``.
-
-    Parameters
-    ----------
-    subparsers : object
-        What ``argparse.ArgumentParser.add_subparsers()`` returned.
-    """
-    p = _subcommand(subparsers, cmd_table)
+def _table_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm table``."""
     _trace_argument(p)
     _block_option(p)
     p.add_argument(
@@ -833,18 +807,11 @@ EXPORT_OPTIONS = (
 )
 
 
-def add_export_parser(subparsers) -> None:
-    """Add ``vizmm export`` to the ``vizmm`` command's subparsers.
-
-    Parameters
-    ----------
-    subparsers : object
-        What ``argparse.ArgumentParser.add_subparsers()`` returned.
-    """
+def _export_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm export``."""
     from . import export
     from .replay import GRANULARITIES, ORDERS
 
-    p = _subcommand(subparsers, cmd_export)
     _trace_argument(p, "TRACE")
     p.add_argument(
         "-o",
@@ -952,15 +919,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- occupancy
-def add_occupancy_parser(subparsers) -> None:
-    """Add ``vizmm occupancy``.
-
-    Parameters
-    ----------
-    subparsers : object
-        What ``argparse.ArgumentParser.add_subparsers()`` returned.
-    """
-    p = _subcommand(subparsers, cmd_occupancy)
+def _occupancy_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm occupancy``."""
     p.add_argument(
         "--device",
         default="A100",
@@ -1021,15 +981,8 @@ def cmd_occupancy(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------- transactions
-def add_transactions_parser(subparsers) -> None:
-    """Add ``vizmm transactions``.
-
-    Parameters
-    ----------
-    subparsers : object
-        What ``argparse.ArgumentParser.add_subparsers()`` returned.
-    """
-    p = _subcommand(subparsers, cmd_transactions)
+def _transactions_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm transactions``."""
     _trace_argument(p)
     _block_option(p, "one row per warp")
     p.add_argument("--phase", type=int, default=0, help="phase of the rows (default 0)")
@@ -1092,15 +1045,8 @@ def cmd_transactions(args: argparse.Namespace) -> int:
 
 
 # -------------------------------------------------------------------- serve
-def add_serve_parser(subparsers) -> None:
-    """Add ``vizmm serve``.
-
-    Parameters
-    ----------
-    subparsers : object
-        What ``argparse.ArgumentParser.add_subparsers()`` returned.
-    """
-    p = _subcommand(subparsers, cmd_serve)
+def _serve_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm serve``."""
     p.add_argument(
         "--address",
         default="127.0.0.1",
@@ -1252,15 +1198,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------- doctor
-def add_doctor_parser(subparsers) -> None:
-    """Add ``vizmm doctor``.
-
-    Parameters
-    ----------
-    subparsers : object
-        What ``argparse.ArgumentParser.add_subparsers()`` returned.
-    """
-    p = _subcommand(subparsers, cmd_doctor)
+def _doctor_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm doctor``."""
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument(
         "--no-run",
@@ -1433,15 +1372,8 @@ def _write_class(args: argparse.Namespace, gradings) -> None:
             print(f"{os.path.basename(g.submission)}: {g.score:g} of {g.max_score:g}")
 
 
-def add_grade_parser(subparsers) -> None:
-    """Add ``vizmm grade`` to the ``vizmm`` command's subparsers.
-
-    Parameters
-    ----------
-    subparsers : object
-        What ``argparse.ArgumentParser.add_subparsers()`` returned.
-    """
-    p = _subcommand(subparsers, cmd_grade)
+def _grade_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm grade``."""
     p.add_argument("assignment", metavar="ASSIGNMENT.toml", help="the assignment file")
     p.add_argument(
         "submission", metavar="SUBMISSION", help="a submission (.py) or a folder of them"
@@ -1461,24 +1393,19 @@ def add_grade_parser(subparsers) -> None:
 
 
 # --------------------------------------------------------------------- main
-#: One function per subcommand, each ``add(subparsers)``; see the module docstring.
-SUBCOMMANDS: list[Callable] = [
-    add_record_parser,
-    add_check_parser,
-    add_info_parser,
-    add_table_parser,
-    add_export_parser,
-    add_occupancy_parser,
-    add_transactions_parser,
-    add_serve_parser,
-    add_doctor_parser,
-    add_grade_parser,
+#: Every subcommand: its handler ``cmd_NAME`` and the function adding its options.
+SUBCOMMANDS: list[tuple[Callable, Callable[[argparse.ArgumentParser], None]]] = [
+    (cmd_record, _record_options),
+    (cmd_check, _check_options),
+    (cmd_info, _info_options),
+    (cmd_table, _table_options),
+    (cmd_export, _export_options),
+    (cmd_occupancy, _occupancy_options),
+    (cmd_transactions, _transactions_options),
+    (cmd_serve, _serve_options),
+    (cmd_doctor, _doctor_options),
+    (cmd_grade, _grade_options),
 ]
-
-
-def _command_name(add: Callable) -> str:
-    """The subcommand an ``add_NAME_parser`` function adds (``NAME``)."""
-    return add.__name__.removeprefix("add_").removesuffix("_parser")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -1494,7 +1421,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     command : str, optional
         A subcommand's name: only that one is added; every one by default.
     """
-    adds = [add for add in SUBCOMMANDS if _command_name(add) == command] or SUBCOMMANDS
+    chosen = [c for c in SUBCOMMANDS if c[0].__name__ == f"cmd_{command}"] or SUBCOMMANDS
     parser = _Parser(
         prog="vizmm",
         description="See the tiled matrix multiplication of PMPP chapter 5 run: record what "
@@ -1503,8 +1430,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"vizmm {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for add in adds:
-        add(subparsers)
+    for cmd, options in chosen:
+        options(_subcommand(subparsers, cmd))
     return parser
 
 
