@@ -36,7 +36,6 @@ import html
 import importlib.util
 import io
 import json
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +61,7 @@ from vizmm_apps.dashboard_state import KEYS, URL_PARAMS, DashboardState, in_page
 from vizmm_apps.page_scripts import PageScripts
 from vizmm_apps.parts import (
     TABLE_EXTENSIONS,
+    Job,
     drop_long_url_values,
     on_page_closed,
     page_drawn,
@@ -238,7 +238,6 @@ class Dashboard(pn.viewable.Viewer):
     def __init__(self, state: DashboardState | None = None, served: bool | None = None, **params):
         served = bool(pn.state.served) if served is None else served
         super().__init__(state=state or DashboardState(), **params)
-        self._cancel: threading.Event | None = None
         self._served = served
         # A result that arrives while the browser still lays out the first
         # document waits for the page (Bokeh's tables break otherwise); so
@@ -251,7 +250,8 @@ class Dashboard(pn.viewable.Viewer):
         self._scenes: dict[tuple[bool, str, tuple | None], Scene] = {}
         self._scenes_of: Trace | None = None
         self._play_cb = None
-        self._job: dict[str, Any] | None = None
+        self._job: Job | None = None
+        self._job_done: Callable[[Any], None] = lambda result: None
         self._job_cb = None
         #: ``hook(scene)`` for every new Bokeh scene, before it is shown (add-ons add glyphs).
         self.scene_hooks: list[Callable[[Scene], None]] = []
@@ -885,7 +885,7 @@ class Dashboard(pn.viewable.Viewer):
         """Record or read ``key`` off the event loop; a timer shows progress and the result."""
 
         def work(job):
-            return CATALOGUE.get(key, progress=job["progress"], cancel=job["cancel"])
+            return CATALOGUE.get(key, progress=job.progress, cancel=job.cancel)
 
         def done(trace):
             self.state.set_trace(key, trace)
@@ -898,39 +898,16 @@ class Dashboard(pn.viewable.Viewer):
         A job started before and not finished is cancelled: this session no
         longer waits for it (a recording stops before its next block).
         """
-        s = self.state
         if self._job is not None:
-            self._job["cancel"].set()
-        job = {
-            "key": key,
-            "done": 0,
-            "total": 0,
-            "result": None,
-            "error": None,
-            "finished": False,
-            "cancel": threading.Event(),
-            "on_done": done,
-        }
-
-        def progress(n, total):
-            job["done"], job["total"] = n, total
-
-        job["progress"] = progress
-
-        def run():
-            try:
-                job["result"] = work(job)
-            except Exception as exc:  # noqa: BLE001 - reported on the page
-                job["error"] = exc
-            job["finished"] = True
-
-        s.param.update(busy=busy, progress=-1)
-        self._job = job
+            self._job.cancel.set()
+        job = Job(work, key)
+        self.state.param.update(busy=busy, progress=-1)
+        self._job, self._job_done = job, done
         if not (self._served if threaded is None else threaded):
-            run()
+            job.run()
             self._poll_job()
             return
-        threading.Thread(target=run, name=f"vizmm-job-{key}"[:60], daemon=True).start()
+        job.start()
         if self._job_cb is None:
             self._job_cb = replace_timer(None, self._poll_job, 200)
 
@@ -938,33 +915,33 @@ class Dashboard(pn.viewable.Viewer):
         job, s = self._job, self.state
         if job is None:
             return
-        if job["total"]:
+        if job.percent is not None:
             s.param.update(
-                progress=int(100 * job["done"] / job["total"]),
-                busy=f"Recording {_what(job['key'])} in the simulator: "
-                f"block {job['done']} of {job['total']}",
+                progress=job.percent,
+                busy=f"Recording {_what(job.name)} in the simulator: "
+                f"block {job.done} of {job.total}",
             )
-        if not job["finished"] or not self._drawn.is_set():
+        if not job.finished or not self._drawn.is_set():
             return
         self._job_cb = replace_timer(self._job_cb, None)
         self._job = None
         s.param.update(busy="", progress=-1)
-        if isinstance(job["error"], RecordingCancelled):
+        if isinstance(job.error, RecordingCancelled):
             return
-        if job["error"] is not None:
-            what = job["key"]
+        if job.error is not None:
+            what = job.name
             if what.startswith("upload "):
-                s.show(f"Could not load {what[7:]}: {in_page_words(job['error'])}")
+                s.show(f"Could not load {what[7:]}: {in_page_words(job.error)}")
             elif what == s.source:
-                s.show(f"Could not load {catalogue.label_of(what)}: {in_page_words(job['error'])}")
+                s.show(f"Could not load {catalogue.label_of(what)}: {in_page_words(job.error)}")
             return
         with pn.io.hold():
-            job["on_done"](job["result"])
+            self._job_done(job.result)
 
     def cancel_jobs(self) -> None:
         """Cancel what this session waits for (called when its page is closed)."""
         if self._job is not None:
-            self._job["cancel"].set()
+            self._job.cancel.set()
         if self._job_cb is not None:
             self._job_cb.stop()
             self._job_cb = None

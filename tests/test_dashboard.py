@@ -549,7 +549,7 @@ def test_background_recording_reports_progress(dash, monkeypatch):
     assert dash.state.busy.startswith("Loading tiled") and dash.progress.visible
     assert "Loading tiled" in dash.status_pane.object
     deadline = time.time() + 60
-    while not dash._job["finished"] and time.time() < deadline:
+    while not dash._job.finished and time.time() < deadline:
         time.sleep(0.05)
     dash._poll_job()
     st = dash.state.status()
