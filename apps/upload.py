@@ -157,13 +157,14 @@ class UploadBox(pn.viewable.Viewer):
     def receive(self, message: Mapping[str, Any]) -> None:
         """Take one chunk of an upload, as the page sends it.
 
-        The first chunk of a file starts it (again); a later chunk of a file
-        not begun (or refused) is ignored, one out of order refuses it. An
-        upload is refused, its chunks forgotten and :attr:`refused` set, as
-        soon as its declared size,
-        its count of chunks or the bytes received pass :attr:`limit`, or
-        when the whole file is empty; the last chunk of one accepted sets
-        :attr:`value` to ``{name: bytes}``.
+        The first chunk of a file starts it (again) and forgets any upload
+        not finished, so the box holds one file's chunks at most. A later
+        chunk of a file not begun (or refused) is ignored, one out of order
+        refuses it. An upload is refused, its chunks forgotten and
+        :attr:`refused` set, as soon as its declared size, its count of
+        chunks or the bytes received pass :attr:`limit`, or when the whole
+        file is empty; the last chunk of one accepted sets :attr:`value` to
+        ``{name: bytes}``.
 
         Parameters
         ----------
@@ -179,7 +180,7 @@ class UploadBox(pn.viewable.Viewer):
             self._refuse(f"Could not load {name}: the page sent a broken upload; try again")
             return
         if chunk == 1:
-            self._parts[name] = []
+            self._parts = {name: []}  # one upload at a time: an unfinished one is forgotten
         elif name not in self._parts:
             return  # the rest of a refused (or never started) upload
         parts = self._parts[name]

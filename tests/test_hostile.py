@@ -519,6 +519,12 @@ def test_upload_box_refuses_chunks_over_the_limit():
     box.receive(_chunk("skip.vizmm", 1, 3, b"ab"))
     box.receive(_chunk("skip.vizmm", 3, 3, b"cd"))
     assert "skip.vizmm" in box.refused and not box.pending and not box.value
+    # a new upload forgets an unfinished one: the box holds one file's chunks at most
+    box.receive(_chunk("first.vizmm", 1, 3, b"ab"))
+    box.receive(_chunk("second.vizmm", 1, 3, b"cd"))
+    assert box.pending == ("second.vizmm",)
+    box.receive(_chunk("first.vizmm", 2, 3, b"ef"))  # ignored: no longer begun
+    assert box.pending == ("second.vizmm",) and not box.value
     box.receive(_chunk("odd.vizmm", 2, 1, b"ab"))
     assert "odd.vizmm" in box.refused and not box.value
     box.receive(_chunk("empty.vizmm", 1, 1, b""))
