@@ -18,7 +18,7 @@ import vizmm
 from vizmm.record import in_words
 from vizmm.serve import catalogue
 from vizmm.serve.catalogue import CATALOGUE
-from vizmm.trace import TILED_KERNELS
+from vizmm.trace import BARRIER_KERNELS, TILED_KERNELS
 from vizmm_apps.parts import launch_inputs
 
 __all__ = ["RecordForm"]
@@ -82,10 +82,10 @@ class RecordForm(pn.viewable.Viewer):
         try:
             if s.seed < 0 or s.seed > 2**32 - 1:
                 raise vizmm.RecordError(f"seed must be an integer from 0 to {2**32 - 1}")
-            if s.drop_barrier and s.kernel not in ("tiled", "boundary"):
+            if s.drop_barrier and s.kernel not in BARRIER_KERNELS:
                 raise vizmm.RecordError(
                     f"kernel {s.kernel!r} has no __syncthreads() to remove; the barrier lab "
-                    "runs 'tiled' and 'boundary'"
+                    f"runs {' and '.join(map(repr, BARRIER_KERNELS))}"
                 )
             est = CATALOGUE.admit(
                 s.j, s.k, s.l, s.tile_width, s.kernel, None, s.backend, reads=bool(s.drop_barrier)

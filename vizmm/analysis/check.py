@@ -78,54 +78,19 @@ from ..trace.access_log import (  # the log's codes: one definition for writer a
     TAG_ZERO,
     TERM,
 )
+from .finding_kinds import ERROR, INFO, WARNING, finding_kind, kind_names
+from .finding_kinds import rank as kind_rank
 from .transactions import bank_wavefronts
 
 __all__ = [
     "ERROR",
     "INFO",
-    "KINDS",
-    "NOUNS",
     "WARNING",
     "CheckReport",
     "Finding",
     "counted",
     "findings",
 ]
-
-#: The finding kinds, in the order a tie in time is broken.
-KINDS = (
-    "race",
-    "out of bounds",
-    "wrong term",
-    "wrong P",
-    "uncoalesced",
-    "bank conflict",
-    "more global reads than tiling needs",
-)
-ERROR, WARNING, INFO = "error", "warning", "information"
-SEVERITY = {
-    "race": ERROR,
-    "out of bounds": ERROR,
-    "wrong term": ERROR,
-    "wrong P": ERROR,
-    "uncoalesced": WARNING,
-    "bank conflict": WARNING,
-    "more global reads than tiling needs": INFO,
-}
-
-#: Each kind as a counted noun, (one, several): "1 wrong term", "2 races".
-NOUNS = {
-    "race": ("race", "races"),
-    "out of bounds": ("out-of-bounds access", "out-of-bounds accesses"),
-    "wrong term": ("wrong term", "wrong terms"),
-    "wrong P": ("wrong P element", "wrong P elements"),
-    "uncoalesced": ("uncoalesced access", "uncoalesced accesses"),
-    "bank conflict": ("bank conflict", "bank conflicts"),
-    "more global reads than tiling needs": (
-        "matrix read more often than tiling needs",
-        "matrices read more often than tiling needs",
-    ),
-}
 
 
 def counted(n: int, one: str, several: str | None = None) -> str:
@@ -136,8 +101,8 @@ def counted(n: int, one: str, several: str | None = None) -> str:
     n : int
         How many.
     one : str
-        The noun for one (a kind of :data:`KINDS` takes its words from
-        :data:`NOUNS`).
+        The noun for one (a kind's name takes the kind's own nouns,
+        :class:`vizmm.analysis.finding_kinds.FindingKind`).
     several : str, optional
         The noun for zero or more than one; ``one + "s"`` by default.
 
@@ -146,8 +111,8 @@ def counted(n: int, one: str, several: str | None = None) -> str:
     str
         ``"1 wrong term"``, ``"61 wrong terms"``, ``"0 errors"``.
     """
-    if one in NOUNS and several is None:
-        one, several = NOUNS[one]
+    if several is None and one in kind_names():
+        return finding_kind(one).counted(n)
     return f"{n:,} {one if n == 1 else several or one + 's'}"
 
 
@@ -161,7 +126,7 @@ class Finding:
     Attributes
     ----------
     kind : str
-        One of :data:`KINDS`.
+        A registered kind's name (:func:`vizmm.analysis.finding_kinds.kind_names`).
     block : tuple of int or None
         ``(by, bx)`` of the block where it happened.
     thread : tuple of int or None
@@ -249,9 +214,12 @@ class CheckReport:
         return [f for f in self.findings if f.severity == ERROR]
 
     def counts(self) -> dict:
-        """Findings per kind, in :data:`KINDS` order (kinds found only)."""
+        """Findings per kind, in the registry's order (kinds found only).
+
+        The order is :func:`vizmm.analysis.finding_kinds.kind_names`'.
+        """
         out: dict = {}
-        for kind in KINDS:
+        for kind in kind_names():
             n = sum(f.kind == kind for f in self.findings)
             if n:
                 out[kind] = n
@@ -530,14 +498,14 @@ def _races(L: _Log) -> list:
                     max(ph, 0) if L.mds is not None else None,
                     None,
                     msg,
-                    severity=ERROR,
+                    severity=finding_kind("race").severity,
                     other=tot,
                     address=addr,
                     label=label,
                     lines=tuple(sorted({lst, lot})),
                     epoch=epoch,
                     marks=marks,
-                    when=(L.rank(s), epoch, min(st[0], o[0]), 0, *tst),
+                    when=(L.rank(s), epoch, min(st[0], o[0]), kind_rank("race"), *tst),
                 )
             )
     return out
@@ -622,7 +590,7 @@ def _out_of_bounds(L: _Log) -> list:
                     lines=(ln,),
                     epoch=int(e[f["epoch"]]),
                     marks=marks,
-                    when=(L.rank(s), int(e[f["epoch"]]), n, 1, *th),
+                    when=(L.rank(s), int(e[f["epoch"]]), n, kind_rank("out of bounds"), *th),
                 )
             )
     return out
@@ -771,7 +739,7 @@ def _terms_and_p(L: _Log) -> list:
                     lines=(ln,),
                     epoch=ep,
                     marks={"P": ((r, c),), "threads": (th,)},
-                    when=(L.rank(s), ep, n, 3, *th),
+                    when=(L.rank(s), ep, n, kind_rank("wrong P"), *th),
                 )
             )
         else:
@@ -792,7 +760,7 @@ def _terms_and_p(L: _Log) -> list:
                     expected=float(want),
                     got=None,
                     marks={"P": ((r, c),), "threads": ((ty, tx),)},
-                    when=(rank, 1 << 30, 1 << 30, 3, ty, tx),
+                    when=(rank, 1 << 30, 1 << 30, kind_rank("wrong P"), ty, tx),
                 )
             )
     return out
@@ -1007,7 +975,7 @@ def _provenance_finding(L: _Log, rec, key, doubled, rc, left) -> Finding:
         lines=(int(E[n, f["line"]]),),
         epoch=ep,
         marks=marks,
-        when=(L.rank(s), ep, n, 2, *th),
+        when=(L.rank(s), ep, n, kind_rank("wrong term"), *th),
     )
 
 
@@ -1025,12 +993,12 @@ def _missing_term(L: _Log, rc, mi, ni, store) -> Finding:
         e = L.ev[s, t, n]
         ln, ep = int(e[f["line"]]), int(e[f["epoch"]])
         tail = f" before P was stored (line {L.at(ln)})"
-        when: tuple = (L.rank(s), ep, n, 2, *th)
+        when: tuple = (L.rank(s), ep, n, kind_rank("wrong term"), *th)
         lines: tuple = (ln,)
     else:
         by, bx, th = r // T, c // T, (r % T, c % T)
         ep, tail, lines = None, "", ()
-        when = (by * L.gx + bx, 1 << 30, 1 << 30, 2, *th)
+        when = (by * L.gx + bx, 1 << 30, 1 << 30, kind_rank("wrong term"), *th)
     return Finding(
         "wrong term",
         (by, bx),
@@ -1166,7 +1134,7 @@ def _judge_terms(L: _Log, s, t, th, fm, fn, stores) -> list:
                 ),
                 epoch=max(m[4], nn[4]),
                 marks=marks,
-                when=(L.rank(s), max(m[4], nn[4]), n_ev, 2, *th),
+                when=(L.rank(s), max(m[4], nn[4]), n_ev, kind_rank("wrong term"), *th),
             )
         )
     # terms never accumulated
@@ -1197,7 +1165,7 @@ def _judge_terms(L: _Log, s, t, th, fm, fn, stores) -> list:
                         "P": ((r, c),),
                         "threads": (th,),
                     },
-                    when=(L.rank(s), ep, n, 2, *th),
+                    when=(L.rank(s), ep, n, kind_rank("wrong term"), *th),
                 )
             )
     return out
@@ -1279,10 +1247,10 @@ def _transactions(L: _Log) -> list:
                 None,
                 None,
                 msg,
-                severity=WARNING,
+                severity=finding_kind(kind).severity,
                 lines=(ln,),
                 epoch=ep,
-                when=(L.rank(s), ep, n0, KINDS.index(kind), *L.thread(t0)),
+                when=(L.rank(s), ep, n0, kind_rank(kind), *L.thread(t0)),
             )
         )
     return out
@@ -1315,9 +1283,9 @@ def _reads(L: _Log) -> list:
                 f"rounded up): each block reads a tile once into shared memory",
                 expected=need,
                 got=most,
-                severity=INFO,
+                severity=finding_kind("more global reads than tiling needs").severity,
                 marks={name: ((r, c),)},
-                when=(1 << 30, 0, 0, KINDS.index("more global reads than tiling needs")),
+                when=(1 << 30, 0, 0, kind_rank("more global reads than tiling needs")),
             )
         )
     return out

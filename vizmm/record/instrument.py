@@ -395,11 +395,18 @@ def kernel_source(
                 raise InstrumentError(str(exc)) from None
         else:
             kernel = load_kernel(kernel, constants)
-    if isinstance(kernel, KernelSource) and not simt:
+    if isinstance(kernel, KernelSource):
+        return _read_kernel_source(kernel, constants, simt)
+    return _function_source(kernel)
+
+
+def _read_kernel_source(kernel, constants: Mapping | None, simt: bool):
+    """:func:`kernel_source` of what the front end read: its tree and a namespace vizmm builds."""
+    if not simt:  # (vizmm's simulator imports no compiler: _target only when needed)
         from vizmm_kernels import _target
 
         simt = _target.NAME == _target.NONE  # no compiler here: nothing of numba to bind
-    if isinstance(kernel, KernelSource) and simt:
+    if simt:
         from .simt import TYPES
 
         ns = {"cuda": _CUDA_PLACEHOLDER, "math": math, **TYPES}
@@ -407,7 +414,7 @@ def kernel_source(
         ns.update(kernel.constants)
         ns.update(dict(constants or {}))
         ns.update({f.name: _CUDA_PLACEHOLDER for f in kernel.device_functions})
-    elif isinstance(kernel, KernelSource):
+    else:
         from vizmm_kernels import _target
 
         try:
@@ -417,22 +424,22 @@ def kernel_source(
                 f"{kernel.path}: a device function of kernel {kernel.name} does not compile: "
                 + " ".join(str(exc).split())[:200]
             ) from None
-    if isinstance(kernel, KernelSource):
-        if (kernel.tree.end_lineno or 0) > D.MAX_LINE:
-            raise InstrumentError(
-                f"the kernel ends on line {kernel.tree.end_lineno}; the access log names lines "
-                f"up to {D.MAX_LINE}"
-            )
-        return copy.deepcopy(kernel.tree), textwrap.dedent(kernel.source), ns, kernel.first_line
+    if (kernel.tree.end_lineno or 0) > D.MAX_LINE:
+        raise InstrumentError(
+            f"the kernel ends on line {kernel.tree.end_lineno}; the access log names lines "
+            f"up to {D.MAX_LINE}"
+        )
+    return copy.deepcopy(kernel.tree), textwrap.dedent(kernel.source), ns, kernel.first_line
+
+
+def _function_source(kernel):
+    """:func:`kernel_source` of a Python function: its source, module globals and closure."""
     fn = python_function(kernel)
     if fn is None:
         raise InstrumentError(
             f"not a CUDA kernel: {type(kernel).__name__} {kernel!r:.60}; give a @cuda.jit "
             "function, its source text or 'file.py:name'"
         )
-    if not _is_cuda_kernel(kernel) and inspect.isfunction(kernel):
-        # a plain function: accepted only when its source says @cuda.jit
-        pass
     try:
         lines, first = inspect.getsourcelines(fn)
         text = textwrap.dedent("".join(lines))
@@ -441,6 +448,7 @@ def kernel_source(
             f"the source of kernel {fn.__name__!r} cannot be read: {exc}"
         ) from None
     tree = _parse(text, fn.__code__.co_filename)
+    # a plain function is accepted only when its source says @cuda.jit
     if not _is_cuda_kernel(kernel) and not any(
         "jit" in ast.unparse(d) for d in tree.decorator_list
     ):
@@ -661,6 +669,53 @@ def _products(node) -> list | None:
     return out
 
 
+def _global_arrays(fn: ast.FunctionDef, params: list, first_arrays: int):
+    """The kernel's array parameters, in order: those it subscripts or an atomic touches.
+
+    Returns the arrays, the arrays only an atomic touches (name -> its index
+    expression: split-k into P) and the first ``first_arrays`` parameters that
+    the kernel never indexes (a matmul kernel's M, N and P are arrays even
+    where one is never read or stored: its log names them all).
+    """
+    subscripted = {
+        _name(n.value)
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Subscript) and _name(n.value) is not None
+    }
+    atomics = {
+        _name(n.args[0]): n.args[1]
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Call)
+        and _atomic(n)
+        and len(n.args) >= 2
+        and _name(n.args[0]) is not None
+    }
+    subscripted |= set(atomics)
+    unindexed = set(params[:first_arrays]) - subscripted
+    subscripted |= unindexed
+    return [p for p in params if p in subscripted], atomics, unindexed
+
+
+def _global_ndim(fn: ast.FunctionDef, g: str, atomics: dict, unindexed: set) -> int:
+    """How many subscripts global array ``g`` takes (1 or 2, the same everywhere)."""
+    ndims = {
+        len(n.slice.elts) if isinstance(n.slice, ast.Tuple) else 1
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Subscript) and _name(n.value) == g
+    }
+    if g in atomics:
+        index = atomics[g]
+        ndims.add(len(index.elts) if isinstance(index, ast.Tuple) else 1)
+    if g in unindexed:
+        ndims = {1}
+    if len(ndims) != 1 or next(iter(ndims)) > 2:
+        raise InstrumentError(
+            f"array {g!r} is indexed with {sorted(ndims)} subscripts; the instrumenter "
+            "takes 1-D (M[i]) and 2-D (M[r, c]) arrays, each always the same way"
+        )
+    return next(iter(ndims))
+
+
 class _Rewriter:
     """Rewrites one kernel's body (see the module docstring)."""
 
@@ -684,26 +739,8 @@ class _Rewriter:
         self.shared_loads = shared_loads
         self.ns = namespace
         self.params = [a.arg for a in fn.args.args]
-        subscripted = {
-            _name(n.value)
-            for n in ast.walk(fn)
-            if isinstance(n, ast.Subscript) and _name(n.value) is not None
-        }
-        atomics = {  # arrays only an atomic touches (split-k into P): name -> its index
-            _name(n.args[0]): n.args[1]
-            for n in ast.walk(fn)
-            if isinstance(n, ast.Call)
-            and _atomic(n)
-            and len(n.args) >= 2
-            and _name(n.args[0]) is not None
-        }
-        subscripted |= set(atomics)
-        # a matmul kernel's M, N and P are arrays even where the kernel never indexes one
-        # (a kernel that reads nothing, or never stores P): its log names them all
-        unindexed = set(self.params[:first_arrays]) - subscripted
-        subscripted |= unindexed
-        self.globals = [p for p in self.params if p in subscripted]
-        self.scalars = [p for p in self.params if p not in subscripted]
+        self.globals, atomics, unindexed = _global_arrays(fn, self.params, first_arrays)
+        self.scalars = [p for p in self.params if p not in self.globals]
         self.constants = {
             k
             for k, v in namespace.items()
@@ -712,22 +749,7 @@ class _Rewriter:
         self.arrays: list[ArrayInfo] = []
         self.ids: dict[str, int] = {}
         for g in self.globals:
-            ndims = {
-                len(n.slice.elts) if isinstance(n.slice, ast.Tuple) else 1
-                for n in ast.walk(fn)
-                if isinstance(n, ast.Subscript) and _name(n.value) == g
-            }
-            if g in atomics:
-                index = atomics[g]
-                ndims.add(len(index.elts) if isinstance(index, ast.Tuple) else 1)
-            if g in unindexed:
-                ndims = {1}
-            if len(ndims) != 1 or next(iter(ndims)) > 2:
-                raise InstrumentError(
-                    f"array {g!r} is indexed with {sorted(ndims)} subscripts; the instrumenter "
-                    "takes 1-D (M[i]) and 2-D (M[r, c]) arrays, each always the same way"
-                )
-            self._add(ArrayInfo(g, "global", next(iter(ndims))))
+            self._add(ArrayInfo(g, "global", _global_ndim(fn, g, atomics, unindexed)))
         if len(self.globals) > D.TAG_ARRAYS:
             raise InstrumentError(f"at most {D.TAG_ARRAYS} global array arguments can be traced")
         self.dynamic_shared = dynamic_shared
@@ -1000,89 +1022,104 @@ class _Rewriter:
             return self.atomic(cast(ast.Call, stmt.value), ln, None)
         if not isinstance(stmt, (ast.Assign, ast.AugAssign)):
             return None
-        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
         if isinstance(stmt, ast.Assign) and len(stmt.targets) != 1:
             return None
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
         value = stmt.value
         if isinstance(stmt, ast.Assign) and isinstance(target, ast.Name) and _atomic(value):
             return self.atomic(cast(ast.Call, value), ln, target.id)
         if isinstance(target, ast.Name):
-            x = target.id
-            if x not in self.tagged:
-                return None
-            before: list[ast.stmt] = []
-            after: list[ast.stmt] = []
-            if isinstance(stmt, ast.Assign):
-                before += _stmts(f"_tg = {self.tag_of(value)}")
-            if x in self.accs:
-                me = self.accs.index(x)
-                if isinstance(stmt, ast.AugAssign):
-                    if isinstance(stmt.op, ast.Add) and _name(value) in self.accs:
-                        after.append(self._move(-1, me, _name(value), D.MOVE_ADD, ln))
-                    elif isinstance(stmt.op, ast.Add):
-                        pairs = _products(value)
-                        if pairs:
-                            b, a = self._terms(-1, me, pairs, ln)
-                            before, after = before + b, after + a
-                elif _name(value) in self.accs and _name(value) != x:
-                    after.append(self._move(-1, me, _name(value), D.MOVE_SET, ln))
-                elif (
-                    isinstance(value, ast.BinOp)
-                    and isinstance(value.op, ast.Add)
-                    and x in {_name(t) for t in _add_terms(value)}
-                ):
-                    rest = [t for t in _add_terms(value) if _name(t) != x]
-                    pairs = _products(_sum(rest)) if rest else []
-                    if pairs:
-                        b, a = self._terms(-1, me, pairs, ln)
-                        before, after = before + b, after + a
-                elif _is_call_to(value, "cuda.fma") and len(value.args) == 3:
-                    b, a = self._terms(-1, me, [(value.args[0], value.args[1])], ln)
-                    before, after = before + b, after + a
-                else:
-                    after.append(self._move(-1, me, None, D.MOVE_SET, ln))
-            main = [self.expr(stmt)]
-            if isinstance(stmt, ast.Assign):
-                main += _stmts(f"{x}__tg = _tg")
-                if top and self.acc and x == self.acc:
-                    self.acc_ready = True
-            return before + main + after
+            return self._provenance_of_name(stmt, target.id, top)
         if (
             isinstance(stmt, ast.Assign)
             and isinstance(target, ast.Subscript)
             and _name(target.value) in self.ids
         ):
-            name = cast(ast.Name, target.value).id
-            flat = self._flat(target)
-            if flat is None:
-                return None
-            aid = self.ids[name]
-            before, after = [], []
-            own = ast.unparse(target).replace("ctx=Store()", "")
-            terms = _add_terms(value)
-            if isinstance(value, ast.BinOp) and ast.unparse(terms[0]) == own and len(terms) > 1:
-                rest = terms[1:]
-                if len(rest) == 1 and _name(rest[0]) in self.accs:
-                    after.append(self._move(aid, flat, _name(rest[0]), D.MOVE_ADD, ln))
-                else:
-                    pairs = _products(_sum(rest))
-                    if pairs:
-                        before, after = self._terms(aid, flat, pairs, ln)
-            elif _name(value) in self.accs:
-                after.append(self._move(aid, flat, _name(value), D.MOVE_SET, ln))
-            elif name in self.shared:
-                return None  # a tile load: the store's tag is its provenance
-            else:
-                pairs = _products(value)
-                const = isinstance(_uncast(value), ast.Constant)
-                # a constant starts the element's sum afresh; a value of no known terms
-                # (computed otherwise) leaves it unjudged
-                after.append(self._move(aid, flat, None if pairs or const else "?", D.MOVE_SET, ln))
-                if pairs:
-                    b, a = self._terms(aid, flat, pairs, ln)
-                    before, after = before + b, after + a
-            return before + self.store(target, value, ln) + after
+            return self._provenance_of_element(target, value, ln)
         return None
+
+    def _provenance_of_name(
+        self, stmt: ast.Assign | ast.AugAssign, x: str, top: bool
+    ) -> list[ast.stmt] | None:
+        """A local ``x`` assigned: its tag, and its events when it is an accumulator."""
+        if x not in self.tagged:
+            return None
+        before: list[ast.stmt] = []
+        after: list[ast.stmt] = []
+        if isinstance(stmt, ast.Assign):
+            before += _stmts(f"_tg = {self.tag_of(stmt.value)}")
+        if x in self.accs:
+            b, a = self._accumulator_events(stmt, x)
+            before, after = before + b, after + a
+        main = [self.expr(stmt)]
+        if isinstance(stmt, ast.Assign):
+            main += _stmts(f"{x}__tg = _tg")
+            if top and self.acc and x == self.acc:
+                self.acc_ready = True
+        return before + main + after
+
+    def _accumulator_events(
+        self, stmt: ast.Assign | ast.AugAssign, x: str
+    ) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """The TERM / MOVE events of accumulator ``x``'s assignment: (before, after) it."""
+        me = self.accs.index(x)
+        value, ln = stmt.value, stmt.lineno
+        if isinstance(stmt, ast.AugAssign):
+            if not isinstance(stmt.op, ast.Add):
+                return [], []
+            if _name(value) in self.accs:
+                return [], [self._move(-1, me, _name(value), D.MOVE_ADD, ln)]
+            pairs = _products(value)
+            return self._terms(-1, me, pairs, ln) if pairs else ([], [])
+        if _name(value) in self.accs and _name(value) != x:
+            return [], [self._move(-1, me, _name(value), D.MOVE_SET, ln)]
+        if (
+            isinstance(value, ast.BinOp)
+            and isinstance(value.op, ast.Add)
+            and x in {_name(t) for t in _add_terms(value)}
+        ):
+            rest = [t for t in _add_terms(value) if _name(t) != x]
+            pairs = _products(_sum(rest)) if rest else []
+            return self._terms(-1, me, pairs, ln) if pairs else ([], [])
+        if _is_call_to(value, "cuda.fma") and len(value.args) == 3:
+            return self._terms(-1, me, [(value.args[0], value.args[1])], ln)
+        return [], [self._move(-1, me, None, D.MOVE_SET, ln)]
+
+    def _provenance_of_element(
+        self, target: ast.Subscript, value: ast.expr, ln: int
+    ) -> list[ast.stmt] | None:
+        """An array element assigned: the store, and its TERM / MOVE events."""
+        name = cast(ast.Name, target.value).id
+        flat = self._flat(target)
+        if flat is None:
+            return None
+        aid = self.ids[name]
+        before: list[ast.stmt] = []
+        after: list[ast.stmt] = []
+        own = ast.unparse(target).replace("ctx=Store()", "")
+        terms = _add_terms(value)
+        if isinstance(value, ast.BinOp) and ast.unparse(terms[0]) == own and len(terms) > 1:
+            rest = terms[1:]
+            if len(rest) == 1 and _name(rest[0]) in self.accs:
+                after.append(self._move(aid, flat, _name(rest[0]), D.MOVE_ADD, ln))
+            else:
+                pairs = _products(_sum(rest))
+                if pairs:
+                    before, after = self._terms(aid, flat, pairs, ln)
+        elif _name(value) in self.accs:
+            after.append(self._move(aid, flat, _name(value), D.MOVE_SET, ln))
+        elif name in self.shared:
+            return None  # a tile load: the store's tag is its provenance
+        else:
+            pairs = _products(value)
+            const = isinstance(_uncast(value), ast.Constant)
+            # a constant starts the element's sum afresh; a value of no known terms
+            # (computed otherwise) leaves it unjudged
+            after.append(self._move(aid, flat, None if pairs or const else "?", D.MOVE_SET, ln))
+            if pairs:
+                b, a = self._terms(aid, flat, pairs, ln)
+                before, after = before + b, after + a
+        return before + self.store(target, value, ln) + after
 
     def noted_events(self, stmt: ast.stmt) -> int:
         """TERM, MOVE and atomic events ``stmt`` (as written) logs: for the static bound."""
@@ -1181,120 +1218,149 @@ class _Rewriter:
     def store(self, target: ast.Subscript, value, lineno, guard=None) -> list[ast.stmt]:
         """The statements for ``target = value`` (``guard``: the If's copy, for a zero-fill)."""
         name = cast(ast.Name, target.value).id  # the callers checked: a known array's name
+        if name not in self.shared:  # a global store (P)
+            return self._global_store(target, value, lineno)
+        g = _name(value.value) if isinstance(value, ast.Subscript) else None
+        dynamic_zero = ""
+        if isinstance(value, ast.Subscript) and g in self.globals:
+            pre, v, ok, src = self._tile_load(name, value, lineno)
+        elif self.terms and not (
+            isinstance(value, ast.Constant) or (isinstance(_uncast(value), ast.Constant))
+        ):
+            pre, v, ok, src = self._tagged_value(value)
+            dynamic_zero = src[0]
+        else:
+            pre, v, ok, src = (
+                [],
+                ast.unparse(self.expr(value)),
+                "True",
+                self._value_source(value, guard),
+            )
+        out = pre + _stmts(self._shared_store_call(target, v, ok, src, lineno))
+        if src[0] == str(D.TAG_ZERO):  # a zero-fill: counted for every block
+            out += _stmts(f"zfill(_zf, _bid, _nst_{name}, _zph, {self.ids[name]}, _NARR)")
+        elif dynamic_zero:  # a conditional expression's zero
+            out += _stmts(
+                f"if {dynamic_zero} == {D.TAG_ZERO}:\n"
+                f"    zfill(_zf, _bid, _nst_{name}, _zph, {self.ids[name]}, _NARR)"
+            )
+        return out + _stmts(f"_nst_{name} += 1")
+
+    def _global_store(self, target: ast.Subscript, value, lineno) -> list[ast.stmt]:
+        """A store into a global array (P): logged, or in the lean variant only performed."""
+        name = cast(ast.Name, target.value).id
         aid = self.ids[name]
         idx, (row, col) = self._index_parts(target)
-        acc = self._acc()
-        if name not in self.shared:  # a global store (P)
-            v = ast.unparse(self.expr(value))
-            if self.lean:
-                if len(idx) == 2:
-                    return _stmts(f"lg_store2({name}, {idx[0]}, {idx[1]}, {v})")
-                return _stmts(f"lg_store({name}, {idx[0]}, {v})")
+        v = ast.unparse(self.expr(value))
+        if self.lean:
             if len(idx) == 2:
-                return _stmts(
-                    f"g_store2({name}, {idx[0]}, {idx[1]}, {v}, {aid}, {lineno}, {_LOG}, {acc})"
-                )
+                return _stmts(f"lg_store2({name}, {idx[0]}, {idx[1]}, {v})")
+            return _stmts(f"lg_store({name}, {idx[0]}, {v})")
+        acc = self._acc()
+        if len(idx) == 2:
             return _stmts(
-                f"g_store({name}, {idx[0]}, {v}, {row}, {col}, {aid}, {lineno}, {_LOG}, {acc})"
+                f"g_store2({name}, {idx[0]}, {idx[1]}, {v}, {aid}, {lineno}, {_LOG}, {acc})"
             )
-        s = self.shared[name]
-        pre: list[ast.stmt] = []
-        ok = "True"
-        no = str(D.NO_INDEX)
-        src = (str(D.TAG_COMPUTED), "-1", "-1", no, no)  # tag, arr, idx, row, col
-        dynamic_zero = ""
-        g = _name(value.value) if isinstance(value, ast.Subscript) else None
-        copy = value if isinstance(value, ast.Subscript) and g in self.globals else None
-        if copy is not None and g is not None:
-            self.copies.setdefault(name, set()).add(g)
-            gidx, (grow, gcol) = self._index_parts(copy)
-            n = next(self.tmp)
-            gid = self.ids[g]
-            if self.lean:
-                if len(gidx) == 2:
-                    pre = _stmts(
-                        f"_ok{n} = g_ok2({g}, {gidx[0]}, {gidx[1]})\n"
-                        f"_v{n} = lg_load2({g}, {gidx[0]}, {gidx[1]}, _reads_{g}, _ZERO_{g})"
-                    )
-                else:
-                    pre = _stmts(
-                        f"_i{n} = {gidx[0]}\n"
-                        f"_ok{n} = g_ok({g}, _i{n})\n"
-                        f"_v{n} = lg_load({g}, _i{n}, _reads_{g}, _ZERO_{g})"
-                    )
-            elif len(gidx) == 2:
+        return _stmts(
+            f"g_store({name}, {idx[0]}, {v}, {row}, {col}, {aid}, {lineno}, {_LOG}, {acc})"
+        )
+
+    def _tile_load(self, name: str, copy: ast.Subscript, lineno) -> tuple:
+        """A global element copied into shared array ``name`` (a tile load, Fig. 5.9 lines 9-10).
+
+        Returns the statements loading it, the value's and the in-bounds flag's
+        names, and the store's source (tag, array, flat index, row, col).
+        """
+        g = cast(ast.Name, copy.value).id
+        self.copies.setdefault(name, set()).add(g)
+        gidx, (grow, gcol) = self._index_parts(copy)
+        n = next(self.tmp)
+        gid = self.ids[g]
+        acc = self._acc()
+        if self.lean:
+            if len(gidx) == 2:
                 pre = _stmts(
-                    f"_i{n} = ({gidx[0]}) * {g}.shape[1] + ({gidx[1]})\n"
                     f"_ok{n} = g_ok2({g}, {gidx[0]}, {gidx[1]})\n"
-                    f"_v{n} = g_load2({g}, {gidx[0]}, {gidx[1]}, {gid}, {lineno}, _reads_{g}, "
-                    f"_ZERO_{g}, {_LOG}, {acc})"
+                    f"_v{n} = lg_load2({g}, {gidx[0]}, {gidx[1]}, _reads_{g}, _ZERO_{g})"
                 )
-                grow, gcol = gidx
             else:
                 pre = _stmts(
                     f"_i{n} = {gidx[0]}\n"
                     f"_ok{n} = g_ok({g}, _i{n})\n"
-                    f"_v{n} = g_load({g}, _i{n}, {grow}, {gcol}, {gid}, {lineno}, _reads_{g}, "
-                    f"_ZERO_{g}, {_LOG}, {acc})"
+                    f"_v{n} = lg_load({g}, _i{n}, _reads_{g}, _ZERO_{g})"
                 )
-            v = f"_v{n}"
-            ok = f"_ok{n}"
-            src = (f"_i{n} * {D.TAG_ARRAYS} + {gid}", str(gid), f"_i{n}", grow, gcol)
-        elif self.terms and not (
-            isinstance(value, ast.Constant) or (isinstance(_uncast(value), ast.Constant))
-        ):
-            n = next(self.tmp)
-            pre = _stmts(f"_tg{n} = {self.tag_of(value)}")
-            v = ast.unparse(self.expr(value))
-            src = (
-                f"_tg{n}",
-                f"(_tg{n} % {D.TAG_ARRAYS} if _tg{n} >= 0 else -1)",
-                f"(_tg{n} // {D.TAG_ARRAYS} if _tg{n} >= 0 else -1)",
-                no,
-                no,
+        elif len(gidx) == 2:
+            pre = _stmts(
+                f"_i{n} = ({gidx[0]}) * {g}.shape[1] + ({gidx[1]})\n"
+                f"_ok{n} = g_ok2({g}, {gidx[0]}, {gidx[1]})\n"
+                f"_v{n} = g_load2({g}, {gidx[0]}, {gidx[1]}, {gid}, {lineno}, _reads_{g}, "
+                f"_ZERO_{g}, {_LOG}, {acc})"
             )
-            dynamic_zero = f"_tg{n}"
+            grow, gcol = gidx
         else:
-            v = ast.unparse(self.expr(value))
-            if not _has_array_access(value, self.ids) and not any(
-                isinstance(x, ast.Name) and x.id not in self.ns for x in ast.walk(value)
-            ):
-                src = (str(D.TAG_ZERO), "-1", "-1", no, no)  # a constant (the zero-fill)
-                if guard is not None:
-                    g = guard.value.id
-                    gidx, (grow, gcol) = self._index_parts(guard)
-                    if len(gidx) == 2:
-                        grow, gcol = gidx
-                        flat = f"({gidx[0]}) * {g}.shape[1] + ({gidx[1]})"
-                    else:
-                        flat = gidx[0]
-                    src = (str(D.TAG_ZERO), str(self.ids[g]), flat, grow, gcol)
-        tag, sa, si, sr, sc = src
+            pre = _stmts(
+                f"_i{n} = {gidx[0]}\n"
+                f"_ok{n} = g_ok({g}, _i{n})\n"
+                f"_v{n} = g_load({g}, _i{n}, {grow}, {gcol}, {gid}, {lineno}, _reads_{g}, "
+                f"_ZERO_{g}, {_LOG}, {acc})"
+            )
+        src = (f"_i{n} * {D.TAG_ARRAYS} + {gid}", str(gid), f"_i{n}", grow, gcol)
+        return pre, f"_v{n}", f"_ok{n}", src
+
+    def _tagged_value(self, value) -> tuple:
+        """A computed value stored into shared memory, its provenance tag carried (check)."""
+        n = next(self.tmp)
+        no = str(D.NO_INDEX)
+        pre = _stmts(f"_tg{n} = {self.tag_of(value)}")
+        v = ast.unparse(self.expr(value))
+        src = (
+            f"_tg{n}",
+            f"(_tg{n} % {D.TAG_ARRAYS} if _tg{n} >= 0 else -1)",
+            f"(_tg{n} // {D.TAG_ARRAYS} if _tg{n} >= 0 else -1)",
+            no,
+            no,
+        )
+        return pre, v, "True", src
+
+    def _value_source(self, value, guard) -> tuple:
+        """The source of a computed value stored into shared memory: a zero-fill's or none."""
+        no = str(D.NO_INDEX)
+        if _has_array_access(value, self.ids) or any(
+            isinstance(x, ast.Name) and x.id not in self.ns for x in ast.walk(value)
+        ):
+            return (str(D.TAG_COMPUTED), "-1", "-1", no, no)
+        if guard is None:
+            return (str(D.TAG_ZERO), "-1", "-1", no, no)  # a constant (the zero-fill)
+        g = guard.value.id
+        gidx, (grow, gcol) = self._index_parts(guard)
+        if len(gidx) == 2:
+            grow, gcol = gidx
+            flat = f"({gidx[0]}) * {g}.shape[1] + ({gidx[1]})"
+        else:
+            flat = gidx[0]
+        return (str(D.TAG_ZERO), str(self.ids[g]), flat, grow, gcol)
+
+    def _shared_store_call(self, target: ast.Subscript, v: str, ok: str, src: tuple, lineno) -> str:
+        """The helper call storing ``v`` into a shared element, logged with its source."""
+        name = cast(ast.Name, target.value).id
+        idx, (row, col) = self._index_parts(target)
         if self.lean:
-            call = (
+            return (
                 f"ls_store2({name}, {idx[0]}, {idx[1]}, {v}, {ok})"
                 if len(idx) == 2
                 else f"ls_store({name}, {idx[0]}, {v}, {ok})"
             )
-        elif len(idx) == 2:
-            call = (
+        s, aid, acc = self.shared[name], self.ids[name], self._acc()
+        tag, sa, si, sr, sc = src
+        if len(idx) == 2:
+            return (
                 f"s_store2({name}, {idx[0]}, {idx[1]}, {v}, {s['shadow']}, {s['off']}, {ok}, "
                 f"{tag}, {sa}, {si}, {sr}, {sc}, {aid}, {lineno}, {_LOG}, {acc})"
             )
-        else:
-            call = (
-                f"s_store({name}, {idx[0]}, {v}, {row}, {col}, {s['shadow']}, {s['off']}, {ok}, "
-                f"{tag}, {sa}, {si}, {sr}, {sc}, {aid}, {lineno}, {_LOG}, {acc})"
-            )
-        out = pre + _stmts(call)
-        if tag == str(D.TAG_ZERO):  # a zero-fill: counted for every block
-            out += _stmts(f"zfill(_zf, _bid, _nst_{name}, _zph, {aid}, _NARR)")
-        elif dynamic_zero:  # a conditional expression's zero
-            out += _stmts(
-                f"if {dynamic_zero} == {D.TAG_ZERO}:\n"
-                f"    zfill(_zf, _bid, _nst_{name}, _zph, {aid}, _NARR)"
-            )
-        return out + _stmts(f"_nst_{name} += 1")
+        return (
+            f"s_store({name}, {idx[0]}, {v}, {row}, {col}, {s['shadow']}, {s['off']}, {ok}, "
+            f"{tag}, {sa}, {si}, {sr}, {sc}, {aid}, {lineno}, {_LOG}, {acc})"
+        )
 
     def barrier(self, lineno) -> list[ast.stmt]:
         if self.lean:
@@ -1361,6 +1427,19 @@ class _Rewriter:
         return None
 
     def stmt(self, stmt: ast.stmt, top=False) -> list[ast.stmt]:
+        for step in (self._marker, self._noted, self._assignment, self._control):
+            got = step(stmt, top)
+            if got is not None:
+                return got
+        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef, ast.With, ast.Try)):
+            raise InstrumentError(
+                f"line {stmt.lineno}: a {type(stmt).__name__} statement cannot be instrumented "
+                "in a kernel"
+            )
+        return [self.expr(stmt)]
+
+    def _marker(self, stmt: ast.stmt, top: bool) -> list[ast.stmt] | None:
+        """A shared array's declaration, a barrier or a return; None: none of them."""
         decl = self._shared_decl(stmt)
         if decl is not None:
             if not top:
@@ -1374,12 +1453,18 @@ class _Rewriter:
             return self.barrier(stmt.lineno)
         if isinstance(stmt, ast.Return):
             return [*self.end(stmt.lineno), ast.Return(value=None)]
+        return None
+
+    def _noted(self, stmt: ast.stmt, top: bool) -> list[ast.stmt] | None:
+        """A statement with provenance events (recording terms) or an atomic; None: not one."""
         if self.terms:
-            got = self.provenance(stmt, top)
-            if got is not None:
-                return got
-        elif isinstance(stmt, ast.Expr) and _atomic(stmt.value) and not self.lean:
+            return self.provenance(stmt, top)
+        if isinstance(stmt, ast.Expr) and _atomic(stmt.value) and not self.lean:
             return self.atomic(cast(ast.Call, stmt.value), stmt.lineno, None)
+        return None
+
+    def _assignment(self, stmt: ast.stmt, top: bool) -> list[ast.stmt] | None:
+        """A store into an array element (``=`` or ``op=``) or the accumulator's start."""
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             target = stmt.targets[0]
             if isinstance(target, ast.Subscript) and _name(target.value) in self.ids:
@@ -1407,27 +1492,12 @@ class _Rewriter:
                 f"line {stmt.lineno}: store into one array element per statement "
                 f"({ast.unparse(stmt)})"
             )
+        return None
+
+    def _control(self, stmt: ast.stmt, top: bool) -> list[ast.stmt] | None:
+        """An ``if``, ``for`` or ``while`` with its bodies rewritten; None: not one."""
         if isinstance(stmt, ast.If):
-            copy = self._copy_of(stmt.body)
-            test = self.expr(stmt.test)
-            body = self.body(stmt.body)
-            orelse: list[ast.stmt] = []
-            if stmt.orelse:
-                other = stmt.orelse
-                if (
-                    copy is not None
-                    and len(other) == 1
-                    and isinstance(other[0], ast.Assign)
-                    and len(other[0].targets) == 1
-                    and isinstance(other[0].targets[0], ast.Subscript)
-                    and ast.unparse(other[0].targets[0]) == ast.unparse(copy.targets[0])
-                ):
-                    orelse = self.store(
-                        other[0].targets[0], other[0].value, other[0].lineno, guard=copy.value
-                    )
-                else:
-                    orelse = self.body(other)
-            return [ast.If(test=test, body=body, orelse=orelse)]
+            return [self._if(stmt)]
         if isinstance(stmt, ast.For):
             return [
                 ast.For(
@@ -1446,19 +1516,67 @@ class _Rewriter:
                     orelse=self.body(stmt.orelse) if stmt.orelse else [],
                 )
             ]
-        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef, ast.With, ast.Try)):
-            raise InstrumentError(
-                f"line {stmt.lineno}: a {type(stmt).__name__} statement cannot be instrumented "
-                "in a kernel"
+        return None
+
+    def _if(self, stmt: ast.If) -> ast.If:
+        """An ``if``: a guarded copy's ``else`` store (Fig. 5.13's zero) logged as that copy's."""
+        copy = self._copy_of(stmt.body)
+        test = self.expr(stmt.test)
+        body = self.body(stmt.body)
+        orelse: list[ast.stmt] = []
+        other = stmt.orelse
+        if (
+            other
+            and copy is not None
+            and len(other) == 1
+            and isinstance(other[0], ast.Assign)
+            and len(other[0].targets) == 1
+            and isinstance(other[0].targets[0], ast.Subscript)
+            and ast.unparse(other[0].targets[0]) == ast.unparse(copy.targets[0])
+        ):
+            orelse = self.store(
+                other[0].targets[0], other[0].value, other[0].lineno, guard=copy.value
             )
-        return [self.expr(stmt)]
+        elif other:
+            orelse = self.body(other)
+        return ast.If(test=test, body=body, orelse=orelse)
 
     # ------------------------------------------------------------- whole
     def rewrite(self) -> ast.FunctionDef:
+        """The kernel rewritten: its body's statements logged, its prologue and its arguments."""
         fn = self.fn
         body = self.body(fn.body, top=True)
-        nshared = [s for s in self.shared.values() if not s.get("section")]
-        # Where the last declaration of a shared array is: the shadows' stamp goes after it.
+        last = self._after_shared_declarations(body)
+        stamp, clock = self._stamp_and_clock()
+        head, prologue, extra = self._prologue()
+        extra += [f"_reads_{g}" for g in self.globals]
+        last_line = max((getattr(n, "lineno", 0) for n in ast.walk(fn)), default=0)
+        tail = [] if body and isinstance(body[-1], ast.Return) else self.end(last_line)
+        new_body = head + body[:last] + prologue + clock + stamp + body[last:] + tail
+        args = ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(arg=a) for a in (*self.params, *extra)],
+            kwonlyargs=[],
+            kw_defaults=[],
+            defaults=[],
+        )
+        if sys.version_info >= (3, 12):  # type parameters (PEP 695): none
+            new = ast.FunctionDef(
+                name=fn.name,
+                args=args,
+                body=new_body,
+                decorator_list=[],
+                returns=None,
+                type_params=[],
+            )
+        else:
+            new = ast.FunctionDef(
+                name=fn.name, args=args, body=new_body, decorator_list=[], returns=None
+            )
+        return ast.fix_missing_locations(new)
+
+    def _after_shared_declarations(self, body: list[ast.stmt]) -> int:
+        """Where the last declaration of a shared array is: the shadows' stamp goes after it."""
         last = 0
         for i, stmt in enumerate(body):
             if isinstance(stmt, ast.Assign) and _is_call_to(stmt.value, "shared.array"):
@@ -1470,6 +1588,11 @@ class _Rewriter:
                 and isinstance(stmt.value.slice, ast.Slice)
             ):
                 last = i + 1
+        return last
+
+    def _stamp_and_clock(self) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """The shadows' stamp (tags of shared loads) and the block's clock in shared memory."""
+        nshared = [s for s in self.shared.values() if not s.get("section")]
         stamp: list[ast.stmt] = []
         for s in nshared if self.shared_loads and not self.lean else ():  # tags: shared loads
             stamp += _stmts(
@@ -1487,6 +1610,14 @@ class _Rewriter:
             stamp += _stmts(
                 "cuda.syncthreads()  # the shadows and the clock are set before any access"
             )
+        return stamp, clock
+
+    def _prologue(self) -> tuple[list[ast.stmt], list[ast.stmt], list[str]]:
+        """What the rewrite adds: statements before the body, after the declarations, and arguments.
+
+        The head picks the block this thread plays; the prologue sets the
+        thread's place in the log; the arguments follow the kernel's own.
+        """
         counters = "".join(f"_nst_{name} = 0\n" for name in self.shared)
         if self.lean:
             head: list[ast.stmt] = []
@@ -1541,31 +1672,7 @@ class _Rewriter:
                 "_gdx",
                 "_gdy",
             ]
-        extra += [f"_reads_{g}" for g in self.globals]
-        last_line = max((getattr(n, "lineno", 0) for n in ast.walk(fn)), default=0)
-        tail = [] if body and isinstance(body[-1], ast.Return) else self.end(last_line)
-        new_body = head + body[:last] + prologue + clock + stamp + body[last:] + tail
-        args = ast.arguments(
-            posonlyargs=[],
-            args=[ast.arg(arg=a) for a in (*self.params, *extra)],
-            kwonlyargs=[],
-            kw_defaults=[],
-            defaults=[],
-        )
-        if sys.version_info >= (3, 12):  # type parameters (PEP 695): none
-            new = ast.FunctionDef(
-                name=fn.name,
-                args=args,
-                body=new_body,
-                decorator_list=[],
-                returns=None,
-                type_params=[],
-            )
-        else:
-            new = ast.FunctionDef(
-                name=fn.name, args=args, body=new_body, decorator_list=[], returns=None
-            )
-        return ast.fix_missing_locations(new)
+        return head, prologue, extra
 
 
 def _np_dtype(text: str, ns: dict):
@@ -1597,21 +1704,25 @@ def _branch_events(head: int, body: _Events, orelse: _Events) -> _Events:
     return lambda env: head + max(body(env), orelse(env))
 
 
-def _static_bound(fn: ast.FunctionDef, rw: _Rewriter, barriers_only: bool = False) -> _Bound | None:
-    """``bound(scalars) -> events per thread`` when every loop is a static ``range``; else None.
+class _EventCount:
+    """Events per thread of a kernel's statements, a function of the launch (_static_bound)."""
 
-    With ``barriers_only``: the barrier events (arrivals and releases) per thread.
-    """
-    arrays = set(rw.ids)
+    def __init__(self, rw: _Rewriter, barriers_only: bool, known_locals: dict):
+        self.rw = rw
+        self.arrays = set(rw.ids)
+        self.barriers_only = barriers_only
+        self.known_locals = known_locals
 
-    def accesses(node) -> int:
-        if barriers_only:
+    def accesses(self, node) -> int:
+        """Logged array accesses in ``node`` (none when counting barriers only)."""
+        if self.barriers_only:
             return 0
+        rw = self.rw
         return sum(
             1
             for n in ast.walk(node)
             if isinstance(n, ast.Subscript)
-            and _name(n.value) in arrays
+            and _name(n.value) in self.arrays
             and not isinstance(n.slice, ast.Slice)
             and (
                 rw.shared_loads
@@ -1620,6 +1731,62 @@ def _static_bound(fn: ast.FunctionDef, rw: _Rewriter, barriers_only: bool = Fals
             )
         )
 
+    def count(self, stmts: list[ast.stmt], env_names: set[str]) -> _Events | None:
+        """The statements' events; None where a loop's trip count is not static."""
+        parts: list[_Events] = []
+        for stmt in stmts:
+            part = self.statement(stmt, env_names)
+            if part is None:
+                return None
+            parts.append(part)
+        return lambda env: sum(p(env) for p in parts)
+
+    def statement(self, stmt: ast.stmt, env_names: set[str]) -> _Events | None:
+        if isinstance(stmt, ast.For):
+            return self.range_loop(stmt, env_names)
+        if isinstance(stmt, ast.While):
+            return None
+        if isinstance(stmt, ast.If):
+            a, b = self.count(stmt.body, env_names), self.count(stmt.orelse, env_names)
+            if a is None or b is None:
+                return None
+            return _branch_events(self.accesses(stmt.test), a, b)
+        if isinstance(stmt, ast.Expr) and _is_call_to(stmt.value, "syncthreads"):
+            return _fixed_events(2)  # arrival and release
+        n = self.accesses(stmt)
+        if not self.barriers_only:
+            n += 1 if isinstance(stmt, ast.Return) else 0
+            n += self.rw.noted_events(stmt)
+        return _fixed_events(n)
+
+    def range_loop(self, stmt: ast.For, env_names: set[str]) -> _Events | None:
+        """A ``for`` over ``range`` whose bounds the launch's scalars and constants give."""
+        it = stmt.iter
+        if not (_is_call_to(it, "range") and isinstance(it.func, ast.Name)):
+            return None
+        inner = self.count(stmt.body, env_names)
+        if inner is None:
+            return None
+        args = [compile(ast.Expression(a), "<bound>", "eval") for a in it.args]
+        used = {n.id for a in it.args for n in ast.walk(a) if isinstance(n, ast.Name)}
+        if used & {stmt.target.id if isinstance(stmt.target, ast.Name) else ""} or (
+            used - env_names - set(self.rw.ns) - set(self.known_locals)
+        ):
+            return None
+        if any(
+            isinstance(n, ast.Attribute) and n.attr in ("threadIdx", "blockIdx")
+            for a in it.args
+            for n in ast.walk(a)
+        ):
+            return None
+        return _loop_events(self.accesses(it), args, inner)
+
+
+def _static_bound(fn: ast.FunctionDef, rw: _Rewriter, barriers_only: bool = False) -> _Bound | None:
+    """``bound(scalars) -> events per thread`` when every loop is a static ``range``; else None.
+
+    With ``barriers_only``: the barrier events (arrivals and releases) per thread.
+    """
     known_locals: dict[str, ast.expr] = {}
     for stmt in fn.body:
         if (
@@ -1628,49 +1795,7 @@ def _static_bound(fn: ast.FunctionDef, rw: _Rewriter, barriers_only: bool = Fals
             and isinstance(stmt.targets[0], ast.Name)
         ):
             known_locals[stmt.targets[0].id] = stmt.value
-
-    def count(stmts: list[ast.stmt], env_names: set[str]) -> _Events | None:
-        parts: list[_Events] = []
-        for stmt in stmts:
-            if isinstance(stmt, ast.For):
-                it = stmt.iter
-                if not (_is_call_to(it, "range") and isinstance(it.func, ast.Name)):
-                    return None
-                inner = count(stmt.body, env_names)
-                if inner is None:
-                    return None
-                args = [compile(ast.Expression(a), "<bound>", "eval") for a in it.args]
-                used = {n.id for a in it.args for n in ast.walk(a) if isinstance(n, ast.Name)}
-                if used & {stmt.target.id if isinstance(stmt.target, ast.Name) else ""} or (
-                    used - env_names - set(rw.ns) - set(known_locals)
-                ):
-                    return None
-                if any(
-                    isinstance(n, ast.Attribute) and n.attr in ("threadIdx", "blockIdx")
-                    for a in it.args
-                    for n in ast.walk(a)
-                ):
-                    return None
-                parts.append(_loop_events(accesses(it), args, inner))
-            elif isinstance(stmt, ast.While):
-                return None
-            elif isinstance(stmt, ast.If):
-                a, b = count(stmt.body, env_names), count(stmt.orelse, env_names)
-                if a is None or b is None:
-                    return None
-                parts.append(_branch_events(accesses(stmt.test), a, b))
-            elif isinstance(stmt, ast.Expr) and _is_call_to(stmt.value, "syncthreads"):
-                parts.append(_fixed_events(2))  # arrival and release
-            else:
-                n = accesses(stmt) + (
-                    1 if isinstance(stmt, ast.Return) and not barriers_only else 0
-                )
-                if not barriers_only:
-                    n += rw.noted_events(stmt)
-                parts.append(_fixed_events(n))
-        return lambda env: sum(p(env) for p in parts)
-
-    total = count(fn.body, set(rw.scalars))
+    total = _EventCount(rw, barriers_only, known_locals).count(fn.body, set(rw.scalars))
     if total is None:
         return None
 
