@@ -25,7 +25,7 @@ import param
 from vizmm.analysis import occupancy as occ  # noqa: E402
 from vizmm.analysis import roofline as rl  # noqa: E402
 from vizmm.render.roofline_bokeh import RooflineView, speed_figure  # noqa: E402
-from vizmm_apps.access import PageLandmarks, opened_theme, page_css  # noqa: E402
+from vizmm_apps.access import PageLandmarks, opened_theme, page_extension  # noqa: E402
 from vizmm_apps.parts import page_header, served_script  # noqa: E402
 
 TAB = "Occupancy & speed"
@@ -202,7 +202,7 @@ class OccupancyView(pn.viewable.Viewer):
 
 
 if served_script(__name__):
-    pn.extension(notifications=False, raw_css=page_css(opened_theme()))
+    page_extension()
     pn.Column(
         page_header("occupancy and speed (Sections 5.4 and 5.6)"), OccupancyView(), PageLandmarks()
     ).servable(title="vizmm · occupancy and speed")

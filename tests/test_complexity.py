@@ -22,12 +22,10 @@ MAX_LINES = 1200
 
 #: Functions still over MAX_COMPLEXITY: "path:qualified name" -> the ceiling.
 OVER_COMPLEXITY: dict[str, int] = {
-    "apps/quiz.py:QuestionMode._show_now": 41,
     "vizmm/analysis/check.py:_judge_provenance": 50,
     "vizmm/analysis/check.py:_judge_terms": 50,
     "vizmm/analysis/check.py:_provenance_finding": 36,
     "vizmm/analysis/check.py:_races": 27,
-    "vizmm/cli.py:cmd_grade": 28,
     "vizmm/record/instrument.py:run": 34,
     "vizmm/render/bokeh_scene.py:Scene._build": 36,
     "vizmm/render/bokeh_scene.py:Scene.update": 31,
@@ -43,11 +41,10 @@ OVER_COMPLEXITY: dict[str, int] = {
 
 #: Modules still over MAX_LINES: path -> the ceiling.
 OVER_LINES: dict[str, int] = {
-    "apps/dashboard.py": 1865,
     "vizmm/analysis/check.py": 1291,
-    "vizmm/cli.py": 1625,
+    "vizmm/cli.py": 1576,
     "vizmm/record/instrument.py": 1214,
-    "vizmm/render/bokeh_scene.py": 3007,
+    "vizmm/render/bokeh_scene.py": 3004,
     "vizmm/render/pillow.py": 1267,
 }
 

@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 from ..analysis.finding_kinds import FindingKind, finding_kind
 from ..trace.derived import per_trace
+from ..trace.notation import subscript as _sub  # M_{row,col}, written once
 from .block import Frame, Replay, Sub
 
 __all__ = [
@@ -131,10 +132,6 @@ def trace_findings(trace) -> tuple:
         return tuple(findings(trace))
     except ValueError:
         return ()
-
-
-def _sub(name: str, r: int, c: int) -> str:
-    return f"{name}_{{{r},{c}}}"
 
 
 def _term_marks(finding, marks: dict, thread) -> tuple[list[Mark], tuple | None]:

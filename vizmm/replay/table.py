@@ -55,6 +55,7 @@ import numpy as np
 from ..analysis import hazards as hz
 from ..trace import Access, PWrite, Trace
 from ..trace.derived import per_trace
+from ..trace.notation import subscript as _sub  # M_{row,col}, written once
 from ..trace.units import format_value
 from .own import own_block
 
@@ -335,10 +336,6 @@ class TableCursor:
 
 
 # --------------------------------------------------------------------- build
-def _sub(name: str, a: int, b: int) -> str:
-    return f"{name}_{{{a},{b}}}"
-
-
 def _load_cell(
     kind: Access, matrix: str, row: int, col: int, ncols: int, ty: int, tx: int, ph: int
 ) -> Cell:

@@ -726,6 +726,32 @@ class Trace:
             return arr
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
+    def is_made(self, name: str) -> bool:
+        """Whether the array ``name`` is in memory.
+
+        False only for a deferred M, N or P (a trace read from a file makes
+        M and N from their seed, and P as ``M @ N``, when first read).
+
+        Parameters
+        ----------
+        name : str
+            One of :data:`ARRAY_NAMES`.
+        """
+        return name in self.__dict__ or name not in self._deferred
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the trace's arrays; a deferred M, N or P counted as it will be, made."""
+        total = 0
+        for name in ARRAY_NAMES:
+            a = self.__dict__.get(name)
+            if a is None:
+                d = self._deferred[name]
+                total += d.dtype.itemsize * math.prod(d.shape)
+            else:
+                total += a.nbytes
+        return total
+
     # ----------------------------------------------------------------- shape
     @property
     def kernel(self) -> str:
