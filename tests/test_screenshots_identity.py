@@ -162,6 +162,28 @@ FITTED = """([h, name]) => { for (const d of Bokeh.documents) for (const m of d.
   return false; }"""
 
 
+#: For ``wait_for_function``: the Bokeh model named ``name`` is ``w`` pixels wide.
+WIDE = """([name, w]) => Bokeh.documents.length > 0 &&
+  [...Bokeh.documents[0].all_models].some(m => m.name === name && m.width === w)"""
+
+
+def _presenter_width(width: int, height: int) -> int:
+    """The width of presenter mode's matrices plot, fitted to a window of this size.
+
+    The dashboard first draws the scene at the default size, then again once
+    the browser has said its window's size; the second is the one compared.
+    """
+    from vizmm.render.bokeh_scene import PRESENTER_VIEWS, Scene
+    from vizmm_apps.dashboard import PRESENTER_CHROME, PRESENTER_MIN
+
+    fit = (
+        max(PRESENTER_MIN[0], (width - PRESENTER_CHROME[0]) // 20 * 20),
+        max(PRESENTER_MIN[1], (height - PRESENTER_CHROME[1]) // 20 * 20),
+    )
+    scene = Scene(_preset("fig5-11"), views=PRESENTER_VIEWS, presenter=True, fit=fit)
+    return scene.figures["M"].width
+
+
 @pytest.fixture(scope="module")
 def checked_url(tmp_path_factory):
     """``vizmm serve --traces`` a checked trace with findings: the server's base URL."""
@@ -211,6 +233,8 @@ def test_pages_are_the_references(request, chromium, page, width, height):
     try:
         pg.goto(base + path)
         pg.wait_for_selector(READY[fixture], timeout=120000)
+        if page == "presenter":  # the scene is made again, fitted, once the window is known
+            pg.wait_for_function(WIDE, arg=["vizmm-matrices", _presenter_width(width, height)])
         if page == "large":  # the grid is made again, fitted, once the browser has said its size
             pg.wait_for_function(FITTED, arg=[height, "vizmm-block-grid"], timeout=60000)
             pg.wait_for_function(FITTED, arg=[1e9, "vizmm-sm-gantt"], timeout=60000)
