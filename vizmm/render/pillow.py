@@ -40,6 +40,7 @@ from ..replay import CellState, Frame, SlotState, ThreadState
 from ..replay.block import slot_states_shown, thread_states_shown
 from ..trace import Access, Trace
 from . import palette as pal
+from . import views as view_specs
 from .policy import check_known_views, view_names
 from .text import format_value
 from .tiles import tile_arrays
@@ -59,8 +60,8 @@ __all__ = [
 #: except the grid of blocks and the Fig. 5.8 table, which only the dashboard and the HTML
 #: export show. The title line is always drawn; 'caption', 'source' (the kernel line being
 #: executed) and 'counters' (global loads, CGMA) are the lines under it.
-VIEWS = ("caption", "M", "N", "P", "Mds", "Nds", "threads", "legend", "source", "counters")
-_HEADER = ("caption", "source", "counters", "legend")
+VIEWS = view_specs.names(pillow=True)
+_HEADER = view_specs.names(pillow=True, html=True)  # drawn as lines: the caption, source ...
 DEFAULT_SIZE = (1280, 720)
 MIN_SIZE = (320, 180)
 MAX_SIZE = (7680, 4320)

@@ -1,0 +1,259 @@
+"""The matrices M, N and P (Fig. 5.7 / 5.10): their cells, outlines and Pvalues so far.
+
+Drawn by the Bokeh scene on its matrices plot (N above P, M left of P) and by
+the Pillow renderer; a large trace leaves them out (they are drawn element by
+element).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...replay import CellState, Frame, ThreadState
+from ...trace import Access, Trace
+from ...trace.derived import per_trace
+from .. import palette as pal
+from ..columns import (
+    FINDING_HOVER,
+    FINDING_KIND,
+    P_WRITTEN,
+    THREAD_CODE,
+    FrameContext,
+    _add_cell,
+    _add_row,
+    _columns_of,
+    _fmt,
+    _sub,
+    _uni,
+)
+from . import ViewSpec, register
+
+__all__ = ["MATRIX_KINDS", "MATRIX_HOVER"]
+
+
+@per_trace(maxsize=3)
+def _static_grid(trace: Trace, name: str) -> dict[str, list]:
+    """Columns of a matrix grid that never change for a trace (positions, names, values).
+
+    Kept on the trace (:func:`vizmm.trace.derived.per_trace`), M, N and P.
+    """
+    j, k, l = trace.shape
+    rows, cols = {"M": (j, k), "N": (k, l), "P": (j, l)}[name]
+    r, c = np.divmod(np.arange(rows * cols), cols)
+    value = {"M": trace.M, "N": trace.N, "P": trace.P}[name].ravel()
+    final = [_fmt(v) for v in value.tolist()]
+    return {
+        "x": (c + 0.5).tolist(),
+        "y": (r + 0.5).tolist(),
+        "row": r.tolist(),
+        "col": c.tolist(),
+        "name": [_uni(_sub(name, a, b)) for a, b in zip(r.tolist(), c.tolist(), strict=True)],
+        "final": final,
+        "text": final if name != "P" else [""] * len(final),
+    }
+
+
+def _matrix_columns(frame: Frame, trace: Trace, name: str) -> dict[str, list]:
+    static = _static_grid(trace, name)
+    state = {"M": frame.m_state, "N": frame.n_state, "P": frame.p_state}[name].ravel()
+    code = state.astype(np.int32)
+    if name in ("M", "N"):
+        who = (frame.m_thread if name == "M" else frame.n_thread).ravel()
+        loading = who >= 0
+        code[loading] = THREAD_CODE + who[loading]
+    else:
+        code[state == CellState.DONE] = P_WRITTEN
+    return {**static, "code": code.tolist()}
+
+
+def _pvalue_columns(frame: Frame, trace: Trace) -> dict[str, list]:
+    """The block's P elements with the Pvalue their threads hold so far."""
+    j, _, l = trace.shape
+    T = trace.tile_width
+    row0, col0 = frame.tiles["P"]
+    cols = _columns_of("P_pvalue")
+    names = _static_grid(trace, "P")["name"]
+    pstate, p_wrong, pvalue, p_book = frame.p_state, frame.p_wrong, frame.pvalue, frame.p_book
+    done = int(CellState.DONE)  # looked up once, not for every element
+    # the element each thread stores, as the frame says (a user kernel's recorded store)
+    at = frame.p_element
+    if at is None:
+        at = np.stack(np.meshgrid(row0 + np.arange(T), col0 + np.arange(T), indexing="ij"), axis=-1)
+    for ty in range(T):
+        for tx in range(T):
+            r, c = (int(v) for v in at[ty, tx])
+            if not (0 <= r < j and 0 <= c < l):
+                continue
+            wrong = p_wrong is not None and bool(p_wrong[r, c])
+            state = int(pstate[r, c])
+            _add_cell(
+                cols,
+                r,
+                c,
+                name=names[r * l + c],
+                # barrier lab: the wrong value, and under it the book's kernel's
+                text=f"✗ {_fmt(pvalue[ty, tx])}\n✓ {_fmt(p_book[ty, tx])}"
+                if wrong and p_book is not None
+                else ("✗ " if wrong else "") + _fmt(pvalue[ty, tx]),
+                thread=f"thread ({ty},{tx})",
+                code=P_WRITTEN if state == done else state,
+            )
+    return cols
+
+
+def _ghosts(frame: Frame, T: int, name: str, th: pal.Palette) -> list[tuple]:
+    """The ghost cells of a matrix: ``(row, col, fill, line, text, state, thread)`` each.
+
+    Elements of the block's tiles that lie outside the matrix (M, N) and
+    threads whose P element does (P).
+    """
+    if name == "P":  # (row, col, thread): a thread whose P element lies outside P
+        fill = th.THREAD_STATE_COLORS[ThreadState.IDLE]
+        return [
+            (r, c, fill, th.MUTED, "", "outside P: this thread has no P element", t)
+            for r, c, t in frame.p_ghosts
+        ]
+    n = T * T
+    ghosts = []
+    for r, c, code, t, now, element in frame.ghosts.get(name, []):
+        if code == Access.ZERO_FILL:
+            text = "0.0"
+        elif code == Access.WRONG_ELEMENT:
+            text = "=" + _uni(_sub(name, *element))
+        elif code == Access.OUT_OF_ALLOCATION:
+            text = "✗"
+        else:
+            text = ""
+        line = th.thread_color(t, n) if now else th.MUTED
+        fill = th.GHOST_COLORS[int(code)]
+        ghosts.append((r, c, fill, line, text, th.GHOST_LABELS[int(code)], t))
+    return ghosts
+
+
+def _outline_columns(frame: Frame, trace: Trace, name: str, th: pal.Palette) -> dict[str, list]:
+    """What one glyph draws over a matrix's cells, in the order it is painted.
+
+    The matrix's edge (so ghost cells read as outside it); its ghost cells
+    (dashed, hatched, filled by what happened there; the only rows with a
+    ``name`` and a tooltip); the current tile; the followed thread's elements;
+    in M and N, the transactions view's segments (dashed) and sectors of the
+    current warp.
+    """
+    T = trace.tile_width
+    cols = _columns_of("outline")
+
+    # hatch " ": none (BokehJS warns of a null pattern)
+    def add(x, y, w, h, color, width, dash="solid", fill=None, hatch=" ", text="", **cell):
+        _add_row(
+            cols,
+            x=x,
+            y=y,
+            w=w,
+            h=h,
+            fill=fill,
+            hatch=hatch,
+            line_color=color,
+            line_width=width,
+            line_dash=dash,
+            text=text,
+            text_color=cell.get("text_color"),
+            name=cell.get("name", ""),
+            state=cell.get("state", ""),
+            loader=cell.get("loader", ""),
+        )
+
+    height, width = {"M": trace.shape[:2], "N": trace.shape[1:], "P": trace.shape[::2]}[name]
+    add(width / 2, height / 2, float(width), float(height), th.TEXT, 1.5)
+    for r, c, fill, line, text, state, t in _ghosts(frame, T, name, th):
+        add(
+            c + 0.5,
+            r + 0.5,
+            1.0,
+            1.0,
+            line,
+            1.5,
+            "dashed",
+            fill=fill,
+            hatch="/",
+            text=text,
+            text_color=th.text_on(fill),
+            name=_uni(_sub(name, r, c)),
+            state=state,
+            loader=f"thread ({t // T},{t % T})",
+        )
+    corner = frame.tiles.get(name)
+    if corner is not None:
+        r0, c0 = corner
+        add(c0 + T / 2, r0 + T / 2, float(T), float(T), th.TILE_OUTLINE, 3.0)
+    focus = {"M": frame.m_focus, "N": frame.n_focus, "P": frame.p_focus}[name]
+    for r, c in zip(*(a.tolist() for a in np.nonzero(focus)), strict=True):
+        add(c + 0.5, r + 0.5, 1.0, 1.0, th.FOCUS, 3.0)
+    o = frame.transactions
+    if name != "P" and o is not None:
+        for what, color, line_width, dash in (
+            ("segments", th.READ, 4.0, "dashed"),
+            ("sectors", th.TEXT, 2.0, "solid"),
+        ):
+            for r, c0, c1 in getattr(o, f"{name.lower()}_{what}"):
+                add((c0 + c1) / 2, r + 0.5, float(c1 - c0), 1.0, color, line_width, dash)
+    return cols
+
+
+#: The columns of a matrix's sources.
+MATRIX_KINDS = {
+    "matrix": ("x", "y", "row", "col", "name", "final", "text", "code"),
+    "P_pvalue": ("x", "y", "name", "text", "thread", "code"),
+    # what one glyph draws over a matrix's cells, in this order: the matrix's edge,
+    # its ghost cells (tiles overhanging it: hatched, with text and a tooltip), the
+    # current tile, the followed thread's elements, the transactions view's
+    # segments and sectors of the warp (see _outline_columns)
+    "outline": ("x", "y", "w", "h", "fill", "hatch", "line_color", "line_width", "line_dash")
+    + ("text", "text_color", "name", "state", "loader"),
+}
+#: What hovering over a matrix's cells and ghost cells says.
+MATRIX_HOVER = {
+    "matrix": (("element", "@name"), ("value", "@final"), ("state", "@code{state}")),
+    "P": (("element", "@name"), ("P after the launch", "@final"), ("state", "@code{state}")),
+    "P_pvalue": (("element", "@name"), ("Pvalue so far", "@text"), ("computed by", "@thread")),
+    "ghost": (
+        ("position", "@name (outside the matrix)"),
+        ("what happened", "@state"),
+        ("thread", "@loader"),
+        ("slot holds", "@text"),
+    ),
+}
+
+
+def _columns(ctx: FrameContext, want: frozenset[str]) -> dict[str, dict[str, list]]:
+    """The columns of the matrices' sources in ``want`` (``M``, ``M_outline``, ``P_pvalue``...)."""
+    out: dict[str, dict[str, list]] = {}
+    for name in ("M", "N", "P"):
+        if name in want:
+            out[name] = _matrix_columns(ctx.frame, ctx.trace, name)
+        if f"{name}_outline" in want:
+            out[f"{name}_outline"] = _outline_columns(ctx.frame, ctx.trace, name, ctx.th)
+    if "P_pvalue" in want:
+        out["P_pvalue"] = _pvalue_columns(ctx.frame, ctx.trace)
+    return out
+
+
+for _order, _name in ((1, "M"), (2, "N"), (3, "P")):
+    register(
+        ViewSpec(
+            name=_name,
+            order=_order,
+            aspects=("matrices", "findings"),
+            sources={
+                _name: "matrix",
+                f"{_name}_outline": "outline",
+                **({"P_pvalue": "P_pvalue"} if _name == "P" else {}),
+            },
+            columns=_columns,
+            kinds={**MATRIX_KINDS, **FINDING_KIND},
+            hover={**MATRIX_HOVER, **FINDING_HOVER},
+            pillow=True,
+            presenter=True,
+            markable=True,
+            pickable=_name != "P",
+        )
+    )
