@@ -78,8 +78,6 @@ from .html_text import TextBox, text_view_html
 from .policy import check_known_views, view_names
 from .scene_parts import (
     GridPlace,
-    _cells,
-    _centred_text,
     _empty,
     _for_bokeh,
     _hover,
@@ -87,11 +85,15 @@ from .scene_parts import (
     _Sources,
     wrap_title,
 )
-from .scene_sizes import DIGIT_EM, MIN_INDEX_PX, PRESENTER_BOX, _Sizes, _title_columns
+from .scene_sizes import MIN_INDEX_PX, PRESENTER_BOX, _Sizes, _title_columns
 from .shared_steps import STEPS
+from .views.blocks import _blocks_box as blocks_box
+from .views.blocks import _draw_blocks as draw_blocks
+from .views.matrices import _draw_grids as draw_matrix_grids
 from .views.table import _layout
 from .views.text import _legend_box
-from .views.tiles import _value_chars
+from .views.tiles import _draw_shared as draw_shared
+from .views.tiles import _draw_threads as draw_threads
 
 __all__ = [
     "VIEWS",
@@ -426,33 +428,52 @@ class Scene:
         after = (signature, frame.key)
         shared = STEPS.get(self.trace, before, after) if shareable else None
         if shared is None:
-            data = self._columns(frame, signature)
-            old_data = self._last
-            if self._last_frame is not None and self._last_of is not self._last_frame:
-                # the last steps were shared: what is shown is this frame's columns
-                old_data = self._columns(self._last_frame, self._last_signature)
-            # (source, whole, columns), or (text view, None, its HTML)
-            assignments: list[tuple[str, bool | None, Any]] = []
-            for name in made:
-                new, old = data[name], old_data.get(name)
-                if old is None or _length(old) != _length(new) or old.keys() != new.keys():
-                    assignments.append((name, True, {c: _for_bokeh(v) for c, v in new.items()}))
-                else:
-                    changed = {c: _for_bokeh(v) for c, v in new.items() if old[c] != v}
-                    if changed:
-                        assignments.append((name, False, changed))
-            # a text view's HTML when its columns changed (the legend never does)
-            changed_views = [
-                view
-                for view in self._text_looks
-                if view != "legend" and any(old_data.get(n) != data[n] for n in SOURCE_NAMES[view])
-            ]
-            for view, text in self.text_html(data, changed_views).items():
-                assignments.append((view, None, {"html": text}))
+            assignments = self._assignments(frame, signature)
             if shareable:
                 STEPS.put(self.trace, before, after, assignments)
-            self._last, self._last_of = data, frame
             shared = tuple(assignments)
+        self._assign(shared)
+        self._last_frame, self._last_signature = frame, signature
+        if self._warps_fig is not None:  # no heading over an empty row
+            title = self._warps_title if frame.transactions is not None else ""
+            if self._warps_fig.title.text != title:
+                self._warps_fig.title.text = title
+
+    def _assignments(self, frame: Frame, signature: tuple) -> list[tuple[str, bool | None, Any]]:
+        """What showing ``frame`` assigns, after what is shown: ``(source, whole, columns)``.
+
+        ``whole`` is True where the source is replaced (its length or columns
+        changed), False where only the changed columns are; a text view's
+        new HTML is ``(view, None, {"html": text})``.
+        """
+        made = signature[0]
+        data = self._columns(frame, signature)
+        old_data = self._last
+        if self._last_frame is not None and self._last_of is not self._last_frame:
+            # the last steps were shared: what is shown is this frame's columns
+            old_data = self._columns(self._last_frame, self._last_signature)
+        assignments: list[tuple[str, bool | None, Any]] = []
+        for name in made:
+            new, old = data[name], old_data.get(name)
+            if old is None or _length(old) != _length(new) or old.keys() != new.keys():
+                assignments.append((name, True, {c: _for_bokeh(v) for c, v in new.items()}))
+                continue
+            changed = {c: _for_bokeh(v) for c, v in new.items() if old[c] != v}
+            if changed:
+                assignments.append((name, False, changed))
+        # a text view's HTML when its columns changed (the legend never does)
+        changed_views = [
+            view
+            for view in self._text_looks
+            if view != "legend" and any(old_data.get(n) != data[n] for n in SOURCE_NAMES[view])
+        ]
+        for view, text in self.text_html(data, changed_views).items():
+            assignments.append((view, None, {"html": text}))
+        self._last, self._last_of = data, frame
+        return assignments
+
+    def _assign(self, shared: Iterable[tuple[str, bool | None, Any]]) -> None:
+        """Assign ``(source, whole, columns)`` (or a text view's HTML) to the page's models."""
         for name, whole, columns in shared:
             if whole is None:  # a text view: its HTML
                 if self.texts[name].text != columns["html"]:
@@ -463,11 +484,6 @@ class Scene:
                 source.data = dict(columns)
             else:
                 source.data.update(columns)
-        self._last_frame, self._last_signature = frame, signature
-        if self._warps_fig is not None:  # no heading over an empty row
-            title = self._warps_title if frame.transactions is not None else ""
-            if self._warps_fig.title.text != title:
-                self._warps_fig.title.text = title
 
     def _later_part(self, part: str, fig, make: Callable[[], None]) -> None:
         """Draw ``make()`` on ``fig`` once a frame needs ``part`` (see :meth:`draw_parts`)."""
@@ -586,7 +602,7 @@ class Scene:
                 placed[spec.place].append(spec.draw_bokeh(self))
         if "blocks" in v and "blocks" not in self.grids:
             own = self._canvas("vizmm-blocks-plot")
-            self._place(own, [(self._blocks(own, self._blocks_box()), 0, 0)])
+            self._place(own, [(draw_blocks(self, own, blocks_box(self)), 0, 0)])
             placed["right"].append(own)
         # a part of one view is placed as it is, not in a column of its own
         sides = [placed[p] for p in ("left", "middle", "right") if placed[p]]
@@ -601,7 +617,7 @@ class Scene:
     def _matrices_plot(self, v: set[str]):
         """The plot of M, N and P (N above P, M left of P) and the blocks in the free corner."""
         mats = self._canvas("vizmm-matrices")
-        boxes = self._matrices(v, mats)
+        boxes = draw_matrix_grids(self, v, mats)
         m, n = boxes.get("M"), boxes.get("N")
         placed = []
         # N above P, M left of P; the corner above M left of N empty
@@ -614,9 +630,9 @@ class Scene:
         if "P" in boxes:
             placed.append((boxes["P"], x1, y1))
         if "blocks" in v and m is not None and n is not None:
-            b = self._blocks_box()
+            b = blocks_box(self)
             if b.width <= m.width and b.height <= n.height:
-                placed.append((self._blocks(mats, b), 0, 0))
+                placed.append((draw_blocks(self, mats, b), 0, 0))
         self._place(mats, placed)
         return mats
 
@@ -630,17 +646,17 @@ class Scene:
         boxes, x, y = [], 0, 0
         for name in ("Mds", "Nds"):
             if name in v:
-                g = self._shared(name, tiles)
+                g = draw_shared(self, name, tiles)
                 boxes.append((g, x, 0))
                 x, y = x + g.width + 10, max(y, g.height + 8)
         threads = None
         if "threads" in v:
-            threads = self._threads(tiles)
+            threads = draw_threads(self, tiles)
             boxes.append((threads, 0, y))
             y += threads.height + 8
         if "blocks" in v and "blocks" not in self.grids and self.sizes.blocks_below:
             # a page fitted to a window: under the threads when the corner is too small
-            boxes.append((self._blocks(tiles, self._blocks_box()), 0, y))
+            boxes.append((draw_blocks(self, tiles, blocks_box(self)), 0, y))
         self._place(tiles, boxes)
         return tiles, threads
 
@@ -915,118 +931,6 @@ class Scene:
         """
         return {side: dict(at) for side, at in self.grids[view].index.items()}
 
-    def _matrices(self, v, f) -> dict[str, GridPlace]:
-        """M, N and P on plot ``f``: their boxes (placed by :meth:`_build`)."""
-        from bokeh.models import CustomJS, CustomJSHover
-        from bokeh.transform import linear_cmap
-
-        tr, s, th = self.trace, self.sizes, self.palette
-        j, k, l = tr.shape
-        T = tr.tile_width
-        jp, kp, lp = tr.launch.padded  # tiles may overhang the matrices
-        ext = {"M": (jp, kp), "N": (kp, lp), "P": (jp, lp)}
-        shape = {"M": (j, k), "N": (k, l), "P": (j, l)}
-        fills, texts, words = matrix_palette(T * T, th)
-        fill_map = linear_cmap("code", fills, low=-0.5, high=len(fills) - 0.5)
-        text_map = linear_cmap("code", texts, low=-0.5, high=len(texts) - 0.5)
-        word = CustomJSHover(
-            args={"words": words, "first": THREAD_CODE, "T": T},
-            code="""
-            const c = Math.round(value);
-            if (c >= first) {
-              const t = c - first;
-              return "being loaded by thread (" + Math.floor(t / T) + "," + (t % T) + ")";
-            }
-            return words[c];
-        """,
-        )
-        # the rows of an outline source with a tooltip: its ghost cells, the only
-        # rows with a name (one filter for the three hover tools)
-        ghost_rows = CustomJS(code="return cb_data.value !== ''")
-        figs = {}
-        for name in ("M", "N", "P"):
-            if name not in v:
-                continue
-            rows, cols = ext[name]
-            # ghost cells (hatched, with their text and tooltip) only where a tile
-            # overhangs the matrix: a matrix of whole tiles has no glyph nor hover for them
-            overhang = (rows, cols) != tuple(shape[name])
-            box = self._grid_fig(
-                f,
-                self._grid_box(
-                    name,
-                    rows,
-                    cols,
-                    s.cell,
-                    f"{name} ({shape[name][0]} × {shape[name][1]})",
-                    labelled=shape[name],
-                ),
-            )
-            src = self.sources[name]
-            add = self._adder(f, grid=name)
-            # outlines of small cells cost more to paint than they show
-            r = add(
-                "Rect",
-                src,
-                x="x",
-                y="y",
-                width=1,
-                height=1,
-                fill_color=fill_map,
-                line_color=th.GRID_LINE if s.cell >= 10 else None,
-                line_width=1,
-            )
-            # over the cells, one glyph, its rows painted in this order: the matrix's
-            # edge (so ghost cells read as outside it), the ghost cells, the current
-            # tile, the followed thread's elements, the warp's segments and sectors
-            over = self.sources[f"{name}_outline"]
-            g = add(
-                "Rect",
-                over,
-                x="x",
-                y="y",
-                width="w",
-                height="h",
-                fill_color="fill",
-                line_color="line_color",
-                line_width="line_width",
-                line_dash="line_dash",
-                hatch_pattern="hatch",
-                hatch_color=th.MUTED,
-                hatch_alpha=0.35,
-                hatch_scale=8,
-            )
-            pv = None
-            if name == "P":  # Pvalue so far of the block's elements (hover; text if room)
-                pv = add(
-                    "Rect",
-                    self.sources["P_pvalue"],
-                    x="x",
-                    y="y",
-                    width=1,
-                    height=1,
-                    fill_alpha=0,
-                    line_alpha=0,
-                )
-            if s.matrix_text:
-                px = int(s.cell * 0.32)
-                if self.presenter:  # a projector's values as large as their cells hold
-                    chars = _value_chars(tr, name)
-                    px = int(min((s.cell - 4) / (DIGIT_EM * chars), s.cell * 0.6))
-                fs = f"{max(9, min(s.font + 2, px))}px"
-                _centred_text(add, self.sources["P_pvalue"] if name == "P" else src, fs, text_map)
-                if overhang:
-                    _centred_text(add, over, fs)
-            self._main[name] = r
-            _hover(f, r, "P" if name == "P" else "matrix", formatters={"@code": word})
-            if name == "P":
-                _hover(f, pv, "P_pvalue")
-            if overhang:
-                _hover(f, g, "ghost", filters={"@name": ghost_rows})
-            self._finding_glyph(f, name)
-            figs[name] = box
-        return figs
-
     def _finding_glyph(self, f, view: str) -> None:
         """Outlines of the selected finding over ``view``'s cells (``{view}_finding``).
 
@@ -1049,98 +953,6 @@ class Scene:
             name=f"vizmm-{view}-finding",
         )
         _hover(f, r, "finding")
-
-    def _shared(self, name, f) -> GridPlace:
-        T, s = self.trace.tile_width, self.sizes
-        g = self._grid_fig(f, self._grid_box(name, T, T, s.scell, f"{name} (shared)"))
-        src = self.sources[name]
-        add = self._adder(f, grid=name)
-        r = _cells(add, src, 1)
-        if s.shared_text:
-            size = f"{max(10, min(s.font + 3, int(s.scell * 0.22)))}px"
-            _centred_text(add, src, size, text_line_height=1.15)
-        self._main[name] = r
-        _hover(f, r, "slots", name)
-
-        def banks() -> None:
-            # Transactions view, at a step of the k loop: the bank of each slot's
-            # word (a band across the slot's foot), the current warp's conflicts.
-            src = self.sources[f"{name}_bank"]
-            bank = _cells(add, src, 0.92, 0.22)
-            if s.scell >= 24:
-                _centred_text(add, src, f"{max(8, min(s.font - 2, int(s.scell * 0.17)))}px")
-            _hover(f, bank, "bank")
-
-        self._later_part("transactions", f, banks)
-        self._finding_glyph(f, name)
-        return g
-
-    def _threads(self, f) -> GridPlace:
-        from bokeh.models import TapTool
-
-        T, s = self.trace.tile_width, self.sizes
-        g = self._grid_fig(f, self._grid_box("threads", T, T, s.scell, "threads (ty, tx)"))
-        src = self.sources["threads"]
-        add = self._adder(f, selectable=True, grid="threads")
-        r = _cells(add, src, 0.94, tappable=True)
-        if s.scell >= 20:
-            add(
-                "Rect",
-                src,
-                x="sx",
-                y="sy",
-                width=0.2,
-                height=0.2,
-                fill_color="ident",
-                line_color=self.palette.TEXT,
-                line_width=0.5,
-                nonselection_fill_alpha=1.0,
-            )
-        if s.shared_text:
-            size = f"{max(10, min(s.font + 2, int(s.scell * 0.2)))}px"
-            _centred_text(add, src, size, text_line_height=1.15)
-        # Barrier lab: a right-pointing triangle on a thread that ran ahead of another
-        # (only a recording of the shared reads has such threads: the replay's notes).
-        if self.trace.shared_reads.size:
-            add(
-                "Scatter",
-                src,
-                x="ax",
-                y="ay",
-                marker="triangle",
-                angle=-math.pi / 2,
-                size=max(9, int(s.scell * 0.22)),
-                fill_color=self.palette.AHEAD,
-                line_color=self.palette.TEXT,
-                line_width=1.0,
-                fill_alpha="ahead_alpha",
-                line_alpha="ahead_alpha",
-                nonselection_fill_alpha="ahead_alpha",
-                nonselection_line_alpha="ahead_alpha",
-                name="vizmm-ahead",
-            )
-        self._main["threads"] = r
-        _hover(f, r, "threads")
-        self._finding_glyph(f, "threads")
-        f.add_tools(TapTool(renderers=[r]))
-
-        def warp() -> None:  # the current warp's threads, outlined (transactions view)
-            add(
-                "Rect",
-                self.sources["warp_threads"],
-                x="x",
-                y="y",
-                width=1.0,
-                height=1.0,
-                fill_alpha=0,
-                line_color=self.palette.FOCUS,
-                line_width=2,
-                line_dash="dashed",
-                name="vizmm-warp-threads",
-            )
-
-        self._later_part("transactions", f, warp)
-        return g
 
     def _text_view(self, view: str, box: TextBox, columns=None, **looks):
         """The ``Div`` of text view ``view``, of ``box``'s size, showing ``columns``.
@@ -1174,28 +986,3 @@ class Scene:
             x1=width_chars + pad,
             lines=lines,
         )
-
-    def _blocks_box(self) -> GridPlace:
-        """The block grid's box (:meth:`_grid_box`), its cells at most 44 pixels."""
-        gy, gx = self.trace.grid
-        cell = int(max(10, min(44 * (1.3 if self.presenter else 1), 200 // max(gy, gx))))
-        if self.sizes.blocks_cell:
-            cell = self.sizes.blocks_cell
-        return self._grid_box("blocks", gy, gx, cell, "blocks (by, bx)")
-
-    def _blocks(self, f, box: GridPlace) -> GridPlace:
-        """The block grid ``box`` drawn on ``f``."""
-        from bokeh.models import TapTool
-
-        s = self.sizes
-        g = self._grid_fig(f, box)
-        cell = g.cell
-        src = self.sources["blocks"]
-        add = self._adder(f, selectable=True, grid="blocks")
-        r = _cells(add, src, 0.92, tappable=True)
-        if cell >= 34:
-            _centred_text(add, src, f"{max(9, min(s.font, cell // 3))}px")
-        self._main["blocks"] = r
-        _hover(f, r, "blocks")
-        f.add_tools(TapTool(renderers=[r]))
-        return g

@@ -203,6 +203,41 @@ def add_glyph(
     ranges: dict[str, Any] = {
         k: props.pop(k) for k in ("x_range_name", "y_range_name") if k in props
     }
+    visuals, nonselection, selection = _looks(cls, kind, props, selectable)
+    if every is None:
+        every = (
+            next((r.view.filter for r in fig.renderers if isinstance(r, GlyphRenderer)), None)
+            or AllIndices()
+        )
+    glyph = view = None
+    if shared is not None:
+        glyph, view = _shared_glyph(shared, cls, kind, props, visuals, source, every)
+    # Only what differs from a renderer's defaults is passed: each property given
+    # is set (and later sent) on its own, and BokehJS makes the "auto" copies.
+    extra: dict[str, Any] = dict(ranges) if name is None else {"name": name, **ranges}
+    if nonselection is not None:
+        extra["nonselection_glyph"] = cls(**props, **nonselection)
+    if selection is not None:
+        extra["selection_glyph"] = cls(**props, **selection)
+    r = GlyphRenderer(
+        data_source=ColumnDataSource() if source is None else source,
+        glyph=cls(**props, **visuals) if glyph is None else glyph,
+        view=CDSView(filter=every) if view is None else view,
+        **extra,
+    )
+    fig.renderers.append(r)
+    return r
+
+
+def _looks(
+    cls: type[Glyph], kind: str, props: dict[str, Any], selectable: bool
+) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]:
+    """The glyph's visuals, and its non-selection and selection glyphs' (None: not made).
+
+    The visual properties are popped from ``props``; every data spec not
+    given is there at Bokeh's default, in the form Bokeh stores
+    (:func:`_spec_defaults`).
+    """
     visuals = _glyph_visuals(cls, props)
     nonselection = selection = None
     if selectable:  # as figure() makes them
@@ -228,38 +263,27 @@ def add_glyph(
                 out[k] = v
         return out
 
-    visuals = stored(visuals)
-    if nonselection is not None:
-        nonselection = stored(nonselection)
-    if selection is not None:
-        selection = stored(selection)
-    if every is None:
-        every = (
-            next((r.view.filter for r in fig.renderers if isinstance(r, GlyphRenderer)), None)
-            or AllIndices()
-        )
-    glyph = view = None
-    if shared is not None:
-        key = (kind, *sorted((k, repr(v)) for k, v in {**props, **visuals}.items()))
-        glyph = shared.get(key)
-        if glyph is None:
-            glyph = shared[key] = cls(**props, **visuals)
-        if source is not None:
-            view = shared.get(("CDSView", source.id, every.id))
-            if view is None:
-                view = shared[("CDSView", source.id, every.id)] = CDSView(filter=every)
-    # Only what differs from a renderer's defaults is passed: each property given
-    # is set (and later sent) on its own, and BokehJS makes the "auto" copies.
-    extra: dict[str, Any] = dict(ranges) if name is None else {"name": name, **ranges}
-    if nonselection is not None:
-        extra["nonselection_glyph"] = cls(**props, **nonselection)
-    if selection is not None:
-        extra["selection_glyph"] = cls(**props, **selection)
-    r = GlyphRenderer(
-        data_source=ColumnDataSource() if source is None else source,
-        glyph=cls(**props, **visuals) if glyph is None else glyph,
-        view=CDSView(filter=every) if view is None else view,
-        **extra,
+    return (
+        stored(visuals),
+        None if nonselection is None else stored(nonselection),
+        None if selection is None else stored(selection),
     )
-    fig.renderers.append(r)
-    return r
+
+
+def _shared_glyph(shared: dict, cls, kind: str, props: dict, visuals: dict, source, every):
+    """The glyph of these looks kept in ``shared`` (made and kept if new), and a view.
+
+    The view of ``source`` and ``every`` is kept there too (None without a source).
+    """
+    from bokeh.models import CDSView
+
+    key = (kind, *sorted((k, repr(v)) for k, v in {**props, **visuals}.items()))
+    glyph = shared.get(key)
+    if glyph is None:
+        glyph = shared[key] = cls(**props, **visuals)
+    view = None
+    if source is not None:
+        view = shared.get(("CDSView", source.id, every.id))
+        if view is None:
+            view = shared[("CDSView", source.id, every.id)] = CDSView(filter=every)
+    return glyph, view

@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable
 
 from ..trace import Trace
-from .columns import CAPTION_CHARS, COUNTER_CHARS
+from .columns import CAPTION_CHARS, COUNTER_CHARS, DIGIT_EM  # noqa: F401 - DIGIT_EM, as it was
 from .views.text import _source_lines
 
 __all__ = ["PRESENTER_BOX", "DIGIT_EM", "MIN_INDEX_PX"]
@@ -20,9 +20,6 @@ __all__ = ["PRESENTER_BOX", "DIGIT_EM", "MIN_INDEX_PX"]
 #: Pixels (width, height) a presenter scene fits in: a 1024 x 768 or 1280 x 720
 #: projector less the page's one row of controls and its status line.
 PRESENTER_BOX = (990, 610)
-#: Width of a digit in the scene's sans-serif type (em): presenter mode sizes
-#: a matrix's values so that its widest value fills its cell, no more.
-DIGIT_EM = 0.64  # DejaVu Sans: 0.636
 MIN_INDEX_PX = 8  # smallest type of a grid's index labels before indices are left out
 
 

@@ -6,6 +6,8 @@ the threads or beside the source), not in GIF and MP4 frames.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...replay import Frame
 from ...trace import Trace
 from .. import palette as pal
@@ -15,6 +17,9 @@ from ..columns import (
     _columns_of,
 )
 from . import ViewSpec, register
+
+if TYPE_CHECKING:
+    from ..scene_parts import GridPlace
 
 __all__ = ["BLOCKS_KIND", "BLOCKS_HOVER"]
 
@@ -55,6 +60,35 @@ BLOCKS_KIND = {
     + ("status",)
 }
 BLOCKS_HOVER = {"blocks": (("block", "(@by, @bx)"), ("", "@status"))}
+
+
+def _blocks_box(scene) -> GridPlace:
+    """The block grid's box (:meth:`_grid_box`), its cells at most 44 pixels."""
+    gy, gx = scene.trace.grid
+    cell = int(max(10, min(44 * (1.3 if scene.presenter else 1), 200 // max(gy, gx))))
+    if scene.sizes.blocks_cell:
+        cell = scene.sizes.blocks_cell
+    return scene._grid_box("blocks", gy, gx, cell, "blocks (by, bx)")
+
+
+def _draw_blocks(scene, f, box: GridPlace) -> GridPlace:
+    """The block grid ``box`` drawn on ``f``."""
+    from bokeh.models import TapTool
+
+    from ..scene_parts import _cells, _centred_text, _hover
+
+    s = scene.sizes
+    g = scene._grid_fig(f, box)
+    cell = g.cell
+    src = scene.sources["blocks"]
+    add = scene._adder(f, selectable=True, grid="blocks")
+    r = _cells(add, src, 0.92, tappable=True)
+    if cell >= 34:
+        _centred_text(add, src, f"{max(9, min(s.font, cell // 3))}px")
+    scene._main["blocks"] = r
+    _hover(f, r, "blocks")
+    f.add_tools(TapTool(renderers=[r]))
+    return g
 
 
 def _blocks(ctx: FrameContext, want: frozenset[str]) -> dict[str, dict[str, list]]:

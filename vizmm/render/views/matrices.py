@@ -7,6 +7,8 @@ element).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ...replay import CellState, Frame, ThreadState
@@ -14,6 +16,7 @@ from ...trace import Access, Trace
 from ...trace.derived import per_trace
 from .. import palette as pal
 from ..columns import (
+    DIGIT_EM,
     FINDING_HOVER,
     FINDING_KIND,
     P_WRITTEN,
@@ -25,8 +28,12 @@ from ..columns import (
     _fmt,
     _sub,
     _uni,
+    matrix_palette,
 )
 from . import ViewSpec, register
+
+if TYPE_CHECKING:
+    from ..scene_parts import GridPlace
 
 __all__ = ["MATRIX_KINDS", "MATRIX_HOVER"]
 
@@ -222,6 +229,130 @@ MATRIX_HOVER = {
         ("slot holds", "@text"),
     ),
 }
+
+
+def _value_chars(trace: Trace, name: str) -> int:
+    """Characters of the widest value of matrix ``name`` ('M', 'N', 'P') as its cells show it."""
+    a = {"M": trace.M, "N": trace.N, "P": trace.P}[name]
+    finite = a[np.isfinite(a)]
+    if not finite.size:
+        return 1
+    return max(1, len(_fmt(float(finite.min()))), len(_fmt(float(finite.max()))))
+
+
+def _draw_grids(scene, v, f) -> dict[str, GridPlace]:
+    """M, N and P on plot ``f``: their boxes (placed by :meth:`_build`)."""
+    from bokeh.models import CustomJS, CustomJSHover
+    from bokeh.transform import linear_cmap
+
+    from ..scene_parts import _centred_text, _hover
+
+    tr, s, th = scene.trace, scene.sizes, scene.palette
+    j, k, l = tr.shape
+    T = tr.tile_width
+    jp, kp, lp = tr.launch.padded  # tiles may overhang the matrices
+    ext = {"M": (jp, kp), "N": (kp, lp), "P": (jp, lp)}
+    shape = {"M": (j, k), "N": (k, l), "P": (j, l)}
+    fills, texts, words = matrix_palette(T * T, th)
+    fill_map = linear_cmap("code", fills, low=-0.5, high=len(fills) - 0.5)
+    text_map = linear_cmap("code", texts, low=-0.5, high=len(texts) - 0.5)
+    word = CustomJSHover(
+        args={"words": words, "first": THREAD_CODE, "T": T},
+        code="""
+        const c = Math.round(value);
+        if (c >= first) {
+          const t = c - first;
+          return "being loaded by thread (" + Math.floor(t / T) + "," + (t % T) + ")";
+        }
+        return words[c];
+    """,
+    )
+    # the rows of an outline source with a tooltip: its ghost cells, the only
+    # rows with a name (one filter for the three hover tools)
+    ghost_rows = CustomJS(code="return cb_data.value !== ''")
+    figs = {}
+    for name in ("M", "N", "P"):
+        if name not in v:
+            continue
+        rows, cols = ext[name]
+        # ghost cells (hatched, with their text and tooltip) only where a tile
+        # overhangs the matrix: a matrix of whole tiles has no glyph nor hover for them
+        overhang = (rows, cols) != tuple(shape[name])
+        box = scene._grid_fig(
+            f,
+            scene._grid_box(
+                name,
+                rows,
+                cols,
+                s.cell,
+                f"{name} ({shape[name][0]} × {shape[name][1]})",
+                labelled=shape[name],
+            ),
+        )
+        src = scene.sources[name]
+        add = scene._adder(f, grid=name)
+        # outlines of small cells cost more to paint than they show
+        r = add(
+            "Rect",
+            src,
+            x="x",
+            y="y",
+            width=1,
+            height=1,
+            fill_color=fill_map,
+            line_color=th.GRID_LINE if s.cell >= 10 else None,
+            line_width=1,
+        )
+        # over the cells, one glyph, its rows painted in this order: the matrix's
+        # edge (so ghost cells read as outside it), the ghost cells, the current
+        # tile, the followed thread's elements, the warp's segments and sectors
+        over = scene.sources[f"{name}_outline"]
+        g = add(
+            "Rect",
+            over,
+            x="x",
+            y="y",
+            width="w",
+            height="h",
+            fill_color="fill",
+            line_color="line_color",
+            line_width="line_width",
+            line_dash="line_dash",
+            hatch_pattern="hatch",
+            hatch_color=th.MUTED,
+            hatch_alpha=0.35,
+            hatch_scale=8,
+        )
+        pv = None
+        if name == "P":  # Pvalue so far of the block's elements (hover; text if room)
+            pv = add(
+                "Rect",
+                scene.sources["P_pvalue"],
+                x="x",
+                y="y",
+                width=1,
+                height=1,
+                fill_alpha=0,
+                line_alpha=0,
+            )
+        if s.matrix_text:
+            px = int(s.cell * 0.32)
+            if scene.presenter:  # a projector's values as large as their cells hold
+                chars = _value_chars(tr, name)
+                px = int(min((s.cell - 4) / (DIGIT_EM * chars), s.cell * 0.6))
+            fs = f"{max(9, min(s.font + 2, px))}px"
+            _centred_text(add, scene.sources["P_pvalue"] if name == "P" else src, fs, text_map)
+            if overhang:
+                _centred_text(add, over, fs)
+        scene._main[name] = r
+        _hover(f, r, "P" if name == "P" else "matrix", formatters={"@code": word})
+        if name == "P":
+            _hover(f, pv, "P_pvalue")
+        if overhang:
+            _hover(f, g, "ghost", filters={"@name": ghost_rows})
+        scene._finding_glyph(f, name)
+        figs[name] = box
+    return figs
 
 
 def _columns(ctx: FrameContext, want: frozenset[str]) -> dict[str, dict[str, list]]:

@@ -77,6 +77,56 @@ def _layout(table: Table, trace: Trace):
     return table, keep, texts, heads, widths
 
 
+def _shown(frame: Frame, columns: list, nph: int, nrows: int, T: int):
+    """The columns, rows shown and the number of rows left out.
+
+    The columns of all phases, or of a window of TABLE_PHASES around the
+    current one; all rows, or a window around the followed thread.
+    """
+    first = min(max(0, frame.table_cursor.phase - TABLE_PHASES + 2), max(0, nph - TABLE_PHASES))
+    shown_ph = set(range(first, first + TABLE_PHASES))
+    show = [n for n, c in enumerate(columns) if c.phase is None or c.phase in shown_ph]
+    if nrows <= TABLE_ROWS:
+        return show, list(range(nrows)), 0
+    f = frame.focus[0] * T + frame.focus[1] if frame.focus is not None else 0
+    start = min(max(0, f - 3), nrows - (TABLE_ROWS - 1))
+    rows = list(range(start, start + TABLE_ROWS - 1))
+    return show, rows, nrows - len(rows)
+
+
+def _header(add, show: list[int], columns: list, widths, heads, xs, th: pal.Palette) -> None:
+    """The table's two header lines: the group row, then the columns' short names."""
+    group_done = set()
+    for n in show:
+        c = columns[n]
+        if c.group and c.group not in group_done:
+            group_done.add(c.group)
+            span = [m for m in show if columns[m].group == c.group]
+            w = sum(widths[m] for m in span)
+            add(xs[n], w, 0, c.group, th.HEADER_FILL, th.TEXT, "bold")
+        elif not c.group:
+            add(xs[n], widths[n], 0, "", th.HEADER_FILL, th.TEXT)
+        add(xs[n], widths[n], 1, heads[n], th.HEADER_FILL, th.TEXT, "bold")
+
+
+def _cell_look(cell, c, is_current: bool, past: bool, focused: bool, kind_fill, th):
+    """A body cell's fill, text colour, outline and type: current, done, future, heading."""
+    fill = kind_fill.get(cell.kind, th.BACKGROUND)
+    if c.role == "thread":
+        fill = th.HEADER_FILL
+    if is_current:
+        fill = th.CURRENT_FILL if fill == th.BACKGROUND else fill
+    color = th.text_on(fill) if (past or is_current) else th.MUTED
+    if not (past or is_current) and fill != th.BACKGROUND and c.role != "thread":
+        fill = th.BACKGROUND  # future cells: plain, muted text
+        color = th.MUTED
+    if c.role == "thread":  # a row's heading: readable on its fill (WCAG AA) at every step
+        color = th.text_on(fill)
+    line = th.TILE_OUTLINE if is_current else (th.FOCUS if focused else th.GRID_LINE)
+    style = "bold" if (focused or is_current) else "normal"
+    return fill, color, line, style
+
+
 def _table_columns(
     frame: Frame, trace: Trace, th: pal.Palette, conceal: bool = False
 ) -> dict[str, list]:
@@ -85,25 +135,9 @@ def _table_columns(
         return _columns_of("table")
     table, keep, texts, heads, widths = _table_layout(trace, block, frame.table)
     T = trace.tile_width
-    nrows = len(table.rows)
     columns = [table.columns[i] for i in keep]
-    # Phases shown: all, or a window of TABLE_PHASES around the current phase.
-    nph = len(table.phases)
-    cursor = frame.table_cursor
-    cur_ph = cursor.phase
-    first = min(max(0, cur_ph - TABLE_PHASES + 2), max(0, nph - TABLE_PHASES))
-    shown_ph = set(range(first, first + TABLE_PHASES))
-    show = [n for n, c in enumerate(columns) if c.phase is None or c.phase in shown_ph]
-    # Rows shown: all, or a window around the followed thread.
-    if nrows <= TABLE_ROWS:
-        rows = list(range(nrows))
-        more = 0
-    else:
-        f = frame.focus[0] * T + frame.focus[1] if frame.focus is not None else 0
-        start = min(max(0, f - 3), nrows - (TABLE_ROWS - 1))
-        rows = list(range(start, start + TABLE_ROWS - 1))
-        more = nrows - len(rows)
-    current, done = cursor.current, cursor.done
+    show, rows, more = _shown(frame, columns, len(table.phases), len(table.rows), T)
+    current, done = frame.table_cursor.current, frame.table_cursor.done
     kind_fill = _table_kind_fill(th)
     focus_row = (frame.focus[0] * T + frame.focus[1]) if frame.focus is not None else -1
     # a wrong term of vizmm.check: its thread's Pvalue cell of its phase, outlined
@@ -133,39 +167,17 @@ def _table_columns(
     for n in show:
         xs[n] = x
         x += widths[n]
-    # header: group row, then short names
-    group_done = set()
-    for n in show:
-        c = columns[n]
-        if c.group and c.group not in group_done:
-            group_done.add(c.group)
-            span = [m for m in show if columns[m].group == c.group]
-            w = sum(widths[m] for m in span)
-            add(xs[n], w, 0, c.group, th.HEADER_FILL, th.TEXT, "bold")
-        elif not c.group:
-            add(xs[n], widths[n], 0, "", th.HEADER_FILL, th.TEXT)
-        add(xs[n], widths[n], 1, heads[n], th.HEADER_FILL, th.TEXT, "bold")
+    _header(add, show, columns, widths, heads, xs, th)
     # body
     for y, r in enumerate(rows, start=2):
         row = table.rows[r]
         for n in show:
-            i = keep[n]
-            cell, c = row[i], columns[n]
+            cell, c = row[keep[n]], columns[n]
             is_current = current is not None and (c.phase, c.role) == current
             past = done(c.phase, c.role)
-            fill = kind_fill.get(cell.kind, th.BACKGROUND)
-            if c.role == "thread":
-                fill = th.HEADER_FILL
-            if is_current:
-                fill = th.CURRENT_FILL if fill == th.BACKGROUND else fill
-            color = th.text_on(fill) if (past or is_current) else th.MUTED
-            if not (past or is_current) and fill != th.BACKGROUND and c.role != "thread":
-                fill = th.BACKGROUND  # future cells: plain, muted text
-                color = th.MUTED
-            if c.role == "thread":  # a row's heading: readable on its fill (WCAG AA) at every step
-                color = th.text_on(fill)
-            line = th.TILE_OUTLINE if is_current else (th.FOCUS if r == focus_row else th.GRID_LINE)
-            style = "bold" if (r == focus_row or is_current) else "normal"
+            fill, color, line, style = _cell_look(
+                cell, c, is_current, past, r == focus_row, kind_fill, th
+            )
             text = texts[r][n]
             note = _uni(cell.note or cell.text)
             if conceal and not (past or is_current) and c.role != "thread":

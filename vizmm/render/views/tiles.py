@@ -9,10 +9,12 @@ parts of these grids; the per-warp row is a view of its own
 
 from __future__ import annotations
 
+import math
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ...replay import Frame, SlotState
-from ...trace import Trace
 from .. import palette as pal
 from ..columns import (
     _NAN_TEXT,
@@ -32,6 +34,9 @@ from ..columns import (
 )
 from ..tiles import tile_arrays
 from . import ViewSpec, register
+
+if TYPE_CHECKING:
+    from ..scene_parts import GridPlace
 
 __all__ = ["TILE_KINDS", "TILE_HOVER"]
 
@@ -147,15 +152,6 @@ def _shared_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, lis
     return cols
 
 
-def _value_chars(trace: Trace, name: str) -> int:
-    """Characters of the widest value of matrix ``name`` ('M', 'N', 'P') as its cells show it."""
-    a = {"M": trace.M, "N": trace.N, "P": trace.P}[name]
-    finite = a[np.isfinite(a)]
-    if not finite.size:
-        return 1
-    return max(1, len(_fmt(float(finite.min()))), len(_fmt(float(finite.max()))))
-
-
 def _found_label(found, matrix: str) -> str:
     """The element a racing read found: ``'M_{0,2}'``, ``'0.0'`` (zero-fill), ``'?'``."""
     if found.element is not None:
@@ -236,6 +232,104 @@ TILE_HOVER = {
         ("valid P element", "@valid"),
     ),
 }
+
+
+def _draw_shared(scene, name, f) -> GridPlace:
+    from ..scene_parts import _cells, _centred_text, _hover
+
+    T, s = scene.trace.tile_width, scene.sizes
+    g = scene._grid_fig(f, scene._grid_box(name, T, T, s.scell, f"{name} (shared)"))
+    src = scene.sources[name]
+    add = scene._adder(f, grid=name)
+    r = _cells(add, src, 1)
+    if s.shared_text:
+        size = f"{max(10, min(s.font + 3, int(s.scell * 0.22)))}px"
+        _centred_text(add, src, size, text_line_height=1.15)
+    scene._main[name] = r
+    _hover(f, r, "slots", name)
+
+    def banks() -> None:
+        # Transactions view, at a step of the k loop: the bank of each slot's
+        # word (a band across the slot's foot), the current warp's conflicts.
+        src = scene.sources[f"{name}_bank"]
+        bank = _cells(add, src, 0.92, 0.22)
+        if s.scell >= 24:
+            _centred_text(add, src, f"{max(8, min(s.font - 2, int(s.scell * 0.17)))}px")
+        _hover(f, bank, "bank")
+
+    scene._later_part("transactions", f, banks)
+    scene._finding_glyph(f, name)
+    return g
+
+
+def _draw_threads(scene, f) -> GridPlace:
+    from bokeh.models import TapTool
+
+    from ..scene_parts import _cells, _centred_text, _hover
+
+    T, s = scene.trace.tile_width, scene.sizes
+    g = scene._grid_fig(f, scene._grid_box("threads", T, T, s.scell, "threads (ty, tx)"))
+    src = scene.sources["threads"]
+    add = scene._adder(f, selectable=True, grid="threads")
+    r = _cells(add, src, 0.94, tappable=True)
+    if s.scell >= 20:
+        add(
+            "Rect",
+            src,
+            x="sx",
+            y="sy",
+            width=0.2,
+            height=0.2,
+            fill_color="ident",
+            line_color=scene.palette.TEXT,
+            line_width=0.5,
+            nonselection_fill_alpha=1.0,
+        )
+    if s.shared_text:
+        size = f"{max(10, min(s.font + 2, int(s.scell * 0.2)))}px"
+        _centred_text(add, src, size, text_line_height=1.15)
+    # Barrier lab: a right-pointing triangle on a thread that ran ahead of another
+    # (only a recording of the shared reads has such threads: the replay's notes).
+    if scene.trace.shared_reads.size:
+        add(
+            "Scatter",
+            src,
+            x="ax",
+            y="ay",
+            marker="triangle",
+            angle=-math.pi / 2,
+            size=max(9, int(s.scell * 0.22)),
+            fill_color=scene.palette.AHEAD,
+            line_color=scene.palette.TEXT,
+            line_width=1.0,
+            fill_alpha="ahead_alpha",
+            line_alpha="ahead_alpha",
+            nonselection_fill_alpha="ahead_alpha",
+            nonselection_line_alpha="ahead_alpha",
+            name="vizmm-ahead",
+        )
+    scene._main["threads"] = r
+    _hover(f, r, "threads")
+    scene._finding_glyph(f, "threads")
+    f.add_tools(TapTool(renderers=[r]))
+
+    def warp() -> None:  # the current warp's threads, outlined (transactions view)
+        add(
+            "Rect",
+            scene.sources["warp_threads"],
+            x="x",
+            y="y",
+            width=1.0,
+            height=1.0,
+            fill_alpha=0,
+            line_color=scene.palette.FOCUS,
+            line_width=2,
+            line_dash="dashed",
+            name="vizmm-warp-threads",
+        )
+
+    scene._later_part("transactions", f, warp)
+    return g
 
 
 def _columns(ctx: FrameContext, want: frozenset[str]) -> dict[str, dict[str, list]]:
