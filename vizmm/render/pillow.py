@@ -30,17 +30,26 @@ dashboard never differ.
 from __future__ import annotations
 
 import dataclasses
-import os
-from functools import lru_cache
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw
 
 from ..replay import CellState, Frame, SlotState, ThreadState
 from ..replay.block import slot_states_shown, thread_states_shown
 from ..trace import Access, Trace
 from . import palette as pal
 from . import views as view_specs
+from .pillow_text import (
+    _draw_text,
+    _ellipsize,
+    _fit_size,
+    _font,
+    _ink_on,
+    _rgb,
+    _text_w,
+    _wrap,
+    font_path,
+)
 from .policy import check_known_views, view_names
 from .text import format_value
 from .tiles import tile_arrays
@@ -68,20 +77,6 @@ MAX_SIZE = (7680, 4320)
 
 _MATRICES = ("M", "N", "P")
 _SHARED = ("Mds", "Nds", "threads")
-
-_FONT_FILES = {
-    "regular": ("DejaVuSans.ttf",),
-    "bold": ("DejaVuSans-Bold.ttf",),
-    "mono": ("DejaVuSansMono.ttf",),
-}
-_FONT_DIRS = (
-    "/usr/share/fonts/truetype/dejavu",
-    "/usr/share/fonts/TTF",
-    "/usr/share/fonts/dejavu",
-    "/usr/local/share/fonts",
-    "/Library/Fonts",
-    "C:/Windows/Fonts",
-)
 
 
 # --------------------------------------------------------------------- checks
@@ -147,91 +142,19 @@ def check_views(views) -> tuple[str, ...]:
     return chosen
 
 
+def _pillow_parts(host: str) -> list:
+    """The Pillow drawing of each view that is a part of ``host`` (``draw_pillow``)."""
+    return [
+        part.draw_pillow
+        for part in view_specs.all_views(hosted=True)
+        if part.host == host and part.draw_pillow is not None
+    ]
+
+
 # ---------------------------------------------------------------------- fonts
-@lru_cache(maxsize=8)
-def font_path(style: str = "regular") -> str | None:
-    """Path of a DejaVu TrueType file for ``style`` ('regular', 'bold', 'mono'), or None.
-
-    Looks in the usual system font folders and in matplotlib's bundled fonts.
-    """
-    names = _FONT_FILES[style]
-    dirs = list(_FONT_DIRS)
-    try:  # matplotlib ships DejaVu; use it where the system has none
-        import importlib.util
-
-        spec = importlib.util.find_spec("matplotlib")
-        if spec and spec.submodule_search_locations:
-            dirs.append(os.path.join(spec.submodule_search_locations[0], "mpl-data/fonts/ttf"))
-    except (ImportError, ValueError):
-        pass
-    for d in dirs:
-        for n in names:
-            p = os.path.join(d, n)
-            if os.path.isfile(p):
-                return p
-    return None
-
-
-@lru_cache(maxsize=256)
-def _font(size: int, style: str = "regular") -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
-    size = max(1, int(size))
-    path = font_path(style)
-    if path is not None:
-        try:
-            return ImageFont.truetype(path, size)
-        except OSError:
-            pass
-    return ImageFont.load_default(size=size)  # scalable (Pillow >= 10.1)
-
-
-def _text_w(text: str, size: int, style: str = "regular") -> float:
-    return _font(size, style).getlength(text)
-
-
-def _draw_text(draw, xy, text: str, size: int, fill, anchor: str = "la", style: str = "regular"):
-    """Draw ``text`` at ``xy`` (pixels; ``anchor`` as Pillow's) in ``style`` type of ``size``."""
-    draw.text(xy, text, font=_font(size, style), fill=fill, anchor=anchor)
-
-
-def _fit_size(text: str, size: int, max_w: float, style: str = "regular", min_size: int = 8):
-    """Largest font size <= size at which ``text`` fits in ``max_w`` pixels (>= min_size)."""
-    while size > min_size and _text_w(text, size, style) > max_w:
-        size -= 1
-    return size
-
-
-def _wrap(text: str, size: int, max_w: float, style: str = "regular") -> list[str]:
-    words = text.split()
-    lines: list[str] = []
-    cur = ""
-    for w in words:
-        trial = f"{cur} {w}" if cur else w
-        if cur and _text_w(trial, size, style) > max_w:
-            lines.append(cur)
-            cur = w
-        else:
-            cur = trial
-    if cur:
-        lines.append(cur)
-    return lines or [""]
-
-
-def _ellipsize(text: str, size: int, max_w: float, style: str = "regular") -> str:
-    if _text_w(text, size, style) <= max_w:
-        return text
-    while text and _text_w(text + "…", size, style) > max_w:
-        text = text[:-1]
-    return text + "…"
 
 
 # ---------------------------------------------------------------- small helpers
-def _rgb(color: str) -> tuple[int, int, int]:
-    return pal.hex_to_rgb(color)
-
-
-def _ink_on(fill: tuple[int, ...]) -> tuple[int, int, int]:
-    """Dark text on light fills, white text on dark ones (:func:`vizmm.render.palette.text_on`)."""
-    return _rgb(pal.text_on("#{:02x}{:02x}{:02x}".format(*(int(v) for v in fill))))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -481,63 +404,11 @@ class FrameRenderer:
         """
         has_m = any(n in self.views for n in _MATRICES)
         has_s = any(n in self.views for n in _SHARED)
-        splits = [("alone", 1.0)]
-        if has_m and has_s:
-            splits = [
-                (kind, float(f)) for f in np.linspace(0.2, 0.7, 21) for kind in ("right", "below")
-            ]
-        best = None
-        box_m: tuple[float, float]
-        box_s: tuple[float, float]
-        for kind, frac in splits:
-            if kind == "right":
-                g: float = self.margin
-                box_m, box_s = (W * (1 - frac) - g, H), (W * frac - g, H)
-            elif kind == "below":
-                g = self.margin / 2
-                box_m, box_s = (W, H * (1 - frac) - g), (W, H * frac - g)
-            else:
-                box_m = box_s = (W, H)
-            for mmode in ("cross", "row") if has_m else ("cross",):
-                cm = (
-                    self._max_cell(lambda c, m=mmode: self._matrix_block(c, m)[:2], box_m)
-                    if has_m
-                    else 0
-                )
-                for smode in ("grid", "column", "row") if has_s else ("grid",):
-                    cs = (
-                        self._max_cell(lambda c, m=smode: self._shared_block(c, m)[:2], box_s)
-                        if has_s
-                        else 0
-                    )
-                    # the book's cross unless the row gives much bigger cells; when the
-                    # cells are too small for text either way, the bigger cells win
-                    weight = 1.0 if mmode == "cross" or cm < 2.2 * self.fs_small else 0.6
-                    # shared-memory slots carry the most text: keep them ~1.5x larger
-                    smallest = min(x for x in (cm * weight, cs / 1.5) if x) if (cm or cs) else 0
-                    score = (smallest, cm + cs)
-                    if best is None or score > best[0]:
-                        best = (score, kind, mmode, smode, cm, cs)
-        assert best is not None  # splits is never empty
-        _, kind, mmode, smode, cm, cs = best
+        kind, mmode, smode, cm, cs = self._best_arrangement(W, H, has_m, has_s)
         panels: dict[str, _Panel] = {}
         mw, mh, mpos = self._matrix_block(cm, mmode) if has_m else (0, 0, {})
         sw, sh, spos = self._shared_block(cs, smode) if has_s else (0, 0, {})
-        if kind == "right":
-            gx = max(self.margin * 2, (W - mw - sw) // 3)
-            ox_m = x0 + max(0, (W - mw - sw - gx) // 2)
-            ox_s = ox_m + mw + gx
-            oy_m = y0 + (H - mh) // 2
-            oy_s = y0 + (H - sh) // 2
-        elif kind == "below":
-            gy = max(self.margin, (H - mh - sh) // 3)
-            oy_m = y0 + max(0, (H - mh - sh - gy) // 2)
-            oy_s = oy_m + mh + gy
-            ox_m = x0 + (W - mw) // 2
-            ox_s = x0 + (W - sw) // 2
-        else:
-            ox_m, oy_m = x0 + (W - mw) // 2, y0 + (H - mh) // 2
-            ox_s, oy_s = x0 + (W - sw) // 2, y0 + (H - sh) // 2
+        ox_m, oy_m, ox_s, oy_s = self._origins(kind, x0, y0, W, H, (mw, mh), (sw, sh))
         self.arrangement = (kind, mmode, smode)
         for n, (px, py) in mpos.items():
             r, c = self.padded[n]
@@ -556,6 +427,70 @@ class FrameRenderer:
         for n, (px, py) in spos.items():
             panels[n] = _Panel(n, ox_s + px, oy_s + py, self.T, self.T, cs, self._heading(n))
         return panels
+
+    def _best_arrangement(self, W: int, H: int, has_m: bool, has_s: bool):
+        """``(kind, matrices' mode, shared grids' mode, their cells)`` of the best arrangement.
+
+        The one whose smaller cell size is largest, of every split of the box
+        (the shared grids right of or below the matrices) and every mode.
+        """
+        splits = [("alone", 1.0)]
+        if has_m and has_s:
+            splits = [
+                (kind, float(f)) for f in np.linspace(0.2, 0.7, 21) for kind in ("right", "below")
+            ]
+        best = None
+        for kind, frac in splits:
+            box_m, box_s = self._split(kind, frac, W, H)
+            for mmode in ("cross", "row") if has_m else ("cross",):
+                cm = (
+                    self._max_cell(lambda c, m=mmode: self._matrix_block(c, m)[:2], box_m)
+                    if has_m
+                    else 0
+                )
+                for smode in ("grid", "column", "row") if has_s else ("grid",):
+                    cs = (
+                        self._max_cell(lambda c, m=smode: self._shared_block(c, m)[:2], box_s)
+                        if has_s
+                        else 0
+                    )
+                    score = self._score(mmode, cm, cs)
+                    if best is None or score > best[0]:
+                        best = (score, kind, mmode, smode, cm, cs)
+        assert best is not None  # splits is never empty
+        return best[1:]
+
+    def _split(self, kind: str, frac: float, W: int, H: int):
+        """The matrices' box and the shared grids' box of a split (``frac`` to the grids)."""
+        if kind == "right":
+            g: float = self.margin
+            return (W * (1 - frac) - g, H), (W * frac - g, H)
+        if kind == "below":
+            g = self.margin / 2
+            return (W, H * (1 - frac) - g), (W, H * frac - g)
+        return (W, H), (W, H)
+
+    def _score(self, mmode: str, cm: int, cs: int) -> tuple[float, int]:
+        """How good cells of ``cm`` (matrices) and ``cs`` (shared grids) pixels are."""
+        # the book's cross unless the row gives much bigger cells; when the
+        # cells are too small for text either way, the bigger cells win
+        weight = 1.0 if mmode == "cross" or cm < 2.2 * self.fs_small else 0.6
+        # shared-memory slots carry the most text: keep them ~1.5x larger
+        smallest = min(x for x in (cm * weight, cs / 1.5) if x) if (cm or cs) else 0
+        return (smallest, cm + cs)
+
+    def _origins(self, kind: str, x0: int, y0: int, W: int, H: int, m, s):
+        """Top left corners of the matrices' block (size ``m``) and the shared grids' (``s``)."""
+        (mw, mh), (sw, sh) = m, s
+        if kind == "right":
+            gx = max(self.margin * 2, (W - mw - sw) // 3)
+            ox_m = x0 + max(0, (W - mw - sw - gx) // 2)
+            return ox_m, y0 + (H - mh) // 2, ox_m + mw + gx, y0 + (H - sh) // 2
+        if kind == "below":
+            gy = max(self.margin, (H - mh - sh) // 3)
+            oy_m = y0 + max(0, (H - mh - sh - gy) // 2)
+            return x0 + (W - mw) // 2, oy_m, x0 + (W - sw) // 2, oy_m + mh + gy
+        return x0 + (W - mw) // 2, y0 + (H - mh) // 2, x0 + (W - sw) // 2, y0 + (H - sh) // 2
 
     @staticmethod
     def _max_cell(measure, box) -> int:
@@ -1230,8 +1165,8 @@ class FrameRenderer:
             for ty, tx in zip(*np.nonzero(frame.thread_ahead), strict=True):
                 x0, y0, x1, _ = p.cell_box(int(ty), int(tx))
                 self._ahead_mark(draw, x1 - p.cell * 0.2, y0 + p.cell * 0.2, p.cell * 0.22)
-        if frame.transactions is not None:
-            self._draw_warps(draw, frame.transactions, p)
+        for draw_part in _pillow_parts("threads"):  # the per-warp row, under the grid
+            draw_part(self, draw, frame, p)
         self._draw_heading(draw, p)
 
     def _ahead_mark(self, draw, cx: float, cy: float, size: float) -> None:
@@ -1242,27 +1177,3 @@ class FrameRenderer:
             fill=_rgb(self.pal.AHEAD),
             outline=_rgb(self.pal.TEXT),
         )
-
-    def _draw_warps(self, draw, o, p: _Panel):
-        """The current warp's threads (dashed) and one cell per warp under the thread grid."""
-        for r, c in zip(*np.nonzero(o.warp_threads), strict=True):
-            x0, y0, x1, y1 = p.cell_box(int(r), int(c))
-            self._dashed_rect(draw, (x0, y0, x1, y1), _rgb(self.pal.FOCUS), 2, 4)
-        n = o.n_warps
-        h = round(self.fs_small * 1.7)
-        y0 = p.y + p.h + round(self.fs_small * 0.5)
-        if not self.transactions or y0 + h > self.size[1] - 2:
-            return  # no room kept under the grid (FrameRenderer(transactions=False))
-        w = p.w / n
-        fs = max(7, min(self.fs_small, round(h * 0.6)))
-        for i, (cost, ideal) in enumerate(zip(o.warp_cost, o.warp_ideal, strict=True)):
-            box = (round(p.x + i * w), y0, round(p.x + (i + 1) * w) - 2, y0 + h)
-            bad = cost > ideal
-            fill = _rgb(self.pal.TILE_OUTLINE if bad else self.pal.GRID_LINE)
-            if not cost:
-                fill = _rgb(self.pal.BACKGROUND)
-            line = _rgb(self.pal.FOCUS if i == o.warp else self.pal.MUTED)
-            draw.rectangle(box, fill=fill, outline=line, width=3 if i == o.warp else 1)
-            text = "·" if not cost else (f"{cost}×" if o.warp_unit == "-way" else str(cost))
-            if _text_w(text, fs) < w - 2:
-                _draw_text(draw, ((box[0] + box[2]) / 2, y0 + h / 2), text, fs, _ink_on(fill), "mm")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ...replay import Frame
 from .. import palette as pal
 from ..columns import (
@@ -104,6 +106,40 @@ def _draw_warps(scene, threads: GridPlace):
     return space
 
 
+def _draw_pillow(renderer, draw, frame: Frame, p) -> None:
+    """The current warp's threads (dashed) and one cell per warp under the thread grid.
+
+    The Pillow drawing of the row (:class:`vizmm.render.pillow.FrameRenderer`
+    calls it with the threads' panel ``p``), on frames with the transactions view.
+    """
+    from ..pillow_text import _draw_text, _ink_on, _rgb, _text_w
+
+    o = frame.transactions
+    if o is None:
+        return
+    for r, c in zip(*np.nonzero(o.warp_threads), strict=True):
+        x0, y0, x1, y1 = p.cell_box(int(r), int(c))
+        renderer._dashed_rect(draw, (x0, y0, x1, y1), _rgb(renderer.pal.FOCUS), 2, 4)
+    n = o.n_warps
+    h = round(renderer.fs_small * 1.7)
+    y0 = p.y + p.h + round(renderer.fs_small * 0.5)
+    if not renderer.transactions or y0 + h > renderer.size[1] - 2:
+        return  # no room kept under the grid (FrameRenderer(transactions=False))
+    w = p.w / n
+    fs = max(7, min(renderer.fs_small, round(h * 0.6)))
+    for i, (cost, ideal) in enumerate(zip(o.warp_cost, o.warp_ideal, strict=True)):
+        box = (round(p.x + i * w), y0, round(p.x + (i + 1) * w) - 2, y0 + h)
+        bad = cost > ideal
+        fill = _rgb(renderer.pal.TILE_OUTLINE if bad else renderer.pal.GRID_LINE)
+        if not cost:
+            fill = _rgb(renderer.pal.BACKGROUND)
+        line = _rgb(renderer.pal.FOCUS if i == o.warp else renderer.pal.MUTED)
+        draw.rectangle(box, fill=fill, outline=line, width=3 if i == o.warp else 1)
+        text = "·" if not cost else (f"{cost}×" if o.warp_unit == "-way" else str(cost))
+        if _text_w(text, fs) < w - 2:
+            _draw_text(draw, ((box[0] + box[2]) / 2, y0 + h / 2), text, fs, _ink_on(fill), "mm")
+
+
 #: The row's columns, and what hovering over a warp says.
 WARPS_KIND = {
     "warps": ("x", "y", "text", "fill", "text_color", "line_color", "line_width", "label")
@@ -115,7 +151,7 @@ def _columns(ctx: FrameContext, want: frozenset[str]) -> dict[str, dict[str, lis
     return {"warps": _warp_columns(ctx.frame, ctx.th)}
 
 
-#: The per-warp row's spec (its Pillow drawing is the renderer's ``_draw_warps``).
+#: The per-warp row's spec.
 WARPS = register(
     ViewSpec(
         name="warps",
@@ -128,5 +164,6 @@ WARPS = register(
         host="threads",
         draw_bokeh=_draw_warps,
         place="middle",
+        draw_pillow=_draw_pillow,
     )
 )
