@@ -204,7 +204,7 @@ def table_extent(trace: Trace) -> tuple[float, int]:
     Parameters
     ----------
     trace : Trace
-        Any trace.
+        The trace whose Fig. 5.8 tables are measured (any size, any kernel).
 
     Returns
     -------
@@ -919,7 +919,7 @@ class Scene:
         Parameters
         ----------
         view : str
-            A grid of the scene (a key of :attr:`grids`).
+            The name of one of the scene's grids (M, N, P, Mds, Nds, threads, blocks).
 
         Returns
         -------

@@ -185,9 +185,9 @@ def gantt_state(m: LargeModel, t: float) -> np.ndarray:
     Parameters
     ----------
     m : LargeModel
-        The launch's models.
+        The models of the launch whose Gantt chart is drawn.
     t : float
-        A time in the timeline's unit.
+        The moment shown, in the unit of the timeline's axis.
     """
     g = m.gantt
     out = np.zeros(len(g), np.int8)

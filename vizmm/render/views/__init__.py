@@ -154,13 +154,11 @@ def register(spec: ViewSpec) -> ViewSpec:
     Raises
     ------
     ValueError
-        For a name already registered, a host not registered before it, or a
-        column kind another view defines otherwise.
+        For a name already registered, or a column kind another view defines
+        otherwise.
     """
     if spec.name in _REGISTRY:
         raise ValueError(f"a view named {spec.name!r} is registered already")
-    if spec.host is not None and spec.host not in _REGISTRY:
-        raise ValueError(f"view {spec.name!r}: its host {spec.host!r} is not registered")
     for other in _REGISTRY.values():
         for kind, cols in spec.kinds.items():
             if other.kinds.get(kind, cols) != cols:
@@ -206,6 +204,9 @@ def all_views(hosted: bool = False) -> tuple[ViewSpec, ...]:
     tuple of ViewSpec
     """
     specs = sorted(_REGISTRY.values(), key=lambda s: (s.order, s.name))
+    for s in specs:
+        if s.host is not None and s.host not in _REGISTRY:
+            raise ValueError(f"view {s.name!r}: its host {s.host!r} is not registered")
     return tuple(s for s in specs if hosted or s.host is None)
 
 
@@ -295,5 +296,13 @@ def tooltips() -> dict[str, tuple[tuple[str, str], ...]]:
     return out
 
 
-# The views of vizmm, each family in its module (imported for their registration).
-from . import text, matrices, tiles, transactions, blocks, table  # noqa: E402, F401, I001
+def _register_modules() -> None:
+    """Import every module of this package: each registers the views of its family."""
+    import importlib
+    import pkgutil
+
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+_register_modules()
