@@ -11,11 +11,7 @@ from typing import TYPE_CHECKING
 from ...replay import Frame
 from ...trace import Trace
 from .. import palette as pal
-from ..columns import (
-    FrameContext,
-    _add_cell,
-    _columns_of,
-)
+from ..columns import FrameContext, _add_cell, _columns_of
 from . import ViewSpec, register
 
 if TYPE_CHECKING:
