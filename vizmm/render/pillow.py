@@ -34,7 +34,7 @@ import dataclasses
 import numpy as np
 from PIL import Image, ImageDraw
 
-from ..replay import CellState, Frame, SlotState, ThreadState
+from ..replay import CellState, Frame
 from ..replay.block import slot_states_shown, thread_states_shown
 from ..trace import Access, Trace
 from . import palette as pal
@@ -44,7 +44,6 @@ from .pillow_text import (
     _ellipsize,
     _fit_size,
     _font,
-    _ink_on,
     _rgb,
     _text_w,
     _wrap,
@@ -52,7 +51,6 @@ from .pillow_text import (
 )
 from .policy import check_known_views, view_names
 from .text import format_value
-from .tiles import tile_arrays
 
 __all__ = [
     "VIEWS",
@@ -140,15 +138,6 @@ def check_views(views) -> tuple[str, ...]:
     if not [v for v in chosen if v not in _HEADER]:
         raise ValueError("choose at least one of the views M, N, P, Mds, Nds, threads")
     return chosen
-
-
-def _pillow_parts(host: str) -> list:
-    """The Pillow drawing of each view that is a part of ``host`` (``draw_pillow``)."""
-    return [
-        part.draw_pillow
-        for part in view_specs.all_views(hosted=True)
-        if part.host == host and part.draw_pillow is not None
-    ]
 
 
 # ---------------------------------------------------------------------- fonts
@@ -679,14 +668,9 @@ class FrameRenderer:
         img = Image.new("RGB", (W, H), _rgb(self.pal.BACKGROUND))
         draw = ImageDraw.Draw(img)
         self._draw_header(draw, frame)
-        for n in _MATRICES:
-            if n in self.panels:
-                self._draw_matrix(img, draw, frame, self.panels[n])
-        for n in ("Mds", "Nds"):
-            if n in self.panels:
-                self._draw_shared(img, draw, frame, self.panels[n])
-        if "threads" in self.panels:
-            self._draw_threads(img, draw, frame, self.panels["threads"])
+        for spec in view_specs.all_views():  # each view's panel, drawn by its spec
+            if spec.name in self.panels and spec.draw_pillow is not None:
+                spec.draw_pillow(self, img, draw, frame, self.panels[spec.name])
         if frame.finding is not None:
             self._draw_finding(draw, frame.finding)
         if self.legend_entries:
@@ -872,120 +856,6 @@ class FrameRenderer:
         """A cell's value centred at (cx, cy), a little smaller than the name above it."""
         _draw_text(draw, (cx, cy), format_value(float(value)), max(9, round(fs * 0.9)), fill, "mm")
 
-    def _draw_matrix(self, img, draw, frame: Frame, p: _Panel):
-        name = p.name
-        T = self.T
-        nr, nc = self.dims[name]
-        state = {"M": frame.m_state, "N": frame.n_state, "P": frame.p_state}[name]
-        loader = {"M": frame.m_thread, "N": frame.n_thread}.get(name)
-        focus = {"M": frame.m_focus, "N": frame.n_focus, "P": frame.p_focus}[name]
-        bg = np.array(_rgb(self.pal.BACKGROUND), np.uint8)
-        colors = np.empty((p.rows, p.cols, 3), np.uint8)
-        colors[:] = bg
-        lut = np.array(
-            [
-                _rgb(self.pal.CELL_COLORS.get(CellState(s), self.pal.BACKGROUND))
-                for s in range(max(CellState) + 1)
-            ],
-            np.uint8,
-        )
-        colors[:nr, :nc] = lut[state]
-        if loader is not None:
-            rr, cc = np.nonzero(loader >= 0)
-            if len(rr):
-                tc = np.array(self.thread_colors, np.uint8)
-                colors[rr, cc] = tc[loader[rr, cc]]
-        ghosts = frame.ghosts.get(name, [])
-        for g in ghosts:
-            if 0 <= g.row < p.rows and 0 <= g.col < p.cols:
-                colors[g.row, g.col] = _rgb(self.pal.GHOST_COLORS.get(g.code, self.pal.BACKGROUND))
-        self._paint_cells(img, p, colors)
-        self._grid_lines(draw, _Panel(name, p.x, p.y, nr, nc, p.cell, ""), nr, nc)
-        lw = self.lw
-        # ghost cells: dashed outlines (the loading thread's colour when loaded now)
-        for g in ghosts:
-            if not (0 <= g.row < p.rows and 0 <= g.col < p.cols):
-                continue
-            box = p.cell_box(g.row, g.col)
-            box = (box[0], box[1], box[2] - 1, box[3] - 1)
-            if g.now and 0 <= g.thread < len(self.thread_colors):
-                w = max(2, round(p.cell * 0.1))
-                draw.rectangle(box, outline=self.thread_colors[g.thread], width=w)
-            elif p.cell >= 6:
-                self._dashed_rect(draw, box, _rgb(self.pal.MUTED), 1, max(2, p.cell // 8))
-        # matrix border
-        draw.rectangle(
-            (p.x - lw, p.y - lw, p.x + nc * p.cell - 1 + lw, p.y + nr * p.cell - 1 + lw),
-            outline=_rgb(self.pal.TEXT),
-            width=lw,
-        )
-        # text in cells
-        self._matrix_text(draw, frame, p, state, ghosts)
-        # focus, then the tile outline on top
-        tw = max(2, min(round(p.cell * 0.1), round(self.fs_body * 0.3)))
-        for r, c in zip(*np.nonzero(focus), strict=True):
-            self._outline(draw, p, int(r), int(c), 1, 1, _rgb(self.pal.FOCUS), tw)
-        if name == "P" and frame.p_wrong is not None:  # barrier lab: wrong P elements
-            bad = _rgb(self.pal.SLOT_COLORS[SlotState.WRONG])
-            for r, c in zip(*np.nonzero(frame.p_wrong), strict=True):
-                self._outline(draw, p, int(r), int(c), 1, 1, bad, tw + 1)
-        corner = frame.tiles.get(name)
-        if corner is not None:
-            self._outline(
-                draw, p, corner[0], corner[1], T, T, _rgb(self.pal.TILE_OUTLINE), max(2, tw + 1)
-            )
-        o = frame.transactions
-        if o is not None and name in ("M", "N"):  # the current warp's segments and sectors
-            for r, c0, c1 in getattr(o, f"{name.lower()}_segments"):
-                self._dashed_rect(
-                    draw,
-                    (p.x + c0 * p.cell, p.y + r * p.cell, p.x + c1 * p.cell - 1,
-                     p.y + (r + 1) * p.cell - 1),
-                    _rgb(self.pal.READ),
-                    max(2, tw + 1),
-                    max(4, p.cell // 3),
-                )  # fmt: skip
-            for r, c0, c1 in getattr(o, f"{name.lower()}_sectors"):
-                self._outline(draw, p, r, c0, 1, c1 - c0, _rgb(self.pal.TEXT), max(1, tw - 1))
-        if p.ticks:
-            self._ticks(draw, p, nr, nc)
-        self._draw_heading(draw, p)
-
-    def _matrix_text(self, draw, frame: Frame, p: _Panel, state, ghosts):
-        name = p.name
-        nr, nc = self.dims[name]
-        big = max(nr, nc) - 1
-        one, two = self._cell_fonts(p, lambda fs: self._sub_w(name, f"{big},{big}", fs))
-        if one is None:
-            return
-        values = {"M": self.trace.M, "N": self.trace.N, "P": self.trace.P}[name]
-        for r in range(nr):
-            for c in range(nc):
-                x0, y0, x1, y1 = p.cell_box(r, c)
-                cx = (x0 + x1) / 2
-                ink = _ink_on(self._cell_rgb(frame, name, state, r, c))
-                show_value = name != "P" or state[r, c] == CellState.DONE
-                if two is not None and show_value:
-                    self._sub_text(draw, cx, y0 + p.cell * 0.34, name, f"{r},{c}", two, ink)
-                    self._value_text(draw, cx, y0 + p.cell * 0.72, values[r, c], two, ink)
-                else:
-                    self._sub_text(draw, cx, (y0 + y1) / 2, name, f"{r},{c}", one, ink)
-        zs = self._cell_fonts(p, lambda fs: _text_w("0.0", fs))[0]
-        if zs is None:
-            return
-        for g in ghosts:
-            if g.code == Access.ZERO_FILL and 0 <= g.row < p.rows and 0 <= g.col < p.cols:
-                x0, y0, x1, y1 = p.cell_box(g.row, g.col)
-                _draw_text(
-                    draw, ((x0 + x1) / 2, (y0 + y1) / 2), "0.0", zs, _rgb(self.pal.TEXT), "mm"
-                )
-
-    def _cell_rgb(self, frame: Frame, name: str, state, r: int, c: int):
-        loader = {"M": frame.m_thread, "N": frame.n_thread}.get(name)
-        if loader is not None and loader[r, c] >= 0:
-            return self.thread_colors[int(loader[r, c])]
-        return _rgb(self.pal.CELL_COLORS.get(CellState(int(state[r, c])), self.pal.BACKGROUND))
-
     def _ticks(self, draw, p: _Panel, nr: int, nc: int):
         fs = self._tick_size(p.cell)
         f = _font(fs)
@@ -1014,160 +884,8 @@ class FrameRenderer:
                 anchor="rm" if step == 1 else "rt",
             )
 
-    def _draw_shared(self, img, draw, frame: Frame, p: _Panel):
-        which = p.name[0]  # 'M' or 'N'
-        st, src, val, now, read, focus, loader, wrong = tile_arrays(
-            frame, which, "state", "src", "value", "now", "read", "focus", "loader", "wrong"
-        )
-        T = self.T
-        colors = np.empty((T, T, 3), np.uint8)
-        for ty in range(T):
-            for tx in range(T):
-                t = ty * T + tx if loader is None else int(loader[ty, tx])
-                colors[ty, tx] = self._slot_rgb(st[ty, tx], now[ty, tx], t)
-        self._paint_cells(img, p, colors)
-        self._tile_frame(draw, p, T)
-        # labels: the element held (M_{0,2}) or 0.0; its value underneath
-        big = self._max_index()
-        one, two = self._cell_fonts(p, lambda fs: self._sub_w(which, f"{big},{big}", fs))
-        if one is not None:
-            fs = two if two is not None else one
-            for ty in range(T):
-                for tx in range(T):
-                    x0, y0, x1, y1 = p.cell_box(ty, tx)
-                    cx = (x0 + x1) / 2
-                    s = SlotState(int(st[ty, tx]))
-                    ink = _ink_on(tuple(int(v) for v in colors[ty, tx]))
-                    if s == SlotState.STALE:
-                        ink = _rgb(self.pal.MUTED)
-                    cy = y0 + p.cell * (0.34 if two is not None else 0.5)
-                    if s == SlotState.ZERO:
-                        _draw_text(draw, (cx, (y0 + y1) / 2), "0.0", fs, ink, "mm")
-                        continue
-                    if src[ty, tx, 0] >= 0:
-                        self._sub_text(
-                            draw, cx, cy, which, f"{src[ty, tx, 0]},{src[ty, tx, 1]}", fs, ink
-                        )
-                    else:
-                        _draw_text(draw, (cx, cy), "?", fs, ink, "mm")
-                    if two is not None and src[ty, tx, 0] >= 0:
-                        self._value_text(draw, cx, y0 + p.cell * 0.72, val[ty, tx], two, ink)
-        tw = max(2, min(round(p.cell * 0.09), round(self.fs_body * 0.35)))
-        rr, cc = np.nonzero(read)
-        if len(rr):  # the column / row read at this k, outlined as one band
-            self._outline(
-                draw,
-                p,
-                int(rr.min()),
-                int(cc.min()),
-                int(rr.max() - rr.min() + 1),
-                int(cc.max() - cc.min() + 1),
-                _rgb(self.pal.READ),
-                tw + 1,
-            )
-        for r, c in zip(*np.nonzero(focus), strict=True):
-            self._outline(draw, p, int(r), int(c), 1, 1, _rgb(self.pal.FOCUS), tw)
-        if wrong is not None:  # barrier lab: a read of this slot found the wrong element
-            bad = _rgb(self.pal.SLOT_COLORS[SlotState.WRONG])
-            for r, c in zip(*np.nonzero(wrong), strict=True):
-                self._outline(draw, p, int(r), int(c), 1, 1, bad, tw + 1)
-        self._draw_banks(draw, frame, p, which, tw)
-        self._draw_heading(draw, p)
-
-    def _draw_banks(self, draw, frame: Frame, p: _Panel, which: str, tw: int):
-        """Transactions view at a step of the k loop: each slot's bank, the warp's conflicts."""
-        o = frame.transactions
-        bank, conflict, read = (
-            (None,) * 3 if o is None else tile_arrays(o, which, "bank", "conflict", "read")
-        )
-        if bank is None or conflict is None or read is None:
-            return
-        colors = [_rgb(c) for c in self.pal.thread_colors(32)]
-        band = max(3, round(p.cell * 0.22))
-        fs = max(7, min(self.fs_small, round(band * 0.8)))
-        show = band >= 9 and _text_w("b31", fs) < p.cell * 0.9
-        for r in range(self.T):
-            for c in range(self.T):
-                x0, y0, x1, y1 = p.cell_box(r, c)
-                b = int(bank[r, c])
-                box = (x0 + 1, y1 - band, x1 - 1, y1 - 1)
-                draw.rectangle(box, fill=colors[b])
-                if show:
-                    _draw_text(
-                        draw, ((x0 + x1) / 2, y1 - band / 2), f"b{b}", fs, _ink_on(colors[b]), "mm"
-                    )
-                if conflict[r, c]:
-                    self._outline(draw, p, r, c, 1, 1, _rgb(self.pal.TILE_OUTLINE), tw + 1)
-                elif read[r, c]:
-                    self._outline(draw, p, r, c, 1, 1, _rgb(self.pal.TEXT), max(1, tw - 1))
-
     def _max_index(self) -> int:
         return max(max(d) for d in self.dims.values()) - 1
-
-    def _slot_rgb(self, state, now, t):
-        s = SlotState(int(state))
-        if now and s == SlotState.LOADED:
-            return self.thread_colors[t]
-        return _rgb(self.pal.SLOT_COLORS[s])
-
-    def _draw_threads(self, img, draw, frame: Frame, p: _Panel):
-        T = self.T
-        lut = {s: _rgb(c) for s, c in self.pal.THREAD_STATE_COLORS.items()}
-        colors = np.empty((T, T, 3), np.uint8)
-        for ty in range(T):
-            for tx in range(T):
-                colors[ty, tx] = lut[ThreadState(int(frame.thread_state[ty, tx]))]
-        self._paint_cells(img, p, colors)
-        band = max(2, round(p.cell * 0.14)) if p.cell >= 24 else 0
-        if band:
-            for ty in range(T):
-                for tx in range(T):
-                    x0, y0, x1, _ = p.cell_box(ty, tx)
-                    draw.rectangle(
-                        (x0, y0, x1 - 1, y0 + band - 1), fill=self.thread_colors[ty * T + tx]
-                    )
-        self._tile_frame(draw, p, T)
-        one, two = self._cell_fonts(p, lambda fs: _text_w("Pv 9999.0", fs))
-        if one is not None:
-            for ty in range(T):
-                for tx in range(T):
-                    x0, y0, x1, y1 = p.cell_box(ty, tx)
-                    cx = (x0 + x1) / 2
-                    ink = _ink_on(tuple(int(v) for v in colors[ty, tx]))
-                    inner = y0 + band
-                    h = y1 - inner
-                    rank = int(frame.thread_rank[ty, tx])
-                    if two is not None:
-                        _draw_text(draw, (cx, inner + h * 0.3), f"({ty},{tx})", two, ink, "mm")
-                        pv = "Pv " + format_value(float(frame.pvalue[ty, tx]))
-                        if not frame.thread_valid[ty, tx]:
-                            pv = "no P"
-                        _draw_text(draw, (cx, inner + h * 0.72), pv, two, ink, "mm")
-                    else:
-                        _draw_text(draw, (cx, inner + h / 2), f"{ty},{tx}", one, ink, "mm")
-                    if (
-                        rank >= 0
-                        and two is not None
-                        and frame.step.arrived is not None
-                        and (frame.step.arrived < T * T)
-                    ):
-                        _draw_text(
-                            draw, (x1 - 3, inner + 2), f"#{rank + 1}", max(8, two - 3), ink, "rt"
-                        )
-        if frame.focus is not None:
-            fy, fx = frame.focus
-            self._outline(draw, p, fy, fx, 1, 1, _rgb(self.pal.FOCUS), max(2, round(p.cell * 0.09)))
-        if frame.thread_wrong is not None:  # barrier lab: read the wrong element here
-            bad = _rgb(self.pal.SLOT_COLORS[SlotState.WRONG])
-            for ty, tx in zip(*np.nonzero(frame.thread_wrong), strict=True):
-                self._outline(draw, p, int(ty), int(tx), 1, 1, bad, max(3, round(p.cell * 0.1)))
-        if frame.thread_ahead is not None:  # barrier lab: ran ahead of another thread
-            for ty, tx in zip(*np.nonzero(frame.thread_ahead), strict=True):
-                x0, y0, x1, _ = p.cell_box(int(ty), int(tx))
-                self._ahead_mark(draw, x1 - p.cell * 0.2, y0 + p.cell * 0.2, p.cell * 0.22)
-        for draw_part in _pillow_parts("threads"):  # the per-warp row, under the grid
-            draw_part(self, draw, frame, p)
-        self._draw_heading(draw, p)
 
     def _ahead_mark(self, draw, cx: float, cy: float, size: float) -> None:
         """The barrier lab's "ran ahead" mark: a right-pointing triangle centred at (cx, cy)."""

@@ -102,8 +102,9 @@ class ViewSpec:
         above the grids), ``"middle"`` (under the shared-memory plot),
         ``"right"`` (the column right of it), ``"bottom"`` (a row under all).
     draw_pillow : callable, optional
-        ``draw_pillow(renderer, draw, frame, panel)``: its Pillow drawing, where
-        the renderer draws it apart from the panels of its family.
+        ``draw_pillow(renderer, img, draw, frame, panel)``: its Pillow drawing
+        (GIF and MP4 frames) in its panel of a
+        :class:`vizmm.render.pillow.FrameRenderer` (a hosted view: its host's).
     """
 
     name: str

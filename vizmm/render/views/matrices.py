@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...replay import CellState, Frame, ThreadState
+from ...replay import CellState, Frame, SlotState, ThreadState
 from ...trace import Access, Trace
 from ...trace.derived import per_trace
 from .. import palette as pal
@@ -33,6 +33,7 @@ from ..columns import (
 from . import ViewSpec, register
 
 if TYPE_CHECKING:
+    from ..pillow import _Panel
     from ..scene_parts import GridPlace
 
 __all__ = ["MATRIX_KINDS", "MATRIX_HOVER"]
@@ -355,6 +356,134 @@ def _draw_grids(scene, v, f) -> dict[str, GridPlace]:
     return figs
 
 
+# ------------------------------------------------ Pillow (GIF and MP4 frames)
+def _pillow_matrix(renderer, img, draw, frame: Frame, p: _Panel):
+    from ..pillow_text import _rgb
+
+    name = p.name
+    T = renderer.T
+    nr, nc = renderer.dims[name]
+    state = {"M": frame.m_state, "N": frame.n_state, "P": frame.p_state}[name]
+    loader = {"M": frame.m_thread, "N": frame.n_thread}.get(name)
+    focus = {"M": frame.m_focus, "N": frame.n_focus, "P": frame.p_focus}[name]
+    bg = np.array(_rgb(renderer.pal.BACKGROUND), np.uint8)
+    colors = np.empty((p.rows, p.cols, 3), np.uint8)
+    colors[:] = bg
+    lut = np.array(
+        [
+            _rgb(renderer.pal.CELL_COLORS.get(CellState(s), renderer.pal.BACKGROUND))
+            for s in range(max(CellState) + 1)
+        ],
+        np.uint8,
+    )
+    colors[:nr, :nc] = lut[state]
+    if loader is not None:
+        rr, cc = np.nonzero(loader >= 0)
+        if len(rr):
+            tc = np.array(renderer.thread_colors, np.uint8)
+            colors[rr, cc] = tc[loader[rr, cc]]
+    ghosts = frame.ghosts.get(name, [])
+    for g in ghosts:
+        if 0 <= g.row < p.rows and 0 <= g.col < p.cols:
+            colors[g.row, g.col] = _rgb(
+                renderer.pal.GHOST_COLORS.get(g.code, renderer.pal.BACKGROUND)
+            )
+    renderer._paint_cells(img, p, colors)
+    from ..pillow import _Panel
+
+    renderer._grid_lines(draw, _Panel(name, p.x, p.y, nr, nc, p.cell, ""), nr, nc)
+    lw = renderer.lw
+    # ghost cells: dashed outlines (the loading thread's colour when loaded now)
+    for g in ghosts:
+        if not (0 <= g.row < p.rows and 0 <= g.col < p.cols):
+            continue
+        box = p.cell_box(g.row, g.col)
+        box = (box[0], box[1], box[2] - 1, box[3] - 1)
+        if g.now and 0 <= g.thread < len(renderer.thread_colors):
+            w = max(2, round(p.cell * 0.1))
+            draw.rectangle(box, outline=renderer.thread_colors[g.thread], width=w)
+        elif p.cell >= 6:
+            renderer._dashed_rect(draw, box, _rgb(renderer.pal.MUTED), 1, max(2, p.cell // 8))
+    # matrix border
+    draw.rectangle(
+        (p.x - lw, p.y - lw, p.x + nc * p.cell - 1 + lw, p.y + nr * p.cell - 1 + lw),
+        outline=_rgb(renderer.pal.TEXT),
+        width=lw,
+    )
+    # text in cells
+    _pillow_matrix_text(renderer, draw, frame, p, state, ghosts)
+    # focus, then the tile outline on top
+    tw = max(2, min(round(p.cell * 0.1), round(renderer.fs_body * 0.3)))
+    for r, c in zip(*np.nonzero(focus), strict=True):
+        renderer._outline(draw, p, int(r), int(c), 1, 1, _rgb(renderer.pal.FOCUS), tw)
+    if name == "P" and frame.p_wrong is not None:  # barrier lab: wrong P elements
+        bad = _rgb(renderer.pal.SLOT_COLORS[SlotState.WRONG])
+        for r, c in zip(*np.nonzero(frame.p_wrong), strict=True):
+            renderer._outline(draw, p, int(r), int(c), 1, 1, bad, tw + 1)
+    corner = frame.tiles.get(name)
+    if corner is not None:
+        renderer._outline(
+            draw, p, corner[0], corner[1], T, T, _rgb(renderer.pal.TILE_OUTLINE), max(2, tw + 1)
+        )
+    o = frame.transactions
+    if o is not None and name in ("M", "N"):  # the current warp's segments and sectors
+        for r, c0, c1 in getattr(o, f"{name.lower()}_segments"):
+            renderer._dashed_rect(
+                draw,
+                (p.x + c0 * p.cell, p.y + r * p.cell, p.x + c1 * p.cell - 1,
+                 p.y + (r + 1) * p.cell - 1),
+                _rgb(renderer.pal.READ),
+                max(2, tw + 1),
+                max(4, p.cell // 3),
+            )  # fmt: skip
+        for r, c0, c1 in getattr(o, f"{name.lower()}_sectors"):
+            renderer._outline(draw, p, r, c0, 1, c1 - c0, _rgb(renderer.pal.TEXT), max(1, tw - 1))
+    if p.ticks:
+        renderer._ticks(draw, p, nr, nc)
+    renderer._draw_heading(draw, p)
+
+
+def _pillow_matrix_text(renderer, draw, frame: Frame, p: _Panel, state, ghosts):
+    from ..pillow_text import _draw_text, _ink_on, _rgb, _text_w
+
+    name = p.name
+    nr, nc = renderer.dims[name]
+    big = max(nr, nc) - 1
+    one, two = renderer._cell_fonts(p, lambda fs: renderer._sub_w(name, f"{big},{big}", fs))
+    if one is None:
+        return
+    values = {"M": renderer.trace.M, "N": renderer.trace.N, "P": renderer.trace.P}[name]
+    for r in range(nr):
+        for c in range(nc):
+            x0, y0, x1, y1 = p.cell_box(r, c)
+            cx = (x0 + x1) / 2
+            ink = _ink_on(_pillow_cell_rgb(renderer, frame, name, state, r, c))
+            show_value = name != "P" or state[r, c] == CellState.DONE
+            if two is not None and show_value:
+                renderer._sub_text(draw, cx, y0 + p.cell * 0.34, name, f"{r},{c}", two, ink)
+                renderer._value_text(draw, cx, y0 + p.cell * 0.72, values[r, c], two, ink)
+            else:
+                renderer._sub_text(draw, cx, (y0 + y1) / 2, name, f"{r},{c}", one, ink)
+    zs = renderer._cell_fonts(p, lambda fs: _text_w("0.0", fs))[0]
+    if zs is None:
+        return
+    for g in ghosts:
+        if g.code == Access.ZERO_FILL and 0 <= g.row < p.rows and 0 <= g.col < p.cols:
+            x0, y0, x1, y1 = p.cell_box(g.row, g.col)
+            _draw_text(
+                draw, ((x0 + x1) / 2, (y0 + y1) / 2), "0.0", zs, _rgb(renderer.pal.TEXT), "mm"
+            )
+
+
+def _pillow_cell_rgb(renderer, frame: Frame, name: str, state, r: int, c: int):
+    from ..pillow_text import _rgb
+
+    loader = {"M": frame.m_thread, "N": frame.n_thread}.get(name)
+    if loader is not None and loader[r, c] >= 0:
+        return renderer.thread_colors[int(loader[r, c])]
+    return _rgb(renderer.pal.CELL_COLORS.get(CellState(int(state[r, c])), renderer.pal.BACKGROUND))
+
+
 def _columns(ctx: FrameContext, want: frozenset[str]) -> dict[str, dict[str, list]]:
     """The columns of the matrices' sources in ``want`` (``M``, ``M_outline``, ``P_pvalue``...)."""
     out: dict[str, dict[str, list]] = {}
@@ -386,5 +515,6 @@ for _order, _name in ((1, "M"), (2, "N"), (3, "P")):
             presenter=True,
             markable=True,
             pickable=_name != "P",
+            draw_pillow=_pillow_matrix,
         )
     )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...replay import Frame, SlotState
+from ...replay import Frame, SlotState, ThreadState
 from .. import palette as pal
 from ..columns import (
     _NAN_TEXT,
@@ -32,10 +32,12 @@ from ..columns import (
     _uni,
     thread_label,
 )
+from ..text import format_value
 from ..tiles import tile_arrays
-from . import ViewSpec, register
+from . import ViewSpec, all_views, register
 
 if TYPE_CHECKING:
+    from ..pillow import _Panel
     from ..scene_parts import GridPlace
 
 __all__ = ["TILE_KINDS", "TILE_HOVER"]
@@ -332,6 +334,174 @@ def _draw_threads(scene, f) -> GridPlace:
     return g
 
 
+# ------------------------------------------------ Pillow (GIF and MP4 frames)
+def _pillow_shared(renderer, img, draw, frame: Frame, p: _Panel):
+    from ..pillow_text import _draw_text, _ink_on, _rgb
+
+    which = p.name[0]  # 'M' or 'N'
+    st, src, val, now, read, focus, loader, wrong = tile_arrays(
+        frame, which, "state", "src", "value", "now", "read", "focus", "loader", "wrong"
+    )
+    T = renderer.T
+    colors = np.empty((T, T, 3), np.uint8)
+    for ty in range(T):
+        for tx in range(T):
+            t = ty * T + tx if loader is None else int(loader[ty, tx])
+            colors[ty, tx] = _pillow_slot_rgb(renderer, st[ty, tx], now[ty, tx], t)
+    renderer._paint_cells(img, p, colors)
+    renderer._tile_frame(draw, p, T)
+    # labels: the element held (M_{0,2}) or 0.0; its value underneath
+    big = renderer._max_index()
+    one, two = renderer._cell_fonts(p, lambda fs: renderer._sub_w(which, f"{big},{big}", fs))
+    if one is not None:
+        fs = two if two is not None else one
+        for ty in range(T):
+            for tx in range(T):
+                x0, y0, x1, y1 = p.cell_box(ty, tx)
+                cx = (x0 + x1) / 2
+                s = SlotState(int(st[ty, tx]))
+                ink = _ink_on(tuple(int(v) for v in colors[ty, tx]))
+                if s == SlotState.STALE:
+                    ink = _rgb(renderer.pal.MUTED)
+                cy = y0 + p.cell * (0.34 if two is not None else 0.5)
+                if s == SlotState.ZERO:
+                    _draw_text(draw, (cx, (y0 + y1) / 2), "0.0", fs, ink, "mm")
+                    continue
+                if src[ty, tx, 0] >= 0:
+                    renderer._sub_text(
+                        draw, cx, cy, which, f"{src[ty, tx, 0]},{src[ty, tx, 1]}", fs, ink
+                    )
+                else:
+                    _draw_text(draw, (cx, cy), "?", fs, ink, "mm")
+                if two is not None and src[ty, tx, 0] >= 0:
+                    renderer._value_text(draw, cx, y0 + p.cell * 0.72, val[ty, tx], two, ink)
+    tw = max(2, min(round(p.cell * 0.09), round(renderer.fs_body * 0.35)))
+    rr, cc = np.nonzero(read)
+    if len(rr):  # the column / row read at this k, outlined as one band
+        renderer._outline(
+            draw,
+            p,
+            int(rr.min()),
+            int(cc.min()),
+            int(rr.max() - rr.min() + 1),
+            int(cc.max() - cc.min() + 1),
+            _rgb(renderer.pal.READ),
+            tw + 1,
+        )
+    for r, c in zip(*np.nonzero(focus), strict=True):
+        renderer._outline(draw, p, int(r), int(c), 1, 1, _rgb(renderer.pal.FOCUS), tw)
+    if wrong is not None:  # barrier lab: a read of this slot found the wrong element
+        bad = _rgb(renderer.pal.SLOT_COLORS[SlotState.WRONG])
+        for r, c in zip(*np.nonzero(wrong), strict=True):
+            renderer._outline(draw, p, int(r), int(c), 1, 1, bad, tw + 1)
+    _pillow_banks(renderer, draw, frame, p, which, tw)
+    renderer._draw_heading(draw, p)
+
+
+def _pillow_banks(renderer, draw, frame: Frame, p: _Panel, which: str, tw: int):
+    """Transactions view at a step of the k loop: each slot's bank, the warp's conflicts."""
+    from ..pillow_text import _draw_text, _ink_on, _rgb, _text_w
+
+    o = frame.transactions
+    bank, conflict, read = (
+        (None,) * 3 if o is None else tile_arrays(o, which, "bank", "conflict", "read")
+    )
+    if bank is None or conflict is None or read is None:
+        return
+    colors = [_rgb(c) for c in renderer.pal.thread_colors(32)]
+    band = max(3, round(p.cell * 0.22))
+    fs = max(7, min(renderer.fs_small, round(band * 0.8)))
+    show = band >= 9 and _text_w("b31", fs) < p.cell * 0.9
+    for r in range(renderer.T):
+        for c in range(renderer.T):
+            x0, y0, x1, y1 = p.cell_box(r, c)
+            b = int(bank[r, c])
+            box = (x0 + 1, y1 - band, x1 - 1, y1 - 1)
+            draw.rectangle(box, fill=colors[b])
+            if show:
+                _draw_text(
+                    draw, ((x0 + x1) / 2, y1 - band / 2), f"b{b}", fs, _ink_on(colors[b]), "mm"
+                )
+            if conflict[r, c]:
+                renderer._outline(draw, p, r, c, 1, 1, _rgb(renderer.pal.TILE_OUTLINE), tw + 1)
+            elif read[r, c]:
+                renderer._outline(draw, p, r, c, 1, 1, _rgb(renderer.pal.TEXT), max(1, tw - 1))
+
+
+def _pillow_slot_rgb(renderer, state, now, t):
+    from ..pillow_text import _rgb
+
+    s = SlotState(int(state))
+    if now and s == SlotState.LOADED:
+        return renderer.thread_colors[t]
+    return _rgb(renderer.pal.SLOT_COLORS[s])
+
+
+def _pillow_threads(renderer, img, draw, frame: Frame, p: _Panel):
+    from ..pillow_text import _draw_text, _ink_on, _rgb, _text_w
+
+    T = renderer.T
+    lut = {s: _rgb(c) for s, c in renderer.pal.THREAD_STATE_COLORS.items()}
+    colors = np.empty((T, T, 3), np.uint8)
+    for ty in range(T):
+        for tx in range(T):
+            colors[ty, tx] = lut[ThreadState(int(frame.thread_state[ty, tx]))]
+    renderer._paint_cells(img, p, colors)
+    band = max(2, round(p.cell * 0.14)) if p.cell >= 24 else 0
+    if band:
+        for ty in range(T):
+            for tx in range(T):
+                x0, y0, x1, _ = p.cell_box(ty, tx)
+                draw.rectangle(
+                    (x0, y0, x1 - 1, y0 + band - 1), fill=renderer.thread_colors[ty * T + tx]
+                )
+    renderer._tile_frame(draw, p, T)
+    one, two = renderer._cell_fonts(p, lambda fs: _text_w("Pv 9999.0", fs))
+    if one is not None:
+        for ty in range(T):
+            for tx in range(T):
+                x0, y0, x1, y1 = p.cell_box(ty, tx)
+                cx = (x0 + x1) / 2
+                ink = _ink_on(tuple(int(v) for v in colors[ty, tx]))
+                inner = y0 + band
+                h = y1 - inner
+                rank = int(frame.thread_rank[ty, tx])
+                if two is not None:
+                    _draw_text(draw, (cx, inner + h * 0.3), f"({ty},{tx})", two, ink, "mm")
+                    pv = "Pv " + format_value(float(frame.pvalue[ty, tx]))
+                    if not frame.thread_valid[ty, tx]:
+                        pv = "no P"
+                    _draw_text(draw, (cx, inner + h * 0.72), pv, two, ink, "mm")
+                else:
+                    _draw_text(draw, (cx, inner + h / 2), f"{ty},{tx}", one, ink, "mm")
+                if (
+                    rank >= 0
+                    and two is not None
+                    and frame.step.arrived is not None
+                    and (frame.step.arrived < T * T)
+                ):
+                    _draw_text(
+                        draw, (x1 - 3, inner + 2), f"#{rank + 1}", max(8, two - 3), ink, "rt"
+                    )
+    if frame.focus is not None:
+        fy, fx = frame.focus
+        renderer._outline(
+            draw, p, fy, fx, 1, 1, _rgb(renderer.pal.FOCUS), max(2, round(p.cell * 0.09))
+        )
+    if frame.thread_wrong is not None:  # barrier lab: read the wrong element here
+        bad = _rgb(renderer.pal.SLOT_COLORS[SlotState.WRONG])
+        for ty, tx in zip(*np.nonzero(frame.thread_wrong), strict=True):
+            renderer._outline(draw, p, int(ty), int(tx), 1, 1, bad, max(3, round(p.cell * 0.1)))
+    if frame.thread_ahead is not None:  # barrier lab: ran ahead of another thread
+        for ty, tx in zip(*np.nonzero(frame.thread_ahead), strict=True):
+            x0, y0, x1, _ = p.cell_box(int(ty), int(tx))
+            renderer._ahead_mark(draw, x1 - p.cell * 0.2, y0 + p.cell * 0.2, p.cell * 0.22)
+    for part in all_views(hosted=True):  # the per-warp row, under the grid
+        if part.host == "threads" and part.draw_pillow is not None:
+            part.draw_pillow(renderer, img, draw, frame, p)
+    renderer._draw_heading(draw, p)
+
+
 def _columns(ctx: FrameContext, want: frozenset[str]) -> dict[str, dict[str, list]]:
     """The columns of the tiles' sources in ``want``."""
     frame, th = ctx.frame, ctx.th
@@ -346,7 +516,9 @@ def _columns(ctx: FrameContext, want: frozenset[str]) -> dict[str, dict[str, lis
     return {name: make() for name, make in makers.items() if name in want}
 
 
-def _tile_spec(name: str, order: int, aspects: tuple[str, ...], sources: dict) -> ViewSpec:
+def _tile_spec(
+    name: str, order: int, aspects: tuple[str, ...], sources: dict, draw_pillow
+) -> ViewSpec:
     """The spec of one grid of the tiles plot (Mds, Nds, threads)."""
     return ViewSpec(
         name=name,
@@ -361,6 +533,7 @@ def _tile_spec(name: str, order: int, aspects: tuple[str, ...], sources: dict) -
         presenter=True,
         markable=True,
         pickable=True,
+        draw_pillow=draw_pillow,
     )
 
 
@@ -371,6 +544,7 @@ for _order, _name in ((4, "Mds"), (5, "Nds")):
             _order,
             ("slots", "transactions", "findings"),
             {_name: "slots", f"{_name}_bank": "bank"},
+            _pillow_shared,
         )
     )
 register(
@@ -379,5 +553,6 @@ register(
         6,
         ("threads", "transactions", "findings"),
         {"threads": "threads", "warp_threads": "cells"},
+        _pillow_threads,
     )
 )

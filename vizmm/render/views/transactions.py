@@ -106,7 +106,7 @@ def _draw_warps(scene, threads: GridPlace):
     return space
 
 
-def _draw_pillow(renderer, draw, frame: Frame, p) -> None:
+def _draw_pillow(renderer, img, draw, frame: Frame, p) -> None:
     """The current warp's threads (dashed) and one cell per warp under the thread grid.
 
     The Pillow drawing of the row (:class:`vizmm.render.pillow.FrameRenderer`
