@@ -594,8 +594,8 @@ class Scene:
             tiles, threads = self._tiles_plot(v)
             placed["middle"].append(tiles)
             if threads is not None and self._warp_row:  # the threads' parts (per-warp row)
-                for part in view_specs.all_views(hosted=True):
-                    if part.host == "threads" and part.draw_bokeh is not None and part.place:
+                for part in view_specs.parts("threads"):
+                    if part.draw_bokeh is not None and part.place:
                         placed[part.place].append(part.draw_bokeh(self, threads))
         for spec in view_specs.all_views():
             if spec.name in v and spec.draw_bokeh is not None and spec.place is not None:

@@ -33,6 +33,7 @@ __all__ = [
     "get",
     "all_views",
     "names",
+    "parts",
     "source_names",
     "source_kind",
     "column_kinds",
@@ -211,6 +212,21 @@ def all_views(hosted: bool = False) -> tuple[ViewSpec, ...]:
     return tuple(s for s in specs if hosted or s.host is None)
 
 
+def parts(host: str) -> tuple[ViewSpec, ...]:
+    """The views that are parts of view ``host`` (``host=...``), in order.
+
+    Parameters
+    ----------
+    host : str
+        A view's name (``"threads"``: the per-warp row is its part).
+
+    Returns
+    -------
+    tuple of ViewSpec
+    """
+    return tuple(s for s in all_views(hosted=True) if s.host == host)
+
+
 def names(**flags: bool) -> tuple[str, ...]:
     """The names of the views (not the hosted parts) whose flags are as given, in order.
 
@@ -242,9 +258,9 @@ def source_names() -> dict[str, tuple[str, ...]]:
     if "sources" not in _derived:
         out = {}
         for spec in all_views():
-            parts = [s for s in all_views(hosted=True) if s.host == spec.name]
             found = (f"{spec.name}_finding",) if spec.markable else ()
-            out[spec.name] = (*spec.sources, *(n for p in parts for n in p.sources), *found)
+            hosted = (n for p in parts(spec.name) for n in p.sources)
+            out[spec.name] = (*spec.sources, *hosted, *found)
         _derived["sources"] = out
     return dict(_derived["sources"])
 

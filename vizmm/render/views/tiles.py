@@ -34,7 +34,7 @@ from ..columns import (
 )
 from ..text import format_value
 from ..tiles import tile_arrays
-from . import ViewSpec, all_views, register
+from . import ViewSpec, parts, register
 
 if TYPE_CHECKING:
     from ..pillow import _Panel
@@ -496,8 +496,8 @@ def _pillow_threads(renderer, img, draw, frame: Frame, p: _Panel):
         for ty, tx in zip(*np.nonzero(frame.thread_ahead), strict=True):
             x0, y0, x1, _ = p.cell_box(int(ty), int(tx))
             renderer._ahead_mark(draw, x1 - p.cell * 0.2, y0 + p.cell * 0.2, p.cell * 0.22)
-    for part in all_views(hosted=True):  # the per-warp row, under the grid
-        if part.host == "threads" and part.draw_pillow is not None:
+    for part in parts("threads"):  # the per-warp row, under the grid
+        if part.draw_pillow is not None:
             part.draw_pillow(renderer, img, draw, frame, p)
     renderer._draw_heading(draw, p)
 
