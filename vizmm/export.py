@@ -882,8 +882,8 @@ def export_bytes(
             trace, size=size, views=views, theme=theme, transactions=replay.transactions
         )
 
-        def render(i):
-            return renderer.render(with_finding(replay.frame(i), marks))
+        def render(i):  # each frame made of the aspects the views drawn need
+            return renderer.render(with_finding(replay.frame(i, aspects=renderer.aspects), marks))
 
         if fmt == "gif":
             return _gif_bytes(render, n, fps, bar)

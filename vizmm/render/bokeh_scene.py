@@ -395,6 +395,15 @@ class Scene:
             self._main[view].name = f"vizmm-{view}"
 
     # --------------------------------------------------------------- update
+    @property
+    def aspects(self) -> tuple[str, ...]:
+        """What a frame must hold for :meth:`update` (``Replay.frame(i, aspects=...)``).
+
+        The aspects of the scene's views and their hosted parts
+        (:func:`vizmm.render.views.aspects_of`).
+        """
+        return view_specs.aspects_of(self.views)
+
     def update(self, frame: Frame) -> None:
         """Show ``frame``: assign the new columns of every source.
 

@@ -647,6 +647,15 @@ class FrameRenderer:
                 p += 2 * dash
 
     # -------------------------------------------------------------- drawing
+    @property
+    def aspects(self) -> tuple[str, ...]:
+        """What a frame must hold for :meth:`render` (``Replay.frame(i, aspects=...)``).
+
+        The aspects of the views drawn (:func:`vizmm.render.views.aspects_of`)
+        and the caption, which every image's title reads.
+        """
+        return view_specs.aspects_of(self.views, always=("caption",))
+
     def render(self, frame: Frame) -> Image.Image:
         """Draw one frame.
 

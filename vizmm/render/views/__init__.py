@@ -26,7 +26,10 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ...replay import ASPECTS as REPLAY_ASPECTS
+
 __all__ = [
+    "aspects_of",
     "ASPECTS",
     "ViewSpec",
     "register",
@@ -40,17 +43,9 @@ __all__ = [
     "tooltips",
 ]
 
-#: The aspects of a replayed frame a view may need (what ``vizmm.replay`` works out).
-ASPECTS = (
-    "slots",
-    "threads",
-    "matrices",
-    "counters",
-    "caption",
-    "table",
-    "transactions",
-    "findings",
-)
+#: The aspects of a replayed frame a view may need: :data:`vizmm.replay.ASPECTS`, the
+#: names ``Replay.frame(i, aspects=...)`` takes (a frame's finding is always there).
+ASPECTS = REPLAY_ASPECTS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,6 +236,39 @@ def names(**flags: bool) -> tuple[str, ...]:
     tuple of str
     """
     return tuple(s.name for s in all_views() if all(getattr(s, k) == v for k, v in flags.items()))
+
+
+def aspects_of(views, always=()) -> tuple[str, ...]:
+    """The aspects of a frame that drawing ``views`` needs (their hosted parts' too).
+
+    What a page or an export passes to ``Replay.frame(i, aspects=...)`` so
+    that it makes only what it shows.
+
+    Parameters
+    ----------
+    views : iterable of str
+        Names of registered views.
+    always : iterable of str
+        Aspects the caller needs besides (the Pillow frame's title reads the
+        caption, a page's narration its caption, slots and threads).
+
+    Returns
+    -------
+    tuple of str
+        In the order of :data:`ASPECTS`.
+
+    Raises
+    ------
+    KeyError
+        A name no view is registered under.
+    """
+    want = set(always)
+    for name in views:
+        spec = get(name)
+        want.update(spec.aspects)
+        for part in parts(name):
+            want.update(part.aspects)
+    return tuple(a for a in ASPECTS if a in want)
 
 
 _derived: dict[str, Any] = {}

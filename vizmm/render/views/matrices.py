@@ -497,12 +497,20 @@ def _columns(ctx: FrameContext, want: frozenset[str]) -> dict[str, dict[str, lis
     return out
 
 
+#: What M and N read of a frame (the cells, the followed thread's row or column, the
+#: tile loads' transactions); P also the threads' states and the barrier lab's marks.
+_MATRIX_ASPECTS = {
+    "M": ("matrices", "focus", "transactions"),
+    "N": ("matrices", "focus", "transactions"),
+    "P": ("matrices", "focus", "threads", "lab"),
+}
+
 for _order, _name in ((1, "M"), (2, "N"), (3, "P")):
     register(
         ViewSpec(
             name=_name,
             order=_order,
-            aspects=("matrices", "findings"),
+            aspects=_MATRIX_ASPECTS[_name],
             sources={
                 _name: "matrix",
                 f"{_name}_outline": "outline",

@@ -334,7 +334,7 @@ register(
     ViewSpec(
         name="source",
         order=8,
-        aspects=("caption",),
+        aspects=("source",),
         sources={"source": "source"},
         columns=_source,
         kinds={"source": TEXT_KINDS["source"]},
@@ -349,7 +349,7 @@ register(
     ViewSpec(
         name="counters",
         order=9,
-        aspects=("counters", "transactions"),
+        aspects=("counters", "threads", "transactions"),
         sources={"counters": "counters", "bars": "bars"},
         columns=_counters,
         kinds={"counters": TEXT_KINDS["counters"], "bars": TEXT_KINDS["bars"]},

@@ -542,7 +542,7 @@ for _order, _name in ((4, "Mds"), (5, "Nds")):
         _tile_spec(
             _name,
             _order,
-            ("slots", "transactions", "findings"),
+            ("slots", "focus", "transactions", "lab"),
             {_name: "slots", f"{_name}_bank": "bank"},
             _pillow_shared,
         )
@@ -551,7 +551,7 @@ register(
     _tile_spec(
         "threads",
         6,
-        ("threads", "transactions", "findings"),
+        ("threads", "transactions", "lab"),
         {"threads": "threads", "warp_threads": "cells"},
         _pillow_threads,
     )
