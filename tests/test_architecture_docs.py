@@ -35,3 +35,18 @@ def test_the_top_architecture_links_every_layer():
     text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
     for folder in LAYERS:
         assert f"({folder}/ARCHITECTURE.md)" in text
+
+
+def test_the_top_map_names_every_module():
+    """The map of the top ARCHITECTURE.md names each module of vizmm/, apps/ and kernels/."""
+    text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`([A-Za-z_0-9/]+\.py)`", text))
+    names = {n.rsplit("/", 1)[-1] for n in named}
+    files = {
+        p.name
+        for folder in ("vizmm", "apps", "kernels")
+        for p in (REPO / folder).rglob("*.py")
+        if p.name != "__init__.py" and "__pycache__" not in p.parts
+    }
+    missing = files - names
+    assert not missing, f"ARCHITECTURE.md's map does not name {sorted(missing)}"
