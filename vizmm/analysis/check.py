@@ -90,6 +90,7 @@ from ..trace.access_log import (  # the log and its codes: one definition for ev
     TAG_ZERO,
     TERM,
     AccessLog,
+    one_element,
 )
 from .transactions import bank_wavefronts
 
@@ -722,16 +723,6 @@ def _book_terms(elements, k: int, l: int) -> dict:
     return out
 
 
-def _all_of_one(have: dict, k: int, l: int) -> tuple | None:
-    """``(r, c)`` when ``have`` is every term of P_{r,c} once, and nothing else; else None."""
-    rows = {mi // k for mi, _ in have if mi >= 0}
-    cols = {ni % l for _, ni in have if ni >= 0}
-    if len(rows) != 1 or len(cols) != 1:
-        return None
-    (r,), (c,) = rows, cols
-    return (r, c) if dict(have) == _book_terms([r * l + c], k, l) else None
-
-
 def _provenance_dest(L: _Log) -> dict:
     """Per destination, the TERM records it received: replay of every thread's TERM and MOVE.
 
@@ -803,22 +794,22 @@ def _judge_element(L: _Log, p: int, recs: list, dest: dict, store) -> list:
     r, c = divmod(p, l)
     needed = _book_terms([p], k, l)
     left = dict(needed)
-    have: dict = defaultdict(int)
+    got = []
     wrong = []
     for rec in recs:
         if rec[0] == TAG_ZERO or rec[1] == TAG_ZERO:
             continue  # adds nothing: the boundary check's zero-fill
         key = _pair_key(L, rec[0], rec[1])
-        have[key] += 1
+        got.append(key)
         if left.get(key, 0) > 0:
             left[key] -= 1
             continue
         wrong.append((rec, key, key in needed))
-    other = _all_of_one(have, k, l) if wrong else None
+    other = one_element(got, k, l) if wrong else None
     if other is not None and other != (r, c):
         # the terms of one other element, moved here (not copied): wrong P says so
         own = dest.get((L.P, other[0] * l + other[1]), [])
-        if not set(have) <= {_pair_key(L, x[0], x[1]) for x in own}:
+        if not set(got) <= {_pair_key(L, x[0], x[1]) for x in own}:
             return []
     out = [_provenance_finding(L, rec, key, doubled, (r, c), left) for rec, key, doubled in wrong]
     for (mi, ni), v in sorted(left.items(), key=lambda x: x[0][0] % k):
@@ -987,10 +978,11 @@ def _judge_terms(L: _Log, s, t, stores) -> list:
         for _ph, mn, nn in L.A.pairs(s, t, side)
         if element[s, t, mn] != TAG_ZERO and element[s, t, nn] != TAG_ZERO
     ]
+    got = [(int(element[s, t, mn]), int(element[s, t, nn])) for mn, nn in terms]
     have: dict = defaultdict(int)
-    for mn, nn in terms:
-        have[(int(element[s, t, mn]), int(element[s, t, nn]))] += 1
-    if have == needed or (len(elems) == 1 and _all_of_one(have, k, l) is not None):
+    for key in got:
+        have[key] += 1
+    if have == needed or (len(elems) == 1 and one_element(got, k, l) is not None):
         return []  # right, or the terms of one other element stored here: wrong P says so
     out = []
     left = dict(needed)

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..trace import Trace
 from ..trace import access_log as A
-from ..trace.access_log import AccessLog
+from ..trace.access_log import AccessLog, one_element
 from ..trace.derived import per_trace
 from ..trace.units import format_value
 
@@ -279,14 +279,9 @@ def _elements(accs: list, real: list, store_lines: dict, tags: list, k: int, l: 
             element[acc] = real[order][:2]
     if len(accs) != 1:
         return element
-    tg = np.array(tags, np.int64).reshape(-1, 2)
-    ok = tg[(tg[:, 0] >= 0) & (tg[:, 1] >= 0)]
-    rows, cols = set((ok[:, 0] // k).tolist()), set((ok[:, 1] % l).tolist())
-    if len(rows) == 1 and len(cols) == 1:
-        (r,), (c,) = rows, cols
-        whole = {(r * k + q, q * l + c) for q in range(k)}
-        if {(int(a), int(b)) for a, b in ok} == whole and len(ok) == k:
-            element[accs[0]] = (r, c)
+    whole = one_element([(a, b) for a, b in tags if a >= 0 and b >= 0], k, l)
+    if whole is not None:
+        element[accs[0]] = whole
     return element
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "AccessLog", "NO_LOG", "unpack", "unpack_field_major",
+    "AccessLog", "NO_LOG", "one_element", "unpack", "unpack_field_major",
     "ARR", "ARRIVE", "ARR_SHIFT", "COL", "END", "EPOCH", "FIELDS", "FLAG", "FLAG_SHIFT", "IDX",
     "LINE", "LINE_SHIFT", "LOAD", "MAX_ARRAYS", "MAX_LINE", "MOVE", "MOVE_ADD", "MOVE_SET", "NF",
     "NO_INDEX", "OK", "OP", "OUT_OF_BOUNDS", "RELEASE", "ROW", "SIM_ROW", "SOURCE_OUT_OF_BOUNDS",
@@ -660,3 +660,34 @@ class AccessLog:
             if best is None or key > best[0]:
                 best = (key, int(t), int(n))
         return None if best is None else (best[1], best[2])
+
+
+def one_element(terms: Sequence[tuple[int, int]], k: int, l: int) -> tuple[int, int] | None:
+    """The P element whose ``k`` terms ``terms`` are, each once and nothing else; or None.
+
+    A term is ``(M flat, N flat)``: ``M[r][q] * N[q][c]`` is ``(r * k + q,
+    q * l + c)``. A thread whose products are exactly the terms of one
+    element computed that element, wherever it stored it.
+
+    Parameters
+    ----------
+    terms : sequence of (int, int)
+        The products, with repeats (a term counted twice is not once).
+    k : int
+        Columns of M (rows of N): the terms of an element.
+    l : int
+        Columns of N and P.
+
+    Returns
+    -------
+    (int, int) or None
+        ``(r, c)`` of that element; None when the terms are not all of one
+        element, miss one, repeat one or hold another product.
+    """
+    rows = {mi // k for mi, _ in terms if mi >= 0}
+    cols = {ni % l for _, ni in terms if ni >= 0}
+    if len(rows) != 1 or len(cols) != 1:
+        return None
+    (r,), (c,) = rows, cols
+    whole = {(r * k + q, q * l + c) for q in range(k)}
+    return (r, c) if len(terms) == k and set(terms) == whole else None
