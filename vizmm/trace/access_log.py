@@ -318,6 +318,23 @@ class AccessLog:
             blocks=(self.blocks[slot],),
         )
 
+    def head(self, threads: int) -> AccessLog:
+        """The log of every block's first ``threads`` threads (a block's T x T).
+
+        Parameters
+        ----------
+        threads : int
+            Threads kept per block.
+
+        Returns
+        -------
+        AccessLog
+        """
+        t = slice(None, threads)
+        return dataclasses.replace(
+            self, events=self.events[:, t], values=self.values[:, t], counts=self.counts[:, t]
+        )
+
     # ------------------------------------------------------------ plain views
     def _kept(self, key: Any, make: Any) -> Any:
         memo = self.__dict__.setdefault("_memo", {})
@@ -468,25 +485,40 @@ class AccessLog:
         best = np.flatnonzero(col == col.max())
         return int(best[-1] if last else best[0])
 
+    def phases_of(self, array: int | None, performed: bool) -> np.ndarray:
+        """``(nd, threads, cap)`` int: each event's count of the thread's stores into ``array``, -1.
+
+        A store is the first event of its count: the n-th store into a tile
+        starts the tile's phase n (-1 before the first, and everywhere when
+        ``array`` is None).
+
+        Parameters
+        ----------
+        array : int or None
+            A shared array's id.
+        performed : bool
+            Count the stores performed only.
+        """
+
+        def make() -> np.ndarray:
+            key = -99 if array is None else array
+            return np.cumsum(self.stores(performed) & (self.events[..., ARR] == key), axis=2) - 1
+
+        return self._kept(("phases_of", array, performed), make)
+
     def phases(self, performed: bool) -> np.ndarray:
         """``(nd, threads, cap)`` int: each event's phase ``ph``, -1 before the first.
 
-        The book's ``ph`` is the thread's stores into Mds so far, from 0 (a
-        store into Mds is the first event of its phase); -1 everywhere when
-        the kernel has no Mds.
+        The book's ``ph`` is the thread's stores into Mds (:meth:`mds`) so
+        far, from 0 (a store into Mds is the first event of its phase); -1
+        everywhere when the kernel has no Mds.
 
         Parameters
         ----------
         performed : bool
             Count (and find Mds from) the stores performed only.
         """
-
-        def make() -> np.ndarray:
-            mds = self.mds(performed)
-            into = self.stores(performed) & (self.events[..., ARR] == (-99 if mds is None else mds))
-            return np.cumsum(into, axis=2) - 1
-
-        return self._kept(("phases", performed), make)
+        return self.phases_of(self.mds(performed), performed)
 
     # ------------------------------------------------------------ factors and terms
     def factors(self, performed: bool, global_loads: bool) -> tuple[np.ndarray, np.ndarray]:
