@@ -64,34 +64,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..trace import Trace
-from ..trace.access_log import (  # the log and its codes: one definition for every reader
-    ARR,
-    COL,
-    EPOCH,
-    FLAG,
-    IDX,
-    LINE,
-    LOAD,
-    MOVE,
-    MOVE_ADD,
-    NO_INDEX,
-    NO_LOG,
-    OK,
-    OP,
-    OUT_OF_BOUNDS,
-    ROW,
-    SRC_ARR,
-    SRC_IDX,
-    STORE,
-    TAG,
-    TAG_ARRAYS,
-    TAG_COMPUTED,
-    TAG_NEVER,
-    TAG_ZERO,
-    TERM,
-    AccessLog,
-    one_element,
-)
+from ..trace import access_log as A  # the log, its codes and views: every reader's
+from ..trace.access_log import AccessLog, one_element
 from .transactions import bank_wavefronts
 
 __all__ = [
@@ -361,7 +335,7 @@ class _Log:
     def __init__(self, trace):
         log = AccessLog.from_trace(trace)
         if log is None:
-            raise ValueError(NO_LOG)
+            raise ValueError(A.NO_LOG)
         meta = trace.meta
         self.A = log
         self.trace = trace
@@ -396,11 +370,11 @@ class _Log:
         return self.source[ln - 1].strip() if 0 < ln <= len(self.source) else ""
 
     def address(self, e) -> str:
-        name = self.arrays[int(e[ARR])]
-        r, c = int(e[ROW]), int(e[COL])
-        if r != NO_INDEX and c != NO_INDEX and r >= 0 and c >= 0:
+        name = self.arrays[int(e[A.ARR])]
+        r, c = int(e[A.ROW]), int(e[A.COL])
+        if r != A.NO_INDEX and c != A.NO_INDEX and r >= 0 and c >= 0:
             return f"{name}[{r}][{c}]"
-        return f"{name}[{int(e[IDX])}]"
+        return f"{name}[{int(e[A.IDX])}]"
 
     def slot_rc(self, e) -> tuple:
         return self.A.element(e, self.T)
@@ -411,13 +385,13 @@ class _Log:
         return "Mds" if role == self.M else "Nds" if role == self.N else self.arrays[a]
 
     def tag_words(self, tag: int) -> str:
-        if tag == TAG_ZERO:
+        if tag == A.TAG_ZERO:
             return "0 (a zero-fill)"
-        if tag == TAG_NEVER:
+        if tag == A.TAG_NEVER:
             return "nothing yet (no thread of the block had stored it)"
-        if tag == TAG_COMPUTED:
+        if tag == A.TAG_COMPUTED:
             return "a computed value"
-        arr, idx = tag % TAG_ARRAYS, tag // TAG_ARRAYS
+        arr, idx = tag % A.TAG_ARRAYS, tag // A.TAG_ARRAYS
         if arr in self.dims:
             name = "M" if arr == self.M else "N" if arr == self.N else self.arrays[arr]
             return _el(name, idx, self.dims[arr][1])
@@ -465,7 +439,7 @@ def _races(L: _Log) -> list:
     out = []
     for s in range(L.ev.shape[0]):
         for key, acc in L.A.shared_accesses(s).items():
-            found = _race(L, s, key, [(n, t, int(L.ev[s, t, n, OP])) for t, n in acc])
+            found = _race(L, s, key, [(n, t, int(L.ev[s, t, n, A.OP])) for t, n in acc])
             if found is not None:
                 out.append(found)
     return out
@@ -474,22 +448,22 @@ def _races(L: _Log) -> list:
 def _race(L: _Log, s: int, key: tuple, acc: list) -> Finding | None:
     """The race on one element in one epoch (``acc``: its (n, thread, op), thread-major)."""
     a, _idx, epoch = key
-    stores = [x for x in acc if x[2] == STORE]
+    stores = [x for x in acc if x[2] == A.STORE]
     if not stores or len({x[1] for x in acc}) < 2:
         return None
     # the first store (thread order) racing with another thread's access, a load first
     st = stores[0]
     others = sorted((x for x in acc if x[1] != st[1]), key=lambda x: (x[0], x[1]))
-    o = next((x for x in others if x[2] == LOAD), others[0])
+    o = next((x for x in others if x[2] == A.LOAD), others[0])
     est, eot = L.ev[s, st[1], st[0]], L.ev[s, o[1], o[0]]
     tst, tot = L.thread(st[1]), L.thread(o[1])
-    lst, lot = int(est[LINE]), int(eot[LINE])
-    if o[2] == LOAD:
-        seen = int(eot[TAG]) == int(est[TAG])
+    lst, lot = int(est[A.LINE]), int(eot[A.LINE])
+    if o[2] == A.LOAD:
+        seen = int(eot[A.TAG]) == int(est[A.TAG])
         label = "read-after-write" if seen else "write-after-read"
         what = (
             f"thread ({tot[0]},{tot[1]}) read it (line {L.at(lot)}) and found "
-            f"{L.tag_words(int(eot[TAG]))}"
+            f"{L.tag_words(int(eot[A.TAG]))}"
         )
     else:
         label = "write-after-write"
@@ -499,7 +473,7 @@ def _race(L: _Log, s: int, key: tuple, acc: list) -> Finding | None:
     ph = max(int(L.phase[s, st[1], st[0]]), 0)
     msg = (
         f"{label} race on {addr} in block ({by},{bx}), phase {ph}: thread "
-        f"({tst[0]},{tst[1]}) stored {L.tag_words(int(est[TAG]))} (line {L.at(lst)}: "
+        f"({tst[0]},{tst[1]}) stored {L.tag_words(int(est[A.TAG]))} (line {L.at(lst)}: "
         f"{L.line(lst)}) and {what} with no cuda.syncthreads() between them"
     )
     return Finding(
@@ -530,14 +504,14 @@ def _out_of_bounds_threads(L: _Log) -> list:
     ev = L.ev
     if ev.size == 0:
         return []
-    op, a, flag = ev[..., OP], ev[..., ARR], ev[..., FLAG]
-    r, c = ev[..., ROW], ev[..., COL]
-    access = L.A.valid & ((op == LOAD) | (op == STORE)) & (a >= 0)
-    found = access & (flag == OUT_OF_BOUNDS)
-    have_rc = (r != NO_INDEX) & (c != NO_INDEX)
+    op, a, flag = ev[..., A.OP], ev[..., A.ARR], ev[..., A.FLAG]
+    r, c = ev[..., A.ROW], ev[..., A.COL]
+    access = L.A.valid & ((op == A.LOAD) | (op == A.STORE)) & (a >= 0)
+    found = access & (flag == A.OUT_OF_BOUNDS)
+    have_rc = (r != A.NO_INDEX) & (c != A.NO_INDEX)
     for arr, (nr, nc) in L.dims.items():
         inside = (r >= 0) & (r < nr) & (c >= 0) & (c < nc)
-        found |= access & (a == arr) & (flag == OK) & have_rc & ~inside
+        found |= access & (a == arr) & (flag == A.OK) & have_rc & ~inside
     return [tuple(int(x) for x in st) for st in np.argwhere(found.any(axis=2))]
 
 
@@ -549,15 +523,15 @@ def _out_of_bounds(L: _Log) -> list:
             msg = _outside_words(L, e)
             if msg is None:
                 continue
-            op, a = int(e[OP]), int(e[ARR])
+            op, a = int(e[A.OP]), int(e[A.ARR])
             # a tile load's global half belongs to the phase of the store it feeds
             ph = int(L.phase[s, t, n])
-            feeds = n + 1 < len(E) and int(E[n + 1][OP]) == STORE and op == LOAD
-            here = ph + 1 if feeds and int(E[n + 1][ARR]) == L.mds else ph
-            r, c, idx = int(e[ROW]), int(e[COL]), int(e[IDX])
-            have_rc = r != NO_INDEX and c != NO_INDEX
+            feeds = n + 1 < len(E) and int(E[n + 1][A.OP]) == A.STORE and op == A.LOAD
+            here = ph + 1 if feeds and int(E[n + 1][A.ARR]) == L.mds else ph
+            r, c, idx = int(e[A.ROW]), int(e[A.COL]), int(e[A.IDX])
+            have_rc = r != A.NO_INDEX and c != A.NO_INDEX
             marks: dict = {"threads": (L.thread(t),)}
-            if int(e[FLAG]) == OK:
+            if int(e[A.FLAG]) == A.OK:
                 marks[L.arrays[a]] = (_rc(idx, L.dims[a][1]),)
             by, bx = L.blocks[s]
             th = L.thread(t)
@@ -570,10 +544,10 @@ def _out_of_bounds(L: _Log) -> list:
                     None,
                     f"block ({by},{bx}), thread ({th[0]},{th[1]}): {msg}",
                     got=(r, c) if have_rc else idx,
-                    lines=(int(e[LINE]),),
-                    epoch=int(e[EPOCH]),
+                    lines=(int(e[A.LINE]),),
+                    epoch=int(e[A.EPOCH]),
                     marks=marks,
-                    when=(L.rank(s), int(e[EPOCH]), n, 1, *th),
+                    when=(L.rank(s), int(e[A.EPOCH]), n, 1, *th),
                 )
             )
     return out
@@ -581,23 +555,23 @@ def _out_of_bounds(L: _Log) -> list:
 
 def _outside_words(L: _Log, e) -> str | None:
     """What an access outside its array did (None: the access lies inside)."""
-    op, a, flag = int(e[OP]), int(e[ARR]), int(e[FLAG])
-    if op not in (LOAD, STORE) or a < 0:
+    op, a, flag = int(e[A.OP]), int(e[A.ARR]), int(e[A.FLAG])
+    if op not in (A.LOAD, A.STORE) or a < 0:
         return None
-    r, c, idx = int(e[ROW]), int(e[COL]), int(e[IDX])
-    name, verb, ln = L.arrays[a], "load" if op == LOAD else "store", int(e[LINE])
-    have_rc = r != NO_INDEX and c != NO_INDEX
+    r, c, idx = int(e[A.ROW]), int(e[A.COL]), int(e[A.IDX])
+    name, verb, ln = L.arrays[a], "load" if op == A.LOAD else "store", int(e[A.LINE])
+    have_rc = r != A.NO_INDEX and c != A.NO_INDEX
     at = f"(row, col) = ({r}, {c}), flat index {idx}" if have_rc else f"index {idx}"
-    if flag == OUT_OF_BOUNDS:
+    if flag == A.OUT_OF_BOUNDS:
         size = ""
         if a in L.dims:
             nr, nc = L.dims[a]
             size = f" ({nr} x {nc} = {nr * nc} elements)"
         return (
             f"{verb} of {name} at {at} is outside {name}{size} (line {L.at(ln)}: "
-            f"{L.line(ln)}); it was not performed" + (" (the load gave 0)" if op == LOAD else "")
+            f"{L.line(ln)}); it was not performed" + (" (the load gave 0)" if op == A.LOAD else "")
         )
-    if flag != OK or a not in L.dims or not have_rc:
+    if flag != A.OK or a not in L.dims or not have_rc:
         return None
     nr, nc = L.dims[a]
     if 0 <= r < nr and 0 <= c < nc:
@@ -616,12 +590,12 @@ def _storer(L: _Log, s: int, e) -> tuple | None:
     if got is None:
         return None
     t, n = got
-    return L.thread(t), int(L.ev[s, t, n, LINE])
+    return L.thread(t), int(L.ev[s, t, n, A.LINE])
 
 
 def _terms_and_p(L: _Log) -> list:
     out = []
-    provenance = bool(np.isin(L.ev[..., OP], (TERM, MOVE)).any())
+    provenance = bool(np.isin(L.ev[..., A.OP], (A.TERM, A.MOVE)).any())
     if provenance:  # terms by where each factor came from (the recording's TERM events)
         out += _judge_provenance(L)
     stored_by: dict = {}
@@ -629,7 +603,7 @@ def _terms_and_p(L: _Log) -> list:
     for s, t in L.A.threads():
         # the thread's P stores: (P flat, n, value, line, epoch)
         stores = [
-            (int(e[IDX]), n, float(L.vals[s, t, n, 0]), int(e[LINE]), int(e[EPOCH]))
+            (int(e[A.IDX]), n, float(L.vals[s, t, n, 0]), int(e[A.LINE]), int(e[A.EPOCH]))
             for n in np.flatnonzero(pst[s, t]).tolist()
             for e in (L.ev[s, t, n],)
         ]
@@ -701,8 +675,8 @@ def _p_finding(L: _Log, p: int, store, ref: np.ndarray) -> Finding | None:
 
 def _element(L: _Log, tag: int) -> tuple | None:
     """``(side, flat element)`` of a factor's tag: M or N, or None (computed, never written)."""
-    if tag >= 0 and tag % TAG_ARRAYS in (L.M, L.N):
-        return tag % TAG_ARRAYS, tag // TAG_ARRAYS
+    if tag >= 0 and tag % A.TAG_ARRAYS in (L.M, L.N):
+        return tag % A.TAG_ARRAYS, tag // A.TAG_ARRAYS
     return None
 
 
@@ -733,16 +707,16 @@ def _provenance_dest(L: _Log) -> dict:
     for s, t in L.A.threads():
         local: dict = defaultdict(list)
         turn: dict = defaultdict(int)
-        for n in np.flatnonzero(np.isin(L.A.thread(s, t)[:, OP], (TERM, MOVE))).tolist():
+        for n in np.flatnonzero(np.isin(L.A.thread(s, t)[:, A.OP], (A.TERM, A.MOVE))).tolist():
             e = L.ev[s, t, n]
-            a, idx = int(e[ARR]), int(e[IDX])
+            a, idx = int(e[A.ARR]), int(e[A.IDX])
             box = local if a < 0 else dest
             key: tuple = ("local", idx) if a < 0 else (a, idx)
             if a >= 0 and L.space[a] == "shared":
                 key = (s, a, idx)
-            if int(e[OP]) == TERM:
+            if int(e[A.OP]) == A.TERM:
                 ph = int(L.phase[s, t, n])
-                box[key].append((int(e[TAG]), int(e[SRC_IDX]), s, t, n, ph, turn[(key, ph)]))
+                box[key].append((int(e[A.TAG]), int(e[A.SRC_IDX]), s, t, n, ph, turn[(key, ph)]))
                 turn[(key, ph)] += 1
             else:
                 _move(L, s, e, key, box, local, dest)
@@ -751,7 +725,7 @@ def _provenance_dest(L: _Log) -> dict:
 
 def _move(L: _Log, s: int, e, key: tuple, box: dict, local: dict, dest: dict) -> None:
     """A MOVE: ``key`` takes (or adds) the terms of its source; -2: no known terms."""
-    si, sa = int(e[SRC_IDX]), int(e[SRC_ARR])
+    si, sa = int(e[A.SRC_IDX]), int(e[A.SRC_ARR])
     if si == -2:  # a value of no known terms: the element is not judged by terms
         box.pop(key, None)
         return
@@ -761,7 +735,7 @@ def _move(L: _Log, s: int, e, key: tuple, box: dict, local: dict, dest: dict) ->
         src = local[("local", si)]
     else:
         src = dest[(s, sa, si) if L.space[sa] == "shared" else (sa, si)]
-    box[key] = box[key] + list(src) if int(e[FLAG]) == MOVE_ADD else list(src)
+    box[key] = box[key] + list(src) if int(e[A.FLAG]) == A.MOVE_ADD else list(src)
 
 
 def _judge_provenance(L: _Log) -> list:
@@ -780,7 +754,7 @@ def _judge_provenance(L: _Log) -> list:
     pst = L.A.p_stores()
     for s, t in L.A.threads():
         for i in np.flatnonzero(pst[s, t]).tolist():
-            stored[int(L.ev[s, t, i, IDX])] = (s, t, int(i))
+            stored[int(L.ev[s, t, i, A.IDX])] = (s, t, int(i))
     out = []
     for (a, p), recs in sorted(((key, v) for key, v in dest.items() if len(key) == 2)):
         if a == L.P and 0 <= p < L.j * L.l and recs:  # none: its wrong P says so, once
@@ -797,7 +771,7 @@ def _judge_element(L: _Log, p: int, recs: list, dest: dict, store) -> list:
     got = []
     wrong = []
     for rec in recs:
-        if rec[0] == TAG_ZERO or rec[1] == TAG_ZERO:
+        if rec[0] == A.TAG_ZERO or rec[1] == A.TAG_ZERO:
             continue  # adds nothing: the boundary check's zero-fill
         key = _pair_key(L, rec[0], rec[1])
         got.append(key)
@@ -860,21 +834,11 @@ def _wrong_term(L: _Log, s: int, t: int, at: tuple, term: tuple, slots, element=
         marks["N"] = (*N_rc, _rc(want[1], l))
     else:
         marks["M"], marks["N"] = tuple(M_rc), tuple(N_rc)
-    return Finding(
-        "wrong term",
-        (by, bx),
-        th,
-        ph,
-        kk,
-        f"block ({by},{bx}), thread ({th[0]},{th[1]}), {msg}",
-        expected=None if want is None else (_rc(want[0], k), _rc(want[1], l)),
-        got=(tuple(M_rc[0]) if M_rc else None, tuple(N_rc[0]) if N_rc else None),
-        other=other,
-        address=addr,
-        lines=lines,
-        epoch=ep,
-        marks=marks,
-        when=(L.rank(s), ep, n, 2, *th),
+    got = (tuple(M_rc[0]) if M_rc else None, tuple(N_rc[0]) if N_rc else None)
+    expected = None if want is None else (_rc(want[0], k), _rc(want[1], l))
+    at = (ph, kk, (L.rank(s), ep, n, 2, *th), lines, ep)
+    return _term_finding(
+        (by, bx), th, at, msg, marks, expected=expected, got=got, other=other, address=addr
     )
 
 
@@ -895,7 +859,7 @@ def _why(L: _Log, s: int, slots, got: tuple, want, marks: dict) -> tuple:
             continue
         addr = L.address(sh)  # in the kernel's own names (marks: the views')
         who = _storer(L, s, sh)
-        held = L.tag_words(int(sh[TAG]))
+        held = L.tag_words(int(sh[A.TAG]))
         if who is None:
             why.append(f"{addr} held {held}")
             continue
@@ -916,11 +880,13 @@ def _provenance_finding(L: _Log, rec, key, doubled, rc, left) -> Finding:
     slots = []
     for tag in (ta if ea is None or ea[0] == L.M else tb, tb if eb is None or eb[0] == L.N else ta):
         # the shared slot the factor was read from: the thread's latest load that found it
-        found = np.flatnonzero((E[:n, OP] == LOAD) & (E[:n, TAG] == tag) & (E[:n, FLAG] == OK))
-        loads = [int(x) for x in found if L.space[int(E[x, ARR])] == "shared"]
+        found = np.flatnonzero(
+            (E[:n, A.OP] == A.LOAD) & (E[:n, A.TAG] == tag) & (E[:n, A.FLAG] == A.OK)
+        )
+        loads = [int(x) for x in found if L.space[int(E[x, A.ARR])] == "shared"]
         slots.append(E[loads[-1]] if loads else None)
-    ep = int(E[n, EPOCH])
-    at = (ph_, kk, n, (int(E[n, LINE]),), ep)
+    ep = int(E[n, A.EPOCH])
+    at = (ph_, kk, n, (int(E[n, A.LINE]),), ep)
     return _wrong_term(L, s, t, at, (key, want, doubled), slots, element=rc)
 
 
@@ -935,7 +901,7 @@ def _missing_term(L: _Log, rc, mi, ni, store) -> Finding:
         by, bx = L.blocks[s]
         th = L.thread(t)
         e = L.ev[s, t, n]
-        ln, ep = int(e[LINE]), int(e[EPOCH])
+        ln, ep = int(e[A.LINE]), int(e[A.EPOCH])
         tail = f" before P was stored (line {L.at(ln)})"
         when: tuple = (L.rank(s), ep, n, 2, *th)
         lines: tuple = (ln,)
@@ -943,22 +909,23 @@ def _missing_term(L: _Log, rc, mi, ni, store) -> Finding:
         by, bx, th = r // T, c // T, (r % T, c % T)
         ep, tail, lines = None, "", ()
         when = (by * L.gx + bx, 1 << 30, 1 << 30, 2, *th)
-    return Finding(
-        "wrong term",
-        (by, bx),
-        th,
-        ph,
-        kk,
-        f"block ({by},{bx}), thread ({th[0]},{th[1]}), {where}: "
-        f"{_el('M', mi, k)}\u00b7{_el('N', ni, l)} of P_{{{r},{c}}} was never "
-        f"accumulated (term missing){tail}",
-        expected=(_rc(mi, k), _rc(ni, l)),
-        got=None,
-        lines=lines,
-        epoch=ep,
-        marks={"M": (_rc(mi, k),), "N": (_rc(ni, l),), "P": ((r, c),), "threads": (th,)},
-        when=when,
+    words = (
+        f"{where}: {_el('M', mi, k)}\u00b7{_el('N', ni, l)} of P_{{{r},{c}}} was never "
+        f"accumulated (term missing){tail}"
     )
+    marks = {"M": (_rc(mi, k),), "N": (_rc(ni, l),), "P": ((r, c),), "threads": (th,)}
+    at = (ph, kk, when, lines, ep)
+    return _term_finding((by, bx), th, at, words, marks, expected=(_rc(mi, k), _rc(ni, l)))
+
+
+def _term_finding(block: tuple, th: tuple, at: tuple, words: str, marks: dict, **more) -> Finding:
+    """A ``wrong term`` finding of thread ``th``; ``at``: (ph, k, when, lines, epoch)."""
+    ph, kk, when, lines, ep = at
+    head = f"block ({block[0]},{block[1]}), thread ({th[0]},{th[1]}), "
+    return Finding(
+        "wrong term", block, th, ph, kk, head + words, lines=lines, epoch=ep, marks=marks,
+        when=when, **more,
+    )  # fmt: skip
 
 
 def _judge_terms(L: _Log, s, t, stores) -> list:
@@ -976,7 +943,7 @@ def _judge_terms(L: _Log, s, t, stores) -> list:
     terms = [
         (mn, nn)
         for _ph, mn, nn in L.A.pairs(s, t, side)
-        if element[s, t, mn] != TAG_ZERO and element[s, t, nn] != TAG_ZERO
+        if element[s, t, mn] != A.TAG_ZERO and element[s, t, nn] != A.TAG_ZERO
     ]
     got = [(int(element[s, t, mn]), int(element[s, t, nn])) for mn, nn in terms]
     have: dict = defaultdict(int)
@@ -998,9 +965,9 @@ def _judge_terms(L: _Log, s, t, stores) -> list:
         # the term the book's kernel multiplies at this phase and k
         want = _want(left, divmod(elems[0], l), (ph * T + kk) if ph is not None else kk, k, l)
         em, en = L.ev[s, t, mn], L.ev[s, t, nn]
-        shared = [None if L.space[int(x[ARR])] != "shared" else x for x in (em, en)]
-        ep = max(int(em[EPOCH]), int(en[EPOCH]))
-        at = (ph, kk, max(mn, nn), tuple(sorted({int(em[LINE]), int(en[LINE])})), ep)
+        shared = [None if L.space[int(x[A.ARR])] != "shared" else x for x in (em, en)]
+        ep = max(int(em[A.EPOCH]), int(en[A.EPOCH]))
+        at = (ph, kk, max(mn, nn), tuple(sorted({int(em[A.LINE]), int(en[A.LINE])})), ep)
         out.append(_wrong_term(L, s, t, at, (key, want, key in needed), shared))
     n_last = stores[-1][1]
     for (mi, ni), v in sorted(left.items(), key=lambda x: x[0][0] % k):
@@ -1020,11 +987,11 @@ def _transactions(L: _Log) -> list:
         for t in range(nt):
             seen: dict = defaultdict(int)
             for n, e in enumerate(L.ev[s, t, : L.cnt[s, t]]):
-                op, a, flag = int(e[OP]), int(e[ARR]), int(e[FLAG])
-                if op not in (LOAD, STORE) or a < 0 or flag != OK:
+                op, a, flag = int(e[A.OP]), int(e[A.ARR]), int(e[A.FLAG])
+                if op not in (A.LOAD, A.STORE) or a < 0 or flag != A.OK:
                     continue
-                key = (int(e[LINE]), op, a)
-                req[(t // WARP, *key, seen[key])].append((t, n, int(e[IDX]), e))
+                key = (int(e[A.LINE]), op, a)
+                req[(t // WARP, *key, seen[key])].append((t, n, int(e[A.IDX]), e))
                 seen[key] += 1
         for (warp, ln, op, a, _occ), lanes in sorted(req.items(), key=lambda x: x[0]):
             if L.space[a] == "global":
@@ -1065,11 +1032,11 @@ def _transactions(L: _Log) -> list:
                 continue
             t0, n0, _i, e0 = lanes[0]
             by, bx = L.blocks[s]
-            first[(kind, ln)] = (s, by, bx, warp, t0, n0, int(e0[EPOCH]), detail, a, op)
+            first[(kind, ln)] = (s, by, bx, warp, t0, n0, int(e0[A.EPOCH]), detail, a, op)
     out = []
     for (kind, ln), (s, by, bx, warp, t0, n0, ep, detail, a, op) in first.items():
         n = count[(kind, ln)]
-        verb = "load" if op == LOAD else "store"
+        verb = "load" if op == A.LOAD else "store"
         msg = (
             f"line {L.at(ln)} ({L.line(ln)}), {verb} of {L.arrays[a]}: warp {warp} of block "
             f"({by},{bx}) made {detail}"

@@ -965,6 +965,7 @@ def block_table(trace: Trace, block: tuple[int, int]) -> Table:
     Returns
     -------
     Table
+        Fresh: two calls give two equal tables.
 
     Raises
     ------
@@ -986,17 +987,13 @@ def frame_table(trace: Trace, block: tuple[int, int]) -> Table:
     Parameters
     ----------
     trace : Trace
-        A recording.
+        A recording; the tables kept go when it goes.
     block : (by, bx)
-        A block recorded per thread.
+        A block recorded per thread (else ``KeyError``, as :func:`block_table`).
 
     Returns
     -------
     Table
-
-    Raises
-    ------
-    KeyError
-        When ``block`` was not recorded per thread.
+        The one object every call for this block gets while it is kept.
     """
     return block_table(trace, block)

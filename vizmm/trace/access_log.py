@@ -267,16 +267,18 @@ class AccessLog:
     def from_trace(cls, trace: Any) -> AccessLog | None:
         """The access log a trace keeps (meta ``access_log``), or None when it has none.
 
+        The arrays are the trace's own (``log_events``, ``log_values``,
+        ``log_counts``: validated when the trace was), not copies.
+
         Parameters
         ----------
         trace : Trace
-            Any recording; one made through the instrumenter keeps its log.
+            Any recording; one made through the instrumenter keeps its log,
+            a book kernel recorded before the instrumenter has none.
 
         Returns
         -------
         AccessLog or None
-            Every detail block's log; None for a trace without one (a book
-            kernel recorded before the instrumenter, or an empty log).
         """
         log = trace.meta.get("access_log")
         events = getattr(trace, "log_events", None)
