@@ -327,8 +327,12 @@ def own_block(trace: Trace, block: tuple[int, int]) -> OwnBlock:
         mine = _p_stored(log, t, l)
         real = [x for x in mine if 0 <= x[0] < j and 0 <= x[1] < l]
         stores[th] = tuple(x[:3] for x in real)
-        reads = [
-            (p, *(_read(log, stored, t, n, int(element[0, t, n])) for n in (mn, nn)))
+        reads: list[tuple[int, tuple, tuple]] = [
+            (
+                p,
+                _read(log, stored, t, mn, int(element[0, t, mn])),
+                _read(log, stored, t, nn, int(element[0, t, nn])),
+            )
             for p, mn, nn in log.pairs(0, t, side, phase)
         ]
         # one accumulator per line's target; a line the source does not name is its own
