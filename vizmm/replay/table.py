@@ -58,7 +58,7 @@ from ..trace import access_log as A
 from ..trace.access_log import AccessLog, one_element
 from ..trace.derived import per_trace
 from ..trace.units import format_value
-from .own import own_block
+from .own import OwnBlock, own_block
 
 __all__ = [
     "CELL_KINDS",
@@ -541,6 +541,8 @@ class _OwnPlaces:
         by, bx = (int(v) for v in trace.detail_blocks[slot])
         self.block = (by, bx)
         self._trace = trace
+        self._own: OwnBlock | None = None
+        self._own_read = False
         self.computes = np.stack(
             np.meshgrid(by * T + np.arange(T), bx * T + np.arange(T), indexing="ij"), axis=-1
         )
@@ -603,10 +605,14 @@ class _OwnPlaces:
                     self.computes[ty, tx] = whole
 
     def _block(self):
-        try:
-            return own_block(self._trace, self.block)
-        except ValueError:  # no M, N and P to read the log as
-            return None
+        """:func:`own_block` of this block, worked out once (None: not a matmul's log)."""
+        if not self._own_read:
+            self._own_read = True
+            try:
+                self._own = own_block(self._trace, self.block)
+            except ValueError:  # no M, N and P to read the log as
+                self._own = None
+        return self._own
 
     def elements(self, ty: int, tx: int) -> tuple:
         """The P elements whose terms thread (ty, tx) accumulated, one per accumulator."""
@@ -736,10 +742,10 @@ def _more_stores(trace: Trace, own: _OwnPlaces, cell: Cell, ty: int, tx: int) ->
     Each marked (``✗``, kind ``wrong_value``) where the value differs from
     ``M @ N`` at that element, as :func:`_own_pwrite` marks the first.
     """
-    try:
-        stores = own_block(trace, own.block).stores.get((ty, tx), ())
-    except ValueError:
+    got = own._block()
+    if got is None:
         return cell
+    stores = got.stores.get((ty, tx), ())
     if len(stores) < 2:
         return cell
     ref = np.asarray(trace.M, np.float64) @ np.asarray(trace.N, np.float64)
