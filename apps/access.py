@@ -1,6 +1,7 @@
 """What every page needs to be usable by keyboard and screen reader, in either theme.
 
-* :func:`page_css`: CSS for ``pn.extension(raw_css=...)``, which Panel puts
+* :func:`page_extension`: every page's ``pn.extension`` call, with
+  :func:`page_css`: CSS for ``pn.extension(raw_css=...)``, which Panel puts
   into every component's stylesheets (each has its own shadow root): a
   visible focus ring on whatever has the keyboard focus, the dark theme's
   tab labels and code in readable contrast (WCAG AA, 4.5:1).
@@ -25,7 +26,15 @@ from panel.custom import JSComponent
 
 from vizmm_apps.parts import PageScript
 
-__all__ = ["BusySignal", "FOCUS_COLORS", "Narration", "PageLandmarks", "opened_theme", "page_css"]
+__all__ = [
+    "BusySignal",
+    "FOCUS_COLORS",
+    "Narration",
+    "PageLandmarks",
+    "opened_theme",
+    "page_css",
+    "page_extension",
+]
 
 #: The focus ring's colour in each theme: 7.0:1 against white, 10.9:1 against
 #: Panel's dark background ``#212529``.
@@ -141,6 +150,20 @@ class PageLandmarks(PageScript):
       model.on("remove", () => clearInterval(timer));
     }
     """
+
+
+def page_extension(*extensions: str) -> None:
+    """Load Panel for a page: ``extensions``, no notifications, the CSS of its opened theme.
+
+    Parameters
+    ----------
+    *extensions : str
+        Panel extensions the page needs besides (``TABLE_EXTENSIONS`` for a
+        ``DataTable``).
+    """
+    import panel as pn
+
+    pn.extension(*extensions, notifications=False, raw_css=page_css(opened_theme()))
 
 
 class Narration(JSComponent):

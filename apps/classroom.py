@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import io
 import logging
 import os
@@ -76,9 +77,8 @@ __all__ = [
     "max_seats",
     "distribution",
     "results_csv",
-    "present",
+    "Attendance",
     "full_message",
-    "instructor_gone",
 ]
 
 log = logging.getLogger(__name__)
@@ -200,26 +200,49 @@ def results_csv(cls: dict) -> str:
     return out.getvalue()
 
 
-def present(cls: dict, now: float | None = None) -> int:
-    """How many seats of ``cls`` were stamped within ``SEAT_TIMEOUT_S`` (the students here).
+@dataclasses.dataclass(frozen=True)
+class Attendance:
+    """Who is at a class at one time: the students' seats and the instructor's page.
 
     Parameters
     ----------
     cls : dict
         A class as the class store holds it.
-    now : float, optional
+    now : float
         The time (seconds since the epoch); ``time.time()`` by default.
     """
-    now = time.time() if now is None else now
-    return sum(1 for e in cls["seats"].values() if now - e["seen"] < SEAT_TIMEOUT_S)
 
+    cls: dict
+    now: float = dataclasses.field(default_factory=time.time)
 
-def _drop_stale(cls: dict, now: float) -> bool:
-    """Drop the seats of ``cls`` not stamped within ``SEAT_TIMEOUT_S``; whether any went."""
-    stale = [s for s, e in cls["seats"].items() if now - e["seen"] >= SEAT_TIMEOUT_S]
-    for s in stale:
-        del cls["seats"][s]
-    return bool(stale)
+    @property
+    def present(self) -> int:
+        """How many seats were stamped within ``SEAT_TIMEOUT_S`` (the students here)."""
+        return len(self.cls["seats"]) - len(self._stale())
+
+    @property
+    def instructor_gone(self) -> bool:
+        """Whether the instructor's page is closed.
+
+        Closed when the page noted so as it went (``instructor_left``), or
+        when a page that was live has not stamped the class for
+        :data:`vizmm.serve.classes.INSTRUCTOR_TIMEOUT_S` (its server process
+        ended without a word). A class whose page has not loaded yet is not.
+        """
+        if self.cls.get("instructor_left"):
+            return True
+        seen = float(self.cls.get("instructor_seen") or 0.0)
+        return seen > 0 and self.now - seen >= INSTRUCTOR_TIMEOUT_S
+
+    def drop_stale(self) -> bool:
+        """Drop the seats not stamped within ``SEAT_TIMEOUT_S``; whether any went."""
+        stale = self._stale()
+        for s in stale:
+            del self.cls["seats"][s]
+        return bool(stale)
+
+    def _stale(self) -> list[str]:
+        return [s for s, e in self.cls["seats"].items() if self.now - e["seen"] >= SEAT_TIMEOUT_S]
 
 
 #: What a student's page says while the instructor's page is closed.
@@ -227,28 +250,6 @@ INSTRUCTOR_GONE = (
     "The instructor's page has closed. Your answers stay counted; explore on your own, "
     "and this page follows the instructor again when their page is back."
 )
-
-
-def instructor_gone(cls: dict, now: float | None = None) -> bool:
-    """Whether the instructor's page of ``cls`` is closed.
-
-    Closed when the page noted so as it went (``instructor_left``), or when a
-    page that was live has not stamped the class for
-    :data:`vizmm.serve.classes.INSTRUCTOR_TIMEOUT_S` (its server process
-    ended without a word). A class whose page has not loaded yet is not.
-
-    Parameters
-    ----------
-    cls : dict
-        A class as the class store holds it.
-    now : float, optional
-        The time (seconds since the epoch); ``time.time()`` by default.
-    """
-    now = time.time() if now is None else now
-    if cls.get("instructor_left"):
-        return True
-    seen = float(cls.get("instructor_seen") or 0.0)
-    return seen > 0 and now - seen >= INSTRUCTOR_TIMEOUT_S
 
 
 def full_message(cap: int) -> str:
@@ -551,7 +552,7 @@ class Classroom:
 
         def change(cls):
             full.clear()  # a store may call change again (a conflict): decide afresh
-            dropped = _drop_stale(cls, now)
+            dropped = Attendance(cls, now).drop_stale()
             mine = cls["seats"].get(seat)
             if mine is None and len(cls["seats"]) >= cap:
                 full.append(True)
@@ -743,8 +744,8 @@ class Classroom:
         self.dash.refresh_status()
 
     def _show_instructor(self, cls: dict) -> None:
-        """A student's page: say whether the instructor's page is open (:func:`instructor_gone`)."""
-        gone = instructor_gone(cls)
+        """A student's page: say whether the instructor's page is open (:class:`Attendance`)."""
+        gone = Attendance(cls).instructor_gone
         if self.notice.visible != gone:
             self.notice.visible = gone
             self.dash.refresh_status()
@@ -793,13 +794,13 @@ class Classroom:
                     self.qm.picks = {tuple(p) for p in mine}
                     self.qm.sent = set(self.qm.picks)
                     self.qm.submitted = True
-                    self.qm._show()
+                    self.qm.refresh()
         if cls["revealed"] and not self._revealed:
             self._revealed = True
             self.qm.reveal()
 
     def _show_counts(self, cls: dict) -> None:
-        here = present(cls)
+        here = Attendance(cls).present
         full = f" (the class is full: {self.cap} seats)" if here >= self.cap else ""
         question = class_question(cls["question"])
         if question is None:
@@ -884,7 +885,7 @@ def class_session(dash):
         The class's controls (``dash.classroom``), or None where the page is
         not served, has no ``?class=`` or no question mode.
     """
-    code = _arg("class") if dash._served else ""
+    code = _arg("class") if dash.served else ""
     if not code or getattr(dash, "questions", None) is None:
         return None
     dash.classroom = Classroom(dash, code[:16], _arg("teach")[:40], _arg("seat")[:40])

@@ -10,8 +10,10 @@ trace file; then step with the buttons or the keys (← → space Home End, ``g`
 for phases / sub-steps). The URL keeps the trace, block, followed thread,
 step, granularity and order, so a bookmark brings the same slide back.
 
-The app is thin: :class:`DashboardState` (a ``param.Parameterized``) holds
-every choice and the current :class:`~vizmm.replay.Frame`;
+The app is thin: :class:`DashboardState` (a ``param.Parameterized``, in
+:mod:`vizmm_apps.dashboard_state`) holds every choice and the current
+:class:`~vizmm.replay.Frame`; the record form is
+:mod:`vizmm_apps.record_form`'s, the upload box :mod:`vizmm_apps.upload`'s;
 :class:`Dashboard` (a ``pn.viewable.Viewer``) builds the widgets and draws
 frames with the shared Bokeh :class:`~vizmm.render.bokeh_scene.Scene`. More
 tabs (views of a whole large launch, say) plug in through
@@ -34,37 +36,19 @@ import html
 import importlib.util
 import io
 import json
-import threading
-import types
-import urllib.parse
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import panel as pn
 import param
 
-import vizmm  # noqa: E402
-from vizmm import TransactionsError, memory_transactions  # noqa: E402
-from vizmm.record import RecordingCancelled, in_words  # noqa: E402
-from vizmm.render.bokeh_scene import Scene, slot_label  # noqa: E402
-from vizmm.replay import (  # noqa: E402
-    GRANULARITIES,
-    ORDERS,
-    Frame,
-    Replay,
-    SlotState,
-    ThreadState,
-)
-from vizmm.replay.findings import finding_marks, trace_findings, with_finding  # noqa: E402
-from vizmm.replay.narration import narrate  # noqa: E402
-from vizmm.replay.navigator import Place, Position, clamp, past_the_end, place  # noqa: E402
-from vizmm.serve import catalogue  # noqa: E402
-from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
-from vizmm.trace import (  # noqa: E402
-    TILED_KERNELS,
-    Trace,
-)
-from vizmm_apps import (  # noqa: E402
+from vizmm.record import RecordingCancelled
+from vizmm.render.bokeh_scene import Scene
+from vizmm.replay.narration import narrate
+from vizmm.serve import catalogue
+from vizmm.serve.catalogue import CATALOGUE
+from vizmm.trace import Trace
+from vizmm_apps import (
     barrier_view,
     classroom,
     findings_view,
@@ -72,633 +56,26 @@ from vizmm_apps import (  # noqa: E402
     occupancy_view,
     quiz,
 )
-from vizmm_apps.access import Narration, opened_theme, page_css  # noqa: E402
-from vizmm_apps.page_scripts import PageScripts  # noqa: E402
-from vizmm_apps.parts import (  # noqa: E402
+from vizmm_apps.access import Narration, page_extension
+from vizmm_apps.dashboard_state import KEYS, URL_PARAMS, DashboardState, in_page_words
+from vizmm_apps.page_scripts import PageScripts
+from vizmm_apps.parts import (
     TABLE_EXTENSIONS,
+    Job,
     drop_long_url_values,
-    launch_inputs,
+    on_page_closed,
     page_drawn,
     page_header,
     play,
-    release_memory_soon,
     replace_timer,
     served_script,
 )
-from vizmm_apps.url_params import link_one_based  # noqa: E402
+from vizmm_apps.record_form import RecordForm
+from vizmm_apps.upload import UploadBox
 
 __all__ = ["DashboardState", "Dashboard", "RecordForm", "URL_PARAMS", "KEYS", "create_app"]
 
-#: Parameters of :class:`DashboardState` kept in the URL, and their query names.
-URL_PARAMS = {
-    "source": "trace",
-    "by": "by",
-    "bx": "bx",
-    "ty": "ty",
-    "tx": "tx",
-    "url_step": "step",  # 1-based, as the page numbers it
-    "url_finding": "finding",  # 1-based, as the Findings list numbers them; 0: none
-    "granularity": "granularity",
-    "order": "order",
-    "presenter": "presenter",
-    "theme": "theme",
-    "transactions": "transactions",
-}
-
-#: Keyboard shortcuts: key -> what it does (shown under 'Keys and clicks').
-KEYS = {
-    "ArrowRight": "next step",
-    "ArrowLeft": "previous step",
-    " ": "play / pause",
-    "Home": "first step",
-    "End": "last step",
-    "g": "phases ↔ sub-steps",
-    "o": "lockstep ↔ recorded order",
-    "p": "presenter mode on / off",
-}
 _KEY_NAMES = {"ArrowRight": "→", "ArrowLeft": "←", " ": "space", "Home": "Home", "End": "End"}
-
-
-# ------------------------------------------------------------------ state
-def _transactions_status(f) -> dict:
-    """What the page says of the transactions view (tests read the banks from here)."""
-    o = f.transactions
-    if o is None:
-        return {"transactions": False}
-    out = {"transactions": True, "warp": o.warp, "totals": list(o.totals)}
-    if o.nds_bank is not None:
-        out.update(
-            mds_bank=o.mds_bank.tolist(),
-            nds_bank=o.nds_bank.tolist(),
-            mds_way=o.mds_way,
-            nds_way=o.nds_way,
-            nds_conflicts=int(o.nds_conflict.sum()),
-        )
-    return out
-
-
-class DashboardState(param.Parameterized):
-    """Everything the user chose, and the frame it leads to.
-
-    Set the parameters (from widgets, keys, the URL or a test) and read
-    :attr:`frame` / :meth:`status`. Nothing here knows about widgets.
-    """
-
-    source = param.String(default=catalogue.DEFAULT, doc="Trace key (see vizmm.serve.catalogue).")
-    by = param.Integer(default=0, bounds=(0, None), doc="blockIdx.y of the replayed block.")
-    bx = param.Integer(default=0, bounds=(0, None), doc="blockIdx.x of the replayed block.")
-    ty = param.Integer(default=-1, bounds=(-1, None), doc="Followed thread's ty (-1: none).")
-    tx = param.Integer(default=-1, bounds=(-1, None), doc="Followed thread's tx (-1: none).")
-    step = param.Integer(default=0, bounds=(0, None), doc="Step of the replay (0-based).")
-    url_step = param.Integer(
-        default=1,
-        bounds=(1, None),
-        precedence=-1,
-        doc="The step as the page, its URL and the README number it: step + 1 (1-based).",
-    )
-    granularity: param.Selector[str] = param.Selector(
-        default="substep", objects=list(GRANULARITIES)
-    )
-    order: param.Selector[str] = param.Selector(default="lockstep", objects=list(ORDERS))
-    presenter = param.Boolean(default=False, doc="Large fonts, controls tucked away.")
-    theme: param.Selector[str] = param.Selector(
-        default="light", objects=["light", "dark"], doc="Colours: light, or dark for dim rooms."
-    )
-    transactions = param.Boolean(
-        default=False,
-        doc="Memory transactions: the current warp's sectors on M and N, the banks of Mds and "
-        "Nds at each k with its conflicts, a row per warp, the totals.",
-    )
-    playing = param.Boolean(default=False)
-    speed = param.Number(default=2.0, bounds=(0.25, 20.0), doc="Steps per second when playing.")
-
-    trace = param.ClassSelector(class_=Trace, default=None, allow_None=True, precedence=-1)
-    frame = param.Parameter(default=None, precedence=-1, doc="The current Frame (or None).")
-    n_steps = param.Integer(default=1, precedence=-1)
-    message = param.String(default="", precedence=-1, doc="What went wrong, for the page.")
-    message_kind: param.Selector[str] = param.Selector(
-        default="danger", objects=["danger", "warning", "info"], precedence=-1
-    )
-    busy = param.String(default="", precedence=-1, doc="What is being loaded or recorded.")
-    progress = param.Integer(default=-1, precedence=-1, doc="Percent done, -1 unknown.")
-    finding = param.Integer(
-        default=-1,
-        bounds=(-1, None),
-        precedence=-1,
-        doc="The selected finding of vizmm check (vizmm.replay.findings.trace_findings), "
-        "marked on its block's frames; -1: none.",
-    )
-
-    url_finding = param.Integer(
-        default=0,
-        bounds=(0, None),
-        precedence=-1,
-        doc="The selected finding as the Findings list and the URL number it: finding + 1 "
-        "(0: none). A URL's finding=N selects finding N once the trace's findings are "
-        "listed and goes to its block, step and thread.",
-    )
-
-    _WATCHED: ClassVar[list[str]] = [
-        "trace",
-        "by",
-        "bx",
-        "ty",
-        "tx",
-        "granularity",
-        "order",
-        "step",
-        "transactions",
-        "finding",
-    ]
-
-    def __init__(self, loader: Callable[[str], None] | None = None, **params):
-        self.replay: Replay | None = None
-        #: ``pin() -> dict or None``: values of source, by, bx, granularity, order and step
-        #: the view must keep (a question is open: apps/quiz.py); None lets it move.
-        self.pin: Callable[[], dict | None] | None = None
-        self._loader = loader
-        self._guard = False
-        self._started = False
-        self._trace_key: str | None = None
-        self._place: Place | None = None  # where the page is (vizmm.replay.navigator)
-        super().__init__(**params)
-        self.param.watch(self._changed, self._WATCHED)
-        self.param.watch(self._on_source, ["source"])
-        link_one_based(self, "step", "url_step")
-        #: A finding asked for by the URL (0-based; -1: none), selected by the Findings
-        #: list once it has the trace's findings (vizmm_apps.findings_view).
-        self.wanted_finding = -1
-        link_one_based(self, "finding", "url_finding", self._url_finding)
-
-    def _url_finding(self, wanted: int) -> None:
-        """A finding asked for by the URL (0-based) waits in :attr:`wanted_finding`."""
-        self.wanted_finding = wanted
-        if wanted == -1:
-            self.finding = -1
-
-    # ----------------------------------------------------------- loading
-    def start(self) -> DashboardState:
-        """Load the trace of :attr:`source` (call once the URL has been applied)."""
-        self._started = True
-        self._load(self.source)
-        return self
-
-    def _on_source(self, *events) -> None:
-        pinned = self.pin() if self.pin is not None else None
-        if pinned and "source" in pinned and self.source != pinned["source"]:
-            self._set_quietly(source=pinned["source"])
-            return
-        if self._started:
-            self._load(self.source)
-
-    def _load(self, key: str) -> None:
-        trace = CATALOGUE.cached(key)
-        if trace is not None:
-            self.set_trace(key, trace)
-            return
-        try:
-            catalogue.parse_key(key)
-        except ValueError as exc:
-            self._fail(str(exc))
-            return
-        (self._loader or self.load_now)(key)
-
-    def load_now(self, key: str, progress: Callable[[int, int], None] | None = None) -> None:
-        """Load or record ``key`` in this thread, then show it (errors go to :attr:`message`).
-
-        Parameters
-        ----------
-        key : str
-            A catalogue key (a shipped trace, a recording's key or an uploaded file's).
-        progress : callable, optional
-            ``progress(done, total)`` while a recording runs (blocks done of all).
-        """
-        try:
-            trace = CATALOGUE.get(key, progress=progress)
-        except (ValueError, KeyError, OSError, vizmm.RecordError, vizmm.GPUUnavailableError) as exc:
-            self._fail(_plain(exc))
-            return
-        self.set_trace(key, trace)
-
-    def _fail(self, message: str) -> None:
-        """A trace could not be opened: name the trace still shown again, and say why."""
-        if self._trace_key is not None and self.source != self._trace_key:
-            self.source = self._trace_key
-        self.show(message)
-
-    def set_trace(self, key: str, trace: Trace) -> None:
-        """Show ``trace`` if it is still the one asked for (``key`` is :attr:`source`).
-
-        Parameters
-        ----------
-        key : str
-            The catalogue key ``trace`` was loaded for.
-        trace : Trace
-            The loaded trace.
-        """
-        if key != self.source:
-            return  # the user asked for something else meanwhile
-        if self.message and self.message_kind == "danger":
-            self.message = ""
-        self._trace_key = key
-        self.trace = trace
-
-    def show(self, message: str, kind: str = "danger") -> None:
-        """Put a message on the page (``kind``: danger, warning or info).
-
-        Parameters
-        ----------
-        message : str
-            The words shown (plain text).
-        kind : {'danger', 'warning', 'info'}
-            How the message is coloured.
-        """
-        self.param.update(message=message, message_kind=kind)
-
-    def choose_source(self, key: str) -> None:
-        """Open another trace at its first step (what the trace menu does).
-
-        Parameters
-        ----------
-        key : str
-            A catalogue key, as the trace menu holds them.
-        """
-        block = (0, 0)
-        what = None
-        try:
-            what = catalogue.parse_key(key)
-        except ValueError:
-            pass
-        if isinstance(what, catalogue.Preset):
-            block = what.block
-        self.param.update(
-            source=key, by=block[0], bx=block[1], ty=-1, tx=-1, step=0, playing=False, message=""
-        )
-
-    # ----------------------------------------------------------- replay
-    def _changed(self, *events) -> None:
-        if self._guard:
-            return
-        names = {e.name for e in events}
-        pinned = self.pin() if self.pin is not None else None
-        if pinned:
-            moved = {
-                k: v
-                for k, v in pinned.items()
-                if k in self._WATCHED and k != "trace" and getattr(self, k) != v
-            }
-            if moved:
-                self._set_quietly(**moved)
-                names |= set(moved) | {"step"}
-        if names <= {"step", "finding"}:
-            self._show_step()
-            return
-        self._rebuild(names)
-
-    def _set_quietly(self, **values) -> None:
-        values = {k: v for k, v in values.items() if getattr(self, k) != v}
-        if not values:
-            return
-        self._guard = True
-        try:
-            self.param.update(**values)
-        finally:
-            self._guard = False
-
-    def _rebuild(self, names: set[str]) -> None:
-        trace = self.trace
-        if trace is None:
-            self.replay, self.frame, self._place = None, None, None
-            return
-        if "trace" in names and "finding" not in names:
-            self._set_quietly(finding=-1)  # a finding of the trace shown before
-        transactions = self.transactions and trace.kernel != "naive"
-        if transactions and len(trace.detail_blocks):
-            try:
-                memory_transactions(trace)
-            except TransactionsError as exc:
-                self.show(f"No memory transactions for this trace: {exc}", "warning")
-                transactions = False
-        wanted = Position(
-            (self.by, self.bx), (self.ty, self.tx), self.step, self.granularity, self.order
-        )
-        placed = place(
-            trace,
-            wanted,
-            self._place,
-            same_moment=bool("step" not in names and names & {"granularity", "order"}),
-            new_trace="trace" in names,
-            transactions=transactions,
-        )
-        self._place = placed
-        if placed.note is not None:
-            self.show(placed.note.text, placed.note.kind)
-        if placed.replay is None:
-            self.replay, self.frame = None, None
-            return
-        shown = placed.position
-        focus = shown.focus or (-1, -1)
-        self.replay = placed.replay
-        self._set_quietly(
-            by=shown.block[0],
-            bx=shown.block[1],
-            ty=focus[0],
-            tx=focus[1],
-            step=shown.step,
-            n_steps=len(placed.replay),
-        )
-        if self.message_kind == "danger":
-            self.message = ""
-        self.frame = self._framed(placed.replay.frame(shown.step))
-
-    def _show_step(self) -> None:
-        if self.replay is None:
-            return
-        n = len(self.replay)
-        if self.step >= n:
-            self.show(past_the_end(self.step, n), "info")
-            self._set_quietly(step=n - 1)
-        self.frame = self._framed(self.replay.frame(self.step))
-
-    def _framed(self, frame: Frame) -> Frame:
-        """``frame`` with the selected finding marked on it (its block's frames only)."""
-        if self.finding < 0 or self.trace is None:
-            return frame
-        found = trace_findings(self.trace)  # worked out already: the list was shown
-        if self.finding >= len(found):
-            return frame
-        return with_finding(frame, finding_marks(found[self.finding], self.finding))
-
-    # ------------------------------------------------------- navigation
-    def go(self, step: int) -> None:
-        """Go to ``step`` (clamped to the replay).
-
-        Parameters
-        ----------
-        step : int
-            A step number of the replay (0-based).
-        """
-        if self.replay is not None:
-            self.step = clamp(step, self.replay)
-
-    def next(self) -> bool:
-        """One step forward; returns False (and stops playing) at the last step."""
-        if self.replay is None or self.step >= len(self.replay) - 1:
-            self.playing = False
-            return False
-        self.step += 1
-        return True
-
-    def prev(self) -> None:
-        """One step back."""
-        self.go(self.step - 1)
-
-    def first(self) -> None:
-        """The first step."""
-        self.go(0)
-
-    def last(self) -> None:
-        """The last step."""
-        self.go(self.n_steps - 1)
-
-    def toggle_play(self) -> None:
-        """Play or pause; playing from the last step starts again at the first."""
-        if not self.playing and self.replay is not None and self.step >= len(self.replay) - 1:
-            self.step = 0
-        self.playing = not self.playing
-
-    def tick(self) -> None:
-        """One step of playing (called by the play timer)."""
-        if self.playing:
-            self.next()
-
-    def toggle_granularity(self) -> None:
-        """Switch between phases and sub-steps, staying at the same moment."""
-        self.granularity = "phase" if self.granularity == "substep" else "substep"
-
-    def toggle_order(self) -> None:
-        """Switch between lockstep and recorded order."""
-        self.order = "recorded" if self.order == "lockstep" else "lockstep"
-
-    def follow(self, ty: int, tx: int) -> None:
-        """Follow thread (ty, tx); following it again stops following.
-
-        Parameters
-        ----------
-        ty, tx : int
-            threadIdx.y and threadIdx.x of a thread of the block shown.
-        """
-        if (self.ty, self.tx) == (ty, tx):
-            self.param.update(ty=-1, tx=-1)
-        else:
-            self.param.update(ty=int(ty), tx=int(tx))
-
-    def select_block(self, by: int, bx: int) -> None:
-        """Replay block (by, bx) (a block not recorded per thread gives a message).
-
-        Parameters
-        ----------
-        by, bx : int
-            blockIdx.y and blockIdx.x of a block of the grid.
-        """
-        if self.message_kind != "danger":
-            self.message = ""
-        self.param.update(by=int(by), bx=int(bx))
-
-    def handle_key(self, key: str) -> None:
-        """Do what key ``key`` (a ``KeyboardEvent.key``) stands for (see :data:`KEYS`).
-
-        Parameters
-        ----------
-        key : str
-            A ``KeyboardEvent.key`` value, e.g. ``'ArrowRight'`` or ``' '``.
-        """
-        action = {
-            "ArrowRight": self.next,
-            "ArrowLeft": self.prev,
-            " ": self.toggle_play,
-            "Home": self.first,
-            "End": self.last,
-            "g": self.toggle_granularity,
-            "G": self.toggle_granularity,
-            "o": self.toggle_order,
-            "p": lambda: setattr(self, "presenter", not self.presenter),
-        }.get(key)
-        if action is not None:
-            if key not in (" ",):
-                self.playing = False if key in ("Home", "End", "ArrowLeft") else self.playing
-            action()
-
-    # ------------------------------------------------------------ views
-    def status(self, per_thread: bool = True) -> dict:
-        """What the page shows, as plain data (tests read it; the page puts it in the DOM).
-
-        Parameters
-        ----------
-        per_thread : bool
-            False: leave out the T x T lists (``mds``, ``nds``, ``mds_state``,
-            ``nds_state``, ``threads``), which the page does not put in its
-            DOM for blocks of more than 8 x 8 threads.
-
-        Returns
-        -------
-        dict
-            ``ready``; and when a frame is shown: ``source``, ``step``,
-            ``count``, ``sub``, ``phase``, ``k``, ``block``, ``thread``,
-            ``granularity``, ``order``, ``mds`` / ``nds`` (T x T labels in
-            the book's notation, ``M_{0,2}``, ``0.0``, ``?``), ``mds_state``
-            / ``nds_state`` (:class:`~vizmm.replay.SlotState` names), ``threads``
-            (T x T :class:`~vizmm.replay.ThreadState` names in lower case),
-            ``loads``, ``naive``, ``cgma``, ``pvalue`` (followed thread's,
-            or None), ``wrong`` (barrier lab: T x T, 1 where the thread's
-            read at this step found the wrong element; None without read
-            records), ``struck`` (1-based source lines of the removed
-            ``__syncthreads()``), ``title``, ``message``.
-        """
-        f = self.frame
-        if f is None or self._trace_key != self.source:  # nothing, or the previous trace
-            return {
-                "ready": False,
-                "source": self.source,
-                "message": self.message,
-                "busy": self.busy,
-            }
-        T = f.thread_state.shape[0]
-        thread = None if f.focus is None else list(f.focus)
-        return {
-            "ready": True,
-            "source": self.source,
-            "step": f.index,
-            "count": f.count,
-            "sub": f.step.sub.value,
-            "phase": f.step.phase,
-            "k": f.step.k,
-            "block": list(f.block),
-            "thread": thread,
-            "granularity": self.granularity,
-            "order": self.order,
-            **(self._per_thread_status(f, T) if per_thread else {}),
-            **_transactions_status(f),
-            "loads": int(f.loads_so_far),
-            "naive": int(f.naive_loads_so_far),
-            "cgma": round(float(f.cgma), 4),
-            "pvalue": None if f.focus is None else _num(f.pvalue[f.focus]),
-            # barrier lab: threads whose read at this step found the wrong element
-            "wrong": None if f.thread_wrong is None else f.thread_wrong.astype(int).tolist(),
-            "struck": [i + 1 for i in f.struck_lines],
-            "title": f.title,
-            "presenter": self.presenter,
-            "theme": self.theme,
-            "message": self.message,
-            "busy": self.busy,
-        }
-
-    @staticmethod
-    def _per_thread_status(f, T: int) -> dict:
-        """The T x T lists of :meth:`status` (slot labels and states, thread states)."""
-        return {
-            "mds": [
-                [slot_label(f.mds_state[y, x], f.mds_src[y, x], "M") for x in range(T)]
-                for y in range(T)
-            ],
-            "nds": [
-                [slot_label(f.nds_state[y, x], f.nds_src[y, x], "N") for x in range(T)]
-                for y in range(T)
-            ],
-            "mds_state": [[SlotState(int(v)).name.lower() for v in r] for r in f.mds_state],
-            "nds_state": [[SlotState(int(v)).name.lower() for v in r] for r in f.nds_state],
-            "threads": [
-                [ThreadState(int(f.thread_state[y, x])).name.lower() for x in range(T)]
-                for y in range(T)
-            ],
-        }
-
-    def url_query(self) -> str:
-        """The URL query that restores this state (what ``location.sync`` writes)."""
-        q = {}
-        for p, name in URL_PARAMS.items():
-            v = self.param[p].serialize(getattr(self, p))
-            q[name] = v if isinstance(v, str) else json.dumps(v)
-        return urllib.parse.urlencode(q)
-
-    def apply_query(self, query: str) -> None:
-        """Apply a URL query (``?trace=...&step=...``) exactly as ``location.sync`` does.
-
-        Parameters
-        ----------
-        query : str
-            The query part of a URL, with or without the leading ``?``.
-        """
-        from panel.util import parse_query
-
-        loc = types.SimpleNamespace(search="?" + query.lstrip("?"))
-        too_long = drop_long_url_values(loc)
-        parsed = parse_query(loc.search or "?")
-        values = {}
-        for p, name in URL_PARAMS.items():
-            if name in parsed:
-                v = parsed[name]
-                try:
-                    v = self.param[p].deserialize(v)
-                except Exception:  # noqa: BLE001 - location.sync keeps the raw value too
-                    pass
-                values[p] = v
-        try:
-            self.param.update(**values)
-        except Exception:  # noqa: BLE001 - location.sync then calls on_error
-            self.apply_values(values)
-        if too_long:
-            self.ignored_in_url(too_long)
-
-    def ignored_in_url(self, items: list[str]) -> None:
-        """Name parameters of the URL that were not applied (with any named already).
-
-        Parameters
-        ----------
-        items : list of str
-            The URL parameters left out, as :func:`vizmm_apps.parts.drop_long_url_values`
-            names them.
-        """
-        prefix = "Ignored in the URL: "
-        if self.message.startswith(prefix):
-            items = [self.message[len(prefix) :].rstrip("."), *items]
-        self.show(prefix + "; ".join(items) + ".", "warning")
-
-    def apply_values(self, values: dict) -> None:
-        """Set the valid values of a URL and name the others on the page (``on_error``).
-
-        The URL parser reads ``-1`` as a float; integral floats are taken as
-        integers. A value that is not allowed (``?step=abc``, ``?by=-3``,
-        ``?granularity=zzz``) is left out and the page says which and what is
-        allowed; the rest of the URL still applies.
-
-        Parameters
-        ----------
-        values : dict
-            URL parameter name to parsed value, as Panel's ``location.sync`` passes them.
-        """
-        clean, bad = {}, []
-        for k, v in values.items():
-            if k not in URL_PARAMS:
-                continue
-            p = self.param[k]
-            if isinstance(p, param.Integer) and isinstance(v, float) and v.is_integer():
-                v = int(v)
-            if isinstance(p, param.Integer) and isinstance(v, str):
-                try:
-                    v = int(v)
-                except ValueError:
-                    pass
-            if isinstance(p, param.String) and not isinstance(v, str):
-                v = str(v)
-            clean[k] = v
-        for k, v in clean.items():
-            try:
-                self.param.update(**{k: v})
-            except Exception:  # noqa: BLE001 - named on the page below
-                bad.append(f"{URL_PARAMS[k]}={_short(v)} ({_allowed(self.param[k])})")
-        if bad:
-            self.show("Ignored in the URL: " + "; ".join(bad) + ".", "warning")
 
 
 def _toggle_look(on: bool) -> dict:
@@ -804,35 +181,6 @@ def _what(key: str) -> str:
     return catalogue.label_of(key)
 
 
-def _short(v) -> str:
-    text = str(v)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _allowed(p) -> str:
-    """What a URL parameter accepts, in words."""
-    if isinstance(p, param.Selector):
-        return "one of " + ", ".join(map(str, p.objects))
-    if isinstance(p, param.Boolean):
-        return "true or false"
-    if isinstance(p, param.Integer):
-        lo = (p.bounds or (None, None))[0]
-        return f"a whole number >= {lo}" if lo is not None else "a whole number"
-    return "text"
-
-
-def _num(v) -> float | None:
-    v = float(v)
-    return None if v != v else v
-
-
-def _plain(exc: BaseException) -> str:
-    msg = in_words(exc, "page")  # a refused recording's advice in the page's words
-    if isinstance(exc, KeyError) and len(msg) > 1 and msg[0] == msg[-1] == "'":
-        msg = msg[1:-1]
-    return msg
-
-
 # The dashboard's link to two replays side by side (``vizmm serve`` serves
 # ``/side_by_side`` beside ``/dashboard``): a relative address, as the pages
 # share one server. Made once per page (a model belongs to one document).
@@ -854,173 +202,6 @@ PRESENTER_MIN = (600, 400)
 #: width and height), and the smallest first screen its scene is fitted to.
 PAGE_CHROME = (40, 260)
 PAGE_MIN = (900, 360)
-
-
-# ---------------------------------------------------------------- upload
-class UploadBox(pn.widgets.FileDropper):
-    """The trace-file upload: sent in 1 MB chunks, refused over the server's upload limit.
-
-    The page refuses a file over :data:`vizmm.serve.catalogue.MAX_UPLOAD_BYTES`
-    before sending it; the server also refuses (and forgets) any upload whose
-    chunks add up to more, whatever the page says, and sets :attr:`refused`
-    to the message. Chunks keep every websocket message small (a single
-    message over Bokeh's 20 MB limit would close the session).
-    """
-
-    refused = param.String(default="", doc="Why the last upload was refused ('' if it was not).")
-
-    _rename: ClassVar[dict] = {**pn.widgets.FileDropper._rename, "refused": None}
-
-    def __init__(self, **params):
-        limit_mb = max(1, catalogue.MAX_UPLOAD_BYTES // 10**6)
-        # No type filter: a browser gives a file of an unknown extension (.vizmm)
-        # an empty MIME type, and the uploader's type check would refuse it
-        # before anything is sent. The server checks every file's bytes.
-        params.setdefault("accepted_filetypes", [])
-        params.setdefault("max_file_size", f"{limit_mb}MB")
-        params.setdefault("chunk_size", 1_000_000)
-        params.setdefault("multiple", False)
-        params.setdefault("layout", "compact")
-        super().__init__(**params)
-        self._received: dict[str, int] = {}
-
-    def _process_event(self, event) -> None:
-        data = getattr(event, "data", None) or {}
-        if getattr(event, "event_name", "") == "upload_event":
-            name = str(data.get("name", "upload"))
-            chunk = data.get("data") or b""
-            if data.get("chunk") != 1 and name not in self._file_buffer:
-                return  # the rest of a refused (or never started) upload
-            n = (0 if data.get("chunk") == 1 else self._received.get(name, 0)) + len(chunk)
-            self._received[name] = n
-            limit = catalogue.MAX_UPLOAD_BYTES
-            total = data.get("total_chunks") or 0
-            if n > limit or (isinstance(total, int) and (total - 1) * self.chunk_size > limit):
-                self._file_buffer.pop(name, None)
-                self._received.pop(name, None)
-                self.refused = (
-                    f"Could not load {name}: it is over this server's upload limit of "
-                    f"{vizmm.trace.human_bytes(limit)}"
-                )
-                return
-            if data.get("chunk") == total:
-                self._received.pop(name, None)
-                if not chunk and n == 0:
-                    self.refused = f"Could not load {name}: the file is empty"
-                    return
-            self.refused = ""
-        super()._process_event(event)
-
-
-# -------------------------------------------------------------- recorder
-class RecordForm(pn.viewable.Viewer):
-    """Record any shape: kernel, sizes, TILE_WIDTH, seed, backend; estimate shown first."""
-
-    kernel: param.Selector[str] = param.Selector(
-        default="boundary",
-        objects=list(TILED_KERNELS),
-        doc="'boundary' Fig. 5.13, 'tiled' Fig. 5.9 (no checks), 'general' j x k . k x l; "
-        "contrast kernels: 'uncoalesced' loads, 'conflict' (Nds[tx][k]), 'padded'; "
-        "'dynamic' Fig. 5.14 (dynamically sized shared memory)",
-    )
-    # No bounds here: a value out of range is kept and answered with a message
-    # (a bounded parameter would silently keep its old value and a stale estimate).
-    j = param.Integer(default=6, label="rows of M (j) / Width")
-    k = param.Integer(default=5, label="columns of M = rows of N (k)")
-    l = param.Integer(default=7, label="columns of N (l)")  # noqa: E741
-    barriers: param.Selector[str] = param.Selector(
-        default="both",
-        objects=["both", "no barrier 1", "no barrier 2", "none"],
-        label="__syncthreads()",
-        doc="Barrier lab ('tiled', 'boundary'): keep both barriers (the book), or remove "
-        "barrier 1 (after the loads), barrier 2 (after the k loop) or both",
-    )
-    tile_width = param.Integer(default=2, label="TILE_WIDTH")
-    seed = param.Integer(default=0, label="seed of the inputs")
-    backend: param.Selector[str] = param.Selector(
-        default="simulator", objects=["simulator", "auto", "gpu"]
-    )
-    estimate = param.String(default="", precedence=-1)
-    valid = param.Boolean(default=True, precedence=-1)
-
-    def __init__(self, on_record: Callable[[catalogue.RecordSpec], None], **params):
-        super().__init__(**params)
-        self._on_record = on_record
-        self._button = pn.widgets.Button(label="Record", color="primary", width=120)
-        self._button.on_click(lambda event: self.record())
-        self._estimate_pane = pn.pane.Markdown("", margin=(0, 10), styles={"font-size": "0.9em"})
-        self._update_estimate()
-
-    def spec(self) -> catalogue.RecordSpec:
-        """The recording the form describes (square kernels use j for all three sizes)."""
-        if self.kernel == "general":
-            j, k, l = self.j, self.k, self.l
-        else:
-            j = k = l = self.j
-        drop_barrier = {"no barrier 1": (1,), "no barrier 2": (2,), "none": (1, 2)}.get(
-            self.barriers, ()
-        )
-        return catalogue.RecordSpec(
-            self.kernel, j, k, l, self.tile_width, self.seed, self.backend, drop_barrier
-        )
-
-    @param.depends("kernel", "barriers", "j", "k", "l", "tile_width", "seed", "backend", watch=True)
-    def _update_estimate(self) -> None:
-        """The estimate, or why not, from :func:`vizmm.record.admit` (arithmetic: microseconds)."""
-        s = self.spec()
-        try:
-            if s.seed < 0 or s.seed > 2**32 - 1:
-                raise vizmm.RecordError(f"seed must be an integer from 0 to {2**32 - 1}")
-            if s.drop_barrier and s.kernel not in ("tiled", "boundary"):
-                raise vizmm.RecordError(
-                    f"kernel {s.kernel!r} has no __syncthreads() to remove; the barrier lab "
-                    "runs 'tiled' and 'boundary'"
-                )
-            est = CATALOGUE.admit(
-                s.j, s.k, s.l, s.tile_width, s.kernel, None, s.backend, reads=bool(s.drop_barrier)
-            )
-        except vizmm.RecordError as exc:
-            self.param.update(estimate=f"⚠ {in_words(exc, 'page')}", valid=False)
-        else:
-            text = f"Estimate: {est.describe()}."
-            if s.backend != "gpu" and est.simulator_seconds > 30:
-                text += " This will take a while; a progress bar shows how far it is."
-            self.param.update(estimate=text, valid=True)
-        self._button.disabled = not self.valid
-        self._estimate_pane.object = self.estimate
-
-    def record(self) -> None:
-        """Start the recording (the dashboard loads it like any other trace)."""
-        if self.valid:
-            self._on_record(self.spec())
-
-    def __panel__(self):
-        widgets, extra = launch_inputs(
-            self,
-            ["kernel", "barriers", "j", "tile_width", "seed", "backend"],
-            {
-                "kernel": pn.widgets.RadioButtonGroup,
-                "barriers": pn.widgets.RadioButtonGroup,
-                "backend": pn.widgets.RadioButtonGroup,
-                "j": pn.widgets.IntInput,
-                "tile_width": pn.widgets.IntInput,
-                "seed": pn.widgets.IntInput,
-            },
-            330,
-        )
-        # a row of buttons shows no name of its own: its label above it, as the inputs have
-        rows = []
-        for w in widgets.layout.objects:
-            if isinstance(w, pn.widgets.RadioButtonGroup):
-                rows.append(
-                    pn.pane.HTML(
-                        f'<div class="vizmm-form-label">{html.escape(w.name)}</div>',
-                        margin=(5, 10, 0, 10),
-                    )
-                )
-            rows.append(w)
-        widgets.layout.objects = rows
-        return pn.Column(widgets, extra, self._estimate_pane, self._button, width=350)
 
 
 # ------------------------------------------------------------- dashboard
@@ -1057,7 +238,6 @@ class Dashboard(pn.viewable.Viewer):
     def __init__(self, state: DashboardState | None = None, served: bool | None = None, **params):
         served = bool(pn.state.served) if served is None else served
         super().__init__(state=state or DashboardState(), **params)
-        self._cancel: threading.Event | None = None
         self._served = served
         # A result that arrives while the browser still lays out the first
         # document waits for the page (Bokeh's tables break otherwise); so
@@ -1070,7 +250,8 @@ class Dashboard(pn.viewable.Viewer):
         self._scenes: dict[tuple[bool, str, tuple | None], Scene] = {}
         self._scenes_of: Trace | None = None
         self._play_cb = None
-        self._job: dict[str, Any] | None = None
+        self._job: Job | None = None
+        self._job_done: Callable[[Any], None] = lambda result: None
         self._job_cb = None
         #: ``hook(scene)`` for every new Bokeh scene, before it is shown (add-ons add glyphs).
         self.scene_hooks: list[Callable[[Scene], None]] = []
@@ -1079,7 +260,7 @@ class Dashboard(pn.viewable.Viewer):
         #: ``extra() -> dict``: more ``data-*`` attributes of ``#vizmm-status``.
         self.status_extras: list[Callable[[], dict]] = []
         if served:
-            self.state._loader = self._load_in_background
+            self.state.loader = self._load_in_background
         self._build_widgets()
         self.state.param.watch(self._draw, ["frame", "presenter", "theme"])
         self.state.param.watch(self._on_trace, ["trace"])
@@ -1093,9 +274,8 @@ class Dashboard(pn.viewable.Viewer):
             pn.state.location.sync(self.state, URL_PARAMS, on_error=self.state.apply_values)
             if too_long:
                 self.state.ignored_in_url(too_long)
-        if served and pn.state.curdoc is not None:
-            pn.state.on_session_destroyed(lambda ctx: self.cancel_jobs())
-            pn.state.on_session_destroyed(release_memory_soon)
+        if served:
+            on_page_closed(lambda ctx: self.cancel_jobs())
         self.state.start()
         self._on_trace()
         self._draw()
@@ -1340,6 +520,24 @@ class Dashboard(pn.viewable.Viewer):
             options[catalogue.label_of(self.state.source)] = self.state.source
         return options
 
+    @property
+    def served(self) -> bool:
+        """Whether the page is served (a Bokeh server session), not built for a test or notebook."""
+        return self._served
+
+    @property
+    def scene(self) -> Scene | None:
+        """The Bokeh scene shown now (None until the first frame is drawn)."""
+        return self._scene
+
+    @property
+    def scenes(self) -> list[Scene]:
+        """Every scene the page holds: one per mode (presenter, theme) and the one shown."""
+        out = list(self._scenes.values())
+        if self._scene is not None and all(s is not self._scene for s in out):
+            out.append(self._scene)
+        return out
+
     # The loading sections' widgets, made when first read (their section opened).
     @functools.cached_property
     def record_form(self) -> RecordForm:
@@ -1349,7 +547,7 @@ class Dashboard(pn.viewable.Viewer):
     @functools.cached_property
     def upload(self) -> UploadBox:
         """The 'Load a trace file' box."""
-        box = UploadBox(width=330)
+        box = UploadBox(width=330, margin=(5, 10))
         box.param.watch(self._on_upload, "value")
 
         def refused(event) -> None:
@@ -1687,7 +885,7 @@ class Dashboard(pn.viewable.Viewer):
         """Record or read ``key`` off the event loop; a timer shows progress and the result."""
 
         def work(job):
-            return CATALOGUE.get(key, progress=job["progress"], cancel=job["cancel"])
+            return CATALOGUE.get(key, progress=job.progress, cancel=job.cancel)
 
         def done(trace):
             self.state.set_trace(key, trace)
@@ -1700,39 +898,16 @@ class Dashboard(pn.viewable.Viewer):
         A job started before and not finished is cancelled: this session no
         longer waits for it (a recording stops before its next block).
         """
-        s = self.state
         if self._job is not None:
-            self._job["cancel"].set()
-        job = {
-            "key": key,
-            "done": 0,
-            "total": 0,
-            "result": None,
-            "error": None,
-            "finished": False,
-            "cancel": threading.Event(),
-            "on_done": done,
-        }
-
-        def progress(n, total):
-            job["done"], job["total"] = n, total
-
-        job["progress"] = progress
-
-        def run():
-            try:
-                job["result"] = work(job)
-            except Exception as exc:  # noqa: BLE001 - reported on the page
-                job["error"] = exc
-            job["finished"] = True
-
-        s.param.update(busy=busy, progress=-1)
-        self._job = job
+            self._job.cancel.set()
+        job = Job(work, key)
+        self.state.param.update(busy=busy, progress=-1)
+        self._job, self._job_done = job, done
         if not (self._served if threaded is None else threaded):
-            run()
+            job.run()
             self._poll_job()
             return
-        threading.Thread(target=run, name=f"vizmm-job-{key}"[:60], daemon=True).start()
+        job.start()
         if self._job_cb is None:
             self._job_cb = replace_timer(None, self._poll_job, 200)
 
@@ -1740,33 +915,33 @@ class Dashboard(pn.viewable.Viewer):
         job, s = self._job, self.state
         if job is None:
             return
-        if job["total"]:
+        if job.percent is not None:
             s.param.update(
-                progress=int(100 * job["done"] / job["total"]),
-                busy=f"Recording {_what(job['key'])} in the simulator: "
-                f"block {job['done']} of {job['total']}",
+                progress=job.percent,
+                busy=f"Recording {_what(job.name)} in the simulator: "
+                f"block {job.done} of {job.total}",
             )
-        if not job["finished"] or not self._drawn.is_set():
+        if not job.finished or not self._drawn.is_set():
             return
         self._job_cb = replace_timer(self._job_cb, None)
         self._job = None
         s.param.update(busy="", progress=-1)
-        if isinstance(job["error"], RecordingCancelled):
+        if isinstance(job.error, RecordingCancelled):
             return
-        if job["error"] is not None:
-            what = job["key"]
+        if job.error is not None:
+            what = job.name
             if what.startswith("upload "):
-                s.show(f"Could not load {what[7:]}: {_plain(job['error'])}")
+                s.show(f"Could not load {what[7:]}: {in_page_words(job.error)}")
             elif what == s.source:
-                s.show(f"Could not load {catalogue.label_of(what)}: {_plain(job['error'])}")
+                s.show(f"Could not load {catalogue.label_of(what)}: {in_page_words(job.error)}")
             return
         with pn.io.hold():
-            job["on_done"](job["result"])
+            self._job_done(job.result)
 
     def cancel_jobs(self) -> None:
         """Cancel what this session waits for (called when its page is closed)."""
         if self._job is not None:
-            self._job["cancel"].set()
+            self._job.cancel.set()
         if self._job_cb is not None:
             self._job_cb.stop()
             self._job_cb = None
@@ -1837,10 +1012,8 @@ def create_app(served: bool | None = None) -> Dashboard:
     Dashboard
     """
     served = bool(pn.state.served) if served is None else served
-    # the upload box (bundled FilePond); the large view's DataTable (vizmm_apps.parts)
-    pn.extension(
-        "filedropper", *TABLE_EXTENSIONS, notifications=False, raw_css=page_css(opened_theme())
-    )
+    # the large view's DataTable (vizmm_apps.parts)
+    page_extension(*TABLE_EXTENSIONS)
     if served:
         catalogue.preload_once()
     return Dashboard(

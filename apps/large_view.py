@@ -27,7 +27,7 @@ import importlib.resources
 import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import panel as pn
 import param
@@ -41,17 +41,8 @@ from vizmm.replay import large  # noqa: E402
 from vizmm.serve import catalogue  # noqa: E402
 from vizmm.serve.catalogue import CATALOGUE, LARGE_PRESETS  # noqa: E402
 from vizmm.trace import MAX_TILE_WIDTH, TILED_KERNELS, Trace, TraceError  # noqa: E402
-from vizmm_apps.access import PageLandmarks, opened_theme, page_css  # noqa: E402
-from vizmm_apps.parts import (  # noqa: E402
-    TABLE_EXTENSIONS,
-    launch_inputs,
-    page_drawn,
-    page_header,
-    play,
-    release_memory_soon,
-    replace_timer,
-    served_script,
-)
+from vizmm_apps import parts  # noqa: E402
+from vizmm_apps.access import PageLandmarks, page_extension  # noqa: E402
 from vizmm_apps.viewport import Viewport  # noqa: E402
 
 __all__ = [
@@ -262,30 +253,30 @@ class LargeViewState(param.Parameterized):
             )
         tl = m.timeline
         by, bx = b
-        parts = [f"<b>Block ({by}, {bx})</b>"]
+        said = [f"<b>Block ({by}, {bx})</b>"]
         if tl.has_data[by, bx]:
             if tl.has_clock:
                 s, e = tl.start[by, bx] / 1000, tl.end[by, bx] / 1000
-                parts.append(f"SM {int(tl.sm[by, bx])}")
-                parts.append(f"ran {s:,.3f}–{e:,.3f} µs ({e - s:,.1f} µs)")
+                said.append(f"SM {int(tl.sm[by, bx])}")
+                said.append(f"ran {s:,.3f}–{e:,.3f} µs ({e - s:,.1f} µs)")
                 if m.waves is not None:
-                    parts.append(f"wave {int(m.waves.wave[by, bx])} of {len(m.waves.start)}")
+                    said.append(f"wave {int(m.waves.wave[by, bx])} of {len(m.waves.start)}")
             else:
-                parts.append(f"completed {int(tl.start[by, bx]) + 1}ᵗʰ of {tl.n_blocks}")
+                said.append(f"completed {int(tl.start[by, bx]) + 1}ᵗʰ of {tl.n_blocks}")
         else:
-            parts.append("not simulated: no data")
+            said.append("not simulated: no data")
         bw = m.trace.block_wait
         if bw.shape[:2] == tl.grid and bw[by, bx, 0, 0] >= 0:
             w = bw[by, bx]
-            parts.append(
+            said.append(
                 f"longest wait {int(w[0, 0]):,} cycles at barrier 1 (phase "
                 f"{int(w[0, 2])}), {int(w[1, 0]):,} at barrier 2 (phase {int(w[1, 2])})"
             )
         zf = int(m.zero_fills[by, bx])
         if zf:
-            parts.append(f"{zf:,} zero-filled Mds/Nds slots")
-        parts.append("recorded per thread ✓" if m.trace.has_block(b) else "not recorded per thread")
-        return " · ".join(parts)
+            said.append(f"{zf:,} zero-filled Mds/Nds slots")
+        said.append("recorded per thread ✓" if m.trace.has_block(b) else "not recorded per thread")
+        return " · ".join(said)
 
 
 # ------------------------------------------------------------- replay pane
@@ -695,7 +686,7 @@ class LargeTraceView(pn.viewable.Viewer):
 
     def _on_playing(self, *events) -> None:
         s = self.state
-        self._play_cb = play(
+        self._play_cb = parts.play(
             self.play_button, self._play_cb, s.tick, s.playing, s.speed, 16, self._served
         )
 
@@ -752,7 +743,7 @@ class WindowForm(pn.viewable.Viewer):
         super().__init__(**params)
         self._on_trace = on_trace
         self._served = bool(pn.state.served) if served is None else served
-        self._job: dict | None = None
+        self._job: parts.Job | None = None
         self._poll = None
         self._button = pn.widgets.Button(label="Simulate the window", color="primary", width=200)
         self._button.on_click(lambda e: self.start())
@@ -805,32 +796,22 @@ class WindowForm(pn.viewable.Viewer):
         if not self.valid or self.busy:
             return
         kwargs, label = self.record_kwargs(), self.label()
-        job: dict[str, Any] = {"trace": None, "error": None, "finished": False}
-        job["done"] = job["total"] = 0
 
-        def progress(done, total):
-            job["done"], job["total"] = done, total
+        def work(job: parts.Job) -> Trace:
+            return CATALOGUE.record(**kwargs, progress=job.progress, cancel=job.cancel)
 
-        job["cancel"] = self._cancel = threading.Event()
-
-        def work():
-            try:
-                job["trace"] = CATALOGUE.record(**kwargs, progress=progress, cancel=job["cancel"])
-            except Exception as exc:  # noqa: BLE001 - shown on the page
-                job["error"] = exc
-            job["finished"] = True
-
+        job = parts.Job(work, "window")
         self._job, self._job_label = job, label
         self.param.update(busy=True, progress=0)
         self._button.disabled = True
         self._bar.param.update(visible=True, value=0)
         if self._served:
-            threading.Thread(target=work, name="vizmm-window", daemon=True).start()
-            self._poll = replace_timer(None, self.poll, 250)
+            job.start()
+            self._poll = parts.replace_timer(None, self.poll, 250)
             if pn.state.curdoc is not None:  # a closed page no longer waits for it
-                pn.state.on_session_destroyed(lambda ctx: job["cancel"].set())
+                pn.state.on_session_destroyed(lambda ctx: job.cancel.set())
         else:
-            work()
+            job.run()
             self.poll()
 
     def poll(self) -> None:
@@ -838,26 +819,26 @@ class WindowForm(pn.viewable.Viewer):
         job = self._job
         if job is None:
             return
-        if job["total"]:
-            self.progress = int(100 * job["done"] / job["total"])
+        if job.percent is not None:
+            self.progress = job.percent
             self._bar.value = self.progress
-            self._estimate_pane.object = f"Simulating block {job['done']} of {job['total']} …"
-        if not job["finished"]:
+            self._estimate_pane.object = f"Simulating block {job.done} of {job.total} …"
+        if not job.finished:
             return
-        self._poll = replace_timer(self._poll, None)
+        self._poll = parts.replace_timer(self._poll, None)
         self._job = None
         self.param.update(busy=False)
         self._bar.visible = False
         self._update_estimate()
-        if isinstance(job["error"], RecordingCancelled):
+        if isinstance(job.error, RecordingCancelled):
             return
-        if job["error"] is not None:
-            self._estimate_pane.object = f"⚠ The simulation failed: {job['error']}"
+        if job.error is not None:
+            self._estimate_pane.object = f"⚠ The simulation failed: {job.error}"
             return
-        self._on_trace(job["trace"], self._job_label)
+        self._on_trace(job.result, self._job_label)
 
     def __panel__(self):
-        widgets, extra = launch_inputs(
+        widgets, extra = parts.launch_inputs(
             self,
             ["kernel", "j", "tile_width", "window", "seed"],
             {
@@ -886,7 +867,7 @@ class LargeApp(pn.viewable.Viewer):
     def __init__(self, paths: list[str] | None = None, served: bool | None = None, **params):
         super().__init__(**params)
         self._served = bool(pn.state.served) if served is None else served
-        self._drawn = page_drawn(self._served)
+        self._drawn = parts.page_drawn(self._served)
         options = {
             label: key for key, label in LARGE_PRESETS.items() if shipped_large(key) is not None
         }
@@ -904,7 +885,7 @@ class LargeApp(pn.viewable.Viewer):
         self.loading = pn.indicators.LoadingSpinner(value=False, width=30, height=30, visible=False)
         self.error = pn.pane.Alert("", alert_type="danger", visible=False)
         self.layout = pn.Column(
-            page_header(
+            parts.page_header(
                 "large matrices: the whole launch, block by block", self.select, self.loading
             ),
             pn.Card(
@@ -972,7 +953,7 @@ class LargeApp(pn.viewable.Viewer):
                 trace, error = load_large(key), None
             except (OSError, TraceError, ValueError) as exc:
                 trace, error = None, exc
-            self._drawn.wait(timeout=120)  # shown once the page is drawn (see page_drawn)
+            self._drawn.wait(timeout=120)  # shown once the page is drawn (see parts.page_drawn)
             if doc is not None:
                 doc.add_next_tick_callback(lambda: done(trace, error))
             else:  # pragma: no cover
@@ -1080,18 +1061,17 @@ def create_app(paths: list[str] | None = None, served: bool | None = None) -> La
         (which reads the call stack: the served script says so).
     """
     # the barrier waits' DataTable; focus ring and dark-theme contrast (vizmm_apps.access)
-    pn.extension(*TABLE_EXTENSIONS, notifications=False, raw_css=page_css(opened_theme()))
+    page_extension(*parts.TABLE_EXTENSIONS)
     served = bool(pn.state.served) if served is None else served
     if served:
         catalogue.preload_once()
-        if pn.state.curdoc is not None:
-            pn.state.on_session_destroyed(release_memory_soon)
+        parts.on_page_closed()
     app = LargeApp(paths=paths, served=served)
     app.layout.append(PageLandmarks())
     return app
 
 
-if served_script(__name__):  # served, not imported by the dashboard
+if parts.served_script(__name__):  # served, not imported by the dashboard
     create_app([a for a in sys.argv[1:] if a.endswith(".vizmm")], served=True).servable(
         title="vizmm · large matrices"
     )

@@ -152,7 +152,7 @@ class CheckView(pn.viewable.Viewer):
     def __init__(self, report, index: int = 0, theme: str = "light"):
         super().__init__()
         self.report = report
-        parts: list = [pn.pane.HTML(report._repr_html_(), sizing_mode="stretch_width")]
+        parts: list = [pn.pane.HTML(report, sizing_mode="stretch_width")]  # its _repr_html_
         self.replay: ReplayView | None = None
         found = [(i, f) for i, f in enumerate(report.findings) if f.block is not None]
         if report.findings and not 0 <= index < len(report.findings):

@@ -25,11 +25,10 @@ import param
 from vizmm.analysis import occupancy as occ  # noqa: E402
 from vizmm.analysis import roofline as rl  # noqa: E402
 from vizmm.render.roofline_bokeh import RooflineView, speed_figure  # noqa: E402
-from vizmm_apps.access import PageLandmarks, opened_theme, page_css  # noqa: E402
+from vizmm_apps.access import PageLandmarks, opened_theme, page_extension  # noqa: E402
 from vizmm_apps.parts import page_header, served_script  # noqa: E402
 
 TAB = "Occupancy & speed"
-KERNELS = ("tiled", "boundary", "dynamic", "naive", "general")
 
 
 def _measured(device: str) -> str:
@@ -51,7 +50,7 @@ class OccupancyView(pn.viewable.Viewer):
     device: param.Selector[str] = param.Selector(
         default="A100", objects=list(occ.DEVICES), doc="Device preset"
     )
-    kernel: param.Selector[str] = param.Selector(default="tiled", objects=list(KERNELS))
+    kernel: param.Selector[str] = param.Selector(default="tiled", objects=list(occ.KERNEL_NAMES))
     tile_width = param.Integer(default=16, bounds=(1, occ.MAX_TILE_WIDTH), label="TILE_WIDTH")
 
     def __init__(self, state=None, **params):
@@ -90,7 +89,7 @@ class OccupancyView(pn.viewable.Viewer):
 
     def _on_trace(self, *events) -> None:
         t = self._trace()
-        if t is not None and t.kernel in KERNELS:
+        if t is not None and t.kernel in occ.KERNEL_NAMES:
             self.param.update(kernel=t.kernel, tile_width=t.tile_width)
         self._update()
 
@@ -203,7 +202,7 @@ class OccupancyView(pn.viewable.Viewer):
 
 
 if served_script(__name__):
-    pn.extension(notifications=False, raw_css=page_css(opened_theme()))
+    page_extension()
     pn.Column(
         page_header("occupancy and speed (Sections 5.4 and 5.6)"), OccupancyView(), PageLandmarks()
     ).servable(title="vizmm · occupancy and speed")

@@ -11,7 +11,7 @@ import textwrap
 import threading
 import urllib.parse
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import panel as pn
 from packaging.version import Version
@@ -20,6 +20,7 @@ from panel.custom import JSComponent
 from vizmm.serve.memory import freeze, freezing, release_memory_soon, start_freezing
 
 __all__ = [
+    "Job",
     "MAX_URL_VALUE_CHARS",
     "PageScript",
     "TABLE_EXTENSIONS",
@@ -29,7 +30,7 @@ __all__ = [
     "page_drawn",
     "page_header",
     "play",
-    "release_memory_soon",
+    "on_page_closed",
     "replace_timer",
     "served_script",
 ]
@@ -102,6 +103,76 @@ def drop_long_url_values(location, limit: int = MAX_URL_VALUE_CHARS) -> list[str
     if dropped:
         location.search = "?" + urllib.parse.urlencode(keep) if keep else ""
     return dropped
+
+
+class Job:
+    """Work done off the page's event loop: its progress, its outcome, a way to stop it.
+
+    ``work(job)`` runs in a thread (:meth:`start`) or here (:meth:`run`); it
+    may say how far it is with :meth:`progress` and should stop soon after
+    :attr:`cancel` is set. The page polls :attr:`finished` on a timer and then
+    reads :attr:`result`, or :attr:`error` (the exception the work raised).
+
+    Parameters
+    ----------
+    work : callable
+        ``work(job) -> result``.
+    name : str
+        What the work is (a trace key, say), for the page and the thread.
+    """
+
+    def __init__(self, work: Callable[[Job], Any], name: str = "job"):
+        self.work, self.name = work, name
+        self.done = self.total = 0
+        self.result: Any = None
+        self.error: Exception | None = None
+        self.finished = False
+        self.cancel = threading.Event()
+
+    def progress(self, done: int, total: int) -> None:
+        """Say that ``done`` of ``total`` parts (blocks, say) are done; from any thread.
+
+        Parameters
+        ----------
+        done, total : int
+            Parts done and parts in all.
+        """
+        self.done, self.total = done, total
+
+    @property
+    def percent(self) -> int | None:
+        """How far the work is, 0 to 100 (None until it has said)."""
+        return int(100 * self.done / self.total) if self.total else None
+
+    def run(self) -> None:
+        """Do the work here; what it raises is kept as :attr:`error`."""
+        try:
+            self.result = self.work(self)
+        except Exception as exc:  # noqa: BLE001 - the page says it in its words
+            self.error = exc
+        self.finished = True
+
+    def start(self) -> None:
+        """Do the work in a daemon thread named after it."""
+        threading.Thread(target=self.run, name=f"vizmm-job-{self.name}"[:60], daemon=True).start()
+
+
+def on_page_closed(*callbacks: Callable) -> None:
+    """Call ``callbacks`` when this session's page closes, then release its memory.
+
+    ``callback(session_context)`` each, then
+    :func:`vizmm.serve.memory.release_memory_soon`; nothing outside a Bokeh
+    server session.
+
+    Parameters
+    ----------
+    *callbacks : callable
+        What the page does as it closes (cancel its work, leave its class).
+    """
+    if pn.state.curdoc is None:
+        return
+    for callback in (*callbacks, release_memory_soon):
+        pn.state.on_session_destroyed(callback)
 
 
 def page_drawn(served: bool) -> threading.Event:

@@ -95,8 +95,8 @@ class QuestionMode:
         dashboard.tap_claims.append(self._claim)
         dashboard.status_extras.append(self.status)
         self.state.pin = self._pin
-        self.state.param.watch(lambda *e: self._sync_buttons(), ["trace", "by", "bx"])
-        self.state.param.watch(lambda *e: self._show(), ["presenter"])
+        self.state.param.watch(lambda *e: self.sync_buttons(), ["trace", "by", "bx"])
+        self.state.param.watch(lambda *e: self.refresh(), ["presenter"])
 
     @property
     def marks(self) -> dict:
@@ -173,7 +173,8 @@ class QuestionMode:
         if self.box.visible and self.box not in self.panel.objects:
             self.panel.append(self.box)
 
-    def _sync_buttons(self) -> None:
+    def sync_buttons(self) -> None:
+        """Enable 'Ask a question here' and 'Quiz on this block' where the trace can be asked."""
         tr = self.state.trace
         ok = tr is not None and tr.kernel != "naive" and len(tr.detail_blocks) > 0
         self.ask_button.disabled = self.quiz_button.disabled = not ok
@@ -206,10 +207,8 @@ class QuestionMode:
     def _mark_scenes(self) -> None:
         """Give every scene of the page its marks (from the session's first question on)."""
         self._asked = True
-        scenes = [*getattr(self.dash, "_scenes", {}).values(), self.dash._scene]
-        for scene in scenes:
-            if scene is not None:
-                self._add_marks(scene)
+        for scene in self.dash.scenes:
+            self._add_marks(scene)
 
     def _add_marks(self, scene) -> None:
         """Draw the picks (and the answer) on the views, once per scene.
@@ -267,8 +266,8 @@ class QuestionMode:
     def _claim(self, view: str, i: int) -> bool:
         if self.question is None or self.revealed:
             return False
-        if view == "threads" and self.dash._scene is not None:
-            self._pick("threads", self.dash._scene.sources["threads"].data, i)
+        if view == "threads" and self.dash.scene is not None:
+            self._pick("threads", self.dash.scene.sources["threads"].data, i)
         return True  # while asking, taps answer (no following, no other block)
 
     def _pick(self, view: str, data, i: int) -> None:
@@ -294,7 +293,7 @@ class QuestionMode:
             self.picks ^= {pick}
         else:
             self.picks = set() if self.picks == {pick} else {pick}
-        self._show()
+        self.refresh()
 
     def _on_choice(self, event) -> None:
         q = self.question
@@ -302,7 +301,7 @@ class QuestionMode:
             return
         if event.new in q.choices:
             self.picks = {("choice", q.choices.index(event.new))}
-            self._show()
+            self.refresh()
 
     # -------------------------------------------------------- questions
     def _pin(self) -> dict | None:
@@ -388,7 +387,7 @@ class QuestionMode:
         self.choices.value = None
         self.choices.options = list(q.choices)
         self.choices.visible = bool(q.choices)
-        self._show()
+        self.refresh()
 
     def submit(self) -> None:
         """Hand in the picks: reveal now, or send them to the class (``on_submit``)."""
@@ -400,7 +399,7 @@ class QuestionMode:
                 return
             self.submitted, self.sent = True, set(self.picks)
             self.on_submit(q, set(self.sent))
-            self._show()
+            self.refresh()
             return
         self.reveal()
 
@@ -435,7 +434,7 @@ class QuestionMode:
             order=q.order,
             step=q.reveal_step,
         )
-        self._show()
+        self.refresh()
 
     def next(self) -> None:
         """The quiz's next question (or the score at the end)."""
@@ -449,14 +448,12 @@ class QuestionMode:
         """Leave question mode (the quiz's score stays shown)."""
         self.question, self.picks, self.revealed, self.correct = None, set(), False, None
         self._set_conceal(False)
-        self._show()
+        self.refresh()
 
     def _set_conceal(self, on: bool) -> None:
-        for other in getattr(self.dash, "_scenes", {}).values():  # every mode's scene
+        for other in self.dash.scenes:  # every mode's scene
             other.conceal = on
-        scene = self.dash._scene
-        if scene is not None and scene.conceal != on:
-            scene.conceal = on
+        scene = self.dash.scene
         if scene is not None and self.state.frame is not None and scene.trace is self.state.trace:
             scene.update(self.state.frame)
 
@@ -491,7 +488,8 @@ class QuestionMode:
                 add(p, WRONG, "✗")
         return out
 
-    def _show(self) -> None:
+    def refresh(self) -> None:
+        """Write the question box again from the question, the picks and the reveal."""
         try:
             self._show_now()
         finally:
@@ -502,9 +500,27 @@ class QuestionMode:
         q = self.question
         # presenter mode keeps the page to the projector: the panel only while asking
         self.panel.visible = not self.state.presenter or q is not None
+        self._draw_marks()
+        self.box.visible = q is not None
+        in_class = self.observer or self.on_submit is not None
+        for starter in self.starters:
+            starter.visible = (q is None or self.revealed) and not in_class
+        if q is None:
+            self._show_no_question()
+        else:
+            self.prompt.object = self._prompt_html(q)
+            self.picked.object = self._picks_html(q)
+            self.choices.disabled = self._locked() or self.observer
+            self._show_buttons(in_class)
+            self._show_result(q)
+        self.dash.refresh_status()
+        self._notify()
+
+    def _draw_marks(self) -> None:
+        """The picks (and the answer, revealed) on the views' mark sources."""
         marks = self._marks()
         if self._mark_sources is None and not any(d["x"] for d in marks.values()):
-            marks = {}  # nothing to mark yet, and no sources made to mark it on
+            return  # nothing to mark yet, and no sources made to mark it on
         for view, data in marks.items():
             # never shrink a source (BokehJS then fails on the glyphs' cached colours):
             # pad with marks at NaN, which are not drawn
@@ -516,29 +532,29 @@ class QuestionMode:
             data["dash"] += ["solid"] * pad
             data["label"] += [""] * pad
             self.marks[view].data = data
-        self.box.visible = q is not None
-        in_class = self.observer or self.on_submit is not None
-        for starter in self.starters:
-            starter.visible = (q is None or self.revealed) and not in_class
-        if q is None:
-            self.prompt.object = self._score_html()
-            self.box.visible = bool(self.quiz) and self.index >= 0
-            self.picked.object = ""
-            self.result.visible = False
-            for b in (self.submit_button, self.skip_button, self.next_button):
-                b.visible = False
-            self.close_button.visible = False
-            self.dash.refresh_status()
-            self._notify()
-            return
+
+    def _show_no_question(self) -> None:
+        """No question open: the quiz's score (if a quiz ran), no buttons."""
+        self.prompt.object = self._score_html()
+        self.box.visible = bool(self.quiz) and self.index >= 0
+        self.picked.object = ""
+        self.result.visible = False
+        for b in (self.submit_button, self.skip_button, self.next_button, self.close_button):
+            b.visible = False
+
+    def _prompt_html(self, q: Question) -> str:
+        """The question's prompt, numbered within its quiz (or the class's numbering)."""
         in_quiz = bool(self.quiz) and self.index >= 0
         number = f"Question {self.index + 1} of {len(self.quiz)} · " if in_quiz else ""
         if self.number and not in_quiz:
             number = f"{self.number} · "
-        self.prompt.object = (
+        return (
             f'<div id="vizmm-question" style="font-size:1.15em"><b>{number}</b>'
             f"{html.escape(q.prompt)}</div>"
         )
+
+    def _picks_html(self, q: Question) -> str:
+        """The answer picked so far, whether it is sent, and where to click."""
         mine = (
             answer_label(q, self.picks)
             if self.picks
@@ -554,10 +570,10 @@ class QuestionMode:
         )
         mine = html.escape(render_text(mine, "unicode"))
         click = "" if self._locked() or not where else f" · click in {html.escape(where)}"
-        self.picked.object = (
-            f'<span id="vizmm-picks">Your answer: <b>{mine}</b>{wait}{click}</span>'
-        )
-        self.choices.disabled = self._locked() or self.observer
+        return f'<span id="vizmm-picks">Your answer: <b>{mine}</b>{wait}{click}</span>'
+
+    def _show_buttons(self, in_class: bool) -> None:
+        """Submit (or Send, in class), Skip, Next and Close as the question stands."""
         self.submit_button.visible = not self.revealed and not self.observer
         sent = self.on_submit is not None and self.submitted
         self.submit_button.disabled = sent
@@ -569,25 +585,26 @@ class QuestionMode:
         self.next_button.visible = self.revealed and bool(self.quiz) and self.on_submit is None
         self.next_button.label = "Next question" if more else "Show the score"
         self.close_button.visible = self.revealed and self.on_submit is None
-        if self.revealed:
-            kind: Literal["info", "secondary", "success", "danger"]
-            if self.observer:
-                head, kind = "Revealed.", "info"
-            elif self.correct is None:
-                head, kind = "Skipped." if not self.on_submit else "No answer sent.", "secondary"
-            elif self.correct:
-                head, kind = "✓ Right.", "success"
-            else:
-                head, kind = "✗ Not quite.", "danger"
-            self.result.object = (  # a Markdown pane: the book's notation, '*' kept
-                f"<b>{head}</b> The answer: <b>{_md(q.answer_text)}</b>. {_md(q.explanation)}"
-            )
-            self.result.alert_type = kind
-            self.result.visible = True
-        else:
+
+    def _show_result(self, q: Question) -> None:
+        """Revealed: right, not quite, skipped (or, observing, just the answer); else hidden."""
+        if not self.revealed:
             self.result.visible = False
-        self.dash.refresh_status()
-        self._notify()
+            return
+        kind: Literal["info", "secondary", "success", "danger"]
+        if self.observer:
+            head, kind = "Revealed.", "info"
+        elif self.correct is None:
+            head, kind = "Skipped." if not self.on_submit else "No answer sent.", "secondary"
+        elif self.correct:
+            head, kind = "✓ Right.", "success"
+        else:
+            head, kind = "✗ Not quite.", "danger"
+        self.result.object = (  # a Markdown pane: the book's notation, '*' kept
+            f"<b>{head}</b> The answer: <b>{_md(q.answer_text)}</b>. {_md(q.explanation)}"
+        )
+        self.result.alert_type = kind
+        self.result.visible = True
 
     def _score_html(self) -> str:
         if not self.quiz:
@@ -664,6 +681,6 @@ def question_mode(dash):
         The question box, shown under the dashboard's controls.
     """
     dash.questions = QuestionMode(dash)
-    dash.questions._sync_buttons()
-    dash.questions._show()
+    dash.questions.sync_buttons()
+    dash.questions.refresh()
     return dash.questions.panel

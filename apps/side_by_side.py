@@ -36,7 +36,7 @@ from vizmm.render.bokeh_scene import Scene  # noqa: E402
 from vizmm.replay import Lockstep, Replay  # noqa: E402
 from vizmm.replay.navigator import clamp  # noqa: E402
 from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
-from vizmm_apps.access import PageLandmarks, opened_theme, page_css  # noqa: E402
+from vizmm_apps.access import PageLandmarks, page_extension  # noqa: E402
 from vizmm_apps.keys import KeyboardShortcuts  # noqa: E402
 from vizmm_apps.parts import drop_long_url_values, page_drawn, page_header, served_script  # noqa: E402
 from vizmm_apps.url_params import link_one_based  # noqa: E402
@@ -446,7 +446,7 @@ def create_app(served: bool | None = None) -> SideBySide:
         Whether this runs in a Bokeh server session; by default ``pn.state.served``
         (which reads the call stack: the served script says so).
     """
-    pn.extension(notifications=False, raw_css=page_css(opened_theme()))
+    page_extension()
     return SideBySide(served=served)
 
 

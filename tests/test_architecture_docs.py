@@ -14,6 +14,7 @@ LAYERS = (
     "vizmm/analysis",
     "vizmm/render",
     "vizmm/serve",
+    "vizmm/grade",
     "apps",
 )
 SECTIONS = ("## Files", "## Terms", "## How to extend", "## Gotchas")

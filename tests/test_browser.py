@@ -184,6 +184,27 @@ def test_corrupted_upload_shows_a_clear_message(page, server):
     shot(page, "upload-error")
 
 
+def test_uploads_go_in_chunks_and_the_limit_is_checked_first(page, server):
+    """A file of several chunks arrives whole; one over the limit is not sent at all."""
+    from vizmm.serve.catalogue import MAX_UPLOAD_BYTES
+
+    open_page(page, server)
+    open_menu(page)
+    page.get_by_text("Load a trace file", exact=True).first.click()
+    box = page.locator("input[type=file]").first
+    junk = b"not a trace " * 250_000  # 3 MB: three chunks of 1 MB
+    box.set_input_files(files=[{"name": "three.vizmm", "mimeType": "", "buffer": junk}])
+    message = page.get_by_text("Could not load three.vizmm")
+    message.first.wait_for(timeout=30000)
+    assert "not a vizmm trace" in message.first.inner_text()  # sent, read, refused
+    big = bytes(MAX_UPLOAD_BYTES + 1)
+    box.set_input_files(files=[{"name": "big.vizmm", "mimeType": "", "buffer": big}])
+    refused = page.get_by_text("over this server's upload limit").first
+    refused.wait_for(timeout=30000)
+    assert "big.vizmm" in refused.inner_text()
+    assert status(page)["ready"]  # the trace shown stays
+
+
 def test_a_trace_chosen_as_a_file_chooser_gives_it_loads(page, server, tmp_path):
     """The README's recipe: save a trace, then *Load a trace file*, chosen by path.
 

@@ -124,11 +124,11 @@ def test_students_are_told_when_the_instructor_page_closes(memory_store, monkeyp
 def test_an_instructor_not_heard_from_counts_as_gone():
     now = 1_000_000.0
     cls = {"instructor_seen": 0.0}
-    assert not C.instructor_gone(cls, now)  # never loaded yet: not gone
+    assert not C.Attendance(cls, now).instructor_gone  # never loaded yet: not gone
     cls["instructor_seen"] = now - 5
-    assert not C.instructor_gone(cls, now)
+    assert not C.Attendance(cls, now).instructor_gone
     cls["instructor_seen"] = now - S.INSTRUCTOR_TIMEOUT_S
-    assert C.instructor_gone(cls, now)  # its process ended without a word
+    assert C.Attendance(cls, now).instructor_gone  # its process ended without a word
 
 
 def test_an_old_instructor_page_closing_after_a_reload_says_nothing(memory_store):
@@ -203,3 +203,12 @@ def test_class_reveal_in_chromium(new_page, dashboard_url, tmp_path):
     sender.get_by_text("The instructor's page has closed.").first.wait_for(timeout=10000)
     sender.screenshot(path=os.path.join(SHOTS, "class-instructor-gone.png"))
     assert errors == []
+
+
+def test_the_students_here_are_the_seats_stamped_lately():
+    now = 1_000_000.0
+    seats = {"a": {"seen": now - 1}, "b": {"seen": now - C.SEAT_TIMEOUT_S}, "c": {"seen": now}}
+    cls = {"seats": seats}
+    assert C.Attendance(cls, now).present == 2  # b's page went quiet SEAT_TIMEOUT_S ago
+    assert C.Attendance(cls, now).drop_stale() and sorted(cls["seats"]) == ["a", "c"]
+    assert not C.Attendance(cls, now).drop_stale()

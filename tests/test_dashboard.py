@@ -543,13 +543,13 @@ def test_background_recording_reports_progress(dash, monkeypatch):
 
     timer = Timer()
     monkeypatch.setattr(pn.state, "add_periodic_callback", lambda cb, period: timer)
-    dash.state._loader = dash._load_in_background
+    dash.state.loader = dash._load_in_background
     key = "rec:tiled:5x5x5:T2:s3:simulator"
     dash.state.choose_source(key)
     assert dash.state.busy.startswith("Loading tiled") and dash.progress.visible
     assert "Loading tiled" in dash.status_pane.object
     deadline = time.time() + 60
-    while not dash._job["finished"] and time.time() < deadline:
+    while not dash._job.finished and time.time() < deadline:
         time.sleep(0.05)
     dash._poll_job()
     st = dash.state.status()

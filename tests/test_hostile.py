@@ -488,12 +488,9 @@ def test_uploads_empty_too_large_and_foreign():
     assert "e.vizmm is empty" in d.state.message and d.alert.visible
 
 
-class _Event:
-    event_name = "upload_event"
-
-    def __init__(self, name, chunk, total, data):
-        self.data = {"name": name, "chunk": chunk, "total_chunks": total, "data": data,
-                     "type": "application/octet-stream"}  # fmt: skip
+def _chunk(name, chunk, total, data):
+    """One upload message as the page sends it (``UploadBox``'s ``model.send_msg``)."""
+    return {"name": name, "chunk": chunk, "total_chunks": total, "data": data}
 
 
 def test_upload_box_refuses_chunks_over_the_limit():
@@ -502,19 +499,50 @@ def test_upload_box_refuses_chunks_over_the_limit():
     d = _dashboard()
     box = d.upload
     n = MAX_UPLOAD_BYTES // box.chunk_size + 5  # says so up front
-    box._process_event(_Event("huge.vizmm", 1, n, bytes(box.chunk_size)))
+    box.receive(_chunk("huge.vizmm", 1, n, bytes(box.chunk_size)))
     assert "over this server's upload limit" in box.refused
-    assert "huge.vizmm" in d.state.message and not box._file_buffer
+    assert "huge.vizmm" in d.state.message and not box.pending
+    # a file whose declared size is over the limit is refused from its first message
+    box.refused = ""
+    box.receive({**_chunk("big.vizmm", 1, 1, b""), "size": MAX_UPLOAD_BYTES + 1})
+    assert "big.vizmm" in box.refused and not box.pending
     # a client that sends bigger chunks than it says is cut off when the bytes add up
     box.refused = ""
     big = bytes(MAX_UPLOAD_BYTES // 2 + 1)
-    for i in (1, 2):
-        box._process_event(_Event("liar.vizmm", i, 3, big))
-    assert "liar.vizmm" in box.refused and not box._file_buffer
-    box._process_event(_Event("liar.vizmm", 3, 3, big))  # the rest is ignored
-    assert not box.value
-    box._process_event(_Event("empty.vizmm", 1, 1, b""))
-    assert "empty" in box.refused
+    box.receive(_chunk("liar.vizmm", 1, 3, big))
+    assert box.pending == ("liar.vizmm",) and not box.refused
+    box.receive(_chunk("liar.vizmm", 2, 3, big))
+    assert "liar.vizmm" in box.refused and not box.pending
+    box.receive(_chunk("liar.vizmm", 3, 3, big))  # the rest is ignored
+    assert not box.value and not box.pending
+    # chunks out of order, or numbered past their total, are refused
+    box.receive(_chunk("skip.vizmm", 1, 3, b"ab"))
+    box.receive(_chunk("skip.vizmm", 3, 3, b"cd"))
+    assert "skip.vizmm" in box.refused and not box.pending and not box.value
+    # a new upload forgets an unfinished one: the box holds one file's chunks at most
+    box.receive(_chunk("first.vizmm", 1, 3, b"ab"))
+    box.receive(_chunk("second.vizmm", 1, 3, b"cd"))
+    assert box.pending == ("second.vizmm",)
+    box.receive(_chunk("first.vizmm", 2, 3, b"ef"))  # ignored: no longer begun
+    assert box.pending == ("second.vizmm",) and not box.value
+    box.receive(_chunk("odd.vizmm", 2, 1, b"ab"))
+    assert "odd.vizmm" in box.refused and not box.value
+    box.receive(_chunk("empty.vizmm", 1, 1, b""))
+    assert "empty" in box.refused and not box.value
+
+
+def test_upload_box_joins_the_chunks_in_order():
+    d = _dashboard()
+    box = d.upload
+    seen = []
+    box.param.watch(lambda e: seen.append(dict(e.new)), "value")
+    box.receive(_chunk("a.vizmm", 1, 3, b"PK"))
+    box.receive(_chunk("a.vizmm", 2, 3, b"\x03"))
+    assert not seen and box.pending == ("a.vizmm",)
+    box.receive(_chunk("a.vizmm", 3, 3, b"\x04"))
+    assert {"a.vizmm": b"PK\x03\x04"} in seen and not box.pending
+    # the dashboard read it (and keeps no copy): not a trace file, said in one line
+    assert "a.vizmm" in d.state.message and "not a" in d.state.message and not box.value
 
 
 # ------------------------------------------------------------------ server

@@ -317,6 +317,29 @@ def test_pages_use_no_private_names_of_other_modules():
     assert bad == []
 
 
+def _private_reaches(source: str, filename: str = "page.py") -> list[str]:
+    """Private members (``x._y``) reached on anything but ``self`` or ``cls``."""
+    bad = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and _is_private(node.attr):
+            if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                bad.append(f"{filename}:{node.lineno} uses {ast.unparse(node)}")
+    return bad
+
+
+def test_pages_reach_no_private_member_of_another_object():
+    # what the question mode once read of the dashboard, and what it may read
+    page = "def f(self, dash):\n    return self.dash._scene, dash._served, self._own, cls._esm\n"
+    assert _private_reaches(page) == [
+        "page.py:2 uses self.dash._scene",
+        "page.py:2 uses dash._served",
+    ]
+    bad = []
+    for path in _files("apps"):
+        bad += _private_reaches(path.read_text(encoding="utf-8"), str(path.relative_to(REPO)))
+    assert bad == []
+
+
 _OURS = ("vizmm", "vizmm_apps", "apps", "vizmm_kernels")
 
 

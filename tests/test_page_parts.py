@@ -122,7 +122,7 @@ def test_loading_sections_made_when_first_opened(dash):
     form = section("Record a trace")  # the form's own layout
     assert any(o is dash.record_form._button for o in form.objects)
     dash.more.value = titles
-    assert any(o is dash.upload for o in section("Load a trace file").objects)
+    assert any(o is dash.upload.sender for o in section("Load a trace file").objects)
     assert "next step" in section("Keys and clicks").object
     # in the buttons' order, whatever the order they were opened in
     shown = [c.objects[0].object for c in dash.more_sections.objects]
@@ -201,3 +201,28 @@ def test_served_page_shows_the_alert_it_left_out(new_page, dashboard_url):
     top = alert.bounding_box()["y"]
     assert top < pg.locator("#vizmm-status").bounding_box()["y"]
     assert not errors, errors
+
+
+def test_a_job_keeps_its_progress_its_result_or_what_it_raised():
+    import threading
+
+    from vizmm_apps.parts import Job
+
+    def work(job):
+        job.progress(3, 4)
+        return 6 * 7
+
+    job = Job(work, "answer")
+    assert job.percent is None and not job.finished
+    job.start()
+    thread = next((t for t in threading.enumerate() if t.name == "vizmm-job-answer"), None)
+    if thread is not None:  # None: it has already finished
+        thread.join(30)
+    assert job.finished and job.result == 42 and job.error is None and job.percent == 75
+
+    def broken(job):
+        raise ValueError("no such block")
+
+    failed = Job(broken)
+    failed.run()
+    assert failed.finished and isinstance(failed.error, ValueError) and failed.result is None

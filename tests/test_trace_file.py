@@ -241,3 +241,19 @@ def test_constructor_validates_codes(trace):
     arrays["loads"][0, 0, 0, 0, 0] = 9
     with pytest.raises(TraceError, match="unknown access code"):
         Trace(meta=dict(trace.meta), **arrays)
+
+
+def test_a_read_trace_makes_its_seeded_inputs_when_first_read(trace, saved):
+    from vizmm.trace.model import ARRAY_NAMES
+
+    back = vizmm.load(saved)
+    assert all(trace.is_made(n) for n in ARRAY_NAMES)  # a recording holds every array
+    assert not back.is_made("M") and not back.is_made("N")  # from the seed, when read
+    bytes_before = back.nbytes
+    np.testing.assert_array_equal(back.M, trace.M)
+    assert back.is_made("M") and not back.is_made("N")
+    for n in ARRAY_NAMES:
+        getattr(back, n)
+    assert all(back.is_made(n) for n in ARRAY_NAMES)
+    # counted before as they are once made: the bytes of the arrays themselves
+    assert bytes_before == back.nbytes == sum(getattr(trace, n).nbytes for n in ARRAY_NAMES)

@@ -13,19 +13,22 @@ and exit code 2, never a traceback; a recording that fails writes no file.
 
 Adding a subcommand
 -------------------
-Each subcommand is one function ``add_NAME_parser(subparsers)`` that calls
-``_subcommand(subparsers, cmd_NAME)`` (which adds the parser, makes
-``cmd_NAME`` its handler and takes its help, description and examples from
-``cmd_NAME``'s docstring) and declares its options. The handler takes the
-parsed :class:`argparse.Namespace`, returns the exit code (0 for success)
-and raises :class:`CLIError` (or one of :data:`INPUT_ERRORS`) for bad input;
-:func:`main` turns those into the one-line message and exit code 2. A new
-subcommand is one more entry in :data:`SUBCOMMANDS`.
+Each subcommand is a handler ``cmd_NAME(args)`` and a function
+``_NAME_options(p)`` declaring its options on its parser, paired in
+:data:`SUBCOMMANDS`; :func:`build_parser` adds each with
+``_subcommand(subparsers, cmd_NAME)`` (which makes ``cmd_NAME`` the handler
+and takes its help, description and examples from ``cmd_NAME``'s
+docstring). The handler takes the parsed :class:`argparse.Namespace`,
+returns the exit code (0 for success) and raises :class:`CLIError` (or one
+of :data:`INPUT_ERRORS`) for bad input; :func:`main` turns those into the
+one-line message and exit code 2. A new subcommand is one more pair in
+:data:`SUBCOMMANDS`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import math
 import os
@@ -34,7 +37,7 @@ import signal
 import sys
 import textwrap
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from . import __version__
 from .record import (
@@ -347,15 +350,8 @@ def _block(trace, args: argparse.Namespace) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------- record
-def add_record_parser(subparsers) -> None:
-    """Add ``vizmm record``.
-
-    Parameters
-    ----------
-    subparsers : object
-        What ``argparse.ArgumentParser.add_subparsers()`` returned.
-    """
-    p = _subcommand(subparsers, cmd_record)
+def _record_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm record``."""
     size = p.add_mutually_exclusive_group(required=True)
     size.add_argument(
         "--shape",
@@ -529,15 +525,8 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 # -------------------------------------------------------------------- check
-def add_check_parser(subparsers) -> None:
-    """Add ``vizmm check``.
-
-    Parameters
-    ----------
-    subparsers : argparse._SubParsersAction
-        The ``vizmm`` parser's subcommands.
-    """
-    p = _subcommand(subparsers, cmd_check)
+def _check_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm check``."""
     p.add_argument("kernel", metavar="FILE.py:NAME", help="a @cuda.jit kernel of your own")
     size = p.add_mutually_exclusive_group(required=True)
     size.add_argument("--shape", type=parse_shape, metavar="J,K,L", help="M is J x K, N is K x L")
@@ -687,15 +676,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------- info
-def add_info_parser(subparsers) -> None:
-    """Add ``vizmm info``.
-
-    Parameters
-    ----------
-    subparsers : object
-        What ``argparse.ArgumentParser.add_subparsers()`` returned.
-    """
-    p = _subcommand(subparsers, cmd_info)
+def _info_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm info``."""
     _trace_argument(p)
 
 
@@ -720,15 +702,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 # -------------------------------------------------------------------- table
-def add_table_parser(subparsers) -> None:
-    """Add ``vizmm table``.
-
-    Parameters
-    ----------
-    subparsers : object
-        What ``argparse.ArgumentParser.add_subparsers()`` returned.
-    """
-    p = _subcommand(subparsers, cmd_table)
+def _table_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm table``."""
     _trace_argument(p)
     _block_option(p)
     p.add_argument(
@@ -832,18 +807,11 @@ EXPORT_OPTIONS = (
 )
 
 
-def add_export_parser(subparsers) -> None:
-    """Add ``vizmm export`` to the ``vizmm`` command's subparsers.
-
-    Parameters
-    ----------
-    subparsers : object
-        What ``argparse.ArgumentParser.add_subparsers()`` returned.
-    """
+def _export_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm export``."""
     from . import export
     from .replay import GRANULARITIES, ORDERS
 
-    p = _subcommand(subparsers, cmd_export)
     _trace_argument(p, "TRACE")
     p.add_argument(
         "-o",
@@ -951,15 +919,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- occupancy
-def add_occupancy_parser(subparsers) -> None:
-    """Add ``vizmm occupancy``.
-
-    Parameters
-    ----------
-    subparsers : object
-        What ``argparse.ArgumentParser.add_subparsers()`` returned.
-    """
-    p = _subcommand(subparsers, cmd_occupancy)
+def _occupancy_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm occupancy``."""
     p.add_argument(
         "--device",
         default="A100",
@@ -1020,15 +981,8 @@ def cmd_occupancy(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------- transactions
-def add_transactions_parser(subparsers) -> None:
-    """Add ``vizmm transactions``.
-
-    Parameters
-    ----------
-    subparsers : object
-        What ``argparse.ArgumentParser.add_subparsers()`` returned.
-    """
-    p = _subcommand(subparsers, cmd_transactions)
+def _transactions_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm transactions``."""
     _trace_argument(p)
     _block_option(p, "one row per warp")
     p.add_argument("--phase", type=int, default=0, help="phase of the rows (default 0)")
@@ -1091,15 +1045,8 @@ def cmd_transactions(args: argparse.Namespace) -> int:
 
 
 # -------------------------------------------------------------------- serve
-def add_serve_parser(subparsers) -> None:
-    """Add ``vizmm serve``.
-
-    Parameters
-    ----------
-    subparsers : object
-        What ``argparse.ArgumentParser.add_subparsers()`` returned.
-    """
-    p = _subcommand(subparsers, cmd_serve)
+def _serve_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm serve``."""
     p.add_argument(
         "--address",
         default="127.0.0.1",
@@ -1251,15 +1198,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------- doctor
-def add_doctor_parser(subparsers) -> None:
-    """Add ``vizmm doctor``.
-
-    Parameters
-    ----------
-    subparsers : object
-        What ``argparse.ArgumentParser.add_subparsers()`` returned.
-    """
-    p = _subcommand(subparsers, cmd_doctor)
+def _doctor_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm doctor``."""
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument(
         "--no-run",
@@ -1340,84 +1280,100 @@ def cmd_grade(args: argparse.Namespace) -> int:
     vizmm grade examples/assignment.toml submissions/ --csv class.csv --summary summary.html
     """
     from .grade import grade_many, load_assignment
-    from .grade.report import class_csv, feedback_html, results_json, summary_html
 
     assignment = load_assignment(args.assignment)
+    folder, paths = _submissions(args)
+    for p in (args.output, args.html, args.csv, args.summary):
+        if p:
+            check_writable(p)  # before any case runs
+    import tempfile
+
+    show_bar = folder and not args.quiet and sys.stderr.isatty()  # a bar on a terminal only
+    with tempfile.TemporaryDirectory(prefix="vizmm-grade-") as tmp:
+        with _case_bar(show_bar) as bar:
+            gradings = grade_many(assignment, paths, jobs=args.jobs, workdir=tmp, progress=bar)
+        if folder:  # written while the cases' folders are still there
+            _write_class(args, gradings)
+        else:
+            _write_one(args, gradings[0])
+    return EXIT_OK
+
+
+def _submissions(args: argparse.Namespace) -> tuple[bool, list[str]]:
+    """Whether ``vizmm grade`` was given a folder, and the submissions to grade."""
     target = args.submission
-    folder = os.path.isdir(target)
-    if folder:
-        if args.output or args.html:
-            raise CLIError("-o and --html are for one submission; a folder takes --csv, --summary")
-        paths = []
-        for n in sorted(os.listdir(target)):
-            p = os.path.join(target, n)
-            if not n.endswith(".py"):
-                continue
-            if not os.path.isfile(p):  # a folder (or anything else) named x.py: not graded
-                print(f"vizmm: skipped {n}: not a file", file=sys.stderr)
-                continue
-            paths.append(p)
-        if not paths:
-            raise CLIError(f"{target}: no submission (*.py) in this folder")
-    else:
+    if not os.path.isdir(target):
         if args.csv or args.summary:
             raise CLIError("--csv and --summary are for a folder of submissions")
         if not os.path.isfile(target):
             raise CLIError(f"{target}: no such submission file")
-        paths = [target]
-    outputs = [p for p in (args.output, args.html, args.csv, args.summary) if p]
-    for p in outputs:
-        check_writable(p)  # before any case runs
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="vizmm-grade-") as tmp:
-        bar = None
-        if folder and not args.quiet and sys.stderr.isatty():  # a bar on a terminal only
-            from tqdm import tqdm
-
-            bar = tqdm(unit="case", desc="grading", leave=False, file=sys.stderr)
-
-        def progress(done: int, total: int) -> None:
-            if bar is not None:
-                bar.total = total
-                bar.update(done - bar.n)
-
-        try:
-            gradings = grade_many(assignment, paths, jobs=args.jobs, workdir=tmp, progress=progress)
-        finally:
-            if bar is not None:
-                bar.close()
-        if not folder:
-            g = gradings[0]
-            if args.output:
-                atomic_write(args.output, results_json(g).encode("utf-8"))
-            if args.html:
-                atomic_write(args.html, feedback_html(g).encode("utf-8"))
-            if not args.quiet:
-                for r in g.cases:
-                    mark = "pass" if r.passed else "fail"
-                    print(f"{r.case.name}: {mark} ({r.score:g}/{r.max_score:g})")
-                print(f"score: {g.score:g} of {g.max_score:g}")
-        else:
-            if args.csv:
-                atomic_write(args.csv, class_csv(gradings).encode("utf-8"))
-            if args.summary:
-                atomic_write(args.summary, summary_html(gradings).encode("utf-8"))
-            if not args.quiet:
-                for g in gradings:
-                    print(f"{os.path.basename(g.submission)}: {g.score:g} of {g.max_score:g}")
-    return EXIT_OK
+        return False, [target]
+    if args.output or args.html:
+        raise CLIError("-o and --html are for one submission; a folder takes --csv, --summary")
+    paths = []
+    for n in sorted(os.listdir(target)):
+        p = os.path.join(target, n)
+        if not n.endswith(".py"):
+            continue
+        if not os.path.isfile(p):  # a folder (or anything else) named x.py: not graded
+            print(f"vizmm: skipped {n}: not a file", file=sys.stderr)
+            continue
+        paths.append(p)
+    if not paths:
+        raise CLIError(f"{target}: no submission (*.py) in this folder")
+    return True, paths
 
 
-def add_grade_parser(subparsers) -> None:
-    """Add ``vizmm grade`` to the ``vizmm`` command's subparsers.
+@contextlib.contextmanager
+def _case_bar(show: bool) -> Iterator[Callable[[int, int], None]]:
+    """``progress(done, total)`` of the cases graded: a tqdm bar on stderr where ``show``."""
+    if not show:
+        yield lambda done, total: None
+        return
+    from tqdm import tqdm
 
-    Parameters
-    ----------
-    subparsers : object
-        What ``argparse.ArgumentParser.add_subparsers()`` returned.
-    """
-    p = _subcommand(subparsers, cmd_grade)
+    bar = tqdm(unit="case", desc="grading", leave=False, file=sys.stderr)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        yield progress
+    finally:
+        bar.close()
+
+
+def _write_one(args: argparse.Namespace, g) -> None:
+    """One submission's grading: results.json (-o), the feedback page (--html), each case."""
+    from .grade.report import feedback_html, results_json
+
+    if args.output:
+        atomic_write(args.output, results_json(g).encode("utf-8"))
+    if args.html:
+        atomic_write(args.html, feedback_html(g).encode("utf-8"))
+    if not args.quiet:
+        for r in g.cases:
+            mark = "pass" if r.passed else "fail"
+            print(f"{r.case.name}: {mark} ({r.score:g}/{r.max_score:g})")
+        print(f"score: {g.score:g} of {g.max_score:g}")
+
+
+def _write_class(args: argparse.Namespace, gradings) -> None:
+    """A folder's gradings: the class CSV (--csv), the summary page (--summary), each score."""
+    from .grade.report import class_csv, summary_html
+
+    if args.csv:
+        atomic_write(args.csv, class_csv(gradings).encode("utf-8"))
+    if args.summary:
+        atomic_write(args.summary, summary_html(gradings).encode("utf-8"))
+    if not args.quiet:
+        for g in gradings:
+            print(f"{os.path.basename(g.submission)}: {g.score:g} of {g.max_score:g}")
+
+
+def _grade_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``vizmm grade``."""
     p.add_argument("assignment", metavar="ASSIGNMENT.toml", help="the assignment file")
     p.add_argument(
         "submission", metavar="SUBMISSION", help="a submission (.py) or a folder of them"
@@ -1437,24 +1393,19 @@ def add_grade_parser(subparsers) -> None:
 
 
 # --------------------------------------------------------------------- main
-#: One function per subcommand, each ``add(subparsers)``; see the module docstring.
-SUBCOMMANDS: list[Callable] = [
-    add_record_parser,
-    add_check_parser,
-    add_info_parser,
-    add_table_parser,
-    add_export_parser,
-    add_occupancy_parser,
-    add_transactions_parser,
-    add_serve_parser,
-    add_doctor_parser,
-    add_grade_parser,
+#: Every subcommand: its handler ``cmd_NAME`` and the function adding its options.
+SUBCOMMANDS: list[tuple[Callable, Callable[[argparse.ArgumentParser], None]]] = [
+    (cmd_record, _record_options),
+    (cmd_check, _check_options),
+    (cmd_info, _info_options),
+    (cmd_table, _table_options),
+    (cmd_export, _export_options),
+    (cmd_occupancy, _occupancy_options),
+    (cmd_transactions, _transactions_options),
+    (cmd_serve, _serve_options),
+    (cmd_doctor, _doctor_options),
+    (cmd_grade, _grade_options),
 ]
-
-
-def _command_name(add: Callable) -> str:
-    """The subcommand an ``add_NAME_parser`` function adds (``NAME``)."""
-    return add.__name__.removeprefix("add_").removesuffix("_parser")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -1470,7 +1421,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     command : str, optional
         A subcommand's name: only that one is added; every one by default.
     """
-    adds = [add for add in SUBCOMMANDS if _command_name(add) == command] or SUBCOMMANDS
+    chosen = [c for c in SUBCOMMANDS if c[0].__name__ == f"cmd_{command}"] or SUBCOMMANDS
     parser = _Parser(
         prog="vizmm",
         description="See the tiled matrix multiplication of PMPP chapter 5 run: record what "
@@ -1479,8 +1430,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"vizmm {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for add in adds:
-        add(subparsers)
+    for cmd, options in chosen:
+        options(_subcommand(subparsers, cmd))
     return parser
 
 

@@ -66,54 +66,19 @@ import numpy as np
 from ..trace import Trace
 from ..trace import access_log as A  # the log, its codes and views: every reader's
 from ..trace.access_log import AccessLog, one_element
+from .finding_kinds import ERROR, INFO, WARNING, finding_kind, kind_names
+from .finding_kinds import rank as kind_rank
 from .transactions import bank_wavefronts
 
 __all__ = [
     "ERROR",
     "INFO",
-    "KINDS",
-    "NOUNS",
     "WARNING",
     "CheckReport",
     "Finding",
     "counted",
     "findings",
 ]
-
-#: The finding kinds, in the order a tie in time is broken.
-KINDS = (
-    "race",
-    "out of bounds",
-    "wrong term",
-    "wrong P",
-    "uncoalesced",
-    "bank conflict",
-    "more global reads than tiling needs",
-)
-ERROR, WARNING, INFO = "error", "warning", "information"
-SEVERITY = {
-    "race": ERROR,
-    "out of bounds": ERROR,
-    "wrong term": ERROR,
-    "wrong P": ERROR,
-    "uncoalesced": WARNING,
-    "bank conflict": WARNING,
-    "more global reads than tiling needs": INFO,
-}
-
-#: Each kind as a counted noun, (one, several): "1 wrong term", "2 races".
-NOUNS = {
-    "race": ("race", "races"),
-    "out of bounds": ("out-of-bounds access", "out-of-bounds accesses"),
-    "wrong term": ("wrong term", "wrong terms"),
-    "wrong P": ("wrong P element", "wrong P elements"),
-    "uncoalesced": ("uncoalesced access", "uncoalesced accesses"),
-    "bank conflict": ("bank conflict", "bank conflicts"),
-    "more global reads than tiling needs": (
-        "matrix read more often than tiling needs",
-        "matrices read more often than tiling needs",
-    ),
-}
 
 
 def counted(n: int, one: str, several: str | None = None) -> str:
@@ -124,8 +89,8 @@ def counted(n: int, one: str, several: str | None = None) -> str:
     n : int
         How many.
     one : str
-        The noun for one (a kind of :data:`KINDS` takes its words from
-        :data:`NOUNS`).
+        The noun for one (a kind's name takes the kind's own nouns,
+        :class:`vizmm.analysis.finding_kinds.FindingKind`).
     several : str, optional
         The noun for zero or more than one; ``one + "s"`` by default.
 
@@ -134,8 +99,8 @@ def counted(n: int, one: str, several: str | None = None) -> str:
     str
         ``"1 wrong term"``, ``"61 wrong terms"``, ``"0 errors"``.
     """
-    if one in NOUNS and several is None:
-        one, several = NOUNS[one]
+    if several is None and one in kind_names():
+        return finding_kind(one).counted(n)
     return f"{n:,} {one if n == 1 else several or one + 's'}"
 
 
@@ -149,7 +114,7 @@ class Finding:
     Attributes
     ----------
     kind : str
-        One of :data:`KINDS`.
+        A registered kind's name (:func:`vizmm.analysis.finding_kinds.kind_names`).
     block : tuple of int or None
         ``(by, bx)`` of the block where it happened.
     thread : tuple of int or None
@@ -237,9 +202,12 @@ class CheckReport:
         return [f for f in self.findings if f.severity == ERROR]
 
     def counts(self) -> dict:
-        """Findings per kind, in :data:`KINDS` order (kinds found only)."""
+        """Findings per kind, in the registry's order (kinds found only).
+
+        The order is :func:`vizmm.analysis.finding_kinds.kind_names`'.
+        """
         out: dict = {}
-        for kind in KINDS:
+        for kind in kind_names():
             n = sum(f.kind == kind for f in self.findings)
             if n:
                 out[kind] = n
@@ -483,14 +451,14 @@ def _race(L: _Log, s: int, key: tuple, acc: list) -> Finding | None:
         ph if L.mds is not None else None,
         None,
         msg,
-        severity=ERROR,
+        severity=finding_kind("race").severity,
         other=tot,
         address=addr,
         label=label,
         lines=tuple(sorted({lst, lot})),
         epoch=epoch,
         marks={L.tile(a): (L.slot_rc(est),), "threads": (tst, tot)},
-        when=(L.rank(s), epoch, min(st[0], o[0]), 0, *tst),
+        when=(L.rank(s), epoch, min(st[0], o[0]), kind_rank("race"), *tst),
     )
 
 
@@ -547,7 +515,7 @@ def _out_of_bounds(L: _Log) -> list:
                     lines=(int(e[A.LINE]),),
                     epoch=int(e[A.EPOCH]),
                     marks=marks,
-                    when=(L.rank(s), int(e[A.EPOCH]), n, 1, *th),
+                    when=(L.rank(s), int(e[A.EPOCH]), n, kind_rank("out of bounds"), *th),
                 )
             )
     return out
@@ -635,7 +603,7 @@ def _p_finding(L: _Log, p: int, store, ref: np.ndarray) -> Finding | None:
             expected=float(want),
             got=None,
             marks={"P": ((r, c),), "threads": ((ty, tx),)},
-            when=(by * L.gx + bx, 1 << 30, 1 << 30, 3, ty, tx),
+            when=(by * L.gx + bx, 1 << 30, 1 << 30, kind_rank("wrong P"), ty, tx),
         )
     s, t, n, _v, ln, ep = store
     got = np.asarray(L.trace.P, np.float64)[r, c]
@@ -669,7 +637,7 @@ def _p_finding(L: _Log, p: int, store, ref: np.ndarray) -> Finding | None:
         lines=(ln,),
         epoch=ep,
         marks={"P": ((r, c),), "threads": (th,)},
-        when=(L.rank(s), ep, n, 3, *th),
+        when=(L.rank(s), ep, n, kind_rank("wrong P"), *th),
     )
 
 
@@ -836,7 +804,7 @@ def _wrong_term(L: _Log, s: int, t: int, at: tuple, term: tuple, slots, element=
         marks["M"], marks["N"] = tuple(M_rc), tuple(N_rc)
     got = (tuple(M_rc[0]) if M_rc else None, tuple(N_rc[0]) if N_rc else None)
     expected = None if want is None else (_rc(want[0], k), _rc(want[1], l))
-    at = (ph, kk, (L.rank(s), ep, n, 2, *th), lines, ep)
+    at = (ph, kk, (L.rank(s), ep, n, kind_rank("wrong term"), *th), lines, ep)
     return _term_finding(
         (by, bx), th, at, msg, marks, expected=expected, got=got, other=other, address=addr
     )
@@ -903,12 +871,12 @@ def _missing_term(L: _Log, rc, mi, ni, store) -> Finding:
         e = L.ev[s, t, n]
         ln, ep = int(e[A.LINE]), int(e[A.EPOCH])
         tail = f" before P was stored (line {L.at(ln)})"
-        when: tuple = (L.rank(s), ep, n, 2, *th)
+        when: tuple = (L.rank(s), ep, n, kind_rank("wrong term"), *th)
         lines: tuple = (ln,)
     else:
         by, bx, th = r // T, c // T, (r % T, c % T)
         ep, tail, lines = None, "", ()
-        when = (by * L.gx + bx, 1 << 30, 1 << 30, 2, *th)
+        when = (by * L.gx + bx, 1 << 30, 1 << 30, kind_rank("wrong term"), *th)
     words = (
         f"{where}: {_el('M', mi, k)}\u00b7{_el('N', ni, l)} of P_{{{r},{c}}} was never "
         f"accumulated (term missing){tail}"
@@ -1050,10 +1018,10 @@ def _transactions(L: _Log) -> list:
                 None,
                 None,
                 msg,
-                severity=WARNING,
+                severity=finding_kind(kind).severity,
                 lines=(ln,),
                 epoch=ep,
-                when=(L.rank(s), ep, n0, KINDS.index(kind), *L.thread(t0)),
+                when=(L.rank(s), ep, n0, kind_rank(kind), *L.thread(t0)),
             )
         )
     return out
@@ -1086,9 +1054,9 @@ def _reads(L: _Log) -> list:
                 f"rounded up): each block reads a tile once into shared memory",
                 expected=need,
                 got=most,
-                severity=INFO,
+                severity=finding_kind("more global reads than tiling needs").severity,
                 marks={name: ((r, c),)},
-                when=(1 << 30, 0, 0, KINDS.index("more global reads than tiling needs")),
+                when=(1 << 30, 0, 0, kind_rank("more global reads than tiling needs")),
             )
         )
     return out

@@ -41,6 +41,8 @@ import re
 
 import numpy as np
 
+from ..trace.kernels import BARRIER_KERNELS
+
 __all__ = [
     "AHEAD_DTYPE",
     "HAZARD_DTYPE",
@@ -287,7 +289,7 @@ def hazards(trace) -> np.ndarray:
         are read from its access log (:func:`vizmm.replay.own.own_lab`).
     """
     _book_only(trace, "vizmm.hazards")
-    if trace.kernel not in ("tiled", "boundary") or trace.n_phases == 0:
+    if trace.kernel not in BARRIER_KERNELS or trace.n_phases == 0:
         return np.zeros(0, HAZARD_DTYPE)
     kept = barriers_kept(trace)
     ew, er = epochs(trace.n_phases, kept)
@@ -710,7 +712,7 @@ def wrong_p(trace) -> np.ndarray:
     j, _, l = trace.shape
     T = trace.tile_width
     out = np.zeros((j, l), bool)
-    if trace.kernel not in ("tiled", "boundary") or trace.n_phases == 0:
+    if trace.kernel not in BARRIER_KERNELS or trace.n_phases == 0:
         return out
     ref = book_p(trace)
     for s, (by, bx) in enumerate(trace.detail_blocks.tolist()):

@@ -69,6 +69,7 @@ import os
 from collections.abc import Mapping
 from typing import Protocol
 
+from ..trace.kernels import KERNEL_SPECS, OCCUPANCY_KERNELS
 from ..trace.launch import MAX_TILE_WIDTH, ceil_div, check_tile_width
 
 __all__ = [
@@ -91,9 +92,8 @@ __all__ = [
 
 KB = 1024
 FLOAT_BYTES = 4
-KERNEL_NAMES = ("naive", "tiled", "boundary", "general", "dynamic")
-#: Kernels whose blocks hold Mds and Nds: ``2 * TILE_WIDTH**2 * 4`` bytes of shared memory.
-TILED_KERNELS = ("tiled", "boundary", "general", "dynamic")
+#: The kernels whose registers were measured (:attr:`vizmm.trace.KernelSpec.occupancy`).
+KERNEL_NAMES = OCCUPANCY_KERNELS
 DEVICES = ("A100", "H100", "H200")
 RESOURCES = ("threads", "blocks", "shared memory", "registers")
 _DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
@@ -350,12 +350,8 @@ class LiveGPU(Protocol):
 
         Parameters
         ----------
-        kernel : str
-            A kernel of :data:`vizmm.trace.KERNELS`.
-        tile_width : int
-            TILE_WIDTH, 1 to 32.
-        instrumented : bool
-            The recording build (with vizmm's records) rather than the plain kernel.
+        kernel, tile_width, instrumented
+            As :func:`measured_registers` takes them.
         """
 
 
@@ -399,7 +395,8 @@ def measured_registers(kernel: str, tile_width: int, instrumented: bool = False)
     Parameters
     ----------
     kernel : str
-        A kernel of :data:`vizmm.trace.KERNELS`.
+        A kernel whose registers were measured: one of :data:`KERNEL_NAMES`
+        (:attr:`vizmm.trace.KernelSpec.occupancy`), or ``'dynamic_any'``.
     tile_width : int
         TILE_WIDTH, 1 to 32.
     instrumented : bool
@@ -428,7 +425,7 @@ def kernel_resources(kernel: str, tile_width: int) -> tuple[int, int]:
     Parameters
     ----------
     kernel : str
-        A kernel of :data:`vizmm.trace.KERNELS`.
+        One of :data:`KERNEL_NAMES`.
     tile_width : int
         TILE_WIDTH, 1 to 32.
 
@@ -439,7 +436,7 @@ def kernel_resources(kernel: str, tile_width: int) -> tuple[int, int]:
     """
     _check_kernel(kernel)
     T = _check_tile_width(tile_width)
-    shared = 2 * T * T * FLOAT_BYTES if kernel in TILED_KERNELS else 0
+    shared = 2 * T * T * FLOAT_BYTES if KERNEL_SPECS[kernel].tiled else 0
     return T * T, shared
 
 

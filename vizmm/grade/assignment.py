@@ -227,6 +227,7 @@ def parse_assignment(data: dict, path: str = "") -> Assignment:
     Returns
     -------
     Assignment
+        The assignment, every key checked and its defaults filled in.
 
     Raises
     ------
@@ -239,6 +240,30 @@ def parse_assignment(data: dict, path: str = "") -> Assignment:
     if not isinstance(a, dict):
         raise AssignmentError("[assignment] is missing: it names the kernel and its signature")
     _unknown("assignment", a, _ASSIGNMENT_KEYS)
+    kernel, sig, tw_name = _kernel_and_signature(a)
+    points = _points(data)
+    cases = _cases(data, general=len(sig) == 6)
+    return Assignment(
+        title=_str(a, "assignment", "title", "Tiled matrix multiplication"),
+        kernel=kernel,
+        signature=tuple(sig),
+        tile_width_name=tw_name,
+        feedback=_str(a, "assignment", "feedback", "pictures", FEEDBACK_LEVELS),
+        time_limit_s=float(_num(a, "assignment", "time_limit_s", 60, 1, 3600)),
+        memory_limit_mb=_num(a, "assignment", "memory_limit_mb", 4096, 512, 1 << 20, True),
+        seed=_num(a, "assignment", "seed", 0, 0, 2**32 - 1, integer=True),
+        backend=_str(a, "assignment", "backend", "simulator", BACKENDS),
+        hidden_visibility=_str(
+            a, "assignment", "hidden_visibility", "after_published", VISIBILITIES
+        ),
+        points=points,
+        cases=cases,
+        path=path,
+    )
+
+
+def _kernel_and_signature(a: dict) -> tuple[str, list, str]:
+    """``[assignment]``'s kernel name, signature and the name of its TILE_WIDTH, checked."""
     kernel = _str(a, "assignment", "kernel")
     if not kernel.isidentifier():
         raise AssignmentError(f"assignment.kernel must be a Python name, got {kernel!r}")
@@ -248,11 +273,14 @@ def parse_assignment(data: dict, path: str = "") -> Assignment:
             f"assignment.signature must be {list(SIGNATURES[0])} or {list(SIGNATURES[1])}, "
             f"got {sig!r}"
         )
-    general = len(sig) == 6
     tw_name = _str(a, "assignment", "tile_width_name", "TILE_WIDTH")
     if not tw_name.isidentifier():
         raise AssignmentError(f"assignment.tile_width_name must be a Python name, got {tw_name!r}")
+    return kernel, sig, tw_name
 
+
+def _points(data: dict) -> dict[str, float]:
+    """``[points]``: each check's points (those above 0; at least one)."""
     pts = data.get("points")
     if not isinstance(pts, dict) or not pts:
         raise AssignmentError(
@@ -263,7 +291,11 @@ def parse_assignment(data: dict, path: str = "") -> Assignment:
     points = {n: p for n, p in points.items() if p > 0}
     if not points:
         raise AssignmentError("[points]: every check has 0 points; give at least one more")
+    return points
 
+
+def _cases(data: dict, general: bool) -> tuple[Case, ...]:
+    """``[[case]]``: each case's shape, TILE_WIDTH and name (a hidden one's its number)."""
     cases_in = data.get("case")
     if not isinstance(cases_in, list) or not cases_in:
         raise AssignmentError("[[case]] is missing: give at least one case (width, tile_width)")
@@ -276,29 +308,7 @@ def parse_assignment(data: dict, path: str = "") -> Assignment:
         if not isinstance(c, dict):
             raise AssignmentError(f"{sec} must be a table ([[case]]), got {c!r}")
         _unknown(sec, c, _CASE_KEYS)
-        if ("width" in c) == ("shape" in c):
-            raise AssignmentError(f"{sec}: give either width = W or shape = [j, k, l], not both")
-        if "width" in c:
-            w = _num(c, sec, "width", None, 1, MAX_SIDE, integer=True)
-            shape = (w, w, w)
-        else:
-            s = c["shape"]
-            if (
-                not isinstance(s, list)
-                or len(s) != 3
-                or any(isinstance(v, bool) or not isinstance(v, int) for v in s)
-                or not all(1 <= v <= MAX_SIDE for v in s)
-            ):
-                raise AssignmentError(
-                    f"{sec}.shape must be [j, k, l], three integers from 1 to {MAX_SIDE}, got {s!r}"
-                )
-            shape = (s[0], s[1], s[2])
-            if not general and len(set(shape)) != 1:
-                raise AssignmentError(
-                    f"{sec}.shape {s!r} is not square, but the signature (M, N, P, Width) "
-                    "takes square matrices; use width = W or the signature "
-                    "['M', 'N', 'P', 'j', 'k', 'l']"
-                )
+        shape = _case_shape(c, sec, general)
         tw = _num(c, sec, "tile_width", None, 1, MAX_TILE_WIDTH, integer=True)
         hidden = c.get("hidden", False)
         if not isinstance(hidden, bool):
@@ -314,23 +324,34 @@ def parse_assignment(data: dict, path: str = "") -> Assignment:
             n_public += 1
             name = _str(c, sec, "name", f"case {n_public}")
         cases.append(Case(i, shape, tw, hidden, name))
-    return Assignment(
-        title=_str(a, "assignment", "title", "Tiled matrix multiplication"),
-        kernel=kernel,
-        signature=tuple(sig),
-        tile_width_name=tw_name,
-        feedback=_str(a, "assignment", "feedback", "pictures", FEEDBACK_LEVELS),
-        time_limit_s=float(_num(a, "assignment", "time_limit_s", 60, 1, 3600)),
-        memory_limit_mb=_num(a, "assignment", "memory_limit_mb", 4096, 512, 1 << 20, True),
-        seed=_num(a, "assignment", "seed", 0, 0, 2**32 - 1, integer=True),
-        backend=_str(a, "assignment", "backend", "simulator", BACKENDS),
-        hidden_visibility=_str(
-            a, "assignment", "hidden_visibility", "after_published", VISIBILITIES
-        ),
-        points=points,
-        cases=tuple(cases),
-        path=path,
-    )
+    return tuple(cases)
+
+
+def _case_shape(c: dict, sec: str, general: bool) -> tuple[int, int, int]:
+    """A case's ``(j, k, l)``: ``width = W`` or ``shape = [j, k, l]`` (square unless general)."""
+    if ("width" in c) == ("shape" in c):
+        raise AssignmentError(f"{sec}: give either width = W or shape = [j, k, l], not both")
+    if "width" in c:
+        w = _num(c, sec, "width", None, 1, MAX_SIDE, integer=True)
+        return (w, w, w)
+    s = c["shape"]
+    if (
+        not isinstance(s, list)
+        or len(s) != 3
+        or any(isinstance(v, bool) or not isinstance(v, int) for v in s)
+        or not all(1 <= v <= MAX_SIDE for v in s)
+    ):
+        raise AssignmentError(
+            f"{sec}.shape must be [j, k, l], three integers from 1 to {MAX_SIDE}, got {s!r}"
+        )
+    shape = (s[0], s[1], s[2])
+    if not general and len(set(shape)) != 1:
+        raise AssignmentError(
+            f"{sec}.shape {s!r} is not square, but the signature (M, N, P, Width) "
+            "takes square matrices; use width = W or the signature "
+            "['M', 'N', 'P', 'j', 'k', 'l']"
+        )
+    return shape
 
 
 def load_assignment(path: str | os.PathLike) -> Assignment:

@@ -199,7 +199,11 @@ def replay_html(trace_path: str, finding: dict) -> str | None:
     return data.decode("utf-8")
 
 
-def _iframe(doc: str, title: str) -> str:
+def _replay_frame(trace_path: str, finding: dict, title: str) -> str:
+    """The finding's replay (:func:`replay_html`) in an iframe; empty where there is none."""
+    doc = replay_html(trace_path, finding)
+    if doc is None:
+        return ""
     return (
         f'<iframe class="replay" title="{html.escape(title)}" '
         f'srcdoc="{html.escape(doc, quote=True)}"></iframe>'
@@ -300,9 +304,9 @@ def feedback_html(grading: Grading, pictures: bool | None = None) -> str:
                     f"{html.escape(where)}</p>"
                 )
                 if pictures and r.trace_path:
-                    doc = replay_html(r.trace_path, first)
-                    if doc is not None:
-                        parts.append(_iframe(doc, f"replay of {r.case.name}{where}"))
+                    parts.append(
+                        _replay_frame(r.trace_path, first, f"replay of {r.case.name}{where}")
+                    )
         parts.append("</section>")
     return _page(f"{a.title}: {name}", "".join(parts))
 
@@ -428,9 +432,7 @@ def summary_html(gradings: Sequence[Grading], pictures: bool = True) -> str:
             f'<span class="finding">{html.escape(str(f.get("message")))}</span></p>'
         )
         if pictures and kind != "error" and r.trace_path:
-            doc = replay_html(r.trace_path, f)
-            if doc is not None:
-                parts.append(_iframe(doc, f"example of {kind}"))
+            parts.append(_replay_frame(r.trace_path, f, f"example of {kind}"))
         parts.append("</section>")
     return _page(f"{a.title}: class summary", "".join(parts))
 

@@ -101,7 +101,35 @@ def _check_place(place: str) -> dict[str, str]:
     return ADVICE_WORDS[place]
 
 
-class TraceTooLargeError(RecordError):
+class _OverLimit(RecordError):
+    """A limit a recording would exceed; its advice worded for the place that asks."""
+
+    def __reduce__(self):  # a worker process passes it back pickled
+        return (type(self), self._args())
+
+    def _args(self) -> tuple:
+        raise NotImplementedError
+
+    def _message(self, w: dict[str, str]) -> str:
+        raise NotImplementedError
+
+    def words(self, place: str) -> str:
+        """The message with its advice in the words of ``place`` (see :data:`ADVICE_WORDS`).
+
+        Parameters
+        ----------
+        place : str
+            Who asks: a key of :data:`ADVICE_WORDS` (``'python'``, ``'cli'``, ``'page'``).
+
+        Raises
+        ------
+        ValueError
+            For a place not in :data:`ADVICE_WORDS`.
+        """
+        return self._message(_check_place(place))
+
+
+class TraceTooLargeError(_OverLimit):
     """The trace would exceed the size limit; nothing was launched.
 
     Parameters
@@ -120,23 +148,10 @@ class TraceTooLargeError(RecordError):
         self.nbytes, self.limit = int(nbytes), int(limit)
         super().__init__(self.words("python"))
 
-    def __reduce__(self):  # a worker process passes it back pickled
-        return (type(self), (self.nbytes, self.limit))
+    def _args(self) -> tuple:
+        return (self.nbytes, self.limit)
 
-    def words(self, place: str) -> str:
-        """The message with its advice in the words of ``place`` (see :data:`ADVICE_WORDS`).
-
-        Parameters
-        ----------
-        place : str
-            Who asks: a key of :data:`ADVICE_WORDS` (``'python'``, ``'cli'``, ``'page'``).
-
-        Raises
-        ------
-        ValueError
-            For a place not in :data:`ADVICE_WORDS`.
-        """
-        w = _check_place(place)
+    def _message(self, w: dict[str, str]) -> str:
         return (
             f"this trace would take about {human_bytes(self.nbytes)} ({self.nbytes} bytes), "
             f"over the limit of {human_bytes(self.limit)} ({self.limit} bytes); "
@@ -144,7 +159,7 @@ class TraceTooLargeError(RecordError):
         )
 
 
-class TooSlowError(RecordError):
+class TooSlowError(_OverLimit):
     """The simulator would take longer than the limit; nothing was launched.
 
     Parameters
@@ -159,23 +174,10 @@ class TooSlowError(RecordError):
         self.seconds, self.limit = float(seconds), float(limit)
         super().__init__(self.words("python"))
 
-    def __reduce__(self):
-        return (type(self), (self.seconds, self.limit))
+    def _args(self) -> tuple:
+        return (self.seconds, self.limit)
 
-    def words(self, place: str) -> str:
-        """The message with its advice in the words of ``place`` (see :data:`ADVICE_WORDS`).
-
-        Parameters
-        ----------
-        place : str
-            Who asks: a key of :data:`ADVICE_WORDS`.
-
-        Raises
-        ------
-        ValueError
-            For a place not in :data:`ADVICE_WORDS`.
-        """
-        w = _check_place(place)
+    def _message(self, w: dict[str, str]) -> str:
         return (
             f"this recording would take the simulator about {human_duration(self.seconds)}, "
             f"over the limit of {human_duration(self.limit)} here; {w['window']}, a larger "

@@ -221,12 +221,8 @@ class LiveGPU:
 
         Parameters
         ----------
-        kernel : str
-            A kernel of :data:`vizmm.trace.KERNELS`.
-        tile_width : int
-            TILE_WIDTH, 1 to 32.
-        instrumented : bool
-            The recording build (with vizmm's records) rather than the plain kernel.
+        kernel, tile_width, instrumented
+            As :func:`vizmm.analysis.occupancy.measured_registers` takes them.
         """
         return compiled_registers(kernel, tile_width, instrumented)
 

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from ..trace import LaunchShape, Trace
+from ..trace import KERNEL_SPECS, LaunchShape, Trace
 from ..trace import access_log as D
 from . import instrument as I
 from .instrument_log import matmul_fields
@@ -100,46 +100,19 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
     import vizmm_kernels as K
     from vizmm_kernels import _target
 
-    from .launcher import _progress_reporter, _summarise_spread, _versions, plain_source
+    from .launcher import _progress_reporter, _summarise_spread
     from .targets import OWN
 
     own_sim = job.target == OWN
     engine = "simt" if own_sim else "process"
 
     shape: LaunchShape = job.launch
-    name, j, k, l, T = shape.kernel, shape.j, shape.k, shape.l, shape.tile_width
+    j, k, l, T = shape.j, shape.k, shape.l, shape.tile_width
     (gy, gx), nph = shape.grid, shape.n_phases
     blocks = [tuple(b) for b in job.blocks]
     t0 = time.perf_counter()
-    if kernel is None:
-        inst = book_kernel(name, T, job.drop_barrier, shared_loads=job.reads, engine=engine)
-        scalars = K.launch_dims(name, j, k, l, T)
-        source = plain_source(name)
-        first_line = 1
-        figure = K.FIGURES[name]
-    else:
-        inst = I.instrument(
-            kernel,
-            shared_loads=job.reads,
-            constants=job.constants or None,
-            terms=job.reads,
-            first_arrays=3,
-            engine=engine,
-        )
-        source = inst.source
-        first_line = inst.first_line
-        figure = f"user kernel {inst.name}"
+    inst, scalars, described = _kernel_of(job, kernel, engine)
     own = inst.params
-    if kernel is not None:
-        if len(own) == 4:
-            scalars = (k,)
-        elif len(own) == 6:
-            scalars = (j, k, l)
-        else:
-            raise I.InstrumentError(
-                f"kernel {inst.name}({', '.join(own)}) must take (M, N, P, Width) or "
-                "(M, N, P, j, k, l)"
-            )
     # P uninitialised, as cuda.device_array gives it (NaN here): a kernel that adds into P
     # (an atomic, P[r, c] += ...) zeroes it first
     P = np.full((j, l), np.nan, np.float32)
@@ -147,89 +120,14 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
     simulated = own_sim or _target.NAME == _target.SIMULATOR
     update, close = _progress_reporter(show, len(blocks) if simulated else gy * gx)
     grid, block = K.grid_dims(j, l, T)
-    from .targets import GPUUnavailableError, gpu_error
-
-    device = {}
     try:
-        if not simulated:
-            dev = _target.cuda.get_current_device()
-            device = {
-                "device_name": dev.name.decode() if isinstance(dev.name, bytes) else dev.name,
-                "sm_count": int(dev.MULTIPROCESSOR_COUNT),
-                "compute_capability": list(dev.compute_capability),
-            }
-        log = I.run(
-            inst,
-            values,
-            grid,
-            block,
-            blocks,
-            max_bytes=max_bytes,
-            aggregated=job.aggregated,
-            turns=bool(job.reads or job.drop_barrier),
-            update=update,
-            cancel=cancel,
-            phases=nph,
-            schedule=job.schedule,
+        log, device = _run_logged(
+            inst, values, (grid, block, nph), blocks, job, simulated, update, cancel, max_bytes
         )
-    except Exception as exc:  # a known failure inside the compiler or the driver
-        line = (
-            None
-            if simulated or isinstance(exc, I.InstrumentError)
-            else gpu_error(exc, _target.NAME)
-        )
-        if line is None:
-            raise
-        raise GPUUnavailableError(line) from exc
     finally:
         close()
     fields = matmul_fields(log, inst, shape, blocks, reads=job.reads)
-    nd = len(blocks)
-    meta = {
-        "kernel": name,
-        "figure": figure,
-        "source": source,
-        "source_first_line": first_line,
-        "tile_width": T,
-        "j": j,
-        "k": k,
-        "l": l,
-        "n_detail": nd,
-        "aggregated": job.aggregated,
-        "seed": job.seed,
-        "inputs": job.inputs,
-        **({"tile_width_from": job.tile_width_from} if job.tile_width_from is not None else {}),
-        "versions": _versions(),
-        "target": (
-            {"name": OWN, "version": _versions().get("vizmm", "unknown")}
-            if own_sim
-            else {"name": _target.NAME, "version": _target.VERSION}
-        ),
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "backend": "simulator" if simulated else "gpu",
-        **device,
-        "recorder": "instrumenter",
-        "access_log": {
-            "threads": int(log.events.shape[1]),
-            "cap": int(log.events.shape[2]),
-            "fields": list(D.FIELDS),
-            "arrays": [{"name": a.name, "space": a.space} for a in inst.arrays],
-            # the variable whose value the log carries beside each event (None: none)
-            "accumulator": inst.accumulator,
-        },
-        "instrument_s": round(inst.seconds, 3),
-    }
-    if kernel is not None:  # a kernel of the user's own: its name (absent: a book kernel)
-        meta["user_kernel"] = inst.name
-    if job.drop_barrier or job.reads:
-        meta["drop_barrier"] = list(job.drop_barrier)
-        meta["reads_recorded"] = bool(job.reads)
-        if simulated:
-            meta["sim_schedule"] = job.schedule if own_sim else "turns"
-    if simulated:
-        meta["simulated_blocks"] = [list(b) for b in blocks] if job.aggregated else "all"
-    if log.notes:  # vizmm's simulator: barriers some threads did not reach
-        meta["barrier_notes"] = list(log.notes[:20])
+    meta = _meta(job, inst, log, described, device, simulated, own_sim, user=kernel is not None)
     meta["elapsed_s"] = round(time.perf_counter() - t0, 3)
     from vizmm_kernels import codes
 
@@ -266,6 +164,147 @@ def launch(job, M, N, show=None, cancel=None, kernel=None, max_bytes=1 << 30) ->
             else {}
         ),
     )
+
+
+def _kernel_of(job, kernel, engine: str) -> tuple:
+    """The instrumented kernel, its scalar arguments and ``(source, first line, figure)``.
+
+    The book's ``job.launch.kernel`` when ``kernel`` is None, else the user's,
+    which takes ``(M, N, P, Width)`` or ``(M, N, P, j, k, l)``.
+    """
+    import vizmm_kernels as K
+
+    from .launcher import plain_source
+
+    shape: LaunchShape = job.launch
+    name, j, k, l, T = shape.kernel, shape.j, shape.k, shape.l, shape.tile_width
+    if kernel is None:
+        inst = book_kernel(name, T, job.drop_barrier, shared_loads=job.reads, engine=engine)
+        described = (plain_source(name), 1, KERNEL_SPECS[name].figure)
+        return inst, K.launch_dims(name, j, k, l, T), described
+    inst = I.instrument(
+        kernel,
+        shared_loads=job.reads,
+        constants=job.constants or None,
+        terms=job.reads,
+        first_arrays=3,
+        engine=engine,
+    )
+    described = (inst.source, inst.first_line, f"user kernel {inst.name}")
+    own = inst.params
+    if len(own) == 4:
+        scalars: tuple = (k,)
+    elif len(own) == 6:
+        scalars = (j, k, l)
+    else:
+        raise I.InstrumentError(
+            f"kernel {inst.name}({', '.join(own)}) must take (M, N, P, Width) or (M, N, P, j, k, l)"
+        )
+    return inst, scalars, described
+
+
+def _run_logged(inst, values, dims, blocks, job, simulated, update, cancel, max_bytes) -> tuple:
+    """The access log of one run and the GPU's properties (none in a simulator).
+
+    A known failure inside the compiler or the driver is one line
+    (:class:`~vizmm.record.targets.GPUUnavailableError`).
+    """
+    from vizmm_kernels import _target
+
+    from .targets import GPUUnavailableError, gpu_error
+
+    grid, block, nph = dims
+    device = {}
+    try:
+        if not simulated:
+            dev = _target.cuda.get_current_device()
+            device = {
+                "device_name": dev.name.decode() if isinstance(dev.name, bytes) else dev.name,
+                "sm_count": int(dev.MULTIPROCESSOR_COUNT),
+                "compute_capability": list(dev.compute_capability),
+            }
+        log = I.run(
+            inst,
+            values,
+            grid,
+            block,
+            blocks,
+            max_bytes=max_bytes,
+            aggregated=job.aggregated,
+            turns=bool(job.reads or job.drop_barrier),
+            update=update,
+            cancel=cancel,
+            phases=nph,
+            schedule=job.schedule,
+        )
+    except Exception as exc:  # a known failure inside the compiler or the driver
+        line = (
+            None
+            if simulated or isinstance(exc, I.InstrumentError)
+            else gpu_error(exc, _target.NAME)
+        )
+        if line is None:
+            raise
+        raise GPUUnavailableError(line) from exc
+    return log, device
+
+
+def _meta(job, inst, log, described, device, simulated, own_sim, user: bool) -> dict:
+    """The recording's ``meta`` (all but its time taken and barrier summaries)."""
+    from vizmm_kernels import _target
+
+    from .launcher import _versions
+    from .targets import OWN
+
+    shape: LaunchShape = job.launch
+    source, first_line, figure = described
+    meta = {
+        "kernel": shape.kernel,
+        "figure": figure,
+        "source": source,
+        "source_first_line": first_line,
+        "tile_width": shape.tile_width,
+        "j": shape.j,
+        "k": shape.k,
+        "l": shape.l,
+        "n_detail": len(job.blocks),
+        "aggregated": job.aggregated,
+        "seed": job.seed,
+        "inputs": job.inputs,
+        **({"tile_width_from": job.tile_width_from} if job.tile_width_from is not None else {}),
+        "versions": _versions(),
+        "target": (
+            {"name": OWN, "version": _versions().get("vizmm", "unknown")}
+            if own_sim
+            else {"name": _target.NAME, "version": _target.VERSION}
+        ),
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "backend": "simulator" if simulated else "gpu",
+        **device,
+        "recorder": "instrumenter",
+        "access_log": {
+            "threads": int(log.events.shape[1]),
+            "cap": int(log.events.shape[2]),
+            "fields": list(D.FIELDS),
+            "arrays": [{"name": a.name, "space": a.space} for a in inst.arrays],
+            # the variable whose value the log carries beside each event (None: none)
+            "accumulator": inst.accumulator,
+        },
+        "instrument_s": round(inst.seconds, 3),
+    }
+    if user:  # a kernel of the user's own: its name (absent: a book kernel)
+        meta["user_kernel"] = inst.name
+    if job.drop_barrier or job.reads:
+        meta["drop_barrier"] = list(job.drop_barrier)
+        meta["reads_recorded"] = bool(job.reads)
+        if simulated:
+            meta["sim_schedule"] = job.schedule if own_sim else "turns"
+    if simulated:
+        blocks = [tuple(b) for b in job.blocks]
+        meta["simulated_blocks"] = [list(b) for b in blocks] if job.aggregated else "all"
+    if log.notes:  # vizmm's simulator: barriers some threads did not reach
+        meta["barrier_notes"] = list(log.notes[:20])
+    return meta
 
 
 def _detail_spread(clock, blocks, dims, T, codes) -> np.ndarray:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..trace import Trace, from_bytes, seeded_inputs
+from ..trace import BARRIER_KERNELS, Trace, from_bytes, seeded_inputs
 from . import launcher, targets
 from .admission import (
     Budget,
@@ -350,66 +350,20 @@ def record(
     target it asked for (``NUMBA_ENABLE_CUDASIM=1`` for the simulator) and
     records here; one for another target runs in a worker process.
     """
-    if backend not in BACKENDS:
-        raise RecordError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    from .simt import SCHEDULES
-
-    if schedule not in SCHEDULES:
-        raise RecordError(
-            f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)} (the order "
-            "vizmm's simulator runs threads in between barriers)"
-        )
+    _check_choices(backend, schedule)
     _bind_early(backend)
-    user = None
-    if not isinstance(kernel, str) or ".py:" in kernel or "def " in kernel:
-        user, kernel = kernel, "general"  # any launch shape: j x k . k x l
+    user, kernel = _users(kernel)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise RecordError(f"seed must be an integer >= 0, got {seed!r}")
-    if width is not None:
-        w = _int("width", width)
-        if any(v is not None and v != w for v in (j, k, l)):
-            raise RecordError("give either width or j, k, l, not both with different values")
-        j = k = l = w
-    m_shape, n_shape = _shape_of("M", M), _shape_of("N", N)
-    if m_shape is not None:
-        if j is not None and j != m_shape[0] or k is not None and k != m_shape[1]:
-            raise RecordError(f"M has shape {m_shape}, which disagrees with j={j}, k={k}")
-        j, k = m_shape
-    if n_shape is not None:
-        if k is not None and k != n_shape[0]:
-            raise RecordError(
-                f"N has {n_shape[0]} rows but M has k={k} columns: M (j x k) . N (k x l) needs "
-                "the same k"
-            )
-        if l is not None and l != n_shape[1]:
-            raise RecordError(f"N has shape {n_shape}, which disagrees with l={l}")
-        k, l = n_shape
-    if j is None or k is None or l is None:
-        raise RecordError("give the sizes j, k, l (or width, or the matrices M and N)")
+    j, k, l = _sizes(j, k, l, width, M, N)
     chosen_from = None
     if tile_width is None:
-        if kernel != "dynamic":
-            raise RecordError(
-                f"tile_width is required for kernel {kernel!r}; only kernel='dynamic' "
-                "(Fig. 5.14) chooses its TILE_WIDTH from the device"
-            )
-        from .device import tile_width_from_device
-
-        tile_width, chosen_from = tile_width_from_device(backend, device)
+        tile_width, chosen_from = _tile_width_from_device(kernel, backend, device)
     launch, blocks = normalize(j, k, l, tile_width, kernel, window)
     j, k, l, T = launch.j, launch.k, launch.l, launch.tile_width
     drop = _check_drop_barrier(kernel, drop_barrier)
-    reads = bool(drop) if reads is None else bool(reads)
-    if reads and kernel not in ("tiled", "boundary") and user is None:
-        raise RecordError(
-            f"reads=True records the k loop's reads of Mds / Nds; kernel {kernel!r} has no "
-            "such reads (use 'tiled' or 'boundary')"
-        )
-    limits = Limits()
-    limits = Limits(
-        limits.max_bytes if max_bytes is None else int(max_bytes),
-        limits.max_simulator_seconds if max_seconds is None else float(max_seconds),
-    )
+    reads = _reads(reads, drop, kernel, user)
+    limits = _limits(max_bytes, max_seconds)
     if on_estimate is not None:
         on_estimate(estimate(j, k, l, T, kernel, blocks, reads=reads))
     est = admit(launch, blocks, backend, limits, reads=reads)  # every limit, from sizes alone
@@ -441,25 +395,111 @@ def record(
             constants=_constants(constants, user),
             schedule=schedule,
         )
-        if user is not None and not job.user_kernel:  # a function or source: here
-            if not targets.can_run_here(job.target):
-                raise RecordError(
-                    "a kernel given as a function records in this process, which is bound to "
-                    "another target; give it as 'file.py:name' to record it in a worker"
-                )
-            targets.bind_here(job.target)
-            from .instrument_trace import launch as instrumented
-
-            acquire(_LOCK, cancel)
-            try:
-                show = _show(progress, job.backend, est, quiet)
-                return instrumented(job, M, N, show, cancel, kernel=user)
-            finally:
-                _LOCK.release()
         show = _show(progress, job.backend, est, quiet)
+        if user is not None and not job.user_kernel:  # a function or source: here
+            return _record_here(job, M, N, user, show, cancel)
         if job.user_kernel:  # a user's file: read, never run; its generated code in a worker
             return _record_in_subprocess(job, M, N, quiet=quiet, cancel=cancel, show=show)
         return _run(job, M, N, show, quiet, cancel)
+
+
+def _users(kernel: str | Callable) -> tuple[str | Callable | None, str]:
+    """``(user, kernel)``: a user's kernel and the book's kernel whose launch it takes.
+
+    A function, source or ``file.py:name`` takes ``'general'``'s launch (j x k . k x l);
+    a book kernel named is ``(None, kernel)``.
+    """
+    if not isinstance(kernel, str) or ".py:" in kernel or "def " in kernel:
+        return kernel, "general"
+    return None, kernel
+
+
+def _reads(reads: bool | None, drop: tuple, kernel: str, user) -> bool:
+    """Whether the k loop's shared reads are recorded (by default when a barrier is dropped)."""
+    reads = bool(drop) if reads is None else bool(reads)
+    if reads and kernel not in BARRIER_KERNELS and user is None:
+        raise RecordError(
+            f"reads=True records the k loop's reads of Mds / Nds; kernel {kernel!r} has no "
+            f"such reads (use {' or '.join(map(repr, BARRIER_KERNELS))})"
+        )
+    return reads
+
+
+def _limits(max_bytes: int | None, max_seconds: float | None) -> Limits:
+    """The limits of a recording: the defaults (or the environment's) where none is given."""
+    limits = Limits()
+    return Limits(
+        limits.max_bytes if max_bytes is None else int(max_bytes),
+        limits.max_simulator_seconds if max_seconds is None else float(max_seconds),
+    )
+
+
+def _check_choices(backend: str, schedule: str) -> None:
+    """Refuse a backend or a schedule of vizmm's simulator that is not one of the names."""
+    if backend not in BACKENDS:
+        raise RecordError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    from .simt import SCHEDULES
+
+    if schedule not in SCHEDULES:
+        raise RecordError(
+            f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)} (the order "
+            "vizmm's simulator runs threads in between barriers)"
+        )
+
+
+def _sizes(j, k, l, width, M, N) -> tuple:
+    """``j, k, l`` from the sizes, ``width`` or the matrices' shapes (which must agree)."""
+    if width is not None:
+        w = _int("width", width)
+        if any(v is not None and v != w for v in (j, k, l)):
+            raise RecordError("give either width or j, k, l, not both with different values")
+        j = k = l = w
+    m_shape, n_shape = _shape_of("M", M), _shape_of("N", N)
+    if m_shape is not None:
+        if j is not None and j != m_shape[0] or k is not None and k != m_shape[1]:
+            raise RecordError(f"M has shape {m_shape}, which disagrees with j={j}, k={k}")
+        j, k = m_shape
+    if n_shape is not None:
+        if k is not None and k != n_shape[0]:
+            raise RecordError(
+                f"N has {n_shape[0]} rows but M has k={k} columns: M (j x k) . N (k x l) needs "
+                "the same k"
+            )
+        if l is not None and l != n_shape[1]:
+            raise RecordError(f"N has shape {n_shape}, which disagrees with l={l}")
+        k, l = n_shape
+    if j is None or k is None or l is None:
+        raise RecordError("give the sizes j, k, l (or width, or the matrices M and N)")
+    return j, k, l
+
+
+def _tile_width_from_device(kernel: str, backend: str, device: str) -> tuple:
+    """TILE_WIDTH chosen from the device (Fig. 5.14's host code), and what chose it."""
+    if kernel != "dynamic":
+        raise RecordError(
+            f"tile_width is required for kernel {kernel!r}; only kernel='dynamic' "
+            "(Fig. 5.14) chooses its TILE_WIDTH from the device"
+        )
+    from .device import tile_width_from_device
+
+    return tile_width_from_device(backend, device)
+
+
+def _record_here(job, M, N, user, show, cancel) -> Trace:
+    """Record a kernel given as a function or source, in this process (bound to its target)."""
+    if not targets.can_run_here(job.target):
+        raise RecordError(
+            "a kernel given as a function records in this process, which is bound to "
+            "another target; give it as 'file.py:name' to record it in a worker"
+        )
+    targets.bind_here(job.target)
+    from .instrument_trace import launch as instrumented
+
+    acquire(_LOCK, cancel)
+    try:
+        return instrumented(job, M, N, show, cancel, kernel=user)
+    finally:
+        _LOCK.release()
 
 
 def _constants(constants, user) -> dict:

@@ -473,16 +473,9 @@ class Lanes:
 
         Parameters
         ----------
-        m : ndarray of bool, (lanes,)
-            The lanes released.
-        ln : int
-            The barrier's line in the kernel's source.
-        t : ndarray of int64 or int
-            Each lane's row of the log (-1: not logged).
-        ep : int or ndarray
-            Barriers passed before this one.
-        acc : float or ndarray
-            The accumulator now.
+        m, ln, t, ep, acc
+            The lanes released, then as :meth:`arrive` (the barrier's line, each
+            lane's row of the log, barriers passed before this one, the accumulator).
         """
         self._ticket(m, D.RELEASE, ln, t, ep + 1, acc)
 
@@ -630,37 +623,20 @@ class _Math:
     pi, e, tau, inf, nan = math.pi, math.e, math.tau, math.inf, math.nan
 
     def __init__(self):
-        direct = {
-            "sqrt": np.sqrt,
-            "exp": np.exp,
-            "exp2": np.exp2,
-            "expm1": np.expm1,
-            "log": np.log,
-            "log2": np.log2,
-            "log10": np.log10,
-            "log1p": np.log1p,
-            "fabs": np.fabs,
-            "fmod": np.fmod,
+        same = (
+            "sqrt exp exp2 expm1 log log2 log10 log1p fabs fmod sin cos tan sinh cosh tanh "
+            "isnan isinf isfinite copysign hypot degrees radians"
+        )
+        for k in same.split():  # NumPy's function of the same name
+            setattr(self, k, getattr(np, k))
+        renamed = {
             "pow": np.power,
-            "sin": np.sin,
-            "cos": np.cos,
-            "tan": np.tan,
             "asin": np.arcsin,
             "acos": np.arccos,
             "atan": np.arctan,
             "atan2": np.arctan2,
-            "sinh": np.sinh,
-            "cosh": np.cosh,
-            "tanh": np.tanh,
-            "isnan": np.isnan,
-            "isinf": np.isinf,
-            "isfinite": np.isfinite,
-            "copysign": np.copysign,
-            "hypot": np.hypot,
-            "degrees": np.degrees,
-            "radians": np.radians,
         }
-        for k, f in direct.items():
+        for k, f in renamed.items():
             setattr(self, k, f)
         for k, f in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc)):
             setattr(self, k, _to_int(f, getattr(math, k)))
@@ -906,29 +882,8 @@ def _s_load_at(S, flat, inb, row, col, sh, off, aid, ln, t, ep, acc, m, X):
     sa = np.where(tag >= 0, tag % 8, np.where(_lanes(inb, X.n), tag, -1))
     si = np.where(tag >= 0, tag // 8, -1)
     flag = _where(inb, 0, 1)
-    _log_s(
-        None,
-        None,
-        None,
-        None,
-        t,
-        1,
-        flag,
-        aid,
-        flat,
-        row,
-        col,
-        tag,
-        sa,
-        si,
-        -1,
-        -1,
-        ep,
-        ln,
-        v,
-        acc,
-        m,
-        X,
+    X.launch._write(
+        m, t, _word(1, flag, aid, ln), flat, row, col, tag, sa, si, -1, -1, ep, -1, v, acc
     )
     return v
 
@@ -951,29 +906,8 @@ def _s_store_at(
     if sel.any():
         sh[off + _lanes(flat, X.n)[sel]] = _pick(tag, sel)
     flag = np.where(inb_l, np.where(ok_l, 0, 2), 1)
-    _log_s(
-        None,
-        None,
-        None,
-        None,
-        t,
-        2,
-        flag,
-        aid,
-        flat,
-        row,
-        col,
-        tag,
-        sa,
-        si,
-        sr,
-        sc,
-        ep,
-        ln,
-        v,
-        acc,
-        m,
-        X,
+    X.launch._write(
+        m, t, _word(2, flag, aid, ln), flat, row, col, tag, sa, si, sr, sc, ep, -1, v, acc
     )
 
 
@@ -1011,29 +945,8 @@ def _s_store2(
     S, r, c, v, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cnt, cap, t, ep, acc, m, X
 ):
     inb = _g_ok2(S, r, c, m, X)
-    _s_store_at(
-        S,
-        r * S.shape[1] + c,
-        inb,
-        v,
-        r,
-        c,
-        sh,
-        off,
-        ok,
-        tag,
-        sa,
-        si,
-        sr,
-        sc,
-        aid,
-        ln,
-        t,
-        ep,
-        acc,
-        m,
-        X,
-    )
+    flat = r * S.shape[1] + c
+    _s_store_at(S, flat, inb, v, r, c, sh, off, ok, tag, sa, si, sr, sc, aid, ln, t, ep, acc, m, X)
 
 
 def _zfill(zf, bid, n, zph, aid, narr, m, X):

@@ -39,6 +39,8 @@ import dataclasses
 import itertools
 from collections.abc import Mapping
 
+from .frontend import _dotted
+
 __all__ = ["SimtKernel", "SimtUnsupported", "compile_kernel", "translate"]
 
 #: Helpers the rewritten kernel calls that touch memory or the log: given the mask.
@@ -127,17 +129,6 @@ def _call(name: str, args: list[ast.expr]) -> ast.Call:
 
 def _mask() -> list[ast.expr]:
     return [ast.Name("_qm", ast.Load()), ast.Name("_qX", ast.Load())]
-
-
-def _dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 class _Expr(ast.NodeTransformer):
@@ -361,19 +352,8 @@ class _Stmts:
         self.assign(depth, top, "_ep", f"{ep} + 1")
 
     def stmt(self, s: ast.stmt, depth: int, top: bool, loop) -> None:
-        if isinstance(s, ast.Pass):
+        if isinstance(s, ast.Pass) or self.barrier_or_noop(s, depth, top):
             return
-        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
-            name = _dotted(s.value.func)
-            if name == "cuda.syncthreads":
-                self.barrier(depth, top, None)
-                return
-            if name is not None and name.startswith("cuda.") and name[5:] in CUDA_NOOPS:
-                return
-        if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call):
-            if _dotted(s.value.func) == "sync":
-                self.barrier(depth, top, s.value)
-                return
         if isinstance(s, ast.Expr):
             self.emit(depth, self.e(s.value))
         elif isinstance(s, (ast.Assign, ast.AnnAssign)):
@@ -384,16 +364,7 @@ class _Stmts:
             for target in targets:
                 self.target(depth, top, target, value)
         elif isinstance(s, ast.AugAssign):
-            op = ast.unparse(ast.BinOp(ast.Name("a"), s.op, ast.Name("b")))[2:-2]
-            value = self.e(s.value)
-            if isinstance(s.target, ast.Name):
-                self.assign(depth, top, s.target.id, f"{s.target.id} {op} ({value})")
-            elif isinstance(s.target, ast.Subscript):
-                base, index = self.e(s.target.value), self.e(s.target.slice)
-                old = f"_qld({base}, {index}, _qm, _qX)"
-                self.emit(depth, f"_qst({base}, {index}, {old} {op} ({value}), _qm, _qX)")
-            else:
-                raise SimtUnsupported(f"line {s.lineno}: {ast.unparse(s)}")
+            self.aug_assign(s, depth, top)
         elif isinstance(s, ast.If):
             self.if_(s, depth, loop)
         elif isinstance(s, ast.For):
@@ -401,17 +372,47 @@ class _Stmts:
         elif isinstance(s, ast.While):
             self.while_(s, depth, loop)
         elif isinstance(s, ast.Return):
-            if s.value is not None:
-                if self.generator:
-                    raise SimtUnsupported(f"line {s.lineno}: a kernel returns no value")
-                self.emit(depth, f"_qrv = _qmset(_qm, {self.e(s.value)}, _qrv)")
-            self.emit(depth, "_qlive = _qlive & ~_qm\n_qm = _qX.none")
+            self.return_(s, depth)
         elif isinstance(s, ast.Break):
             self.emit(depth, f"_qbrk{loop[0]} = _qbrk{loop[0]} | _qm\n_qm = _qX.none")
         elif isinstance(s, ast.Continue):
             self.emit(depth, f"_qcnt{loop[0]} = _qcnt{loop[0]} | _qm\n_qm = _qX.none")
         else:
             raise SimtUnsupported(f"line {s.lineno}: a {type(s).__name__} statement")
+
+    def barrier_or_noop(self, s: ast.stmt, depth: int, top: bool) -> bool:
+        """Emit a barrier (``cuda.syncthreads()``, ``sync(...)``) or skip a fence: whether done."""
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+            name = _dotted(s.value.func)
+            if name == "cuda.syncthreads":
+                self.barrier(depth, top, None)
+                return True
+            if name is not None and name.startswith("cuda.") and name[5:] in CUDA_NOOPS:
+                return True
+        if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call):
+            if _dotted(s.value.func) == "sync":
+                self.barrier(depth, top, s.value)
+                return True
+        return False
+
+    def aug_assign(self, s: ast.AugAssign, depth: int, top: bool) -> None:
+        op = ast.unparse(ast.BinOp(ast.Name("a"), s.op, ast.Name("b")))[2:-2]
+        value = self.e(s.value)
+        if isinstance(s.target, ast.Name):
+            self.assign(depth, top, s.target.id, f"{s.target.id} {op} ({value})")
+        elif isinstance(s.target, ast.Subscript):
+            base, index = self.e(s.target.value), self.e(s.target.slice)
+            old = f"_qld({base}, {index}, _qm, _qX)"
+            self.emit(depth, f"_qst({base}, {index}, {old} {op} ({value}), _qm, _qX)")
+        else:
+            raise SimtUnsupported(f"line {s.lineno}: {ast.unparse(s)}")
+
+    def return_(self, s: ast.Return, depth: int) -> None:
+        if s.value is not None:
+            if self.generator:
+                raise SimtUnsupported(f"line {s.lineno}: a kernel returns no value")
+            self.emit(depth, f"_qrv = _qmset(_qm, {self.e(s.value)}, _qrv)")
+        self.emit(depth, "_qlive = _qlive & ~_qm\n_qm = _qX.none")
 
     def target(self, depth: int, top: bool, target: ast.expr, value: str) -> None:
         if isinstance(target, ast.Name):

@@ -341,9 +341,9 @@ def software_problem(target: str, software: Software) -> str | None:
     Parameters
     ----------
     target : str
-        A target of :data:`TARGETS`.
+        The target asked about, one of :data:`TARGETS`.
     software : Software
-        The installed versions.
+        The installed versions it is checked against.
     """
     missing = _not_installed(target, software)
     if missing is not None:
@@ -395,9 +395,9 @@ def driver_problem(target: str, software: Software, driver: Driver) -> str | Non
     Parameters
     ----------
     target : str
-        A target of :data:`TARGETS`.
+        The target whose kernels the driver would run, one of :data:`TARGETS`.
     software : Software
-        The installed versions.
+        The installed versions (cuda-bindings names the CUDA it needs).
     driver : Driver
         What the NVIDIA driver says (:func:`probe_driver`).
     """
@@ -593,12 +593,13 @@ def early_environment(target: str, environ=None, modules=None) -> dict[str, str]
     target : str
         A target of :data:`TARGETS`.
     environ : mapping, optional
-        ``os.environ`` by default.
+        The environment whose variables the caller may have set (``os.environ``
+        by default).
     modules : mapping, optional
-        ``sys.modules`` by default.
+        The modules imported, numba or the kernels among them deciding the target
+        (``sys.modules`` by default).
     """
-    environ = os.environ if environ is None else environ
-    modules = sys.modules if modules is None else modules
+    environ, modules = _this_process(environ, modules)
     if process_target(modules) is not None or "numba" in modules:
         return {}
     wanted = environment(target)
@@ -651,12 +652,11 @@ def late_simulator_flag(environ=None, modules=None) -> str | None:
     Parameters
     ----------
     environ : mapping, optional
-        ``os.environ`` by default.
+        The environment holding ``NUMBA_ENABLE_CUDASIM`` (``os.environ`` by default).
     modules : mapping, optional
-        ``sys.modules`` by default.
+        The modules imported, where numba's config is read (``sys.modules`` by default).
     """
-    environ = os.environ if environ is None else environ
-    modules = sys.modules if modules is None else modules
+    environ, modules = _this_process(environ, modules)
     config = modules.get("numba.core.config")
     if config is None or "NUMBA_ENABLE_CUDASIM" not in environ:
         return None
@@ -671,6 +671,14 @@ def late_simulator_flag(environ=None, modules=None) -> str | None:
         f"NUMBA_ENABLE_CUDASIM={environ['NUMBA_ENABLE_CUDASIM']} was set after numba was "
         f"imported, so this process's numba.cuda is {now}: set it before anything imports "
         "numba (vizmm records in a fresh process meanwhile)"
+    )
+
+
+def _this_process(environ, modules) -> tuple:
+    """``environ`` and ``modules``, or this process's ``os.environ`` and ``sys.modules``."""
+    return (
+        os.environ if environ is None else environ,
+        sys.modules if modules is None else modules,
     )
 
 

@@ -60,6 +60,7 @@ from ..replay import CellState, Frame, SlotState, ThreadState
 from ..replay.table import Table, block_table
 from ..trace import Access, Trace, ceil_div
 from ..trace.derived import kept, per_trace
+from ..trace.notation import subscript as _sub  # M_{row,col}, written once
 from . import palette as pal
 from .bokeh_tools import add_hover
 from .html_text import TextBox, text_view_html
@@ -261,10 +262,6 @@ _NAN_TEXT = "?"
 
 
 # ------------------------------------------------------------------ labels
-def _sub(name: str, a: int, b: int) -> str:
-    return f"{name}_{{{a},{b}}}"
-
-
 _fmt = format_value  # the one value formatter (vizmm.render.text)
 
 

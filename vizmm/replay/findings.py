@@ -22,7 +22,9 @@ from __future__ import annotations
 import dataclasses
 from typing import NamedTuple
 
+from ..analysis.finding_kinds import FindingKind, finding_kind
 from ..trace.derived import per_trace
+from ..trace.notation import subscript as _sub  # M_{row,col}, written once
 from .block import Frame, Replay, Sub
 
 __all__ = [
@@ -132,21 +134,89 @@ def trace_findings(trace) -> tuple:
         return ()
 
 
-def _sub(name: str, r: int, c: int) -> str:
-    return f"{name}_{{{r},{c}}}"
+def _term_marks(finding, marks: dict, thread) -> tuple[list[Mark], tuple | None]:
+    """A term's marks (drawn ``'term'``): its factors, the book's, their slots; its table cell."""
+    out: list[Mark] = []
+    got = finding.got or (None, None)
+    want = finding.expected or (None, None)
+    for side, view in ((0, "M"), (1, "N")):
+        g, w = got[side], want[side]
+        if g is not None:
+            out.extend(_factor_marks(view, g, w, marks.get(f"{view}ds", ())))
+        if w is not None and (g is None or tuple(g) != tuple(w)):
+            note = f"{_sub(view, *w)}: the factor the book's kernel multiplies here"
+            out.append(Mark(view, int(w[0]), int(w[1]), "needed", note))
+    if finding.got is None:
+        for r, c in marks.get("P", ()):
+            out.append(Mark("P", int(r), int(c), "wrong", f"{_sub('P', r, c)}: a term missing"))
+        return out, None
+    if thread is not None and finding.phase is not None:
+        return out, (thread[0], thread[1], int(finding.phase), int(finding.k or 0))
+    return out, None
+
+
+def _factor_marks(view: str, g, w, slots) -> list[Mark]:
+    """The factor ``g`` of M or N a term multiplied (``used`` when it is ``w``) and its slots."""
+    role = "used" if w is not None and tuple(g) == tuple(w) else "wrong"
+    words = "multiplied" + ("" if role == "used" else ", not the book's factor")
+    out = [Mark(view, int(g[0]), int(g[1]), role, f"{_sub(view, *g)}: {words}")]
+    for r, c in slots:
+        note = f"{view}ds[{r}][{c}] held {_sub(view, *g)}, read for this term"
+        out.append(Mark(f"{view}ds", int(r), int(c), role, note))
+    return out
+
+
+def _element_marks(finding, marks: dict, thread) -> tuple[list[Mark], tuple | None]:
+    """A finding's marked elements and slots (drawn ``'elements'``), each what went wrong."""
+    out: list[Mark] = []
+    for view in ("M", "N", "P", "Mds", "Nds"):
+        for r, c in marks.get(view, ()):
+            name = f"{view}[{r}][{c}]" if view.endswith("ds") else _sub(view, r, c)
+            out.append(Mark(view, int(r), int(c), "wrong", f"{name}: {finding.kind}"))
+    return out, None
+
+
+#: How each drawing of :data:`vizmm.analysis.finding_kinds.DRAWINGS` marks a finding:
+#: ``(marks, table cell)`` from the finding, its ``marks`` and its thread.
+_DRAW = {"term": _term_marks, "elements": _element_marks}
+
+
+def _thread_marks(finding, marks: dict, thread, kind: FindingKind) -> list[Mark]:
+    """The threads a finding marks: its own (``wrong``), the others (``other``) in words."""
+    other = getattr(finding, "other", None)
+    out: list[Mark] = []
+    seen: set = set()
+    for ty, tx in marks.get("threads", ()) or ((thread,) if thread else ()):
+        who = (int(ty), int(tx))
+        if who in seen:
+            continue
+        seen.add(who)
+        if who == thread:
+            out.append(Mark("threads", *who, "wrong", f"thread ({who[0]},{who[1]}): the finding's"))
+            continue
+        why = kind.other_thread or (
+            "stored the slot the wrong factor was read from"
+            if other is not None and tuple(other) == who
+            else "involved"
+        )
+        out.append(Mark("threads", *who, "other", f"thread ({who[0]},{who[1]}): {why}"))
+    return out
 
 
 def finding_marks(finding, index: int = 0) -> FindingMarks | None:
     """The marks of ``finding`` in its block's replay (None: a finding of no block).
 
-    A wrong term marks the factors multiplied (``wrong`` where a factor is
+    How a finding is marked is its kind's (:attr:`FindingKind.drawn
+    <vizmm.analysis.finding_kinds.FindingKind>`). A term (``'term'``: a
+    wrong term) marks the factors multiplied (``wrong`` where a factor is
     not the book's, ``used`` where it is), the factors the book's kernel
     multiplies there (``needed``), the slots of Mds and Nds they were read
-    from, the thread (``wrong``) and the thread that stored the wrong slot
-    (``other``), and the Fig. 5.8 table's cell of that term; a missing term
-    marks its factors as ``needed`` and its P element. A race marks the
-    slot and both threads, an out-of-bounds access the element and the
-    thread, a wrong P the element and the thread that stored it.
+    from, and the Fig. 5.8 table's cell of that term; a missing term marks
+    its factors as ``needed`` and its P element. Elements (``'elements'``: a
+    race, an out-of-bounds access, a wrong P, ...) mark each element or slot
+    the finding names. Every kind marks its thread (``wrong``) and the other
+    threads it names (``other``: the other thread of a race, the one that
+    stored the slot a wrong factor was read from).
 
     Parameters
     ----------
@@ -161,72 +231,14 @@ def finding_marks(finding, index: int = 0) -> FindingMarks | None:
     """
     if finding.block is None:
         return None
+    kind = finding_kind(finding.kind)
     marks = dict(getattr(finding, "marks", {}) or {})
-    kind = finding.kind
     thread = None if finding.thread is None else (int(finding.thread[0]), int(finding.thread[1]))
-    out: list[Mark] = []
-    table = None
-    if kind == "wrong term":
-        got = finding.got or (None, None)
-        want = finding.expected or (None, None)
-        for side, view in ((0, "M"), (1, "N")):
-            g, w = got[side], want[side]
-            if g is not None:
-                role = "used" if w is not None and tuple(g) == tuple(w) else "wrong"
-                words = "multiplied" + ("" if role == "used" else ", not the book's factor")
-                out.append(Mark(view, int(g[0]), int(g[1]), role, f"{_sub(view, *g)}: {words}"))
-                slots = marks.get(f"{view}ds", ())
-                for r, c in slots:
-                    out.append(
-                        Mark(
-                            f"{view}ds",
-                            int(r),
-                            int(c),
-                            role,
-                            f"{view}ds[{r}][{c}] held {_sub(view, *g)}, read for this term",
-                        )
-                    )
-            if w is not None and (g is None or tuple(g) != tuple(w)):
-                out.append(
-                    Mark(
-                        view,
-                        int(w[0]),
-                        int(w[1]),
-                        "needed",
-                        f"{_sub(view, *w)}: the factor the book's kernel multiplies here",
-                    )
-                )
-        if finding.got is None:
-            for r, c in marks.get("P", ()):
-                out.append(Mark("P", int(r), int(c), "wrong", f"{_sub('P', r, c)}: a term missing"))
-        elif thread is not None and finding.phase is not None:
-            table = (thread[0], thread[1], int(finding.phase), int(finding.k or 0))
-    else:
-        for view in ("M", "N", "P", "Mds", "Nds"):
-            for r, c in marks.get(view, ()):
-                name = f"{view}[{r}][{c}]" if view.endswith("ds") else _sub(view, r, c)
-                out.append(Mark(view, int(r), int(c), "wrong", f"{name}: {kind}"))
-    other = getattr(finding, "other", None)
-    seen: set = set()
-    for ty, tx in marks.get("threads", ()) or ((thread,) if thread else ()):
-        who = (int(ty), int(tx))
-        if who in seen:
-            continue
-        seen.add(who)
-        if who == thread:
-            out.append(Mark("threads", *who, "wrong", f"thread ({who[0]},{who[1]}): the finding's"))
-        else:
-            why = (
-                "the other thread of the race"
-                if kind == "race"
-                else "stored the slot the wrong factor was read from"
-                if other is not None and tuple(other) == who
-                else "involved"
-            )
-            out.append(Mark("threads", *who, "other", f"thread ({who[0]},{who[1]}): {why}"))
+    out, table = _DRAW[kind.drawn](finding, marks, thread)
+    out += _thread_marks(finding, marks, thread, kind)
     block = tuple(int(v) for v in finding.block)
     return FindingMarks(
-        index, kind, (block[0], block[1]), thread, finding.message, tuple(out), table
+        index, finding.kind, (block[0], block[1]), thread, finding.message, tuple(out), table
     )
 
 
@@ -268,26 +280,28 @@ def finding_step(replay: Replay, finding) -> int:
     int
         0 (the start) for a finding of the whole launch or one without a phase.
     """
-    steps = replay.steps
-    last = len(steps) - 1
-    kind, ph, k = finding.kind, finding.phase, finding.k
-    if kind == "wrong P" or (kind == "wrong term" and finding.got is None):
+    last = len(replay.steps) - 1
+    step, ph = finding_kind(finding.kind).step, finding.phase
+    if step == "P written" or (step == "k loop" and finding.got is None):
         return last  # P written (a missing term shows in what was stored)
     if ph is None or ph >= replay.trace.n_phases:
         return 0
-    marks = getattr(finding, "marks", {}) or {}
-    if replay.granularity == "phase":
-        sub, kk = Sub.PHASE, None
-    elif kind == "wrong term":
-        sub, kk = Sub.K, min(int(k or 0), replay.trace.tile_width - 1)
-    elif "Nds" in marks and "Mds" not in marks or "N" in marks and "M" not in marks:
-        sub, kk = Sub.LOAD_N, None
-    else:
-        sub, kk = Sub.LOAD_M, None
     try:
-        return replay.index_of(ph, sub, kk)
+        return replay.index_of(ph, *_substep(replay, finding, step))
     except ValueError:
         return 0
+
+
+def _substep(replay: Replay, finding, step: str) -> tuple[Sub, int | None]:
+    """The substep and ``k`` of ``replay`` where a finding whose kind goes to ``step`` shows."""
+    marks = getattr(finding, "marks", {}) or {}
+    if replay.granularity == "phase":
+        return Sub.PHASE, None
+    if step == "k loop":
+        return Sub.K, min(int(finding.k or 0), replay.trace.tile_width - 1)
+    if "Nds" in marks and "Mds" not in marks or "N" in marks and "M" not in marks:
+        return Sub.LOAD_N, None
+    return Sub.LOAD_M, None
 
 
 def finding_url(trace_name: str, replay: Replay, finding, port: int = 5006, index: int = 0) -> str:

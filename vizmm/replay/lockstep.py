@@ -111,13 +111,16 @@ class Lockstep:
     def __len__(self) -> int:
         return len(self.pairs)
 
-    def frames(self, index: int):
+    def frames(self, index: int, aspects=None):
         """The (left, right) :class:`~.block.Frame` of joint step ``index``.
 
         Parameters
         ----------
         index : int
             A joint step, 0 to ``len(self) - 1``.
+        aspects : iterable of str, optional
+            The aspects to make of both frames (:meth:`~.block.Replay.frame`);
+            None: all.
 
         Raises
         ------
@@ -127,7 +130,7 @@ class Lockstep:
         if not 0 <= index < len(self.pairs):
             raise IndexError(f"joint step {index} is outside 0..{len(self.pairs) - 1}")
         a, b = self.pairs[index]
-        return self.left.frame(a), self.right.frame(b)
+        return self.left.frame(a, aspects), self.right.frame(b, aspects)
 
     def index_of(self, side: str, step: int) -> int:
         """The first joint step at which ``side`` ('left' or 'right') shows its step ``step``.

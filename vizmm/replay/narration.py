@@ -18,7 +18,11 @@ from vizmm.trace.units import format_value
 
 from .block import Frame, SlotState, Sub
 
-__all__ = ["narrate", "subscript"]
+__all__ = ["narrate", "subscript", "NARRATED_ASPECTS"]
+
+#: The aspects of a frame :func:`narrate` reads (``Replay.frame(i, aspects=...)``):
+#: the caption, and for a followed thread its slots of Mds and Nds and its Pvalue.
+NARRATED_ASPECTS = frozenset({"caption", "slots", "threads"})
 
 _SUBSCRIPT = str.maketrans("0123456789-", "₀₁₂₃₄₅₆₇₈₉₋")
 
@@ -145,7 +149,8 @@ def narrate(frame: Frame) -> str:
     Parameters
     ----------
     frame : Frame
-        A frame of :meth:`vizmm.replay.Replay.frame`.
+        A frame of :meth:`vizmm.replay.Replay.frame`, with at least the
+        aspects of :data:`NARRATED_ASPECTS`.
 
     Returns
     -------

@@ -43,6 +43,7 @@ from ..trace import Trace
 from ..trace import access_log as A
 from ..trace.access_log import AccessLog, one_element
 from ..trace.derived import per_trace
+from ..trace.notation import subscript as _sub  # M_{row,col}, written once
 from ..trace.units import format_value
 
 __all__ = ["OwnBlock", "OwnLab", "OwnTerm", "own_block", "own_lab"]
@@ -429,7 +430,7 @@ def _describe(tag: int, matrix: str, ncols: int) -> str:
     if tag < 0:
         return "a slot not stored yet"
     r, c = divmod(int(tag), ncols)
-    return f"{matrix}_{{{r},{c}}}"
+    return _sub(matrix, r, c)
 
 
 def _value(flat: np.ndarray, tag: int) -> str:
@@ -514,7 +515,3 @@ def own_lab(trace: Trace) -> OwnLab:
     hazards = np.array(haz, HAZARD_DTYPE) if haz else np.zeros(0, HAZARD_DTYPE)
     wrong_reads = np.array(bad, WRONG_READ_DTYPE) if bad else np.zeros(0, WRONG_READ_DTYPE)
     return OwnLab(hazards, wrong_reads, wrong_p, words)
-
-
-def _sub(name: str, a: int, b: int) -> str:
-    return f"{name}_{{{a},{b}}}"

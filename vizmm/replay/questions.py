@@ -46,6 +46,7 @@ import numpy as np
 
 from ..analysis.hazards import hazards
 from ..trace import Access, Trace
+from ..trace.notation import subscript as _sub  # M_{row,col}, written once
 from .block import Replay, Sub
 
 __all__ = [
@@ -72,10 +73,6 @@ MAX_CLICKS = 16
 
 #: Fewest and most questions in a quiz.
 QUIZ_MIN, QUIZ_MAX = 5, 10
-
-
-def _sub(name: str, a: int, b: int) -> str:
-    return f"{name}_{{{a},{b}}}"
 
 
 def pick_label(pick: Sequence) -> str:

@@ -57,6 +57,7 @@ from ..trace import Access, PWrite, Trace
 from ..trace import access_log as A
 from ..trace.access_log import AccessLog, one_element
 from ..trace.derived import per_trace
+from ..trace.notation import subscript as _sub  # M_{row,col}, written once
 from ..trace.units import format_value
 from .own import OwnBlock, own_block
 
@@ -337,10 +338,6 @@ class TableCursor:
 
 
 # --------------------------------------------------------------------- build
-def _sub(name: str, a: int, b: int) -> str:
-    return f"{name}_{{{a},{b}}}"
-
-
 def _load_cell(
     kind: Access, matrix: str, row: int, col: int, ncols: int, ty: int, tx: int, ph: int
 ) -> Cell:

@@ -45,7 +45,6 @@ import dataclasses
 import hashlib
 import importlib.resources
 import json
-import math
 import os
 import re
 import threading
@@ -61,7 +60,6 @@ from ..record import (
     record,
 )
 from ..trace import (
-    ARRAY_NAMES,
     Trace,
     TraceError,
     TraceOverLimitError,
@@ -474,12 +472,12 @@ class Catalogue:
             self._cache[key] = trace
             self._cache.move_to_end(key)
             extra = [k for k in self._cache if k not in PRESETS]
-            total = sum(_nbytes(self._cache[k]) for k in extra)
+            total = sum(self._cache[k].nbytes for k in extra)
             while extra and (len(extra) > self.max_cached or total > self.max_cached_bytes):
                 old = extra.pop(0)
                 if old == key:
                     break
-                total -= _nbytes(self._cache.pop(old))
+                total -= self._cache.pop(old).nbytes
                 self._names.pop(old, None)
 
     def get(
@@ -816,20 +814,7 @@ def is_warm(trace: Trace) -> bool:
         Any trace.
     """
     need = ("M", "N", "P") if _small_p(trace) else ("M", "N")
-    return all(name in trace.__dict__ for name in need)
-
-
-def _nbytes(trace: Trace) -> int:
-    """Bytes of a trace's arrays (made or not yet made)."""
-    total = 0
-    for name in ARRAY_NAMES:
-        a = trace.__dict__.get(name)
-        if a is None:
-            d = trace._deferred[name]
-            total += d.dtype.itemsize * math.prod(d.shape)
-        else:
-            total += a.nbytes
-    return total
+    return all(trace.is_made(name) for name in need)
 
 
 #: The process's one catalogue, shared by every app and session.

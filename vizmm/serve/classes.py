@@ -307,7 +307,6 @@ class ClassStore(abc.ABC):
         (An ``OSError``) where the store cannot be reached or stays busy.
     """
 
-    @abc.abstractmethod
     def create(self, view: dict) -> dict:
         """Make a class showing ``view``, removing classes as :func:`classes_to_remove` says.
 
@@ -328,21 +327,22 @@ class ClassStore(abc.ABC):
         KeyError
             When :data:`MAX_CLASSES` classes are being taught.
         """
+        return self._create(view)
 
-    @abc.abstractmethod
     def get(self, code: str) -> dict:
         """A copy of class ``code``.
 
         Parameters
         ----------
         code : str
+            A class code (:func:`clean_code`).
 
         Returns
         -------
         dict
         """
+        return self._get(clean_code(code))
 
-    @abc.abstractmethod
     def update(self, code: str, change: Callable[[dict], bool], bump: bool = True) -> dict:
         """Apply ``change(cls)`` atomically; returns the class after it.
 
@@ -363,6 +363,17 @@ class ClassStore(abc.ABC):
         -------
         dict
         """
+        return self._update(clean_code(code), change, bump)
+
+    # Each store's own way, given a clean code (the public methods above say what).
+    @abc.abstractmethod
+    def _create(self, view: dict) -> dict: ...
+
+    @abc.abstractmethod
+    def _get(self, code: str) -> dict: ...
+
+    @abc.abstractmethod
+    def _update(self, code: str, change: Callable[[dict], bool], bump: bool) -> dict: ...
 
     @abc.abstractmethod
     def close(self) -> None:
@@ -386,14 +397,7 @@ class MemoryStore(ClassStore):
     def close(self) -> None:
         """Nothing to close: the classes go with the object (:meth:`ClassStore.close`)."""
 
-    def create(self, view: dict) -> dict:
-        """Make a class showing ``view``; a copy with its key (:meth:`ClassStore.create`).
-
-        Parameters
-        ----------
-        view : dict
-            What the instructor's page shows (:meth:`ClassStore.create`).
-        """
+    def _create(self, view: dict) -> dict:
         with self._lock:
             cls, key = new_class(view)
             while cls["code"] in self._classes:
@@ -410,31 +414,12 @@ class MemoryStore(ClassStore):
             raise _no_class(code, f"{_ENDS}, or when this server stops")
         return cls
 
-    def get(self, code: str) -> dict:
-        """A copy of class ``code``.
-
-        Parameters
-        ----------
-        code : str
-            A class code (:func:`clean_code`).
-        """
-        code = clean_code(code)
+    def _get(self, code: str) -> dict:
         with self._lock:
             return copy.deepcopy(self._held(code))
 
-    def update(self, code: str, change: Callable[[dict], bool], bump: bool = True) -> dict:
-        """Apply ``change(cls)`` under the lock; returns the class after it.
-
-        Parameters
-        ----------
-        code : str
-            A class code.
-        change : callable
-            ``change(cls) -> bool``, as :meth:`ClassStore.update` says.
-        bump : bool
-            Whether a change bumps ``version`` (:meth:`ClassStore.update`).
-        """
-        code = clean_code(code)
+    def _update(self, code: str, change: Callable[[dict], bool], bump: bool) -> dict:
+        # under the lock
         with self._lock:
             cls = copy.deepcopy(self._held(code))
             if change(cls):
@@ -713,14 +698,7 @@ class SQLiteStore(ClassStore):
     def _data(cls: dict) -> str:
         return json.dumps({k: v for k, v in cls.items() if k not in _COLUMNS}, sort_keys=True)
 
-    def create(self, view: dict) -> dict:
-        """Make a class showing ``view``; a copy with its key (:meth:`ClassStore.create`).
-
-        Parameters
-        ----------
-        view : dict
-            What the instructor's page shows (:meth:`ClassStore.create`).
-        """
+    def _create(self, view: dict) -> dict:
         cls, key = new_class(view)
         with self._errors():
             conn = self._conn()
@@ -750,34 +728,15 @@ class SQLiteStore(ClassStore):
                 )
         return _created(cls, key)
 
-    def get(self, code: str) -> dict:
-        """A copy of class ``code`` (one SELECT).
-
-        Parameters
-        ----------
-        code : str
-            A class code (:func:`clean_code`).
-        """
-        code = clean_code(code)
+    def _get(self, code: str) -> dict:
+        # one SELECT
         with self._errors():
             return self._read(self._conn(), code)
 
-    def update(self, code: str, change: Callable[[dict], bool], bump: bool = True) -> dict:
-        """Apply ``change(cls)`` in one ``BEGIN IMMEDIATE`` transaction; the class after it.
-
-        Only what changed is written: the seats added, changed or removed
-        (one row each), and the class's row where anything else changed.
-
-        Parameters
-        ----------
-        code : str
-            A class code.
-        change : callable
-            ``change(cls) -> bool``, as :meth:`ClassStore.update` says.
-        bump : bool
-            Whether a change bumps ``version`` (:meth:`ClassStore.update`).
-        """
-        code = clean_code(code)
+    def _update(self, code: str, change: Callable[[dict], bool], bump: bool) -> dict:
+        # One BEGIN IMMEDIATE transaction. Only what changed is written: the seats
+        # added, changed or removed (one row each), and the class's row where
+        # anything else changed.
         with self._errors():
             conn = self._conn()
             with self._transaction(conn):
@@ -904,14 +863,7 @@ class RedisStore(ClassStore):
             raise StoreUnavailable(f"class store {self.url}: {REDIS_TRIES} conflicting changes")
         time.sleep(random.uniform(0, 0.002 * min(tries + 1, 10)))
 
-    def create(self, view: dict) -> dict:
-        """Make a class showing ``view``; a copy with its key (:meth:`ClassStore.create`).
-
-        Parameters
-        ----------
-        view : dict
-            What the instructor's page shows (:meth:`ClassStore.create`).
-        """
+    def _create(self, view: dict) -> dict:
         cls, key = new_class(view)
         with self._errors(), self._r.pipeline() as pipe:
             for tries in range(REDIS_TRIES):
@@ -943,31 +895,13 @@ class RedisStore(ClassStore):
                     self._retry(tries)
         raise StoreUnavailable(f"class store {self.url}: no free class code")
 
-    def get(self, code: str) -> dict:
-        """A copy of class ``code`` (one GET).
-
-        Parameters
-        ----------
-        code : str
-            A class code (:func:`clean_code`).
-        """
-        code = clean_code(code)
+    def _get(self, code: str) -> dict:
+        # one GET
         with self._errors():
             return self._load(code, self._r.get(self._key(code)))
 
-    def update(self, code: str, change: Callable[[dict], bool], bump: bool = True) -> dict:
-        """Apply ``change(cls)`` in an optimistic transaction (again on a conflict).
-
-        Parameters
-        ----------
-        code : str
-            A class code.
-        change : callable
-            ``change(cls) -> bool``, as :meth:`ClassStore.update` says.
-        bump : bool
-            Whether a change bumps ``version`` (:meth:`ClassStore.update`).
-        """
-        code = clean_code(code)
+    def _update(self, code: str, change: Callable[[dict], bool], bump: bool) -> dict:
+        # an optimistic transaction, again on a conflict
         key = self._key(code)
         with self._errors(), self._r.pipeline() as pipe:
             for tries in range(REDIS_TRIES):

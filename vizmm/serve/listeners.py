@@ -74,27 +74,25 @@ class PageListeners:
         int
             The pages woken.
         """
-        with self._lock:
-            wakes = list(self._pages.get(code, {}).values())
+        wakes = self._wakes(code)
         for wake in wakes:
             with contextlib.suppress(Exception):  # a page closing at this moment
                 wake()
         return len(wakes)
 
     def count(self, code: str) -> int:
-        """Pages of this process listening to class ``code``.
+        """How many pages of this process :meth:`wake` would wake for class ``code``.
 
         Parameters
         ----------
         code : str
-            The class's code.
-
-        Returns
-        -------
-        int
+            A class code.
         """
+        return len(self._wakes(code))
+
+    def _wakes(self, code: str) -> list[Callable[[], object]]:
         with self._lock:
-            return len(self._pages.get(code, {}))
+            return list(self._pages.get(code, {}).values())
 
 
 #: The process's pages in each class.

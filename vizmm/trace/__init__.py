@@ -25,6 +25,7 @@ from .fileformat import (
     read_trace_bytes,
     seeded_inputs,
 )
+from .kernels import BARRIER_KERNELS, KERNEL_SPECS, OCCUPANCY_KERNELS, KernelSpec
 from .launch import (
     KERNELS,
     MAX_TILE_WIDTH,
@@ -61,9 +62,13 @@ __all__ = [
     "TraceOverLimitError",
     "read_info",
     "read_trace_bytes",
+    "BARRIER_KERNELS",
     "BLOCK_FIELDS",
     "FORMAT",
     "KERNELS",
+    "KERNEL_SPECS",
+    "KernelSpec",
+    "OCCUPANCY_KERNELS",
     "MAX_STORED_SPREAD",
     "MAX_TILE_WIDTH",
     "SQUARE_KERNELS",

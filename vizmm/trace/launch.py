@@ -15,6 +15,8 @@ import dataclasses
 
 import numpy as np
 
+from .kernels import KERNEL_SPECS, SQUARE_KERNELS, TILED_KERNELS
+
 __all__ = [
     "KERNELS",
     "SQUARE_KERNELS",
@@ -26,21 +28,9 @@ __all__ = [
     "ceil_div",
 ]
 
-#: Kernel names, in the order menus list them; equal to ``vizmm_kernels.KERNEL_NAMES``
-#: (a test says so).
-KERNELS = ("naive", "tiled", "boundary", "general", "uncoalesced", "conflict", "padded", "dynamic")
-#: Kernels with tiles and phases: every kernel but the naive one (the block replay shows them).
-TILED_KERNELS = tuple(k for k in KERNELS if k != "naive")
-#: Kernels that multiply square ``Width x Width`` matrices (the book's figures).
-SQUARE_KERNELS = (
-    "naive",
-    "tiled",
-    "boundary",
-    "uncoalesced",
-    "conflict",
-    "padded",
-    "dynamic",
-)
+#: Kernel names, in the order menus list them (:data:`vizmm.trace.kernels.KERNEL_SPECS`);
+#: equal to ``vizmm_kernels.KERNEL_NAMES`` (a test says so).
+KERNELS = tuple(KERNEL_SPECS)
 #: The largest TILE_WIDTH: 32 x 32 = 1024 threads, CUDA's limit per block.
 MAX_TILE_WIDTH = 32
 

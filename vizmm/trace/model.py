@@ -521,6 +521,14 @@ _REQUIRED_META = {
 BLOCK_FIELDS = ("smid", "t0_ns", "t1_ns", "clock0", "clock1", "seq")
 
 
+def _check_spec(name: str, arr, dtype, shape) -> None:
+    """Refuse an array (or a deferred one) whose dtype or shape is not the recording's."""
+    if arr.dtype != dtype or arr.shape != shape:
+        raise TraceError(
+            f"{name} must be {dtype} of shape {shape}, got {arr.dtype} of shape {arr.shape}"
+        )
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Trace:
     """What one launch of an instrumented kernel recorded (immutable, validated).
@@ -652,6 +660,32 @@ class Trace:
 
     def __post_init__(self):
         meta = dict(self.meta)
+        self._fill_not_recorded(meta)
+        object.__setattr__(self, "launch", check_meta(meta))
+        object.__setattr__(self, "meta", _FrozenDict(meta))
+        deferred: dict[str, Deferred] = {}
+        object.__setattr__(self, "_deferred", deferred)
+        for name, (dtype, shape) in _array_specs(meta).items():
+            arr = self.__dict__[name]
+            if isinstance(arr, Deferred) and name in ("M", "N", "P"):
+                _check_spec(name, arr, dtype, shape)
+                deferred[name] = arr
+                del self.__dict__[name]  # made when first read (__getattr__)
+                continue
+            if not isinstance(arr, np.ndarray):
+                raise TraceError(f"{name} must be a NumPy array, got {type(arr).__name__}")
+            _check_spec(name, arr, dtype, shape)
+            arr = np.ascontiguousarray(arr).copy() if arr.flags.writeable else arr
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+        self._check_blocks_and_codes()
+        db = self.detail_blocks
+        object.__setattr__(
+            self, "_slot", {(int(b[0]), int(b[1])): i for i, b in enumerate(db.tolist())}
+        )
+
+    def _fill_not_recorded(self, meta: dict) -> None:
+        """An empty array for each optional array given as None that was not recorded."""
         for name in OPTIONAL_ARRAYS:
             if name in LOG_ARRAYS:  # empty unless the instrumenter kept its log
                 if getattr(self, name) is None and not isinstance(meta.get("access_log"), Mapping):
@@ -661,30 +695,9 @@ class Trace:
             if getattr(self, name) is None and not meta.get("reads_recorded"):
                 empty = np.int32 if name == "shared_reads" else np.float32
                 object.__setattr__(self, name, np.zeros((0, 0, 0, 0, 0, 2), empty))
-        object.__setattr__(self, "launch", check_meta(meta))
-        object.__setattr__(self, "meta", _FrozenDict(meta))
-        deferred: dict[str, Deferred] = {}
-        object.__setattr__(self, "_deferred", deferred)
-        for name, (dtype, shape) in _array_specs(meta).items():
-            arr = self.__dict__[name]
-            if isinstance(arr, Deferred) and name in ("M", "N", "P"):
-                if arr.dtype != dtype or arr.shape != shape:
-                    raise TraceError(
-                        f"{name} must be {dtype} of shape {shape}, got {arr.dtype} of shape "
-                        f"{arr.shape}"
-                    )
-                deferred[name] = arr
-                del self.__dict__[name]  # made when first read (__getattr__)
-                continue
-            if not isinstance(arr, np.ndarray):
-                raise TraceError(f"{name} must be a NumPy array, got {type(arr).__name__}")
-            if arr.dtype != dtype or arr.shape != shape:
-                raise TraceError(
-                    f"{name} must be {dtype} of shape {shape}, got {arr.dtype} of shape {arr.shape}"
-                )
-            arr = np.ascontiguousarray(arr).copy() if arr.flags.writeable else arr
-            arr.setflags(write=False)
-            object.__setattr__(self, name, arr)
+
+    def _check_blocks_and_codes(self) -> None:
+        """Refuse detail blocks outside the grid or listed twice, and codes out of range."""
         gy, gx = self.grid
         db = self.detail_blocks
         if len(db) and (db.min() < 0 or (db[:, 0] >= gy).any() or (db[:, 1] >= gx).any()):
@@ -703,9 +716,6 @@ class Trace:
             self.log_counts.min() < 0 or self.log_counts.max() > self.log_events.shape[2]
         ):
             raise TraceError("log_counts holds a count outside 0..cap (events per thread)")
-        object.__setattr__(
-            self, "_slot", {(int(b[0]), int(b[1])): i for i, b in enumerate(db.tolist())}
-        )
 
     def __getattr__(self, name: str):
         # Only called for attributes not found: the deferred M, N, P.
@@ -715,6 +725,32 @@ class Trace:
             self.__dict__[name] = arr
             return arr
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def is_made(self, name: str) -> bool:
+        """Whether the array ``name`` is in memory.
+
+        False only for a deferred M, N or P (a trace read from a file makes
+        M and N from their seed, and P as ``M @ N``, when first read).
+
+        Parameters
+        ----------
+        name : str
+            One of :data:`ARRAY_NAMES`.
+        """
+        return name in self.__dict__ or name not in self._deferred
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the trace's arrays; a deferred M, N or P counted as it will be, made."""
+        total = 0
+        for name in ARRAY_NAMES:
+            a = self.__dict__.get(name)
+            if a is None:
+                d = self._deferred[name]
+                total += d.dtype.itemsize * math.prod(d.shape)
+            else:
+                total += a.nbytes
+        return total
 
     # ----------------------------------------------------------------- shape
     @property

@@ -1,0 +1,114 @@
+"""Size and complexity limits of vizmm's own code (vizmm/, apps/, kernels/).
+
+No function over a cyclomatic complexity of 25 (McCabe's count, as radon
+computes it) and no module over 1,200 lines. The functions and modules that
+are still over are listed below with the size they had when the limit came
+in: they may shrink, never grow, and an entry that now keeps the limit must
+leave the list (so the list only gets shorter).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+radon_complexity = pytest.importorskip("radon.complexity")
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = ("vizmm", "apps", "kernels")
+MAX_COMPLEXITY = 25
+MAX_LINES = 1200
+
+#: Functions still over MAX_COMPLEXITY: "path:qualified name" -> the ceiling.
+OVER_COMPLEXITY: dict[str, int] = {
+    "vizmm/record/instrument.py:run": 34,
+    "vizmm/render/bokeh_scene.py:Scene._build": 36,
+    "vizmm/render/bokeh_scene.py:Scene.update": 31,
+    "vizmm/render/bokeh_scene.py:_table_columns": 45,
+    "vizmm/render/bokeh_scene.py:add_glyph": 28,
+    "vizmm/render/large_bokeh.py:LargeScene._timeline_panel": 27,
+    "vizmm/render/pillow.py:FrameRenderer._layout_main": 33,
+}
+
+#: Modules still over MAX_LINES: path -> the ceiling.
+OVER_LINES: dict[str, int] = {
+    "vizmm/cli.py": 1576,
+    "vizmm/render/bokeh_scene.py": 3004,
+    "vizmm/render/pillow.py": 1267,
+}
+
+
+def _sources() -> list[Path]:
+    return sorted(
+        p for f in FOLDERS for p in (ROOT / f).rglob("*.py") if "__pycache__" not in p.parts
+    )
+
+
+def _blocks(block, prefix=""):
+    """A function or method radon found, and its closures, each with its qualified name.
+
+    radon lists a class's methods beside the class (``fullname`` says
+    ``Class.method``); the class's own entry is a sum and is skipped.
+    """
+    if hasattr(block, "methods"):  # a class: its methods come on their own
+        return
+    name = f"{prefix}{block.fullname}"
+    yield name, block.complexity
+    for c in getattr(block, "closures", ()):
+        yield from _blocks(c, f"{name}.")
+
+
+def _complexities() -> dict[str, int]:
+    out = {}
+    for path in _sources():
+        rel = path.relative_to(ROOT).as_posix()
+        for block in radon_complexity.cc_visit(path.read_text(encoding="utf-8")):
+            for name, cc in _blocks(block):
+                out[f"{rel}:{name}"] = max(cc, out.get(f"{rel}:{name}", 0))
+    return out
+
+
+def _line_counts() -> dict[str, int]:
+    return {
+        p.relative_to(ROOT).as_posix(): len(p.read_text(encoding="utf-8").splitlines())
+        for p in _sources()
+    }
+
+
+def test_radon_sees_a_branchy_function():
+    """The measure itself, against a hand count: 1 + if + elif + for + if + and + while = 7."""
+    src = (
+        "def f(a, b):\n"
+        "    if a:\n        return 1\n"
+        "    elif b:\n        return 2\n"
+        "    for i in a:\n        if i and b:\n            pass\n"
+        "    while b:\n        b -= 1\n"
+    )
+    [block] = radon_complexity.cc_visit(src)
+    assert block.complexity == 7  # 1 + if + elif + for + inner if + and + while
+
+
+def test_no_function_over_the_complexity_limit():
+    cc = _complexities()
+    assert len(cc) > 1000  # the whole code base was read
+    over = {k: v for k, v in cc.items() if v > MAX_COMPLEXITY}
+    grown = {
+        k: (v, OVER_COMPLEXITY.get(k))
+        for k, v in over.items()
+        if v > OVER_COMPLEXITY.get(k, MAX_COMPLEXITY)
+    }
+    assert not grown, f"over a complexity of {MAX_COMPLEXITY} (now, allowed): {grown}"
+    stale = sorted(k for k in OVER_COMPLEXITY if k not in over)
+    assert not stale, (
+        f"these keep the limit now (or are gone): take them off OVER_COMPLEXITY: {stale}"
+    )
+
+
+def test_no_module_over_the_line_limit():
+    lines = _line_counts()
+    over = {k: v for k, v in lines.items() if v > MAX_LINES}
+    grown = {k: (v, OVER_LINES.get(k)) for k, v in over.items() if v > OVER_LINES.get(k, MAX_LINES)}
+    assert not grown, f"modules over {MAX_LINES} lines (now, allowed): {grown}"
+    stale = sorted(k for k in OVER_LINES if k not in over)
+    assert not stale, f"these keep the limit now (or are gone): take them off OVER_LINES: {stale}"
