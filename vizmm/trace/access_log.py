@@ -2,11 +2,12 @@
 
 One definition for every layer: the instrumenter's writers (the device
 functions of :mod:`vizmm.record.instrument_device` on a GPU or in Numba's
-simulator, :mod:`vizmm.record.simt` in vizmm's) write these, and
-the recording (:mod:`vizmm.record.instrument_log`), :mod:`vizmm.analysis.check`,
-:mod:`vizmm.replay.own` and :mod:`vizmm.replay.table` read them. A trace keeps the decoded log
-(``log_events`` of :data:`FIELDS`, ``log_values``, ``log_counts``); its
-``meta["access_log"]`` names the fields and the arrays. NumPy only.
+simulator, :mod:`vizmm.record.simt` in vizmm's) write these, and the
+recording (:mod:`vizmm.record.instrument_log`), :mod:`vizmm.analysis.check`,
+:mod:`vizmm.replay.own` and :mod:`vizmm.replay.table` read them. A trace
+keeps the decoded log (``log_events`` of :data:`FIELDS`, ``log_values``,
+``log_counts``); its ``meta["access_log"]`` names the fields and the
+arrays. NumPy only.
 
 :func:`unpack` (and :func:`unpack_field_major`, a GPU's layout) is the one
 decoder of the packed log; :class:`AccessLog` is the decoded log of a
@@ -608,13 +609,13 @@ class AccessLog:
         m, n, _p = self.matmul()
         cnt = int(self.counts[s, t])
         sd = side[s, t, :cnt]
-        ph = np.full(cnt, -1, np.int64) if phase is None else phase[s, t, :cnt]
+        if phase is None:
+            groups = [(-1, np.ones(cnt, bool))]
+        else:
+            ph = phase[s, t, :cnt]
+            groups = [(p, ph == p) for p in sorted(set(ph[sd >= 0].tolist())) if p >= 0]
         out = []
-        groups = sorted(set(ph[sd >= 0].tolist())) if phase is not None else [-1]
-        for p in groups:
-            here = ph == p
-            if p < 0 and phase is not None:
-                continue
+        for p, here in groups:
             ms = np.flatnonzero(here & (sd == m)).tolist()
             ns = np.flatnonzero(here & (sd == n)).tolist()
             out += [(p, a, b) for a, b in zip(ms, ns, strict=False)]
