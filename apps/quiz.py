@@ -28,6 +28,7 @@ from typing import Literal
 
 import panel as pn
 
+from vizmm.render import views as view_specs
 from vizmm.render.bokeh_scene import add_glyph
 from vizmm.render.text import render_text
 from vizmm.replay.navigator import substep_moment
@@ -39,7 +40,7 @@ __all__ = ["QuestionMode", "question_mode", "PICK", "RIGHT", "WRONG"]
 PICK = "#8250df"  # the student's picks before the reveal (dotted)
 RIGHT = "#1a7f37"  # the answer, at the reveal (✓)
 WRONG = "#cf222e"  # a wrong pick, at the reveal (✗)
-_CLICK_VIEWS = ("M", "N", "Mds", "Nds", "threads")
+_CLICK_VIEWS = view_specs.names(pickable=True)  # the views a question may ask to click
 
 
 class QuestionMode:

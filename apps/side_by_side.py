@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import panel as pn
 import param
 
-from vizmm.render.bokeh_scene import Scene  # noqa: E402
+from vizmm.render.bokeh_scene import PRESENTER_VIEWS, Scene  # noqa: E402
 from vizmm.replay import Lockstep, Replay  # noqa: E402
 from vizmm.replay.navigator import clamp  # noqa: E402
 from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
@@ -44,8 +44,8 @@ from vizmm_apps.viewport import Viewport  # noqa: E402
 
 __all__ = ["PAIRS", "Pair", "SideBySideState", "SideBySide", "create_app"]
 
-#: The views each side shows.
-SIDE_VIEWS = ("caption", "M", "N", "P", "Mds", "Nds", "threads")
+#: The views each side shows: presenter mode's (what a class must see).
+SIDE_VIEWS = PRESENTER_VIEWS
 #: Pixels each side fits in (two of them fit a 1600-pixel-wide page) until the
 #: browser says its window's size; then each side is fitted to half the window.
 SIDE_BOX = (770, 600)

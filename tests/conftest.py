@@ -66,7 +66,11 @@ def pytest_collection_modifyitems(config, items):
 def pytest_collection_finish(session):
     # The PTX compiles (tests/ptx.py) run in subprocesses, each on one core and for
     # up to a minute or more: those of the chosen tests start now, one after another
-    # in the background, and compile while the other tests run.
+    # in the background, and compile while the other tests run. Under pytest-xdist
+    # every worker collects every test but runs only some: there each compile runs
+    # when its test does, in that worker (the other workers go on meanwhile).
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     jobs = []
     for module in {id(m): m for m in (getattr(i, "module", None) for i in session.items)}.values():
         if module is not None and hasattr(module, "ptx_jobs"):

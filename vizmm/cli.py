@@ -23,12 +23,15 @@ returns the exit code (0 for success) and raises :class:`CLIError` (or one
 of :data:`INPUT_ERRORS`) for bad input; :func:`main` turns those into the
 one-line message and exit code 2. A new subcommand is one more pair in
 :data:`SUBCOMMANDS`.
+
+The exit codes, the errors and the parsers of values live in
+:mod:`vizmm.cli_values`; ``serve`` and ``doctor`` in :mod:`vizmm.cli_serve`,
+``grade`` in :mod:`vizmm.cli_grade`. Every name stays importable from here.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import inspect
 import math
 import os
@@ -37,23 +40,40 @@ import signal
 import sys
 import textwrap
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 from . import __version__
+from .cli_grade import _grade_options, cmd_grade
+from .cli_serve import _doctor_options, _serve_options, check_can_listen, cmd_doctor, cmd_serve
+from .cli_values import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    INPUT_ERRORS,
+    CLIError,
+    Terminated,
+    _ints,
+    _non_negative,
+    _Parser,
+    parse_block,
+    parse_bytes,
+    parse_drop_barrier,
+    parse_kernel,
+    parse_shape,
+    parse_tile_width,
+    parse_window,
+)
 from .record import (
     BACKENDS,
     DEFAULT_MAX_BYTES,
-    GPUUnavailableError,
-    RecordError,
     TooSlowError,
     TraceTooLargeError,
     record,
 )
 from .record.targets import SIMULATOR_BACKENDS
 from .trace import (
-    KERNELS,
-    MAX_TILE_WIDTH,
-    TraceError,
     TraceOverLimitError,
     atomic_write,
     human_bytes,
@@ -63,219 +83,22 @@ from .trace import (
 )
 from .trace.destination import check_writable
 
-__all__ = ["CLIError", "INPUT_ERRORS", "SUBCOMMANDS", "Terminated", "build_parser", "main"]
-
-EXIT_OK = 0
-EXIT_FAILURE = 1  # something broke that is not the user's input
-EXIT_USAGE = 2  # bad input: arguments, sizes, files
-EXIT_INTERRUPTED = 130
-EXIT_TERMINATED = 128 + signal.SIGTERM  # 143, as a shell reports a process killed by SIGTERM
-
-
-class CLIError(Exception):
-    """Bad input to a subcommand; the message is shown on one line and the exit code is 2."""
-
-
-class Terminated(BaseException):
-    """SIGTERM arrived while :func:`main` ran.
-
-    Raised by the handler :func:`main` installs, it unwinds the stack as
-    KeyboardInterrupt does for SIGINT: every ``finally`` and ``except
-    BaseException`` runs (temporary files and scratch folders are removed,
-    a recording's worker process is stopped). Neither an ``Exception`` nor a
-    ``KeyboardInterrupt``, so no broad ``except Exception`` swallows it;
-    :func:`main` answers it with ``vizmm: terminated`` and exit code 143.
-    """
-
-
-#: Exceptions that a handler may raise for bad input (message shown, exit code 2).
-INPUT_ERRORS = (
-    CLIError,
-    RecordError,  # includes TraceTooLargeError
-    GPUUnavailableError,
-    TraceError,
-    OSError,  # a missing file or folder, no permission
-    KeyError,  # a block that is not in the trace
-    IndexError,  # a phase that is not in the trace
-    ValueError,
-)
-
-
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors become one line, not usage plus message."""
-
-    def error(self, message: str):  # noqa: D102 - argparse's hook
-        raise CLIError(f"{message} (see '{self.prog} --help')")
-
-
-# ------------------------------------------------------------ value parsers
-def _ints(text: str, n: int, what: str, example: str) -> tuple[int, ...]:
-    parts = [p for p in re.split(r"[,x]", text.strip()) if p.strip()]
-    try:
-        values = tuple(int(p) for p in parts)
-    except ValueError:
-        values = ()
-    if len(values) != n or len(parts) != n:
-        raise argparse.ArgumentTypeError(
-            f"{what} must be {n} integers like {example}, got {text!r}"
-        )
-    return values
-
-
-def parse_shape(text: str) -> tuple[int, int, int]:
-    """``"J,K,L"`` (or ``"JxKxL"``) to ``(j, k, l)``: M is j x k, N is k x l.
-
-    Parameters
-    ----------
-    text : str
-        What was typed.
-    """
-    return _ints(text, 3, "--shape", "3,4,5 (M is 3x4, N is 4x5)")  # type: ignore[return-value]
-
-
-def parse_kernel(text: str) -> str:
-    """A book kernel's name or ``FILE.py:NAME`` (a kernel of your own), else an error.
-
-    Parameters
-    ----------
-    text : str
-        What was typed.
-    """
-    if text in KERNELS or ".py:" in text:
-        return text
-    raise argparse.ArgumentTypeError(
-        f"unknown kernel {text!r}; choose one of {', '.join(KERNELS)}, or FILE.py:NAME"
-    )
-
-
-def parse_tile_width(text: str) -> int | None:
-    """``'16'`` -> 16; ``'device'`` -> None (the Fig. 5.14 kernel chooses from the device).
-
-    Parameters
-    ----------
-    text : str
-        What was typed.
-    """
-    if text.strip().lower() == "device":
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected an integer from 1 to {MAX_TILE_WIDTH} or 'device', got {text!r}"
-        ) from None
-
-
-_PAIR = re.compile(r"^\(?\s*(\d+)\s*[, ]\s*(\d+)\s*\)?$")
-
-
-def parse_block(text: str) -> tuple[int, int]:
-    """``"BY,BX"`` (also ``"(by, bx)"`` or ``"by bx"``) to ``(by, bx)``: the one block parser.
-
-    Parameters
-    ----------
-    text : str
-        What was typed.
-
-    Raises
-    ------
-    argparse.ArgumentTypeError
-        For text that is not two non-negative integers.
-    """
-    m = _PAIR.match(text.strip())
-    if m is None:
-        raise argparse.ArgumentTypeError(
-            f"a block must be 2 integers like 1,0 (by,bx), got {text!r}"
-        )
-    return int(m[1]), int(m[2])
-
-
-def parse_window(text: str) -> list[tuple[int, int]]:
-    """Blocks typed by a person: ``"0,0; 31,17"`` (also ``(0,0) (31,17)`` or one per line).
-
-    Each block is read by :func:`parse_block`; repeated blocks are kept once.
-
-    Parameters
-    ----------
-    text : str
-        What was typed.
-
-    Raises
-    ------
-    ValueError
-        When a part is not a ``by,bx`` pair of non-negative integers, or none is given.
-    """
-    parts = [p.strip() for p in re.split(r"[;\n]|\)\s*\(|\)\s*,\s*\(", text) if p.strip()]
-    out: list[tuple[int, int]] = []
-    for p in parts:
-        try:
-            pair = parse_block(p.strip("() "))
-        except argparse.ArgumentTypeError as exc:
-            raise ValueError(
-                f"window blocks are 'by,bx' pairs separated by ';' (e.g. '0,0; 31,17'): {exc}"
-            ) from None
-        if pair not in out:
-            out.append(pair)
-    if not out:
-        raise ValueError("name at least one block of the window, e.g. '0,0; 31,17'")
-    return out
-
-
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 2**10,
-    "kb": 2**10,
-    "kib": 2**10,
-    "m": 2**20,
-    "mb": 2**20,
-    "mib": 2**20,
-    "g": 2**30,
-    "gb": 2**30,
-    "gib": 2**30,
-}
-
-
-def parse_drop_barrier(text: str) -> tuple[int, ...]:
-    """``'1'``, ``'2'`` or ``'1,2'`` -> the barriers to remove.
-
-    Parameters
-    ----------
-    text : str
-        What was typed.
-    """
-    parts = [p.strip() for p in text.split(",")]
-    if any(p not in ("1", "2") for p in parts):
-        raise argparse.ArgumentTypeError(
-            f"expected 1 (the barrier after the loads), 2 (after the k loop) or 1,2; got {text!r}"
-        )
-    return tuple(sorted({int(p) for p in parts}))
-
-
-def parse_bytes(text: str) -> int:
-    """``"1000"``, ``"64K"``, ``"256M"``, ``"1G"`` (binary units) to a number of bytes.
-
-    Parameters
-    ----------
-    text : str
-        What was typed.
-    """
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    if not m or m.group(2).lower() not in _UNITS or float(m.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(
-            f"--max-bytes must be a positive size like 1000000, 64K, 256M or 1G, got {text!r}"
-        )
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-
-
-def _non_negative(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        v = -1
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
-    return v
+__all__ = [
+    "CLIError",
+    "INPUT_ERRORS",
+    "SUBCOMMANDS",
+    "Terminated",
+    "build_parser",
+    "check_can_listen",
+    "main",
+    "parse_block",
+    "parse_bytes",
+    "parse_drop_barrier",
+    "parse_kernel",
+    "parse_shape",
+    "parse_tile_width",
+    "parse_window",
+]
 
 
 def _subcommand(subparsers, func: Callable) -> argparse.ArgumentParser:
@@ -1042,354 +865,6 @@ def cmd_transactions(args: argparse.Namespace) -> int:
             line += f", Mds {r['mds_way']}-way, Nds {r['nds_way']}-way"
         print(line)
     return EXIT_OK
-
-
-# -------------------------------------------------------------------- serve
-def _serve_options(p: argparse.ArgumentParser) -> None:
-    """The options of ``vizmm serve``."""
-    p.add_argument(
-        "--address",
-        default="127.0.0.1",
-        help="the address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0: "
-        "every interface)",
-    )
-    p.add_argument(
-        "--port", type=_port, default=5006, help="0 to 65535 (0: any free port; default: 5006)"
-    )
-    p.add_argument(
-        "--allow-websocket-origin",
-        action="append",
-        default=[],
-        metavar="HOST[:PORT]",
-        help="a host name the pages may be opened under (repeatable); needed with --address",
-    )
-    p.add_argument(
-        "--num-procs", type=_non_negative, default=1, help="server processes (default: 1)"
-    )
-    p.add_argument(
-        "--traces",
-        nargs="+",
-        default=[],
-        metavar="FILE_OR_FOLDER",
-        help="trace files, or folders of .vizmm files, that the pages may open (shown by "
-        "name, never by path); nothing else on this machine's disk is reachable from a page",
-    )
-    p.add_argument(
-        "--max-trace-mib",
-        type=_positive_mib,
-        default=None,
-        metavar="MIB",
-        help="the most one page may make the server decode or record per trace (MiB of "
-        "arrays in memory; default: 256)",
-    )
-    p.add_argument("--show", action="store_true", help="open the dashboard in a browser")
-    p.add_argument(
-        "--dry-run", action="store_true", help="print the panel command instead of running it"
-    )
-
-
-def _port(text: str) -> int:
-    """A TCP port number, 0 to 65535."""
-    if len(text) > 8 or not text.strip().isdigit() or not 0 <= int(text) <= 65535:
-        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a port (a whole number 0 to 65535)")
-    return int(text)
-
-
-def check_can_listen(address: str, port: int) -> None:
-    """Say now, in one line, when the server could not listen on ``address:port``.
-
-    Each address the name stands for is bound, as Tornado will bind it
-    (``SO_REUSEADDR``, IPv6 sockets IPv6 only), then closed at once; the
-    server binds it a moment later.
-
-    Parameters
-    ----------
-    address : str
-        ``--address``: a name or a numeric address of this machine.
-    port : int
-        ``--port``, 0 to 65535.
-
-    Raises
-    ------
-    CLIError
-        For a port in use, an address that is not this machine's (or not
-        an address at all), or a port that needs privileges.
-    """
-    import errno
-    import socket
-
-    try:
-        infos = socket.getaddrinfo(
-            address or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )
-    except (socket.gaierror, UnicodeError) as exc:
-        raise CLIError(
-            f"--address {address}: no such address ({getattr(exc, 'strerror', None) or exc}); "
-            "give an address of this machine, such as 127.0.0.1 or 0.0.0.0"
-        ) from None
-    for family, kind, proto, _name, sockaddr in infos:
-        with socket.socket(family, kind, proto) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            try:
-                sock.bind(sockaddr)
-            except OSError as exc:
-                if exc.errno == errno.EADDRINUSE:
-                    why = "is in use by another program; choose another with --port"
-                elif exc.errno == errno.EADDRNOTAVAIL:
-                    raise CLIError(
-                        f"--address {address} is not an address of this machine; give one of "
-                        "its own, such as 127.0.0.1 (this machine only) or 0.0.0.0 (every "
-                        "interface)"
-                    ) from None
-                elif exc.errno == errno.EACCES:
-                    why = "needs privileges to listen on; choose a port above 1023 with --port"
-                else:
-                    why = f"cannot be listened on ({exc.strerror or exc})"
-                raise CLIError(f"port {port} of {address} {why}") from None
-
-
-def _positive_mib(text: str) -> int:
-    """A size in MiB of at least 1 and at most 1 TiB."""
-    if len(text) > 12 or not text.strip().isdigit() or not 1 <= int(text) <= 2**20:
-        raise argparse.ArgumentTypeError(
-            f"{text[:20]!r} is not a size in MiB (a whole number from 1 to 1048576)"
-        )
-    return int(text)
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    """Serve the dashboard, the large view and side by side (localhost unless told otherwise).
-
-    Serve the dashboard (/dashboard), the large-matrix view (/large_view) and two
-    replays side by side (/side_by_side) with Panel. It listens on localhost
-    (127.0.0.1) unless --address says otherwise; the shipped traces are read once
-    per process before it listens, and shared by every visitor. The server uses the
-    C library's allocator (PYTHONMALLOC=malloc, unless PYTHONMALLOC is set), which
-    gives memory back after pages close.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
-
-    Examples
-    --------
-    vizmm serve --show                       (on this machine only)
-    vizmm serve --traces lecture/ big.vizmm  (pages may open these, by name)
-    vizmm serve --address 0.0.0.0 --allow-websocket-origin=HOST:5006 --num-procs 2
-                                             (a class: HOST is the name students type)
-    """
-    from .serve.command import ServeError, run_server, serve_command, serve_environment
-
-    try:
-        cmd = serve_command(
-            args.address, args.port, args.num_procs, args.allow_websocket_origin, args.show
-        )
-        extra = serve_environment(traces=args.traces, max_trace_mib=args.max_trace_mib)
-    except ServeError as exc:
-        raise CLIError(str(exc)) from None
-    if args.dry_run:  # as a shell would take it: the variables, then the command
-        print(" ".join([*(f"{k}={v}" for k, v in extra.items()), *cmd]))
-        return EXIT_OK
-    check_can_listen(args.address, args.port)
-    return run_server(cmd, {**os.environ, **extra})
-
-
-# ------------------------------------------------------------------- doctor
-def _doctor_options(p: argparse.ArgumentParser) -> None:
-    """The options of ``vizmm doctor``."""
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument(
-        "--no-run",
-        action="store_true",
-        help="check versions and the driver only: run no kernel",
-    )
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=300.0,
-        metavar="S",
-        help="seconds each target's kernel run may take (default: 300)",
-    )
-
-
-def cmd_doctor(args: argparse.Namespace) -> int:
-    """Say what can record here, what cannot and how to fix it.
-
-    Print the versions of Python, NumPy, numba, numba-cuda and numba-cuda-mlir,
-    the NVIDIA driver and each GPU (compute capability), which backend
-    --backend auto picks and why, and for each compiler (numba-cuda-mlir,
-    numba-cuda, the simulator) whether it records here: each usable one runs
-    the book's Fig. 5.9 kernel in a fresh process with a time limit, checked
-    against NumPy. Every known failure is named with its fix. Exit code 0 when
-    some path records (the simulator counts), 1 when none does.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
-
-    Examples
-    --------
-    vizmm doctor
-    vizmm doctor --no-run          (versions and driver only, in a second)
-    vizmm doctor --json > doctor.json
-    """
-    if not args.timeout > 0:
-        raise CLIError(f"--timeout must be a number of seconds > 0, got {args.timeout}")
-    from .record.doctor import diagnose
-
-    report = diagnose(run=not args.no_run, timeout=args.timeout)
-    if args.json:
-        import json
-
-        print(json.dumps(report.as_dict(), indent=1))
-    else:
-        print("\n".join(report.lines()))
-    return EXIT_OK if report.ok else EXIT_FAILURE
-
-
-# -------------------------------------------------------------------- grade
-def cmd_grade(args: argparse.Namespace) -> int:
-    """Grade a submission (or a folder of them) on an assignment's cases.
-
-    The submission is read, never run as a module. Each case records its
-    kernel in a process apart (a folder of its own, as root a user of its
-    own) under a wall-clock limit, a CPU-time limit and a memory limit for
-    all its processes (the assignment's time_limit_s and memory_limit_mb);
-    every process it started is gone before its recording is read, and the
-    score is computed here from that recording. An endless loop, a crash, a
-    syntax error or a wrong signature fails the case with one line; a case
-    that fails costs its submission alone. One submission: -o writes
-    Gradescope's results.json, --html the feedback page. A folder: every
-    *.py in it, one case per core at a time; --csv writes one row per
-    submission, --summary the class's page. Exit 0 when graded, 2 for a bad
-    assignment file or arguments.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
-
-    Examples
-    --------
-    vizmm grade examples/assignment.toml examples/tiled_matmul_correct.py -o results.json
-    vizmm grade examples/assignment.toml mine.py --html feedback.html
-    vizmm grade examples/assignment.toml submissions/ --csv class.csv --summary summary.html
-    """
-    from .grade import grade_many, load_assignment
-
-    assignment = load_assignment(args.assignment)
-    folder, paths = _submissions(args)
-    for p in (args.output, args.html, args.csv, args.summary):
-        if p:
-            check_writable(p)  # before any case runs
-    import tempfile
-
-    show_bar = folder and not args.quiet and sys.stderr.isatty()  # a bar on a terminal only
-    with tempfile.TemporaryDirectory(prefix="vizmm-grade-") as tmp:
-        with _case_bar(show_bar) as bar:
-            gradings = grade_many(assignment, paths, jobs=args.jobs, workdir=tmp, progress=bar)
-        if folder:  # written while the cases' folders are still there
-            _write_class(args, gradings)
-        else:
-            _write_one(args, gradings[0])
-    return EXIT_OK
-
-
-def _submissions(args: argparse.Namespace) -> tuple[bool, list[str]]:
-    """Whether ``vizmm grade`` was given a folder, and the submissions to grade."""
-    target = args.submission
-    if not os.path.isdir(target):
-        if args.csv or args.summary:
-            raise CLIError("--csv and --summary are for a folder of submissions")
-        if not os.path.isfile(target):
-            raise CLIError(f"{target}: no such submission file")
-        return False, [target]
-    if args.output or args.html:
-        raise CLIError("-o and --html are for one submission; a folder takes --csv, --summary")
-    paths = []
-    for n in sorted(os.listdir(target)):
-        p = os.path.join(target, n)
-        if not n.endswith(".py"):
-            continue
-        if not os.path.isfile(p):  # a folder (or anything else) named x.py: not graded
-            print(f"vizmm: skipped {n}: not a file", file=sys.stderr)
-            continue
-        paths.append(p)
-    if not paths:
-        raise CLIError(f"{target}: no submission (*.py) in this folder")
-    return True, paths
-
-
-@contextlib.contextmanager
-def _case_bar(show: bool) -> Iterator[Callable[[int, int], None]]:
-    """``progress(done, total)`` of the cases graded: a tqdm bar on stderr where ``show``."""
-    if not show:
-        yield lambda done, total: None
-        return
-    from tqdm import tqdm
-
-    bar = tqdm(unit="case", desc="grading", leave=False, file=sys.stderr)
-
-    def progress(done: int, total: int) -> None:
-        bar.total = total
-        bar.update(done - bar.n)
-
-    try:
-        yield progress
-    finally:
-        bar.close()
-
-
-def _write_one(args: argparse.Namespace, g) -> None:
-    """One submission's grading: results.json (-o), the feedback page (--html), each case."""
-    from .grade.report import feedback_html, results_json
-
-    if args.output:
-        atomic_write(args.output, results_json(g).encode("utf-8"))
-    if args.html:
-        atomic_write(args.html, feedback_html(g).encode("utf-8"))
-    if not args.quiet:
-        for r in g.cases:
-            mark = "pass" if r.passed else "fail"
-            print(f"{r.case.name}: {mark} ({r.score:g}/{r.max_score:g})")
-        print(f"score: {g.score:g} of {g.max_score:g}")
-
-
-def _write_class(args: argparse.Namespace, gradings) -> None:
-    """A folder's gradings: the class CSV (--csv), the summary page (--summary), each score."""
-    from .grade.report import class_csv, summary_html
-
-    if args.csv:
-        atomic_write(args.csv, class_csv(gradings).encode("utf-8"))
-    if args.summary:
-        atomic_write(args.summary, summary_html(gradings).encode("utf-8"))
-    if not args.quiet:
-        for g in gradings:
-            print(f"{os.path.basename(g.submission)}: {g.score:g} of {g.max_score:g}")
-
-
-def _grade_options(p: argparse.ArgumentParser) -> None:
-    """The options of ``vizmm grade``."""
-    p.add_argument("assignment", metavar="ASSIGNMENT.toml", help="the assignment file")
-    p.add_argument(
-        "submission", metavar="SUBMISSION", help="a submission (.py) or a folder of them"
-    )
-    p.add_argument("-o", "--output", metavar="RESULTS.json", help="Gradescope's results.json")
-    p.add_argument("--html", metavar="FEEDBACK.html", help="the feedback page (self-contained)")
-    p.add_argument("--csv", metavar="CLASS.csv", help="one row per submission (a folder)")
-    p.add_argument("--summary", metavar="SUMMARY.html", help="the class's page (a folder)")
-    p.add_argument(
-        "--jobs",
-        type=_non_negative,
-        default=0,
-        metavar="N",
-        help="cases graded at once (default: one per core)",
-    )
-    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
 
 
 # --------------------------------------------------------------------- main

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from .render import views as view_specs
 from .replay import GRANULARITIES, NAIVE_REFUSAL, ORDERS, Replay
 from .replay.findings import FindingMarks, finding_marks, with_finding
 from .trace import Trace, atomic_write, not_recorded_message
@@ -62,8 +63,9 @@ __all__ = [
 
 #: File formats :func:`export` writes.
 EXPORT_FORMATS = ("gif", "mp4", "html")
-#: Views only the HTML export (the dashboard's scene) can show.
-HTML_ONLY_VIEWS = ("blocks", "table")
+#: Views only the HTML export (the dashboard's scene) can show: those the Pillow
+#: renderer does not draw (:mod:`vizmm.render.views`).
+HTML_ONLY_VIEWS = view_specs.names(pillow=False)
 #: Highest frame rate accepted (GIF frame delays are counted in 1/100 s).
 MAX_FPS = 50.0
 #: Show a progress bar (on a terminal) when an export has more frames than this.
@@ -141,14 +143,8 @@ def _check_views(views, fmt: str, trace: Trace | None = None):
     """
     from . import render
 
-    if fmt == "html":
-        from .render.bokeh_scene import VIEWS as html_views
-
-        available: tuple[str, ...] = html_views
-    else:
-        from .render.pillow import VIEWS as image_views
-
-        available = image_views
+    # the views' names, from their specs (no Bokeh nor Pillow imported for them)
+    available = view_specs.names() if fmt == "html" else view_specs.names(pillow=True)
     if views is None:
         return available if trace is None else render.affordable_views(trace, available)
     views = tuple(render.view_names(views))

@@ -371,7 +371,7 @@ def view_rows(fragment: str) -> dict[str, list[str]]:
     Parameters
     ----------
     fragment : str
-        What :func:`text_view_html` returned.
+        One text view's HTML, as :func:`text_view_html` draws it.
 
     Returns
     -------

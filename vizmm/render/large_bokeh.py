@@ -185,9 +185,9 @@ def gantt_state(m: LargeModel, t: float) -> np.ndarray:
     Parameters
     ----------
     m : LargeModel
-        The launch's models.
+        The models of the launch whose Gantt chart is drawn.
     t : float
-        A time in the timeline's unit.
+        The moment shown, in the unit of the timeline's axis.
     """
     g = m.gantt
     out = np.zeros(len(g), np.int8)
@@ -645,19 +645,14 @@ class LargeScene:
         f.add_layout(legend, location)
         return legend
 
-    def _timeline_panel(self):
-        from bokeh.layouts import column, row
-        from bokeh.models import ColumnDataSource, CustomJSHover, FixedTicker, Range1d
-        from bokeh.models.annotations import Label, Span
+    def _block_grid(self):
+        """The grid of blocks: each block's state at the time shown, one image, its hover."""
+        from bokeh.models import ColumnDataSource, FixedTicker
 
         m = self.model
         tl = m.timeline
         gy, gx = tl.grid
-        k, xlabel = time_scale(m)
         fs = self._font
-        unit = "µs" if tl.has_clock else ""
-
-        # --- the grid of blocks, one image
         side = self._grid_px or (470 if not self.presenter else 560)
         cell = max(2.0, min(90.0, side / max(gy, gx)))
         f = self._map_fig(max(gx * cell, 330) + 70, gy * cell + 130, gy, gx, match_aspect=True)
@@ -699,6 +694,43 @@ class LargeScene:
             f.grid.grid_line_width = 2
             f.grid.level = "overlay"
         f.rect(gx / 2, gy / 2, gx, gy, fill_alpha=0, line_color=pal.MUTED, line_width=1)
+        self._block_hover(f, img)
+        detail = self.trace.detail_blocks
+        dsrc = ColumnDataSource(
+            {
+                "x": (detail[:, 1] + 0.5).tolist(),
+                "y": (detail[:, 0] + 0.5).tolist(),
+                "block": [f"({a}, {b})" for a, b in detail.tolist()],
+            }
+        )
+        size = max(0.9, 11.0 / cell)  # at least 11 pixels, so the corners show
+        f.rect("x", "y", size, size, source=dsrc, fill_alpha=0, line_color=pal.FOCUS, line_width=2)
+        self.sources["grid_sel"] = ColumnDataSource({"x": [], "y": []})
+        f.rect(
+            "x",
+            "y",
+            max(1.0, 15.0 / cell),
+            max(1.0, 15.0 / cell),
+            source=self.sources["grid_sel"],
+            fill_alpha=0,
+            line_color=pal.TILE_OUTLINE,
+            line_width=3,
+        )
+        self._block_legend(f, hatch)
+        f.name = "vizmm-block-grid"
+        self._grid_sub = _subtitle("", fs)
+        f.add_layout(self._grid_sub, "above")
+        self.figures["grid"] = f
+
+        return f
+
+    def _block_hover(self, f, img) -> None:
+        """What hovering over a block of the grid says: its times, SM, waits, zero-fills."""
+        from bokeh.models import CustomJSHover
+
+        m = self.model
+        tl = m.timeline
+        unit = "µs" if tl.has_clock else ""
         hover_time = (
             [
                 ("start", f"@start{{0,0.000}} {unit}"),
@@ -733,27 +765,9 @@ class LargeScene:
             ],
             formatters={"@detail": per_thread},
         )
-        detail = self.trace.detail_blocks
-        dsrc = ColumnDataSource(
-            {
-                "x": (detail[:, 1] + 0.5).tolist(),
-                "y": (detail[:, 0] + 0.5).tolist(),
-                "block": [f"({a}, {b})" for a, b in detail.tolist()],
-            }
-        )
-        size = max(0.9, 11.0 / cell)  # at least 11 pixels, so the corners show
-        f.rect("x", "y", size, size, source=dsrc, fill_alpha=0, line_color=pal.FOCUS, line_width=2)
-        self.sources["grid_sel"] = ColumnDataSource({"x": [], "y": []})
-        f.rect(
-            "x",
-            "y",
-            max(1.0, 15.0 / cell),
-            max(1.0, 15.0 / cell),
-            source=self.sources["grid_sel"],
-            fill_alpha=0,
-            line_color=pal.TILE_OUTLINE,
-            line_width=3,
-        )
+
+    def _block_legend(self, f, hatch: bool) -> None:
+        """The grid's legend: the blocks' states (not run: hatched), the outlines."""
         items = [
             (
                 pal.BLOCK_STATE_LABELS[s],
@@ -768,10 +782,21 @@ class LargeScene:
             ("selected", pal.TILE_OUTLINE, "outline"),
         ]
         self._legend(f, items, columns=3)
-        f.name = "vizmm-block-grid"
-        self._grid_sub = _subtitle("", fs)
-        f.add_layout(self._grid_sub, "above")
-        self.figures["grid"] = f
+
+    def _timeline_panel(self):
+        from bokeh.layouts import column, row
+        from bokeh.models import ColumnDataSource, Range1d
+        from bokeh.models.annotations import Label, Span
+
+        m = self.model
+        tl = m.timeline
+        gy, gx = tl.grid
+        k, xlabel = time_scale(m)
+        fs = self._font
+        unit = "µs" if tl.has_clock else ""
+
+        # --- the grid of blocks, one image
+        f = self._block_grid()
 
         # --- the Gantt chart: one row per SM
         g = m.gantt

@@ -30,19 +30,27 @@ dashboard never differ.
 from __future__ import annotations
 
 import dataclasses
-import os
-from functools import lru_cache
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw
 
-from ..replay import CellState, Frame, SlotState, ThreadState
+from ..replay import CellState, Frame
 from ..replay.block import slot_states_shown, thread_states_shown
 from ..trace import Access, Trace
 from . import palette as pal
+from . import views as view_specs
+from .pillow_text import (
+    _draw_text,
+    _ellipsize,
+    _fit_size,
+    _font,
+    _rgb,
+    _text_w,
+    _wrap,
+    font_path,
+)
 from .policy import check_known_views, view_names
 from .text import format_value
-from .tiles import tile_arrays
 
 __all__ = [
     "VIEWS",
@@ -59,28 +67,14 @@ __all__ = [
 #: except the grid of blocks and the Fig. 5.8 table, which only the dashboard and the HTML
 #: export show. The title line is always drawn; 'caption', 'source' (the kernel line being
 #: executed) and 'counters' (global loads, CGMA) are the lines under it.
-VIEWS = ("caption", "M", "N", "P", "Mds", "Nds", "threads", "legend", "source", "counters")
-_HEADER = ("caption", "source", "counters", "legend")
+VIEWS = view_specs.names(pillow=True)
+_HEADER = view_specs.names(pillow=True, html=True)  # drawn as lines: the caption, source ...
 DEFAULT_SIZE = (1280, 720)
 MIN_SIZE = (320, 180)
 MAX_SIZE = (7680, 4320)
 
 _MATRICES = ("M", "N", "P")
 _SHARED = ("Mds", "Nds", "threads")
-
-_FONT_FILES = {
-    "regular": ("DejaVuSans.ttf",),
-    "bold": ("DejaVuSans-Bold.ttf",),
-    "mono": ("DejaVuSansMono.ttf",),
-}
-_FONT_DIRS = (
-    "/usr/share/fonts/truetype/dejavu",
-    "/usr/share/fonts/TTF",
-    "/usr/share/fonts/dejavu",
-    "/usr/local/share/fonts",
-    "/Library/Fonts",
-    "C:/Windows/Fonts",
-)
 
 
 # --------------------------------------------------------------------- checks
@@ -147,90 +141,9 @@ def check_views(views) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------------- fonts
-@lru_cache(maxsize=8)
-def font_path(style: str = "regular") -> str | None:
-    """Path of a DejaVu TrueType file for ``style`` ('regular', 'bold', 'mono'), or None.
-
-    Looks in the usual system font folders and in matplotlib's bundled fonts.
-    """
-    names = _FONT_FILES[style]
-    dirs = list(_FONT_DIRS)
-    try:  # matplotlib ships DejaVu; use it where the system has none
-        import importlib.util
-
-        spec = importlib.util.find_spec("matplotlib")
-        if spec and spec.submodule_search_locations:
-            dirs.append(os.path.join(spec.submodule_search_locations[0], "mpl-data/fonts/ttf"))
-    except (ImportError, ValueError):
-        pass
-    for d in dirs:
-        for n in names:
-            p = os.path.join(d, n)
-            if os.path.isfile(p):
-                return p
-    return None
-
-
-@lru_cache(maxsize=256)
-def _font(size: int, style: str = "regular") -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
-    size = max(1, int(size))
-    path = font_path(style)
-    if path is not None:
-        try:
-            return ImageFont.truetype(path, size)
-        except OSError:
-            pass
-    return ImageFont.load_default(size=size)  # scalable (Pillow >= 10.1)
-
-
-def _text_w(text: str, size: int, style: str = "regular") -> float:
-    return _font(size, style).getlength(text)
-
-
-def _draw_text(draw, xy, text: str, size: int, fill, anchor: str = "la", style: str = "regular"):
-    """Draw ``text`` at ``xy`` (pixels; ``anchor`` as Pillow's) in ``style`` type of ``size``."""
-    draw.text(xy, text, font=_font(size, style), fill=fill, anchor=anchor)
-
-
-def _fit_size(text: str, size: int, max_w: float, style: str = "regular", min_size: int = 8):
-    """Largest font size <= size at which ``text`` fits in ``max_w`` pixels (>= min_size)."""
-    while size > min_size and _text_w(text, size, style) > max_w:
-        size -= 1
-    return size
-
-
-def _wrap(text: str, size: int, max_w: float, style: str = "regular") -> list[str]:
-    words = text.split()
-    lines: list[str] = []
-    cur = ""
-    for w in words:
-        trial = f"{cur} {w}" if cur else w
-        if cur and _text_w(trial, size, style) > max_w:
-            lines.append(cur)
-            cur = w
-        else:
-            cur = trial
-    if cur:
-        lines.append(cur)
-    return lines or [""]
-
-
-def _ellipsize(text: str, size: int, max_w: float, style: str = "regular") -> str:
-    if _text_w(text, size, style) <= max_w:
-        return text
-    while text and _text_w(text + "…", size, style) > max_w:
-        text = text[:-1]
-    return text + "…"
 
 
 # ---------------------------------------------------------------- small helpers
-def _rgb(color: str) -> tuple[int, int, int]:
-    return pal.hex_to_rgb(color)
-
-
-def _ink_on(fill: tuple[int, ...]) -> tuple[int, int, int]:
-    """Dark text on light fills, white text on dark ones (:func:`vizmm.render.palette.text_on`)."""
-    return _rgb(pal.text_on("#{:02x}{:02x}{:02x}".format(*(int(v) for v in fill))))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -480,63 +393,11 @@ class FrameRenderer:
         """
         has_m = any(n in self.views for n in _MATRICES)
         has_s = any(n in self.views for n in _SHARED)
-        splits = [("alone", 1.0)]
-        if has_m and has_s:
-            splits = [
-                (kind, float(f)) for f in np.linspace(0.2, 0.7, 21) for kind in ("right", "below")
-            ]
-        best = None
-        box_m: tuple[float, float]
-        box_s: tuple[float, float]
-        for kind, frac in splits:
-            if kind == "right":
-                g: float = self.margin
-                box_m, box_s = (W * (1 - frac) - g, H), (W * frac - g, H)
-            elif kind == "below":
-                g = self.margin / 2
-                box_m, box_s = (W, H * (1 - frac) - g), (W, H * frac - g)
-            else:
-                box_m = box_s = (W, H)
-            for mmode in ("cross", "row") if has_m else ("cross",):
-                cm = (
-                    self._max_cell(lambda c, m=mmode: self._matrix_block(c, m)[:2], box_m)
-                    if has_m
-                    else 0
-                )
-                for smode in ("grid", "column", "row") if has_s else ("grid",):
-                    cs = (
-                        self._max_cell(lambda c, m=smode: self._shared_block(c, m)[:2], box_s)
-                        if has_s
-                        else 0
-                    )
-                    # the book's cross unless the row gives much bigger cells; when the
-                    # cells are too small for text either way, the bigger cells win
-                    weight = 1.0 if mmode == "cross" or cm < 2.2 * self.fs_small else 0.6
-                    # shared-memory slots carry the most text: keep them ~1.5x larger
-                    smallest = min(x for x in (cm * weight, cs / 1.5) if x) if (cm or cs) else 0
-                    score = (smallest, cm + cs)
-                    if best is None or score > best[0]:
-                        best = (score, kind, mmode, smode, cm, cs)
-        assert best is not None  # splits is never empty
-        _, kind, mmode, smode, cm, cs = best
+        kind, mmode, smode, cm, cs = self._best_arrangement(W, H, has_m, has_s)
         panels: dict[str, _Panel] = {}
         mw, mh, mpos = self._matrix_block(cm, mmode) if has_m else (0, 0, {})
         sw, sh, spos = self._shared_block(cs, smode) if has_s else (0, 0, {})
-        if kind == "right":
-            gx = max(self.margin * 2, (W - mw - sw) // 3)
-            ox_m = x0 + max(0, (W - mw - sw - gx) // 2)
-            ox_s = ox_m + mw + gx
-            oy_m = y0 + (H - mh) // 2
-            oy_s = y0 + (H - sh) // 2
-        elif kind == "below":
-            gy = max(self.margin, (H - mh - sh) // 3)
-            oy_m = y0 + max(0, (H - mh - sh - gy) // 2)
-            oy_s = oy_m + mh + gy
-            ox_m = x0 + (W - mw) // 2
-            ox_s = x0 + (W - sw) // 2
-        else:
-            ox_m, oy_m = x0 + (W - mw) // 2, y0 + (H - mh) // 2
-            ox_s, oy_s = x0 + (W - sw) // 2, y0 + (H - sh) // 2
+        ox_m, oy_m, ox_s, oy_s = self._origins(kind, x0, y0, W, H, (mw, mh), (sw, sh))
         self.arrangement = (kind, mmode, smode)
         for n, (px, py) in mpos.items():
             r, c = self.padded[n]
@@ -555,6 +416,70 @@ class FrameRenderer:
         for n, (px, py) in spos.items():
             panels[n] = _Panel(n, ox_s + px, oy_s + py, self.T, self.T, cs, self._heading(n))
         return panels
+
+    def _best_arrangement(self, W: int, H: int, has_m: bool, has_s: bool):
+        """``(kind, matrices' mode, shared grids' mode, their cells)`` of the best arrangement.
+
+        The one whose smaller cell size is largest, of every split of the box
+        (the shared grids right of or below the matrices) and every mode.
+        """
+        splits = [("alone", 1.0)]
+        if has_m and has_s:
+            splits = [
+                (kind, float(f)) for f in np.linspace(0.2, 0.7, 21) for kind in ("right", "below")
+            ]
+        best = None
+        for kind, frac in splits:
+            box_m, box_s = self._split(kind, frac, W, H)
+            for mmode in ("cross", "row") if has_m else ("cross",):
+                cm = (
+                    self._max_cell(lambda c, m=mmode: self._matrix_block(c, m)[:2], box_m)
+                    if has_m
+                    else 0
+                )
+                for smode in ("grid", "column", "row") if has_s else ("grid",):
+                    cs = (
+                        self._max_cell(lambda c, m=smode: self._shared_block(c, m)[:2], box_s)
+                        if has_s
+                        else 0
+                    )
+                    score = self._score(mmode, cm, cs)
+                    if best is None or score > best[0]:
+                        best = (score, kind, mmode, smode, cm, cs)
+        assert best is not None  # splits is never empty
+        return best[1:]
+
+    def _split(self, kind: str, frac: float, W: int, H: int):
+        """The matrices' box and the shared grids' box of a split (``frac`` to the grids)."""
+        if kind == "right":
+            g: float = self.margin
+            return (W * (1 - frac) - g, H), (W * frac - g, H)
+        if kind == "below":
+            g = self.margin / 2
+            return (W, H * (1 - frac) - g), (W, H * frac - g)
+        return (W, H), (W, H)
+
+    def _score(self, mmode: str, cm: int, cs: int) -> tuple[float, int]:
+        """How good cells of ``cm`` (matrices) and ``cs`` (shared grids) pixels are."""
+        # the book's cross unless the row gives much bigger cells; when the
+        # cells are too small for text either way, the bigger cells win
+        weight = 1.0 if mmode == "cross" or cm < 2.2 * self.fs_small else 0.6
+        # shared-memory slots carry the most text: keep them ~1.5x larger
+        smallest = min(x for x in (cm * weight, cs / 1.5) if x) if (cm or cs) else 0
+        return (smallest, cm + cs)
+
+    def _origins(self, kind: str, x0: int, y0: int, W: int, H: int, m, s):
+        """Top left corners of the matrices' block (size ``m``) and the shared grids' (``s``)."""
+        (mw, mh), (sw, sh) = m, s
+        if kind == "right":
+            gx = max(self.margin * 2, (W - mw - sw) // 3)
+            ox_m = x0 + max(0, (W - mw - sw - gx) // 2)
+            return ox_m, y0 + (H - mh) // 2, ox_m + mw + gx, y0 + (H - sh) // 2
+        if kind == "below":
+            gy = max(self.margin, (H - mh - sh) // 3)
+            oy_m = y0 + max(0, (H - mh - sh - gy) // 2)
+            return x0 + (W - mw) // 2, oy_m, x0 + (W - sw) // 2, oy_m + mh + gy
+        return x0 + (W - mw) // 2, y0 + (H - mh) // 2, x0 + (W - sw) // 2, y0 + (H - sh) // 2
 
     @staticmethod
     def _max_cell(measure, box) -> int:
@@ -743,14 +668,9 @@ class FrameRenderer:
         img = Image.new("RGB", (W, H), _rgb(self.pal.BACKGROUND))
         draw = ImageDraw.Draw(img)
         self._draw_header(draw, frame)
-        for n in _MATRICES:
-            if n in self.panels:
-                self._draw_matrix(img, draw, frame, self.panels[n])
-        for n in ("Mds", "Nds"):
-            if n in self.panels:
-                self._draw_shared(img, draw, frame, self.panels[n])
-        if "threads" in self.panels:
-            self._draw_threads(img, draw, frame, self.panels["threads"])
+        for spec in view_specs.all_views():  # each view's panel, drawn by its spec
+            if spec.name in self.panels and spec.draw_pillow is not None:
+                spec.draw_pillow(self, img, draw, frame, self.panels[spec.name])
         if frame.finding is not None:
             self._draw_finding(draw, frame.finding)
         if self.legend_entries:
@@ -936,120 +856,6 @@ class FrameRenderer:
         """A cell's value centred at (cx, cy), a little smaller than the name above it."""
         _draw_text(draw, (cx, cy), format_value(float(value)), max(9, round(fs * 0.9)), fill, "mm")
 
-    def _draw_matrix(self, img, draw, frame: Frame, p: _Panel):
-        name = p.name
-        T = self.T
-        nr, nc = self.dims[name]
-        state = {"M": frame.m_state, "N": frame.n_state, "P": frame.p_state}[name]
-        loader = {"M": frame.m_thread, "N": frame.n_thread}.get(name)
-        focus = {"M": frame.m_focus, "N": frame.n_focus, "P": frame.p_focus}[name]
-        bg = np.array(_rgb(self.pal.BACKGROUND), np.uint8)
-        colors = np.empty((p.rows, p.cols, 3), np.uint8)
-        colors[:] = bg
-        lut = np.array(
-            [
-                _rgb(self.pal.CELL_COLORS.get(CellState(s), self.pal.BACKGROUND))
-                for s in range(max(CellState) + 1)
-            ],
-            np.uint8,
-        )
-        colors[:nr, :nc] = lut[state]
-        if loader is not None:
-            rr, cc = np.nonzero(loader >= 0)
-            if len(rr):
-                tc = np.array(self.thread_colors, np.uint8)
-                colors[rr, cc] = tc[loader[rr, cc]]
-        ghosts = frame.ghosts.get(name, [])
-        for g in ghosts:
-            if 0 <= g.row < p.rows and 0 <= g.col < p.cols:
-                colors[g.row, g.col] = _rgb(self.pal.GHOST_COLORS.get(g.code, self.pal.BACKGROUND))
-        self._paint_cells(img, p, colors)
-        self._grid_lines(draw, _Panel(name, p.x, p.y, nr, nc, p.cell, ""), nr, nc)
-        lw = self.lw
-        # ghost cells: dashed outlines (the loading thread's colour when loaded now)
-        for g in ghosts:
-            if not (0 <= g.row < p.rows and 0 <= g.col < p.cols):
-                continue
-            box = p.cell_box(g.row, g.col)
-            box = (box[0], box[1], box[2] - 1, box[3] - 1)
-            if g.now and 0 <= g.thread < len(self.thread_colors):
-                w = max(2, round(p.cell * 0.1))
-                draw.rectangle(box, outline=self.thread_colors[g.thread], width=w)
-            elif p.cell >= 6:
-                self._dashed_rect(draw, box, _rgb(self.pal.MUTED), 1, max(2, p.cell // 8))
-        # matrix border
-        draw.rectangle(
-            (p.x - lw, p.y - lw, p.x + nc * p.cell - 1 + lw, p.y + nr * p.cell - 1 + lw),
-            outline=_rgb(self.pal.TEXT),
-            width=lw,
-        )
-        # text in cells
-        self._matrix_text(draw, frame, p, state, ghosts)
-        # focus, then the tile outline on top
-        tw = max(2, min(round(p.cell * 0.1), round(self.fs_body * 0.3)))
-        for r, c in zip(*np.nonzero(focus), strict=True):
-            self._outline(draw, p, int(r), int(c), 1, 1, _rgb(self.pal.FOCUS), tw)
-        if name == "P" and frame.p_wrong is not None:  # barrier lab: wrong P elements
-            bad = _rgb(self.pal.SLOT_COLORS[SlotState.WRONG])
-            for r, c in zip(*np.nonzero(frame.p_wrong), strict=True):
-                self._outline(draw, p, int(r), int(c), 1, 1, bad, tw + 1)
-        corner = frame.tiles.get(name)
-        if corner is not None:
-            self._outline(
-                draw, p, corner[0], corner[1], T, T, _rgb(self.pal.TILE_OUTLINE), max(2, tw + 1)
-            )
-        o = frame.transactions
-        if o is not None and name in ("M", "N"):  # the current warp's segments and sectors
-            for r, c0, c1 in getattr(o, f"{name.lower()}_segments"):
-                self._dashed_rect(
-                    draw,
-                    (p.x + c0 * p.cell, p.y + r * p.cell, p.x + c1 * p.cell - 1,
-                     p.y + (r + 1) * p.cell - 1),
-                    _rgb(self.pal.READ),
-                    max(2, tw + 1),
-                    max(4, p.cell // 3),
-                )  # fmt: skip
-            for r, c0, c1 in getattr(o, f"{name.lower()}_sectors"):
-                self._outline(draw, p, r, c0, 1, c1 - c0, _rgb(self.pal.TEXT), max(1, tw - 1))
-        if p.ticks:
-            self._ticks(draw, p, nr, nc)
-        self._draw_heading(draw, p)
-
-    def _matrix_text(self, draw, frame: Frame, p: _Panel, state, ghosts):
-        name = p.name
-        nr, nc = self.dims[name]
-        big = max(nr, nc) - 1
-        one, two = self._cell_fonts(p, lambda fs: self._sub_w(name, f"{big},{big}", fs))
-        if one is None:
-            return
-        values = {"M": self.trace.M, "N": self.trace.N, "P": self.trace.P}[name]
-        for r in range(nr):
-            for c in range(nc):
-                x0, y0, x1, y1 = p.cell_box(r, c)
-                cx = (x0 + x1) / 2
-                ink = _ink_on(self._cell_rgb(frame, name, state, r, c))
-                show_value = name != "P" or state[r, c] == CellState.DONE
-                if two is not None and show_value:
-                    self._sub_text(draw, cx, y0 + p.cell * 0.34, name, f"{r},{c}", two, ink)
-                    self._value_text(draw, cx, y0 + p.cell * 0.72, values[r, c], two, ink)
-                else:
-                    self._sub_text(draw, cx, (y0 + y1) / 2, name, f"{r},{c}", one, ink)
-        zs = self._cell_fonts(p, lambda fs: _text_w("0.0", fs))[0]
-        if zs is None:
-            return
-        for g in ghosts:
-            if g.code == Access.ZERO_FILL and 0 <= g.row < p.rows and 0 <= g.col < p.cols:
-                x0, y0, x1, y1 = p.cell_box(g.row, g.col)
-                _draw_text(
-                    draw, ((x0 + x1) / 2, (y0 + y1) / 2), "0.0", zs, _rgb(self.pal.TEXT), "mm"
-                )
-
-    def _cell_rgb(self, frame: Frame, name: str, state, r: int, c: int):
-        loader = {"M": frame.m_thread, "N": frame.n_thread}.get(name)
-        if loader is not None and loader[r, c] >= 0:
-            return self.thread_colors[int(loader[r, c])]
-        return _rgb(self.pal.CELL_COLORS.get(CellState(int(state[r, c])), self.pal.BACKGROUND))
-
     def _ticks(self, draw, p: _Panel, nr: int, nc: int):
         fs = self._tick_size(p.cell)
         f = _font(fs)
@@ -1078,160 +884,8 @@ class FrameRenderer:
                 anchor="rm" if step == 1 else "rt",
             )
 
-    def _draw_shared(self, img, draw, frame: Frame, p: _Panel):
-        which = p.name[0]  # 'M' or 'N'
-        st, src, val, now, read, focus, loader, wrong = tile_arrays(
-            frame, which, "state", "src", "value", "now", "read", "focus", "loader", "wrong"
-        )
-        T = self.T
-        colors = np.empty((T, T, 3), np.uint8)
-        for ty in range(T):
-            for tx in range(T):
-                t = ty * T + tx if loader is None else int(loader[ty, tx])
-                colors[ty, tx] = self._slot_rgb(st[ty, tx], now[ty, tx], t)
-        self._paint_cells(img, p, colors)
-        self._tile_frame(draw, p, T)
-        # labels: the element held (M_{0,2}) or 0.0; its value underneath
-        big = self._max_index()
-        one, two = self._cell_fonts(p, lambda fs: self._sub_w(which, f"{big},{big}", fs))
-        if one is not None:
-            fs = two if two is not None else one
-            for ty in range(T):
-                for tx in range(T):
-                    x0, y0, x1, y1 = p.cell_box(ty, tx)
-                    cx = (x0 + x1) / 2
-                    s = SlotState(int(st[ty, tx]))
-                    ink = _ink_on(tuple(int(v) for v in colors[ty, tx]))
-                    if s == SlotState.STALE:
-                        ink = _rgb(self.pal.MUTED)
-                    cy = y0 + p.cell * (0.34 if two is not None else 0.5)
-                    if s == SlotState.ZERO:
-                        _draw_text(draw, (cx, (y0 + y1) / 2), "0.0", fs, ink, "mm")
-                        continue
-                    if src[ty, tx, 0] >= 0:
-                        self._sub_text(
-                            draw, cx, cy, which, f"{src[ty, tx, 0]},{src[ty, tx, 1]}", fs, ink
-                        )
-                    else:
-                        _draw_text(draw, (cx, cy), "?", fs, ink, "mm")
-                    if two is not None and src[ty, tx, 0] >= 0:
-                        self._value_text(draw, cx, y0 + p.cell * 0.72, val[ty, tx], two, ink)
-        tw = max(2, min(round(p.cell * 0.09), round(self.fs_body * 0.35)))
-        rr, cc = np.nonzero(read)
-        if len(rr):  # the column / row read at this k, outlined as one band
-            self._outline(
-                draw,
-                p,
-                int(rr.min()),
-                int(cc.min()),
-                int(rr.max() - rr.min() + 1),
-                int(cc.max() - cc.min() + 1),
-                _rgb(self.pal.READ),
-                tw + 1,
-            )
-        for r, c in zip(*np.nonzero(focus), strict=True):
-            self._outline(draw, p, int(r), int(c), 1, 1, _rgb(self.pal.FOCUS), tw)
-        if wrong is not None:  # barrier lab: a read of this slot found the wrong element
-            bad = _rgb(self.pal.SLOT_COLORS[SlotState.WRONG])
-            for r, c in zip(*np.nonzero(wrong), strict=True):
-                self._outline(draw, p, int(r), int(c), 1, 1, bad, tw + 1)
-        self._draw_banks(draw, frame, p, which, tw)
-        self._draw_heading(draw, p)
-
-    def _draw_banks(self, draw, frame: Frame, p: _Panel, which: str, tw: int):
-        """Transactions view at a step of the k loop: each slot's bank, the warp's conflicts."""
-        o = frame.transactions
-        bank, conflict, read = (
-            (None,) * 3 if o is None else tile_arrays(o, which, "bank", "conflict", "read")
-        )
-        if bank is None or conflict is None or read is None:
-            return
-        colors = [_rgb(c) for c in self.pal.thread_colors(32)]
-        band = max(3, round(p.cell * 0.22))
-        fs = max(7, min(self.fs_small, round(band * 0.8)))
-        show = band >= 9 and _text_w("b31", fs) < p.cell * 0.9
-        for r in range(self.T):
-            for c in range(self.T):
-                x0, y0, x1, y1 = p.cell_box(r, c)
-                b = int(bank[r, c])
-                box = (x0 + 1, y1 - band, x1 - 1, y1 - 1)
-                draw.rectangle(box, fill=colors[b])
-                if show:
-                    _draw_text(
-                        draw, ((x0 + x1) / 2, y1 - band / 2), f"b{b}", fs, _ink_on(colors[b]), "mm"
-                    )
-                if conflict[r, c]:
-                    self._outline(draw, p, r, c, 1, 1, _rgb(self.pal.TILE_OUTLINE), tw + 1)
-                elif read[r, c]:
-                    self._outline(draw, p, r, c, 1, 1, _rgb(self.pal.TEXT), max(1, tw - 1))
-
     def _max_index(self) -> int:
         return max(max(d) for d in self.dims.values()) - 1
-
-    def _slot_rgb(self, state, now, t):
-        s = SlotState(int(state))
-        if now and s == SlotState.LOADED:
-            return self.thread_colors[t]
-        return _rgb(self.pal.SLOT_COLORS[s])
-
-    def _draw_threads(self, img, draw, frame: Frame, p: _Panel):
-        T = self.T
-        lut = {s: _rgb(c) for s, c in self.pal.THREAD_STATE_COLORS.items()}
-        colors = np.empty((T, T, 3), np.uint8)
-        for ty in range(T):
-            for tx in range(T):
-                colors[ty, tx] = lut[ThreadState(int(frame.thread_state[ty, tx]))]
-        self._paint_cells(img, p, colors)
-        band = max(2, round(p.cell * 0.14)) if p.cell >= 24 else 0
-        if band:
-            for ty in range(T):
-                for tx in range(T):
-                    x0, y0, x1, _ = p.cell_box(ty, tx)
-                    draw.rectangle(
-                        (x0, y0, x1 - 1, y0 + band - 1), fill=self.thread_colors[ty * T + tx]
-                    )
-        self._tile_frame(draw, p, T)
-        one, two = self._cell_fonts(p, lambda fs: _text_w("Pv 9999.0", fs))
-        if one is not None:
-            for ty in range(T):
-                for tx in range(T):
-                    x0, y0, x1, y1 = p.cell_box(ty, tx)
-                    cx = (x0 + x1) / 2
-                    ink = _ink_on(tuple(int(v) for v in colors[ty, tx]))
-                    inner = y0 + band
-                    h = y1 - inner
-                    rank = int(frame.thread_rank[ty, tx])
-                    if two is not None:
-                        _draw_text(draw, (cx, inner + h * 0.3), f"({ty},{tx})", two, ink, "mm")
-                        pv = "Pv " + format_value(float(frame.pvalue[ty, tx]))
-                        if not frame.thread_valid[ty, tx]:
-                            pv = "no P"
-                        _draw_text(draw, (cx, inner + h * 0.72), pv, two, ink, "mm")
-                    else:
-                        _draw_text(draw, (cx, inner + h / 2), f"{ty},{tx}", one, ink, "mm")
-                    if (
-                        rank >= 0
-                        and two is not None
-                        and frame.step.arrived is not None
-                        and (frame.step.arrived < T * T)
-                    ):
-                        _draw_text(
-                            draw, (x1 - 3, inner + 2), f"#{rank + 1}", max(8, two - 3), ink, "rt"
-                        )
-        if frame.focus is not None:
-            fy, fx = frame.focus
-            self._outline(draw, p, fy, fx, 1, 1, _rgb(self.pal.FOCUS), max(2, round(p.cell * 0.09)))
-        if frame.thread_wrong is not None:  # barrier lab: read the wrong element here
-            bad = _rgb(self.pal.SLOT_COLORS[SlotState.WRONG])
-            for ty, tx in zip(*np.nonzero(frame.thread_wrong), strict=True):
-                self._outline(draw, p, int(ty), int(tx), 1, 1, bad, max(3, round(p.cell * 0.1)))
-        if frame.thread_ahead is not None:  # barrier lab: ran ahead of another thread
-            for ty, tx in zip(*np.nonzero(frame.thread_ahead), strict=True):
-                x0, y0, x1, _ = p.cell_box(int(ty), int(tx))
-                self._ahead_mark(draw, x1 - p.cell * 0.2, y0 + p.cell * 0.2, p.cell * 0.22)
-        if frame.transactions is not None:
-            self._draw_warps(draw, frame.transactions, p)
-        self._draw_heading(draw, p)
 
     def _ahead_mark(self, draw, cx: float, cy: float, size: float) -> None:
         """The barrier lab's "ran ahead" mark: a right-pointing triangle centred at (cx, cy)."""
@@ -1241,27 +895,3 @@ class FrameRenderer:
             fill=_rgb(self.pal.AHEAD),
             outline=_rgb(self.pal.TEXT),
         )
-
-    def _draw_warps(self, draw, o, p: _Panel):
-        """The current warp's threads (dashed) and one cell per warp under the thread grid."""
-        for r, c in zip(*np.nonzero(o.warp_threads), strict=True):
-            x0, y0, x1, y1 = p.cell_box(int(r), int(c))
-            self._dashed_rect(draw, (x0, y0, x1, y1), _rgb(self.pal.FOCUS), 2, 4)
-        n = o.n_warps
-        h = round(self.fs_small * 1.7)
-        y0 = p.y + p.h + round(self.fs_small * 0.5)
-        if not self.transactions or y0 + h > self.size[1] - 2:
-            return  # no room kept under the grid (FrameRenderer(transactions=False))
-        w = p.w / n
-        fs = max(7, min(self.fs_small, round(h * 0.6)))
-        for i, (cost, ideal) in enumerate(zip(o.warp_cost, o.warp_ideal, strict=True)):
-            box = (round(p.x + i * w), y0, round(p.x + (i + 1) * w) - 2, y0 + h)
-            bad = cost > ideal
-            fill = _rgb(self.pal.TILE_OUTLINE if bad else self.pal.GRID_LINE)
-            if not cost:
-                fill = _rgb(self.pal.BACKGROUND)
-            line = _rgb(self.pal.FOCUS if i == o.warp else self.pal.MUTED)
-            draw.rectangle(box, fill=fill, outline=line, width=3 if i == o.warp else 1)
-            text = "·" if not cost else (f"{cost}×" if o.warp_unit == "-way" else str(cost))
-            if _text_w(text, fs) < w - 2:
-                _draw_text(draw, ((box[0] + box[2]) / 2, y0 + h / 2), text, fs, _ink_on(fill), "mm")

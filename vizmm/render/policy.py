@@ -6,6 +6,8 @@ trace draws.
 
 from __future__ import annotations
 
+from . import views as view_specs
+
 __all__ = [
     "LARGE_ELEMENTS",
     "LIGHT_VIEWS",
@@ -20,7 +22,7 @@ LARGE_ELEMENTS = 40_000
 
 #: The per-thread views of a large trace: the block's shared memory and threads,
 #: no element-by-element M, N, P (the large views show those at block granularity).
-LIGHT_VIEWS = ("caption", "Mds", "Nds", "threads", "legend", "source", "counters")
+LIGHT_VIEWS = view_specs.names(light=True)
 
 
 def is_large(trace) -> bool:

@@ -33,6 +33,8 @@ __all__ = ["DRAWING_CACHE_MODULES", "DRAWING_CACHE_OBJECTS", "CacheRegistry", "C
 #: Modules whose ``functools`` caches hold what pages drew.
 DRAWING_CACHE_MODULES: tuple[str, ...] = (
     "vizmm.render.bokeh_scene",
+    "vizmm.render.columns",
+    "vizmm.render.views.text",
     "vizmm.render.palette",
     "vizmm.trace.units",
 )

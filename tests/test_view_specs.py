@@ -1,0 +1,78 @@
+"""The views' registry (vizmm/render/views/): every list of views comes from it, as it was.
+
+The lists below are the ones each renderer spelled out before the views were
+plug-ins (bokeh_scene, pillow, export, policy, the quiz): the registry must
+give them back, in the same order, for the dashboard, the exports and the
+size policy to show what they showed.
+"""
+
+import pytest
+
+from vizmm.render import views
+
+EVERY = (
+    "caption",
+    "M",
+    "N",
+    "P",
+    "Mds",
+    "Nds",
+    "threads",
+    "legend",
+    "source",
+    "counters",
+    "blocks",
+    "table",
+)
+
+
+def test_the_lists_of_views_are_derived_as_they_were_written():
+    from vizmm.export import HTML_ONLY_VIEWS
+    from vizmm.render import bokeh_scene, pillow, policy
+
+    assert bokeh_scene.VIEWS == EVERY
+    assert bokeh_scene.HTML_VIEWS == ("caption", "legend", "source", "counters", "table")
+    assert bokeh_scene.PRESENTER_VIEWS == ("caption", "M", "N", "P", "Mds", "Nds", "threads")
+    assert pillow.VIEWS == EVERY[:10]
+    assert HTML_ONLY_VIEWS == ("blocks", "table")
+    light = ("caption", "Mds", "Nds", "threads", "legend", "source", "counters")
+    assert policy.LIGHT_VIEWS == light
+    assert views.names(pickable=True) == ("M", "N", "Mds", "Nds", "threads")
+    assert bokeh_scene.SOURCE_NAMES["threads"] == (
+        "threads",
+        "warp_threads",
+        "warps",  # the per-warp row, a part of the threads view
+        "threads_finding",
+    )
+    assert bokeh_scene.SOURCE_NAMES["P"] == ("P", "P_outline", "P_pvalue", "P_finding")
+
+
+def test_the_per_warp_row_is_a_view_of_its_own_hosted_by_the_threads():
+    spec = views.get("warps")
+    assert spec.host == "threads" and spec.aspects == ("transactions",)
+    assert spec.draw_bokeh is not None and spec.draw_pillow is not None
+    assert "warps" not in views.names()  # not chosen on its own
+    assert "warps" in [s.name for s in views.all_views(hosted=True)]
+
+
+def test_frame_columns_asks_only_the_views_of_the_sources_wanted(record_sim):
+    from vizmm.render.bokeh_scene import frame_columns
+    from vizmm.replay import Replay
+
+    trace = record_sim(width=4, tile_width=2, kernel="tiled")
+    replay = Replay(trace, transactions=True)
+    cols = frame_columns(replay.frame(0), trace, ["warps"])
+    assert list(cols) == ["warps"]
+    # one cell per warp: a 2 x 2 block is one warp of 4 threads
+    assert cols["warps"]["x"] == [0.5]
+
+
+def test_the_registry_refuses_what_would_make_the_lists_disagree():
+    with pytest.raises(ValueError, match="registered already"):
+        views.register(views.ViewSpec(name="M", order=99, aspects=()))
+    with pytest.raises(ValueError, match="column kind 'matrix'"):
+        views.register(views.ViewSpec(name="other", order=99, aspects=(), kinds={"matrix": ("x",)}))
+    with pytest.raises(ValueError, match="unknown aspect"):
+        views.ViewSpec(name="other", order=99, aspects=("everything",))
+    with pytest.raises(KeyError, match="no view 'nothing'"):
+        views.get("nothing")

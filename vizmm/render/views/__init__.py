@@ -1,0 +1,325 @@
+"""The views of a replayed block, one spec each: what every renderer derives its lists from.
+
+A view is one :class:`ViewSpec`, registered once (:func:`register`) by the
+module of its family in this package (``matrices``, ``tiles``,
+``transactions``, ``text``, ``blocks``, ``table``). The spec says what the
+view needs of the replay (its aspects), the Bokeh sources it draws from and
+their columns and tooltips, how its columns are worked out from a frame, how
+the Bokeh scene and the Pillow renderer draw it where they do, and what it is
+for the other lists (drawn as HTML, kept for large traces, shown to a class,
+a question's click target). Every list of views is derived from here:
+:data:`vizmm.render.bokeh_scene.VIEWS`, ``HTML_VIEWS``, ``PRESENTER_VIEWS``
+and ``SOURCE_NAMES``, :data:`vizmm.render.pillow.VIEWS`,
+:data:`vizmm.export.HTML_ONLY_VIEWS`, :data:`vizmm.render.policy.LIGHT_VIEWS`.
+
+Like Lumen's ``View`` subclasses, found by their ``view_type``, and
+triton-viz's visualizers, registered by the kind of record they draw, a view
+is found by its name; unlike them, a spec is plain data and functions (no
+class to subclass), and the registry holds no Bokeh or Pillow object: the
+drawing functions import their library when they are called, so a GIF export
+never imports Bokeh. Add a view: README, "Add a view".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = [
+    "ASPECTS",
+    "ViewSpec",
+    "register",
+    "get",
+    "all_views",
+    "names",
+    "parts",
+    "source_names",
+    "source_kind",
+    "column_kinds",
+    "tooltips",
+]
+
+#: The aspects of a replayed frame a view may need (what ``vizmm.replay`` works out).
+ASPECTS = (
+    "slots",
+    "threads",
+    "matrices",
+    "counters",
+    "caption",
+    "table",
+    "transactions",
+    "findings",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class ViewSpec:
+    """One view: its name, what it needs, its sources and how each renderer draws it.
+
+    Parameters
+    ----------
+    name : str
+        The view's name, as pages, exports and the command line choose it
+        (``"M"``, ``"threads"``, ``"table"``).
+    order : int
+        Its place in every list of views (the registry sorts by it).
+    aspects : tuple of str
+        What it needs of a frame, from :data:`ASPECTS`.
+    sources : mapping of str to str
+        Its Bokeh sources, in the order they are filled, each with the kind of
+        its columns (a key of :func:`column_kinds`).
+    columns : callable, optional
+        ``columns(ctx, want)``: the columns of the sources ``want`` (a
+        frozenset of its own source names) for the frame of ``ctx``
+        (:class:`vizmm.render.columns.FrameContext`), ``{source: {column:
+        list}}``. None for a view without sources (the legend).
+    kinds : mapping of str to tuple of str
+        The column kinds it defines: kind -> column names.
+    hover : mapping of str to tuple
+        What hovering over a row of each kind says: Bokeh's ``(label, field)``
+        tooltips, fields among the kind's columns (``{name}``: the grid's matrix).
+    html : bool
+        Drawn as HTML (a Bokeh ``Div``, :mod:`vizmm.render.html_text`), not a plot.
+    pillow : bool
+        The Pillow renderer (GIF/MP4 frames) draws it.
+    light : bool
+        Kept for a large trace (:func:`vizmm.render.policy.affordable_views`).
+    presenter : bool
+        Shown in presenter mode (what a class must see on a projector).
+    markable : bool
+        A finding of ``vizmm check`` marks cells of it (a ``<name>_finding`` source).
+    pickable : bool
+        A question may ask the student to click a cell of it (``apps/quiz.py``).
+    host : str, optional
+        A part of another view: shown with that view, not chosen on its own
+        (its sources are the host's too).
+    draw_bokeh : callable, optional
+        ``draw_bokeh(scene, *args)``: its Bokeh models on a
+        :class:`vizmm.render.bokeh_scene.Scene` (a text view's ``Div``, a
+        hosted view's row), for views the scene does not lay out as a grid.
+    place : str, optional
+        Where the scene puts what ``draw_bokeh`` returns: ``"top"`` (a row
+        above the grids), ``"middle"`` (under the shared-memory plot),
+        ``"right"`` (the column right of it), ``"bottom"`` (a row under all).
+    draw_pillow : callable, optional
+        ``draw_pillow(renderer, img, draw, frame, panel)``: its Pillow drawing
+        (GIF and MP4 frames) in its panel of a
+        :class:`vizmm.render.pillow.FrameRenderer` (a hosted view: its host's).
+    """
+
+    name: str
+    order: int
+    aspects: tuple[str, ...]
+    sources: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    columns: Callable[..., dict[str, dict[str, list]]] | None = None
+    kinds: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    hover: Mapping[str, tuple[tuple[str, str], ...]] = dataclasses.field(default_factory=dict)
+    html: bool = False
+    pillow: bool = False
+    light: bool = False
+    presenter: bool = False
+    markable: bool = False
+    pickable: bool = False
+    host: str | None = None
+    draw_bokeh: Callable[..., Any] | None = None
+    place: str | None = None
+    draw_pillow: Callable[..., Any] | None = None
+
+    def __post_init__(self) -> None:
+        unknown = [a for a in self.aspects if a not in ASPECTS]
+        if unknown:
+            raise ValueError(
+                f"view {self.name!r}: unknown aspect(s) {', '.join(map(repr, unknown))}; "
+                f"aspects are {', '.join(ASPECTS)}"
+            )
+        if self.place not in (None, "top", "middle", "right", "bottom"):
+            raise ValueError(f"view {self.name!r}: place {self.place!r} is not a scene's place")
+
+
+_REGISTRY: dict[str, ViewSpec] = {}
+
+
+def register(spec: ViewSpec) -> ViewSpec:
+    """Add ``spec`` to the registry (once per name); return it.
+
+    Parameters
+    ----------
+    spec : ViewSpec
+        The view. Its column kinds must agree with those other views define.
+
+    Returns
+    -------
+    ViewSpec
+        ``spec``, so that a module can keep it under a name.
+
+    Raises
+    ------
+    ValueError
+        For a name already registered, or a column kind another view defines
+        otherwise.
+    """
+    if spec.name in _REGISTRY:
+        raise ValueError(f"a view named {spec.name!r} is registered already")
+    for other in _REGISTRY.values():
+        for kind, cols in spec.kinds.items():
+            if other.kinds.get(kind, cols) != cols:
+                raise ValueError(f"view {spec.name!r} defines column kind {kind!r} otherwise")
+    _REGISTRY[spec.name] = spec
+    _derived.clear()
+    return spec
+
+
+def get(name: str) -> ViewSpec:
+    """The spec of view ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A registered view's name.
+
+    Returns
+    -------
+    ViewSpec
+
+    Raises
+    ------
+    KeyError
+        For a name not registered.
+    """
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"no view {name!r}; views are {', '.join(names())}") from None
+
+
+def all_views(hosted: bool = False) -> tuple[ViewSpec, ...]:
+    """Every registered view, in their stable order (``order``, then name).
+
+    Parameters
+    ----------
+    hosted : bool
+        Include the views that are parts of another (``host``).
+
+    Returns
+    -------
+    tuple of ViewSpec
+    """
+    specs = sorted(_REGISTRY.values(), key=lambda s: (s.order, s.name))
+    for s in specs:
+        if s.host is not None and s.host not in _REGISTRY:
+            raise ValueError(f"view {s.name!r}: its host {s.host!r} is not registered")
+    return tuple(s for s in specs if hosted or s.host is None)
+
+
+def parts(host: str) -> tuple[ViewSpec, ...]:
+    """The views that are parts of view ``host`` (``host=...``), in order.
+
+    Parameters
+    ----------
+    host : str
+        A view's name (``"threads"``: the per-warp row is its part).
+
+    Returns
+    -------
+    tuple of ViewSpec
+    """
+    return tuple(s for s in all_views(hosted=True) if s.host == host)
+
+
+def names(**flags: bool) -> tuple[str, ...]:
+    """The names of the views (not the hosted parts) whose flags are as given, in order.
+
+    Parameters
+    ----------
+    **flags : bool
+        Fields of :class:`ViewSpec` and the value they must have
+        (``names(pillow=True)``, ``names(html=True, pillow=False)``).
+
+    Returns
+    -------
+    tuple of str
+    """
+    return tuple(s.name for s in all_views() if all(getattr(s, k) == v for k, v in flags.items()))
+
+
+_derived: dict[str, Any] = {}
+
+
+def source_names() -> dict[str, tuple[str, ...]]:
+    """Each view's sources: its own, its hosted parts', then its finding's.
+
+    Returns
+    -------
+    dict of str to tuple of str
+        View name -> source names, in the order they are filled; every view
+        (not the hosted parts), in order.
+    """
+    if "sources" not in _derived:
+        out = {}
+        for spec in all_views():
+            found = (f"{spec.name}_finding",) if spec.markable else ()
+            hosted = (n for p in parts(spec.name) for n in p.sources)
+            out[spec.name] = (*spec.sources, *hosted, *found)
+        _derived["sources"] = out
+    return dict(_derived["sources"])
+
+
+def source_kind(source: str) -> str:
+    """The kind of columns of ``source`` (a key of :func:`column_kinds`).
+
+    Parameters
+    ----------
+    source : str
+        A source name of :func:`source_names`.
+
+    Returns
+    -------
+    str
+    """
+    if "kinds_of" not in _derived:
+        kinds: dict[str, str] = {}
+        for spec in all_views(hosted=True):
+            kinds.update(spec.sources)
+            if spec.markable:
+                kinds[f"{spec.name}_finding"] = "finding"
+        _derived["kinds_of"] = kinds
+    return _derived["kinds_of"][source]
+
+
+def column_kinds() -> dict[str, tuple[str, ...]]:
+    """Every kind of columns: kind -> column names (those the views define).
+
+    Returns
+    -------
+    dict of str to tuple of str
+    """
+    out: dict[str, tuple[str, ...]] = {}
+    for spec in all_views(hosted=True):
+        out.update(spec.kinds)
+    return out
+
+
+def tooltips() -> dict[str, tuple[tuple[str, str], ...]]:
+    """Every kind's hover tooltips (kind -> ``(label, field)`` pairs), those the views define.
+
+    Returns
+    -------
+    dict of str to tuple
+    """
+    out: dict[str, tuple[tuple[str, str], ...]] = {}
+    for spec in all_views(hosted=True):
+        out.update(spec.hover)
+    return out
+
+
+def _register_modules() -> None:
+    """Import every module of this package: each registers the views of its family."""
+    import importlib
+    import pkgutil
+
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+_register_modules()
