@@ -64,20 +64,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..trace import Trace
-from ..trace.access_log import (  # the log's codes: one definition for writer and reader
-    LOAD,
-    MOVE,
-    MOVE_ADD,
-    NO_INDEX,
-    OK,
-    OUT_OF_BOUNDS,
-    STORE,
-    TAG_ARRAYS,
-    TAG_COMPUTED,
-    TAG_NEVER,
-    TAG_ZERO,
-    TERM,
-)
+from ..trace import access_log as A  # the log, its codes and views: every reader's
+from ..trace.access_log import AccessLog, one_element
 from .finding_kinds import ERROR, INFO, WARNING, finding_kind, kind_names
 from .finding_kinds import rank as kind_rank
 from .transactions import bank_wavefronts
@@ -305,62 +293,37 @@ def _rc(flat: int, ncols: int) -> tuple:
 
 
 class _Log:
-    """The trace's access log with the array roles of the book's matmul."""
+    """The trace's access log (:class:`AccessLog`) and what check's words need of it.
+
+    The views are the log's (``performed=False``: a phase starts at every
+    store into Mds, performed or not); this adds the sizes, the source's
+    lines and the kernel's names of slots and elements.
+    """
 
     def __init__(self, trace):
+        log = AccessLog.from_trace(trace)
+        if log is None:
+            raise ValueError(A.NO_LOG)
         meta = trace.meta
-        log = meta.get("access_log")
-        if not isinstance(log, Mapping) or trace.log_events is None or not trace.log_events.size:
-            raise ValueError(
-                "this trace has no access log: check a kernel recorded through the "
-                "instrumenter (vizmm.check, or vizmm.record(kernel=...))"
-            )
-        f = {name: i for i, name in enumerate(log["fields"])}
-        self.F = f
+        self.A = log
         self.trace = trace
-        self.arrays = [a["name"] for a in log["arrays"]]
-        self.space = [a["space"] for a in log["arrays"]]
-        self.shape = [a.get("shape") for a in log["arrays"]]
-        glob = [i for i, s in enumerate(self.space) if s == "global"]
-        if len(glob) < 3:
-            raise ValueError(
-                "a matrix multiplication kernel takes M, N and P (three global arrays); "
-                f"this one has {len(glob)}"
-            )
-        self.M, self.N, self.P = glob[0], glob[1], glob[-1]
-        self.j, self.k, self.l = int(meta["j"]), int(meta["k"]), int(meta["l"])
-        self.T = int(meta["tile_width"])
+        self.arrays, self.space = list(log.names), list(log.spaces)
+        self.M, self.N, self.P = log.matmul()
+        self.j, self.k, self.l = log.shape
+        self.T = log.tile_width
         self.dims = {self.M: (self.j, self.k), self.N: (self.k, self.l), self.P: (self.j, self.l)}
-        self.ev, self.vals, self.cnt = trace.log_events, trace.log_values, trace.log_counts
-        self.blocks = [tuple(int(x) for x in b) for b in trace.detail_blocks]
+        self.ev, self.vals, self.cnt = log.events, log.values, log.counts
+        self.blocks = list(log.blocks)
         self.gx = -(-self.l // self.T)
         self.source = str(meta.get("source", "")).splitlines()
         # the log counts lines within the kernel's source; a message names the file's line
         self.first_line = int(meta.get("source_first_line", 1))
-        # roles of the shared arrays: the source array most of their stores copy
-        self.role: dict = {}
-        for i, s in enumerate(self.space):
-            if s != "shared":
-                continue
-            votes: dict = defaultdict(int)
-            for s_ in range(self.ev.shape[0]):
-                e = self._valid(s_)
-                e = e[(e[:, f["op"]] == STORE) & (e[:, f["arr"]] == i)]
-                for src in e[:, f["src_arr"]]:
-                    if src in (self.M, self.N):
-                        votes[int(src)] += 1
-            if votes:
-                self.role[i] = max(votes, key=lambda a: (votes[a], -a))
-        mds = [i for i, r in self.role.items() if r == self.M]
-        self.mds = mds[0] if mds else None
-
-    def _valid(self, s: int) -> np.ndarray:
-        nt = self.ev.shape[1]
-        rows = [self.ev[s, t, : self.cnt[s, t]] for t in range(nt)]
-        return np.concatenate(rows) if rows else self.ev[s, 0, :0]
+        self.role = log.tiles(performed=False)
+        self.mds = log.mds(performed=False)
+        self.phase = log.phases(performed=False)
 
     def thread(self, t: int) -> tuple:
-        return tuple(int(x) for x in divmod(t, self.T))
+        return self.A.ty_tx(t)
 
     def rank(self, s: int) -> int:
         by, bx = self.blocks[s]
@@ -375,27 +338,28 @@ class _Log:
         return self.source[ln - 1].strip() if 0 < ln <= len(self.source) else ""
 
     def address(self, e) -> str:
-        f, a = self.F, int(e[self.F["arr"]])
-        name = self.arrays[a]
-        r, c = int(e[f["row"]]), int(e[f["col"]])
-        if r != NO_INDEX and c != NO_INDEX and r >= 0 and c >= 0:
+        name = self.arrays[int(e[A.ARR])]
+        r, c = int(e[A.ROW]), int(e[A.COL])
+        if r != A.NO_INDEX and c != A.NO_INDEX and r >= 0 and c >= 0:
             return f"{name}[{r}][{c}]"
-        return f"{name}[{int(e[f['idx']])}]"
+        return f"{name}[{int(e[A.IDX])}]"
 
     def slot_rc(self, e) -> tuple:
-        r, c = int(e[self.F["row"]]), int(e[self.F["col"]])
-        if r != NO_INDEX and c != NO_INDEX:
-            return (r, c)
-        return divmod(int(e[self.F["idx"]]), self.T)
+        return self.A.element(e, self.T)
+
+    def tile(self, a: int) -> str:
+        """The views' name of shared array ``a``: Mds, Nds, or the kernel's own."""
+        role = self.role.get(a)
+        return "Mds" if role == self.M else "Nds" if role == self.N else self.arrays[a]
 
     def tag_words(self, tag: int) -> str:
-        if tag == TAG_ZERO:
+        if tag == A.TAG_ZERO:
             return "0 (a zero-fill)"
-        if tag == TAG_NEVER:
+        if tag == A.TAG_NEVER:
             return "nothing yet (no thread of the block had stored it)"
-        if tag == TAG_COMPUTED:
+        if tag == A.TAG_COMPUTED:
             return "a computed value"
-        arr, idx = tag % TAG_ARRAYS, tag // TAG_ARRAYS
+        arr, idx = tag % A.TAG_ARRAYS, tag // A.TAG_ARRAYS
         if arr in self.dims:
             name = "M" if arr == self.M else "N" if arr == self.N else self.arrays[arr]
             return _el(name, idx, self.dims[arr][1])
@@ -436,79 +400,66 @@ def findings(trace) -> list:
 
 # ------------------------------------------------------------------- races
 def _races(L: _Log) -> list:
-    f = L.F
+    """One finding per block, shared element and epoch two threads access, one storing.
+
+    The accesses of each element per barrier epoch: :meth:`AccessLog.shared_accesses`.
+    """
     out = []
     for s in range(L.ev.shape[0]):
-        groups: dict = defaultdict(list)
-        phase_of: dict = {}
-        for t in range(L.ev.shape[1]):
-            ph = -1
-            for n, e in enumerate(L.ev[s, t, : L.cnt[s, t]]):
-                op, a = int(e[f["op"]]), int(e[f["arr"]])
-                if op == STORE and a == L.mds:
-                    ph += 1
-                if op not in (LOAD, STORE) or a < 0 or L.space[a] != "shared":
-                    continue
-                if int(e[f["flag"]]) != OK:
-                    continue
-                key = (a, int(e[f["idx"]]), int(e[f["epoch"]]))
-                groups[key].append((n, t, op, e))
-                phase_of[(t, n)] = ph
-        for (a, _idx, epoch), acc in groups.items():
-            stores = [x for x in acc if x[2] == STORE]
-            if not stores or len({x[1] for x in acc}) < 2:
-                continue
-            acc.sort(key=lambda x: (x[0], x[1]))
-            first = stores[0] if stores else acc[0]
-            others = [x for x in acc if x[1] != first[1]]
-            other = next((x for x in others if x[2] == LOAD), others[0])
-            # the store racing with the other thread's access
-            st, o = first, other
-            if o[2] == LOAD:
-                seen = int(o[3][f["tag"]]) == int(st[3][f["tag"]])
-                label = "read-after-write" if seen else "write-after-read"
-            else:
-                label = "write-after-write"
-            addr = L.address(st[3])
-            by, bx = L.blocks[s]
-            tst, tot = L.thread(st[1]), L.thread(o[1])
-            lst, lot = int(st[3][f["line"]]), int(o[3][f["line"]])
-            held = L.tag_words(int(st[3][f["tag"]]))
-            if o[2] == LOAD:
-                what = (
-                    f"thread ({tot[0]},{tot[1]}) read it (line {L.at(lot)}) and found "
-                    f"{L.tag_words(int(o[3][f['tag']]))}"
-                )
-            else:
-                what = f"thread ({tot[0]},{tot[1]}) stored it too (line {L.at(lot)})"
-            ph = phase_of.get((st[1], st[0]), -1)
-            msg = (
-                f"{label} race on {addr} in block ({by},{bx}), phase {max(ph, 0)}: thread "
-                f"({tst[0]},{tst[1]}) stored {held} (line {L.at(lst)}: {L.line(lst)}) and {what} "
-                f"with no cuda.syncthreads() between them"
-            )
-            role = L.role.get(a)
-            tile = "Mds" if role == L.M else "Nds" if role == L.N else L.arrays[a]
-            marks = {tile: (L.slot_rc(st[3]),), "threads": (tst, tot)}
-            out.append(
-                Finding(
-                    "race",
-                    (by, bx),
-                    tst,
-                    max(ph, 0) if L.mds is not None else None,
-                    None,
-                    msg,
-                    severity=finding_kind("race").severity,
-                    other=tot,
-                    address=addr,
-                    label=label,
-                    lines=tuple(sorted({lst, lot})),
-                    epoch=epoch,
-                    marks=marks,
-                    when=(L.rank(s), epoch, min(st[0], o[0]), kind_rank("race"), *tst),
-                )
-            )
+        for key, acc in L.A.shared_accesses(s).items():
+            found = _race(L, s, key, [(n, t, int(L.ev[s, t, n, A.OP])) for t, n in acc])
+            if found is not None:
+                out.append(found)
     return out
+
+
+def _race(L: _Log, s: int, key: tuple, acc: list) -> Finding | None:
+    """The race on one element in one epoch (``acc``: its (n, thread, op), thread-major)."""
+    a, _idx, epoch = key
+    stores = [x for x in acc if x[2] == A.STORE]
+    if not stores or len({x[1] for x in acc}) < 2:
+        return None
+    # the first store (thread order) racing with another thread's access, a load first
+    st = stores[0]
+    others = sorted((x for x in acc if x[1] != st[1]), key=lambda x: (x[0], x[1]))
+    o = next((x for x in others if x[2] == A.LOAD), others[0])
+    est, eot = L.ev[s, st[1], st[0]], L.ev[s, o[1], o[0]]
+    tst, tot = L.thread(st[1]), L.thread(o[1])
+    lst, lot = int(est[A.LINE]), int(eot[A.LINE])
+    if o[2] == A.LOAD:
+        seen = int(eot[A.TAG]) == int(est[A.TAG])
+        label = "read-after-write" if seen else "write-after-read"
+        what = (
+            f"thread ({tot[0]},{tot[1]}) read it (line {L.at(lot)}) and found "
+            f"{L.tag_words(int(eot[A.TAG]))}"
+        )
+    else:
+        label = "write-after-write"
+        what = f"thread ({tot[0]},{tot[1]}) stored it too (line {L.at(lot)})"
+    addr = L.address(est)
+    by, bx = L.blocks[s]
+    ph = max(int(L.phase[s, st[1], st[0]]), 0)
+    msg = (
+        f"{label} race on {addr} in block ({by},{bx}), phase {ph}: thread "
+        f"({tst[0]},{tst[1]}) stored {L.tag_words(int(est[A.TAG]))} (line {L.at(lst)}: "
+        f"{L.line(lst)}) and {what} with no cuda.syncthreads() between them"
+    )
+    return Finding(
+        "race",
+        (by, bx),
+        tst,
+        ph if L.mds is not None else None,
+        None,
+        msg,
+        severity=finding_kind("race").severity,
+        other=tot,
+        address=addr,
+        label=label,
+        lines=tuple(sorted({lst, lot})),
+        epoch=epoch,
+        marks={L.tile(a): (L.slot_rc(est),), "threads": (tst, tot)},
+        when=(L.rank(s), epoch, min(st[0], o[0]), kind_rank("race"), *tst),
+    )
 
 
 # ---------------------------------------------------------- out of bounds
@@ -518,65 +469,39 @@ def _out_of_bounds_threads(L: _Log) -> list:
     NumPy over the whole log first, so that only those threads are walked event by
     event (a correct kernel has none: a 64 x 64 check took 2 s walking them all).
     """
-    f = L.F
     ev = L.ev
     if ev.size == 0:
         return []
-    op, a, flag = ev[..., f["op"]], ev[..., f["arr"]], ev[..., f["flag"]]
-    r, c = ev[..., f["row"]], ev[..., f["col"]]
-    access = (np.arange(ev.shape[2]) < L.cnt[..., None]) & ((op == LOAD) | (op == STORE)) & (a >= 0)
-    found = access & (flag == OUT_OF_BOUNDS)
-    have_rc = (r != NO_INDEX) & (c != NO_INDEX)
+    op, a, flag = ev[..., A.OP], ev[..., A.ARR], ev[..., A.FLAG]
+    r, c = ev[..., A.ROW], ev[..., A.COL]
+    access = L.A.valid & ((op == A.LOAD) | (op == A.STORE)) & (a >= 0)
+    found = access & (flag == A.OUT_OF_BOUNDS)
+    have_rc = (r != A.NO_INDEX) & (c != A.NO_INDEX)
     for arr, (nr, nc) in L.dims.items():
         inside = (r >= 0) & (r < nr) & (c >= 0) & (c < nc)
-        found |= access & (a == arr) & (flag == OK) & have_rc & ~inside
+        found |= access & (a == arr) & (flag == A.OK) & have_rc & ~inside
     return [tuple(int(x) for x in st) for st in np.argwhere(found.any(axis=2))]
 
 
 def _out_of_bounds(L: _Log) -> list:
-    f = L.F
     out = []
     for s, t in _out_of_bounds_threads(L):
-        by, bx = L.blocks[s]
-        ph = -1
-        E = L.ev[s, t, : L.cnt[s, t]]
+        E = L.A.thread(s, t)
         for n, e in enumerate(E):
-            op, a, flag = int(e[f["op"]]), int(e[f["arr"]]), int(e[f["flag"]])
-            if op == STORE and a == L.mds:
-                ph += 1
-            if op not in (LOAD, STORE) or a < 0:
+            msg = _outside_words(L, e)
+            if msg is None:
                 continue
+            op, a = int(e[A.OP]), int(e[A.ARR])
             # a tile load's global half belongs to the phase of the store it feeds
-            feeds = n + 1 < len(E) and int(E[n + 1][f["op"]]) == STORE and op == LOAD
-            here = ph + 1 if feeds and int(E[n + 1][f["arr"]]) == L.mds else ph
-            r, c, idx = int(e[f["row"]]), int(e[f["col"]]), int(e[f["idx"]])
-            name, verb = L.arrays[a], "load" if op == LOAD else "store"
-            ln = int(e[f["line"]])
-            have_rc = r != NO_INDEX and c != NO_INDEX
-            at = f"(row, col) = ({r}, {c}), flat index {idx}" if have_rc else f"index {idx}"
+            ph = int(L.phase[s, t, n])
+            feeds = n + 1 < len(E) and int(E[n + 1][A.OP]) == A.STORE and op == A.LOAD
+            here = ph + 1 if feeds and int(E[n + 1][A.ARR]) == L.mds else ph
+            r, c, idx = int(e[A.ROW]), int(e[A.COL]), int(e[A.IDX])
+            have_rc = r != A.NO_INDEX and c != A.NO_INDEX
             marks: dict = {"threads": (L.thread(t),)}
-            if flag == OUT_OF_BOUNDS:
-                size = ""
-                if a in L.dims:
-                    nr, nc = L.dims[a]
-                    size = f" ({nr} x {nc} = {nr * nc} elements)"
-                msg = (
-                    f"{verb} of {name} at {at} is outside {name}{size} (line {L.at(ln)}: "
-                    f"{L.line(ln)}); it was not performed"
-                    + (" (the load gave 0)" if op == LOAD else "")
-                )
-            elif flag == OK and a in L.dims and have_rc:
-                nr, nc = L.dims[a]
-                if 0 <= r < nr and 0 <= c < nc:
-                    continue
-                msg = (
-                    f"{verb} of {name} at {at}: ({r}, {c}) is outside {name}'s {nr} x {nc} "
-                    f"elements, and the flat index is {_el(name, idx, nc)} (line {L.at(ln)}: "
-                    f"{L.line(ln)}): the row wraps, as in Fig. 5.11"
-                )
-                marks[name] = (_rc(idx, nc),)
-            else:
-                continue
+            if int(e[A.FLAG]) == A.OK:
+                marks[L.arrays[a]] = (_rc(idx, L.dims[a][1]),)
+            by, bx = L.blocks[s]
             th = L.thread(t)
             out.append(
                 Finding(
@@ -587,190 +512,198 @@ def _out_of_bounds(L: _Log) -> list:
                     None,
                     f"block ({by},{bx}), thread ({th[0]},{th[1]}): {msg}",
                     got=(r, c) if have_rc else idx,
-                    lines=(ln,),
-                    epoch=int(e[f["epoch"]]),
+                    lines=(int(e[A.LINE]),),
+                    epoch=int(e[A.EPOCH]),
                     marks=marks,
-                    when=(L.rank(s), int(e[f["epoch"]]), n, kind_rank("out of bounds"), *th),
+                    when=(L.rank(s), int(e[A.EPOCH]), n, kind_rank("out of bounds"), *th),
                 )
             )
     return out
+
+
+def _outside_words(L: _Log, e) -> str | None:
+    """What an access outside its array did (None: the access lies inside)."""
+    op, a, flag = int(e[A.OP]), int(e[A.ARR]), int(e[A.FLAG])
+    if op not in (A.LOAD, A.STORE) or a < 0:
+        return None
+    r, c, idx = int(e[A.ROW]), int(e[A.COL]), int(e[A.IDX])
+    name, verb, ln = L.arrays[a], "load" if op == A.LOAD else "store", int(e[A.LINE])
+    have_rc = r != A.NO_INDEX and c != A.NO_INDEX
+    at = f"(row, col) = ({r}, {c}), flat index {idx}" if have_rc else f"index {idx}"
+    if flag == A.OUT_OF_BOUNDS:
+        size = ""
+        if a in L.dims:
+            nr, nc = L.dims[a]
+            size = f" ({nr} x {nc} = {nr * nc} elements)"
+        return (
+            f"{verb} of {name} at {at} is outside {name}{size} (line {L.at(ln)}: "
+            f"{L.line(ln)}); it was not performed" + (" (the load gave 0)" if op == A.LOAD else "")
+        )
+    if flag != A.OK or a not in L.dims or not have_rc:
+        return None
+    nr, nc = L.dims[a]
+    if 0 <= r < nr and 0 <= c < nc:
+        return None
+    return (
+        f"{verb} of {name} at {at}: ({r}, {c}) is outside {name}'s {nr} x {nc} "
+        f"elements, and the flat index is {_el(name, idx, nc)} (line {L.at(ln)}: "
+        f"{L.line(ln)}): the row wraps, as in Fig. 5.11"
+    )
 
 
 # -------------------------------------------------------- terms and P
-def _factor(L: _Log, e, nxt) -> tuple | None:
-    """``(side, element or code, shared event or None)`` of a factor read, or None."""
-    f = L.F
-    op, a, flag = int(e[f["op"]]), int(e[f["arr"]]), int(e[f["flag"]])
-    if op != LOAD or a < 0 or flag != OK:
+def _storer(L: _Log, s: int, e) -> tuple | None:
+    """``((ty, tx), line)`` of the store that left the tag a shared load found, or None."""
+    got = L.A.last_store(s, e)
+    if got is None:
         return None
-    if L.space[a] == "global":
-        if a not in (L.M, L.N):
-            return None
-        if (
-            nxt is not None
-            and int(nxt[f["op"]]) == STORE
-            and L.space[int(nxt[f["arr"]])] == "shared"
-            and int(nxt[f["src_arr"]]) == a
-            and int(nxt[f["src_idx"]]) == int(e[f["idx"]])
-        ):
-            return None  # a tile load's global half
-        return (a, int(e[f["idx"]]), None)
-    tag = int(e[f["tag"]])
-    if tag >= 0:
-        side = tag % TAG_ARRAYS
-        if side not in (L.M, L.N):
-            return None
-        return (side, tag // TAG_ARRAYS, e)
-    role = L.role.get(a)
-    if role is None:
-        return None
-    return (role, tag, e)  # a zero-fill, never written or computed: a code < 0
-
-
-def _storer(L: _Log, s: int, e, before_epoch: int) -> tuple | None:
-    """The thread that stored the tag a shared load found (the latest such store)."""
-    f = L.F
-    a, idx, tag = int(e[f["arr"]]), int(e[f["idx"]]), int(e[f["tag"]])
-    best = None
-    for t in range(L.ev.shape[1]):
-        E = L.ev[s, t, : L.cnt[s, t]]
-        sel = (
-            (E[:, f["op"]] == STORE)
-            & (E[:, f["arr"]] == a)
-            & (E[:, f["idx"]] == idx)
-            & (E[:, f["tag"]] == tag)
-            & (E[:, f["flag"]] == OK)
-            & (E[:, f["epoch"]] <= before_epoch)
-        )
-        for n in np.flatnonzero(sel):
-            key = (int(E[n, f["epoch"]]), int(n))
-            if best is None or key > best[0]:
-                best = (key, t, int(E[n, f["line"]]))
-    return None if best is None else (L.thread(best[1]), best[2])
+    t, n = got
+    return L.thread(t), int(L.ev[s, t, n, A.LINE])
 
 
 def _terms_and_p(L: _Log) -> list:
-    f = L.F
     out = []
-    j, l, T = L.j, L.l, L.T
-    Mv = np.asarray(L.trace.M, np.float64)
-    Nv = np.asarray(L.trace.N, np.float64)
-    ref = Mv @ Nv
-    P = np.asarray(L.trace.P, np.float64)
-    stored_by: dict = {}
-    provenance = bool(np.isin(L.ev[..., f["op"]], (TERM, MOVE)).any())
+    provenance = bool(np.isin(L.ev[..., A.OP], (A.TERM, A.MOVE)).any())
     if provenance:  # terms by where each factor came from (the recording's TERM events)
         out += _judge_provenance(L)
-    for s in range(L.ev.shape[0]):
-        by, bx = L.blocks[s]
-        for t in range(L.ev.shape[1]):
-            E = L.ev[s, t, : L.cnt[s, t]]
-            th = L.thread(t)
-            ph = -1
-            fm: list = []  # M factors: (element or code, event, ph, n, shared event)
-            fn: list = []
-            stores: list = []  # (P flat, n, value, line, epoch)
-            last_epoch = 0
-            for n, e in enumerate(E):
-                op, a = int(e[f["op"]]), int(e[f["arr"]])
-                last_epoch = int(e[f["epoch"]])
-                if op == STORE and a == L.mds:
-                    ph += 1
-                if op == STORE and a == L.P and int(e[f["flag"]]) == OK:
-                    stores.append(
-                        (
-                            int(e[f["idx"]]),
-                            n,
-                            float(L.vals[s, t, n, 0]),
-                            int(e[f["line"]]),
-                            last_epoch,
-                        )  # fmt: skip
-                    )
-                    continue
-                got = _factor(L, e, E[n + 1] if n + 1 < len(E) else None)
-                if got is None:
-                    continue
-                side, el, sh = got
-                (fm if side == L.M else fn).append((el, n, ph, sh, last_epoch))
-            for p, n, v, ln, ep in stores:
-                stored_by[p] = (s, t, n, v, ln, ep)
-            if not stores or provenance:
-                continue
-            out += _judge_terms(L, s, t, th, fm, fn, stores)
-    # P elements: wrong or never stored
-    for p in range(j * l):
-        r, c = divmod(p, l)
-        want = ref[r, c]
-        if p in stored_by:
-            s, t, n, v, ln, ep = stored_by[p]
-            got = P[r, c]
-            if np.isclose(got, want, rtol=1e-6, atol=0.0):
-                continue
-            by, bx = L.blocks[s]
-            th = L.thread(t)
-            msg = (
-                f"P_{{{r},{c}}} = {got:g} stored by thread ({th[0]},{th[1]}) of block "
-                f"({by},{bx}) (line {L.at(ln)}: {L.line(ln)}); M\u00b7N gives {want:g}"
-            )
-            hit = np.argwhere(np.isclose(ref, got, rtol=1e-6, atol=0.0))
-            mine = (by * T + th[0], bx * T + th[1])
-            if (
-                mine != (r, c)
-                and mine[0] < j
-                and mine[1] < l
-                and np.isclose(ref[mine], got, rtol=1e-6, atol=0.0)
-            ):
-                msg += (
-                    f": that is P_{{{mine[0]},{mine[1]}}}, the element thread "
-                    f"({th[0]},{th[1]}) computes, stored into the wrong place"
-                )
-            elif len(hit) == 1 and tuple(hit[0]) != (r, c):
-                msg += f" ({got:g} is P_{{{hit[0][0]},{hit[0][1]}}} of M\u00b7N)"
-            out.append(
-                Finding(
-                    "wrong P",
-                    (by, bx),
-                    th,
-                    None,
-                    None,
-                    msg,
-                    expected=float(want),
-                    got=float(got),
-                    lines=(ln,),
-                    epoch=ep,
-                    marks={"P": ((r, c),), "threads": (th,)},
-                    when=(L.rank(s), ep, n, kind_rank("wrong P"), *th),
-                )
-            )
-        else:
-            by, bx, ty, tx = r // T, c // T, r % T, c % T
-            rank = by * L.gx + bx
-            msg = (
-                f"P_{{{r},{c}}} was never stored (the book's thread ({ty},{tx}) of block "
-                f"({by},{bx}) stores it); M\u00b7N gives {want:g}"
-            )
-            out.append(
-                Finding(
-                    "wrong P",
-                    (by, bx),
-                    (ty, tx),
-                    None,
-                    None,
-                    msg,
-                    expected=float(want),
-                    got=None,
-                    marks={"P": ((r, c),), "threads": ((ty, tx),)},
-                    when=(rank, 1 << 30, 1 << 30, kind_rank("wrong P"), ty, tx),
-                )
-            )
-    return out
+    stored_by: dict = {}
+    pst = L.A.p_stores()
+    for s, t in L.A.threads():
+        # the thread's P stores: (P flat, n, value, line, epoch)
+        stores = [
+            (int(e[A.IDX]), n, float(L.vals[s, t, n, 0]), int(e[A.LINE]), int(e[A.EPOCH]))
+            for n in np.flatnonzero(pst[s, t]).tolist()
+            for e in (L.ev[s, t, n],)
+        ]
+        for p, n, v, ln, ep in stores:
+            stored_by[p] = (s, t, n, v, ln, ep)
+        if stores and not provenance:
+            out += _judge_terms(L, s, t, stores)
+    ref = np.asarray(L.trace.M, np.float64) @ np.asarray(L.trace.N, np.float64)
+    for p in range(L.j * L.l):
+        out.append(_p_finding(L, p, stored_by.get(p), ref))
+    return [f for f in out if f is not None]
+
+
+def _p_finding(L: _Log, p: int, store, ref: np.ndarray) -> Finding | None:
+    """A P element different from ``M @ N`` (``store``: who stored it) or never stored."""
+    j, l, T = L.j, L.l, L.T
+    r, c = divmod(p, l)
+    want = ref[r, c]
+    if store is None:
+        by, bx, ty, tx = r // T, c // T, r % T, c % T
+        return Finding(
+            "wrong P",
+            (by, bx),
+            (ty, tx),
+            None,
+            None,
+            f"P_{{{r},{c}}} was never stored (the book's thread ({ty},{tx}) of block "
+            f"({by},{bx}) stores it); M\u00b7N gives {want:g}",
+            expected=float(want),
+            got=None,
+            marks={"P": ((r, c),), "threads": ((ty, tx),)},
+            when=(by * L.gx + bx, 1 << 30, 1 << 30, kind_rank("wrong P"), ty, tx),
+        )
+    s, t, n, _v, ln, ep = store
+    got = np.asarray(L.trace.P, np.float64)[r, c]
+    if np.isclose(got, want, rtol=1e-6, atol=0.0):
+        return None
+    by, bx = L.blocks[s]
+    th = L.thread(t)
+    msg = (
+        f"P_{{{r},{c}}} = {got:g} stored by thread ({th[0]},{th[1]}) of block "
+        f"({by},{bx}) (line {L.at(ln)}: {L.line(ln)}); M\u00b7N gives {want:g}"
+    )
+    hit = np.argwhere(np.isclose(ref, got, rtol=1e-6, atol=0.0))
+    mine = (by * T + th[0], bx * T + th[1])
+    close = mine[0] < j and mine[1] < l and np.isclose(ref[mine], got, rtol=1e-6, atol=0.0)
+    if mine != (r, c) and close:
+        msg += (
+            f": that is P_{{{mine[0]},{mine[1]}}}, the element thread "
+            f"({th[0]},{th[1]}) computes, stored into the wrong place"
+        )
+    elif len(hit) == 1 and tuple(hit[0]) != (r, c):
+        msg += f" ({got:g} is P_{{{hit[0][0]},{hit[0][1]}}} of M\u00b7N)"
+    return Finding(
+        "wrong P",
+        (by, bx),
+        th,
+        None,
+        None,
+        msg,
+        expected=float(want),
+        got=float(got),
+        lines=(ln,),
+        epoch=ep,
+        marks={"P": ((r, c),), "threads": (th,)},
+        when=(L.rank(s), ep, n, kind_rank("wrong P"), *th),
+    )
 
 
 def _element(L: _Log, tag: int) -> tuple | None:
     """``(side, flat element)`` of a factor's tag: M or N, or None (computed, never written)."""
-    if tag >= 0 and tag % TAG_ARRAYS in (L.M, L.N):
-        return tag % TAG_ARRAYS, tag // TAG_ARRAYS
+    if tag >= 0 and tag % A.TAG_ARRAYS in (L.M, L.N):
+        return tag % A.TAG_ARRAYS, tag // A.TAG_ARRAYS
     return None
+
+
+def _pair_key(L: _Log, ta: int, tb: int) -> tuple:
+    """``(M flat, N flat)`` of a TERM's two factor tags (-1 for a side not known)."""
+    x, y = _element(L, ta), _element(L, tb)
+    pair = {z[0]: z[1] for z in (x, y) if z is not None}
+    return (pair.get(L.M, -1), pair.get(L.N, -1))
+
+
+def _book_terms(elements, k: int, l: int) -> dict:
+    """``{(M flat, N flat): count}``: the ``k`` terms of each P element (flat) given."""
+    out: dict = defaultdict(int)
+    for p in elements:
+        r, c = divmod(p, l)
+        for q in range(k):
+            out[(r * k + q, q * l + c)] += 1
+    return out
+
+
+def _provenance_dest(L: _Log) -> dict:
+    """Per destination, the TERM records it received: replay of every thread's TERM and MOVE.
+
+    Keys ``(array, element)`` (global) or ``(slot, array, element)`` (shared);
+    records ``(tag M, tag N, slot, thread, n, ph, turn)``.
+    """
+    dest: dict = defaultdict(list)
+    for s, t in L.A.threads():
+        local: dict = defaultdict(list)
+        turn: dict = defaultdict(int)
+        for n in np.flatnonzero(np.isin(L.A.thread(s, t)[:, A.OP], (A.TERM, A.MOVE))).tolist():
+            e = L.ev[s, t, n]
+            a, idx = int(e[A.ARR]), int(e[A.IDX])
+            box = local if a < 0 else dest
+            key: tuple = ("local", idx) if a < 0 else (a, idx)
+            if a >= 0 and L.space[a] == "shared":
+                key = (s, a, idx)
+            if int(e[A.OP]) == A.TERM:
+                ph = int(L.phase[s, t, n])
+                box[key].append((int(e[A.TAG]), int(e[A.SRC_IDX]), s, t, n, ph, turn[(key, ph)]))
+                turn[(key, ph)] += 1
+            else:
+                _move(L, s, e, key, box, local, dest)
+    return dest
+
+
+def _move(L: _Log, s: int, e, key: tuple, box: dict, local: dict, dest: dict) -> None:
+    """A MOVE: ``key`` takes (or adds) the terms of its source; -2: no known terms."""
+    si, sa = int(e[A.SRC_IDX]), int(e[A.SRC_ARR])
+    if si == -2:  # a value of no known terms: the element is not judged by terms
+        box.pop(key, None)
+        return
+    if si < 0:
+        src: list = []
+    elif sa < 0:
+        src = local[("local", si)]
+    else:
+        src = dest[(s, sa, si) if L.space[sa] == "shared" else (sa, si)]
+    box[key] = box[key] + list(src) if int(e[A.FLAG]) == A.MOVE_ADD else list(src)
 
 
 def _judge_provenance(L: _Log) -> list:
@@ -784,173 +717,82 @@ def _judge_provenance(L: _Log) -> list:
     terms each P element received; it is compared with the ``k`` terms
     ``M[r][q] * N[q][c]`` of the book.
     """
-    f = L.F
-    k, l = L.k, L.l
-    dest: dict = defaultdict(list)  # (array, element) or (block, array, element) -> terms
-    for s in range(L.ev.shape[0]):
-        for t in range(L.ev.shape[1]):
-            E = L.ev[s, t, : L.cnt[s, t]]
-            local: dict = defaultdict(list)
-            ph = -1
-            turn: dict = defaultdict(int)
-            for n, e in enumerate(E):
-                op, a = int(e[f["op"]]), int(e[f["arr"]])
-                if op == STORE and a == L.mds:
-                    ph += 1
-                if op not in (TERM, MOVE):
-                    continue
-                idx = int(e[f["idx"]])
-                if a < 0:
-                    key: tuple = ("local", idx)
-                    box = local
-                elif L.space[a] == "shared":
-                    key, box = (s, a, idx), dest
-                else:
-                    key, box = (a, idx), dest
-                if op == TERM:
-                    kk = turn[(key, ph)]
-                    turn[(key, ph)] += 1
-                    rec = (int(e[f["tag"]]), int(e[f["src_idx"]]), s, t, n, ph, kk)
-                    box[key].append(rec)
-                    continue
-                si = int(e[f["src_idx"]])
-                sa = int(e[f["src_arr"]])
-                if si == -2:  # a value of no known terms: the element is not judged by terms
-                    box.pop(key, None)
-                    continue
-                if si < 0:
-                    src: list = []
-                elif sa < 0:
-                    src = local[("local", si)]
-                else:
-                    src = dest[(s, sa, si) if L.space[sa] == "shared" else (sa, si)]
-                if int(e[f["flag"]]) == MOVE_ADD:
-                    box[key] = box[key] + list(src)
-                else:
-                    box[key] = list(src)
-    out = []
+    dest = _provenance_dest(L)
     stored: dict = {}
-    for s in range(L.ev.shape[0]):
-        for t in range(L.ev.shape[1]):
-            E = L.ev[s, t, : L.cnt[s, t]]
-            sel = np.flatnonzero(
-                (E[:, f["op"]] == STORE) & (E[:, f["arr"]] == L.P) & (E[:, f["flag"]] == OK)
-            )
-            for i in sel.tolist():
-                stored[int(E[i, f["idx"]])] = (s, t, int(i))
+    pst = L.A.p_stores()
+    for s, t in L.A.threads():
+        for i in np.flatnonzero(pst[s, t]).tolist():
+            stored[int(L.ev[s, t, i, A.IDX])] = (s, t, int(i))
+    out = []
     for (a, p), recs in sorted(((key, v) for key, v in dest.items() if len(key) == 2)):
-        if a != L.P or not 0 <= p < L.j * l:
-            continue
-        r, c = divmod(p, l)
-        if not recs:
-            continue  # no product reached this element: its wrong P says so, once
-        needed: dict = defaultdict(int)
-        for q in range(k):
-            needed[(r * k + q, q * l + c)] += 1
-        left = dict(needed)
-        wrong = []
-        for rec in recs:
-            x, y = _element(L, rec[0]), _element(L, rec[1])
-            if rec[0] == TAG_ZERO or rec[1] == TAG_ZERO:
-                continue  # adds nothing: the boundary check's zero-fill
-            pair = {x[0]: x[1] for x in (x, y) if x is not None}
-            key = (pair.get(L.M, -1), pair.get(L.N, -1))
-            if left.get(key, 0) > 0:
-                left[key] -= 1
-                continue
-            wrong.append((rec, key, key in needed))
-        if wrong:
-            # the terms of one other element, stored into the wrong place: wrong P says so
-            have: dict = defaultdict(int)
-            for rec in recs:
-                x, y = _element(L, rec[0]), _element(L, rec[1])
-                if rec[0] != TAG_ZERO and rec[1] != TAG_ZERO:
-                    pair = {x[0]: x[1] for x in (x, y) if x is not None}
-                    have[(pair.get(L.M, -1), pair.get(L.N, -1))] += 1
-            rows = {mi // k for mi, _ in have if mi >= 0}
-            cols = {ni % l for _, ni in have if ni >= 0}
-            if len(rows) == 1 and len(cols) == 1:
-                (r1,), (c1,) = rows, cols
-                theirs = {(r1 * k + q, q * l + c1): 1 for q in range(k)}
-                # moved there, not copied: the other element did not get them itself
-                own = dest.get((L.P, r1 * l + c1), [])
-                if dict(have) == theirs and (r1, c1) != (r, c) and not _has_terms(L, own, theirs):
-                    continue
-        for rec, key, doubled in wrong:
-            out.append(_provenance_finding(L, rec, key, doubled, (r, c), left))
-        for (mi, ni), v in sorted(left.items(), key=lambda x: x[0][0] % k):
-            for _ in range(v):
-                out.append(_missing_term(L, (r, c), mi, ni, stored.get(p)))
+        if a == L.P and 0 <= p < L.j * L.l and recs:  # none: its wrong P says so, once
+            out += _judge_element(L, p, recs, dest, stored.get(p))
     return out
 
 
-def _has_terms(L: _Log, recs, terms) -> bool:
-    """Whether the TERM records ``recs`` hold every term of ``terms`` (M flat, N flat)."""
-    got = set()
+def _judge_element(L: _Log, p: int, recs: list, dest: dict, store) -> list:
+    """The wrong, doubled and missing terms of P element ``p`` (flat) among ``recs``."""
+    k, l = L.k, L.l
+    r, c = divmod(p, l)
+    needed = _book_terms([p], k, l)
+    left = dict(needed)
+    got = []
+    wrong = []
     for rec in recs:
-        x, y = _element(L, rec[0]), _element(L, rec[1])
-        pair = {x[0]: x[1] for x in (x, y) if x is not None}
-        got.add((pair.get(L.M, -1), pair.get(L.N, -1)))
-    return set(terms) <= got
+        if rec[0] == A.TAG_ZERO or rec[1] == A.TAG_ZERO:
+            continue  # adds nothing: the boundary check's zero-fill
+        key = _pair_key(L, rec[0], rec[1])
+        got.append(key)
+        if left.get(key, 0) > 0:
+            left[key] -= 1
+            continue
+        wrong.append((rec, key, key in needed))
+    other = one_element(got, k, l) if wrong else None
+    if other is not None and other != (r, c):
+        # the terms of one other element, moved here (not copied): wrong P says so
+        own = dest.get((L.P, other[0] * l + other[1]), [])
+        if not set(got) <= {_pair_key(L, x[0], x[1]) for x in own}:
+            return []
+    out = [_provenance_finding(L, rec, key, doubled, (r, c), left) for rec, key, doubled in wrong]
+    for (mi, ni), v in sorted(left.items(), key=lambda x: x[0][0] % k):
+        out += [_missing_term(L, (r, c), mi, ni, store) for _ in range(v)]
+    return out
 
 
-def _provenance_finding(L: _Log, rec, key, doubled, rc, left) -> Finding:
-    f = L.F
-    k, l, T = L.k, L.l, L.T
-    ta, tb, s, t, n, ph, kk = rec
-    by, bx = L.blocks[s]
-    th = L.thread(t)
-    r0, c0 = rc
-    ph_ = ph if ph >= 0 and L.mds is not None else None
-    q = (ph_ * T + kk) if ph_ is not None else kk
-    want: tuple | None = (r0 * k + q, q * l + c0) if 0 <= q < k else None
+def _want(left: dict, rc: tuple, q: int, k: int, l: int) -> tuple | None:
+    """The book's term ``q`` of P_{rc} if still needed, else the first term still needed."""
+    want = (rc[0] * k + q, q * l + rc[1]) if 0 <= q < k else None
     if want is None or left.get(want, 0) <= 0:
         want = next((x for x, v in left.items() if v > 0), None)
-    mi, ni = key
+    return want
+
+
+def _wrong_term(L: _Log, s: int, t: int, at: tuple, term: tuple, slots, element=None) -> Finding:
+    """A finding of a wrong (or doubled) term.
+
+    ``at``: ``(ph, k, n, lines, epoch)``; ``term``: ``((M flat, N flat) got,
+    (M flat, N flat) wanted or None, doubled)``; ``slots``: the shared load
+    each factor was read from (None: a global or unknown factor); ``element``:
+    the P element judged, named in the words (provenance).
+    """
+    k, l = L.k, L.l
+    ph, kk, n, lines, ep = at
+    (mi, ni), want, doubled = term
+    by, bx = L.blocks[s]
+    th = L.thread(t)
     mw = "?" if mi < 0 else _el("M", mi, k)
     nw = "?" if ni < 0 else _el("N", ni, l)
-    where = f"phase {ph_}, k={kk}" if ph_ is not None else f"term {kk}"
+    where = f"phase {ph}, k={kk}" if ph is not None else f"term {kk}"
     if doubled:
         msg = f"{where}: {mw}\u00b7{nw} counted a second time"
     else:
         need = (
             "" if want is None else f"; needed {_el('M', want[0], k)}\u00b7{_el('N', want[1], l)}"
         )
-        msg = f"{where}: {mw}\u00b7{nw}{need} for P_{{{r0},{c0}}}"
-    E = L.ev[s, t, : L.cnt[s, t]]
-    marks: dict = {"threads": (th,), "P": (rc,)}
-    why: list = []
-    other = None
-    addr = None
-    ea, eb = _element(L, ta), _element(L, tb)
-    for side, tag in (
-        ("M", ta if ea is None or ea[0] == L.M else tb),
-        ("N", tb if eb is None or eb[0] == L.N else ta),
-    ):
-        # the shared slot the factor was read from: the thread's latest load that found it
-        found = np.flatnonzero(
-            (E[:n, f["op"]] == LOAD) & (E[:n, f["tag"]] == tag) & (E[:n, f["flag"]] == OK)
-        )
-        loads = [int(x) for x in found if L.space[int(E[x, f["arr"]])] == "shared"]
-        if not loads:
-            continue
-        sh = E[loads[-1]]
-        tile = "Mds" if side == "M" else "Nds"
-        marks[tile] = (*marks.get(tile, ()), L.slot_rc(sh))
-        if want is not None and not doubled:
-            ok_el = want[0] if side == "M" else want[1]
-            got_el = mi if side == "M" else ni
-            if ok_el == got_el:
-                continue
-        addr = L.address(sh)
-        who = _storer(L, s, sh, int(sh[f["epoch"]]))
-        held = L.tag_words(int(sh[f["tag"]]))
-        if who is not None:
-            other = who[0]
-            why.append(f"{addr} held {held}, stored by thread ({who[0][0]},{who[0][1]})")
-            marks["threads"] = (*marks["threads"], who[0])
-        else:
-            why.append(f"{addr} held {held}")
+        of = "" if element is None else f" for P_{{{element[0]},{element[1]}}}"
+        msg = f"{where}: {mw}\u00b7{nw}{need}{of}"
+    marks: dict = {"threads": (th,)} if element is None else {"threads": (th,), "P": (element,)}
+    why, other, addr = _why(L, s, slots, (mi, ni), None if doubled else want, marks)
     if why:
         msg += "; " + "; ".join(why)
     M_rc = [] if mi < 0 else [_rc(mi, k)]
@@ -960,27 +802,63 @@ def _provenance_finding(L: _Log, rec, key, doubled, rc, left) -> Finding:
         marks["N"] = (*N_rc, _rc(want[1], l))
     else:
         marks["M"], marks["N"] = tuple(M_rc), tuple(N_rc)
-    ep = int(E[n, f["epoch"]])
-    return Finding(
-        "wrong term",
-        (by, bx),
-        th,
-        ph_,
-        kk,
-        f"block ({by},{bx}), thread ({th[0]},{th[1]}), {msg}",
-        expected=None if want is None else (_rc(want[0], k), _rc(want[1], l)),
-        got=(tuple(M_rc[0]) if M_rc else None, tuple(N_rc[0]) if N_rc else None),
-        other=other,
-        address=addr,
-        lines=(int(E[n, f["line"]]),),
-        epoch=ep,
-        marks=marks,
-        when=(L.rank(s), ep, n, kind_rank("wrong term"), *th),
+    got = (tuple(M_rc[0]) if M_rc else None, tuple(N_rc[0]) if N_rc else None)
+    expected = None if want is None else (_rc(want[0], k), _rc(want[1], l))
+    at = (ph, kk, (L.rank(s), ep, n, kind_rank("wrong term"), *th), lines, ep)
+    return _term_finding(
+        (by, bx), th, at, msg, marks, expected=expected, got=got, other=other, address=addr
     )
 
 
+def _why(L: _Log, s: int, slots, got: tuple, want, marks: dict) -> tuple:
+    """Per wrong factor read from a shared slot: what the slot held and who stored it.
+
+    Marks each slot read (Mds, Nds) and the storing threads in ``marks``;
+    a factor equal to the wanted one (``want``, None when doubled) is not
+    explained. Returns ``(words, the last storing thread, the last address)``.
+    """
+    why: list = []
+    other = addr = None
+    for i, (tile, sh) in enumerate(zip(("Mds", "Nds"), slots, strict=True)):
+        if sh is None:
+            continue
+        marks[tile] = (*marks.get(tile, ()), L.slot_rc(sh))
+        if want is not None and got[i] == want[i]:
+            continue
+        addr = L.address(sh)  # in the kernel's own names (marks: the views')
+        who = _storer(L, s, sh)
+        held = L.tag_words(int(sh[A.TAG]))
+        if who is None:
+            why.append(f"{addr} held {held}")
+            continue
+        other = who[0]
+        why.append(f"{addr} held {held}, stored by thread ({who[0][0]},{who[0][1]})")
+        marks["threads"] = (*marks["threads"], who[0])
+    return why, other, addr
+
+
+def _provenance_finding(L: _Log, rec, key, doubled, rc, left) -> Finding:
+    """A wrong or doubled TERM record ``rec`` of P_{rc}, its factors traced to their slots."""
+    ta, tb, s, t, n, ph, kk = rec
+    ph_ = ph if ph >= 0 and L.mds is not None else None
+    q = (ph_ * L.T + kk) if ph_ is not None else kk
+    want = _want(left, rc, q, L.k, L.l)
+    E = L.A.thread(s, t)
+    ea, eb = _element(L, ta), _element(L, tb)
+    slots = []
+    for tag in (ta if ea is None or ea[0] == L.M else tb, tb if eb is None or eb[0] == L.N else ta):
+        # the shared slot the factor was read from: the thread's latest load that found it
+        found = np.flatnonzero(
+            (E[:n, A.OP] == A.LOAD) & (E[:n, A.TAG] == tag) & (E[:n, A.FLAG] == A.OK)
+        )
+        loads = [int(x) for x in found if L.space[int(E[x, A.ARR])] == "shared"]
+        slots.append(E[loads[-1]] if loads else None)
+    ep = int(E[n, A.EPOCH])
+    at = (ph_, kk, n, (int(E[n, A.LINE]),), ep)
+    return _wrong_term(L, s, t, at, (key, want, doubled), slots, element=rc)
+
+
 def _missing_term(L: _Log, rc, mi, ni, store) -> Finding:
-    f = L.F
     k, l, T = L.k, L.l, L.T
     r, c = rc
     q = mi % k
@@ -991,7 +869,7 @@ def _missing_term(L: _Log, rc, mi, ni, store) -> Finding:
         by, bx = L.blocks[s]
         th = L.thread(t)
         e = L.ev[s, t, n]
-        ln, ep = int(e[f["line"]]), int(e[f["epoch"]])
+        ln, ep = int(e[A.LINE]), int(e[A.EPOCH])
         tail = f" before P was stored (line {L.at(ln)})"
         when: tuple = (L.rank(s), ep, n, kind_rank("wrong term"), *th)
         lines: tuple = (ln,)
@@ -999,182 +877,75 @@ def _missing_term(L: _Log, rc, mi, ni, store) -> Finding:
         by, bx, th = r // T, c // T, (r % T, c % T)
         ep, tail, lines = None, "", ()
         when = (by * L.gx + bx, 1 << 30, 1 << 30, kind_rank("wrong term"), *th)
-    return Finding(
-        "wrong term",
-        (by, bx),
-        th,
-        ph,
-        kk,
-        f"block ({by},{bx}), thread ({th[0]},{th[1]}), {where}: "
-        f"{_el('M', mi, k)}\u00b7{_el('N', ni, l)} of P_{{{r},{c}}} was never "
-        f"accumulated (term missing){tail}",
-        expected=(_rc(mi, k), _rc(ni, l)),
-        got=None,
-        lines=lines,
-        epoch=ep,
-        marks={"M": (_rc(mi, k),), "N": (_rc(ni, l),), "P": ((r, c),), "threads": (th,)},
-        when=when,
+    words = (
+        f"{where}: {_el('M', mi, k)}\u00b7{_el('N', ni, l)} of P_{{{r},{c}}} was never "
+        f"accumulated (term missing){tail}"
     )
+    marks = {"M": (_rc(mi, k),), "N": (_rc(ni, l),), "P": ((r, c),), "threads": (th,)}
+    at = (ph, kk, when, lines, ep)
+    return _term_finding((by, bx), th, at, words, marks, expected=(_rc(mi, k), _rc(ni, l)))
 
 
-def _judge_terms(L: _Log, s, t, th, fm, fn, stores) -> list:
-    """Wrong, missing and doubled terms of one thread against the P elements it stored."""
-    f = L.F
+def _term_finding(block: tuple, th: tuple, at: tuple, words: str, marks: dict, **more) -> Finding:
+    """A ``wrong term`` finding of thread ``th``; ``at``: (ph, k, when, lines, epoch)."""
+    ph, kk, when, lines, ep = at
+    head = f"block ({block[0]},{block[1]}), thread ({th[0]},{th[1]}), "
+    return Finding(
+        "wrong term", block, th, ph, kk, head + words, lines=lines, epoch=ep, marks=marks,
+        when=when, **more,
+    )  # fmt: skip
+
+
+def _judge_terms(L: _Log, s, t, stores) -> list:
+    """Wrong, missing and doubled terms of one thread against the P elements it stored.
+
+    The thread's factors (:meth:`AccessLog.factors`: shared slots holding M
+    or N elements, and loads of M and N themselves) paired in the order it
+    read them (:meth:`AccessLog.pairs`); a product with a zero-filled factor
+    adds nothing and is not a term.
+    """
     k, l, T = L.k, L.l, L.T
-    by, bx = L.blocks[s]
+    side, element = L.A.factors(performed=False, global_loads=True)
     elems = sorted({p for p, *_ in stores})
-    needed: dict = defaultdict(int)
-    for p in elems:
-        r, c = divmod(p, l)
-        for q in range(k):
-            needed[(r * k + q, q * l + c)] += 1
-    coarse = max(len(elems), 1)
-    terms = []
-    for i, (m, nn) in enumerate(zip(fm, fn, strict=False)):
-        if m[0] == TAG_ZERO or nn[0] == TAG_ZERO:
-            continue  # adds nothing: the boundary check's zero-fill
-        terms.append((i, m, nn))
+    needed = _book_terms(elems, k, l)
+    terms = [
+        (mn, nn)
+        for _ph, mn, nn in L.A.pairs(s, t, side)
+        if element[s, t, mn] != A.TAG_ZERO and element[s, t, nn] != A.TAG_ZERO
+    ]
+    got = [(int(element[s, t, mn]), int(element[s, t, nn])) for mn, nn in terms]
     have: dict = defaultdict(int)
-    for _i, m, nn in terms:
-        have[(m[0], nn[0])] += 1
-    if have == needed:
-        return []
-    # the terms of one other element, stored into the wrong place: wrong P says so
-    rows = {m[0] // k for _i, m, _n in terms if m[0] >= 0}
-    cols = {nn[0] % l for _i, _m, nn in terms if nn[0] >= 0}
-    if len(rows) == 1 and len(cols) == 1 and len(elems) == 1:
-        (r,), (c,) = rows, cols
-        theirs: dict = defaultdict(int)
-        for q in range(k):
-            theirs[(r * k + q, q * l + c)] += 1
-        if have == theirs:
-            return []
+    for key in got:
+        have[key] += 1
+    if have == needed or (len(elems) == 1 and one_element(got, k, l) is not None):
+        return []  # right, or the terms of one other element stored here: wrong P says so
     out = []
     left = dict(needed)
-    last_p = stores[-1]
     per_phase: dict = defaultdict(int)
-    for _i, m, nn in terms:
-        ph = m[2] if m[2] >= 0 else None
-        turn = per_phase[ph]
+    for mn, nn in terms:
+        key = (int(element[s, t, mn]), int(element[s, t, nn]))
+        ph = int(L.phase[s, t, mn]) if L.phase[s, t, mn] >= 0 else None
+        kk = per_phase[ph] // max(len(elems), 1)
         per_phase[ph] += 1
-        kk = turn // coarse
-        key = (m[0], nn[0])
         if left.get(key, 0) > 0:
             left[key] -= 1
             continue
-        doubled = key in needed
         # the term the book's kernel multiplies at this phase and k
-        q = (ph * T + kk) if ph is not None else kk
-        r0, c0 = divmod(elems[0], l)
-        want: tuple | None = (r0 * k + q, q * l + c0)
-        if left.get(want, 0) <= 0:
-            want = next((x for x, v in left.items() if v > 0), None)
-        mw = "?" if m[0] < 0 else _el("M", m[0], k)
-        nw = "?" if nn[0] < 0 else _el("N", nn[0], l)
-        where = f"phase {ph}, k={kk}" if ph is not None else f"term {kk}"
-        if doubled:
-            msg = f"{where}: {mw}\u00b7{nw} counted a second time"
-        else:
-            need = (
-                ""
-                if want is None
-                else f"; needed {_el('M', want[0], k)}\u00b7{_el('N', want[1], l)}"
-            )
-            msg = f"{where}: {mw}\u00b7{nw}{need}"
-        why: list = []
-        other: tuple | None = None
-        addr: str | None = None
-        marks: dict = {"threads": (th,)}
-        M_rc = [] if m[0] < 0 else [_rc(m[0], k)]
-        N_rc = [] if nn[0] < 0 else [_rc(nn[0], l)]
-        for side, x, need_el in (
-            ("M", m, None if want is None else want[0]),
-            ("N", nn, None if want is None else want[1]),
-        ):
-            sh = x[3]
-            if sh is None:
-                continue
-            tile = "Mds" if side == "M" else "Nds"
-            rc = L.slot_rc(sh)
-            marks[tile] = (*marks.get(tile, ()), rc)
-            if need_el is not None and x[0] == need_el and not doubled:
-                continue
-            addr = L.address(sh)  # in the kernel's own names (marks: the views')
-            tag = int(sh[f["tag"]])
-            who = _storer(L, s, sh, int(sh[f["epoch"]]))
-            held = L.tag_words(tag)
-            if who is not None:
-                other = who[0]
-                why.append(f"{addr} held {held}, stored by thread ({who[0][0]},{who[0][1]})")
-                marks["threads"] = (*marks["threads"], who[0])
-            else:
-                why.append(f"{addr} held {held}")
-        if why:
-            msg += "; " + "; ".join(why)
-        if want is not None:
-            marks["M"] = (*M_rc, _rc(want[0], k))
-            marks["N"] = (*N_rc, _rc(want[1], l))
-        else:
-            marks["M"], marks["N"] = tuple(M_rc), tuple(N_rc)
-        n_ev = max(m[1], nn[1])
-        out.append(
-            Finding(
-                "wrong term",
-                (by, bx),
-                th,
-                ph,
-                kk,
-                f"block ({by},{bx}), thread ({th[0]},{th[1]}), {msg}",
-                expected=None if want is None else (_rc(want[0], k), _rc(want[1], l)),
-                got=(tuple(M_rc[0]) if M_rc else None, tuple(N_rc[0]) if N_rc else None),
-                other=other,
-                address=addr,
-                lines=tuple(
-                    sorted({int(L.ev[s, t, m[1], f["line"]]), int(L.ev[s, t, nn[1], f["line"]])})
-                ),
-                epoch=max(m[4], nn[4]),
-                marks=marks,
-                when=(L.rank(s), max(m[4], nn[4]), n_ev, kind_rank("wrong term"), *th),
-            )
-        )
-    # terms never accumulated
+        want = _want(left, divmod(elems[0], l), (ph * T + kk) if ph is not None else kk, k, l)
+        em, en = L.ev[s, t, mn], L.ev[s, t, nn]
+        shared = [None if L.space[int(x[A.ARR])] != "shared" else x for x in (em, en)]
+        ep = max(int(em[A.EPOCH]), int(en[A.EPOCH]))
+        at = (ph, kk, max(mn, nn), tuple(sorted({int(em[A.LINE]), int(en[A.LINE])})), ep)
+        out.append(_wrong_term(L, s, t, at, (key, want, key in needed), shared))
+    n_last = stores[-1][1]
     for (mi, ni), v in sorted(left.items(), key=lambda x: x[0][0] % k):
-        for _ in range(v):
-            q = mi % k
-            ph, kk = (q // T, q % T) if L.mds is not None else (None, q)
-            where = f"phase {ph}, k={kk}" if ph is not None else f"k={q}"
-            _p, n, _v, ln, ep = last_p
-            r, c = mi // k, ni % l
-            out.append(
-                Finding(
-                    "wrong term",
-                    (by, bx),
-                    th,
-                    ph,
-                    kk,
-                    f"block ({by},{bx}), thread ({th[0]},{th[1]}), {where}: "
-                    f"{_el('M', mi, k)}\u00b7{_el('N', ni, l)} of P_{{{r},{c}}} was never "
-                    f"accumulated (term missing) before P was stored (line {L.at(ln)})",
-                    expected=(_rc(mi, k), _rc(ni, l)),
-                    got=None,
-                    lines=(ln,),
-                    epoch=ep,
-                    marks={
-                        "M": (_rc(mi, k),),
-                        "N": (_rc(ni, l),),
-                        "P": ((r, c),),
-                        "threads": (th,),
-                    },
-                    when=(L.rank(s), ep, n, kind_rank("wrong term"), *th),
-                )
-            )
+        out += [_missing_term(L, (mi // k, ni % l), mi, ni, (s, t, n_last)) for _ in range(v)]
     return out
 
 
 # ------------------------------------------------------------ transactions
 def _transactions(L: _Log) -> list:
     """Uncoalesced global requests and shared bank conflicts, one finding per source line."""
-    f = L.F
     first: dict = {}
     count: dict = defaultdict(int)
     nt = L.ev.shape[1]
@@ -1184,11 +955,11 @@ def _transactions(L: _Log) -> list:
         for t in range(nt):
             seen: dict = defaultdict(int)
             for n, e in enumerate(L.ev[s, t, : L.cnt[s, t]]):
-                op, a, flag = int(e[f["op"]]), int(e[f["arr"]]), int(e[f["flag"]])
-                if op not in (LOAD, STORE) or a < 0 or flag != OK:
+                op, a, flag = int(e[A.OP]), int(e[A.ARR]), int(e[A.FLAG])
+                if op not in (A.LOAD, A.STORE) or a < 0 or flag != A.OK:
                     continue
-                key = (int(e[f["line"]]), op, a)
-                req[(t // WARP, *key, seen[key])].append((t, n, int(e[f["idx"]]), e))
+                key = (int(e[A.LINE]), op, a)
+                req[(t // WARP, *key, seen[key])].append((t, n, int(e[A.IDX]), e))
                 seen[key] += 1
         for (warp, ln, op, a, _occ), lanes in sorted(req.items(), key=lambda x: x[0]):
             if L.space[a] == "global":
@@ -1229,11 +1000,11 @@ def _transactions(L: _Log) -> list:
                 continue
             t0, n0, _i, e0 = lanes[0]
             by, bx = L.blocks[s]
-            first[(kind, ln)] = (s, by, bx, warp, t0, n0, int(e0[f["epoch"]]), detail, a, op)
+            first[(kind, ln)] = (s, by, bx, warp, t0, n0, int(e0[A.EPOCH]), detail, a, op)
     out = []
     for (kind, ln), (s, by, bx, warp, t0, n0, ep, detail, a, op) in first.items():
         n = count[(kind, ln)]
-        verb = "load" if op == LOAD else "store"
+        verb = "load" if op == A.LOAD else "store"
         msg = (
             f"line {L.at(ln)} ({L.line(ln)}), {verb} of {L.arrays[a]}: warp {warp} of block "
             f"({by},{bx}) made {detail}"

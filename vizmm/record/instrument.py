@@ -731,13 +731,8 @@ class RawLog:
 def decode(ev, vals, counts, cap, arrays) -> tuple[np.ndarray, np.ndarray]:
     """The log as the rewritten kernel left it in device memory, read as rows of FIELDS.
 
-    The kernel writes each event field-major (field ``f`` of thread ``t``'s
-    ``n``-th event at ``(n * NF + f) * threads + t``: a warp's threads write
-    side by side), its op, flag, array and line packed in one word, and
-    leaves out the fields its kind of access always gives the same value
-    (see :data:`~.instrument_device.LINE_SHIFT`). This unpacks the word,
-    fills those fields and zeroes the rows past each thread's count, so that
-    a GPU's log and the simulator's read the same.
+    :func:`vizmm.trace.access_log.unpack_field_major`, the log's one decoder,
+    given the arrays' spaces.
 
     Parameters
     ----------
@@ -755,72 +750,17 @@ def decode(ev, vals, counts, cap, arrays) -> tuple[np.ndarray, np.ndarray]:
     Returns
     -------
     events : ndarray of int32, (threads, cap, NF)
-        Per thread and event, the fields :data:`~.instrument_device.FIELDS`; zero past the
-        thread's count.
+        Per thread and event, the fields :data:`~vizmm.trace.access_log.FIELDS`; zero past
+        the thread's count.
     values : ndarray of float64, (threads, cap, 2)
         The value loaded or stored (0.0 for a barrier and the end) and the accumulator.
     """
-    tt, nf = len(counts), D.NF
-    raw = np.asarray(ev)[: cap * nf * tt].reshape(cap, nf, tt).transpose(2, 0, 1)
-    out = np.ascontiguousarray(raw)
-    val = np.ascontiguousarray(
-        np.asarray(vals)[: cap * 2 * tt].reshape(cap, 2, tt).transpose(2, 0, 1)
-    )
-    return normalise(out, val, counts, cap, arrays)
+    return D.unpack_field_major(ev, vals, counts, cap, _spaces(arrays))
 
 
-def normalise(out, val, counts, cap, arrays) -> tuple[np.ndarray, np.ndarray]:
-    """Unpack a log already laid out per thread, in place (the second half of :func:`decode`).
-
-    vizmm's simulator (:mod:`.simt`) writes its log thread by thread, so it
-    needs no transposing copy: only this.
-
-    Parameters
-    ----------
-    out : ndarray of int32, (threads, cap, NF)
-        Per thread and event: the packed word in ``op``, the fields ``idx`` to
-        ``tick`` as written; unpacked in place.
-    val : ndarray of float64, (threads, cap, 2)
-        The value and the accumulator; zeroed in place where not written.
-    counts : ndarray of int32, (threads,)
-        Events per thread (at most ``cap``).
-    cap : int
-        Events per thread the log had room for.
-    arrays : sequence of ArrayInfo
-        The arrays the log names, by id.
-
-    Returns
-    -------
-    events, values : ndarray
-        ``out`` and ``val``, as :func:`decode` returns them.
-    """
-    word = out[..., D.OP].copy()
-    arr = ((word >> D.ARR_SHIFT) & 255) - 1
-    out[..., D.OP] = word & 7
-    out[..., D.FLAG] = (word >> D.FLAG_SHIFT) & 3
-    out[..., D.ARR] = arr
-    out[..., D.LINE] = word >> D.LINE_SHIFT
-    is_global = np.array([a.space == "global" for a in arrays] + [False], bool)
-    op = out[..., D.OP]
-    noted = (op == D.TERM) | (op == D.MOVE)  # every field written by the kernel
-    barrier = (arr < 0) & ~noted
-    # (rows past a thread's count hold whatever the card had: looked up as no array)
-    glob = (
-        ~barrier
-        & ~noted
-        & is_global[np.where(barrier | (arr < 0) | (arr >= len(arrays)), len(arrays), arr)]
-    )
-    out[..., D.TICK][~barrier] = -1
-    out[..., D.ROW : D.COL + 1][noted] = D.NO_INDEX
-    out[..., D.SRC_ROW : D.SRC_COL + 1][noted] = D.NO_INDEX
-    constant = (D.TAG_COMPUTED, -1, -1, -1, -1)
-    out[..., D.TAG : D.SRC_COL + 1][glob | barrier] = constant
-    out[..., D.IDX : D.COL + 1][barrier] = -1
-    val[..., 0][barrier] = 0.0
-    past = np.arange(cap)[None, :] >= np.asarray(counts)[:, None]
-    out[past] = 0
-    val[past] = 0.0
-    return out, val
+def _spaces(arrays) -> list[str]:
+    """Per array id, its space (``'global'`` or ``'shared'``)."""
+    return [a.space for a in arrays]
 
 
 #: Bytes one logged event takes (its int32 fields and two float64 values).
@@ -1191,12 +1131,11 @@ def run(
     counted = lean if lean is not None else rec
     if simt:  # written thread by thread (simt.Launch.write): unpacked in place, no copy
         tt = nd * nthreads
-        events, values = normalise(
+        events, values = D.unpack(
             rec["_ev"][: tt * cap * D.NF].reshape(tt, cap, D.NF),
             rec["_vals"][: tt * cap * 2].reshape(tt, cap, 2),
             counts.reshape(-1),
-            cap,
-            inst.arrays,
+            _spaces(inst.arrays),
         )
     else:
         events, values = decode(rec["_ev"], rec["_vals"], counts.reshape(-1), cap, inst.arrays)

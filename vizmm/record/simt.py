@@ -7,7 +7,7 @@ array with one lane per thread, every statement under an active mask, every
 ``cuda.syncthreads()`` a ``yield``. The helpers here are the lane-wise forms
 of :mod:`.instrument_device`'s: each access is checked, performed for the
 active lanes and written into the same packed log a GPU's rewritten kernel
-fills (:func:`.instrument.decode` reads both). No numba is imported.
+fills (:func:`vizmm.trace.access_log.unpack` reads both). No numba is imported.
 
 The schedule (which thread runs when between barriers)
 --------------------------------------------------------
@@ -176,7 +176,7 @@ class Launch:
             sel = np.flatnonzero(sel)[ok]
             tt, n = tt[ok], n[ok]
         # thread by thread: field f of thread t's n-th event at (t * cap + n) * NF + f
-        # (instrument.normalise reads it in place; a GPU's log is field-major instead)
+        # (access_log.unpack reads it in place; a GPU's log is field-major instead)
         pos = (tt.astype(np.int64) * self.cap + n) * _T
         ev = self.ev
         ev[pos] = _pick(word, sel)

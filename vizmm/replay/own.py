@@ -13,9 +13,10 @@ the book's term of that element needs, and whether the slot was stored by
 another thread in the same barrier epoch (no ``__syncthreads()`` between the
 store and the read: a race, as :mod:`vizmm.analysis.check` reports it).
 
-Terms are paired as :mod:`vizmm.analysis.check` pairs them: within a phase
-``ph`` (the thread's n-th store into Mds), the i-th factor read from a slot
-holding an M element with the i-th holding an N element. A term belongs to
+Terms are paired by the log's one pairing (:meth:`vizmm.trace.access_log.AccessLog.pairs`,
+:mod:`vizmm.analysis.check`'s): within a phase ``ph`` (the thread's n-th
+performed store into Mds), the i-th factor read from a slot holding an M
+element with the i-th holding an N element. A term belongs to
 the accumulator its line adds to (``p1 += Mds[ty][k] * Nds1[k][tx]``,
 read from the kernel's source, ``meta['source']``) and so to the P element
 that accumulator is stored into (``P[Row][Col + T] = p1``); a thread with
@@ -40,15 +41,12 @@ import numpy as np
 
 from ..trace import Trace
 from ..trace import access_log as A
+from ..trace.access_log import AccessLog, one_element
 from ..trace.derived import per_trace
 from ..trace.notation import subscript as _sub  # M_{row,col}, written once
 from ..trace.units import format_value
 
 __all__ = ["OwnBlock", "OwnLab", "OwnTerm", "own_block", "own_lab"]
-
-# The access log's codes (vizmm.trace.access_log: the writers' and every reader's).
-_LOAD, _STORE, _OK, _NO_INDEX, _TAG_ARRAYS = A.LOAD, A.STORE, A.OK, A.NO_INDEX, A.TAG_ARRAYS
-_TAG_ZERO, _TAG_NEVER = A.TAG_ZERO, A.TAG_NEVER
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +151,40 @@ class OwnBlock:
         return out
 
 
+def _lines(node: ast.stmt) -> range:
+    """The 1-based lines a statement spans."""
+    return range(node.lineno, (node.end_lineno or node.lineno) + 1)
+
+
+def _accumulated(node: ast.AST) -> str | None:
+    """The variable ``node`` accumulates into (``acc += ...``, ``acc = acc + ...``), or None."""
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+        return node.target.id
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return None
+    target = node.targets[0]
+    if isinstance(target, ast.Name) and any(
+        isinstance(n, ast.Name) and n.id == target.id for n in ast.walk(node.value)
+    ):
+        return target.id
+    return None
+
+
+def _stored_into(node: ast.AST, p_name: str, names: set) -> str | None:
+    """The one accumulator ``P[...] = expr`` stores (``node`` such a store), or None."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return None
+    target = node.targets[0]
+    if not (
+        isinstance(target, ast.Subscript)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == p_name
+    ):
+        return None
+    used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)} & names
+    return next(iter(used)) if len(used) == 1 else None
+
+
 def _accumulators(source: str, p_name: str) -> tuple[dict, dict]:
     """``({line: accumulator}, {line: accumulator stored})`` from a kernel's source.
 
@@ -165,38 +197,93 @@ def _accumulators(source: str, p_name: str) -> tuple[dict, dict]:
     except SyntaxError:
         return {}, {}
     adds: dict = {}
-    names: set = set()
     for node in ast.walk(tree):
-        target = None
-        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-            target = node.target.id
-        elif (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and any(
-                isinstance(n, ast.Name) and n.id == node.targets[0].id for n in ast.walk(node.value)
-            )
-        ):
-            target = node.targets[0].id
+        target = _accumulated(node)
         if target is not None and isinstance(node, ast.stmt):
-            names.add(target)
-            for ln in range(node.lineno, (node.end_lineno or node.lineno) + 1):
-                adds[ln] = target
+            adds.update(dict.fromkeys(_lines(node), target))
+    names = set(adds.values())
     stores: dict = {}
     for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Subscript)
-            and isinstance(node.targets[0].value, ast.Name)
-            and node.targets[0].value.id == p_name
-        ):
-            used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)} & names
-            if len(used) == 1:
-                for ln in range(node.lineno, (node.end_lineno or node.lineno) + 1):
-                    stores[ln] = next(iter(used))
+        acc = _stored_into(node, p_name, names)
+        if acc is not None and isinstance(node, ast.stmt):
+            stores.update(dict.fromkeys(_lines(node), acc))
     return adds, stores
+
+
+def _block_log(trace: Trace, block: tuple[int, int]) -> AccessLog:
+    """The access log of one recorded block (its T x T threads)."""
+    slot = trace.slot((int(block[0]), int(block[1])))
+    log = AccessLog.from_trace(trace)
+    if log is None:
+        raise ValueError("this trace has no access log: it records no kernel of your own")
+    log.matmul()  # a kernel without M, N and P is refused here
+    T = trace.tile_width
+    return log.block(slot, T * T)
+
+
+def _stores_by_epoch(log: AccessLog, phase: np.ndarray) -> dict:
+    """``{(array, idx, epoch): {thread: (tags stored, (phase, line) of its first store)}}``.
+
+    The block's performed shared stores, per element and barrier epoch.
+    """
+    ev = log.events[0]
+    out: dict = {}
+    for key, acc in log.shared_accesses(0).items():
+        for t, n in acc:
+            if ev[t, n, A.OP] != A.STORE:
+                continue
+            tags, first = out.setdefault(key, {}).get(t, (set(), None))
+            tags.add(int(ev[t, n, A.TAG]))
+            out[key][t] = (tags, first or (int(phase[0, t, n]), int(ev[t, n, A.LINE])))
+    return out
+
+
+def _read(log: AccessLog, stored: dict, t: int, n: int, element: int) -> tuple:
+    """A factor thread ``t`` read at event ``n``, as a tuple.
+
+    ``(element, value, slot, raced, after store, line, writers)``; the
+    writers are the other threads that stored the slot in the read's epoch.
+    """
+    T = log.tile_width
+    e = log.events[0, t, n]
+    key = (int(e[A.ARR]), int(e[A.IDX]), int(e[A.EPOCH]))
+    others = {u: x for u, x in stored.get(key, {}).items() if u != t}
+    raced = bool(others)
+    after = raced and any(int(e[A.TAG]) in tags for tags, _first in others.values())
+    writers = tuple((*divmod(u, T), *others[u][1]) for u in sorted(others))
+    value = float(log.values[0, t, n, 0])
+    return (element, value, log.element(e, T), raced, after, int(e[A.LINE]), writers)
+
+
+def _p_stored(log: AccessLog, t: int, l: int) -> list:
+    """Thread ``t``'s performed P stores: ``(Row, Col, value, line)`` each, in order."""
+    ev = log.events[0, t]
+    return [
+        (*log.element(ev[n], l), float(log.values[0, t, n, 0]), int(ev[n, A.LINE]))
+        for n in np.flatnonzero(log.p_stores()[0, t]).tolist()
+    ]
+
+
+def _elements(accs: list, real: list, store_lines: dict, tags: list, k: int, l: int) -> dict:
+    """``{accumulator: (Row, Col)}``: the P element each accumulator of a thread went into.
+
+    The element of the store its source names, else (none named) the stores
+    in order; one accumulator whose terms (``tags``) are every term of one
+    element, once each, is that element's.
+    """
+    element: dict = {}
+    for order, acc in enumerate(accs):
+        stored = [x for x in real if store_lines.get(x[3]) == acc]
+        if stored:
+            element[acc] = stored[0][:2]
+        elif len(accs) == len(real):  # not named in the source: the stores in order
+            element[acc] = real[order][:2]
+    if len(accs) != 1:
+        return element
+    whole = one_element([(a, b) for a, b in tags if a >= 0 and b >= 0], k, l)
+    if whole is not None:
+        element[accs[0]] = whole
+    return element
 
 
 def own_block(trace: Trace, block: tuple[int, int]) -> OwnBlock:
@@ -222,153 +309,81 @@ def own_block(trace: Trace, block: tuple[int, int]) -> OwnBlock:
         When the trace has no access log, or its kernel has fewer than three
         global arrays (M, N, P).
     """
-    slot = trace.slot((int(block[0]), int(block[1])))
-    log = trace.meta.get("access_log")
-    if not isinstance(log, dict) or trace.log_events is None or not trace.log_events.size:
-        raise ValueError("this trace has no access log: it records no kernel of your own")
+    log = _block_log(trace, block)
     T = trace.tile_width
     j, k, l = trace.shape
-    f = {name: i for i, name in enumerate(log["fields"])}
-    space = [a["space"] for a in log["arrays"]]
-    glob = [i for i, sp in enumerate(space) if sp == "global"]
-    if len(glob) < 3:
-        raise ValueError(
-            "a matrix multiplication kernel takes M, N and P (three global arrays); "
-            f"this one has {len(glob)}"
-        )
-    m_id, n_id, p_id = glob[0], glob[1], glob[-1]
-    ev = trace.log_events[slot, : T * T].astype(np.int64)
-    vals = trace.log_values[slot, : T * T]
-    cnt = trace.log_counts[slot, : T * T]
-    op, arr, flag = ev[..., f["op"]], ev[..., f["arr"]], ev[..., f["flag"]]
-    valid = np.arange(ev.shape[1])[None, :] < cnt[:, None]
-    shared = np.isin(arr, [i for i, sp in enumerate(space) if sp == "shared"])
-    store = valid & (op == _STORE) & (flag == _OK)
-    # roles of the shared arrays: the matrix most of their stores copy (Mds: M's)
-    role: dict = {}
-    src = ev[..., f["src_arr"]]
-    for a in np.unique(arr[store & shared]).tolist():
-        votes = {m: int((store & (arr == a) & (src == m)).sum()) for m in (m_id, n_id)}
-        if max(votes.values()):
-            role[a] = max(votes, key=lambda m: (votes[m], -m))
-    mds = next((a for a, r in sorted(role.items()) if r == m_id), None)
-    # each event's phase: the thread's stores into Mds so far, from 0
-    phase_of = np.cumsum(store & (arr == (-99 if mds is None else mds)), axis=1) - 1
-    # the block's shared stores by epoch: (array, index, epoch) -> {thread: {tags}}
-    stored_at: dict = defaultdict(lambda: defaultdict(set))
-    store_info: dict = {}  # (array, index, epoch, thread) -> (its phase, its line), first store
-    for t, n in zip(*np.nonzero(store & shared), strict=True):
-        e = ev[t, n]
-        key = (int(e[f["arr"]]), int(e[f["idx"]]), int(e[f["epoch"]]))
-        stored_at[key][int(t)].add(int(e[f["tag"]]))
-        store_info.setdefault((*key, int(t)), (int(phase_of[t, n]), int(e[f["line"]])))
-    source = str(trace.meta.get("source", ""))
-    adds, store_lines = _accumulators(source, log["arrays"][p_id]["name"])
-    logged_acc = log.get("accumulator")  # the instrumenter's (meta access_log)
-    logged: dict = {}
+    p_id = log.matmul()[2]
+    # a phase starts at a performed store into Mds; factors: shared slots read (Section 5.4)
+    side, element = log.factors(performed=True, global_loads=False)
+    phase = log.phases(performed=True)
+    stored = _stores_by_epoch(log, phase)
+    adds, store_lines = _accumulators(str(trace.meta.get("source", "")), log.names[p_id])
+    logged_acc = log.accumulator  # the instrumenter's (meta access_log)
     terms: dict = {}
     stores: dict = {}
     elements: dict = {}
+    logged: dict = {}
     for t in range(T * T):
         th = divmod(t, T)
-        E = ev[t, : cnt[t]]
-        ph = -1
-        factors: dict = defaultdict(lambda: ([], []))  # phase -> (M factors, N factors)
-        mine: list = []
-        for n, e in enumerate(E):
-            o, a = int(e[f["op"]]), int(e[f["arr"]])
-            if o == _STORE and a == mds and int(e[f["flag"]]) == _OK:
-                ph += 1
-            if o == _STORE and a == p_id and int(e[f["flag"]]) == _OK:
-                r, c = int(e[f["row"]]), int(e[f["col"]])
-                if r == _NO_INDEX or c == _NO_INDEX:
-                    r, c = divmod(int(e[f["idx"]]), l)
-                mine.append((r, c, float(vals[t, n, 0]), int(e[f["line"]])))
-                continue
-            if o != _LOAD or a < 0 or space[a] != "shared" or int(e[f["flag"]]) != _OK:
-                continue
-            tag = int(e[f["tag"]])
-            side = (tag % _TAG_ARRAYS) if tag >= 0 else role.get(a)
-            if side not in (m_id, n_id) or ph < 0:
-                continue
-            el = tag // _TAG_ARRAYS if tag >= 0 else tag
-            r, c = int(e[f["row"]]), int(e[f["col"]])
-            if r == _NO_INDEX or c == _NO_INDEX:
-                r, c = divmod(int(e[f["idx"]]), T)
-            others = {
-                u: tags
-                for u, tags in stored_at.get((a, int(e[f["idx"]]), int(e[f["epoch"]])), {}).items()
-                if u != t
-            }
-            raced = bool(others)
-            after = raced and any(tag in tags for tags in others.values())
-            key = (a, int(e[f["idx"]]), int(e[f["epoch"]]))
-            writers = tuple((*divmod(u, T), *store_info[(*key, u)]) for u in sorted(others))
-            read = (el, float(vals[t, n, 0]), (r, c), raced, after, int(e[f["line"]]), writers)
-            factors[ph][0 if side == m_id else 1].append(read)
-        stores[th] = tuple((r, c, v) for r, c, v, _ in mine if 0 <= r < j and 0 <= c < l)
-        # one accumulator per line's target; a line the source does not name is its own
-        pairs = [
-            (p, i, fm, fn)
-            for p in sorted(factors)
-            for i, (fm, fn) in enumerate(zip(*factors[p], strict=False))
-        ]
-        acc_of = [adds.get(fn[5], adds.get(fm[5], f"line {fn[5]}")) for _p, _i, fm, fn in pairs]
-        accs = list(dict.fromkeys(acc_of))
+        mine = _p_stored(log, t, l)
         real = [x for x in mine if 0 <= x[0] < j and 0 <= x[1] < l]
-        element: dict = {}
-        for order, acc in enumerate(accs):
-            stored = [x for x in real if store_lines.get(x[3]) == acc]
-            if stored:
-                element[acc] = stored[0][:2]
-            elif len(accs) == len(real):  # not named in the source: the stores in order
-                element[acc] = real[order][:2]
-        if len(accs) == 1:
-            # one accumulator: the one element its terms are all of, else the one stored
-            tg = np.array([(fm[0], fn[0]) for _p, _i, fm, fn in pairs], np.int64).reshape(-1, 2)
-            ok = tg[(tg[:, 0] >= 0) & (tg[:, 1] >= 0)]
-            rows, cols = set((ok[:, 0] // k).tolist()), set((ok[:, 1] % l).tolist())
-            if len(rows) == 1 and len(cols) == 1:
-                (r,), (c,) = rows, cols
-                whole = {(r * k + q, q * l + c) for q in range(k)}
-                if {(int(a), int(b)) for a, b in ok} == whole and len(ok) == k:
-                    element[accs[0]] = (r, c)
+        stores[th] = tuple(x[:3] for x in real)
+        reads: list[tuple[int, tuple, tuple]] = [
+            (
+                p,
+                _read(log, stored, t, mn, int(element[0, t, mn])),
+                _read(log, stored, t, nn, int(element[0, t, nn])),
+            )
+            for p, mn, nn in log.pairs(0, t, side, phase)
+        ]
+        # one accumulator per line's target; a line the source does not name is its own
+        acc_of = [adds.get(fn[5], adds.get(fm[5], f"line {fn[5]}")) for _p, fm, fn in reads]
+        accs = list(dict.fromkeys(acc_of))
+        tags = [(fm[0], fn[0]) for _p, fm, fn in reads]
+        element_of = _elements(accs, real, store_lines, tags, k, l)
         book_el = (th[0] + int(block[0]) * T, th[1] + int(block[1]) * T)
-        out = []
-        turn: dict = defaultdict(int)  # (phase, accumulator) -> its terms so far
-        for (p, _i, fm, fn), acc in zip(pairs, acc_of, strict=True):
-            r, c = element.get(acc, real[0][:2] if real else book_el)
-            kk = turn[(p, acc)]
-            turn[(p, acc)] += 1
-            q = p * T + kk
-            book = (
-                r * k + q if r < j and q < k else _TAG_ZERO,
-                q * l + c if q < k and c < l else _TAG_ZERO,
-            )
-            value = float(np.float32(fm[1]) * np.float32(fn[1]))
-            out.append(
-                OwnTerm(
-                    p,
-                    kk,
-                    (fm[0], fn[0]),
-                    value,
-                    (int(r), int(c)),
-                    book,
-                    (fm[2], fn[2]),
-                    (fm[3], fn[3]),
-                    (fm[4], fn[4]),
-                    (fm[1], fn[1]),
-                    (fm[6], fn[6]),
-                    (fm[5], fn[5]),
-                )
-            )
-        terms[th] = tuple(out)
-        elements[th] = tuple(dict.fromkeys((int(x.element[0]), int(x.element[1])) for x in out))
-        acc_el = element.get(logged_acc) if logged_acc is not None else None
+        default = real[0][:2] if real else book_el
+        terms[th] = _terms(reads, acc_of, element_of, default, trace.shape, T)
+        elements[th] = tuple(dict.fromkeys(x.element for x in terms[th]))
+        acc_el = element_of.get(logged_acc) if logged_acc is not None else None
         if acc_el is None and logged_acc is not None and accs == [logged_acc] and elements[th]:
             acc_el = elements[th][0]
         logged[th] = None if acc_el is None else (int(acc_el[0]), int(acc_el[1]))
     return OwnBlock(terms, stores, elements, logged)
+
+
+def _terms(reads: list, acc_of: list, element_of: dict, default, shape, T: int) -> tuple:
+    """A thread's terms (:class:`OwnTerm`), each judged against its accumulator's element."""
+    j, k, l = shape
+    out = []
+    turn: dict = defaultdict(int)  # (phase, accumulator) -> its terms so far
+    for (p, fm, fn), acc in zip(reads, acc_of, strict=True):
+        r, c = element_of.get(acc, default)
+        kk = turn[(p, acc)]
+        turn[(p, acc)] += 1
+        q = p * T + kk
+        book = (
+            r * k + q if r < j and q < k else A.TAG_ZERO,
+            q * l + c if q < k and c < l else A.TAG_ZERO,
+        )
+        value = float(np.float32(fm[1]) * np.float32(fn[1]))
+        out.append(
+            OwnTerm(
+                p,
+                kk,
+                (fm[0], fn[0]),
+                value,
+                (int(r), int(c)),
+                book,
+                (fm[2], fn[2]),
+                (fm[3], fn[3]),
+                (fm[4], fn[4]),
+                (fm[1], fn[1]),
+                (fm[6], fn[6]),
+                (fm[5], fn[5]),
+            )
+        )
+    return tuple(out)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -410,7 +425,7 @@ class OwnLab:
 
 
 def _describe(tag: int, matrix: str, ncols: int) -> str:
-    if tag == _TAG_ZERO:
+    if tag == A.TAG_ZERO:
         return "0.0 (zero-fill)"
     if tag < 0:
         return "a slot not stored yet"
@@ -419,7 +434,7 @@ def _describe(tag: int, matrix: str, ncols: int) -> str:
 
 
 def _value(flat: np.ndarray, tag: int) -> str:
-    if tag == _TAG_ZERO:
+    if tag == A.TAG_ZERO:
         return " = 0"
     if 0 <= tag < flat.size:
         return f" = {format_value(float(flat[tag]))}"

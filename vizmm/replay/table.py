@@ -54,10 +54,12 @@ import numpy as np
 
 from ..analysis import hazards as hz
 from ..trace import Access, PWrite, Trace
+from ..trace import access_log as A
+from ..trace.access_log import AccessLog, one_element
 from ..trace.derived import per_trace
 from ..trace.notation import subscript as _sub  # M_{row,col}, written once
 from ..trace.units import format_value
-from .own import own_block
+from .own import OwnBlock, own_block
 
 __all__ = [
     "CELL_KINDS",
@@ -488,11 +490,6 @@ class _LabTerms:
         return Cell("; ".join(parts), kind, (ty, tx), ph, terms=terms, note=note)
 
 
-#: The access log's codes (vizmm/record/instrument_device.py; tests/test_check.py keeps
-#: vizmm.analysis.check's equal to them, and these are check's).
-_STORE, _OK, _NO_INDEX, _TAG_ARRAYS = 2, 0, -(2**31), 8
-
-
 def own_kernel(trace: Trace) -> bool:
     """Whether ``trace`` records a kernel of the user's own (``vizmm.record(kernel=...)``).
 
@@ -535,79 +532,84 @@ class _OwnPlaces:
 
     def __init__(self, trace: Trace, slot: int):
         T, nph = trace.tile_width, trace.n_phases
-        j, k, l = trace.shape
-        log = trace.meta["access_log"]
-        f = {name: i for i, name in enumerate(log["fields"])}
-        space = [a["space"] for a in log["arrays"]]
-        glob = [i for i, sp in enumerate(space) if sp == "global"]
-        ev = trace.log_events[slot, : T * T]  # (threads, cap, fields)
-        cnt = trace.log_counts[slot, : T * T]
-        valid = np.arange(ev.shape[1])[None, :] < cnt[:, None]
-        op, arr = ev[..., f["op"]], ev[..., f["arr"]]
-        store = valid & (op == _STORE) & (ev[..., f["flag"]] == _OK)
         self.slots = np.full((nph, T, T, 2, 2), -1, np.int64)
         self.p = np.full((T, T, 2), -1, np.int64)
         self.p_value = np.full((T, T), np.nan, np.float64)
         by, bx = (int(v) for v in trace.detail_blocks[slot])
         self.block = (by, bx)
         self._trace = trace
+        self._own: OwnBlock | None = None
+        self._own_read = False
         self.computes = np.stack(
             np.meshgrid(by * T + np.arange(T), bx * T + np.arange(T), indexing="ij"), axis=-1
         )
-        if len(glob) < 3:
+        log = AccessLog.from_trace(trace)
+        if log is None:
             return
-        m_id, n_id, p_id = glob[0], glob[1], glob[-1]
-        src = ev[..., f["src_arr"]]
+        try:
+            m_id, n_id, _p = log.matmul()
+        except ValueError:  # no M, N and P to read the log as
+            return
+        log = log.block(slot, T * T)
         for a, source in ((0, m_id), (1, n_id)):
-            # the shared array most of whose stores copy this matrix plays Mds (Nds)
-            copies = (
-                store
-                & (src == source)
-                & np.isin(arr, [i for i, sp in enumerate(space) if sp == "shared"])
-            )
-            if not copies.any():
-                continue
-            tile = int(np.argmax(np.bincount(arr[copies])))
-            mine = store & (arr == tile)
-            ph = np.cumsum(mine, axis=1) - 1
-            ts, es = np.nonzero(mine & (ph < nph))  # each store's thread and event
-            r, c, idx = (ev[ts, es, f[x]].astype(np.int64) for x in ("row", "col", "idx"))
-            flat = (r == _NO_INDEX) | (c == _NO_INDEX)
-            r = np.where(flat, idx // T, r)
-            c = np.where(flat, idx % T, c)
-            self.slots[ph[ts, es], ts // T, ts % T, a] = np.stack([r, c], axis=-1)
-        ps = store & (arr == p_id)
-        for t in range(T * T):
+            self._tile_stores(log, a, source, nph)
+        self._p_stores(log, trace.shape[2])
+        if trace.shared_reads.size:
+            self._computed(trace.shared_reads[slot], trace.shape)
+
+    def _tile_stores(self, log: AccessLog, a: int, source: int, nph: int) -> None:
+        """``slots[..., a]``: the slot of the tile copying ``source`` each thread stored per phase.
+
+        The tile is the shared array with the most performed stores copying
+        ``source``; a thread's phase there is its n-th store into it.
+        """
+        T = log.tile_width
+        tile = log.tile_for(source, performed=True)
+        if tile is None:
+            return
+        ev = log.events[0]
+        mine = log.stores(performed=True)[0] & (ev[..., A.ARR] == tile)
+        ph = np.cumsum(mine, axis=1) - 1
+        ts, es = np.nonzero(mine & (ph < nph))  # each store's thread and event
+        r, c, idx = (ev[ts, es, f].astype(np.int64) for f in (A.ROW, A.COL, A.IDX))
+        flat = (r == A.NO_INDEX) | (c == A.NO_INDEX)
+        r = np.where(flat, idx // T, r)
+        c = np.where(flat, idx % T, c)
+        self.slots[ph[ts, es], ts // T, ts % T, a] = np.stack([r, c], axis=-1)
+
+    def _p_stores(self, log: AccessLog, l: int) -> None:
+        """``p``, ``p_value`` and ``computes``: each thread's first performed store into P."""
+        T = log.tile_width
+        ps = log.p_stores()[0]
+        for t in range(ps.shape[0]):
             hits = np.flatnonzero(ps[t])
             if not len(hits):
                 continue
-            e = ev[t, hits[0]]
-            r, c = int(e[f["row"]]), int(e[f["col"]])
-            if r == _NO_INDEX or c == _NO_INDEX:
-                r, c = divmod(int(e[f["idx"]]), l)
+            r, c = log.element(log.events[0, t, hits[0]], l)
             self.p[t // T, t % T] = (r, c)
-            self.p_value[t // T, t % T] = float(trace.log_values[slot, t, hits[0], 0])
+            self.p_value[t // T, t % T] = float(log.values[0, t, hits[0], 0])
             self.computes[t // T, t % T] = (r, c)
-        reads = trace.shared_reads[slot] if trace.shared_reads.size else None
-        if reads is None:
-            return
-        for ty in range(T):
-            for tx in range(T):
+
+    def _computed(self, reads: np.ndarray, shape: tuple[int, int, int]) -> None:
+        """``computes``: the element whose every term a thread's k-loop reads are, if one."""
+        _j, k, l = shape
+        for ty in range(reads.shape[1]):
+            for tx in range(reads.shape[2]):
                 tags = reads[:, ty, tx].reshape(-1, 2)  # (nph * T, 2): M and N tags
                 real = tags[(tags[:, 0] >= 0) & (tags[:, 1] >= 0)]
-                rows, cols = set((real[:, 0] // k).tolist()), set((real[:, 1] % l).tolist())
-                if len(rows) != 1 or len(cols) != 1:
-                    continue
-                (r,), (c,) = rows, cols
-                whole = {(r * k + q, q * l + c) for q in range(k)}
-                if {(int(m), int(n)) for m, n in real} == whole and len(real) == k:
-                    self.computes[ty, tx] = (r, c)
+                whole = one_element([(int(m), int(n)) for m, n in real], k, l)
+                if whole is not None:
+                    self.computes[ty, tx] = whole
 
     def _block(self):
-        try:
-            return own_block(self._trace, self.block)
-        except ValueError:  # no M, N and P to read the log as
-            return None
+        """:func:`own_block` of this block, worked out once (None: not a matmul's log)."""
+        if not self._own_read:
+            self._own_read = True
+            try:
+                self._own = own_block(self._trace, self.block)
+            except ValueError:  # no M, N and P to read the log as
+                self._own = None
+        return self._own
 
     def elements(self, ty: int, tx: int) -> tuple:
         """The P elements whose terms thread (ty, tx) accumulated, one per accumulator."""
@@ -737,10 +739,10 @@ def _more_stores(trace: Trace, own: _OwnPlaces, cell: Cell, ty: int, tx: int) ->
     Each marked (``✗``, kind ``wrong_value``) where the value differs from
     ``M @ N`` at that element, as :func:`_own_pwrite` marks the first.
     """
-    try:
-        stores = own_block(trace, own.block).stores.get((ty, tx), ())
-    except ValueError:
+    got = own._block()
+    if got is None:
         return cell
+    stores = got.stores.get((ty, tx), ())
     if len(stores) < 2:
         return cell
     ref = np.asarray(trace.M, np.float64) @ np.asarray(trace.N, np.float64)
@@ -831,6 +833,33 @@ def build_table(
     slot = trace.slot((by, bx))
     T = trace.tile_width
     j, k, l = trace.shape
+    phases = _phases(trace, phases)
+    own = _OwnPlaces(trace, slot) if own_kernel(trace) else None
+    lab = _LabTerms(trace, slot, own) if trace.shared_reads.size else None
+    book_lab = lab is not None and own is None
+    shown = _Shown(
+        trace, slot, (by, bx), phases, values, max_terms, own, lab,
+        hz.wrong_p(trace) if book_lab else None,
+        hz.book_p(trace)[slot] if book_lab else None,
+    )  # fmt: skip
+    rows = []
+    for ty in range(T):
+        for tx in range(T):
+            row = [Cell(_sub("thread", ty, tx), "thread", (ty, tx))]
+            for p in phases:
+                row += _phase_cells(shown, p, ty, tx)
+            if p_write:
+                row.append(_p_store_cell(shown, ty, tx))
+            rows.append(tuple(row))
+    title = (
+        f"block_{{{by},{bx}}} of the {trace.kernel} kernel ({trace.meta.get('figure', '')}), "
+        f"M {j}x{k} . N {k}x{l}, TILE_WIDTH {T}"
+    )
+    return Table(title, (by, bx), phases, _columns(phases, values, p_write), tuple(rows))
+
+
+def _phases(trace: Trace, phases: Iterable[int] | None) -> tuple[int, ...]:
+    """The phases a table shows, checked (all by default)."""
     if phases is None:
         phases = range(trace.n_phases)
     phases = tuple(int(p) for p in phases)
@@ -841,7 +870,11 @@ def build_table(
                 if trace.n_phases
                 else f"phase {p} does not exist: the {trace.kernel} kernel has no phases"
             )
+    return phases
 
+
+def _columns(phases: tuple[int, ...], values: bool, p_write: bool) -> tuple[Column, ...]:
+    """Fig. 5.8's columns: the thread, per phase the loads, Pvalue (and after), the P store."""
     columns = [Column("thread", "", "thread", "thread")]
     for p in phases:
         g = f"Phase {p}"
@@ -854,68 +887,68 @@ def build_table(
             columns.append(Column(f"{g}: Pvalue after", g, "after", "value", p))
     if p_write:
         columns.append(Column(f"P {ARROW} store", "", "P store", "p_write"))
+    return tuple(columns)
 
-    loads = trace.loads[slot]
-    pvalue = trace.pvalue[slot]
-    pw = trace.p_write[slot]
-    own = _OwnPlaces(trace, slot) if own_kernel(trace) else None
-    lab = _LabTerms(trace, slot, own) if trace.shared_reads.size else None
-    p_wrong = hz.wrong_p(trace) if lab is not None and own is None else None
-    p_book = hz.book_p(trace)[slot] if lab is not None and own is None else None
-    rows = []
-    for ty in range(T):
-        for tx in range(T):
-            row = [Cell(_sub("thread", ty, tx), "thread", (ty, tx))]
-            for p in phases:
-                mk, mr, mc, nk, nr, nc = (int(v) for v in loads[p, ty, tx])
-                m_slot = n_slot = (ty, tx)  # the book's: thread (ty, tx) fills slot (ty, tx)
-                if own is not None:
-                    got = own.slots[p, ty, tx].tolist()
-                    m_slot = tuple(got[0]) if got[0][0] >= 0 else m_slot
-                    n_slot = tuple(got[1]) if got[1][0] >= 0 else n_slot
-                cell = _load_cell(Access(mk), "M", mr, mc, k, *m_slot, p)
-                row.append(dataclasses.replace(cell, thread=(ty, tx)))
-                cell = _load_cell(Access(nk), "N", nr, nc, l, *n_slot, p)
-                row.append(dataclasses.replace(cell, thread=(ty, tx)))
-                if lab is None:
-                    row.append(Cell(_pvalue_terms(ty, tx, T, max_terms), "pvalue", (ty, tx), p))
-                else:
-                    row.append(lab.cell(p, ty, tx, max_terms))
-                if values and own is not None and len(own.elements(ty, tx)) > 1:
-                    row.append(_coarse_after(own, float(pvalue[p, ty, tx]), ty, tx, p))
-                elif values:
-                    v = float(pvalue[p, ty, tx])
-                    kind, note = ("not_recorded" if math.isnan(v) else "value"), ""
-                    if lab is not None and row[-1].note:
-                        kind, note = (
-                            "wrong_value",
-                            f"after terms of a wrong element: {row[-1].note}",
-                        )
-                    row.append(
-                        Cell(
-                            ("✗ " if note else "") + format_value(v, missing="not recorded"),
-                            kind,
-                            (ty, tx),
-                            p,
-                            None if math.isnan(v) else v,
-                            note=note,
-                        )
-                    )
-            if p_write and own is not None:
-                cell = _own_pwrite(trace, own, PWrite(int(pw[ty, tx])), ty, tx)
-                row.append(_more_stores(trace, own, cell, ty, tx))
-            elif p_write:
-                cell = _pwrite_cell(PWrite(int(pw[ty, tx])), by * T + ty, bx * T + tx, l, ty, tx)
-                if lab is not None and cell.kind == "written":
-                    cell = _lab_pwrite(cell, trace, p_wrong, p_book, by * T + ty, bx * T + tx)
-                row.append(cell)
-            rows.append(tuple(row))
 
-    title = (
-        f"block_{{{by},{bx}}} of the {trace.kernel} kernel ({trace.meta.get('figure', '')}), "
-        f"M {j}x{k} . N {k}x{l}, TILE_WIDTH {T}"
-    )
-    return Table(title, (by, bx), phases, tuple(columns), tuple(rows))
+@dataclasses.dataclass(frozen=True)
+class _Shown:
+    """What the cells of one block's table are made from (:func:`build_table`)."""
+
+    trace: Trace
+    slot: int
+    block: tuple[int, int]
+    phases: tuple[int, ...]
+    values: bool
+    max_terms: int | None
+    own: _OwnPlaces | None
+    lab: _LabTerms | None
+    p_wrong: np.ndarray | None
+    p_book: np.ndarray | None
+
+
+def _phase_cells(shown: _Shown, p: int, ty: int, tx: int) -> list[Cell]:
+    """Thread (ty, tx)'s cells of phase ``p``: the M and N loads, Pvalue, Pvalue after."""
+    trace, own, lab = shown.trace, shown.own, shown.lab
+    _j, k, l = trace.shape
+    mk, mr, mc, nk, nr, nc = (int(v) for v in trace.loads[shown.slot][p, ty, tx])
+    m_slot = n_slot = (ty, tx)  # the book's: thread (ty, tx) fills slot (ty, tx)
+    if own is not None:
+        got = own.slots[p, ty, tx].tolist()
+        m_slot = tuple(got[0]) if got[0][0] >= 0 else m_slot
+        n_slot = tuple(got[1]) if got[1][0] >= 0 else n_slot
+    cells = [
+        dataclasses.replace(_load_cell(Access(mk), "M", mr, mc, k, *m_slot, p), thread=(ty, tx)),
+        dataclasses.replace(_load_cell(Access(nk), "N", nr, nc, l, *n_slot, p), thread=(ty, tx)),
+    ]
+    if lab is None:
+        T = trace.tile_width
+        cells.append(Cell(_pvalue_terms(ty, tx, T, shown.max_terms), "pvalue", (ty, tx), p))
+    else:
+        cells.append(lab.cell(p, ty, tx, shown.max_terms))
+    v = float(trace.pvalue[shown.slot][p, ty, tx])
+    if shown.values and own is not None and len(own.elements(ty, tx)) > 1:
+        cells.append(_coarse_after(own, v, ty, tx, p))
+    elif shown.values:
+        kind, note = ("not_recorded" if math.isnan(v) else "value"), ""
+        if lab is not None and cells[-1].note:
+            kind, note = "wrong_value", f"after terms of a wrong element: {cells[-1].note}"
+        text = ("✗ " if note else "") + format_value(v, missing="not recorded")
+        cells.append(Cell(text, kind, (ty, tx), p, None if math.isnan(v) else v, note=note))
+    return cells
+
+
+def _p_store_cell(shown: _Shown, ty: int, tx: int) -> Cell:
+    """Thread (ty, tx)'s store into P: where it stored (a user's kernel: really) and the value."""
+    trace, own = shown.trace, shown.own
+    kind = PWrite(int(trace.p_write[shown.slot][ty, tx]))
+    if own is not None:
+        return _more_stores(trace, own, _own_pwrite(trace, own, kind, ty, tx), ty, tx)
+    T, l = trace.tile_width, trace.shape[2]
+    row, col = shown.block[0] * T + ty, shown.block[1] * T + tx
+    cell = _pwrite_cell(kind, row, col, l, ty, tx)
+    if shown.lab is not None and cell.kind == "written":
+        cell = _lab_pwrite(cell, trace, shown.p_wrong, shown.p_book, row, col)
+    return cell
 
 
 def block_table(trace: Trace, block: tuple[int, int]) -> Table:
@@ -935,6 +968,7 @@ def block_table(trace: Trace, block: tuple[int, int]) -> Table:
     Returns
     -------
     Table
+        Fresh: two calls give two equal tables.
 
     Raises
     ------
@@ -956,17 +990,13 @@ def frame_table(trace: Trace, block: tuple[int, int]) -> Table:
     Parameters
     ----------
     trace : Trace
-        A recording.
+        A recording; the tables kept go when it goes.
     block : (by, bx)
-        A block recorded per thread.
+        A block recorded per thread (else ``KeyError``, as :func:`block_table`).
 
     Returns
     -------
     Table
-
-    Raises
-    ------
-    KeyError
-        When ``block`` was not recorded per thread.
+        The one object every call for this block gets while it is kept.
     """
     return block_table(trace, block)

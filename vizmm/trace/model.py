@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .access_log import FIELDS
 from .launch import KERNELS, LaunchShape
 from .units import format_blocks
 
@@ -302,23 +303,8 @@ def _target(v, launch) -> bool:
     )
 
 
-#: The access log's event fields (vizmm.record.instrument_device.FIELDS), in order.
-LOG_FIELDS = (
-    "op",
-    "flag",
-    "arr",
-    "idx",
-    "row",
-    "col",
-    "tag",
-    "src_arr",
-    "src_idx",
-    "src_row",
-    "src_col",
-    "epoch",
-    "tick",
-    "line",
-)
+#: The access log's event fields, in order: its schema's (:data:`.access_log.FIELDS`).
+LOG_FIELDS = FIELDS
 #: The most events a thread may log in a trace (a file's log is sized from this).
 MAX_LOG_EVENTS = 1 << 24
 
