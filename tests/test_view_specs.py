@@ -76,3 +76,24 @@ def test_the_registry_refuses_what_would_make_the_lists_disagree():
         views.ViewSpec(name="other", order=99, aspects=("everything",))
     with pytest.raises(KeyError, match="no view 'nothing'"):
         views.get("nothing")
+
+
+def test_glyph_defaults_are_worked_out_after_a_session_closed():
+    """A server's current document may be a closed session's (its callbacks destroyed):
+    the glyphs' defaults are worked out in a document of their own, not from it."""
+    import subprocess
+    import sys
+
+    code = (
+        "from bokeh.io import curdoc\n"
+        "from vizmm.render import glyphs\n"
+        "curdoc().callbacks.destroy()\n"  # what Document.destroy does to a closed session's
+        "from bokeh.models.glyphs import Rect\n"
+        "got = dict(glyphs._spec_defaults('Rect'))\n"
+        "assert {'line_color', 'fill_alpha', 'line_width'} <= set(got), got\n"
+        "for name, v in got.items():\n"  # Bokeh's own defaults, as a new Rect has them
+        "    assert getattr(v, 'value', v) == getattr(Rect(), name), name\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

@@ -115,8 +115,10 @@ def _spec_defaults(kind: str) -> tuple[tuple[str, Any], ...]:
 
     Bokeh's public API only: the class's ``dataspecs()``, its defaults read
     from a new glyph, ``value`` and ``field`` of :mod:`bokeh.core.properties`,
-    and what :func:`bokeh.embed.json_item` sends for a glyph given them all.
+    and what :func:`bokeh.embed.json_item` sends for a glyph given them all (in a
+    :class:`bokeh.document.Document` of its own).
     """
+    from bokeh.document import Document
     from bokeh.embed import json_item
     from bokeh.models import glyphs
 
@@ -133,7 +135,11 @@ def _spec_defaults(kind: str) -> tuple[tuple[str, Any], ...]:
             continue
         # the same spec in the other of its two forms: stored, as it is not equal
         given[name] = default.value if isinstance(default, _VALUE) else value(default)
-    sent = json_item(cls(**given))["doc"]["roots"][0].get("attributes", {})
+    # in a document of its own: json_item would otherwise make one from curdoc(), which
+    # in a server is the session's (and that of a session being destroyed has no callbacks)
+    probe = cls(**given)
+    Document().add_root(probe)
+    sent = json_item(probe)["doc"]["roots"][0].get("attributes", {})
     # kept only where Bokeh sends it as the default's value (a plain string of a
     # string spec would name a column)
     return tuple(
