@@ -2,7 +2,7 @@
 
 Each session makes a fresh virtual environment with that interpreter,
 installs ``.[test]`` there (pip picks the newest NumPy, Panel and Bokeh that
-Python allows), and runs the README's test command, ``pytest -q``; arguments
+Python allows), and runs the README's test command, ``pytest -q -n 2``; arguments
 after ``--`` go to pytest (``nox -s tests-3.13 -- -x tests/test_cli.py``).
 An interpreter that is not installed is skipped, not failed
 (``error_on_missing_interpreters = False``).
@@ -19,10 +19,10 @@ PYTHONS = ["3.11", "3.12", "3.13"]
 
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
-    """Install ``.[test]`` and run ``pytest -q`` (the README's test command)."""
+    """Install ``.[test]`` and run ``pytest -q -n 2`` (the README's test command)."""
     session.install("-e", ".[test]")
     session.run("python", "-m", "pip", "list", "--format=freeze")  # the versions tested
-    session.run("python", "-m", "pytest", "-q", *session.posargs)
+    session.run("python", "-m", "pytest", "-q", "-n", "2", *session.posargs)
 
 
 @nox.session(python=PYTHONS[-1])
@@ -37,4 +37,4 @@ def nonumba(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     session.run("python", "-m", "pip", "uninstall", "-y", "numba-cuda", "numba", "llvmlite")
     session.run("python", "-m", "pip", "list", "--format=freeze")
-    session.run("python", "-m", "pytest", "-q", *session.posargs)
+    session.run("python", "-m", "pytest", "-q", "-n", "2", *session.posargs)

@@ -99,7 +99,7 @@ def test_ci_runs_the_readme_test_command():
     test_command = commands[1]
     assert test_command == (
         'python3 -m venv .venv && .venv/bin/pip install -e ".[test]" '
-        "&& .venv/bin/python -m pytest -q"
+        "&& .venv/bin/python -m pytest -q -n 2"
     )
     ci = (REPO / ".ci" / "run").read_text().splitlines()
     assert test_command in ci  # a line of its own, unchanged
