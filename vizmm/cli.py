@@ -303,7 +303,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm record`` (``vizmm record --help`` lists its options).
 
     Examples
     --------
@@ -457,7 +457,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm check`` (``vizmm check --help`` lists its options).
 
     Examples
     --------
@@ -513,7 +513,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm info`` (``vizmm info --help`` lists its options).
     """
     _check_file(args.file)
     text = read_info(args.file).summary()  # checks the manifest; decodes no array
@@ -564,7 +564,7 @@ def cmd_table(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm table`` (``vizmm table --help`` lists its options).
     """
     trace = _load(args.file)
     block = _block(trace, args)
@@ -711,7 +711,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm export`` (``vizmm export --help`` lists its options).
     """
     from . import export
     from .replay import Replay
@@ -769,7 +769,8 @@ def cmd_occupancy(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm occupancy``
+        (``vizmm occupancy --help`` lists its options).
     """
     from . import occupancy
     from .analysis.occupancy import section_5_6
@@ -829,7 +830,8 @@ def cmd_transactions(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm transactions``
+        (``vizmm transactions --help`` lists its options).
     """
     from .analysis.transactions import TransactionsError, memory_transactions
 

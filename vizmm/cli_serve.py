@@ -136,7 +136,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm serve`` (``vizmm serve --help`` lists its options).
 
     Examples
     --------
@@ -193,7 +193,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm doctor`` (``vizmm doctor --help`` lists its options).
 
     Examples
     --------
