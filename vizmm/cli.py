@@ -222,14 +222,7 @@ def _record_options(p: argparse.ArgumentParser) -> None:
         "(Numba's CUDA simulator, slow: a cross-check), or auto: the GPU when one is usable "
         "(default: auto; 'vizmm doctor' says which and why)",
     )
-    p.add_argument(
-        "--schedule",
-        choices=("threads", "warps"),
-        default="threads",
-        help="vizmm's simulator: the order threads run in between barriers, what a racing "
-        "read finds: threads (each alone to its next barrier, in threadIdx order; the "
-        "default) or warps (a warp's 32 lanes in lockstep, warps in turn)",
-    )
+    _schedule_option(p)
     p.add_argument(
         "--seed",
         type=_non_negative,
@@ -347,6 +340,18 @@ def cmd_record(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _schedule_option(p: argparse.ArgumentParser) -> None:
+    """``--schedule``, the one option ``vizmm record`` and ``vizmm check`` word alike."""
+    p.add_argument(
+        "--schedule",
+        choices=("threads", "warps"),
+        default="threads",
+        help="vizmm's simulator: the order threads run in between barriers, what a racing "
+        "read finds: threads (each alone to its next barrier, in threadIdx order; the "
+        "default) or warps (a warp's 32 lanes in lockstep, warps in turn)",
+    )
+
+
 # -------------------------------------------------------------------- check
 def _check_options(p: argparse.ArgumentParser) -> None:
     """The options of ``vizmm check``."""
@@ -362,14 +367,7 @@ def _check_options(p: argparse.ArgumentParser) -> None:
         help="TILE_WIDTH, 1 to 32 (default: the file's TILE_WIDTH constant)",
     )
     p.add_argument("--backend", "-b", choices=BACKENDS, default="auto")
-    p.add_argument(
-        "--schedule",
-        choices=("threads", "warps"),
-        default="threads",
-        help="vizmm's simulator: the order threads run in between barriers, what a racing "
-        "read finds: threads (each alone to its next barrier, in threadIdx order; the "
-        "default) or warps (a warp's 32 lanes in lockstep, warps in turn)",
-    )
+    _schedule_option(p)
     p.add_argument("--seed", type=_non_negative, default=0, help="seed of the inputs 0..9")
     p.add_argument("--output", "-o", metavar="FILE", help="also write the trace here")
     p.add_argument(
