@@ -267,23 +267,22 @@ def _record_options(p: argparse.ArgumentParser) -> None:
 
 def _record(args: argparse.Namespace, j: int, k: int, l: int, limit: int, say):  # noqa: E741
     """:func:`vizmm.record` with ``vizmm record``'s arguments."""
+    same = {name: getattr(args, name) for name in _RECORD_AS_GIVEN}
     return record(
         j,
         k,
         l,
-        tile_width=args.tile_width,
-        device=args.device,
-        kernel=args.kernel,
-        backend=args.backend,
-        seed=args.seed,
-        schedule=args.schedule,
-        window=args.window,
+        **same,
         max_bytes=limit,
         progress=False if args.quiet else None,  # a bar on a terminal, for over a second
-        quiet=args.quiet,
-        drop_barrier=args.drop_barrier,
         on_estimate=say,
     )
+
+
+#: ``vizmm record``'s options that :func:`vizmm.record` takes as given, under their names.
+_RECORD_AS_GIVEN = (
+    "tile_width device kernel backend seed schedule window drop_barrier quiet"
+).split()
 
 
 def cmd_record(args: argparse.Namespace) -> int:
