@@ -18,7 +18,10 @@ def _serve_options(p: argparse.ArgumentParser) -> None:
         "every interface)",
     )
     p.add_argument(
-        "--port", type=_port, default=5006, help="0 to 65535 (0: any free port; default: 5006)"
+        "--port",
+        type=_port,
+        default=5006,
+        help="the port to listen on, 0 to 65535 (0: any free port; default: 5006)",
     )
     p.add_argument(
         "--allow-websocket-origin",
