@@ -222,14 +222,7 @@ def _record_options(p: argparse.ArgumentParser) -> None:
         "(Numba's CUDA simulator, slow: a cross-check), or auto: the GPU when one is usable "
         "(default: auto; 'vizmm doctor' says which and why)",
     )
-    p.add_argument(
-        "--schedule",
-        choices=("threads", "warps"),
-        default="threads",
-        help="vizmm's simulator: the order threads run in between barriers, what a racing "
-        "read finds: threads (each alone to its next barrier, in threadIdx order; the "
-        "default) or warps (a warp's 32 lanes in lockstep, warps in turn)",
-    )
+    _schedule_option(p)
     p.add_argument(
         "--seed",
         type=_non_negative,
@@ -274,23 +267,22 @@ def _record_options(p: argparse.ArgumentParser) -> None:
 
 def _record(args: argparse.Namespace, j: int, k: int, l: int, limit: int, say):  # noqa: E741
     """:func:`vizmm.record` with ``vizmm record``'s arguments."""
+    same = {name: getattr(args, name) for name in _RECORD_AS_GIVEN}
     return record(
         j,
         k,
         l,
-        tile_width=args.tile_width,
-        device=args.device,
-        kernel=args.kernel,
-        backend=args.backend,
-        seed=args.seed,
-        schedule=args.schedule,
-        window=args.window,
+        **same,
         max_bytes=limit,
         progress=False if args.quiet else None,  # a bar on a terminal, for over a second
-        quiet=args.quiet,
-        drop_barrier=args.drop_barrier,
         on_estimate=say,
     )
+
+
+#: ``vizmm record``'s options that :func:`vizmm.record` takes as given, under their names.
+_RECORD_AS_GIVEN = (
+    "tile_width device kernel backend seed schedule window drop_barrier quiet"
+).split()
 
 
 def cmd_record(args: argparse.Namespace) -> int:
@@ -303,7 +295,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm record`` (``vizmm record --help`` lists its options).
 
     Examples
     --------
@@ -347,6 +339,18 @@ def cmd_record(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _schedule_option(p: argparse.ArgumentParser) -> None:
+    """``--schedule``, the one option ``vizmm record`` and ``vizmm check`` word alike."""
+    p.add_argument(
+        "--schedule",
+        choices=("threads", "warps"),
+        default="threads",
+        help="vizmm's simulator: the order threads run in between barriers, what a racing "
+        "read finds: threads (each alone to its next barrier, in threadIdx order; the "
+        "default) or warps (a warp's 32 lanes in lockstep, warps in turn)",
+    )
+
+
 # -------------------------------------------------------------------- check
 def _check_options(p: argparse.ArgumentParser) -> None:
     """The options of ``vizmm check``."""
@@ -362,14 +366,7 @@ def _check_options(p: argparse.ArgumentParser) -> None:
         help="TILE_WIDTH, 1 to 32 (default: the file's TILE_WIDTH constant)",
     )
     p.add_argument("--backend", "-b", choices=BACKENDS, default="auto")
-    p.add_argument(
-        "--schedule",
-        choices=("threads", "warps"),
-        default="threads",
-        help="vizmm's simulator: the order threads run in between barriers, what a racing "
-        "read finds: threads (each alone to its next barrier, in threadIdx order; the "
-        "default) or warps (a warp's 32 lanes in lockstep, warps in turn)",
-    )
+    _schedule_option(p)
     p.add_argument("--seed", type=_non_negative, default=0, help="seed of the inputs 0..9")
     p.add_argument("--output", "-o", metavar="FILE", help="also write the trace here")
     p.add_argument(
@@ -457,7 +454,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm check`` (``vizmm check --help`` lists its options).
 
     Examples
     --------
@@ -513,7 +510,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm info`` (``vizmm info --help`` lists its options).
     """
     _check_file(args.file)
     text = read_info(args.file).summary()  # checks the manifest; decodes no array
@@ -564,7 +561,7 @@ def cmd_table(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm table`` (``vizmm table --help`` lists its options).
     """
     trace = _load(args.file)
     block = _block(trace, args)
@@ -711,7 +708,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm export`` (``vizmm export --help`` lists its options).
     """
     from . import export
     from .replay import Replay
@@ -769,7 +766,8 @@ def cmd_occupancy(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm occupancy``
+        (``vizmm occupancy --help`` lists its options).
     """
     from . import occupancy
     from .analysis.occupancy import section_5_6
@@ -829,7 +827,8 @@ def cmd_transactions(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm transactions``
+        (``vizmm transactions --help`` lists its options).
     """
     from .analysis.transactions import TransactionsError, memory_transactions
 

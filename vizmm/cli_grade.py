@@ -35,7 +35,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm grade`` (``vizmm grade --help`` lists its options).
 
     Examples
     --------

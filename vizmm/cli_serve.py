@@ -18,7 +18,10 @@ def _serve_options(p: argparse.ArgumentParser) -> None:
         "every interface)",
     )
     p.add_argument(
-        "--port", type=_port, default=5006, help="0 to 65535 (0: any free port; default: 5006)"
+        "--port",
+        type=_port,
+        default=5006,
+        help="the port to listen on, 0 to 65535 (0: any free port; default: 5006)",
     )
     p.add_argument(
         "--allow-websocket-origin",
@@ -136,7 +139,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm serve`` (``vizmm serve --help`` lists its options).
 
     Examples
     --------
@@ -193,7 +196,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``vizmm NAME --help`` lists its options).
+        The parsed command line of ``vizmm doctor`` (``vizmm doctor --help`` lists its options).
 
     Examples
     --------

@@ -131,7 +131,7 @@ def parse_block(text: str) -> tuple[int, int]:
     Parameters
     ----------
     text : str
-        What was typed.
+        One block as typed, ``by`` and ``bx`` non-negative.
 
     Raises
     ------
@@ -154,7 +154,7 @@ def parse_window(text: str) -> list[tuple[int, int]]:
     Parameters
     ----------
     text : str
-        What was typed.
+        The window's blocks as typed, separated by ``;``, new lines or parentheses.
 
     Raises
     ------

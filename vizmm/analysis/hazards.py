@@ -432,7 +432,8 @@ def ran_ahead(trace) -> np.ndarray:
     Raises
     ------
     ValueError
-        For a kernel of the user's own (:func:`vizmm.replay.own.own_lab`).
+        For a kernel of the user's own: its barrier lab, who ran ahead included, is
+        :func:`vizmm.replay.own.own_lab`'s.
     """
     _book_only(trace, "ran_ahead")
     mask = _wrong_mask(trace)
@@ -636,7 +637,8 @@ def wrong_reads(trace) -> np.ndarray:
     Raises
     ------
     ValueError
-        For a kernel of the user's own (:func:`vizmm.replay.own.own_lab`).
+        For a kernel of the user's own, whose reads Fig. 5.9's indexing cannot judge
+        (:func:`vizmm.replay.own.own_lab` does).
     """
     _book_only(trace, "wrong_reads")
     mask = _wrong_mask(trace)

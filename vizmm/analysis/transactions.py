@@ -494,9 +494,9 @@ class MemoryTransactions:
         Parameters
         ----------
         block : tuple of (int, int)
-            (by, bx) of a block recorded per thread.
+            The block (by, bx) whose warps are counted; one recorded per thread.
         phase : int
-            The phase ``ph``, 0 to ``n_phases - 1``.
+            The phase ``ph`` of that block, 0 to ``n_phases - 1``.
         k : int, optional
             A step of the k loop, 0 to TILE_WIDTH - 1: adds its shared-memory reads.
 

@@ -26,7 +26,6 @@ Imported only by the rewritten kernels (through the instrumenter): it binds
 """
 
 import inspect
-import textwrap
 
 import numpy as np
 
@@ -80,98 +79,135 @@ from ..trace.access_log import (  # noqa: F401 - the log's codes, where the writ
 _BLK_SMID, _BLK_T0, _BLK_T1, _BLK_CLK0, _BLK_CLK1, _BLK_SEQ = range(6)
 
 
-#: What every logging helper's docstring ends with: the parameters :data:`_LOG` names.
-_LOG_PARAMS = """
-    ev : device array of int32, flat (cap, NF, threads); in the simulator a list
-        The event log, field-major (see :data:`LINE_SHIFT`); the simulator's rows are
-        :data:`SIM_ROW`.
-    vals : device array of float64, flat (cap, 2, threads)
-        Per event, the value loaded or stored and the accumulator (the simulator's rows
-        hold them: unused there).
-    cnt : device array of int32, (threads,); in the simulator a list of int
-        Events per thread, counted past ``cap``; its length is the log's thread count.
-    cap : int
-        Events per thread the log has room for (0: a count launch).
-    t : int
-        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
-        recorded in detail: nothing is logged.
-    ep : int
-        The ``cuda.syncthreads()`` the thread has passed (its epoch).
-    acc : float
-        The kernel's accumulator (Pvalue) now, logged beside the value.
+#: Every parameter the device functions share, described once: a function's docstring
+#: describes only the parameters it names otherwise; :func:`_documented` adds these.
+_PARAMETERS = """
+A : device array, 1-D or 2-D
+    A global array argument (M, N or P; given flat when 1-D).
+S : shared array, 1-D or 2-D
+    A shared array (Mds, Nds) or, 1-D, a section of the dynamic one.
+i : int
+    The flat index the code named (may be out of bounds).
+r, c : int
+    The row and column the code named (may be out of bounds).
+v : scalar
+    The value loaded or stored.
+ev : device array of int32, flat (cap, NF, threads); in the simulator a list
+    The event log, field-major (see :data:`LINE_SHIFT`); the simulator's rows are
+    :data:`SIM_ROW`.
+vals : device array of float64, flat (cap, 2, threads)
+    Per event, the value loaded or stored and the accumulator (the simulator's rows
+    hold them: unused there).
+cnt : device array of int32, (threads,); in the simulator a list of int
+    Events per thread, counted past ``cap``; its length is the log's thread count.
+cap : int
+    Events per thread the log has room for (0: a count launch).
+t : int
+    The thread's row of the log (``slot * threads + tid``); -1 when its block is not
+    recorded in detail: nothing is logged.
+op : int
+    :data:`LOAD`, :data:`STORE`, :data:`ARRIVE`, :data:`RELEASE` or :data:`END`.
+flag : int
+    :data:`OK`, :data:`OUT_OF_BOUNDS` (not performed) or :data:`SOURCE_OUT_OF_BOUNDS`
+    (store skipped).
+arr : int
+    The array's id; -1 for a barrier and the end.
+idx : int
+    The flat index the code named.
+row, col : int
+    The code's (row, col): a 2-D subscript's, or ``(a, b)`` of a 1-D index ``a*W + b``;
+    :data:`NO_INDEX` when not known.
+sh : shared array of int32, 1-D
+    The shadow of the shared array: the tag of each slot.
+off : int
+    Where the array starts in its shadow (a section's offset into the dynamic array; else
+    0).
+ok : bool
+    The guard: false when the global element a shared store copies is out of bounds (the
+    store is skipped).
+tag : int
+    The slot's tag: what a store gives it (``src_idx * TAG_ARRAYS + src_arr`` of the
+    element copied, :data:`TAG_ZERO` or :data:`TAG_COMPUTED`), or what a load found.
+sa, si : int
+    The source global element's array id and flat index (-1: none).
+sr, sc : int
+    The source element's (row, col); :data:`NO_INDEX` when not known.
+aid : int
+    The array's id (its index in the instrumenter's table).
+gid : int
+    The global array's id.
+tk : int
+    The thread's ticket of the block's logical clock (``_tick``), taken just before a
+    barrier; -1 for the end.
+ln : int
+    The line of the kernel's source the access, barrier or end is on.
+clk : device array of int64, flat (nbar, threads)
+    ``%clock64`` at each barrier arrival and release of the logged threads.
+nbar : int
+    Clock entries per thread (arrivals and releases bounded).
+reads : device array of int32
+    The array's per-element read counters (flat); empty: not counted (the full variant).
+zero : scalar
+    The array's zero (its dtype), returned out of bounds.
+m : int
+    :func:`warp_mask`'s answer.
+blk : device array of int64, flat (blocks, 6)
+    Per block, its SM, ``%globaltimer`` start and end (ns), ``%clock64`` start and end and
+    completion order.
+seq : device array of int32, (1,)
+    The completion counter.
+bid : int
+    The block, ``by * gridDim.x + bx``.
+tid : int
+    The thread within the block, ``(tz * blockDim.y + ty) * blockDim.x + tx``.
+ep : int
+    The ``cuda.syncthreads()`` the thread has passed (its epoch).
+acc : float
+    The kernel's accumulator (Pvalue) now, logged beside the value.
+a : float
+    The kernel's accumulator (Pvalue) now.
 """
 
 
-def _logs(fn):
-    """Give a logging helper's docstring the parameters every one of them ends with."""
-    # cleandoc: Python 3.13 strips a docstring's indentation when it compiles it
-    fn.__doc__ = inspect.cleandoc(fn.__doc__) + "\n" + textwrap.dedent(_LOG_PARAMS)
-    return fn
-
-
-#: The parameters every form of the log's writers shares.
-_LOG_FN_PARAMS = """
-    Parameters
-    ----------
-    ev : device array of int32, flat (cap, NF, threads); in the simulator a list
-        The event log, field-major (see :data:`LINE_SHIFT`'s comment); the simulator's rows
-        are :data:`SIM_ROW`.
-    vals : device array of float64, flat (cap, 2, threads)
-        Per event, the value loaded or stored and the accumulator (the simulator's rows
-        hold them: unused there).
-    cnt : device array of int32, (threads,); in the simulator a list of int
-        Events per thread, counted past ``cap``; its length is the log's thread count.
-    cap : int
-        Events per thread the log has room for (0: a count launch).
-    t : int
-        The thread's row of the log (``slot * threads + tid``); -1 when its block is not
-        recorded in detail: nothing is logged.
-    op : int
-        :data:`LOAD`, :data:`STORE`, :data:`ARRIVE`, :data:`RELEASE` or :data:`END`.
-    flag : int
-        :data:`OK`, :data:`OUT_OF_BOUNDS` (not performed) or :data:`SOURCE_OUT_OF_BOUNDS`
-        (store skipped).
-    arr : int
-        The array's id; -1 for a barrier and the end.
-    idx : int
-        The flat index the code named.
-    row, col : int
-        The code's (row, col): a 2-D subscript's, or ``(a, b)`` of a 1-D index ``a*W + b``;
-        :data:`NO_INDEX` when not known.
-    tag : int
-        A shared store's or load's slot tag, written or found (``src_idx * TAG_ARRAYS +
-        src_arr``, or a ``TAG_*``).
-    sa, si : int
-        The source global element's array id and flat index (-1: none).
-    sr, sc : int
-        The source element's (row, col); :data:`NO_INDEX` when not known.
-    ep : int
-        The ``cuda.syncthreads()`` the thread has passed (its epoch).
-    tk : int
-        A barrier's ticket of the block's clock; -1 for the end.
-    ln : int
-        The line of the kernel's source the access is on.
-    v : float
-        The value loaded or stored.
-    a : float
-        The kernel's accumulator (Pvalue) now.
-"""
-
-
-def _log_doc(fn):
-    """Give a writer of the log the entries of the one list of parameters it takes."""
-    names = fn.__code__.co_varnames[: fn.__code__.co_argcount]
-    head, _, body = _LOG_FN_PARAMS.partition("----------\n")
+def _entries(lines):
+    """``{name: its lines}`` of a numpydoc list of parameters (``"r, c"`` is one entry)."""
     entries, cur = {}, None
-    for line in body.splitlines():
-        if line.startswith("    ") and not line.startswith("        "):
-            cur = line.strip().split(" :")[0]
+    for line in lines:
+        if line and not line.startswith(" "):
+            cur = line.split(" :")[0]
             entries[cur] = [line]
-        elif cur is not None:
+        elif cur is not None and line:
             entries[cur].append(line)
-    keep = [e for key, e in entries.items() if set(key.split(", ")) <= set(names)]
-    text = head + "----------\n" + "\n".join(line for e in keep for line in e) + "\n"
-    fn.__doc__ = inspect.cleandoc(fn.__doc__) + "\n" + textwrap.dedent(text)
+    return entries
+
+
+_SHARED = _entries(_PARAMETERS.strip("\n").splitlines())
+
+
+def _documented(fn):
+    """Give a device function the Parameters section of its signature, in its order.
+
+    Parameters its docstring describes keep their words; every other one takes
+    its entry of :data:`_PARAMETERS`. The docstring's other sections (Returns)
+    follow.
+    """
+    lines = [*inspect.cleandoc(fn.__doc__).splitlines(), ""]
+    dashes = [n for n in range(1, len(lines)) if lines[n] and lines[n] == "-" * len(lines[n - 1])]
+    bounds = [*(n - 1 for n in dashes), len(lines)]
+    sections = {lines[a]: lines[a + 2 : b] for a, b in zip(bounds, bounds[1:], strict=False)}
+    own = _entries(sections.pop("Parameters", []))
+    entries = []
+    for name in fn.__code__.co_varnames[: fn.__code__.co_argcount]:
+        key = next((k for k in [*own, *_SHARED] if name in k.split(", ")), None)
+        if key is None:
+            raise TypeError(f"{fn.__name__}: parameter {name!r} is described nowhere")
+        entry = own[key] if key in own else _SHARED[key]
+        if entry not in entries:
+            entries.append(entry)
+    text = [*lines[: bounds[0]], "Parameters", "----------", *sum(entries, []), ""]
+    for head, body in sections.items():
+        text += [head, "-" * len(head), *body]
+    fn.__doc__ = "\n".join(text).rstrip() + "\n"
     return fn
 
 
@@ -183,40 +219,22 @@ if _target.NAME == _target.SIMULATOR:
     # fields the GPU's forms leave out, with the values decode() gives them.
 
     @device
-    @_log_doc
-    def log_g(ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, ep, ln, v, a):
-        """Append a global array's access to thread ``t``'s log (nothing when ``t < 0``)."""
-        if t >= 0:
-            n = cnt[t]
-            if n < cap:
-                w = op + flag * 8 + (arr + 1) * 32 + ln * 8192
-                ev.append((t, n, w, idx, row, col, -4, -1, -1, -1, -1, ep, -1, v, a))
-            cnt[t] = n + 1
+    def _put_g(ev, vals, cnt, t, n, w, idx, row, col, ep, v, a):
+        """Thread ``t``'s event ``n``, a global access whose first word is ``w``, as a row."""
+        ev.append((t, n, w, idx, row, col, -4, -1, -1, -1, -1, ep, -1, v, a))
 
     @device
-    @_log_doc
-    def log_s(
-        ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, tag, sa, si, sr, sc, ep, ln, v, a
-    ):
-        """Append a shared array's access to thread ``t``'s log (nothing when ``t < 0``)."""
-        if t >= 0:
-            n = cnt[t]
-            if n < cap:
-                w = op + flag * 8 + (arr + 1) * 32 + ln * 8192
-                ev.append((t, n, w, idx, row, col, tag, sa, si, sr, sc, ep, -1, v, a))
-            cnt[t] = n + 1
+    def _put_s(ev, vals, cnt, t, n, w, idx, row, col, tag, sa, si, sr, sc, ep, v, a):
+        """Thread ``t``'s event ``n``, a shared access with its tag and source, as a row."""
+        ev.append((t, n, w, idx, row, col, tag, sa, si, sr, sc, ep, -1, v, a))
 
     @device
-    @_log_doc
-    def log_b(ev, vals, cnt, cap, t, op, ep, tk, ln, a):
-        """Append a barrier's arrival or release, or the end, to thread ``t``'s log."""
-        if t >= 0:
-            n = cnt[t]
-            if n < cap:
-                ev.append((t, n, op + ln * 8192, -1, -1, -1, -4, -1, -1, -1, -1, ep, tk, 0.0, a))
-            cnt[t] = n + 1
+    def _put_b(ev, vals, cnt, t, n, w, ep, tk, a):
+        """Thread ``t``'s event ``n``, a barrier's or the end's, as a row."""
+        ev.append((t, n, w, -1, -1, -1, -4, -1, -1, -1, -1, ep, tk, 0.0, a))
 
     @device
+    @_documented
     def sync(ticks, slot, ln, ev, vals, cnt, cap, t, ep, acc):
         """A ``cuda.syncthreads()`` in the simulator: arrival, barrier and release, logged.
 
@@ -233,22 +251,6 @@ if _target.NAME == _target.SIMULATOR:
             The barrier clock of each detail block.
         slot : int
             The thread's detail block (its index in ``ticks``); read when ``t >= 0``.
-        ln : int
-            The line of the kernel's source the barrier is on.
-        ev : list
-            The event log's rows (:data:`SIM_ROW`).
-        vals : ndarray
-            Unused in the simulator (the rows hold the values).
-        cnt : list of int
-            Events per thread, counted past ``cap``.
-        cap : int
-            Events per thread the log has room for (0: a count launch).
-        t : int
-            The thread's row of the log; -1 when its block is not recorded in detail.
-        ep : int
-            The barriers the thread has passed (its epoch) before this one.
-        acc : float
-            The kernel's accumulator (Pvalue) now.
 
         Returns
         -------
@@ -281,64 +283,40 @@ if _target.NAME == _target.SIMULATOR:
 else:
 
     @device
-    @_log_doc
-    def log_g(ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, ep, ln, v, a):
-        """Append a global array's access to thread ``t``'s log (nothing when ``t < 0``)."""
-        if t >= 0:
-            n = cnt[t]
-            if n < cap:
-                T = cnt.shape[0]
-                b = n * 14 * T + t
-                ev[b] = op + flag * 8 + (arr + 1) * 32 + ln * 8192
-                ev[b + 3 * T] = idx
-                ev[b + 4 * T] = row
-                ev[b + 5 * T] = col
-                ev[b + 11 * T] = ep
-                w = n * 2 * T + t
-                vals[w] = v
-                vals[w + T] = a
-            cnt[t] = n + 1
+    def _put_g(ev, vals, cnt, t, n, w, idx, row, col, ep, v, a):
+        """Thread ``t``'s event ``n``, a global access: its fields (tag and source: the host's)."""
+        T = cnt.shape[0]
+        b = n * 14 * T + t
+        ev[b] = w
+        ev[b + 3 * T] = idx
+        ev[b + 4 * T] = row
+        ev[b + 5 * T] = col
+        ev[b + 11 * T] = ep
+        x = n * 2 * T + t
+        vals[x] = v
+        vals[x + T] = a
 
     @device
-    @_log_doc
-    def log_s(
-        ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, tag, sa, si, sr, sc, ep, ln, v, a
-    ):
-        """Append a shared array's access to thread ``t``'s log (nothing when ``t < 0``)."""
-        if t >= 0:
-            n = cnt[t]
-            if n < cap:
-                T = cnt.shape[0]
-                b = n * 14 * T + t
-                ev[b] = op + flag * 8 + (arr + 1) * 32 + ln * 8192
-                ev[b + 3 * T] = idx
-                ev[b + 4 * T] = row
-                ev[b + 5 * T] = col
-                ev[b + 6 * T] = tag
-                ev[b + 7 * T] = sa
-                ev[b + 8 * T] = si
-                ev[b + 9 * T] = sr
-                ev[b + 10 * T] = sc
-                ev[b + 11 * T] = ep
-                w = n * 2 * T + t
-                vals[w] = v
-                vals[w + T] = a
-            cnt[t] = n + 1
+    def _put_s(ev, vals, cnt, t, n, w, idx, row, col, tag, sa, si, sr, sc, ep, v, a):
+        """Thread ``t``'s event ``n``, a shared access: a global one's fields, tag and source."""
+        _put_g(ev, vals, cnt, t, n, w, idx, row, col, ep, v, a)
+        T = cnt.shape[0]
+        b = n * 14 * T + t
+        ev[b + 6 * T] = tag
+        ev[b + 7 * T] = sa
+        ev[b + 8 * T] = si
+        ev[b + 9 * T] = sr
+        ev[b + 10 * T] = sc
 
     @device
-    @_log_doc
-    def log_b(ev, vals, cnt, cap, t, op, ep, tk, ln, a):
-        """Append a barrier's arrival or release, or the end, to thread ``t``'s log."""
-        if t >= 0:
-            n = cnt[t]
-            if n < cap:
-                T = cnt.shape[0]
-                b = n * 14 * T + t
-                ev[b] = op + ln * 8192
-                ev[b + 11 * T] = ep
-                ev[b + 12 * T] = tk
-                vals[n * 2 * T + T + t] = a
-            cnt[t] = n + 1
+    def _put_b(ev, vals, cnt, t, n, w, ep, tk, a):
+        """Thread ``t``'s event ``n``, a barrier's or the end's: its fields."""
+        T = cnt.shape[0]
+        b = n * 14 * T + t
+        ev[b] = w
+        ev[b + 11 * T] = ep
+        ev[b + 12 * T] = tk
+        vals[n * 2 * T + T + t] = a
 
     @device
     def count_read(reads, i):
@@ -356,29 +334,48 @@ else:
 
 
 @device
-@_logs
-def g_load(A, i, row, col, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc):
-    """``A[i]`` of a 1-D global array, logged; zero (not read) when ``i`` is out of bounds.
+@_documented
+def log_g(ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, ep, ln, v, a):
+    """Log a global array's access as thread ``t``'s next event (nothing when ``t < 0``)."""
+    if t >= 0:
+        n = cnt[t]
+        if n < cap:
+            w = op + flag * 8 + (arr + 1) * 32 + ln * 8192
+            _put_g(ev, vals, cnt, t, n, w, idx, row, col, ep, v, a)
+        cnt[t] = n + 1
 
-    Parameters
-    ----------
-    A : device array, 1-D
-        A global array argument (M, N or P given flat).
-    i : int
-        The flat index the code named (may be out of bounds).
-    row, col : int
-        The code's (row, col) of a 1-D index ``row*W + col``; :data:`NO_INDEX` when not known.
-    aid : int
-        The array's id (its index in the instrumenter's table).
-    ln : int
-        The line of the kernel's source the access is on.
-    reads : device array of int32
-        Per-element read counters of the array (flat); empty: not counted.
-    zero : scalar
-        The array's zero (its dtype), returned out of bounds.
+
+@device
+@_documented
+def log_s(ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, tag, sa, si, sr, sc, ep, ln, v, a):
+    """Log a shared array's access, the slot's tag and its source, as thread ``t``'s next event."""
+    if t >= 0:
+        n = cnt[t]
+        if n < cap:
+            w = op + flag * 8 + (arr + 1) * 32 + ln * 8192
+            _put_s(ev, vals, cnt, t, n, w, idx, row, col, tag, sa, si, sr, sc, ep, v, a)
+        cnt[t] = n + 1
+
+
+@device
+@_documented
+def log_b(ev, vals, cnt, cap, t, op, ep, tk, ln, a):
+    """Log a barrier's arrival or release, or the end, as thread ``t``'s next event."""
+    if t >= 0:
+        n = cnt[t]
+        if n < cap:
+            _put_b(ev, vals, cnt, t, n, op + ln * 8192, ep, tk, a)
+        cnt[t] = n + 1
+
+
+@device
+def _loaded(ok, v, i, row, col, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc):
+    """A global load counted and logged; ``v`` returned (or ``zero``).
+
+    ``ok``: the element lay in the array, ``v`` was read from it. The other parameters are
+    :func:`g_load`'s.
     """
-    if i >= 0 and i < A.shape[0]:
-        v = A[i]
+    if ok:
         count_read(reads, i)
         log_g(ev, vals, cnt, cap, t, 1, 0, aid, i, row, col, ep, ln, v, acc)
         return v
@@ -387,273 +384,135 @@ def g_load(A, i, row, col, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc)
 
 
 @device
-@_logs
-def g_load2(A, r, c, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc):
-    """``A[r, c]`` of a 2-D global array, logged with its flat index ``r * ncols + c``.
-
-    Parameters
-    ----------
-    A : device array, 2-D
-        A global array argument.
-    r, c : int
-        The row and column the code named (may be out of bounds).
-    aid : int
-        The array's id (its index in the instrumenter's table).
-    ln : int
-        The line of the kernel's source the access is on.
-    reads : device array of int32
-        Per-element read counters of the array (flat); empty: not counted.
-    zero : scalar
-        The array's zero (its dtype), returned out of bounds.
-    """
-    i = r * A.shape[1] + c
-    if r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]:
-        v = A[r, c]
-        count_read(reads, i)
-        log_g(ev, vals, cnt, cap, t, 1, 0, aid, i, r, c, ep, ln, v, acc)
-        return v
-    log_g(ev, vals, cnt, cap, t, 1, 1, aid, i, r, c, ep, ln, 0.0, acc)
-    return zero
+@_documented
+def g_load(A, i, row, col, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc):
+    """``A[i]`` of a 1-D global array, logged; zero (not read) when ``i`` is out of bounds."""
+    ok = i >= 0 and i < A.shape[0]
+    v = A[i] if ok else zero
+    return _loaded(ok, v, i, row, col, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc)
 
 
 @device
-def g_ok(A, i):
-    """Whether flat index ``i`` lies inside the 1-D array ``A``.
+@_documented
+def g_load2(A, r, c, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc):
+    """``A[r, c]`` of a 2-D global array, logged with its flat index ``r * ncols + c``."""
+    ok = r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]
+    v = A[r, c] if ok else zero
+    i = r * A.shape[1] + c
+    return _loaded(ok, v, i, r, c, aid, ln, reads, zero, ev, vals, cnt, cap, t, ep, acc)
 
-    Parameters
-    ----------
-    A : device array, 1-D
-        A global array argument (M, N or P given flat).
-    i : int
-        The flat index the code named (may be out of bounds).
-    """
+
+@device
+@_documented
+def g_ok(A, i):
+    """Whether flat index ``i`` lies inside the 1-D array ``A``."""
     return i >= 0 and i < A.shape[0]
 
 
 @device
+@_documented
 def g_ok2(A, r, c):
-    """Whether ``(r, c)`` lies inside the 2-D array ``A``.
-
-    Parameters
-    ----------
-    A : device array, 2-D
-        A global array argument.
-    r, c : int
-        The row and column the code named (may be out of bounds).
-    """
+    """Whether ``(r, c)`` lies inside the 2-D array ``A``."""
     return r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]
 
 
 @device
-@_logs
-def g_store(A, i, v, row, col, aid, ln, ev, vals, cnt, cap, t, ep, acc):
-    """``A[i] = v`` on a 1-D global array, logged; not performed out of bounds.
+def _stored(fits, ok):
+    """A store's flag: :data:`OK`, :data:`OUT_OF_BOUNDS` or :data:`SOURCE_OUT_OF_BOUNDS`.
 
     Parameters
     ----------
-    A : device array, 1-D
-        A global array argument (M, N or P given flat).
-    i : int
-        The flat index the code named (may be out of bounds).
-    v : scalar
-        The value stored.
-    row, col : int
-        The code's (row, col) of a 1-D index ``row*W + col``; :data:`NO_INDEX` when not known.
-    aid : int
-        The array's id (its index in the instrumenter's table).
-    ln : int
-        The line of the kernel's source the access is on.
+    fits : bool
+        Whether the element stored into lies in its array.
+    ok : bool
+        The store's guard (false: the global element it copies was out of bounds).
     """
-    flag = 1  # out of bounds: not performed
-    if i >= 0 and i < A.shape[0]:
+    if not fits:
+        return 1  # out of bounds: not performed
+    if not ok:
+        return 2  # in bounds, but its guard says no
+    return 0
+
+
+@device
+@_documented
+def g_store(A, i, v, row, col, aid, ln, ev, vals, cnt, cap, t, ep, acc):
+    """``A[i] = v`` on a 1-D global array, logged; not performed out of bounds."""
+    flag = _stored(i >= 0 and i < A.shape[0], True)
+    if flag == 0:
         A[i] = v
-        flag = 0
     log_g(ev, vals, cnt, cap, t, 2, flag, aid, i, row, col, ep, ln, v, acc)
 
 
 @device
-@_logs
+@_documented
 def g_store2(A, r, c, v, aid, ln, ev, vals, cnt, cap, t, ep, acc):
-    """``A[r, c] = v`` on a 2-D global array, logged; not performed out of bounds.
-
-    Parameters
-    ----------
-    A : device array, 2-D
-        A global array argument.
-    r, c : int
-        The row and column the code named (may be out of bounds).
-    v : scalar
-        The value stored.
-    aid : int
-        The array's id (its index in the instrumenter's table).
-    ln : int
-        The line of the kernel's source the access is on.
-    """
-    i = r * A.shape[1] + c
-    flag = 1  # out of bounds: not performed
-    if r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]:
+    """``A[r, c] = v`` on a 2-D global array, logged with its flat index; not performed outside."""
+    flag = _stored(r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1], True)
+    if flag == 0:
         A[r, c] = v
-        flag = 0
-    log_g(ev, vals, cnt, cap, t, 2, flag, aid, i, r, c, ep, ln, v, acc)
+    log_g(ev, vals, cnt, cap, t, 2, flag, aid, r * A.shape[1] + c, r, c, ep, ln, v, acc)
 
 
 @device
-@_logs
-def s_load(S, i, row, col, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc):
-    """``S[i]`` of a 1-D shared array (or a section of the extern array), logged with its tag.
+def _s_loaded(ok, v, i, row, col, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc):
+    """A shared load logged with its slot's tag and the source that names; ``v`` returned.
 
-    Parameters
-    ----------
-    S : shared array, 1-D
-        A shared array (Mds, Nds) or a section of the dynamic one.
-    i : int
-        The flat index the code named (may be out of bounds).
-    row, col : int
-        The code's (row, col) of a 1-D index ``row*W + col``; :data:`NO_INDEX` when not known.
-    sh : shared array of int32, 1-D
-        The shadow of the shared array: the tag of each slot.
-    off : int
-        Where the array starts in its shadow (a section's offset into the dynamic array; else
-        0).
-    aid : int
-        The array's id (its index in the instrumenter's table).
-    ln : int
-        The line of the kernel's source the access is on.
+    ``ok``: the slot lay in the array, ``v`` was read from it (else ``v`` is zero). The other
+    parameters are :func:`s_load`'s.
     """
-    if i >= 0 and i < S.shape[0]:
-        v = S[i]
+    if ok:
         tag = sh[off + i]
         sa, si = tag, -1
         if tag >= 0:
             sa, si = tag % 8, tag // 8
         log_s(ev, vals, cnt, cap, t, 1, 0, aid, i, row, col, tag, sa, si, -1, -1, ep, ln, v, acc)
-        return v
-    log_s(ev, vals, cnt, cap, t, 1, 1, aid, i, row, col, -4, -1, -1, -1, -1, ep, ln, 0.0, acc)
-    return S[0] * 0
+    else:
+        log_s(ev, vals, cnt, cap, t, 1, 1, aid, i, row, col, -4, -1, -1, -1, -1, ep, ln, 0.0, acc)
+    return v
 
 
 @device
-@_logs
+@_documented
+def s_load(S, i, row, col, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc):
+    """``S[i]`` of a 1-D shared array (or a section of the extern array), logged with its tag."""
+    ok = i >= 0 and i < S.shape[0]
+    v = S[i] if ok else S[0] * 0
+    return _s_loaded(ok, v, i, row, col, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc)
+
+
+@device
+@_documented
 def s_load2(S, r, c, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc):
-    """``S[r, c]`` of a 2-D shared array, logged with the tag of its slot.
-
-    Parameters
-    ----------
-    S : shared array, 2-D
-        A shared array (Mds, Nds).
-    r, c : int
-        The row and column the code named (may be out of bounds).
-    sh : shared array of int32, 1-D
-        The shadow of the shared array: the tag of each slot.
-    off : int
-        Where the array starts in its shadow (a section's offset into the dynamic array; else
-        0).
-    aid : int
-        The array's id (its index in the instrumenter's table).
-    ln : int
-        The line of the kernel's source the access is on.
-    """
+    """``S[r, c]`` of a 2-D shared array, logged with the tag of its slot."""
+    ok = r >= 0 and r < S.shape[0] and c >= 0 and c < S.shape[1]
+    v = S[r, c] if ok else S[0, 0] * 0
     i = r * S.shape[1] + c
-    if r >= 0 and r < S.shape[0] and c >= 0 and c < S.shape[1]:
-        v = S[r, c]
-        tag = sh[off + i]
-        sa, si = tag, -1
-        if tag >= 0:
-            sa, si = tag % 8, tag // 8
-        log_s(ev, vals, cnt, cap, t, 1, 0, aid, i, r, c, tag, sa, si, -1, -1, ep, ln, v, acc)
-        return v
-    log_s(ev, vals, cnt, cap, t, 1, 1, aid, i, r, c, -4, -1, -1, -1, -1, ep, ln, 0.0, acc)
-    return S[0, 0] * 0
+    return _s_loaded(ok, v, i, r, c, sh, off, aid, ln, ev, vals, cnt, cap, t, ep, acc)
 
 
 @device
-@_logs
+@_documented
 def s_store(
     S, i, v, row, col, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cnt, cap, t, ep, acc
 ):
-    """``S[i] = v`` on a 1-D shared array and its slot's tag; not done when ``ok`` is false.
-
-    Parameters
-    ----------
-    S : shared array, 1-D
-        A shared array (Mds, Nds) or a section of the dynamic one.
-    i : int
-        The flat index the code named (may be out of bounds).
-    v : scalar
-        The value stored.
-    row, col : int
-        The code's (row, col) of a 1-D index ``row*W + col``; :data:`NO_INDEX` when not known.
-    sh : shared array of int32, 1-D
-        The shadow of the shared array: the tag of each slot.
-    off : int
-        Where the array starts in its shadow (a section's offset into the dynamic array; else
-        0).
-    ok : bool
-        The guard: false when the global element it copies is out of bounds (the store is
-        skipped).
-    tag : int
-        The tag the slot gets: ``src_idx * TAG_ARRAYS + src_arr`` of the element copied, or
-        :data:`TAG_ZERO` / :data:`TAG_COMPUTED`.
-    sa, si : int
-        The source global element's array id and flat index (-1: none).
-    sr, sc : int
-        The source element's (row, col); :data:`NO_INDEX` when not known.
-    aid : int
-        The array's id (its index in the instrumenter's table).
-    ln : int
-        The line of the kernel's source the access is on.
-    """
-    flag = 1  # out of bounds: not performed
-    if i >= 0 and i < S.shape[0]:
-        flag = 2  # in bounds, but its guard says no
-        if ok:
-            S[i] = v
-            sh[off + i] = tag
-            flag = 0
+    """``S[i] = v`` on a 1-D shared array and its slot's tag; not done when ``ok`` is false."""
+    flag = _stored(i >= 0 and i < S.shape[0], ok)
+    if flag == 0:
+        S[i] = v
+        sh[off + i] = tag
     log_s(ev, vals, cnt, cap, t, 2, flag, aid, i, row, col, tag, sa, si, sr, sc, ep, ln, v, acc)
 
 
 @device
-@_logs
+@_documented
 def s_store2(S, r, c, v, sh, off, ok, tag, sa, si, sr, sc, aid, ln, ev, vals, cnt, cap, t, ep, acc):
-    """``S[r, c] = v`` on a 2-D shared array and its slot's tag (see :func:`s_store`).
-
-    Parameters
-    ----------
-    S : shared array, 2-D
-        A shared array (Mds, Nds).
-    r, c : int
-        The row and column the code named (may be out of bounds).
-    v : scalar
-        The value stored.
-    sh : shared array of int32, 1-D
-        The shadow of the shared array: the tag of each slot.
-    off : int
-        Where the array starts in its shadow (a section's offset into the dynamic array; else
-        0).
-    ok : bool
-        The guard: false when the global element it copies is out of bounds (the store is
-        skipped).
-    tag : int
-        The tag the slot gets: ``src_idx * TAG_ARRAYS + src_arr`` of the element copied, or
-        :data:`TAG_ZERO` / :data:`TAG_COMPUTED`.
-    sa, si : int
-        The source global element's array id and flat index (-1: none).
-    sr, sc : int
-        The source element's (row, col); :data:`NO_INDEX` when not known.
-    aid : int
-        The array's id (its index in the instrumenter's table).
-    ln : int
-        The line of the kernel's source the access is on.
-    """
+    """``S[r, c] = v`` on a 2-D shared array and its slot's tag (see :func:`s_store`)."""
     i = r * S.shape[1] + c
-    flag = 1  # out of bounds: not performed
-    if r >= 0 and r < S.shape[0] and c >= 0 and c < S.shape[1]:
-        flag = 2  # in bounds, but its guard says no
-        if ok:
-            S[r, c] = v
-            sh[off + i] = tag
-            flag = 0
+    flag = _stored(r >= 0 and r < S.shape[0] and c >= 0 and c < S.shape[1], ok)
+    if flag == 0:
+        S[r, c] = v
+        sh[off + i] = tag
     log_s(ev, vals, cnt, cap, t, 2, flag, aid, i, r, c, tag, sa, si, sr, sc, ep, ln, v, acc)
 
 
@@ -690,13 +549,9 @@ def warp_mask():
 
 
 @device
+@_documented
 def lane_rank(m):
     """The thread's rank among the threads of ``m`` (0: the warp's leader).
-
-    Parameters
-    ----------
-    m : int
-        :func:`warp_mask`'s answer.
 
     Returns
     -------
@@ -707,13 +562,9 @@ def lane_rank(m):
 
 
 @device
+@_documented
 def lanes(m):
     """How many tickets the warp's leader takes: the threads of ``m``.
-
-    Parameters
-    ----------
-    m : int
-        :func:`warp_mask`'s answer.
 
     Returns
     -------
@@ -724,6 +575,7 @@ def lanes(m):
 
 
 @device
+@_documented
 def from_leader(m, x):
     """The leader's (lowest lane of ``m``) value, shared with the threads of ``m``.
 
@@ -731,8 +583,6 @@ def from_leader(m, x):
 
     Parameters
     ----------
-    m : int
-        :func:`warp_mask`'s answer.
     x : int
         The value the thread holds (the leader's old clock).
 
@@ -745,64 +595,40 @@ def from_leader(m, x):
 
 
 @device
-@_logs
+def _at_barrier(op, k, tk, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
+    """A logged thread's ``%clock64`` at clock entry ``k`` (when bounded) and its ``op``, logged.
+
+    ``k`` is ``2 * ep`` at an arrival, ``2 * ep - 1`` at a release; the other parameters are
+    :func:`arrive`'s.
+    """
+    if t >= 0:
+        if k < nbar:
+            clk[k * cnt.shape[0] + t] = clock64()
+        log_b(ev, vals, cnt, cap, t, op, ep, tk, ln, acc)
+
+
+@device
+@_documented
 def arrive(tk, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
     """A thread arrives at a ``cuda.syncthreads()``: its ticket of the block's clock, logged.
 
     Its ``%clock64`` goes to ``clk[2 * ep * threads + t]`` (int64, beside the
     log: the log itself holds no timing but the ticket).
-
-    Parameters
-    ----------
-    tk : int
-        The thread's ticket of the block's logical clock (``_tick``), taken just before.
-    ln : int
-        The line of the kernel's source the access is on.
-    clk : device array of int64, flat (nbar, threads)
-        ``%clock64`` at each barrier arrival and release of the logged threads.
-    nbar : int
-        Clock entries per thread (arrivals and releases bounded).
     """
-    if t >= 0:
-        if 2 * ep < nbar:
-            clk[2 * ep * cnt.shape[0] + t] = clock64()
-        log_b(ev, vals, cnt, cap, t, 3, ep, tk, ln, acc)
+    _at_barrier(3, 2 * ep, tk, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc)
 
 
 @device
-@_logs
+@_documented
 def release(tk, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
-    """A thread leaves a ``cuda.syncthreads()`` (``ep`` counts it); its clock at ``2*ep - 1``.
-
-    Parameters
-    ----------
-    tk : int
-        The thread's ticket of the block's logical clock (``_tick``), taken just before.
-    ln : int
-        The line of the kernel's source the access is on.
-    clk : device array of int64, flat (nbar, threads)
-        ``%clock64`` at each barrier arrival and release of the logged threads.
-    nbar : int
-        Clock entries per thread (arrivals and releases bounded).
-    """
-    if t >= 0:
-        if 2 * ep - 1 < nbar:
-            clk[(2 * ep - 1) * cnt.shape[0] + t] = clock64()
-        log_b(ev, vals, cnt, cap, t, 4, ep, tk, ln, acc)
+    """A thread leaves a ``cuda.syncthreads()`` (``ep`` counts it); its clock at ``2*ep - 1``."""
+    _at_barrier(4, 2 * ep - 1, tk, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc)
 
 
 @device
+@_documented
 def g_tag(A, i, gid):
     """The provenance tag of ``A[i]`` of a 1-D global array: ``i * TAG_ARRAYS + gid``.
-
-    Parameters
-    ----------
-    A : device array, 1-D
-        A global array argument.
-    i : int
-        The flat index the code named.
-    gid : int
-        The array's id.
 
     Returns
     -------
@@ -815,17 +641,9 @@ def g_tag(A, i, gid):
 
 
 @device
+@_documented
 def g_tag2(A, r, c, gid):
     """The provenance tag of ``A[r, c]`` of a 2-D global array (see :func:`g_tag`).
-
-    Parameters
-    ----------
-    A : device array, 2-D
-        A global array argument.
-    r, c : int
-        The row and column the code named.
-    gid : int
-        The array's id.
 
     Returns
     -------
@@ -838,24 +656,14 @@ def g_tag2(A, r, c, gid):
 
 
 @device
+@_documented
 def s_tag(S, i, sh, off):
     """The tag a 1-D shared slot holds (its shadow), :data:`TAG_ZERO` out of bounds.
-
-    Parameters
-    ----------
-    S : shared array, 1-D
-        A shared array.
-    i : int
-        The index the code named.
-    sh : shared array of int32, 1-D
-        The array's shadow.
-    off : int
-        Where the array starts in its shadow.
 
     Returns
     -------
     int
-        The slot's tag.
+        ``sh[off + i]``.
     """
     if i >= 0 and i < S.shape[0]:
         return sh[off + i]
@@ -863,24 +671,14 @@ def s_tag(S, i, sh, off):
 
 
 @device
+@_documented
 def s_tag2(S, r, c, sh, off):
     """The tag a 2-D shared slot holds (its shadow), :data:`TAG_ZERO` out of bounds.
-
-    Parameters
-    ----------
-    S : shared array, 2-D
-        A shared array.
-    r, c : int
-        The row and column the code named.
-    sh : shared array of int32, 1-D
-        The array's shadow.
-    off : int
-        Where the array starts in its shadow.
 
     Returns
     -------
     int
-        The slot's tag.
+        ``sh[off + r * ncols + c]``, the slot's tag.
     """
     if r >= 0 and r < S.shape[0] and c >= 0 and c < S.shape[1]:
         return sh[off + r * S.shape[1] + c]
@@ -910,6 +708,7 @@ def flat2(A, r, c):
 
 
 @device
+@_documented
 def zfill(zf, bid, n, zph, aid, narr):
     """Count a constant stored into shared array ``aid`` (a zero-fill) by the block ``bid``.
 
@@ -922,8 +721,6 @@ def zfill(zf, bid, n, zph, aid, narr):
     ----------
     zf : ndarray of int32
         Flat ``(blocks, zph, narr)`` counters; empty when not counted.
-    bid : int
-        The block, ``by * gridDim.x + bx``.
     n : int
         Stores into that array the thread made before this one (the phase).
     zph : int
@@ -976,9 +773,9 @@ else:
         Parameters
         ----------
         i : int
-            An index the code named (may be negative).
+            An index the code named; a negative one wraps to an unsigned one past any extent.
         n : int
-            The extent.
+            The extent, an array's (non-negative).
 
         Returns
         -------
@@ -988,19 +785,9 @@ else:
 
 
 @device
+@_documented
 def lg_load(A, i, reads, zero):
-    """``A[i]``, its read counted; out of bounds zero (element 0 is read then, not counted).
-
-    Parameters
-    ----------
-    A : device array, 1-D
-    i : int
-        Flat index.
-    reads : ndarray of int32
-        Per-element read counters of ``A``.
-    zero : scalar
-        ``A``'s zero, returned out of bounds.
-    """
+    """``A[i]``, its read counted; out of bounds zero (element 0 is read then, not counted)."""
     # Branch-free: the load and the count go out whatever ``ok`` (at a clamped index, the
     # count adding 0), so the compiler issues them early; with a branch around them the
     # lean variant took 1.39x the plain kernel at Width 4096, TILE_WIDTH 32 on an H100,
@@ -1013,19 +800,9 @@ def lg_load(A, i, reads, zero):
 
 
 @device
+@_documented
 def lg_load2(A, r, c, reads, zero):
-    """``A[r, c]``, counted at ``r * ncols + c``; out of bounds zero (``A[0, 0]`` read, uncounted).
-
-    Parameters
-    ----------
-    A : device array, 2-D
-    r, c : int
-        Row and column.
-    reads : ndarray of int32
-        Per-element read counters of ``A`` (flat).
-    zero : scalar
-        ``A``'s zero, returned out of bounds.
-    """
+    """``A[r, c]``, counted at ``r * ncols + c``; outside, zero (``A[0, 0]`` read, uncounted)."""
     ok = inside(r, A.shape[0]) & inside(c, A.shape[1])
     rr = r if ok else 0
     cc = c if ok else 0
@@ -1035,118 +812,59 @@ def lg_load2(A, r, c, reads, zero):
 
 
 @device
+@_documented
 def lg_store(A, i, v):
-    """``A[i] = v``; not performed out of bounds.
-
-    Parameters
-    ----------
-    A : device array, 1-D
-    i : int
-        Flat index.
-    v : scalar
-        The value stored.
-    """
+    """``A[i] = v``; not performed out of bounds."""
     if i >= 0 and i < A.shape[0]:
         A[i] = v
 
 
 @device
+@_documented
 def lg_store2(A, r, c, v):
-    """``A[r, c] = v``; not performed out of bounds.
-
-    Parameters
-    ----------
-    A : device array, 2-D
-    r, c : int
-        Row and column.
-    v : scalar
-        The value stored.
-    """
+    """``A[r, c] = v``; not performed out of bounds."""
     if r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]:
         A[r, c] = v
 
 
 @device
+@_documented
 def ls_store(S, i, v, ok):
-    """``S[i] = v`` on a shared array when ``ok`` (its source was in bounds) and ``i`` is.
-
-    Parameters
-    ----------
-    S : shared array, 1-D
-    i : int
-        Flat index.
-    v : scalar
-        The value stored.
-    ok : bool
-        Whether the global element it copies was in bounds.
-    """
+    """``S[i] = v`` on a shared array when ``ok`` (its source was in bounds) and ``i`` is."""
     if ok and i >= 0 and i < S.shape[0]:
         S[i] = v
 
 
 @device
+@_documented
 def ls_store2(S, r, c, v, ok):
-    """``S[r, c] = v`` on a shared array when ``ok`` and ``(r, c)`` is in bounds.
-
-    Parameters
-    ----------
-    S : shared array, 2-D
-    r, c : int
-        Row and column.
-    v : scalar
-        The value stored.
-    ok : bool
-        Whether the global element it copies was in bounds.
-    """
+    """``S[r, c] = v`` on a shared array when ``ok`` and ``(r, c)`` is in bounds."""
     if ok and r >= 0 and r < S.shape[0] and c >= 0 and c < S.shape[1]:
         S[r, c] = v
 
 
 @device
+@_documented
 def ls_load(S, i):
-    """``S[i]`` of a shared array; zero out of bounds.
-
-    Parameters
-    ----------
-    S : shared array, 1-D
-    i : int
-        Flat index.
-    """
+    """``S[i]`` of a shared array; zero out of bounds."""
     if i >= 0 and i < S.shape[0]:
         return S[i]
     return S[0] * 0
 
 
 @device
+@_documented
 def ls_load2(S, r, c):
-    """``S[r, c]`` of a shared array; zero out of bounds.
-
-    Parameters
-    ----------
-    S : shared array, 2-D
-    r, c : int
-        Row and column.
-    """
+    """``S[r, c]`` of a shared array; zero out of bounds."""
     if r >= 0 and r < S.shape[0] and c >= 0 and c < S.shape[1]:
         return S[r, c]
     return S[0, 0] * 0
 
 
 @device
+@_documented
 def lend(blk, seq, bid, tid):
-    """The thread ends; thread 0 closes the block's times (the lean variant's :func:`end`).
-
-    Parameters
-    ----------
-    blk : ndarray of int64
-        Flat ``(blocks, 6)`` block info.
-    seq : ndarray of int32
-        The completion counter (one element).
-    bid : int
-        The block, ``by * gridDim.x + bx``.
-    tid : int
-        The thread within the block.
-    """
+    """The thread ends; thread 0 closes the block's times (the lean variant's :func:`end`)."""
     if tid == 0:
         blk[bid * 6 + 4] = clock64()
         blk[bid * 6 + 2] = globaltimer()
@@ -1154,19 +872,9 @@ def lend(blk, seq, bid, tid):
 
 
 @device
+@_documented
 def block_start(blk, bid, tid):
-    """Thread 0 records the block's SM, ``%globaltimer`` (ns) and ``%clock64`` at its start.
-
-    Parameters
-    ----------
-    blk : device array of int64, flat (blocks, 6)
-        Per block, its SM, ``%globaltimer`` start and end (ns), ``%clock64`` start and end and
-        completion order.
-    bid : int
-        The block, ``by * gridDim.x + bx``.
-    tid : int
-        The thread within the block, ``(tz * blockDim.y + ty) * blockDim.x + tx``.
-    """
+    """Thread 0 records the block's SM, ``%globaltimer`` (ns) and ``%clock64`` at its start."""
     if tid == 0:
         blk[bid * 6 + 0] = smid()
         blk[bid * 6 + 1] = globaltimer()
@@ -1174,26 +882,8 @@ def block_start(blk, bid, tid):
 
 
 @device
-@_logs
+@_documented
 def end(blk, seq, bid, tid, ln, ev, vals, cnt, cap, t, ep, acc):
-    """The thread ends (last line or ``return``), logged; thread 0 closes the block's times.
-
-    Parameters
-    ----------
-    blk : device array of int64, flat (blocks, 6)
-        Per block, its SM, ``%globaltimer`` start and end (ns), ``%clock64`` start and end and
-        completion order.
-    seq : device array of int32, (1,)
-        The completion counter.
-    bid : int
-        The block, ``by * gridDim.x + bx``.
-    tid : int
-        The thread within the block, ``(tz * blockDim.y + ty) * blockDim.x + tx``.
-    ln : int
-        The line of the kernel's source the access is on.
-    """
+    """The thread ends (last line or ``return``), logged; thread 0 closes the block's times."""
     log_b(ev, vals, cnt, cap, t, 5, ep, -1, ln, acc)
-    if tid == 0:
-        blk[bid * 6 + 4] = clock64()
-        blk[bid * 6 + 2] = globaltimer()
-        blk[bid * 6 + 5] = cuda.atomic.add(seq, 0, 1)
+    lend(blk, seq, bid, tid)

@@ -458,9 +458,9 @@ class _Launcher:
             self.block[:2],
             ordered,
             rec,
-            self.sim_blocks,
-            self.update,
-            inst.dynamic_shared,
+            blocks=self.sim_blocks,
+            update=self.update,
+            dynamic_shared=inst.dynamic_shared,
             turns=self.turns,
             cancel=self.cancel,
         )

@@ -674,14 +674,8 @@ class SQLiteStore(ClassStore):
         """The class of one row of :data:`_SELECT`."""
         key, version, created, seen, data, seats = row
         cls = json.loads(data)
-        cls.update(
-            code=code,
-            key_hash=key,
-            version=version,
-            created=created,
-            instructor_seen=seen,
-            seats=json.loads(seats) if seats else {},
-        )
+        columns = (code, key, version, created, seen, json.loads(seats) if seats else {})
+        cls.update(zip(_COLUMNS, columns, strict=True))
         return cls
 
     def _read(self, conn: sqlite3.Connection, code: str) -> dict:
