@@ -18,6 +18,7 @@ import numpy as np
 
 from ..analysis import hazards as hz
 from ..trace.units import format_value
+from .frame import aspect_maker
 from .own import OwnBlock
 from .states import Step, Sub
 from .table import own_kernel
@@ -169,16 +170,9 @@ def own_caption(r: Replay, step: Step) -> str:
     return "".join(" " + x for x in out)
 
 
+@aspect_maker
 def lab_marks(r: Replay, at: At) -> dict:
-    """The ``lab`` aspect: the barrier lab's fields of a frame (see :class:`Frame`).
-
-    Parameters
-    ----------
-    r : Replay
-        The block replay.
-    at : At
-        The step whose fields are made.
-    """
+    """The ``lab`` aspect: the barrier lab's fields of a frame (see :class:`Frame`)."""
     step = at.step
     out: dict[str, Any] = {
         "mds_wrong": None,
