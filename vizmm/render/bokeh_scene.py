@@ -52,8 +52,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from bokeh.core.properties import value
-
 from ..replay import Frame
 from ..replay.table import block_table
 from ..trace import Trace
@@ -83,6 +81,7 @@ from .scene_parts import (
     _hover,
     _length,
     _Sources,
+    _text,
     wrap_title,
 )
 from .scene_sizes import MIN_INDEX_PX, PRESENTER_BOX, _Sizes, _title_columns
@@ -908,19 +907,9 @@ class Scene:
                 line_color=self.palette.MUTED,
                 line_width=1,
             )
-        add(
-            "Text",
-            ColumnDataSource(data=labels, **self._source_props()),
-            x="x",
-            y="y",
-            text="text",
-            text_color="color",
-            text_align="align",
-            text_baseline="baseline",
-            text_font=value(SANS),
-            text_font_size="size",
-            text_font_style="style",
-        )
+        # each label's colour, alignment, type size and style from its row
+        labels_source = ColumnDataSource(data=labels, **self._source_props())
+        _text(add, labels_source, "size", "color", "align", "baseline", text_font_style="style")
 
     def index_labels(self, view: str) -> dict[str, dict[float, tuple[str, int]]]:
         """The index labels of grid ``view``: where each is, its text and type size.

@@ -183,8 +183,12 @@ def _cells(add, source, width: float, height: float | None = None, tappable: boo
     )
 
 
-def _centred_text(add, source, size: str, text_color="text_color", **style):
-    """The ``text`` column centred in each cell of a grid (matrices, slots, threads, blocks)."""
+def _text(add, source, size: str, text_color: str, align: str, baseline: str, **style):
+    """The ``text`` column of ``source`` at its ``x``, ``y``, in the scene's sans-serif type.
+
+    ``size``, ``text_color``, ``align`` and ``baseline`` are values or column
+    names (``"10px"``, ``"size"``); ``style``, other ``text_*`` properties.
+    """
     return add(
         "Text",
         source,
@@ -192,12 +196,17 @@ def _centred_text(add, source, size: str, text_color="text_color", **style):
         y="y",
         text="text",
         text_color=text_color,
-        text_align="center",
-        text_baseline="middle",
+        text_align=align,
+        text_baseline=baseline,
         text_font=value(SANS),
         text_font_size=size,
         **style,
     )
+
+
+def _centred_text(add, source, size: str, text_color="text_color", **style):
+    """The ``text`` column centred in each cell of a grid (matrices, slots, threads, blocks)."""
+    return _text(add, source, size, text_color, "center", "middle", **style)
 
 
 def _empty(name: str) -> dict[str, list]:
