@@ -80,6 +80,7 @@ from .scene_parts import (
     _for_bokeh,
     _hover,
     _length,
+    _outlines,
     _Sources,
     _text,
     wrap_title,
@@ -937,14 +938,10 @@ class Scene:
         self._later_part("finding", f, partial(self._draw_finding, f, view))
 
     def _draw_finding(self, f, view: str) -> None:
-        r = self._adder(f, grid=view)(
-            "Rect",
+        r = _outlines(
+            self._adder(f, grid=view),
             self.sources[f"{view}_finding"],
-            x="x",
-            y="y",
-            width=0.9,
-            height=0.9,
-            fill_alpha=0,
+            0.9,
             line_color="line_color",
             line_dash="line_dash",
             line_width=4 if view in ("Mds", "Nds", "threads") else 3,

@@ -183,6 +183,16 @@ def _cells(add, source, width: float, height: float | None = None, tappable: boo
     )
 
 
+def _outlines(add, source, size: float, **line):
+    """An unfilled square of ``size`` cells at each row's ``x``, ``y`` of ``source``.
+
+    ``add`` is a plot's :meth:`Scene._adder`; ``line``, how its outline is
+    drawn (``line_*`` values or columns; ``line_alpha=0``: not at all, a
+    target for hovering) and the renderer's ``name``.
+    """
+    return add("Rect", source, x="x", y="y", width=size, height=size, fill_alpha=0, **line)
+
+
 def _text(add, source, size: str, text_color: str, align: str, baseline: str, **style):
     """The ``text`` column of ``source`` at its ``x``, ``y``, in the scene's sans-serif type.
 
