@@ -52,8 +52,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from bokeh.core.properties import value
-
 from ..replay import Frame
 from ..replay.table import block_table
 from ..trace import Trace
@@ -82,7 +80,9 @@ from .scene_parts import (
     _for_bokeh,
     _hover,
     _length,
+    _outlines,
     _Sources,
+    _text,
     wrap_title,
 )
 from .scene_sizes import MIN_INDEX_PX, PRESENTER_BOX, _Sizes, _title_columns
@@ -908,19 +908,9 @@ class Scene:
                 line_color=self.palette.MUTED,
                 line_width=1,
             )
-        add(
-            "Text",
-            ColumnDataSource(data=labels, **self._source_props()),
-            x="x",
-            y="y",
-            text="text",
-            text_color="color",
-            text_align="align",
-            text_baseline="baseline",
-            text_font=value(SANS),
-            text_font_size="size",
-            text_font_style="style",
-        )
+        # each label's colour, alignment, type size and style from its row
+        labels_source = ColumnDataSource(data=labels, **self._source_props())
+        _text(add, labels_source, "size", "color", "align", "baseline", text_font_style="style")
 
     def index_labels(self, view: str) -> dict[str, dict[float, tuple[str, int]]]:
         """The index labels of grid ``view``: where each is, its text and type size.
@@ -948,14 +938,10 @@ class Scene:
         self._later_part("finding", f, partial(self._draw_finding, f, view))
 
     def _draw_finding(self, f, view: str) -> None:
-        r = self._adder(f, grid=view)(
-            "Rect",
+        r = _outlines(
+            self._adder(f, grid=view),
             self.sources[f"{view}_finding"],
-            x="x",
-            y="y",
-            width=0.9,
-            height=0.9,
-            fill_alpha=0,
+            0.9,
             line_color="line_color",
             line_dash="line_dash",
             line_width=4 if view in ("Mds", "Nds", "threads") else 3,

@@ -183,8 +183,22 @@ def _cells(add, source, width: float, height: float | None = None, tappable: boo
     )
 
 
-def _centred_text(add, source, size: str, text_color="text_color", **style):
-    """The ``text`` column centred in each cell of a grid (matrices, slots, threads, blocks)."""
+def _outlines(add, source, size: float, **line):
+    """An unfilled square of ``size`` cells at each row's ``x``, ``y`` of ``source``.
+
+    ``add`` is a plot's :meth:`Scene._adder`; ``line``, how its outline is
+    drawn (``line_*`` values or columns; ``line_alpha=0``: not at all, a
+    target for hovering) and the renderer's ``name``.
+    """
+    return add("Rect", source, x="x", y="y", width=size, height=size, fill_alpha=0, **line)
+
+
+def _text(add, source, size: str, text_color: str, align: str, baseline: str, **style):
+    """The ``text`` column of ``source`` at its ``x``, ``y``, in the scene's sans-serif type.
+
+    ``size``, ``text_color``, ``align`` and ``baseline`` are values or column
+    names (``"10px"``, ``"size"``); ``style``, other ``text_*`` properties.
+    """
     return add(
         "Text",
         source,
@@ -192,12 +206,17 @@ def _centred_text(add, source, size: str, text_color="text_color", **style):
         y="y",
         text="text",
         text_color=text_color,
-        text_align="center",
-        text_baseline="middle",
+        text_align=align,
+        text_baseline=baseline,
         text_font=value(SANS),
         text_font_size=size,
         **style,
     )
+
+
+def _centred_text(add, source, size: str, text_color="text_color", **style):
+    """The ``text`` column centred in each cell of a grid (matrices, slots, threads, blocks)."""
+    return _text(add, source, size, text_color, "center", "middle", **style)
 
 
 def _empty(name: str) -> dict[str, list]:

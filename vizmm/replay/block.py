@@ -37,30 +37,17 @@ import numpy as np
 
 from ..analysis.transactions import memory_transactions
 from ..trace import TILED_KERNELS, Trace, ceil_div
+from . import states
 from .frame import ASPECT_FIELDS, ASPECTS, AspectNotComputed, Frame, NotComputed
 from .frame_aspects import frame_fields
 from .frame_lab import SlotFound, block_lab
 from .frame_memory import arrival_ranks, per_phase, phase_reads
 from .own import OwnBlock, own_block
-from .states import (
-    CellState,
-    Ghost,
-    SlotState,
-    Step,
-    Sub,
-    ThreadState,
-    slot_states_shown,
-    thread_states_shown,
-)
+from .states import *  # noqa: F403  (re-exported: see __all__)
+from .states import Step, Sub, slot_states_shown, thread_states_shown
 from .table import own_kernel
 
 __all__ = [
-    "Sub",
-    "SlotState",
-    "ThreadState",
-    "CellState",
-    "Step",
-    "Ghost",
     "Frame",
     "Replay",
     "SlotFound",
@@ -72,9 +59,8 @@ __all__ = [
     "ORDERS",
     "NAIVE_REFUSAL",
     "source_lines",
-    "thread_states_shown",
-    "slot_states_shown",
 ]
+__all__ += states.__all__  # the steps and codes (Sub, Step, the states, what a legend lists)
 
 
 GRANULARITIES = ("substep", "phase")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -29,6 +29,7 @@ __all__ = [
     "BASE_FIELDS",
     "AspectNotComputed",
     "NotComputed",
+    "aspect_maker",
 ]
 
 #: Fields every frame holds, whatever aspects were asked for (``finding`` is
@@ -110,6 +111,41 @@ ASPECT_FIELDS: dict[str, tuple[str, ...]] = {
 
 #: The aspect names, in the order a whole frame makes them.
 ASPECTS: tuple[str, ...] = tuple(ASPECT_FIELDS)
+
+#: What every aspect's maker takes, documented once (:func:`aspect_maker`).
+_MAKER_PARAMETERS = """
+
+    Parameters
+    ----------
+    r : Replay
+        The block replay.
+    at : At
+        The step whose fields are made.
+    """
+
+_Make = TypeVar("_Make", bound=Callable[..., dict])
+
+
+def aspect_maker(make: _Make) -> _Make:
+    """Mark ``make`` as the maker of an aspect: ``make(r, at)`` gives the aspect's fields.
+
+    Every maker (:data:`vizmm.replay.frame_aspects.MAKERS`) takes the block
+    replay and the step being made (:class:`vizmm.replay.frame_aspects.At`)
+    and returns a dict of its aspect's fields; its docstring says what it
+    makes, and this adds the Parameters section they all share.
+
+    Parameters
+    ----------
+    make : callable
+        The maker.
+
+    Returns
+    -------
+    callable
+        ``make`` itself.
+    """
+    make.__doc__ = (make.__doc__ or "").rstrip() + _MAKER_PARAMETERS
+    return make
 
 
 class AspectNotComputed(RuntimeError):

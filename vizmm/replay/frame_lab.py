@@ -12,12 +12,13 @@ kernel's caption adds. NumPy only.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from ..analysis import hazards as hz
 from ..trace.units import format_value
+from .frame import ASPECT_FIELDS, aspect_maker
 from .own import OwnBlock
 from .states import Step, Sub
 from .table import own_kernel
@@ -169,32 +170,13 @@ def own_caption(r: Replay, step: Step) -> str:
     return "".join(" " + x for x in out)
 
 
+@aspect_maker
 def lab_marks(r: Replay, at: At) -> dict:
-    """The ``lab`` aspect: the barrier lab's fields of a frame (see :class:`Frame`).
-
-    Parameters
-    ----------
-    r : Replay
-        The block replay.
-    at : At
-        The step whose fields are made.
-    """
+    """The ``lab`` aspect: the barrier lab's fields of a frame (see :class:`Frame`)."""
     step = at.step
-    out: dict[str, Any] = {
-        "mds_wrong": None,
-        "nds_wrong": None,
-        "thread_wrong": None,
-        "wrong_notes": None,
-        "slot_found": None,
-        "p_wrong": None,
-        "p_book": None,
-        "thread_ahead": None,
-        "ahead_notes": None,
-        "thread_terms": None,
-    }
     lab = r._lab
-    if lab is None:
-        return out
+    if lab is None:  # no barrier lab: every field None
+        return dict.fromkeys(ASPECT_FIELDS["lab"])
     T = r.trace.tile_width
     j, k_dim, l = r.trace.shape
     mds_wrong = np.zeros((T, T), bool)
@@ -239,20 +221,21 @@ def lab_marks(r: Replay, at: At) -> dict:
         for who, note in lab["ahead"].get((ph, k), ()):
             thread_ahead[who] = True
             _add_note(ahead_notes, who, note)
-    out.update(
-        mds_wrong=mds_wrong,
-        nds_wrong=nds_wrong,
-        thread_wrong=thread_wrong,
-        wrong_notes=notes,
-        slot_found=found,
-        thread_ahead=thread_ahead,
-        ahead_notes=ahead_notes,
-        thread_terms=terms_said if own_terms is not None and step.sub == Sub.K else None,
-    )
+    p_wrong = p_book = None
     if step.sub == Sub.WRITE_P:
-        out["p_wrong"] = lab["p_wrong"].copy()
-        out["p_book"] = lab["p_book"]
-    return out
+        p_wrong, p_book = lab["p_wrong"].copy(), lab["p_book"]
+    return {
+        "mds_wrong": mds_wrong,
+        "nds_wrong": nds_wrong,
+        "thread_wrong": thread_wrong,
+        "wrong_notes": notes,
+        "slot_found": found,
+        "p_wrong": p_wrong,
+        "p_book": p_book,
+        "thread_ahead": thread_ahead,
+        "ahead_notes": ahead_notes,
+        "thread_terms": terms_said if own_terms is not None and step.sub == Sub.K else None,
+    }
 
 
 def _own_marks(r: Replay, terms: dict, ph, k, notes, found, said) -> None:

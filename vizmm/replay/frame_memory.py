@@ -19,6 +19,7 @@ import numpy as np
 
 from ..analysis.transactions import TransactionsOverlay, transactions_overlay
 from ..trace import Access, PWrite, Trace
+from .frame import aspect_maker
 from .states import CellState, Ghost, SlotState, Step, Sub, ThreadState
 
 if TYPE_CHECKING:
@@ -248,16 +249,9 @@ def _slot(phases: list, name: str, cur: int | None, loaded: bool, sub: Sub, T: i
     return state, src, val, now
 
 
+@aspect_maker
 def slots(r: Replay, at: At) -> dict:
-    """The ``slots`` aspect: Mds and Nds (state, source, value, written, read, loader).
-
-    Parameters
-    ----------
-    r : Replay
-        The block replay.
-    at : At
-        The step whose fields are made.
-    """
+    """The ``slots`` aspect: Mds and Nds (state, source, value, written, read, loader)."""
     T = r.trace.tile_width
     step = at.step
     cur, m_loaded, n_loaded, _ = at.progress
@@ -343,16 +337,9 @@ def _pvalue(r: Replay, at: At) -> np.ndarray:
     return acc
 
 
+@aspect_maker
 def threads(r: Replay, at: At) -> dict:
-    """The ``threads`` aspect: each thread's state, rank, Pvalue, valid flag and P element.
-
-    Parameters
-    ----------
-    r : Replay
-        The block replay.
-    at : At
-        The step whose fields are made.
-    """
+    """The ``threads`` aspect: each thread's state, rank, Pvalue, valid flag and P element."""
     T = r.trace.tile_width
     cur, _, _, terms = at.progress
     rank, tstate = _thread_states(r, at.step)
@@ -466,16 +453,9 @@ def _p_cells(r: Replay, at: At) -> tuple[np.ndarray, list]:
     return p_state, p_ghosts
 
 
+@aspect_maker
 def matrices(r: Replay, at: At) -> dict:
-    """The ``matrices`` aspect: M, N and P cell states, loading threads, tiles and ghosts.
-
-    Parameters
-    ----------
-    r : Replay
-        The block replay.
-    at : At
-        The step whose fields are made.
-    """
+    """The ``matrices`` aspect: M, N and P cell states, loading threads, tiles and ghosts."""
     T = r.trace.tile_width
     Row0, Col0 = r.block[0] * T, r.block[1] * T
     cur = at.progress.cur
@@ -490,17 +470,11 @@ def matrices(r: Replay, at: At) -> dict:
 
 
 # ------------------------------------------------------------------ focus
+@aspect_maker
 def focus(r: Replay, at: At) -> dict:
     """The ``focus`` aspect: what the followed thread loads, reads and writes at the step.
 
     All False when no thread is followed.
-
-    Parameters
-    ----------
-    r : Replay
-        The block replay.
-    at : At
-        The step whose fields are made.
     """
     j, k, l, T = r._dims
     sub, kk = at.step.sub, at.step.k
@@ -538,16 +512,9 @@ def focus(r: Replay, at: At) -> dict:
 
 
 # --------------------------------------------------------------- counters
+@aspect_maker
 def counters(r: Replay, at: At) -> dict:
-    """The ``counters`` aspect: global loads so far, the naive kernel's, terms done and loaded.
-
-    Parameters
-    ----------
-    r : Replay
-        The block replay.
-    at : At
-        The step whose fields are made.
-    """
+    """The ``counters`` aspect: global loads so far, the naive kernel's, terms done and loaded."""
     _, k, _, T = r._dims
     cur, m_loaded, n_loaded, terms = at.progress
     loads = 0
@@ -568,17 +535,11 @@ def counters(r: Replay, at: At) -> dict:
 
 
 # ----------------------------------------------------------- transactions
+@aspect_maker
 def transactions(r: Replay, at: At) -> dict:
     """The ``transactions`` aspect: the memory-transactions view of the step, or None.
 
     None unless the replay was made with ``transactions=True``.
-
-    Parameters
-    ----------
-    r : Replay
-        The block replay.
-    at : At
-        The step whose fields are made.
     """
     overlay: TransactionsOverlay | None = None
     if r.transactions:

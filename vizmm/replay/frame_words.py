@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..analysis.transactions import LAYOUTS
+from .frame import aspect_maker
 from .frame_lab import own_caption
 from .states import Step, Sub
 from .table import TableCursor, frame_table
@@ -27,19 +28,13 @@ if TYPE_CHECKING:
 __all__ = ["caption", "source", "table"]
 
 
+@aspect_maker
 def caption(r: Replay, at: At) -> dict:
     """The ``caption`` aspect: ``title`` and ``caption`` of the step.
 
     A user kernel's caption adds what its wrong reads were
     (:func:`~vizmm.replay.frame_lab.own_caption`); the barrier lab's adds how
     many threads read a wrong element and who ran ahead (the ``lab`` aspect).
-
-    Parameters
-    ----------
-    r : Replay
-        The block replay.
-    at : At
-        The step whose fields are made.
     """
     step = at.step
     words = _book_caption(r, step)
@@ -61,31 +56,18 @@ def caption(r: Replay, at: At) -> dict:
     return {"title": _title(r, step), "caption": words}
 
 
+@aspect_maker
 def source(r: Replay, at: At) -> dict:
-    """The ``source`` aspect: ``source_line`` (executed at the step) and ``struck_lines``.
-
-    Parameters
-    ----------
-    r : Replay
-        The block replay.
-    at : At
-        The step whose fields are made.
-    """
+    """The ``source`` aspect: ``source_line`` (executed at the step) and ``struck_lines``."""
     return {"source_line": r._lines.get(at.step.sub), "struck_lines": r._struck}
 
 
+@aspect_maker
 def table(r: Replay, at: At) -> dict:
     """The ``table`` aspect: ``table_focus``, ``table_cursor`` and ``table_of`` (Fig. 5.8).
 
     ``table_of`` makes the block's table on first use (kept on the trace,
     :func:`~vizmm.replay.table.frame_table`).
-
-    Parameters
-    ----------
-    r : Replay
-        The block replay.
-    at : At
-        The step whose fields are made.
     """
     return {
         "table_focus": _table_focus(at.step),

@@ -934,7 +934,7 @@ def block_waits(trace: Trace) -> np.ndarray:
     Parameters
     ----------
     trace : Trace
-        Any trace.
+        Any trace, recorded on a GPU or in the simulator.
 
     Returns
     -------

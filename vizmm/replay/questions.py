@@ -693,9 +693,9 @@ def question_at(
     Parameters
     ----------
     trace : Trace
-        A trace of a tiled kernel.
+        The trace the questions are made from: a tiled kernel's, as for :func:`quiz`.
     block : tuple of (int, int)
-        (by, bx) of a block recorded per thread.
+        (by, bx) of the block asked about (recorded per thread).
     step : int
         A step number of the block's replay at substep granularity.
     order : {'lockstep', 'recorded'}

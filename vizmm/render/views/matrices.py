@@ -246,7 +246,7 @@ def _draw_grids(scene, v, f) -> dict[str, GridPlace]:
     from bokeh.models import CustomJS, CustomJSHover
     from bokeh.transform import linear_cmap
 
-    from ..scene_parts import _centred_text, _hover
+    from ..scene_parts import _centred_text, _hover, _outlines
 
     tr, s, th = scene.trace, scene.sizes, scene.palette
     j, k, l = tr.shape
@@ -326,16 +326,7 @@ def _draw_grids(scene, v, f) -> dict[str, GridPlace]:
         )
         pv = None
         if name == "P":  # Pvalue so far of the block's elements (hover; text if room)
-            pv = add(
-                "Rect",
-                scene.sources["P_pvalue"],
-                x="x",
-                y="y",
-                width=1,
-                height=1,
-                fill_alpha=0,
-                line_alpha=0,
-            )
+            pv = _outlines(add, scene.sources["P_pvalue"], 1, line_alpha=0)
         if s.matrix_text:
             px = int(s.cell * 0.32)
             if scene.presenter:  # a projector's values as large as their cells hold

@@ -302,61 +302,51 @@ def _counters(ctx: FrameContext, want: frozenset[str]) -> dict[str, dict[str, li
     return {k: v for k, v in (("counters", counters), ("bars", bars)) if k in want}
 
 
-register(
-    ViewSpec(
-        name="caption",
-        order=0,
-        aspects=("caption",),
-        sources={"caption": "caption"},
-        columns=_caption,
-        kinds={"caption": TEXT_KINDS["caption"]},
-        presenter=True,
-        draw_bokeh=_draw_caption,
-        place="top",
+def _text_spec(
+    name: str,
+    order: int,
+    aspects: tuple[str, ...],
+    draw_bokeh,
+    place: str,
+    sources: tuple[str, ...] = (),
+    columns=None,
+    presenter: bool = False,
+) -> ViewSpec:
+    """The spec of a text view: HTML on a page, drawn by Pillow, kept for a large trace.
+
+    ``sources`` are of :data:`TEXT_KINDS`, each named as its kind.
+    """
+    return ViewSpec(
+        name=name,
+        order=order,
+        aspects=aspects,
+        sources={kind: kind for kind in sources},
+        columns=columns,
+        kinds={kind: TEXT_KINDS[kind] for kind in sources},
+        presenter=presenter,
+        draw_bokeh=draw_bokeh,
+        place=place,
         html=True,
         pillow=True,
         light=True,
     )
-)
+
+
 register(
-    ViewSpec(
-        name="legend",
-        order=7,
-        aspects=(),
-        draw_bokeh=_draw_legend,
-        place="middle",
-        html=True,
-        pillow=True,
-        light=True,
+    _text_spec(
+        "caption", 0, ("caption",), _draw_caption, "top", ("caption",), _caption, presenter=True
     )
 )
+register(_text_spec("legend", 7, (), _draw_legend, "middle"))
+register(_text_spec("source", 8, ("source",), _draw_source, "right", ("source",), _source))
 register(
-    ViewSpec(
-        name="source",
-        order=8,
-        aspects=("source",),
-        sources={"source": "source"},
-        columns=_source,
-        kinds={"source": TEXT_KINDS["source"]},
-        draw_bokeh=_draw_source,
-        place="right",
-        html=True,
-        pillow=True,
-        light=True,
-    )
-)
-register(
-    ViewSpec(
-        name="counters",
-        order=9,
-        aspects=("counters", "threads", "transactions"),
-        sources={"counters": "counters", "bars": "bars"},
-        columns=_counters,
-        kinds={"counters": TEXT_KINDS["counters"], "bars": TEXT_KINDS["bars"]},
-        draw_bokeh=_draw_counters,
-        place="right",
-        html=True,
-        pillow=True,
-        light=True,
+    _text_spec(
+        "counters",
+        9,
+        ("counters", "threads", "transactions"),
+        _draw_counters,
+        "right",
+        ("counters", "bars"),
+        _counters,
     )
 )

@@ -267,7 +267,7 @@ def _draw_shared(scene, name, f) -> GridPlace:
 def _draw_threads(scene, f) -> GridPlace:
     from bokeh.models import TapTool
 
-    from ..scene_parts import _cells, _centred_text, _hover
+    from ..scene_parts import _cells, _centred_text, _hover, _outlines
 
     T, s = scene.trace.tile_width, scene.sizes
     g = scene._grid_fig(f, scene._grid_box("threads", T, T, s.scell, "threads (ty, tx)"))
@@ -316,14 +316,10 @@ def _draw_threads(scene, f) -> GridPlace:
     f.add_tools(TapTool(renderers=[r]))
 
     def warp() -> None:  # the current warp's threads, outlined (transactions view)
-        add(
-            "Rect",
+        _outlines(
+            add,
             scene.sources["warp_threads"],
-            x="x",
-            y="y",
-            width=1.0,
-            height=1.0,
-            fill_alpha=0,
+            1.0,
             line_color=scene.palette.FOCUS,
             line_width=2,
             line_dash="dashed",
