@@ -19,6 +19,7 @@ NumPy only; nothing here imports numba.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import dataclasses
 import threading
@@ -101,17 +102,21 @@ def _check_place(place: str) -> dict[str, str]:
     return ADVICE_WORDS[place]
 
 
-class _OverLimit(RecordError):
-    """A limit a recording would exceed; its advice worded for the place that asks."""
+class _OverLimit(RecordError, metaclass=abc.ABCMeta):
+    """A limit a recording would exceed; its advice worded for the place that asks.
+
+    A subclass names the attributes it is made from (``_ARGS``, in its
+    ``__init__``'s order) and words its message (:meth:`_message`).
+    """
+
+    _ARGS: tuple[str, ...] = ()
 
     def __reduce__(self):  # a worker process passes it back pickled
-        return (type(self), self._args())
+        return (type(self), tuple(getattr(self, a) for a in self._ARGS))
 
-    def _args(self) -> tuple:
-        raise NotImplementedError
-
+    @abc.abstractmethod
     def _message(self, w: dict[str, str]) -> str:
-        raise NotImplementedError
+        """The message, its advice in the words ``w`` of one place."""
 
     def words(self, place: str) -> str:
         """The message with its advice in the words of ``place`` (see :data:`ADVICE_WORDS`).
@@ -144,12 +149,11 @@ class TraceTooLargeError(_OverLimit):
     nbytes, limit : int
     """
 
+    _ARGS = ("nbytes", "limit")
+
     def __init__(self, nbytes: int, limit: int):
         self.nbytes, self.limit = int(nbytes), int(limit)
         super().__init__(self.words("python"))
-
-    def _args(self) -> tuple:
-        return (self.nbytes, self.limit)
 
     def _message(self, w: dict[str, str]) -> str:
         return (
@@ -170,12 +174,11 @@ class TooSlowError(_OverLimit):
         The limit it is over (s).
     """
 
+    _ARGS = ("seconds", "limit")
+
     def __init__(self, seconds: float, limit: float):
         self.seconds, self.limit = float(seconds), float(limit)
         super().__init__(self.words("python"))
-
-    def _args(self) -> tuple:
-        return (self.seconds, self.limit)
 
     def _message(self, w: dict[str, str]) -> str:
         return (
