@@ -255,8 +255,8 @@ def check_identical_instrumented():
 def _device_records(cuda, rec):
     """Device copies of a launch's record arrays; the large log arrays allocated there, unset."""
     out = []
-    for v in rec.values():
-        if isinstance(v, np.ndarray) and v.nbytes > (1 << 28):
+    for k, v in rec.items():
+        if k in ("_ev", "_vals", "_clk") and isinstance(v, np.ndarray) and v.nbytes > (1 << 28):
             out.append(cuda.device_array(v.shape, v.dtype))  # the log: counted, not read unset
         else:
             out.append(cuda.to_device(v) if isinstance(v, np.ndarray) else v)
@@ -291,13 +291,28 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain):
     host = {"M": np.zeros(W * W, np.float32), "N": np.zeros(W * W, np.float32)}
     host["P"] = host["N"]
     out = {}
-    lean = _device_records(cuda, I._lean_records(inst, grid, host, nph))
+    lean_rec = I._lean_records(inst, grid, host, nph)
+    lean = _device_records(cuda, lean_rec)
+    lean_named = dict(zip(lean_rec, lean, strict=True))
+
+    def lean_run(stream=0):  # the lean variant, then its runs added in (instrument_runs)
+        lean_k[grid, block, stream](M, N, P, W, *lean)
+        I.expand_lean_runs(inst, lean_named, stream, keep=True)
+
     detail = _device_records(
         cuda, I._records(inst, grid, block, [(0, 0)], cap, host, True, nbar, nph, True)
     )
     lean_k, full_k = inst.lean, inst.kernel
     try:
-        out["lean_ms"], _ = _event_time(cuda, lambda: lean_k[grid, block](M, N, P, W, *lean), reps)
+        lean_run()  # once from zero: every element of M and N read Width / TILE_WIDTH times
+        cuda.synchronize()
+        out["lean_counts_exact"] = all(
+            bool((lean_named[f"_reads_{a}"].copy_to_host() == g).all()) for a in ("M", "N")
+        )
+        out["lean_ms"], _ = _event_time(cuda, lean_run, reps)
+        out["expand_ms"], _ = _event_time(
+            cuda, lambda: I.expand_lean_runs(inst, lean_named, keep=True), reps
+        )
     except Exception:  # noqa: BLE001 - reported, the full variant is timed still
         import traceback
 
@@ -312,12 +327,12 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain):
 
     def both():  # as vizmm.record runs them: side by side, on two streams
         full_k[(1, 1), block, s_detail](M, N, P, W, *detail)
-        lean_k[grid, block, s_lean](M, N, P, W, *lean)
+        lean_run(s_lean)
 
     if lean_k is not None:
         out["aggregated_ms"], out["aggregated_times_ms"] = _event_time(cuda, both, reps)
         out["aggregated_P_equals_plain"] = bool(P.copy_to_host().tobytes() == P_plain.tobytes())
-    lean = detail = None
+    lean = detail = lean_named = None
     blocks = [(by, bx) for by in range(g) for bx in range(g)]
     need = I.log_bytes(cap, len(blocks) * T * T) + nbar * len(blocks) * T * T * 8
     free = cuda.current_context().get_memory_info()[0]

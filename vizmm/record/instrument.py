@@ -75,6 +75,7 @@ from .instrument_run import (  # noqa: F401 - _records, _lean_records: the GPU s
     _lean_records,
     _records,
     decode,
+    expand_lean_runs,
     log_bytes,
     run,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "Instrumented",
     "RawLog",
     "decode",
+    "expand_lean_runs",
     "instrument",
     "kernel_source",
     "load_kernel",
@@ -123,6 +125,10 @@ _HELPERS = (
     "zfill",
     "lg_load",
     "lg_load2",
+    "lg_peek",
+    "lg_peek2",
+    "lg_run",
+    "lg_run2",
     "lg_store",
     "lg_store2",
     "ls_load",
@@ -185,6 +191,12 @@ class Instrumented:
         The line of its file where :attr:`source` starts (1 for source
         text): the log's line numbers count within :attr:`source`, and
         ``line + first_line - 1`` is the file's line.
+    lean_runs : tuple of str
+        The global arrays whose reads the lean variant counts as runs at a
+        loop's entry (:mod:`.instrument_runs`): its arguments after the read
+        counters are ``_mult_X`` (int32) and ``_code_X`` (int64), each of
+        ``X``'s size, zeroed; :func:`expand_lean_runs` adds them into the
+        counters after the launch.
     """
 
     name: str
@@ -204,6 +216,7 @@ class Instrumented:
     barrier_bound: _Bound | None = None
     copies: Mapping[str, tuple] = dataclasses.field(default_factory=dict)
     first_line: int = 1
+    lean_runs: tuple = ()
 
     def array_id(self, name: str) -> int:
         """The log's id of array ``name``.
@@ -686,6 +699,7 @@ def _instrument(
         barrier_bound=_static_bound(tree, rw, barriers_only=True),
         copies={k: tuple(sorted(v)) for k, v in rw.copies.items()},
         first_line=first_line,
+        lean_runs=tuple(lean_rw.run_arrays),
     )
     _CACHE[key] = out
     return out

@@ -40,6 +40,7 @@ from .instrument_ast import (
     _sum,
     _uncast,
 )
+from .instrument_runs import plan as _runs_of
 
 
 class _Rewriter:
@@ -87,6 +88,8 @@ class _Rewriter:
         self.after_reads: dict[int, bool] = {}
         self.copies: dict[str, set] = {}  # shared array -> the global arrays copied into it
         self.barriers = False  # a cuda.syncthreads() logged: the block's clock is kept
+        # the lean variant: loads counted as runs at their loop's entry (instrument_runs)
+        self.runs: dict[int, str] = {}
         # an extern __shared__ array (Fig. 5.14), known before any barrier is rewritten
         self.extern_shared = any(
             _is_call_to(n, "shared.array") and bool(n.args) and _is_zero(n.args[0], namespace)
@@ -98,6 +101,11 @@ class _Rewriter:
         # makes each detail block's counter (instrument_device.sync): no shared clock.
         self.global_clock = self.extern_shared or simulated
         self.tagged, self.accs = _roles(fn, set(self.params)) if self.terms else (set(), [])
+
+    @property
+    def run_arrays(self) -> list[str]:
+        """The global arrays the lean variant counts runs of (``_mult_``, ``_code_`` arguments)."""
+        return [g for g in self.globals if g in self.runs.values()]
 
     def _add(self, info: ArrayInfo) -> int:
         if len(self.arrays) >= D.MAX_ARRAYS:
@@ -220,6 +228,9 @@ class _Rewriter:
                     if len(idx) == 2
                     else (f"ls_load({name}, {idx[0]})")
                 )
+            if id(node) in self.runs:
+                two = "2" if len(idx) == 2 else ""
+                return f"lg_peek{two}({name}, {', '.join(idx)}, _ZERO_{name})"
             if len(idx) == 2:
                 return f"lg_load2({name}, {idx[0]}, {idx[1]}, _reads_{name}, _ZERO_{name})"
             return f"lg_load({name}, {idx[0]}, _reads_{name}, _ZERO_{name})"
@@ -604,17 +615,21 @@ class _Rewriter:
         gid = self.ids[g]
         acc = self._acc()
         if self.lean:
+            run = id(copy) in self.runs
             if len(gidx) == 2:
-                pre = _stmts(
-                    f"_ok{n} = g_ok2({g}, {gidx[0]}, {gidx[1]})\n"
-                    f"_v{n} = lg_load2({g}, {gidx[0]}, {gidx[1]}, _reads_{g}, _ZERO_{g})"
+                load = (
+                    f"lg_peek2({g}, {gidx[0]}, {gidx[1]}, _ZERO_{g})"
+                    if run
+                    else f"lg_load2({g}, {gidx[0]}, {gidx[1]}, _reads_{g}, _ZERO_{g})"
                 )
+                pre = _stmts(f"_ok{n} = g_ok2({g}, {gidx[0]}, {gidx[1]})\n_v{n} = {load}")
             else:
-                pre = _stmts(
-                    f"_i{n} = {gidx[0]}\n"
-                    f"_ok{n} = g_ok({g}, _i{n})\n"
-                    f"_v{n} = lg_load({g}, _i{n}, _reads_{g}, _ZERO_{g})"
+                load = (
+                    f"lg_peek({g}, _i{n}, _ZERO_{g})"
+                    if run
+                    else f"lg_load({g}, _i{n}, _reads_{g}, _ZERO_{g})"
                 )
+                pre = _stmts(f"_i{n} = {gidx[0]}\n_ok{n} = g_ok({g}, _i{n})\n_v{n} = {load}")
         elif len(gidx) == 2:
             pre = _stmts(
                 f"_i{n} = ({gidx[0]}) * {g}.shape[1] + ({gidx[1]})\n"
@@ -825,7 +840,12 @@ class _Rewriter:
         if isinstance(stmt, ast.If):
             return [self._if(stmt)]
         if isinstance(stmt, ast.For):
-            return [
+            entry: list[ast.stmt] = []
+            if self.lean:  # reads counted once, before the loop, where they can be
+                lines, covered = _runs_of(stmt, set(self.globals), self.tmp)
+                self.runs.update(covered)
+                entry = _stmts("\n".join(lines)) if lines else []
+            return entry + [
                 ast.For(
                     target=stmt.target,
                     iter=self.expr(stmt.iter),
@@ -876,6 +896,7 @@ class _Rewriter:
         stamp, clock = self._stamp_and_clock()
         head, prologue, extra = self._prologue()
         extra += [f"_reads_{g}" for g in self.globals]
+        extra += [f"_{k}_{g}" for g in self.run_arrays for k in ("mult", "code")]
         last_line = max((getattr(n, "lineno", 0) for n in ast.walk(fn)), default=0)
         tail = [] if body and isinstance(body[-1], ast.Return) else self.end(last_line)
         new_body = head + body[:last] + prologue + clock + stamp + body[last:] + tail

@@ -221,7 +221,37 @@ def _lean_records(inst, grid, arrays, phases):
     )
     for g in inst.global_arrays:
         rec[f"_reads_{g}"] = np.zeros(arrays[g].size, np.int32)
+    for g in inst.lean_runs:
+        rec[f"_mult_{g}"] = np.zeros(arrays[g].size, np.int32)
+        rec[f"_code_{g}"] = np.zeros(arrays[g].size, np.int64)
     return rec
+
+
+def expand_lean_runs(inst, rec: dict, stream=0, keep: bool = False) -> None:
+    """After the lean variant: its runs added into the read counters (one launch per array).
+
+    Parameters
+    ----------
+    inst : Instrumented
+        The kernel; :attr:`~.instrument.Instrumented.lean_runs` names the arrays.
+    rec : dict
+        The lean launch's records by name (device arrays, or host arrays in
+        Numba's simulator): ``_reads_X``, ``_mult_X``, ``_code_X``.
+    stream : stream or 0
+        Where the lean variant ran; the expansion follows it there.
+    keep : bool
+        Keep ``_mult_X`` and ``_code_X`` in ``rec`` (a benchmark launching
+        again); by default they are dropped, so that nothing copies them back.
+    """
+    from . import instrument_device as helpers
+
+    for g in inst.lean_runs:
+        mult, code, reads = rec[f"_mult_{g}"], rec[f"_code_{g}"], rec[f"_reads_{g}"]
+        n = mult.shape[0]
+        if n:
+            helpers.expand_runs()[(n + 255) // 256, 256, stream](mult, code, reads)
+        if not keep:
+            del rec[f"_mult_{g}"], rec[f"_code_{g}"]
 
 
 def run(
@@ -497,7 +527,11 @@ class _Launcher:
         """The lean variant over the whole grid (two_launches): its arguments and records."""
         louts = {g: a.copy() for g, a in self.arrays.items()}
         lrec = _lean_records(self.inst, self.grid, self.arrays, self.phases)
-        return self.device_launch(self.inst.lean, self.grid, self._ordered(louts), lrec, stream)
+        d_args, d_rec = self.device_launch(
+            self.inst.lean, self.grid, self._ordered(louts), lrec, stream
+        )
+        expand_lean_runs(self.inst, d_rec, stream)
+        return d_args, d_rec
 
     def gpu_launch(self, rec: dict, ordered: list, outs: dict, with_lean: bool):
         """On a GPU: the full variant (on the detail blocks, beside the lean one on the grid)."""

@@ -1,0 +1,238 @@
+"""The lean variant counts a loop's affine reads once, at the loop's entry (instrument_runs).
+
+Two oracles, both independent of the code under test:
+
+* which loads the rewrite may count at the loop's entry, derived by hand
+  from the rule (a load on every iteration, its index affine in the loop
+  variable, nothing in it changed by the loop);
+* the read counts of the lean variant (the runs added in after the launch),
+  run in Numba's simulator, against every thread's index enumerated in plain
+  Python from the kernel's formula (a hand derivation, not the rewrite).
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import textwrap
+
+import numpy as np
+import pytest
+
+from vizmm.record import instrument as I
+from vizmm.record.instrument_runs import plan
+
+
+def _loop(src: str) -> ast.For:
+    tree = ast.parse(textwrap.dedent(src))
+    return next(n for n in ast.walk(tree) if isinstance(n, ast.For))
+
+
+def _covered(src: str, arrays=("M", "N")) -> list[str]:
+    loop = _loop(src)
+    _, covered = plan(loop, set(arrays))
+    loads = [n for n in ast.walk(loop) if isinstance(n, ast.Subscript) and id(n) in covered]
+    return [ast.unparse(n) for n in loads]
+
+
+def test_the_tiled_kernels_two_loads_are_runs():
+    # Fig. 5.9 lines 9-10: both tile loads, every phase, index affine in ph.
+    src = """
+    for ph in range(Width // TILE_WIDTH):
+        Mds[ty, tx] = M[Row * Width + ph * TILE_WIDTH + tx]
+        Nds[ty, tx] = N[(ph * TILE_WIDTH + ty) * Width + Col]
+        cuda.syncthreads()
+        for k in range(TILE_WIDTH):
+            Pvalue += Mds[ty, k] * Nds[k, tx]
+        cuda.syncthreads()
+    """
+    assert _covered(src) == [
+        "M[Row * Width + ph * TILE_WIDTH + tx]",
+        "N[(ph * TILE_WIDTH + ty) * Width + Col]",
+    ]
+
+
+def test_the_naive_kernels_loads_and_two_dimensional_ones_are_runs():
+    assert _covered(
+        """
+        for k in range(Width):
+            Pvalue += M[Row * Width + k] * N[k * Width + Col]
+        """
+    ) == ["M[Row * Width + k]", "N[k * Width + Col]"]
+    assert _covered(
+        """
+        for k in range(1, n, 2):
+            acc += M[row, k] * N[-k + 2 * n, col]
+        """
+    ) == ["M[row, k]", "N[-k + 2 * n, col]"]
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        # guarded: not every iteration
+        """
+        for ph in range(n):
+            if Row < Width:
+                Mds[ty, tx] = M[Row * Width + ph * T + tx]
+        """,
+        # the loop may stop early
+        """
+        for ph in range(n):
+            Mds[ty, tx] = M[Row * Width + ph * T + tx]
+            if ph == 3:
+                break
+        """,
+        # not affine: a product of the loop variable with itself, a division
+        """
+        for ph in range(n):
+            x = M[ph * ph]
+        """,
+        """
+        for ph in range(n):
+            x = M[ph // 2]
+        """,
+        # a name the loop changes
+        """
+        for ph in range(n):
+            x = M[base + ph]
+            base += 1
+        """,
+        # an index read from memory
+        """
+        for ph in range(n):
+            x = M[idx[ph]]
+        """,
+        # a step that is not a positive constant, a bound read from memory
+        """
+        for ph in range(0, n, s):
+            x = M[ph]
+        """,
+        """
+        for ph in range(N[0]):
+            x = M[ph]
+        """,
+        # a conditional expression, a short circuit
+        """
+        for ph in range(n):
+            x = M[ph] if ph < 3 else 0.0
+        """,
+        """
+        for ph in range(n):
+            x = ok and M[ph] > 0
+        """,
+        # the loop variable reassigned in the body
+        """
+        for ph in range(n):
+            ph = ph + 1
+            x = M[ph]
+        """,
+    ],
+)
+def test_loads_the_rule_does_not_cover_stay_counted_read_by_read(src):
+    assert _covered(src) == []
+
+
+def test_a_loop_of_a_shared_array_is_not_a_run():
+    assert _covered("for k in range(T):\n    acc += Mds[ty, k]\n") == []
+
+
+# ---------------------------------------------------------------- the counts, in the simulator
+
+KERNELS = {
+    # Fig. 5.9 as printed, Width not a multiple of TILE_WIDTH: the loads run past a row's
+    # end into the next row and past the array's end (counted only inside the array).
+    "tiled": (
+        """
+        def k(M, N, P, Width):
+            Mds = cuda.shared.array((T, T), float32)
+            Nds = cuda.shared.array((T, T), float32)
+            tx = cuda.threadIdx.x
+            ty = cuda.threadIdx.y
+            Row = cuda.blockIdx.y * T + ty
+            Col = cuda.blockIdx.x * T + tx
+            Pvalue = float32(0)
+            for ph in range((Width + T - 1) // T):
+                Mds[ty, tx] = M[Row * Width + ph * T + tx]
+                Nds[ty, tx] = N[(ph * T + ty) * Width + Col]
+                cuda.syncthreads()
+                for kk in range(T):
+                    Pvalue += Mds[ty, kk] * Nds[kk, tx]
+                cuda.syncthreads()
+            if Row < Width and Col < Width:
+                P[Row * Width + Col] = Pvalue
+        """,
+        lambda W, T, by, bx, ty, tx: (
+            [("M", (by * T + ty) * W + ph * T + tx) for ph in range((W + T - 1) // T)]
+            + [("N", (ph * T + ty) * W + bx * T + tx) for ph in range((W + T - 1) // T)]
+        ),
+    ),
+    # Backwards, from before the array's start, with a start and a step; an index the
+    # loop does not change (read c times at one element).
+    "backwards": (
+        """
+        def k(M, N, P, Width):
+            tx = cuda.threadIdx.x
+            ty = cuda.threadIdx.y
+            acc = float32(0)
+            for j in range(1, Width + 2, 2):
+                acc += M[Width * Width + 3 - 4 * j - tx] + N[ty * Width]
+            P[ty * Width + tx] = acc
+        """,
+        lambda W, T, by, bx, ty, tx: (
+            [("M", W * W + 3 - 4 * j - tx) for j in range(1, W + 2, 2)]
+            + [("N", ty * W) for j in range(1, W + 2, 2)]
+        ),
+    ),
+    # Trip counts that differ by thread: runs that start at the same element with other
+    # lengths (one thread's shape claims the element; the others count read by read).
+    "ragged": (
+        """
+        def k(M, N, P, Width):
+            tx = cuda.threadIdx.x
+            ty = cuda.threadIdx.y
+            acc = float32(0)
+            for j in range(ty + tx):
+                acc += M[2 * j] + N[j * Width + tx % 2]
+            P[ty * Width + tx] = acc
+        """,
+        lambda W, T, by, bx, ty, tx: (
+            [("M", 2 * j) for j in range(ty + tx)] + [("N", j * W + tx % 2) for j in range(ty + tx)]
+        ),
+    ),
+}
+
+
+def _counts_by_hand(formula, W, T, grid):
+    want = {a: np.zeros(W * W, np.int64) for a in ("M", "N")}
+    for by, bx, ty, tx in itertools.product(range(grid), range(grid), range(T), range(T)):
+        for a, i in formula(W, T, by, bx, ty, tx):
+            if 0 <= i < W * W:  # lg_load counts a read inside the array only
+                want[a][i] += 1
+    return want
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+@pytest.mark.parametrize(("W", "T"), [(5, 2), (7, 3)])
+def test_lean_counts_equal_every_read_counted_by_hand(name, W, T):
+    from vizmm_kernels import _target
+
+    if _target.NAME != _target.SIMULATOR:
+        pytest.skip("runs the lean variant in Numba's simulator")
+    src, formula = KERNELS[name]
+    inst = I.instrument(textwrap.dedent(src), constants={"T": T}, shared_loads=False)
+    assert set(inst.lean_runs) == {"M", "N"}  # the rule covers every load of these kernels
+    grid = (W + T - 1) // T
+    args = [
+        np.arange(W * W, dtype=np.float32),
+        np.ones(W * W, np.float32),
+        np.zeros(W * W, np.float32),
+        W,
+    ]
+    rec = I._lean_records(inst, (grid, grid), dict(zip(inst.params, args, strict=True)), grid)
+    inst.lean[(grid, grid), (T, T)](*args, *rec.values())
+    I.expand_lean_runs(inst, rec)
+    want = _counts_by_hand(formula, W, T, grid)
+    for a in ("M", "N"):
+        np.testing.assert_array_equal(rec[f"_reads_{a}"], want[a], err_msg=a)
+    assert "_mult_M" not in rec  # dropped after the expansion: nothing copies them back

@@ -1,0 +1,256 @@
+"""Global reads counted once per loop, not once per iteration (the lean variant's runs).
+
+Aggregated recording on a GPU counts how often each element of M and N is
+read. Counted one atomic per read, that costs the tiled kernel (Fig. 5.9)
+1.3-1.9x the plain kernel at TILE_WIDTH 16: every phase ``ph`` adds two
+atomics to a loop whose work is 2 loads, 32 shared loads and 16 FMAs.
+
+Most reads of the book's kernels need no counting inside the loop at all.
+``M[Row*Width + ph*TILE_WIDTH + tx]`` in ``for ph in range(...)`` reads the
+elements ``a, a+b, ..., a+(c-1)b`` with ``a = Row*Width + tx``,
+``b = TILE_WIDTH`` and ``c`` the trip count: one *run*. When the rewrite can
+prove that a load
+
+* stands in a simple statement directly in the body of ``for v in range(...)``
+  (not in an ``if``, an inner loop, a conditional expression or an ``and`` /
+  ``or``), in a loop with no ``break``, ``continue`` or ``return`` of its own,
+  so that it runs on every iteration;
+* has an index (or two indices) affine in ``v`` whose other names the loop
+  never assigns, built of ``+``, ``-``, ``*`` by a term free of ``v``, and
+  names, integers, attributes (``cuda.threadIdx.x``) and ``A.shape[k]``;
+* of a loop whose ``range`` arguments are such expressions too, with a
+  positive integer step,
+
+the lean variant counts it once, before the loop (:func:`plan`): the part of
+the run inside the array (what ``lg_load`` would have counted read by read)
+is worked out in closed form, and the thread adds 1 to ``mult[s]`` at the
+run's first element ``s`` after claiming ``code[s] = stride << 32 | length``
+with a compare-and-swap. Threads whose runs start at the same element with
+the same stride and length (the ``gridDim.x`` blocks of a row of blocks share
+their M runs) share one entry; a thread whose run starts where another run
+of another shape does counts its elements one atomic each, as before. A
+kernel after the lean one (``expand_runs``) adds each entry's multiplicity
+to every element of its run: work proportional to the elements, not to the
+reads. The counts are the same as one atomic per read, element for element.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import itertools
+from collections.abc import Iterable, Iterator
+
+_NEVER = (ast.Return, ast.Break, ast.Continue)
+_SKIP = (
+    ast.IfExp,
+    ast.BoolOp,
+    ast.Lambda,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
+
+
+def _stored_names(stmts: Iterable[ast.stmt]) -> set[str]:
+    """Every name the statements assign (``=``, ``op=``, ``for`` targets, ``:=``), at any depth."""
+    return {
+        n.id
+        for s in stmts
+        for n in ast.walk(s)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))
+    }
+
+
+def _exits(stmts: list[ast.stmt]) -> bool:
+    """Whether a ``return``, ``break`` or ``continue`` is among the statements, at any depth.
+
+    (A ``break`` of an inner loop would do no harm; refusing it too keeps the rule short.)
+    """
+    return any(isinstance(n, _NEVER) for s in stmts for n in ast.walk(s))
+
+
+class _Affine:
+    """Whether an index is ``a + b*v`` with ``a``, ``b`` unchanged by the loop (see the module)."""
+
+    def __init__(self, var: str, assigned: set[str]):
+        self.var, self.assigned = var, assigned
+
+    def invariant(self, e: ast.expr) -> bool:
+        """``e`` is free of the loop variable, of what the loop changes and of memory."""
+        if isinstance(e, ast.Constant):
+            return type(e.value) is int
+        if isinstance(e, ast.Name):
+            return e.id != self.var and e.id not in self.assigned
+        if isinstance(e, ast.Attribute):
+            return (
+                self.invariant(e.value)
+                if not isinstance(e.value, ast.Name)
+                else (e.value.id != self.var and e.value.id not in self.assigned)
+            )
+        if isinstance(e, ast.Subscript):  # A.shape[k] only: no element of memory
+            return (
+                isinstance(e.value, ast.Attribute)
+                and e.value.attr == "shape"
+                and isinstance(e.slice, ast.Constant)
+                and self.invariant(e.value)
+            )
+        if isinstance(e, ast.BinOp):
+            return self.invariant(e.left) and self.invariant(e.right)
+        if isinstance(e, ast.UnaryOp):
+            return isinstance(e.op, (ast.USub, ast.UAdd, ast.Invert)) and self.invariant(e.operand)
+        return False
+
+    def affine(self, e: ast.expr) -> bool:
+        """``e`` is affine in the loop variable with invariant coefficients."""
+        if self.invariant(e) or (isinstance(e, ast.Name) and e.id == self.var):
+            return True
+        if isinstance(e, ast.BinOp):
+            if isinstance(e.op, (ast.Add, ast.Sub)):
+                return self.affine(e.left) and self.affine(e.right)
+            if isinstance(e.op, ast.Mult):
+                return (self.invariant(e.left) and self.affine(e.right)) or (
+                    self.affine(e.left) and self.invariant(e.right)
+                )
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+            return self.affine(e.operand)
+        return False
+
+
+class _Put(ast.NodeTransformer):
+    """The loop variable replaced by an expression."""
+
+    def __init__(self, var: str, value: ast.expr):
+        self.var, self.value = var, value
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return copy.deepcopy(self.value) if node.id == self.var else node
+
+
+def _at(e: ast.expr, var: str, value: str) -> str:
+    """``e`` with ``var`` replaced by the expression ``value``, as source."""
+    return ast.unparse(_Put(var, ast.parse(value, mode="eval").body).visit(copy.deepcopy(e)))
+
+
+def _every_iteration_loads(stmt: ast.stmt, arrays: set[str]) -> Iterator[ast.Subscript]:
+    """Loads of ``arrays`` that a simple statement evaluates whenever it runs."""
+
+    def walk(n: ast.AST) -> Iterator[ast.Subscript]:
+        if isinstance(n, _SKIP):
+            return
+        if (
+            isinstance(n, ast.Subscript)
+            and isinstance(n.ctx, ast.Load)
+            and isinstance(n.value, ast.Name)
+            and n.value.id in arrays
+            and not isinstance(n.slice, ast.Slice)
+        ):
+            yield n
+        for child in ast.iter_child_nodes(n):
+            yield from walk(child)
+
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
+        yield from walk(stmt)
+
+
+def _range_parts(loop: ast.For, inv: _Affine) -> tuple[str, str, int] | None:
+    """``(start, stop, step)`` of ``for v in range(...)`` as source, or None when not countable."""
+    it = loop.iter
+    if not (
+        isinstance(loop.target, ast.Name)
+        and isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "range"
+        and not it.keywords
+        and 1 <= len(it.args) <= 3
+    ):
+        return None
+    args = list(it.args)
+    step = 1
+    if len(args) == 3:
+        s = args.pop()
+        if not (isinstance(s, ast.Constant) and type(s.value) is int and s.value > 0):
+            return None
+        step = s.value
+    if not all(inv.invariant(a) for a in args):
+        return None
+    start = ast.unparse(args[0]) if len(args) == 2 else "0"
+    return start, ast.unparse(args[-1]), step
+
+
+def plan(
+    loop: ast.For, arrays: set[str], counter: Iterator[int] | None = None
+) -> tuple[list[str], dict[int, str]]:
+    """The runs of a ``for`` loop: what to count at its entry, and the loads it covers.
+
+    Parameters
+    ----------
+    loop : ast.For
+        A loop of the kernel's tree, before the rewrite.
+    arrays : set of str
+        The kernel's global arrays (parameters); a shared or local array's
+        loads are not counted.
+    counter : iterator of int, optional
+        Numbers for the temporaries (``_rs3``, ``_ra4`` ...), the rewriter's.
+
+    Returns
+    -------
+    entry : list of str
+        Source lines to run just before the loop (one ``lg_run``/``lg_run2``
+        call per covered load, after the run's start, stride and the trip
+        count); empty when no load qualifies.
+    covered : dict of int to str
+        ``id()`` of each covered ``ast.Subscript`` load: its array. The
+        rewrite loads these without counting (``lg_peek``).
+    """
+    counter = counter if counter is not None else itertools.count()
+    if loop.orelse or _exits(loop.body) or not isinstance(loop.target, ast.Name):
+        return [], {}
+    var = loop.target.id
+    assigned = _stored_names(loop.body)
+    if var in assigned:
+        return [], {}
+    aff = _Affine(var, assigned | {var})
+    parts = _range_parts(loop, _Affine(var, assigned))
+    if parts is None:
+        return [], {}
+    start, stop, step = parts
+    loads = [
+        n
+        for s in loop.body
+        for n in _every_iteration_loads(s, arrays)
+        if all(
+            aff.affine(e) for e in (n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice])
+        )
+        and (not isinstance(n.slice, ast.Tuple) or len(n.slice.elts) == 2)
+    ]
+    if not loads:
+        return [], {}
+    k = next(counter)
+    s0, c = f"_rs{k}", f"_rc{k}"
+    entry = [
+        f"{s0} = {start}",
+        f"_re{k} = {stop}",
+        f"{c} = (_re{k} - {s0} + {step - 1}) // {step} if _re{k} > {s0} else 0",
+    ]
+    covered: dict[int, str] = {}
+    for n in loads:
+        g = n.value.id  # type: ignore[attr-defined]
+        j = next(counter)
+        idx = n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice]
+        names = []
+        for d, e in enumerate(idx):
+            a, b = f"_ra{j}_{d}", f"_rb{j}_{d}"
+            entry += [f"{a} = {_at(e, var, s0)}", f"{b} = {_at(e, var, f'({s0} + {step})')} - {a}"]
+            names += [a, b]
+        if len(idx) == 2:
+            entry.append(
+                f"lg_run2(_reads_{g}, _mult_{g}, _code_{g}, {', '.join(names)}, {c}, "
+                f"{g}.shape[0], {g}.shape[1])"
+            )
+        else:
+            a, b = names
+            entry.append(f"lg_run(_reads_{g}, _mult_{g}, _code_{g}, {a}, {b}, {c}, {g}.shape[0])")
+        covered[id(n)] = g
+    return entry, covered
