@@ -9,6 +9,8 @@ Tests marked ``gpu`` are skipped unless a CUDA GPU is usable.
 """
 
 import os
+import re
+import shutil
 import sys
 
 import pytest
@@ -63,12 +65,52 @@ def pytest_collection_modifyitems(config, items):
     items[:] = [i for i in items if not _uses_browser(i)] + [i for i in items if _uses_browser(i)]
 
 
+def _selected(config, path) -> bool:
+    """Whether the command line's paths take in the test file ``path``."""
+    args = [a.split("::")[0] for a in config.args] or ["."]
+    for a in args:
+        a = os.path.abspath(os.path.join(str(config.invocation_params.dir), a))
+        if a == path or path.startswith(a.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+def pytest_configure(config):
+    # Under pytest-xdist the controller starts the PTX compiles (tests/ptx.py) before
+    # the workers exist, one after another in the background, and leaves each result
+    # in a folder the workers read (ptx.SHARE): they compile while both workers run
+    # other tests, instead of holding a worker for up to two minutes each.
+    if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses", None):
+        return
+    if re.search(r"not\s+slow", config.option.markexpr or ""):  # the compiles are slow tests
+        return
+    import importlib
+    import tempfile
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    jobs = []
+    for name in sorted(os.listdir(here)):
+        path = os.path.join(here, name)
+        if not (name.startswith("test_") and name.endswith(".py")) or not _selected(config, path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            if "def ptx_jobs(" not in f.read():
+                continue
+        jobs += importlib.import_module(name[:-3]).ptx_jobs()
+    if jobs:
+        import ptx
+
+        share = tempfile.mkdtemp(prefix="vizmm-ptx-")
+        os.environ[ptx.SHARE] = share
+        config.add_cleanup(lambda: shutil.rmtree(share, ignore_errors=True))
+        ptx.start(jobs, share=share)
+
+
 def pytest_collection_finish(session):
     # The PTX compiles (tests/ptx.py) run in subprocesses, each on one core and for
     # up to a minute or more: those of the chosen tests start now, one after another
     # in the background, and compile while the other tests run. Under pytest-xdist
-    # every worker collects every test but runs only some: there each compile runs
-    # when its test does, in that worker (the other workers go on meanwhile).
+    # the controller started them (pytest_configure); a worker waits for their files.
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return
     jobs = []

@@ -12,11 +12,13 @@ then only numba-cuda-mlir can, and without it the tests are skipped with
 that reason (:func:`compile_target`).
 """
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -58,8 +60,10 @@ def compile_target():
 class _Job:
     """One compile script run in a subprocess, from a thread of its own: its result, later."""
 
-    def __init__(self, target: str, script: str, args: tuple[str, ...], timeout: int):
-        self.target, self.proc, self.result = target, None, None
+    def __init__(
+        self, target: str, script: str, args: tuple[str, ...], timeout: int, share: str = ""
+    ):
+        self.target, self.proc, self.result, self.share = target, None, None, share
         self.done = threading.Event()
         self.cmd = [sys.executable, "-c", PRELUDE + script, *args]
         self.env = dict(os.environ, **targets.environment(target))
@@ -82,6 +86,11 @@ class _Job:
                 err += f"\n(stopped after {self.timeout} s)"
             self.result = (self.proc.returncode, out, err)
         finally:
+            if self.share:  # for the pytest-xdist workers (:func:`run`): written whole, then named
+                path = os.path.join(self.share, _key(self.cmd[2], self.cmd[3:]))
+                with open(path + ".tmp", "w", encoding="utf-8") as f:
+                    json.dump(self.result or (1, "", "the compile did not run"), f)
+                os.replace(path + ".tmp", path + ".json")
             self.done.set()
 
     def stop(self) -> None:
@@ -92,14 +101,26 @@ class _Job:
 #: The compiles started ahead (:func:`start`), by (script, args).
 _JOBS: dict[tuple, _Job] = {}
 
+#: Where a pytest-xdist controller's compiles leave their results for the workers.
+SHARE = "VIZMM_TEST_PTX_SHARE"
 
-def start(jobs, timeout: int = 900) -> None:
+
+def _key(script: str, args) -> str:
+    """A compile's file name in the shared folder: a digest of its script and arguments."""
+    text = "\0".join([script, *args])
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def start(jobs, timeout: int = 900, share: str = "") -> None:
     """Start compile scripts ahead, one after another in a background thread.
 
     ``jobs``: (script, *args) tuples, as :func:`run` takes them. Each compile
     runs on one core while the tests go on; :func:`run` of the same script and
     arguments then waits for its result. Nothing starts where no target can
-    compile (:func:`run` skips those tests).
+    compile (:func:`run` skips those tests). ``share``: a folder where each
+    result is also written (``<digest>.json``) and each compile started is
+    announced (``<digest>.started``), for the pytest-xdist workers, whose
+    :func:`run` then waits for the file instead of compiling again.
     """
     target, _ = compile_target()
     if target is None:
@@ -108,8 +129,10 @@ def start(jobs, timeout: int = 900) -> None:
     for script, *args in jobs:
         key = (script, tuple(args))
         if key not in _JOBS:
-            _JOBS[key] = _Job(target, script, tuple(args), timeout)
+            _JOBS[key] = _Job(target, script, tuple(args), timeout, share)
             queue.append(_JOBS[key])
+            if share:
+                open(os.path.join(share, _key(PRELUDE + script, args) + ".started"), "w").close()
 
     def work():
         for job in queue:
@@ -124,6 +147,23 @@ def stop() -> None:
         job.stop()
 
 
+def _shared_result(script: str, args, timeout: int):
+    """The result the controller's compile wrote to the shared folder, waited for; None: none."""
+    share = os.environ.get(SHARE, "")
+    if not share:
+        return None
+    path = os.path.join(share, _key(PRELUDE + script, args))
+    if not os.path.exists(path + ".started"):
+        return None
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path + ".json"):  # a file another process writes: polled
+        if time.monotonic() > deadline:
+            return (1, "", f"no result from the controller's compile after {timeout} s")
+        time.sleep(0.25)
+    with open(path + ".json", encoding="utf-8") as f:
+        return tuple(json.load(f))
+
+
 def run(script: str, *args: str, timeout: int = 900) -> dict:
     """Run :data:`PRELUDE` then ``script`` for the compiling target; its last line as JSON.
 
@@ -134,7 +174,12 @@ def run(script: str, *args: str, timeout: int = 900) -> dict:
     if target is None:
         pytest.skip(f"no compiler can build PTX here: {reason}")
     job = _JOBS.get((script, args))
-    if job is None:
+    result = _shared_result(script, args, timeout) if job is None else None
+    if result is not None:
+        job = _Job(target, script, args, timeout)
+        job.result = result
+        job.done.set()
+    elif job is None:
         job = _JOBS[(script, args)] = _Job(target, script, args, timeout)
         job.run()
     job.done.wait()
