@@ -67,14 +67,48 @@ def test_the_naive_kernels_loads_and_two_dimensional_ones_are_runs():
     ) == ["M[row, k]", "N[-k + 2 * n, col]"]
 
 
+def test_loads_under_affine_tests_are_runs_and_the_else_is_not():
+    # Fig. 5.13: each tile load under a test of comparisons affine in ph; the else's
+    # zero-fill reads nothing; a load in an else is not one.
+    src = """
+    for ph in range((Width + T - 1) // T):
+        if Row < Width and ph * T + tx < Width:
+            Mds[ty, tx] = M[Row * Width + ph * T + tx]
+        else:
+            Mds[ty, tx] = N[0]
+        if 0 <= ph * T + ty < Width and Col < Width:
+            if ph > 1:
+                Nds[ty, tx] = N[(ph * T + ty) * Width + Col]
+    """
+    assert _covered(src) == [
+        "M[Row * Width + ph * T + tx]",
+        "N[(ph * T + ty) * Width + Col]",
+    ]
+
+
 @pytest.mark.parametrize(
     "src",
     [
-        # guarded: not every iteration
+        # tests that are not a conjunction of affine comparisons
         """
         for ph in range(n):
-            if Row < Width:
-                Mds[ty, tx] = M[Row * Width + ph * T + tx]
+            if Row != Width:
+                x = M[Row * Width + ph]
+        """,
+        """
+        for ph in range(n):
+            if Row < Width or ph < 2:
+                x = M[Row * Width + ph]
+        """,
+        """
+        for ph in range(n):
+            if ph * ph < Width:
+                x = M[ph]
+        """,
+        """
+        for ph in range(n):
+            if M[ph] > 0:
+                x = N[ph]
         """,
         # the loop may stop early
         """
@@ -198,6 +232,72 @@ KERNELS = {
         """,
         lambda W, T, by, bx, ty, tx: (
             [("M", 2 * j) for j in range(ty + tx)] + [("N", j * W + tx % 2) for j in range(ty + tx)]
+        ),
+    ),
+    # Fig. 5.13: the tile loads under the boundary tests; M's test in a chain.
+    "boundary": (
+        """
+        def k(M, N, P, Width):
+            Mds = cuda.shared.array((T, T), float32)
+            Nds = cuda.shared.array((T, T), float32)
+            tx = cuda.threadIdx.x
+            ty = cuda.threadIdx.y
+            Row = cuda.blockIdx.y * T + ty
+            Col = cuda.blockIdx.x * T + tx
+            Pvalue = float32(0)
+            for ph in range((Width + T - 1) // T):
+                if Row < Width and 0 <= ph * T + tx < Width:
+                    Mds[ty, tx] = M[Row * Width + ph * T + tx]
+                else:
+                    Mds[ty, tx] = float32(0)
+                if ph * T + ty < Width and Col < Width:
+                    Nds[ty, tx] = N[(ph * T + ty) * Width + Col]
+                else:
+                    Nds[ty, tx] = float32(0)
+                cuda.syncthreads()
+                for kk in range(T):
+                    Pvalue += Mds[ty, kk] * Nds[kk, tx]
+                cuda.syncthreads()
+            if Row < Width and Col < Width:
+                P[Row * Width + Col] = Pvalue
+        """,
+        lambda W, T, by, bx, ty, tx: (
+            [
+                ("M", (by * T + ty) * W + ph * T + tx)
+                for ph in range((W + T - 1) // T)
+                if by * T + ty < W and 0 <= ph * T + tx < W
+            ]
+            + [
+                ("N", (ph * T + ty) * W + bx * T + tx)
+                for ph in range((W + T - 1) // T)
+                if ph * T + ty < W and bx * T + tx < W
+            ]
+        ),
+    ),
+    # A window of iterations from both sides, strict and not, nested; and a test on a
+    # fraction (not a whole number: those reads are counted in the loop, one by one).
+    "windows": (
+        """
+        def k(M, N, P, Width):
+            tx = cuda.threadIdx.x
+            ty = cuda.threadIdx.y
+            x = float32(tx) + float32(0.5)
+            acc = float32(0)
+            for j in range(Width + 3):
+                if j >= ty and 3 * j < Width + 4 + tx:
+                    if j - 1 > tx - 2:
+                        acc += M[j * Width + tx]
+                if j > x:
+                    acc += N[ty * Width + j]
+            P[ty * Width + tx] = acc
+        """,
+        lambda W, T, by, bx, ty, tx: (
+            [
+                ("M", j * W + tx)
+                for j in range(W + 3)
+                if j >= ty and 3 * j < W + 4 + tx and j - 1 > tx - 2
+            ]
+            + [("N", ty * W + j) for j in range(W + 3) if j > tx + 0.5]
         ),
     ),
 }

@@ -829,6 +829,115 @@ def lg_peek2(A, r, c, zero):
     return v if ok else zero
 
 
+@device
+@_documented
+def lg_peek_or(A, i, reads, zero, counted):
+    """``A[i]``, its read counted here unless ``counted`` (its run was); out of bounds zero.
+
+    Parameters
+    ----------
+    counted : bool
+        The run of this load was counted at the loop's entry.
+    """
+    ok = inside(i, A.shape[0])
+    j = i if ok else 0
+    v = A[j]
+    if not counted:
+        cuda.atomic.add(reads, j, 1 if ok else 0)
+    return v if ok else zero
+
+
+@device
+@_documented
+def lg_peek_or2(A, r, c, reads, zero, counted):
+    """``A[r, c]``, counted at ``r * ncols + c`` unless ``counted``; outside, zero.
+
+    Parameters
+    ----------
+    counted : bool
+        The run of this load was counted at the loop's entry.
+    """
+    ok = inside(r, A.shape[0]) & inside(c, A.shape[1])
+    rr = r if ok else 0
+    cc = c if ok else 0
+    v = A[rr, cc]
+    if not counted:
+        cuda.atomic.add(reads, rr * A.shape[1] + cc, 1 if ok else 0)
+    return v if ok else zero
+
+
+@device
+def whole(x):
+    """Whether ``x`` is a whole number (always, for an integer): a guard's run is exact.
+
+    Parameters
+    ----------
+    x : int or float
+        A term of an ``if`` test around a counted load.
+
+    Returns
+    -------
+    bool
+    """
+    return x == int(x)
+
+
+@device
+def cond_lo(d0, dd, op, lo):
+    """The first iteration, at least ``lo``, from which ``d0 + dd*k op 0`` can hold.
+
+    Parameters
+    ----------
+    d0, dd : int or float
+        The test's difference (left side minus right) at iteration 0 and its step; whole.
+    op : int
+        0: ``<``, 1: ``<=``, 2: ``>``, 3: ``>=`` (a constant).
+    lo : int
+        The first iteration so far.
+
+    Returns
+    -------
+    int
+        ``lo`` or later; :data:`RUN_KEY` (never reached) when the test never holds.
+    """
+    d, s = int(d0), int(dd)
+    e = -1 - d if op == 0 else (-d if op == 1 else (d - 1 if op == 2 else d))
+    de = -s if op <= 1 else s
+    if e >= 0:
+        return lo
+    if de <= 0:
+        return RUN_KEY
+    k = (de - 1 - e) // de
+    return k if k > lo else lo
+
+
+@device
+def cond_hi(d0, dd, op, hi):
+    """One past the last iteration, at most ``hi``, at which ``d0 + dd*k op 0`` holds.
+
+    Parameters
+    ----------
+    d0, dd : int or float
+        As :func:`cond_lo`'s.
+    op : int
+        As :func:`cond_lo`'s.
+    hi : int
+        The bound so far (the trip count at first).
+
+    Returns
+    -------
+    int
+        ``hi`` or less (no bound when the test holds from some iteration on).
+    """
+    d, s = int(d0), int(dd)
+    e = -1 - d if op == 0 else (-d if op == 1 else (d - 1 if op == 2 else d))
+    de = -s if op <= 1 else s
+    if de >= 0 or e < 0:
+        return hi
+    k = e // (-de) + 1
+    return k if k < hi else hi
+
+
 #: A run's key: ``stride * RUN_KEY + length`` in the int64 ``code`` array (0: no run yet).
 RUN_KEY = 1 << 32
 
@@ -916,8 +1025,8 @@ def count_run(reads, mult, code, s, b, n):
 
 
 @device
-def lg_run(reads, mult, code, a, b, c, n):
-    """Count, at a loop's entry, the reads ``lg_load`` would count of ``a + b*k``, ``k < c``.
+def lg_run(reads, mult, code, a, b, lo, hi, n):
+    """Count, at a loop's entry, the reads ``lg_load`` would count of ``a + b*k``, ``lo <= k < hi``.
 
     Parameters
     ----------
@@ -925,13 +1034,14 @@ def lg_run(reads, mult, code, a, b, c, n):
         As :func:`count_run`'s.
     a, b : int
         The load's flat index at the loop's first iteration and its step per iteration.
-    c : int
-        The loop's trip count.
+    lo, hi : int
+        The iterations that load (the trip count, or where its ``if`` holds).
     n : int
         The array's extent (elements).
     """
     k0 = run_first(a, b, n)
-    k1 = run_end(a, b, c, n)
+    k0 = lo if lo > k0 else k0
+    k1 = run_end(a, b, hi, n)
     if k1 > k0:
         if b == 0 or k1 - k0 == 1:
             cuda.atomic.add(reads, a + b * k0, k1 - k0)
@@ -942,7 +1052,7 @@ def lg_run(reads, mult, code, a, b, c, n):
 
 
 @device
-def lg_run2(reads, mult, code, ar, br, ac, bc, c, nr, nc):
+def lg_run2(reads, mult, code, ar, br, ac, bc, lo, hi, nr, nc):
     """:func:`lg_run` of a 2-D load ``A[ar + br*k, ac + bc*k]``, counted at ``row * nc + col``.
 
     Parameters
@@ -951,15 +1061,16 @@ def lg_run2(reads, mult, code, ar, br, ac, bc, c, nr, nc):
         As :func:`count_run`'s.
     ar, br, ac, bc : int
         The row's and the column's index at the first iteration and their steps.
-    c : int
-        The loop's trip count.
+    lo, hi : int
+        The iterations that load.
     nr, nc : int
         The array's rows and columns.
     """
     k0 = run_first(ar, br, nr)
-    k1 = run_end(ar, br, c, nr)
+    k0 = lo if lo > k0 else k0
+    k1 = run_end(ar, br, hi, nr)
     f = run_first(ac, bc, nc)
-    e = run_end(ac, bc, c, nc)
+    e = run_end(ac, bc, hi, nc)
     k0 = f if f > k0 else k0
     k1 = e if e < k1 else k1
     if k1 > k0:

@@ -89,7 +89,8 @@ class _Rewriter:
         self.copies: dict[str, set] = {}  # shared array -> the global arrays copied into it
         self.barriers = False  # a cuda.syncthreads() logged: the block's clock is kept
         # the lean variant: loads counted as runs at their loop's entry (instrument_runs)
-        self.runs: dict[int, str] = {}
+        # (id of the load: (its array, the flag saying its run was counted; None: always))
+        self.runs: dict[int, tuple[str, str | None]] = {}
         # an extern __shared__ array (Fig. 5.14), known before any barrier is rewritten
         self.extern_shared = any(
             _is_call_to(n, "shared.array") and bool(n.args) and _is_zero(n.args[0], namespace)
@@ -105,7 +106,7 @@ class _Rewriter:
     @property
     def run_arrays(self) -> list[str]:
         """The global arrays the lean variant counts runs of (``_mult_``, ``_code_`` arguments)."""
-        return [g for g in self.globals if g in self.runs.values()]
+        return [g for g in self.globals if g in {a for a, _ in self.runs.values()}]
 
     def _add(self, info: ArrayInfo) -> int:
         if len(self.arrays) >= D.MAX_ARRAYS:
@@ -229,8 +230,7 @@ class _Rewriter:
                     else (f"ls_load({name}, {idx[0]})")
                 )
             if id(node) in self.runs:
-                two = "2" if len(idx) == 2 else ""
-                return f"lg_peek{two}({name}, {', '.join(idx)}, _ZERO_{name})"
+                return self._run_load(name, idx, self.runs[id(node)][1])
             if len(idx) == 2:
                 return f"lg_load2({name}, {idx[0]}, {idx[1]}, _reads_{name}, _ZERO_{name})"
             return f"lg_load({name}, {idx[0]}, _reads_{name}, _ZERO_{name})"
@@ -254,6 +254,14 @@ class _Rewriter:
             f"g_load({name}, {idx[0]}, {row}, {col}, {aid}, {ln}, _reads_{name}, _ZERO_{name}, "
             f"{_LOG}, {self._acc()})"
         )
+
+    @staticmethod
+    def _run_load(g: str, idx: list[str], counted: str | None) -> str:
+        """A load a run counts (``lg_peek``); when ``counted`` is false, counted here."""
+        two = "2" if len(idx) == 2 else ""
+        if counted is None:
+            return f"lg_peek{two}({g}, {', '.join(idx)}, _ZERO_{g})"
+        return f"lg_peek_or{two}({g}, {', '.join(idx)}, _reads_{g}, _ZERO_{g}, {counted})"
 
     def expr(self, node):
         """``node`` with every load of a known array replaced by its logging call."""
@@ -615,17 +623,17 @@ class _Rewriter:
         gid = self.ids[g]
         acc = self._acc()
         if self.lean:
-            run = id(copy) in self.runs
+            run = self.runs.get(id(copy))
             if len(gidx) == 2:
                 load = (
-                    f"lg_peek2({g}, {gidx[0]}, {gidx[1]}, _ZERO_{g})"
+                    self._run_load(g, gidx, run[1])
                     if run
                     else f"lg_load2({g}, {gidx[0]}, {gidx[1]}, _reads_{g}, _ZERO_{g})"
                 )
                 pre = _stmts(f"_ok{n} = g_ok2({g}, {gidx[0]}, {gidx[1]})\n_v{n} = {load}")
             else:
                 load = (
-                    f"lg_peek({g}, _i{n}, _ZERO_{g})"
+                    self._run_load(g, [f"_i{n}"], run[1])
                     if run
                     else f"lg_load({g}, _i{n}, _reads_{g}, _ZERO_{g})"
                 )

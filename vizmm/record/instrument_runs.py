@@ -179,9 +179,51 @@ def _range_parts(loop: ast.For, inv: _Affine) -> tuple[str, str, int] | None:
     return start, ast.unparse(args[-1]), step
 
 
+_CMP = {ast.Lt: 0, ast.LtE: 1, ast.Gt: 2, ast.GtE: 3}
+
+
+def _guards(test: ast.expr, aff: _Affine) -> list[tuple[ast.expr, int]] | None:
+    """An ``if`` test as comparisons ``d op 0`` with ``d`` affine; None when it is not one.
+
+    ``a < b and c >= d`` (and chains ``0 <= x < n``) give ``(a - b, 0)``,
+    ``(c - d, 3)``: the codes of :data:`_CMP`.
+    """
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        out: list[tuple[ast.expr, int]] = []
+        for v in test.values:
+            got = _guards(v, aff)
+            if got is None:
+                return None
+            out += got
+        return out
+    if not isinstance(test, ast.Compare):
+        return None
+    out, left = [], test.left
+    for op, right in zip(test.ops, test.comparators, strict=True):
+        if type(op) not in _CMP or not (aff.affine(left) and aff.affine(right)):
+            return None
+        out.append((ast.BinOp(left=left, op=ast.Sub(), right=right), _CMP[type(op)]))
+        left = right
+    return out
+
+
+def _sites(stmts, arrays, aff, guards=()) -> Iterator[tuple[ast.Subscript, tuple]]:
+    """Each load that runs on every iteration where its ``if`` tests (``guards``) hold."""
+    for s in stmts:
+        if isinstance(s, ast.If):
+            got = _guards(s.test, aff)
+            if got is not None:  # the body's loads, under the test; the else's are not runs
+                yield from _sites(s.body, arrays, aff, (*guards, *got))
+            continue
+        for n in _every_iteration_loads(s, arrays):
+            idx = n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice]
+            if len(idx) <= 2 and all(aff.affine(e) for e in idx):
+                yield n, guards
+
+
 def plan(
     loop: ast.For, arrays: set[str], counter: Iterator[int] | None = None
-) -> tuple[list[str], dict[int, str]]:
+) -> tuple[list[str], dict[int, tuple[str, str | None]]]:
     """The runs of a ``for`` loop: what to count at its entry, and the loads it covers.
 
     Parameters
@@ -197,12 +239,17 @@ def plan(
     Returns
     -------
     entry : list of str
-        Source lines to run just before the loop (one ``lg_run``/``lg_run2``
-        call per covered load, after the run's start, stride and the trip
-        count); empty when no load qualifies.
-    covered : dict of int to str
-        ``id()`` of each covered ``ast.Subscript`` load: its array. The
-        rewrite loads these without counting (``lg_peek``).
+        Source lines to run just before the loop: the trip count; per ``if``
+        around covered loads, the iterations where its test holds
+        (``cond_lo``/``cond_hi``) and whether they are exact (``_gk``: the
+        test's terms are whole numbers); per covered load, its run's start
+        and stride and one ``lg_run``/``lg_run2`` call. Empty when no load
+        qualifies.
+    covered : dict of int to (str, str or None)
+        ``id()`` of each covered ``ast.Subscript`` load: its array and the
+        name of the flag saying its run was counted (None: always). The
+        rewrite loads these with ``lg_peek`` (or ``lg_peek_or``, counting
+        in the loop when the flag is false).
     """
     counter = counter if counter is not None else itertools.count()
     if loop.orelse or _exits(loop.body) or not isinstance(loop.target, ast.Name):
@@ -211,22 +258,13 @@ def plan(
     assigned = _stored_names(loop.body)
     if var in assigned:
         return [], {}
-    aff = _Affine(var, assigned | {var})
     parts = _range_parts(loop, _Affine(var, assigned))
     if parts is None:
         return [], {}
-    start, stop, step = parts
-    loads = [
-        n
-        for s in loop.body
-        for n in _every_iteration_loads(s, arrays)
-        if all(
-            aff.affine(e) for e in (n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice])
-        )
-        and (not isinstance(n.slice, ast.Tuple) or len(n.slice.elts) == 2)
-    ]
-    if not loads:
+    sites = list(_sites(loop.body, arrays, _Affine(var, assigned | {var})))
+    if not sites:
         return [], {}
+    start, stop, step = parts
     k = next(counter)
     s0, c = f"_rs{k}", f"_rc{k}"
     entry = [
@@ -234,23 +272,39 @@ def plan(
         f"_re{k} = {stop}",
         f"{c} = (_re{k} - {s0} + {step - 1}) // {step} if _re{k} > {s0} else 0",
     ]
-    covered: dict[int, str] = {}
-    for n in loads:
+    at0, at1 = s0, f"({s0} + {step})"
+    spans: dict[tuple, tuple[str, str, str | None]] = {(): ("0", c, None)}
+    covered: dict[int, tuple[str, str | None]] = {}
+    for n, guards in sites:
+        key = tuple(id(d) for d, _ in guards)
+        if key not in spans:
+            m = next(counter)
+            lo, hi, ok = f"_gl{m}", f"_gh{m}", f"_gk{m}"
+            entry += [f"{lo} = 0", f"{hi} = {c}", f"{ok} = True"]
+            for i, (d, op) in enumerate(guards):
+                d0, dd = f"_gd{m}_{i}", f"_ge{m}_{i}"
+                entry += [
+                    f"{d0} = {_at(d, var, at0)}",
+                    f"{dd} = {_at(d, var, at1)} - {d0}",
+                    f"{lo} = cond_lo({d0}, {dd}, {op}, {lo})",
+                    f"{hi} = cond_hi({d0}, {dd}, {op}, {hi})",
+                    f"{ok} = {ok} and whole({d0}) and whole({dd})",
+                ]
+            spans[key] = (lo, hi, ok)
+        lo, hi, ok = spans[key]
         g = n.value.id  # type: ignore[attr-defined]
         j = next(counter)
         idx = n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice]
         names = []
         for d, e in enumerate(idx):
             a, b = f"_ra{j}_{d}", f"_rb{j}_{d}"
-            entry += [f"{a} = {_at(e, var, s0)}", f"{b} = {_at(e, var, f'({s0} + {step})')} - {a}"]
+            entry += [f"{a} = {_at(e, var, at0)}", f"{b} = {_at(e, var, at1)} - {a}"]
             names += [a, b]
-        if len(idx) == 2:
-            entry.append(
-                f"lg_run2(_reads_{g}, _mult_{g}, _code_{g}, {', '.join(names)}, {c}, "
-                f"{g}.shape[0], {g}.shape[1])"
-            )
-        else:
-            a, b = names
-            entry.append(f"lg_run(_reads_{g}, _mult_{g}, _code_{g}, {a}, {b}, {c}, {g}.shape[0])")
-        covered[id(n)] = g
+        shape = f"{g}.shape[0], {g}.shape[1]" if len(idx) == 2 else f"{g}.shape[0]"
+        call = (
+            f"lg_run{'2' if len(idx) == 2 else ''}(_reads_{g}, _mult_{g}, _code_{g}, "
+            f"{', '.join(names)}, {lo}, {hi}, {shape})"
+        )
+        entry += [call] if ok is None else [f"if {ok}:", f"    {call}"]
+        covered[id(n)] = (g, ok)
     return entry, covered
