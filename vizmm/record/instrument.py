@@ -666,8 +666,9 @@ def _instrument(
         filename = f"<vizmm {label} {tree.name}>"
         env = dict(ns)
         from . import instrument_device as helpers  # binds this process's target (numba)
+        from . import instrument_device_runs as runs
 
-        env.update({h: getattr(helpers, h) for h in _HELPERS})
+        env.update({h: getattr(helpers, h, None) or getattr(runs, h) for h in _HELPERS})
         if simulated:
             env["sync"] = helpers.sync
         env["_NARR"] = len(rw.arrays)

@@ -243,7 +243,7 @@ def expand_lean_runs(inst, rec: dict, stream=0, keep: bool = False) -> None:
         Keep ``_mult_X`` and ``_code_X`` in ``rec`` (a benchmark launching
         again); by default they are dropped, so that nothing copies them back.
     """
-    from . import instrument_device as helpers
+    from . import instrument_device_runs as helpers
 
     for g in inst.lean_runs:
         mult, code, reads = rec[f"_mult_{g}"], rec[f"_code_{g}"], rec[f"_reads_{g}"]

@@ -221,6 +221,26 @@ def _sites(stmts, arrays, aff, guards=()) -> Iterator[tuple[ast.Subscript, tuple
                 yield n, guards
 
 
+def _span(guards, m: int, c: str, var: str, at: tuple[str, str]):
+    """The lines working out the iterations where ``guards`` hold: ``(lines, (lo, hi, ok))``.
+
+    ``lo``, ``hi``: the names of the first and one past the last iteration;
+    ``ok``: of the flag saying the test's terms are whole numbers (the span is exact).
+    """
+    lo, hi, ok = f"_gl{m}", f"_gh{m}", f"_gk{m}"
+    lines = [f"{lo} = 0", f"{hi} = {c}", f"{ok} = True"]
+    for i, (d, op) in enumerate(guards):
+        d0, dd = f"_gd{m}_{i}", f"_ge{m}_{i}"
+        lines += [
+            f"{d0} = {_at(d, var, at[0])}",
+            f"{dd} = {_at(d, var, at[1])} - {d0}",
+            f"{lo} = cond_lo({d0}, {dd}, {op}, {lo})",
+            f"{hi} = cond_hi({d0}, {dd}, {op}, {hi})",
+            f"{ok} = {ok} and whole({d0}) and whole({dd})",
+        ]
+    return lines, (lo, hi, ok)
+
+
 def plan(
     loop: ast.For, arrays: set[str], counter: Iterator[int] | None = None
 ) -> tuple[list[str], dict[int, tuple[str, str | None]]]:
@@ -278,19 +298,8 @@ def plan(
     for n, guards in sites:
         key = tuple(id(d) for d, _ in guards)
         if key not in spans:
-            m = next(counter)
-            lo, hi, ok = f"_gl{m}", f"_gh{m}", f"_gk{m}"
-            entry += [f"{lo} = 0", f"{hi} = {c}", f"{ok} = True"]
-            for i, (d, op) in enumerate(guards):
-                d0, dd = f"_gd{m}_{i}", f"_ge{m}_{i}"
-                entry += [
-                    f"{d0} = {_at(d, var, at0)}",
-                    f"{dd} = {_at(d, var, at1)} - {d0}",
-                    f"{lo} = cond_lo({d0}, {dd}, {op}, {lo})",
-                    f"{hi} = cond_hi({d0}, {dd}, {op}, {hi})",
-                    f"{ok} = {ok} and whole({d0}) and whole({dd})",
-                ]
-            spans[key] = (lo, hi, ok)
+            lines, spans[key] = _span(guards, next(counter), c, var, (at0, at1))
+            entry += lines
         lo, hi, ok = spans[key]
         g = n.value.id  # type: ignore[attr-defined]
         j = next(counter)
