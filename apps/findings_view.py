@@ -22,24 +22,34 @@ import threading
 import panel as pn
 
 from vizmm.analysis.check import counted
+from vizmm.analysis.finding_kinds import kinds
 from vizmm.replay.findings import finding_step, trace_findings
 from vizmm.replay.navigator import Position, place
 
-__all__ = ["BACKGROUND_EVENTS", "PAGE_ROWS", "RACE_WORDS", "FindingsPanel", "row_label"]
+__all__ = ["BACKGROUND_EVENTS", "PAGE_ROWS", "FindingsPanel", "page_notes", "row_label"]
 
 PAGE_ROWS = 200  # rows of the list sent to the page at a time
 #: Access logs with more events (log slots x threads x events) are checked in a thread.
 BACKGROUND_EVENTS = 200_000
 _ALL = "all"
-#: What the list means by a race (the README says the same).
-RACE_WORDS = (
-    "\n\nA *race* here: two accesses of one shared element by different threads of a "
-    "block, at least one a store, in the same barrier epoch (no `cuda.syncthreads()` "
-    "between them). It is found whatever order the threads ran in, like compute-sanitizer "
-    "racecheck's potential hazards, and listed once per block, element and epoch; "
-    "racecheck counts hazards per pair of instructions and reports per shared address, "
-    "so its counts differ."
-)
+
+
+def page_notes(found) -> str:
+    """What the list means by the kinds it holds: each kind's ``page_note``, once, in kind order.
+
+    Parameters
+    ----------
+    found : sequence of Finding
+        The findings listed (:func:`vizmm.analysis.check.findings`).
+
+    Returns
+    -------
+    str
+        Markdown: each note of a kind some finding is of, after a blank line;
+        empty when none of their kinds has a note.
+    """
+    held = {f.kind for f in found}
+    return "".join(f"\n\n{k.page_note}" for k in kinds() if k.page_note and k.name in held)
 
 
 def row_label(i: int, finding) -> str:
@@ -181,8 +191,7 @@ class FindingsPanel(pn.viewable.Viewer):
             f"**{counted(len(found), 'finding')}**, {counted(errors, 'error')}: {counts}. "
             f"Ordered by when they happened: the first is the one to fix. Click a row to go "
             f"to its block, step and thread; the scene marks it (solid: what went wrong, "
-            f"dashed green: what the book's kernel uses there).{more}"
-            + (RACE_WORDS if any(f.kind == "race" for f in found) else "")
+            f"dashed green: what the book's kernel uses there).{more}" + page_notes(found)
         )
         self.table.options = {row_label(i, found[i]): n for n, i in enumerate(self._shown)}
         self._mark_selected()

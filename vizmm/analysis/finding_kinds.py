@@ -73,6 +73,10 @@ class FindingKind:
         What a thread it marks that is not the finding's own is, in words
         (``"the other thread of the race"``); None: the one that stored the
         slot a wrong factor was read from, else ``"involved"``.
+    page_note : str
+        What a page listing findings adds below its summary, once, when its
+        list holds one of this kind: what the list means by the kind
+        (Markdown). Empty: nothing.
     """
 
     name: str
@@ -82,6 +86,7 @@ class FindingKind:
     drawn: str = "elements"
     step: str = "tile load"
     other_thread: str | None = None
+    page_note: str = ""
 
     def __post_init__(self) -> None:
         for field, value, allowed in (
@@ -178,7 +183,23 @@ def rank(name: str) -> int:
     return kind_names().index(finding_kind(name).name)
 
 
-register(FindingKind("race", ERROR, "race", "races", other_thread="the other thread of the race"))
+register(
+    FindingKind(
+        "race",
+        ERROR,
+        "race",
+        "races",
+        other_thread="the other thread of the race",
+        page_note=(
+            "A *race* here: two accesses of one shared element by different threads of a "
+            "block, at least one a store, in the same barrier epoch (no `cuda.syncthreads()` "
+            "between them). It is found whatever order the threads ran in, like "
+            "compute-sanitizer racecheck's potential hazards, and listed once per block, "
+            "element and epoch; racecheck counts hazards per pair of instructions and reports "
+            "per shared address, so its counts differ."
+        ),
+    )
+)
 register(FindingKind("out of bounds", ERROR, "out-of-bounds access", "out-of-bounds accesses"))
 register(FindingKind("wrong term", ERROR, "wrong term", "wrong terms", "term", "k loop"))
 register(FindingKind("wrong P", ERROR, "wrong P element", "wrong P elements", step="P written"))

@@ -50,7 +50,7 @@ from ..replay.large import (
     wait_bin_label,
     wait_distribution,
 )
-from ..trace import WAIT_BINS, Trace
+from ..trace import KERNEL_SPECS, WAIT_BINS, Trace
 from . import palette as pal
 from .bokeh_tools import add_hover, title_of
 
@@ -67,11 +67,15 @@ __all__ = [
     "slowest_columns",
     "time_scale",
     "SLOWEST_ROWS",
+    "KERNEL_LABELS",
 ]
 
 SANS = f"'{pal.FONT_FAMILY}', 'Helvetica Neue', Arial, sans-serif"
 SLOWEST_ROWS = 12  # rows of the slowest-blocks table
 GRID_LINES_UP_TO = 32  # block grids up to this many blocks a side get lines between blocks
+#: How the read maps name each book kernel that has a label (``KernelSpec.label``); another
+#: kernel by its name.
+KERNEL_LABELS = {s.name: s.label for s in KERNEL_SPECS.values() if s.label is not None}
 _STATES = tuple(BlockState)
 
 
@@ -967,13 +971,7 @@ class LargeScene:
         side = 300 if not self.presenter else 360
         j, k, l = self.trace.shape
         figs = {}
-        kname = {
-            "tiled": "tiled kernel (Fig. 5.9)",
-            "boundary": "tiled kernel (Fig. 5.13)",
-            "general": "general tiled kernel",
-            "naive": "naive kernel (Fig. 3.11)",
-            "dynamic": "tiled kernel (Fig. 5.14)",
-        }
+        kname = KERNEL_LABELS
         for name, rm in (
             ("M", rc.m),
             ("N", rc.n),

@@ -37,6 +37,7 @@ from typing import Any
 
 from ..replay import CellState, SlotState, ThreadState
 from ..replay.large import BlockState
+from ..trace.kernels import KERNEL_SPECS
 
 __all__ = [
     "Palette",
@@ -74,6 +75,7 @@ __all__ = [
     "WAVE_BANDS",
     "sequential",
     "KERNEL_COLORS",
+    "SERIES_COLORS",
 ]
 
 FONT_FAMILY = "DejaVu Sans"
@@ -452,14 +454,16 @@ WAVE_BANDS = LIGHT.WAVE_BANDS
 NO_READS = LIGHT.NO_READS
 READS_RAMP = Palette.READS_RAMP
 
-# One colour per timed kernel (roofline points and speed curves): Okabe-Ito hues,
-# the same in both themes.
-KERNEL_COLORS = {
-    "naive": "#d55e00",
-    "tiled": "#0072b2",
-    "boundary": "#009e73",
-    "dynamic": "#cc79a7",
+#: Colours of the timed series that are no kernel of :data:`vizmm.trace.KERNEL_SPECS`:
+#: the dynamic kernel at any size (``dynamic_any``), cuBLAS and the book's own numbers.
+SERIES_COLORS = {
     "dynamic_any": "#e69f00",
     "cublas": "#000000",
     "book": "#8c959f",
+}
+#: One colour per timed kernel (roofline points and speed curves): Okabe-Ito hues, the same
+#: in both themes; each book kernel's is its ``KernelSpec.color``, then :data:`SERIES_COLORS`.
+KERNEL_COLORS = {
+    **{s.name: s.color for s in KERNEL_SPECS.values() if s.color is not None},
+    **SERIES_COLORS,
 }

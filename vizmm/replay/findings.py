@@ -26,6 +26,7 @@ from ..analysis.finding_kinds import FindingKind, finding_kind
 from ..trace.derived import per_trace
 from ..trace.notation import subscript as _sub  # M_{row,col}, written once
 from .block import Frame, Replay, Sub
+from .view_roles import names as _view_names
 
 __all__ = [
     "FindingMarks",
@@ -37,8 +38,9 @@ __all__ = [
     "with_finding",
 ]
 
-#: The views a mark may name, as the Bokeh scene and the GIF frames call them.
-MARK_VIEWS = ("M", "N", "P", "Mds", "Nds", "threads")
+#: The views a mark may name, as the Bokeh scene and the GIF frames call them: those whose
+#: role is ``markable`` (:mod:`vizmm.replay.view_roles`; a view spec's ``markable`` reads it).
+MARK_VIEWS = _view_names(markable=True)
 #: What a mark says: ``wrong`` (what the kernel used or did wrong), ``needed`` (what the
 #: book's kernel uses there instead), ``used`` (a right factor of the wrong term),
 #: ``other`` (the other thread: the racing one, or the one that stored the slot).

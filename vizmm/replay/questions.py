@@ -48,6 +48,7 @@ from ..analysis.hazards import hazards
 from ..trace import Access, Trace
 from ..trace.notation import subscript as _sub  # M_{row,col}, written once
 from .block import Replay, Sub
+from .view_roles import names as _view_names
 
 __all__ = [
     "KINDS",
@@ -65,8 +66,9 @@ __all__ = [
 #: Kinds of question, in the order a quiz asks them within a phase.
 KINDS = ("copy_m", "copy_n", "wrong_element", "zero_fill", "barrier_wait", "hazard", "loads")
 
-#: Views a student clicks in (names of the Bokeh scene's figures), and "choice".
-VIEWS = ("M", "N", "Mds", "Nds", "threads", "choice")
+#: Views a student clicks in (names of the Bokeh scene's figures: those whose role is
+#: ``pickable``, :mod:`vizmm.replay.view_roles`), and "choice" (an option of a count).
+VIEWS = (*_view_names(pickable=True), "choice")
 
 #: Most threads a question asks the student to click one by one (a 4 x 4 block).
 MAX_CLICKS = 16

@@ -59,6 +59,15 @@ class KernelSpec:
     occupancy : bool
         Section 5.6's occupancy arithmetic knows its registers per thread
         (measured on an H200, ``vizmm/data/gpu-speed-h200.json``).
+    label : str or None
+        How a page names it in a sentence or a plot's title (``"tiled
+        kernel (Fig. 5.9)"``: "... by the tiled kernel (Fig. 5.9)"); None:
+        its :attr:`name`.
+    color : str or None
+        Its colour (``"#rrggbb"``) where plots tell kernels apart (the
+        roofline's points, the speed curves): an Okabe-Ito hue, the same in
+        both themes (:data:`vizmm.render.palette.KERNEL_COLORS`); None: the
+        theme's muted colour.
     """
 
     name: str
@@ -67,17 +76,52 @@ class KernelSpec:
     square: bool = True
     barriers: bool = False
     occupancy: bool = False
+    label: str | None = None
+    color: str | None = None
 
 
 _SPECS = (
-    KernelSpec("naive", "Fig. 3.11", tiled=False, occupancy=True),
-    KernelSpec("tiled", "Fig. 5.9", barriers=True, occupancy=True),
-    KernelSpec("boundary", "Fig. 5.13", barriers=True, occupancy=True),
-    KernelSpec("general", "Section 5.5 (j x k . k x l exercise)", square=False, occupancy=True),
+    KernelSpec(
+        "naive",
+        "Fig. 3.11",
+        tiled=False,
+        occupancy=True,
+        label="naive kernel (Fig. 3.11)",
+        color="#d55e00",
+    ),
+    KernelSpec(
+        "tiled",
+        "Fig. 5.9",
+        barriers=True,
+        occupancy=True,
+        label="tiled kernel (Fig. 5.9)",
+        color="#0072b2",
+    ),
+    KernelSpec(
+        "boundary",
+        "Fig. 5.13",
+        barriers=True,
+        occupancy=True,
+        label="tiled kernel (Fig. 5.13)",
+        color="#009e73",
+    ),
+    KernelSpec(
+        "general",
+        "Section 5.5 (j x k . k x l exercise)",
+        square=False,
+        occupancy=True,
+        label="general tiled kernel",
+    ),
     KernelSpec("uncoalesced", "Fig. 5.13, thread roles swapped in the loads"),
     KernelSpec("conflict", "Fig. 5.13, Nds read as Nds[tx][k]"),
     KernelSpec("padded", "Fig. 5.13, Nds[tx][k], Nds padded to TILE_WIDTH + 1 columns"),
-    KernelSpec("dynamic", "Fig. 5.14", occupancy=True),
+    KernelSpec(
+        "dynamic",
+        "Fig. 5.14",
+        occupancy=True,
+        label="tiled kernel (Fig. 5.14)",
+        color="#cc79a7",
+    ),
 )
 
 #: Every book kernel by name, in the order menus list them.

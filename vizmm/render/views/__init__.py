@@ -6,8 +6,9 @@ module of its family in this package (``matrices``, ``tiles``,
 view needs of the replay (its aspects), the Bokeh sources it draws from and
 their columns and tooltips, how its columns are worked out from a frame, how
 the Bokeh scene and the Pillow renderer draw it where they do, and what it is
-for the other lists (drawn as HTML, kept for large traces, shown to a class,
-a question's click target). Every list of views is derived from here:
+for the other lists (drawn as HTML, kept for large traces, shown to a class;
+whether a finding marks it and a question asks to click it are its role in
+the replay, :mod:`vizmm.replay.view_roles`). Every list of views is derived from here:
 :data:`vizmm.render.bokeh_scene.VIEWS`, ``HTML_VIEWS``, ``PRESENTER_VIEWS``
 and ``SOURCE_NAMES``, :data:`vizmm.render.pillow.VIEWS`,
 :data:`vizmm.export.HTML_ONLY_VIEWS`, :data:`vizmm.render.policy.LIGHT_VIEWS`.
@@ -27,6 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...replay import ASPECTS as REPLAY_ASPECTS
+from ...replay.view_roles import role as view_role
 
 __all__ = [
     "aspects_of",
@@ -82,10 +84,6 @@ class ViewSpec:
         Kept for a large trace (:func:`vizmm.render.policy.affordable_views`).
     presenter : bool
         Shown in presenter mode (what a class must see on a projector).
-    markable : bool
-        A finding of ``vizmm check`` marks cells of it (a ``<name>_finding`` source).
-    pickable : bool
-        A question may ask the student to click a cell of it (``apps/quiz.py``).
     host : str, optional
         A part of another view: shown with that view, not chosen on its own
         (its sources are the host's too).
@@ -101,6 +99,13 @@ class ViewSpec:
         ``draw_pillow(renderer, img, draw, frame, panel)``: its Pillow drawing
         (GIF and MP4 frames) in its panel of a
         :class:`vizmm.render.pillow.FrameRenderer` (a hosted view: its host's).
+
+    Notes
+    -----
+    Two flags are not the spec's to set: :attr:`markable` and
+    :attr:`pickable` are read from the view's role in the replay
+    (:mod:`vizmm.replay.view_roles`), where the marks and the picks are made
+    (the replay imports nothing of this layer).
     """
 
     name: str
@@ -114,12 +119,26 @@ class ViewSpec:
     pillow: bool = False
     light: bool = False
     presenter: bool = False
-    markable: bool = False
-    pickable: bool = False
     host: str | None = None
     draw_bokeh: Callable[..., Any] | None = None
     place: str | None = None
     draw_pillow: Callable[..., Any] | None = None
+
+    @property
+    def markable(self) -> bool:
+        """A finding of ``vizmm check`` marks cells of it (a ``<name>_finding`` source).
+
+        Its role in the replay says so (:func:`vizmm.replay.view_roles.role`).
+        """
+        return view_role(self.name).markable
+
+    @property
+    def pickable(self) -> bool:
+        """A question may ask the student to click a cell of it (``apps/quiz.py``).
+
+        Its role in the replay says so (:func:`vizmm.replay.view_roles.role`).
+        """
+        return view_role(self.name).pickable
 
     def __post_init__(self) -> None:
         unknown = [a for a in self.aspects if a not in ASPECTS]

@@ -512,8 +512,6 @@ for _order, _name in ((1, "M"), (2, "N"), (3, "P")):
             hover={**MATRIX_HOVER, **FINDING_HOVER},
             pillow=True,
             presenter=True,
-            markable=True,
-            pickable=_name != "P",
             draw_pillow=_pillow_matrix,
         )
     )

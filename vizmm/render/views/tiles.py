@@ -527,8 +527,6 @@ def _tile_spec(
         pillow=True,
         light=True,
         presenter=True,
-        markable=True,
-        pickable=True,
         draw_pillow=draw_pillow,
     )
 
