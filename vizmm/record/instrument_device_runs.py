@@ -220,7 +220,9 @@ def count_run(reads, mult, code, s, b, n):
         The run's first element, stride and length (elements).
     """
     key = b * RUN_KEY + n
-    old = cuda.atomic.cas(code, s, 0, key)
+    old = key + 1  # a stride or a length too large for a key: counted element by element
+    if b < RUN_KEY // 2 and n < RUN_KEY:
+        old = cuda.atomic.cas(code, s, 0, key)
     if old == 0 or old == key:
         cuda.atomic.add(mult, s, 1)
     else:
