@@ -119,3 +119,25 @@ def test_presenter_mode_never_makes_what_it_does_not_show(made):
     assert "table" in d.scene.views, "the scene drawn from that frame shows the table"
     d.state.handle_key("ArrowLeft")
     assert made["table"] == 2 and set(everything) <= set(d.state.frame.aspects)
+
+
+# the page's pair menu is made with Panel's `name=` (its label), deprecated for `label=`
+@pytest.mark.filterwarnings("ignore:Widget.name is deprecated:PendingDeprecationWarning")
+def test_the_side_by_side_page_makes_only_its_scenes_and_counters(made):
+    from vizmm_apps.side_by_side import STATUS_ASPECTS as SIDE_STATUS
+    from vizmm_apps.side_by_side import SideBySide
+
+    shown = set(view_specs.aspects_of(view_specs.names(presenter=True), always=SIDE_STATUS))
+    unshown = set(ASPECTS) - shown
+    assert {"table", "source"} <= unshown, "each side shows presenter mode's views"
+    page = SideBySide(served=False)
+    page.state.pair = "barrier"
+    page.state.load()
+    both = page.state.lockstep
+    assert both is not None, page.state.message
+    made.clear()
+    for _ in range(len(both) - 1):
+        page.state.handle_key("ArrowRight")
+    assert page.state.step == len(both) - 1
+    assert made, "the frames were made while stepping"
+    assert not unshown & set(made), dict(made)
