@@ -44,7 +44,8 @@ import param
 
 from vizmm.record import RecordingCancelled
 from vizmm.render.bokeh_scene import Scene
-from vizmm.replay.narration import narrate
+from vizmm.render.views import aspects_of
+from vizmm.replay.narration import NARRATED_ASPECTS, narrate
 from vizmm.serve import catalogue
 from vizmm.serve.catalogue import CATALOGUE
 from vizmm.trace import Trace
@@ -262,6 +263,10 @@ class Dashboard(pn.viewable.Viewer):
         if served:
             self.state.loader = self._load_in_background
         self._build_widgets()
+        # frames of only what the page shows; a view switched on (presenter mode off)
+        # has its aspects made before the scene is drawn
+        self.state.shows = self._shown_aspects
+        self.state.param.watch(lambda e: self.state.refresh_aspects(), ["presenter"])
         self.state.param.watch(self._draw, ["frame", "presenter", "theme"])
         self.state.param.watch(self._on_trace, ["trace"])
         self.state.param.watch(self._on_message, ["message", "message_kind", "busy", "progress"])
@@ -748,6 +753,15 @@ class Dashboard(pn.viewable.Viewer):
             large=s.presenter,
         )
         self.status_pane.object = self._status_html()
+
+    def _shown_aspects(self) -> tuple[str, ...]:
+        """The aspects of a frame the scene of the mode shown needs, and the narration's."""
+        s = self.state
+        if s.trace is None:
+            return tuple(NARRATED_ASPECTS)
+        # the scene of _scene_for: the normal page says the caption in its narration
+        views = large_view.page_views(s.trace, presenter=s.presenter, caption=s.presenter)
+        return aspects_of(views, always=NARRATED_ASPECTS)
 
     def _presenter_fit(self) -> tuple[int, int] | None:
         """Pixels presenter mode's scene fills: the window less the controls (None: unknown)."""

@@ -3,7 +3,9 @@
 :class:`DashboardState` (a ``param.Parameterized``) holds the trace, the
 block, the followed thread, the step, the granularity and order, the theme
 and presenter mode, and the current :class:`~vizmm.replay.Frame`; every
-move goes through :func:`vizmm.replay.navigator.place`. :data:`URL_PARAMS`
+move goes through :func:`vizmm.replay.navigator.place`. The frame is made of
+only the aspects the page needs: those its views need (``shows``, given by the
+page) and those its status reads (:data:`STATUS_ASPECTS`). :data:`URL_PARAMS`
 are the choices a bookmark keeps, :data:`KEYS` the keyboard's shortcuts.
 It draws nothing: :class:`vizmm_apps.dashboard.Dashboard` shows it.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 import json
 import types
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import ClassVar
 
 import param
@@ -23,6 +25,8 @@ from vizmm import TransactionsError, memory_transactions
 from vizmm.record import in_words
 from vizmm.render.bokeh_scene import slot_label
 from vizmm.replay import (
+    ASPECT_FIELDS,
+    ASPECTS,
     GRANULARITIES,
     ORDERS,
     Frame,
@@ -38,7 +42,14 @@ from vizmm.trace import Trace
 from vizmm_apps.parts import drop_long_url_values
 from vizmm_apps.url_params import link_one_based
 
-__all__ = ["DashboardState", "URL_PARAMS", "KEYS", "in_page_words"]
+__all__ = [
+    "DashboardState",
+    "URL_PARAMS",
+    "KEYS",
+    "STATUS_FIELDS",
+    "STATUS_ASPECTS",
+    "in_page_words",
+]
 
 #: Parameters of :class:`DashboardState` kept in the URL, and their query names.
 URL_PARAMS = {
@@ -69,10 +80,40 @@ KEYS = {
 }
 
 
+#: The fields of a :class:`~vizmm.replay.Frame` that :meth:`DashboardState.status` reads:
+#: the title, the T x T slot labels and states and thread states, the followed thread's
+#: Pvalue, the counters and their CGMA (``Frame.cgma`` reads ``thread_valid``,
+#: ``terms_loaded`` and ``loads_so_far``), the barrier lab's wrong reads. The struck
+#: lines come from the replay (``Replay.struck_lines``); the transactions are said when
+#: the frame holds them (the page shows a view of them).
+STATUS_FIELDS = frozenset(
+    {
+        "title",
+        "mds_state",
+        "mds_src",
+        "nds_state",
+        "nds_src",
+        "thread_state",
+        "thread_valid",
+        "pvalue",
+        "loads_so_far",
+        "naive_loads_so_far",
+        "terms_loaded",
+        "thread_wrong",
+    }
+)
+
+#: The aspects of a frame the status reads (those holding :data:`STATUS_FIELDS`): every
+#: frame of a page holds them, whichever views it shows.
+STATUS_ASPECTS: tuple[str, ...] = tuple(
+    a for a, fields in ASPECT_FIELDS.items() if STATUS_FIELDS.intersection(fields)
+)
+
+
 # ------------------------------------------------------------------ state
 def _transactions_status(f) -> dict:
     """What the page says of the transactions view (tests read the banks from here)."""
-    o = f.transactions
+    o = f.transactions if f.has("transactions") else None
     if o is None:
         return {"transactions": False}
     out = {"transactions": True, "warp": o.warp, "totals": list(o.totals)}
@@ -166,6 +207,11 @@ class DashboardState(param.Parameterized):
         #: ``pin() -> dict or None``: values of source, by, bx, granularity, order and step
         #: the view must keep (a question is open: apps/quiz.py); None lets it move.
         self.pin: Callable[[], dict | None] | None = None
+        #: ``shows() -> iterable of str``: the aspects of a frame the page's views and other
+        #: parts need now (``vizmm.render.views.aspects_of``), besides the status's
+        #: (:data:`STATUS_ASPECTS`); None: whole frames. A page whose ``shows()`` grows
+        #: calls :meth:`refresh_aspects`.
+        self.shows: Callable[[], Iterable[str]] | None = None
         #: ``loader(key)``: reads trace ``key`` and sets it (None: :meth:`load_now`, here and
         #: now; a served dashboard gives one that reads it in a thread).
         self.loader = loader
@@ -361,7 +407,7 @@ class DashboardState(param.Parameterized):
         )
         if self.message_kind == "danger":
             self.message = ""
-        self.frame = self._framed(placed.replay.frame(shown.step))
+        self.frame = self._made(shown.step)
 
     def _show_step(self) -> None:
         if self.replay is None:
@@ -370,7 +416,41 @@ class DashboardState(param.Parameterized):
         if self.step >= n:
             self.show(past_the_end(self.step, n), "info")
             self._set_quietly(step=n - 1)
-        self.frame = self._framed(self.replay.frame(self.step))
+        self.frame = self._made(self.step)
+
+    def frame_aspects(self) -> tuple[str, ...]:
+        """The aspects the page's frames are made of: what it shows, and what its status reads.
+
+        Returns
+        -------
+        tuple of str
+            Names of :data:`vizmm.replay.ASPECTS`, in their order: those of
+            ``shows()`` and :data:`STATUS_ASPECTS`; all of them while
+            :attr:`shows` is None.
+        """
+        if self.shows is None:
+            return ASPECTS
+        want = set(self.shows()).union(STATUS_ASPECTS)
+        return tuple(a for a in ASPECTS if a in want)
+
+    def refresh_aspects(self) -> None:
+        """Make the frame shown again if it lacks an aspect the page needs now.
+
+        What a page calls when a view is switched on (presenter mode off):
+        the frame is made again with the new view's aspects (those made
+        already are kept on the trace and cost nothing).
+        """
+        f = self.frame
+        if self.replay is None or f is None:
+            return
+        if not set(self.frame_aspects()) <= set(f.aspects):
+            self.frame = self._made(self.step)
+
+    def _made(self, step: int) -> Frame:
+        """The frame of ``step`` of :attr:`replay`, of :meth:`frame_aspects`, finding marked."""
+        if self.replay is None:
+            raise RuntimeError("no replay: there is no frame to make")
+        return self._framed(self.replay.frame(step, aspects=self.frame_aspects()))
 
     def _framed(self, frame: Frame) -> Frame:
         """``frame`` with the selected finding marked on it (its block's frames only)."""
@@ -505,7 +585,9 @@ class DashboardState(param.Parameterized):
             or None), ``wrong`` (barrier lab: T x T, 1 where the thread's
             read at this step found the wrong element; None without read
             records), ``struck`` (1-based source lines of the removed
-            ``__syncthreads()``), ``title``, ``message``.
+            ``__syncthreads()``), ``title``, ``message``; ``transactions``
+            and its banks when the frame holds them. It reads only the
+            aspects of :data:`STATUS_ASPECTS` (and ``transactions``).
         """
         f = self.frame
         if f is None or self._trace_key != self.source:  # nothing, or the previous trace
@@ -537,13 +619,17 @@ class DashboardState(param.Parameterized):
             "pvalue": None if f.focus is None else _num(f.pvalue[f.focus]),
             # barrier lab: threads whose read at this step found the wrong element
             "wrong": None if f.thread_wrong is None else f.thread_wrong.astype(int).tolist(),
-            "struck": [i + 1 for i in f.struck_lines],
+            "struck": [i + 1 for i in self._struck()],
             "title": f.title,
             "presenter": self.presenter,
             "theme": self.theme,
             "message": self.message,
             "busy": self.busy,
         }
+
+    def _struck(self) -> tuple[int, ...]:
+        """0-based source lines of the removed ``__syncthreads()`` (none without a replay)."""
+        return () if self.replay is None else self.replay.struck_lines
 
     @staticmethod
     def _per_thread_status(f, T: int) -> dict:

@@ -49,6 +49,7 @@ __all__ = [
     "LARGE_PRESETS",
     "DashboardLargeTab",
     "replay_scene",
+    "page_views",
     "is_large",
     "LargeViewState",
     "LargeTraceView",
@@ -327,7 +328,8 @@ class _BlockReplay(pn.viewable.Viewer):
     @param.depends("step", watch=True)
     def _draw(self) -> None:
         if self.scene is not None:
-            self.scene.update(self.replay.frame(min(self.step, len(self.replay) - 1)))
+            step = min(self.step, len(self.replay) - 1)
+            self.scene.update(self.replay.frame(step, aspects=self.scene.aspects))
 
     def __panel__(self):
         return pn.Column(
@@ -384,14 +386,40 @@ def replay_scene(
     """
     from vizmm.render import bokeh_scene
 
+    views = page_views(trace, presenter=presenter, caption=caption)
+    return bokeh_scene.Scene(
+        trace, views=views, presenter=presenter, theme=theme, fit=fit, page=page
+    )
+
+
+def page_views(trace: Trace, presenter: bool = False, caption: bool = True) -> tuple[str, ...]:
+    """The views :func:`replay_scene` shows of ``trace`` (what its frames must be made for).
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace with detailed blocks.
+    presenter : bool
+        Presenter mode's views (:data:`~vizmm.render.bokeh_scene.PRESENTER_VIEWS`),
+        else every view (:data:`~vizmm.render.bokeh_scene.VIEWS`).
+    caption : bool
+        Whether the caption view is among them.
+
+    Returns
+    -------
+    tuple of str
+        Names of registered views (:mod:`vizmm.render.views`), in their
+        order; for a large trace only those it can afford
+        (:func:`vizmm.render.policy.affordable_views`).
+    """
+    from vizmm.render import bokeh_scene
+
     views: tuple[str, ...] = bokeh_scene.PRESENTER_VIEWS if presenter else bokeh_scene.VIEWS
     if is_large(trace):
         views = render.affordable_views(trace, views)
     if not caption:
         views = tuple(v for v in views if v != "caption")
-    return bokeh_scene.Scene(
-        trace, views=views, presenter=presenter, theme=theme, fit=fit, page=page
-    )
+    return views
 
 
 # -------------------------------------------------------------------- view

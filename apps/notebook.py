@@ -110,8 +110,11 @@ class ReplayView(pn.viewable.Viewer):
 
     @property
     def frame(self):
-        """The :class:`~vizmm.replay.Frame` shown (with the finding marked, if any)."""
-        return with_finding(self.replay.frame(self.step), self.finding)
+        """The :class:`~vizmm.replay.Frame` shown (with the finding marked, if any).
+
+        Made of only the aspects the scene's views need (``Scene.aspects``).
+        """
+        return with_finding(self.replay.frame(self.step, aspects=self.scene.aspects), self.finding)
 
     def _draw(self, *events) -> None:
         n = len(self.replay)

@@ -33,7 +33,7 @@ import panel as pn
 import param
 
 from vizmm.render.bokeh_scene import PRESENTER_VIEWS, Scene  # noqa: E402
-from vizmm.replay import Lockstep, Replay  # noqa: E402
+from vizmm.replay import ASPECT_FIELDS, Lockstep, Replay  # noqa: E402
 from vizmm.replay.navigator import clamp  # noqa: E402
 from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
 from vizmm_apps.access import PageLandmarks, page_extension  # noqa: E402
@@ -42,10 +42,24 @@ from vizmm_apps.parts import drop_long_url_values, page_drawn, page_header, serv
 from vizmm_apps.url_params import link_one_based  # noqa: E402
 from vizmm_apps.viewport import Viewport  # noqa: E402
 
-__all__ = ["PAIRS", "Pair", "SideBySideState", "SideBySide", "create_app"]
+__all__ = [
+    "PAIRS",
+    "Pair",
+    "SideBySideState",
+    "SideBySide",
+    "STATUS_FIELDS",
+    "STATUS_ASPECTS",
+    "create_app",
+]
 
 #: The views each side shows: presenter mode's (what a class must see).
 SIDE_VIEWS = PRESENTER_VIEWS
+#: The fields of a frame :meth:`SideBySideState.status` reads (each side's loads so far),
+#: and the aspects holding them: the status's frames are made of only those.
+STATUS_FIELDS = frozenset({"loads_so_far", "naive_loads_so_far"})
+STATUS_ASPECTS: tuple[str, ...] = tuple(
+    a for a, fields in ASPECT_FIELDS.items() if STATUS_FIELDS.intersection(fields)
+)
 #: Pixels each side fits in (two of them fit a 1600-pixel-wide page) until the
 #: browser says its window's size; then each side is fitted to half the window.
 SIDE_BOX = (770, 600)
@@ -204,7 +218,7 @@ class SideBySideState(param.Parameterized):
         both = self.lockstep
         if both is None:
             return {"ready": False, "pair": self.pair, "message": self.message}
-        fl, fr = both.frames(self.step)
+        fl, fr = both.frames(self.step, aspects=STATUS_ASPECTS)
         naive = PAIRS[self.pair].right is None
 
         def side(frame, replay, is_naive=False):
@@ -389,8 +403,10 @@ class SideBySide(pn.viewable.Viewer):
         # ready once the scenes are fitted to the window (a served page's)
         st["ready"] = st["ready"] and (not self._served or self._scenes_fit == self._side_fit())
         if st["ready"] and self._scenes is not None and s.lockstep is not None:
-            fl, fr = s.lockstep.frames(s.step)
             left, right = self._scenes
+            # each side's frame made of what its scene shows (both show SIDE_VIEWS)
+            shown = set(left.aspects).union(right.aspects if right is not None else ())
+            fl, fr = s.lockstep.frames(s.step, aspects=shown)
             left.update(fl)
             if right is not None:
                 right.update(fr)

@@ -345,6 +345,16 @@ class Replay:
     def _lines(self):
         return source_lines(self.trace.meta.get("source", ""))
 
+    @property
+    def struck_lines(self) -> tuple[int, ...]:
+        """0-based lines of the kernel's source whose ``__syncthreads()`` was removed.
+
+        The barrier lab's dropped barriers (``drop_barrier``), the same at
+        every step (a frame's ``source`` aspect carries them too); empty for
+        the book's kernel as written or a trace without its source.
+        """
+        return self._struck
+
     @cached_property
     def _struck(self) -> tuple:
         lines = self._lines
