@@ -635,6 +635,7 @@ def _instrument(
         simulated=simulated,
         terms=terms,
         first_arrays=first_arrays,
+        local_count=simt_device is None,
     )
     code = ast.unparse(rw.rewrite()) + "\n"
     lean_rw = _Rewriter(
@@ -672,6 +673,7 @@ def _instrument(
         if simulated:
             env["sync"] = helpers.sync
         env["_NARR"] = len(rw.arrays)
+        env["_INT32"] = _target.int32
         for g in rw.globals:
             env[f"_ZERO_{g}"] = np.dtype((dtypes or {}).get(g, np.float32)).type(0)
         import linecache

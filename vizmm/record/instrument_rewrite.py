@@ -56,9 +56,13 @@ class _Rewriter:
         simulated=False,
         terms=False,
         first_arrays=0,
+        local_count=False,
     ):
         self.fn = fn
         self.lean = lean
+        # the full variant counts a thread's events in a local array (a register), copied
+        # into the launch's _cnt (here _cntg) at the end; vizmm's simulator counts its own
+        self.local_count = local_count and not lean
         # provenance (vizmm.check): each local carries the tag of the element it came from,
         # and every product accumulated is a TERM event with its two factors' tags
         self.terms = bool(terms) and not lean
@@ -740,7 +744,10 @@ class _Rewriter:
     def end(self, lineno) -> list[ast.stmt]:
         if self.lean:
             return _stmts("lend(_blk, _seq, _bid, _tid)")
-        return _stmts(f"end(_blk, _seq, _bid, _tid, {lineno}, {_LOG}, {self._acc()})")
+        out = _stmts(f"end(_blk, _seq, _bid, _tid, {lineno}, {_LOG}, {self._acc()})")
+        if self.local_count:
+            out += _stmts("if _t >= 0:\n    _cntg[_t] = _cnt[0]")
+        return out
 
     def body(self, stmts: list[ast.stmt], top=False) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -1002,7 +1009,8 @@ class _Rewriter:
                 "_bid = _by * _gdx + _bx\n"
                 # the simulator: a Python int, so that no NumPy scalar is worked on per event
                 f"_slot = {'int(_detail[_by, _bx])' if self.simulated else '_detail[_by, _bx]'}\n"
-                "_t = -1\n"
+                + ("_cnt = cuda.local.array(1, _INT32)\n_cnt[0] = 0\n" if self.local_count else "")
+                + "_t = -1\n"
                 "if _slot >= 0:\n"
                 "    _t = _slot * _nthreads + _tid\n"
                 "_ep = 0\n"
@@ -1014,7 +1022,7 @@ class _Rewriter:
                 "_detail",
                 "_ev",
                 "_vals",
-                "_cnt",
+                "_cntg" if self.local_count else "_cnt",
                 "_cap",
                 "_ticks",
                 "_blk",
