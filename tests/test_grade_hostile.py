@@ -44,7 +44,9 @@ from vizmm.grade.sandbox import (
 HERE = Path(__file__).resolve().parent
 SUBS = HERE / "grade_submissions"
 HOSTILE = sorted(p.stem for p in (SUBS / "hostile").glob("*.py"))
-MARK = "VIZMM_HOSTILE_MARK"
+# This process's own mark: pytest-xdist runs other tests of this module in another
+# process at the same time, and their cases must not count as this one's leftovers.
+MARK = f"VIZMM_HOSTILE_MARK_{os.getpid()}"
 LINUX = sys.platform.startswith("linux")
 ROOT = LINUX and os.geteuid() == 0
 
