@@ -5,7 +5,9 @@ module of its family in this package (``matrices``, ``tiles``,
 ``transactions``, ``text``, ``blocks``, ``table``). The spec says what the
 view needs of the replay (its aspects), the Bokeh sources it draws from and
 their columns and tooltips, how its columns are worked out from a frame, how
-the Bokeh scene and the Pillow renderer draw it where they do, and what it is
+the Bokeh scene and the Pillow renderer draw it where they do (a grid on one
+of the scene's shared plots, :class:`GridSpec`; a part drawn only for the
+frames that need it, :class:`Later`), and what it is
 for the other lists (drawn as HTML, kept for large traces, shown to a class;
 whether a finding marks it and a question asks to click it are its role in
 the replay, :mod:`vizmm.replay.view_roles`). Every list of views is derived from here:
@@ -217,8 +219,10 @@ class ViewSpec:
         (its sources are the host's too).
     draw_bokeh : callable, optional
         ``draw_bokeh(scene, *args)``: its Bokeh models on a
-        :class:`vizmm.render.bokeh_scene.Scene` (a text view's ``Div``, a
-        hosted view's row), for views the scene does not lay out as a grid.
+        :class:`vizmm.render.bokeh_scene.Scene`, placed by ``place`` (a text
+        view's ``Div``; a hosted view's row, given its host's
+        :class:`~vizmm.render.scene_parts.GridPlace`; the blocks' plot of
+        their own where no shared plot took them); None: nothing to place.
     place : str, optional
         Where the scene puts what ``draw_bokeh`` returns (one of
         :data:`PLACES`): ``"top"`` (a row above the grids), ``"middle"``
