@@ -47,13 +47,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
 from ..replay import Frame
-from ..replay.table import block_table
 from ..trace import Trace
 from . import palette as pal
 from . import views as view_specs
@@ -61,9 +59,6 @@ from .columns import (  # noqa: F401 - COUNTER_CHARS and _uni, as they were
     CAPTION_CHARS,
     COUNTER_CHARS,
     SANS,
-    TABLE_PHASES,
-    TABLE_ROWS,
-    THREAD_CODE,
     FrameContext,
     _finding_columns,
     _uni,
@@ -87,7 +82,7 @@ from .scene_parts import (
 )
 from .scene_sizes import MIN_INDEX_PX, PRESENTER_BOX, _Sizes, _title_columns
 from .shared_steps import STEPS
-from .views.table import _layout
+from .views.table import table_extent
 
 __all__ = [
     "VIEWS",
@@ -181,63 +176,6 @@ def frame_columns(
     return {name: made[name] for name in SOURCE_ORDER if name in made}
 
 
-#: Each trace's table extent, for as long as the trace is alive (two numbers
-#: each: unlike the drawing caches, not emptied when the last page closes).
-_TABLE_EXTENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def table_extent(trace: Trace) -> tuple[float, int]:
-    """Width and height the Fig. 5.8 table figure needs for any frame of ``trace``.
-
-    The table of Fig. 5.8 (``vizmm.replay.table``) for a few sampled blocks
-    (first, last, middle: the shortest and longest indices, the edges' odd
-    loads), as drawn: at most ``TABLE_PHASES`` phases and ``TABLE_ROWS`` rows.
-    Remembered per trace while the trace is alive: for a 16 x 16 tile this
-    builds whole tables (up to a second), so the server works it out for the
-    shipped traces before it listens (``apps/preload.py``).
-
-    Parameters
-    ----------
-    trace : Trace
-        The trace whose Fig. 5.8 tables are measured (any size, any kernel).
-
-    Returns
-    -------
-    width : float
-        Characters (monospace) of the widest sampled table, 40.0 for a trace
-        without phases or detail blocks.
-    lines : int
-        Text lines: table rows (capped) plus two for the header, 3 when empty.
-    """
-    try:
-        return _TABLE_EXTENTS[trace]
-    except KeyError:
-        extent = _TABLE_EXTENTS[trace] = _measure_table(trace)
-        return extent
-
-
-def _measure_table(trace: Trace) -> tuple[float, int]:
-    if trace.n_phases == 0 or not len(trace.detail_blocks):
-        return 40.0, 3
-    widest, rows = 0.0, 0
-    blocks = trace.detail_blocks.tolist()
-    # first and last blocks have the shortest and longest indices; edges the odd loads
-    sample = {tuple(b) for b in (blocks[:2] + blocks[-2:] + blocks[len(blocks) // 2 :][:1])}
-    for b in sorted(sample):
-        # built afresh and let go: table_extent keeps only the sizes
-        table, keep, texts, heads, widths = _layout(block_table(trace, (b[0], b[1])), trace)
-        columns = [table.columns[i] for i in keep]
-        fixed = sum(w for w, c in zip(widths, columns, strict=True) if c.phase is None)
-        per: dict = {}
-        for w, c in zip(widths, columns, strict=True):
-            if c.phase is not None:
-                per[c.phase] = per.get(c.phase, 0) + w
-        phase_w = sorted(per.values(), reverse=True)[:TABLE_PHASES]
-        widest = max(widest, fixed + sum(phase_w))
-        rows = max(rows, min(len(table.rows), TABLE_ROWS))
-    return widest, rows + 2
-
-
 # ------------------------------------------------------------------- scene
 
 
@@ -288,6 +226,9 @@ class Scene:
         The text views by name (those of :data:`HTML_VIEWS` shown): each a
         ``Div`` of :func:`vizmm.render.html_text.text_view_html`, named
         ``vizmm-<view>`` as the figures are.
+    state : dict of str to object
+        What a view's drawing keeps between frames, by view (the per-warp
+        row's spacer and plot: its spec's ``update_bokeh`` reads it).
     layout : bokeh.models.LayoutDOM
         Every view, arranged (matrices left, shared memory and threads in
         the middle, source and counters right, the table below).
@@ -356,7 +297,6 @@ class Scene:
         self.figures: dict[str, Any] = {}
         #: Cells fitted to a box (``fit``): the views that would change its sizes keep out.
         self.fitted = fit is not None
-        #: What each view's drawing keeps between frames, by view (its ``update_bokeh`` reads it).
         self.state: dict[str, Any] = {}
         # each drawn view's update_bokeh, called by update
         self._updates: list[Callable[[Scene, Frame], None]] = []
@@ -499,9 +439,8 @@ class Scene:
         part's, or ``rank``). ``fig`` None: ``make`` makes a plot of its own
         (the per-warp row), drawn in its order.
         """
-        if rank is None:
-            rank = next(p.rank for p in self._parts if p.name == part)
-        self._later[part].append((fig, make, rank))
+        own = {p.name: p.rank for p in self._parts}[part]
+        self._later[part].append((fig, make, own if rank is None else rank))
 
     def draw_parts(self, *parts: str) -> None:
         """Draw the glyphs of ``parts`` that only some frames need, once each.
