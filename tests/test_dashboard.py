@@ -615,7 +615,7 @@ def test_the_warp_row_title_fits_a_narrow_thread_grid():
         tr = CATALOGUE.get(key)
         scene = Scene(tr)
         scene.update(Replay(tr, (0, 0), transactions=True).frame(1))  # the heading shows
-        f = scene._warps_fig
+        f = scene.layout.select_one({"name": "vizmm-warps"})
         lines = f.title.text.split("\n")
         assert len(lines) > 1 and " ".join(lines) == "per warp (memory transactions)"
         font = int(f.title.text_font_size.removesuffix("px"))

@@ -75,7 +75,7 @@ def test_the_warp_row_has_a_heading_only_with_transactions_on():
     scene = Scene(tr)
     scene.update(Replay(tr, (0, 0)).frame(1))
     # no row yet: a spacer keeps its place, no heading over it
-    assert scene._warps_fig is None
+    assert scene.layout.select_one({"name": "vizmm-warps"}) is None
     under = next(
         c
         for c in scene.layout.references()
@@ -83,10 +83,11 @@ def test_the_warp_row_has_a_heading_only_with_transactions_on():
     )
     assert [type(c).__name__ for c in under.children[:2]] == ["Plot", "Spacer"]
     scene.update(Replay(tr, (0, 0), transactions=True).frame(1))
-    assert under.children[1] is scene._warps_fig  # in the spacer's place
-    assert "per warp" in scene._warps_fig.title.text
+    row = scene.layout.select_one({"name": "vizmm-warps"})
+    assert under.children[1] is row  # in the spacer's place
+    assert "per warp" in row.title.text
     scene.update(Replay(tr, (0, 0)).frame(2))
-    assert scene._warps_fig.title.text == ""
+    assert row.title.text == ""
 
 
 @pytest.mark.parametrize("step, expected", [("before", "no product yet"), ("after", "CGMA 0.50")])

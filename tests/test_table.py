@@ -108,7 +108,7 @@ def test_table_extent_is_worked_out_once_per_trace_and_let_go_with_it(monkeypatc
     import weakref
 
     import vizmm
-    import vizmm.render.bokeh_scene as scene
+    import vizmm.render.views.table as scene
 
     trace = vizmm.record(backend="simulator", quiet=True, width=4, tile_width=2, kernel="tiled")
     measured = []

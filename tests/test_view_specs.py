@@ -97,3 +97,75 @@ def test_glyph_defaults_are_worked_out_after_a_session_closed():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def _view_literals(source: str) -> list[tuple[int, str]]:
+    """The string constants of ``source`` equal to a registered view's name (hosted parts too)."""
+    import ast
+
+    named = {s.name for s in views.all_views(hosted=True)}
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in named
+    ]
+
+
+def test_the_scene_names_no_view():
+    # Each view's specifics (its grid's plot and place, its parts drawn later,
+    # the per-warp row's spacer and heading) are in its spec: the scene and its
+    # parts are written without any view's name.
+    import inspect
+
+    from vizmm.render import bokeh_scene, scene_parts
+
+    assert sorted(_view_literals("place = {'threads': 1}; g = 'M'")) == [(1, "M"), (1, "threads")]
+    for module in (bokeh_scene, scene_parts):
+        assert _view_literals(inspect.getsource(module)) == [], module.__name__
+
+
+def test_each_grid_goes_where_its_spec_places_it():
+    from vizmm.render.bokeh_scene import TAPPED_SOURCES, Scene
+    from vizmm.serve.catalogue import CATALOGUE
+
+    assert TAPPED_SOURCES == {"threads", "blocks"}  # the grids with a TapTool
+    tr = CATALOGUE.get("fig5-8")
+    scene = Scene(tr)
+    g = scene.grids
+    # Fig. 5.10: N above P, M left of P; the blocks in the free corner above M, left of N
+    assert (g["M"].x, g["M"].y) == (0, g["N"].height)
+    assert (g["N"].x, g["N"].y) == (g["M"].width, 0)
+    assert (g["P"].x, g["P"].y) == (g["M"].width, g["N"].height)
+    assert (g["blocks"].x, g["blocks"].y) == (0, 0)
+    assert g["blocks"].width <= g["M"].width and g["blocks"].height <= g["N"].height
+    # Mds and Nds side by side, 10 pixels apart; the threads 8 pixels under them
+    assert (g["Nds"].x, g["Nds"].y) == (g["Mds"].width + 10, 0)
+    assert (g["threads"].x, g["threads"].y) == (0, max(g["Mds"].height, g["Nds"].height) + 8)
+    for spec in views.all_views():
+        if spec.name in g:
+            assert scene.figures[spec.name].name in [p.plot for p in spec.grids], spec.name
+    # without M and N the blocks have no corner: a plot of their own, right of the source
+    alone = Scene(tr, views=["source", "blocks"])
+    assert alone.figures["blocks"].name == "vizmm-blocks-plot"
+    assert alone.layout.children[0].children[1] is alone.figures["blocks"]
+
+
+def test_the_parts_drawn_later_are_the_specs():
+    from vizmm.render.bokeh_scene import Scene
+    from vizmm.serve.catalogue import CATALOGUE
+
+    assert [(p.name, p.rank) for p in views.later_parts()] == [("finding", 2), ("transactions", 1)]
+    assert views.get("warps").later is views.later_parts()[1]
+    scene = Scene(CATALOGUE.get("fig5-8"))
+    with pytest.raises(ValueError, match="'finding' or 'transactions'"):
+        scene.draw_parts("everything")
+    threads = scene.figures["threads"]
+    scene.draw_parts("transactions", "finding")
+    names = [r.name for r in threads.renderers]
+    # over the cells the banks, then the finding's marks, then the warp's outline, last
+    assert names.index("vizmm-threads") < names.index("vizmm-threads-finding")
+    assert names[-1] == "vizmm-warp-threads"
+    assert names.index("vizmm-Nds-finding") < names.index("vizmm-warp-threads")
+    assert scene.state["warps"].fig is scene.layout.select_one({"name": "vizmm-warps"})
+    # presenter and fitted scenes keep their sizes: no per-warp row
+    assert "warps" not in Scene(CATALOGUE.get("fig5-8"), fit=(640, 700)).state

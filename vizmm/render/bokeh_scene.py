@@ -47,13 +47,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
 from ..replay import Frame
-from ..replay.table import block_table
 from ..trace import Trace
 from . import palette as pal
 from . import views as view_specs
@@ -61,9 +59,6 @@ from .columns import (  # noqa: F401 - COUNTER_CHARS and _uni, as they were
     CAPTION_CHARS,
     COUNTER_CHARS,
     SANS,
-    TABLE_PHASES,
-    TABLE_ROWS,
-    THREAD_CODE,
     FrameContext,
     _finding_columns,
     _uni,
@@ -87,13 +82,7 @@ from .scene_parts import (
 )
 from .scene_sizes import MIN_INDEX_PX, PRESENTER_BOX, _Sizes, _title_columns
 from .shared_steps import STEPS
-from .views.blocks import _blocks_box as blocks_box
-from .views.blocks import _draw_blocks as draw_blocks
-from .views.matrices import _draw_grids as draw_matrix_grids
-from .views.table import _layout
-from .views.text import _legend_box
-from .views.tiles import _draw_shared as draw_shared
-from .views.tiles import _draw_threads as draw_threads
+from .views.table import table_extent
 
 __all__ = [
     "VIEWS",
@@ -126,9 +115,10 @@ SOURCE_NAMES = view_specs.source_names()
 #: Every source name, in the order :func:`frame_columns` fills them.
 SOURCE_ORDER = tuple(n for names in SOURCE_NAMES.values() for n in names)
 ALL_SOURCES = frozenset(SOURCE_ORDER)
-#: The sources a tap selects in (the grids with a ``TapTool``); every other
-#: source of a scene shares one empty ``Selection``.
-TAPPED_SOURCES = frozenset({"threads", "blocks"})
+#: The sources a tap selects in (the grids with a ``TapTool``: the views with
+#: ``tap``, their sources named as they are); every other source of a scene
+#: shares one empty ``Selection``.
+TAPPED_SOURCES = frozenset(s.name for s in view_specs.all_views() if s.tap)
 
 
 # ------------------------------------------------------------------ frames
@@ -186,63 +176,6 @@ def frame_columns(
     return {name: made[name] for name in SOURCE_ORDER if name in made}
 
 
-#: Each trace's table extent, for as long as the trace is alive (two numbers
-#: each: unlike the drawing caches, not emptied when the last page closes).
-_TABLE_EXTENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def table_extent(trace: Trace) -> tuple[float, int]:
-    """Width and height the Fig. 5.8 table figure needs for any frame of ``trace``.
-
-    The table of Fig. 5.8 (``vizmm.replay.table``) for a few sampled blocks
-    (first, last, middle: the shortest and longest indices, the edges' odd
-    loads), as drawn: at most ``TABLE_PHASES`` phases and ``TABLE_ROWS`` rows.
-    Remembered per trace while the trace is alive: for a 16 x 16 tile this
-    builds whole tables (up to a second), so the server works it out for the
-    shipped traces before it listens (``apps/preload.py``).
-
-    Parameters
-    ----------
-    trace : Trace
-        The trace whose Fig. 5.8 tables are measured (any size, any kernel).
-
-    Returns
-    -------
-    width : float
-        Characters (monospace) of the widest sampled table, 40.0 for a trace
-        without phases or detail blocks.
-    lines : int
-        Text lines: table rows (capped) plus two for the header, 3 when empty.
-    """
-    try:
-        return _TABLE_EXTENTS[trace]
-    except KeyError:
-        extent = _TABLE_EXTENTS[trace] = _measure_table(trace)
-        return extent
-
-
-def _measure_table(trace: Trace) -> tuple[float, int]:
-    if trace.n_phases == 0 or not len(trace.detail_blocks):
-        return 40.0, 3
-    widest, rows = 0.0, 0
-    blocks = trace.detail_blocks.tolist()
-    # first and last blocks have the shortest and longest indices; edges the odd loads
-    sample = {tuple(b) for b in (blocks[:2] + blocks[-2:] + blocks[len(blocks) // 2 :][:1])}
-    for b in sorted(sample):
-        # built afresh and let go: table_extent keeps only the sizes
-        table, keep, texts, heads, widths = _layout(block_table(trace, (b[0], b[1])), trace)
-        columns = [table.columns[i] for i in keep]
-        fixed = sum(w for w, c in zip(widths, columns, strict=True) if c.phase is None)
-        per: dict = {}
-        for w, c in zip(widths, columns, strict=True):
-            if c.phase is not None:
-                per[c.phase] = per.get(c.phase, 0) + w
-        phase_w = sorted(per.values(), reverse=True)[:TABLE_PHASES]
-        widest = max(widest, fixed + sum(phase_w))
-        rows = max(rows, min(len(table.rows), TABLE_ROWS))
-    return widest, rows + 2
-
-
 # ------------------------------------------------------------------- scene
 
 
@@ -293,6 +226,9 @@ class Scene:
         The text views by name (those of :data:`HTML_VIEWS` shown): each a
         ``Div`` of :func:`vizmm.render.html_text.text_view_html`, named
         ``vizmm-<view>`` as the figures are.
+    state : dict of str to object
+        What a view's drawing keeps between frames, by view (the per-warp
+        row's spacer and plot: its spec's ``update_bokeh`` reads it).
     layout : bokeh.models.LayoutDOM
         Every view, arranged (matrices left, shared memory and threads in
         the middle, source and counters right, the table below).
@@ -332,8 +268,8 @@ class Scene:
         if fit is not None:
             self.sizes = _Sizes._fit(trace, set(views), int(fit[0]), int(fit[1]), self.presenter)
         elif page is not None and not self.presenter:
-            legend = _legend_box(self).width if "legend" in views else 0
-            self.sizes = _Sizes.page(trace, set(views), int(page[0]), int(page[1]), legend)
+            middle = self._page_widths()
+            self.sizes = _Sizes.page(trace, set(views), int(page[0]), int(page[1]), middle)
         if caption_chars is not None:
             self.sizes = dataclasses.replace(self.sizes, caption_chars=int(caption_chars))
         names = [s for v in views if v not in HTML_VIEWS for s in SOURCE_NAMES[v]]
@@ -359,13 +295,11 @@ class Scene:
         self._shared_models: dict[tuple, object] = {}
         self._glyphs: dict[tuple, object] = {}  # glyphs of equal looks, drawn from many sources
         self.figures: dict[str, Any] = {}
-        # The per-warp row of the transactions view sits under the thread grid
-        # of the full page; presenter and fitted scenes keep their sizes.
-        self._warps_fig = None
-        self._warps_make: Callable[[], None] | None = None
-        self._warps_parent: Any = None  # the column the per-warp row's place is in
-        self._warps_title = ""
-        self._warp_row = not self.presenter and fit is None
+        #: Cells fitted to a box (``fit``): the views that would change its sizes keep out.
+        self.fitted = fit is not None
+        self.state: dict[str, Any] = {}
+        # each drawn view's update_bokeh, called by update
+        self._updates: list[Callable[[Scene, Frame], None]] = []
         #: Each grid's box on its plot (``figures[view]``), by view.
         self.grids: dict[str, GridPlace] = {}
         self._main: dict[str, Any] = {}  # each grid's cells (named vizmm-<view>)
@@ -378,11 +312,12 @@ class Scene:
         #: Leave the Fig. 5.8 table's future cells blank (questions: see frame_columns).
         self.conceal = False
         # Parts drawn only for some frames (a selected finding, the transactions
-        # view), made when a frame first needs them: what they add to a figure
-        # (``fig, make``), and the figures' renderers in drawing order.
-        self._later: dict[str, list[tuple[Any, Callable[[], None]]]] = {
-            "finding": [],
-            "transactions": [],
+        # view: views.later_parts), made when a frame first needs them: what they
+        # add to a figure (``fig, make, rank``), and the figures' renderers in
+        # drawing order.
+        self._parts = view_specs.later_parts()
+        self._later: dict[str, list[tuple[Any, Callable[[], None], int]]] = {
+            p.name: [] for p in self._parts
         }
         self._rank: dict[str, int] = {}
         self.layout = self._build()
@@ -393,6 +328,11 @@ class Scene:
             div.name = f"vizmm-{view}"  # so pages and tests can find each view
         for view in self.grids:  # ... and each grid's cells
             self._main[view].name = f"vizmm-{view}"
+
+    def _page_widths(self) -> int:
+        """The widest ``page_width`` of the views (one beside the grids: the legend), or 0."""
+        widths = [view_specs.get(v).page_width for v in self.views]
+        return max((width(self) for width in widths if width is not None), default=0)
 
     # --------------------------------------------------------------- update
     @property
@@ -418,10 +358,7 @@ class Scene:
         frame : Frame
             A frame of a replay of the scene's trace.
         """
-        if frame.finding is not None:
-            self.draw_parts("finding")
-        if frame.transactions is not None:
-            self.draw_parts("transactions")
+        self.draw_parts(*(p.name for p in self._parts if p.needed(frame)))
         made = self.sources.made()  # a part not drawn yet has no source to fill
         signature = (
             made,
@@ -443,10 +380,8 @@ class Scene:
             shared = tuple(assignments)
         self._assign(shared)
         self._last_frame, self._last_signature = frame, signature
-        if self._warps_fig is not None:  # no heading over an empty row
-            title = self._warps_title if frame.transactions is not None else ""
-            if self._warps_fig.title.text != title:
-                self._warps_fig.title.text = title
+        for update in self._updates:  # what the views change besides their columns
+            update(self, frame)
 
     def _assignments(self, frame: Frame, signature: tuple) -> list[tuple[str, bool | None, Any]]:
         """What showing ``frame`` assigns, after what is shown: ``(source, whole, columns)``.
@@ -470,11 +405,11 @@ class Scene:
             changed = {c: _for_bokeh(v) for c, v in new.items() if old[c] != v}
             if changed:
                 assignments.append((name, False, changed))
-        # a text view's HTML when its columns changed (the legend never does)
+        # a text view's HTML when its columns changed (one without columns never does)
         changed_views = [
             view
             for view in self._text_looks
-            if view != "legend" and any(old_data.get(n) != data[n] for n in SOURCE_NAMES[view])
+            if any(old_data.get(n) != data[n] for n in SOURCE_NAMES[view])
         ]
         for view, text in self.text_html(data, changed_views).items():
             assignments.append((view, None, {"html": text}))
@@ -494,9 +429,18 @@ class Scene:
             else:
                 source.data.update(columns)
 
-    def _later_part(self, part: str, fig, make: Callable[[], None]) -> None:
-        """Draw ``make()`` on ``fig`` once a frame needs ``part`` (see :meth:`draw_parts`)."""
-        self._later[part].append((fig, make))
+    def _later_part(
+        self, part: str, fig, make: Callable[[], None], rank: int | None = None
+    ) -> None:
+        """Draw ``make()`` on ``fig`` once a frame needs ``part`` (see :meth:`draw_parts`).
+
+        ``part`` is a name of :func:`vizmm.render.views.later_parts`; what
+        ``make`` adds to ``fig`` is drawn over the parts of a lower rank (the
+        part's, or ``rank``). ``fig`` None: ``make`` makes a plot of its own
+        (the per-warp row), drawn in its order.
+        """
+        own = {p.name: p.rank for p in self._parts}[part]
+        self._later[part].append((fig, make, own if rank is None else rank))
 
     def draw_parts(self, *parts: str) -> None:
         """Draw the glyphs of ``parts`` that only some frames need, once each.
@@ -515,8 +459,10 @@ class Scene:
 
         Parameters
         ----------
-        *parts : {'finding', 'transactions'}
-            The parts to draw; a part already drawn is left as it is.
+        *parts : str
+            The parts to draw, names of :func:`vizmm.render.views.later_parts`
+            (``'finding'``, ``'transactions'``); a part already drawn is left
+            as it is.
 
         Raises
         ------
@@ -525,28 +471,25 @@ class Scene:
         """
         for part in parts:
             if part not in self._later:
-                raise ValueError(f"no part {part!r} to draw: 'finding' or 'transactions'")
+                known = " or ".join(map(repr, self._later))
+                raise ValueError(f"no part {part!r} to draw: {known}")
             self._draw_part(part)
 
     def _draw_part(self, part: str) -> None:
-        if part == "transactions" and self._warps_make is not None:
-            make, self._warps_make = self._warps_make, None
-            make()  # the per-warp row's plot, in its spacer's place, its cells to draw
-        todo = self._later[part]
-        if not todo:
-            return
-        self._later[part] = []
-        rank = {"transactions": 1, "finding": 2}[part]
-        for fig, make in todo:
-            before = {r.id for r in fig.renderers}
-            make()
-            for r in fig.renderers:
-                if r.id not in before:
-                    # the warp's outline over the thread grid's finding marks
-                    self._rank[r.id] = 3 if r.name == "vizmm-warp-threads" else rank
-            ordered = sorted(fig.renderers, key=lambda r: self._rank.get(r.id, 4))
-            if ordered != list(fig.renderers):
-                fig.renderers = ordered
+        while self._later[part]:  # (a make may hand over more of its part)
+            todo, self._later[part] = self._later[part], []
+            for fig, make, rank in todo:
+                if fig is None:  # a plot of its own
+                    make()
+                    continue
+                before = {r.id for r in fig.renderers}
+                make()
+                for r in fig.renderers:
+                    if r.id not in before:
+                        self._rank[r.id] = rank
+                ordered = sorted(fig.renderers, key=lambda r: self._rank.get(r.id, 4))
+                if ordered != list(fig.renderers):
+                    fig.renderers = ordered
 
     def _columns(self, frame: Frame, signature: tuple) -> dict[str, dict[str, list]]:
         sources, palette, sizes, conceal, _views = signature
@@ -578,96 +521,129 @@ class Scene:
         return {
             view: text_view_html(view, columns, box, **looks)
             for view, (box, looks) in self._text_looks.items()
-            if view != "legend" and (want is None or view in want)
+            if SOURCE_NAMES[view] and (want is None or view in want)
         }
 
     # ---------------------------------------------------------------- build
     def _build(self):
-        """The scene's layout: the grids on two plots, the other views around them.
+        """The scene's layout: the grids on their shared plots, the other views around them.
 
-        M, N and P (and the blocks, in the free corner above M, left of N:
-        Fig. 5.10's layout) share one plot, Mds, Nds and the threads another:
-        each grid in a box of its own (:class:`GridPlace`). A plot of its own
-        per grid would cost a new page a plot, a title and a toolbar each.
-        Every other view is drawn by its spec (``draw_bokeh``) in its place:
-        a row above (``top``) or under (``bottom``) the grids, or a column
-        beside them (``middle``: under the tiles, ``right``).
+        Each view says where it goes (its spec, :mod:`vizmm.render.views`):
+        a grid on a shared plot (``grids``: M, N and P and the blocks in the
+        free corner above M, left of N, Fig. 5.10's layout, on one; Mds, Nds
+        and the threads on another), each in a box of its own
+        (:class:`GridPlace`), the plot in its grids' place; every other view
+        drawn by its spec (``draw_bokeh``) in its place: a row above
+        (``top``) or under (``bottom``) the grids, or a column beside them
+        (``middle``: under the tiles, ``right``). A hosted part is drawn
+        with its host, given the host's grid.
         """
         from bokeh.layouts import column, row
 
         v = set(self.views)
-        placed: dict[str, list] = {p: [] for p in ("top", "left", "middle", "right", "bottom")}
-        if v & {"M", "N", "P"}:
-            placed["left"].append(self._matrices_plot(v))
-        if v & {"Mds", "Nds", "threads"}:
-            tiles, threads = self._tiles_plot(v)
-            placed["middle"].append(tiles)
-            if threads is not None and self._warp_row:  # the threads' parts (per-warp row)
-                for part in view_specs.parts("threads"):
-                    if part.draw_bokeh is not None and part.place:
-                        placed[part.place].append(part.draw_bokeh(self, threads))
-        for spec in view_specs.all_views():
-            if spec.name in v and spec.draw_bokeh is not None and spec.place is not None:
-                placed[spec.place].append(spec.draw_bokeh(self))
-        if "blocks" in v and "blocks" not in self.grids:
-            own = self._canvas("vizmm-blocks-plot")
-            self._place(own, [(draw_blocks(self, own, blocks_box(self)), 0, 0)])
-            placed["right"].append(own)
+        placed: dict[str, list] = {p: [] for p in view_specs.PLACES}
+        for plot, place in self._shared_plots(v):
+            placed[place].append(plot)
+        for spec in view_specs.all_views(hosted=True):
+            model = self._draw_view(spec, v)
+            if model is not None:
+                placed[str(spec.place)].append(model)
         # a part of one view is placed as it is, not in a column of its own
         sides = [placed[p] for p in ("left", "middle", "right") if placed[p]]
         main = [p[0] if len(p) == 1 else column(*p, spacing=8) for p in sides]
-        if len(placed["middle"]) > 1:
-            self._warps_parent = main[bool(placed["left"])]
         rows = list(placed["top"])
         if main:
             rows.append(row(*main, spacing=22) if len(main) > 1 else main[0])
         return column(*rows, *placed["bottom"], spacing=10)
 
-    def _matrices_plot(self, v: set[str]):
-        """The plot of M, N and P (N above P, M left of P) and the blocks in the free corner."""
-        mats = self._canvas("vizmm-matrices")
-        boxes = draw_matrix_grids(self, v, mats)
-        m, n = boxes.get("M"), boxes.get("N")
-        placed = []
-        # N above P, M left of P; the corner above M left of N empty
-        x1 = m.width if m is not None else 0
-        y1 = n.height if n is not None else 0
-        if n is not None:
-            placed.append((n, x1, 0))
-        if m is not None:
-            placed.append((m, 0, y1))
-        if "P" in boxes:
-            placed.append((boxes["P"], x1, y1))
-        if "blocks" in v and m is not None and n is not None:
-            b = blocks_box(self)
-            if b.width <= m.width and b.height <= n.height:
-                placed.append((draw_blocks(self, mats, b), 0, 0))
-        self._place(mats, placed)
-        return mats
+    def _draw_view(self, spec: view_specs.ViewSpec, v: set[str]):
+        """What ``spec.draw_bokeh`` draws for the scene's views ``v`` (None: nothing).
 
-    def _tiles_plot(self, v: set[str]) -> tuple[Any, GridPlace | None]:
-        """The plot of Mds and Nds side by side, the threads under them (and the blocks).
-
-        Returns the plot and the threads' box (None without the threads view),
-        which the parts the threads view hosts are drawn under.
+        A hosted part is drawn where its host is shown, given the host's grid.
         """
-        tiles = self._canvas("vizmm-tiles")
-        boxes, x, y = [], 0, 0
-        for name in ("Mds", "Nds"):
-            if name in v:
-                g = draw_shared(self, name, tiles)
-                boxes.append((g, x, 0))
-                x, y = x + g.width + 10, max(y, g.height + 8)
-        threads = None
-        if "threads" in v:
-            threads = draw_threads(self, tiles)
-            boxes.append((threads, 0, y))
-            y += threads.height + 8
-        if "blocks" in v and "blocks" not in self.grids and self.sizes.blocks_below:
-            # a page fitted to a window: under the threads when the corner is too small
-            boxes.append((draw_blocks(self, tiles, blocks_box(self)), 0, y))
-        self._place(tiles, boxes)
-        return tiles, threads
+        if spec.draw_bokeh is None or spec.place is None:
+            return None
+        if spec.host is None:
+            model = spec.draw_bokeh(self) if spec.name in v else None
+        elif spec.host in self.grids:
+            model = spec.draw_bokeh(self, self.grids[spec.host])
+        else:
+            model = None
+        if model is not None and spec.update_bokeh is not None:
+            self._updates.append(spec.update_bokeh)
+        return model
+
+    def _shared_plots(self, v: set[str]) -> list[tuple[Any, str]]:
+        """The shared plots of views ``v``'s grids, each with its place, in the views' order."""
+        plots: dict[str, list[tuple[str, view_specs.GridSpec]]] = {}
+        for spec in view_specs.all_views():
+            if spec.name in v:
+                for grid in spec.grids:
+                    plots.setdefault(grid.plot, []).append((spec.name, grid))
+        out = []
+        for name, grids in plots.items():
+            plot = self._grid_plot(name, grids)
+            if plot is not None:
+                out.append((plot, next(g.place for n, g in grids if self.figures.get(n) is plot)))
+        return out
+
+    def _grid_plot(self, name: str, grids: Sequence[tuple[str, view_specs.GridSpec]]):
+        """Plot ``name`` with the grids that go on it: ``(view, GridSpec)``, tried in order.
+
+        A grid already drawn on another plot is left out; each other one goes
+        where its ``at`` says, or not on this plot (None). Returns the plot,
+        or None where no grid goes on it.
+
+        Parameters
+        ----------
+        name : str
+            The plot's name (``vizmm-matrices``), as pages and tests find it.
+        grids : sequence of (str, GridSpec)
+
+        Returns
+        -------
+        bokeh.models.Plot or None
+        """
+        grids = [(view, g) for view, g in grids if view not in self.grids]
+        boxes = {view: g.box(self) for view, g in grids}
+        placed: dict[str, GridPlace] = {}
+        for view, g in grids:
+            at = g.at(self, boxes, placed)
+            if at is not None:
+                box = placed[view] = boxes[view]
+                box.x, box.y = int(at[0]), int(at[1])
+        if not placed:
+            return None
+        plot = self._canvas(name)
+        for view, g in grids:
+            if view in placed:
+                self._main[view] = g.draw(self, plot, self._grid_fig(plot, placed[view]))
+        self._place(plot, [(box, box.x, box.y) for box in placed.values()])
+        return plot
+
+    def replace(self, old, new) -> None:
+        """Put model ``new`` where ``old`` is in :attr:`layout` (a part drawn in a spacer's place).
+
+        Parameters
+        ----------
+        old : bokeh.models.LayoutDOM
+            A model of the layout (a ``Spacer`` keeping a part's place).
+        new : bokeh.models.LayoutDOM
+
+        Raises
+        ------
+        ValueError
+            Where ``old`` is not in the layout.
+        """
+        todo = [self.layout]
+        while todo:
+            box = todo.pop()
+            children = list(getattr(box, "children", None) or ())
+            if any(c is old for c in children):
+                box.children = [new if c is old else c for c in children]
+                return
+            todo.extend(children)
+        raise ValueError("the model to replace is not in the scene's layout")
 
     def _fig(self, width, height, x_range, y_range, title=None, tools="", **kw):
         """A plot of the scene's look (no toolbar, grid, axes or outline); ``kw`` overrides.
@@ -935,7 +911,7 @@ class Scene:
 
         Drawn once a frame first carries a finding (:meth:`draw_parts`).
         """
-        self._later_part("finding", f, partial(self._draw_finding, f, view))
+        self._later_part(view_specs.FINDING.name, f, partial(self._draw_finding, f, view))
 
     def _draw_finding(self, f, view: str) -> None:
         r = _outlines(
@@ -944,7 +920,7 @@ class Scene:
             0.9,
             line_color="line_color",
             line_dash="line_dash",
-            line_width=4 if view in ("Mds", "Nds", "threads") else 3,
+            line_width=view_specs.get(view).finding_width,
             name=f"vizmm-{view}-finding",
         )
         _hover(f, r, "finding")

@@ -5,7 +5,9 @@ module of its family in this package (``matrices``, ``tiles``,
 ``transactions``, ``text``, ``blocks``, ``table``). The spec says what the
 view needs of the replay (its aspects), the Bokeh sources it draws from and
 their columns and tooltips, how its columns are worked out from a frame, how
-the Bokeh scene and the Pillow renderer draw it where they do, and what it is
+the Bokeh scene and the Pillow renderer draw it where they do (a grid on one
+of the scene's shared plots, :class:`GridSpec`; a part drawn only for the
+frames that need it, :class:`Later`), and what it is
 for the other lists (drawn as HTML, kept for large traces, shown to a class;
 whether a finding marks it and a question asks to click it are its role in
 the replay, :mod:`vizmm.replay.view_roles`). Every list of views is derived from here:
@@ -33,6 +35,10 @@ from ...replay.view_roles import role as view_role
 __all__ = [
     "aspects_of",
     "ASPECTS",
+    "PLACES",
+    "GridSpec",
+    "Later",
+    "FINDING",
     "ViewSpec",
     "register",
     "get",
@@ -43,11 +49,135 @@ __all__ = [
     "source_kind",
     "column_kinds",
     "tooltips",
+    "later_parts",
+    "beside",
+    "below",
 ]
 
 #: The aspects of a replayed frame a view may need: :data:`vizmm.replay.ASPECTS`, the
 #: names ``Replay.frame(i, aspects=...)`` takes (a frame's finding is always there).
 ASPECTS = REPLAY_ASPECTS
+
+#: Where a scene puts a view's models: a row above the grids (``top``), the
+#: column of the matrices (``left``), the column under the shared-memory plot
+#: (``middle``), the column right of it (``right``), a row under all (``bottom``).
+PLACES = ("top", "left", "middle", "right", "bottom")
+
+
+@dataclasses.dataclass(frozen=True)
+class GridSpec:
+    """Where a view is drawn as a grid of cells on one of a scene's shared plots.
+
+    A :class:`vizmm.render.bokeh_scene.Scene` draws the grids of its views
+    on a few shared plots (a plot per grid would cost a new page a plot, a
+    title and a toolbar each): every grid naming one ``plot`` is drawn on it,
+    in the views' order, each in its box (:class:`vizmm.render.scene_parts.GridPlace`)
+    at the pixels ``at`` gives.
+
+    Parameters
+    ----------
+    plot : str
+        The shared plot's name, as the Bokeh plot is named (``"vizmm-matrices"``:
+        M, N, P and the blocks, Fig. 5.10's layout; ``"vizmm-tiles"``: Mds,
+        Nds and the threads).
+    place : str
+        Where the scene puts the plot (one of :data:`PLACES`); the first grid
+        placed on a plot says it.
+    box : callable
+        ``box(scene)``: the grid's box, sized, not placed
+        (``scene._grid_box(...)``, a :class:`~vizmm.render.scene_parts.GridPlace`).
+    at : callable
+        ``at(scene, boxes, placed)``: the box's top-left corner on the plot,
+        ``(x, y)`` pixels, or None where the grid does not go on this plot
+        (then the view's next :class:`GridSpec` is tried). ``boxes``: the
+        boxes of every grid that may go on the plot, by view; ``placed``:
+        those placed so far, in order, their ``x`` and ``y`` set.
+    draw : callable
+        ``draw(scene, plot, box)``: the grid's glyphs on ``plot``, in its
+        ranges (``scene._adder(plot, grid=name)``); returns its cells'
+        renderer (named ``vizmm-<view>`` by the scene).
+    """
+
+    plot: str
+    place: str
+    box: Callable[..., Any]
+    at: Callable[..., tuple[int, int] | None]
+    draw: Callable[..., Any]
+
+    def __post_init__(self) -> None:
+        if self.place not in PLACES:
+            raise ValueError(f"grid on {self.plot!r}: place {self.place!r} is not a scene's place")
+
+
+def beside(placed: Mapping[str, Any], gap: int = 10) -> tuple[int, int]:
+    """The corner right of every box placed so far, on its top row: ``(x, 0)``.
+
+    A :attr:`GridSpec.at` for grids side by side (Mds and Nds).
+
+    Parameters
+    ----------
+    placed : mapping of str to GridPlace
+        The boxes placed so far on the plot (their ``x``, ``width``).
+    gap : int
+        Pixels between two boxes.
+
+    Returns
+    -------
+    (int, int)
+        ``(0, 0)`` for the first box.
+    """
+    return max((g.x + g.width + gap for g in placed.values()), default=0), 0
+
+
+def below(placed: Mapping[str, Any], gap: int = 8) -> tuple[int, int]:
+    """The corner under every box placed so far, at the left edge: ``(0, y)``.
+
+    A :attr:`GridSpec.at` for a grid under others (the threads under Mds and Nds).
+
+    Parameters
+    ----------
+    placed : mapping of str to GridPlace
+        The boxes placed so far on the plot (their ``y``, ``height``).
+    gap : int
+        Pixels between two boxes.
+
+    Returns
+    -------
+    (int, int)
+        ``(0, 0)`` for the first box.
+    """
+    return 0, max((g.y + g.height + gap for g in placed.values()), default=0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Later:
+    """Glyphs a scene draws only once a frame first needs them (a part drawn later).
+
+    Most pages never show a finding or the memory transactions: their
+    glyphs (about 70 Bokeh models) are made when a frame first carries them
+    (:meth:`vizmm.render.bokeh_scene.Scene.draw_parts`). A view's drawing
+    hands the scene what such a part adds (``scene._later_part(name, plot,
+    make)``).
+
+    Parameters
+    ----------
+    name : str
+        The part's name, as :meth:`~vizmm.render.bokeh_scene.Scene.draw_parts` takes it.
+    rank : int
+        Its glyphs' drawing order on a plot: over the cells (0) and over the
+        parts of a lower rank; what an add-on draws later comes over all.
+    needed : callable
+        ``needed(frame)``: True where a :class:`vizmm.replay.Frame` shows the part.
+    """
+
+    name: str
+    rank: int
+    needed: Callable[[Any], bool]
+
+
+#: A finding's outlines over the cells it marks (``<view>_finding``, the
+#: markable views'), drawn once a frame first carries a finding.
+FINDING = Later("finding", 2, lambda frame: frame.finding is not None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,12 +219,37 @@ class ViewSpec:
         (its sources are the host's too).
     draw_bokeh : callable, optional
         ``draw_bokeh(scene, *args)``: its Bokeh models on a
-        :class:`vizmm.render.bokeh_scene.Scene` (a text view's ``Div``, a
-        hosted view's row), for views the scene does not lay out as a grid.
+        :class:`vizmm.render.bokeh_scene.Scene`, placed by ``place`` (a text
+        view's ``Div``; a hosted view's row, given its host's
+        :class:`~vizmm.render.scene_parts.GridPlace`; the blocks' plot of
+        their own where no shared plot took them); None: nothing to place.
     place : str, optional
-        Where the scene puts what ``draw_bokeh`` returns: ``"top"`` (a row
-        above the grids), ``"middle"`` (under the shared-memory plot),
-        ``"right"`` (the column right of it), ``"bottom"`` (a row under all).
+        Where the scene puts what ``draw_bokeh`` returns (one of
+        :data:`PLACES`): ``"top"`` (a row above the grids), ``"middle"``
+        (under the shared-memory plot), ``"right"`` (the column right of
+        it), ``"bottom"`` (a row under all).
+    grids : tuple of GridSpec
+        Where the view is a grid of cells on a shared plot of the scene, each
+        tried in turn (the blocks: the matrices' free corner, else under the
+        threads); the first that places it draws it, once.
+    update_bokeh : callable, optional
+        ``update_bokeh(scene, frame)``: what the view changes on its models
+        at each frame besides its sources' columns (the per-warp row's
+        heading), called by :meth:`~vizmm.render.bokeh_scene.Scene.update`
+        for the views whose ``draw_bokeh`` drew something. What it keeps
+        between frames is in ``scene.state[name]``.
+    later : Later, optional
+        A part of the scene this view draws only for some frames (the
+        transactions view's: the banks, the warp's threads, the per-warp
+        row); the views' drawings add to it by its name.
+    tap : bool
+        A tap picks a cell of its grid (the thread to follow, the block to
+        replay): its source named as the view keeps a selection of its own.
+    finding_width : float
+        The width of a finding's outlines over its cells, pixels (markable views).
+    page_width : callable, optional
+        ``page_width(scene)``: its width in pixels before it is drawn, for a
+        page fitted to a window (a view beside the grids' middle column).
     draw_pillow : callable, optional
         ``draw_pillow(renderer, img, draw, frame, panel)``: its Pillow drawing
         (GIF and MP4 frames) in its panel of a
@@ -123,6 +278,12 @@ class ViewSpec:
     draw_bokeh: Callable[..., Any] | None = None
     place: str | None = None
     draw_pillow: Callable[..., Any] | None = None
+    grids: tuple[GridSpec, ...] = ()
+    update_bokeh: Callable[..., None] | None = None
+    later: Later | None = None
+    tap: bool = False
+    finding_width: float = 3
+    page_width: Callable[..., int] | None = None
 
     @property
     def markable(self) -> bool:
@@ -147,7 +308,7 @@ class ViewSpec:
                 f"view {self.name!r}: unknown aspect(s) {', '.join(map(repr, unknown))}; "
                 f"aspects are {', '.join(ASPECTS)}"
             )
-        if self.place not in (None, "top", "middle", "right", "bottom"):
+        if self.place is not None and self.place not in PLACES:
             raise ValueError(f"view {self.name!r}: place {self.place!r} is not a scene's place")
 
 
@@ -345,6 +506,18 @@ def column_kinds() -> dict[str, tuple[str, ...]]:
     for spec in all_views(hosted=True):
         out.update(spec.kinds)
     return out
+
+
+def later_parts() -> tuple[Later, ...]:
+    """The parts a scene draws only once a frame needs them: the finding's, then the views'.
+
+    Returns
+    -------
+    tuple of Later
+        :data:`FINDING`, then each view's :attr:`ViewSpec.later`, in the views' order.
+    """
+    own = (s.later for s in all_views(hosted=True) if s.later is not None)
+    return (FINDING, *dict.fromkeys(own))
 
 
 def tooltips() -> dict[str, tuple[tuple[str, str], ...]]:

@@ -6,13 +6,16 @@ the threads or beside the source), not in GIF and MP4 frames.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ...replay import Frame
 from ...trace import Trace
 from .. import palette as pal
 from ..columns import FrameContext, _add_cell, _columns_of
-from . import ViewSpec, register
+from . import GridSpec, ViewSpec, below, register
+from .matrices import MATRICES_PLOT
+from .tiles import TILES_PLOT
 
 if TYPE_CHECKING:
     from ..scene_parts import GridPlace
@@ -67,24 +70,49 @@ def _blocks_box(scene) -> GridPlace:
     return scene._grid_box("blocks", gy, gx, cell, "blocks (by, bx)")
 
 
-def _draw_blocks(scene, f, box: GridPlace) -> GridPlace:
-    """The block grid ``box`` drawn on ``f``."""
+def _draw_blocks(scene, f, box: GridPlace):
+    """The block grid ``box`` drawn on ``f`` (a :attr:`GridSpec.draw`): its cells' renderer."""
     from bokeh.models import TapTool
 
     from ..scene_parts import _cells, _centred_text, _hover
 
     s = scene.sizes
-    g = scene._grid_fig(f, box)
-    cell = g.cell
+    cell = box.cell
     src = scene.sources["blocks"]
     add = scene._adder(f, selectable=True, grid="blocks")
     r = _cells(add, src, 0.92, tappable=True)
     if cell >= 34:
         _centred_text(add, src, f"{max(9, min(s.font, cell // 3))}px")
-    scene._main["blocks"] = r
     _hover(f, r, "blocks")
     f.add_tools(TapTool(renderers=[r]))
-    return g
+    return r
+
+
+def _in_corner(scene, boxes: Mapping[str, GridPlace], placed) -> tuple[int, int] | None:
+    """The matrices' free corner, above M and left of N, where the grid fits in it (Fig. 5.10)."""
+    m, n, b = boxes.get("M"), boxes.get("N"), boxes["blocks"]
+    if m is None or n is None or b.width > m.width or b.height > n.height:
+        return None
+    return 0, 0
+
+
+def _under_tiles(scene, boxes: Mapping[str, GridPlace], placed) -> tuple[int, int] | None:
+    """Under the threads, on a page fitted to a window whose matrices' corner is too small."""
+    if not (placed and scene.sizes.blocks_below):
+        return None
+    return below(placed)
+
+
+def _own_plot(scene):
+    """The block grid on a plot of its own (right of the source), where no shared plot took it."""
+    if "blocks" in scene.grids:
+        return None
+    own = GridSpec(OWN_PLOT, "right", _blocks_box, lambda *_: (0, 0), _draw_blocks)
+    return scene._grid_plot(OWN_PLOT, [("blocks", own)])
+
+
+#: The block grid's plot where it is on neither shared plot.
+OWN_PLOT = "vizmm-blocks-plot"
 
 
 def _blocks(ctx: FrameContext, want: frozenset[str]) -> dict[str, dict[str, list]]:
@@ -100,5 +128,12 @@ register(
         columns=_blocks,
         kinds=BLOCKS_KIND,
         hover=BLOCKS_HOVER,
+        grids=(
+            GridSpec(MATRICES_PLOT, "left", _blocks_box, _in_corner, _draw_blocks),
+            GridSpec(TILES_PLOT, "middle", _blocks_box, _under_tiles, _draw_blocks),
+        ),
+        tap=True,
+        draw_bokeh=_own_plot,
+        place="right",
     )
 )

@@ -7,7 +7,8 @@ element).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,13 +31,13 @@ from ..columns import (
     _uni,
     matrix_palette,
 )
-from . import ViewSpec, register
+from . import GridSpec, ViewSpec, register
 
 if TYPE_CHECKING:
     from ..pillow import _Panel
     from ..scene_parts import GridPlace
 
-__all__ = ["MATRIX_KINDS", "MATRIX_HOVER"]
+__all__ = ["MATRIX_KINDS", "MATRIX_HOVER", "MATRICES_PLOT"]
 
 
 @per_trace(maxsize=3)
@@ -241,20 +242,19 @@ def _value_chars(trace: Trace, name: str) -> int:
     return max(1, len(_fmt(float(finite.min()))), len(_fmt(float(finite.max()))))
 
 
-def _draw_grids(scene, v, f) -> dict[str, GridPlace]:
-    """M, N and P on plot ``f``: their boxes (placed by :meth:`_build`)."""
+def _looks(scene) -> tuple[Any, Any, Any, Any]:
+    """The models M, N and P share on a scene: colour maps, the hover's words, the ghosts' filter.
+
+    Made once per scene (kept in ``scene.state``), with the first matrix drawn.
+    """
+    looks = scene.state.get(_LOOKS)
+    if looks is not None:
+        return looks
     from bokeh.models import CustomJS, CustomJSHover
     from bokeh.transform import linear_cmap
 
-    from ..scene_parts import _centred_text, _hover, _outlines
-
-    tr, s, th = scene.trace, scene.sizes, scene.palette
-    j, k, l = tr.shape
-    T = tr.tile_width
-    jp, kp, lp = tr.launch.padded  # tiles may overhang the matrices
-    ext = {"M": (jp, kp), "N": (kp, lp), "P": (jp, lp)}
-    shape = {"M": (j, k), "N": (k, l), "P": (j, l)}
-    fills, texts, words = matrix_palette(T * T, th)
+    T = scene.trace.tile_width
+    fills, texts, words = matrix_palette(T * T, scene.palette)
     fill_map = linear_cmap("code", fills, low=-0.5, high=len(fills) - 0.5)
     text_map = linear_cmap("code", texts, low=-0.5, high=len(texts) - 0.5)
     word = CustomJSHover(
@@ -271,80 +271,122 @@ def _draw_grids(scene, v, f) -> dict[str, GridPlace]:
     # the rows of an outline source with a tooltip: its ghost cells, the only
     # rows with a name (one filter for the three hover tools)
     ghost_rows = CustomJS(code="return cb_data.value !== ''")
-    figs = {}
-    for name in ("M", "N", "P"):
-        if name not in v:
-            continue
-        rows, cols = ext[name]
-        # ghost cells (hatched, with their text and tooltip) only where a tile
-        # overhangs the matrix: a matrix of whole tiles has no glyph nor hover for them
-        overhang = (rows, cols) != tuple(shape[name])
-        box = scene._grid_fig(
-            f,
-            scene._grid_box(
-                name,
-                rows,
-                cols,
-                s.cell,
-                f"{name} ({shape[name][0]} × {shape[name][1]})",
-                labelled=shape[name],
-            ),
-        )
-        src = scene.sources[name]
-        add = scene._adder(f, grid=name)
-        # outlines of small cells cost more to paint than they show
-        r = add(
-            "Rect",
-            src,
-            x="x",
-            y="y",
-            width=1,
-            height=1,
-            fill_color=fill_map,
-            line_color=th.GRID_LINE if s.cell >= 10 else None,
-            line_width=1,
-        )
-        # over the cells, one glyph, its rows painted in this order: the matrix's
-        # edge (so ghost cells read as outside it), the ghost cells, the current
-        # tile, the followed thread's elements, the warp's segments and sectors
-        over = scene.sources[f"{name}_outline"]
-        g = add(
-            "Rect",
-            over,
-            x="x",
-            y="y",
-            width="w",
-            height="h",
-            fill_color="fill",
-            line_color="line_color",
-            line_width="line_width",
-            line_dash="line_dash",
-            hatch_pattern="hatch",
-            hatch_color=th.MUTED,
-            hatch_alpha=0.35,
-            hatch_scale=8,
-        )
-        pv = None
-        if name == "P":  # Pvalue so far of the block's elements (hover; text if room)
-            pv = _outlines(add, scene.sources["P_pvalue"], 1, line_alpha=0)
-        if s.matrix_text:
-            px = int(s.cell * 0.32)
-            if scene.presenter:  # a projector's values as large as their cells hold
-                chars = _value_chars(tr, name)
-                px = int(min((s.cell - 4) / (DIGIT_EM * chars), s.cell * 0.6))
-            fs = f"{max(9, min(s.font + 2, px))}px"
-            _centred_text(add, scene.sources["P_pvalue"] if name == "P" else src, fs, text_map)
-            if overhang:
-                _centred_text(add, over, fs)
-        scene._main[name] = r
-        _hover(f, r, "P" if name == "P" else "matrix", formatters={"@code": word})
-        if name == "P":
-            _hover(f, pv, "P_pvalue")
+    looks = scene.state[_LOOKS] = (fill_map, text_map, word, ghost_rows)
+    return looks
+
+
+#: Where a scene keeps the matrices' shared models (:func:`_looks`).
+_LOOKS = "matrices' looks"
+
+
+def _extent(trace: Trace, name: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Matrix ``name``'s cells drawn (tiles may overhang it), its shape: ``(rows, cols)`` each."""
+    j, k, l = trace.shape
+    jp, kp, lp = trace.launch.padded  # tiles may overhang the matrices
+    ext = {"M": (jp, kp), "N": (kp, lp), "P": (jp, lp)}
+    shape = {"M": (j, k), "N": (k, l), "P": (j, l)}
+    return ext[name], shape[name]
+
+
+def _matrix_box(name: str):
+    """``box(scene)`` of matrix ``name``'s grid (a :attr:`GridSpec.box`)."""
+
+    def box(scene) -> GridPlace:
+        (rows, cols), shape = _extent(scene.trace, name)
+        title = f"{name} ({shape[0]} × {shape[1]})"
+        return scene._grid_box(name, rows, cols, scene.sizes.cell, title, labelled=shape)
+
+    return box
+
+
+def _matrix_at(name: str):
+    """``at(scene, boxes, placed)`` of matrix ``name`` (a :attr:`GridSpec.at`).
+
+    Fig. 5.10's places: N above P, M left of P, the corner above M left of N
+    empty (the blocks' where they fit).
+    """
+
+    def at(scene, boxes: Mapping[str, GridPlace], placed) -> tuple[int, int]:
+        m, n = boxes.get("M"), boxes.get("N")
+        x1 = m.width if m is not None else 0
+        y1 = n.height if n is not None else 0
+        return {"M": (0, y1), "N": (x1, 0), "P": (x1, y1)}[name]
+
+    return at
+
+
+def _draw_matrix(name: str):
+    """``draw(scene, f, box)`` of matrix ``name``'s grid (a :attr:`GridSpec.draw`)."""
+
+    def draw(scene, f, box: GridPlace):
+        return _draw_grid(scene, f, name)
+
+    return draw
+
+
+def _draw_grid(scene, f, name: str):
+    """Matrix ``name`` ('M', 'N', 'P') on plot ``f``, in its grid's ranges: its cells' renderer."""
+    from ..scene_parts import _centred_text, _hover, _outlines
+
+    tr, s, th = scene.trace, scene.sizes, scene.palette
+    fill_map, text_map, word, ghost_rows = _looks(scene)
+    ext, shape = _extent(tr, name)
+    # ghost cells (hatched, with their text and tooltip) only where a tile
+    # overhangs the matrix: a matrix of whole tiles has no glyph nor hover for them
+    overhang = ext != shape
+    src = scene.sources[name]
+    add = scene._adder(f, grid=name)
+    # outlines of small cells cost more to paint than they show
+    r = add(
+        "Rect",
+        src,
+        x="x",
+        y="y",
+        width=1,
+        height=1,
+        fill_color=fill_map,
+        line_color=th.GRID_LINE if s.cell >= 10 else None,
+        line_width=1,
+    )
+    # over the cells, one glyph, its rows painted in this order: the matrix's
+    # edge (so ghost cells read as outside it), the ghost cells, the current
+    # tile, the followed thread's elements, the warp's segments and sectors
+    over = scene.sources[f"{name}_outline"]
+    g = add(
+        "Rect",
+        over,
+        x="x",
+        y="y",
+        width="w",
+        height="h",
+        fill_color="fill",
+        line_color="line_color",
+        line_width="line_width",
+        line_dash="line_dash",
+        hatch_pattern="hatch",
+        hatch_color=th.MUTED,
+        hatch_alpha=0.35,
+        hatch_scale=8,
+    )
+    pv = None
+    if name == "P":  # Pvalue so far of the block's elements (hover; text if room)
+        pv = _outlines(add, scene.sources["P_pvalue"], 1, line_alpha=0)
+    if s.matrix_text:
+        px = int(s.cell * 0.32)
+        if scene.presenter:  # a projector's values as large as their cells hold
+            chars = _value_chars(tr, name)
+            px = int(min((s.cell - 4) / (DIGIT_EM * chars), s.cell * 0.6))
+        fs = f"{max(9, min(s.font + 2, px))}px"
+        _centred_text(add, scene.sources["P_pvalue"] if name == "P" else src, fs, text_map)
         if overhang:
-            _hover(f, g, "ghost", filters={"@name": ghost_rows})
-        scene._finding_glyph(f, name)
-        figs[name] = box
-    return figs
+            _centred_text(add, over, fs)
+    _hover(f, r, "P" if name == "P" else "matrix", formatters={"@code": word})
+    if name == "P":
+        _hover(f, pv, "P_pvalue")
+    if overhang:
+        _hover(f, g, "ghost", filters={"@name": ghost_rows})
+    scene._finding_glyph(f, name)
+    return r
 
 
 # ------------------------------------------------ Pillow (GIF and MP4 frames)
@@ -488,6 +530,9 @@ def _columns(ctx: FrameContext, want: frozenset[str]) -> dict[str, dict[str, lis
     return out
 
 
+#: The plot M, N and P share (and the blocks, in its free corner where they fit).
+MATRICES_PLOT = "vizmm-matrices"
+
 #: What M and N read of a frame (the cells, the followed thread's row or column, the
 #: tile loads' transactions); P also the threads' states and the barrier lab's marks.
 _MATRIX_ASPECTS = {
@@ -513,5 +558,14 @@ for _order, _name in ((1, "M"), (2, "N"), (3, "P")):
             pillow=True,
             presenter=True,
             draw_pillow=_pillow_matrix,
+            grids=(
+                GridSpec(
+                    plot=MATRICES_PLOT,
+                    place="left",
+                    box=_matrix_box(_name),
+                    at=_matrix_at(_name),
+                    draw=_draw_matrix(_name),
+                ),
+            ),
         )
     )

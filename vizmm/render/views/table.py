@@ -6,8 +6,10 @@ frames have no room for it); the terminal's table is :mod:`vizmm.render.text`.
 
 from __future__ import annotations
 
+import weakref
+
 from ...replay import Frame, SlotState, ThreadState
-from ...replay.table import Table
+from ...replay.table import Table, block_table
 from ...trace import Trace
 from ...trace.derived import kept
 from .. import palette as pal
@@ -22,7 +24,7 @@ from ..columns import (
 )
 from . import ViewSpec, register
 
-__all__ = ["TABLE_KIND"]
+__all__ = ["TABLE_KIND", "table_extent"]
 
 
 def _table_kind_fill(th: pal.Palette) -> dict[str, str]:
@@ -202,11 +204,66 @@ def _table_columns(
 
 
 def _draw_table(scene):
-    from ..bokeh_scene import table_extent
-
     width, lines = table_extent(scene.trace)
     box = scene._text_box(width, lines + 1, pad=0.2)
     return scene._text_view("table", box, font=MONO, size_px=scene.sizes.mono)
+
+
+#: Each trace's table extent, for as long as the trace is alive (two numbers
+#: each: unlike the drawing caches, not emptied when the last page closes).
+_TABLE_EXTENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def table_extent(trace: Trace) -> tuple[float, int]:
+    """Width and height the Fig. 5.8 table figure needs for any frame of ``trace``.
+
+    The table of Fig. 5.8 (``vizmm.replay.table``) for a few sampled blocks
+    (first, last, middle: the shortest and longest indices, the edges' odd
+    loads), as drawn: at most ``TABLE_PHASES`` phases and ``TABLE_ROWS`` rows.
+    Remembered per trace while the trace is alive: for a 16 x 16 tile this
+    builds whole tables (up to a second), so the server works it out for the
+    shipped traces before it listens (``apps/preload.py``).
+
+    Parameters
+    ----------
+    trace : Trace
+        The trace whose Fig. 5.8 tables are measured (any size, any kernel).
+
+    Returns
+    -------
+    width : float
+        Characters (monospace) of the widest sampled table, 40.0 for a trace
+        without phases or detail blocks.
+    lines : int
+        Text lines: table rows (capped) plus two for the header, 3 when empty.
+    """
+    try:
+        return _TABLE_EXTENTS[trace]
+    except KeyError:
+        extent = _TABLE_EXTENTS[trace] = _measure_table(trace)
+        return extent
+
+
+def _measure_table(trace: Trace) -> tuple[float, int]:
+    if trace.n_phases == 0 or not len(trace.detail_blocks):
+        return 40.0, 3
+    widest, rows = 0.0, 0
+    blocks = trace.detail_blocks.tolist()
+    # first and last blocks have the shortest and longest indices; edges the odd loads
+    sample = {tuple(b) for b in (blocks[:2] + blocks[-2:] + blocks[len(blocks) // 2 :][:1])}
+    for b in sorted(sample):
+        # built afresh and let go: table_extent keeps only the sizes
+        table, keep, texts, heads, widths = _layout(block_table(trace, (b[0], b[1])), trace)
+        columns = [table.columns[i] for i in keep]
+        fixed = sum(w for w, c in zip(widths, columns, strict=True) if c.phase is None)
+        per: dict = {}
+        for w, c in zip(widths, columns, strict=True):
+            if c.phase is not None:
+                per[c.phase] = per.get(c.phase, 0) + w
+        phase_w = sorted(per.values(), reverse=True)[:TABLE_PHASES]
+        widest = max(widest, fixed + sum(phase_w))
+        rows = max(rows, min(len(table.rows), TABLE_ROWS))
+    return widest, rows + 2
 
 
 #: The table's columns: one box per cell of Fig. 5.8.

@@ -212,6 +212,11 @@ def _legend_box(scene) -> TextBox:
     )
 
 
+def _legend_width(scene) -> int:
+    """The legend's width, pixels, before it is drawn (a page fitted to a window keeps room)."""
+    return _legend_box(scene).width
+
+
 def _draw_legend(scene):
     s = scene.sizes
     entries = _legend_entries(scene)
@@ -311,6 +316,7 @@ def _text_spec(
     sources: tuple[str, ...] = (),
     columns=None,
     presenter: bool = False,
+    page_width=None,
 ) -> ViewSpec:
     """The spec of a text view: HTML on a page, drawn by Pillow, kept for a large trace.
 
@@ -324,6 +330,7 @@ def _text_spec(
         columns=columns,
         kinds={kind: TEXT_KINDS[kind] for kind in sources},
         presenter=presenter,
+        page_width=page_width,
         draw_bokeh=draw_bokeh,
         place=place,
         html=True,
@@ -337,7 +344,7 @@ register(
         "caption", 0, ("caption",), _draw_caption, "top", ("caption",), _caption, presenter=True
     )
 )
-register(_text_spec("legend", 7, (), _draw_legend, "middle"))
+register(_text_spec("legend", 7, (), _draw_legend, "middle", page_width=_legend_width))
 register(_text_spec("source", 8, ("source",), _draw_source, "right", ("source",), _source))
 register(
     _text_spec(

@@ -34,13 +34,14 @@ from ..columns import (
 )
 from ..text import format_value
 from ..tiles import tile_arrays
-from . import ViewSpec, parts, register
+from . import GridSpec, ViewSpec, below, beside, parts, register
+from .transactions import TRANSACTIONS
 
 if TYPE_CHECKING:
     from ..pillow import _Panel
     from ..scene_parts import GridPlace
 
-__all__ = ["TILE_KINDS", "TILE_HOVER"]
+__all__ = ["TILE_KINDS", "TILE_HOVER", "TILES_PLOT"]
 
 
 def _bank_columns(frame: Frame, matrix: str, th: pal.Palette) -> dict[str, list]:
@@ -236,18 +237,36 @@ TILE_HOVER = {
 }
 
 
-def _draw_shared(scene, name, f) -> GridPlace:
+def _shared_box(name: str):
+    """``box(scene)`` of shared tile ``name``'s grid (a :attr:`GridSpec.box`)."""
+
+    def box(scene) -> GridPlace:
+        T = scene.trace.tile_width
+        return scene._grid_box(name, T, T, scene.sizes.scell, f"{name} (shared)")
+
+    return box
+
+
+def _draw_shared(name: str):
+    """``draw(scene, f, box)`` of shared tile ``name``'s grid (a :attr:`GridSpec.draw`)."""
+
+    def draw(scene, f, box: GridPlace):
+        return _draw_slots(scene, f, name)
+
+    return draw
+
+
+def _draw_slots(scene, f, name: str):
+    """Shared tile ``name`` (Mds, Nds) on plot ``f``: its cells' renderer; its banks drawn later."""
     from ..scene_parts import _cells, _centred_text, _hover
 
-    T, s = scene.trace.tile_width, scene.sizes
-    g = scene._grid_fig(f, scene._grid_box(name, T, T, s.scell, f"{name} (shared)"))
+    s = scene.sizes
     src = scene.sources[name]
     add = scene._adder(f, grid=name)
     r = _cells(add, src, 1)
     if s.shared_text:
         size = f"{max(10, min(s.font + 3, int(s.scell * 0.22)))}px"
         _centred_text(add, src, size, text_line_height=1.15)
-    scene._main[name] = r
     _hover(f, r, "slots", name)
 
     def banks() -> None:
@@ -259,18 +278,24 @@ def _draw_shared(scene, name, f) -> GridPlace:
             _centred_text(add, src, f"{max(8, min(s.font - 2, int(s.scell * 0.17)))}px")
         _hover(f, bank, "bank")
 
-    scene._later_part("transactions", f, banks)
+    scene._later_part(TRANSACTIONS.name, f, banks)
     scene._finding_glyph(f, name)
-    return g
+    return r
 
 
-def _draw_threads(scene, f) -> GridPlace:
+def _threads_box(scene) -> GridPlace:
+    """The thread grid's box (a :attr:`GridSpec.box`): T x T cells."""
+    T = scene.trace.tile_width
+    return scene._grid_box("threads", T, T, scene.sizes.scell, "threads (ty, tx)")
+
+
+def _draw_threads(scene, f, box: GridPlace):
+    """The T x T threads on plot ``f`` (a :attr:`GridSpec.draw`): its cells' renderer."""
     from bokeh.models import TapTool
 
     from ..scene_parts import _cells, _centred_text, _hover, _outlines
 
-    T, s = scene.trace.tile_width, scene.sizes
-    g = scene._grid_fig(f, scene._grid_box("threads", T, T, s.scell, "threads (ty, tx)"))
+    s = scene.sizes
     src = scene.sources["threads"]
     add = scene._adder(f, selectable=True, grid="threads")
     r = _cells(add, src, 0.94, tappable=True)
@@ -310,7 +335,6 @@ def _draw_threads(scene, f) -> GridPlace:
             nonselection_line_alpha="ahead_alpha",
             name="vizmm-ahead",
         )
-    scene._main["threads"] = r
     _hover(f, r, "threads")
     scene._finding_glyph(f, "threads")
     f.add_tools(TapTool(renderers=[r]))
@@ -326,8 +350,9 @@ def _draw_threads(scene, f) -> GridPlace:
             name="vizmm-warp-threads",
         )
 
-    scene._later_part("transactions", f, warp)
-    return g
+    # over the finding's outlines (a rank of its own)
+    scene._later_part(TRANSACTIONS.name, f, warp, rank=3)
+    return r
 
 
 # ------------------------------------------------ Pillow (GIF and MP4 frames)
@@ -513,7 +538,13 @@ def _columns(ctx: FrameContext, want: frozenset[str]) -> dict[str, dict[str, lis
 
 
 def _tile_spec(
-    name: str, order: int, aspects: tuple[str, ...], sources: dict, draw_pillow
+    name: str,
+    order: int,
+    aspects: tuple[str, ...],
+    sources: dict,
+    draw_pillow,
+    grid: GridSpec,
+    tap: bool = False,
 ) -> ViewSpec:
     """The spec of one grid of the tiles plot (Mds, Nds, threads)."""
     return ViewSpec(
@@ -528,7 +559,15 @@ def _tile_spec(
         light=True,
         presenter=True,
         draw_pillow=draw_pillow,
+        grids=(grid,),
+        tap=tap,
+        finding_width=4,
     )
+
+
+#: The plot Mds, Nds and the threads share (and the blocks, where the matrices'
+#: corner is too small for them): Mds and Nds side by side, the threads under them.
+TILES_PLOT = "vizmm-tiles"
 
 
 for _order, _name in ((4, "Mds"), (5, "Nds")):
@@ -539,6 +578,13 @@ for _order, _name in ((4, "Mds"), (5, "Nds")):
             ("slots", "focus", "transactions", "lab"),
             {_name: "slots", f"{_name}_bank": "bank"},
             _pillow_shared,
+            GridSpec(
+                TILES_PLOT,
+                "middle",
+                _shared_box(_name),
+                lambda scene, boxes, placed: beside(placed),
+                _draw_shared(_name),
+            ),
         )
     )
 register(
@@ -548,5 +594,13 @@ register(
         ("threads", "transactions", "lab"),
         {"threads": "threads", "warp_threads": "cells"},
         _pillow_threads,
+        GridSpec(
+            TILES_PLOT,
+            "middle",
+            _threads_box,
+            lambda scene, boxes, placed: below(placed),
+            _draw_threads,
+        ),
+        tap=True,
     )
 )

@@ -9,7 +9,7 @@ grids (:mod:`vizmm.render.views.tiles`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,12 +19,12 @@ from ..columns import (
     FrameContext,
     _columns_of,
 )
-from . import ViewSpec, register
+from . import Later, ViewSpec, register
 
 if TYPE_CHECKING:
     from ..scene_parts import GridPlace
 
-__all__ = ["WARPS_KIND", "WARPS_HOVER", "WARPS"]
+__all__ = ["WARPS_KIND", "WARPS_HOVER", "WARPS", "TRANSACTIONS"]
 
 
 def _warp_columns(frame: Frame, th: pal.Palette) -> dict[str, list]:
@@ -54,56 +54,95 @@ def _warp_columns(frame: Frame, th: pal.Palette) -> dict[str, list]:
     }
 
 
-def _draw_warps(scene, threads: GridPlace):
-    """The per-warp transactions row under the thread grid (shown with the view on).
+class _WarpRow:
+    """The per-warp row of one scene: a spacer keeping its place, then its plot.
 
     Until a frame first carries the transactions view its place is kept by
-    a spacer of its size (most pages never show it); the row's plot then
-    takes the spacer's place (:meth:`_draw_part`) in the column that holds
-    it (:attr:`_warps_parent`, set by :meth:`_build`).
+    a spacer of its size (most pages never show it); :meth:`make`, drawn as
+    a part of :data:`TRANSACTIONS` (``Scene.draw_parts``), puts the row's
+    plot in the spacer's place. The scene keeps it in ``scene.state["warps"]``.
+
+    Attributes
+    ----------
+    space : bokeh.models.Spacer
+        The row's place in the scene's layout, until it is drawn.
+    fig : bokeh.models.Plot or None
+        The row's plot (named ``vizmm-warps``), None until it is drawn.
+    title : str
+        Its heading, written only while the row has cells (:func:`_update_warps`).
     """
-    from bokeh.models import Range1d, Spacer
 
-    from ..scene_parts import _cells, _centred_text, _hover, wrap_title
+    def __init__(self, scene, threads: GridPlace):
+        from bokeh.models import Spacer
 
-    s = scene.sizes
-    nw = scene.trace.launch.warps_per_block
-    cell = max(14, (threads.width - 30) / nw)
-    # The row is as wide as the thread grid: a narrow grid (TILE_WIDTH 2 or 4)
-    # gets its title on more lines, not cut at the grid's edge.
-    title = wrap_title("per warp (memory transactions)", threads.width - 8, s.font + 1)
-    height = int(min(cell, 40)) + (1 + title.count("\n")) * (s.font + 5) + s.font + 11
-    # Its place is always kept (empty until a frame carries the transactions
-    # view): showing and hiding it would lay out the page again, hidden tables
-    # included. Its heading is written only while the row has cells (see update).
-    space = Spacer(width=threads.width, height=height)
+        from ..scene_parts import wrap_title
 
-    def make() -> None:
+        s = scene.sizes
+        self.scene = scene
+        self.width = threads.width
+        self.nw = scene.trace.launch.warps_per_block
+        self.cell = max(14, (threads.width - 30) / self.nw)
+        # The row is as wide as the thread grid: a narrow grid (TILE_WIDTH 2 or 4)
+        # gets its title on more lines, not cut at the grid's edge.
+        self.title = wrap_title("per warp (memory transactions)", threads.width - 8, s.font + 1)
+        lines = 1 + self.title.count("\n")
+        self.height = int(min(self.cell, 40)) + lines * (s.font + 5) + s.font + 11
+        # Its place is always kept (empty until a frame carries the transactions
+        # view): showing and hiding it would lay out the page again, hidden tables
+        # included. Its heading is written only while the row has cells.
+        self.space = Spacer(width=threads.width, height=self.height)
+        self.fig: Any = None
+
+    def make(self) -> None:
+        """The row's plot and cells, in the spacer's place."""
+        from bokeh.models import Range1d
+
+        from ..scene_parts import _cells, _centred_text, _hover
+
+        scene, s = self.scene, self.scene.sizes
         f = scene._fig(
-            threads.width,
-            height,
-            Range1d(start=0, end=nw),
+            self.width,
+            self.height,
+            Range1d(start=0, end=self.nw),
             Range1d(start=1, end=0),
-            title=title,
+            title=self.title,
         )
-        f.title.text = ""  # (written by update while the row has cells)
-        add = scene._adder(f)
-
-        def cells() -> None:
-            src = scene.sources["warps"]
-            r = _cells(add, src, 0.96, 0.9)
-            _centred_text(add, src, f"{max(8, min(s.font, int(cell * 0.4)))}px")
-            _hover(f, r, "warps")
-
-        scene._later_part("transactions", f, cells)
+        f.title.text = ""  # (written by _update_warps while the row has cells)
         f.name = "vizmm-warps"
-        scene._warps_fig = f
-        parent = scene._warps_parent
-        parent.children = [f if c is space else c for c in parent.children]
+        add = scene._adder(f)
+        src = scene.sources["warps"]
+        r = _cells(add, src, 0.96, 0.9)
+        _centred_text(add, src, f"{max(8, min(s.font, int(self.cell * 0.4)))}px")
+        _hover(f, r, "warps")
+        self.fig = f
+        scene.replace(self.space, f)
 
-    scene._warps_make = make
-    scene._warps_title = title
-    return space
+
+def _draw_warps(scene, threads: GridPlace):
+    """The per-warp transactions row's place under the thread grid (a spacer until it is drawn).
+
+    Only on the full page: presenter and fitted scenes keep their sizes (None).
+    """
+    if scene.presenter or scene.fitted:
+        return None
+    row = scene.state["warps"] = _WarpRow(scene, threads)
+    scene._later_part(TRANSACTIONS.name, None, row.make)
+    return row.space
+
+
+def _update_warps(scene, frame: Frame) -> None:
+    """No heading over an empty row: the row's title only on frames with the transactions view."""
+    row = scene.state.get("warps")
+    if row is None or row.fig is None:
+        return
+    title = row.title if frame.transactions is not None else ""
+    if row.fig.title.text != title:
+        row.fig.title.text = title
+
+
+#: The transactions view's parts of the scene (the banks of Mds and Nds, the
+#: current warp's threads, the per-warp row), drawn once a frame first carries it.
+TRANSACTIONS = Later("transactions", 1, lambda frame: frame.transactions is not None)
 
 
 def _draw_pillow(renderer, img, draw, frame: Frame, p) -> None:
@@ -164,6 +203,8 @@ WARPS = register(
         host="threads",
         draw_bokeh=_draw_warps,
         place="middle",
+        update_bokeh=_update_warps,
+        later=TRANSACTIONS,
         draw_pillow=_draw_pillow,
     )
 )
