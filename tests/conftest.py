@@ -62,7 +62,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if _uses_browser(item):
             item.add_marker(pytest.mark.browser)  # ``-m "not browser"`` leaves it out
-    items[:] = [i for i in items if not _uses_browser(i)] + [i for i in items if _uses_browser(i)]
+
+    # The tests that read a PTX compile (tests/ptx.py) go just before the browser tests:
+    # their compiles started with the session and are done by then, instead of holding
+    # a process from the start while they compile.
+    def place(item) -> int:
+        if _uses_browser(item):
+            return 2
+        return int(hasattr(getattr(item, "module", None), "ptx_jobs"))
+
+    items.sort(key=place)  # stable: each group keeps its order
 
 
 def _selected(config, path) -> bool:

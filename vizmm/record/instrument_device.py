@@ -14,7 +14,8 @@ thread's slots of the access log:
     it stores into P) at that moment.
 ``cnt`` (int32, ``(threads,)``)
     Events per thread; counted past ``cap`` (a count launch has ``cap`` 0).
-    A thread counts in a one-element local array of its own (a register once
+    A thread counts in a two-element local array of its own (its count, then
+    the log's thread count) (a register once
     compiled: no round trip to memory per event) and the kernel copies it
     into ``cnt`` at its end; the helpers here get that local array.
 
@@ -101,9 +102,9 @@ ev : device array of int32, flat (cap, NF, threads); in the simulator a list
 vals : device array of float64, flat (cap, 2, threads)
     Per event, the value loaded or stored and the accumulator (the simulator's rows
     hold them: unused there).
-cnt : local array of int32, (1,)
+cnt : local array of int32, (2,)
     The thread's events so far, counted past ``cap`` (a register once compiled: the
-    kernel copies it into the launch's ``_cnt`` at its end).
+    kernel copies it into the launch's ``_cnt`` at its end), then the log's thread count.
 cap : int
     Events per thread the log has room for (0: a count launch).
 t : int
@@ -223,17 +224,17 @@ if _target.NAME == _target.SIMULATOR:
     # fields the GPU's forms leave out, with the values decode() gives them.
 
     @device
-    def _put_g(ev, vals, cap, t, n, w, idx, row, col, ep, v, a):
+    def _put_g(ev, vals, cnt, t, n, w, idx, row, col, ep, v, a):
         """Thread ``t``'s event ``n``, a global access whose first word is ``w``, as a row."""
         ev.append((t, n, w, idx, row, col, -4, -1, -1, -1, -1, ep, -1, v, a))
 
     @device
-    def _put_s(ev, vals, cap, t, n, w, idx, row, col, tag, sa, si, sr, sc, ep, v, a):
+    def _put_s(ev, vals, cnt, t, n, w, idx, row, col, tag, sa, si, sr, sc, ep, v, a):
         """Thread ``t``'s event ``n``, a shared access with its tag and source, as a row."""
         ev.append((t, n, w, idx, row, col, tag, sa, si, sr, sc, ep, -1, v, a))
 
     @device
-    def _put_b(ev, vals, cap, t, n, w, ep, tk, a):
+    def _put_b(ev, vals, cnt, t, n, w, ep, tk, a):
         """Thread ``t``'s event ``n``, a barrier's or the end's, as a row."""
         ev.append((t, n, w, -1, -1, -1, -4, -1, -1, -1, -1, ep, tk, 0.0, a))
 
@@ -287,9 +288,9 @@ if _target.NAME == _target.SIMULATOR:
 else:
 
     @device
-    def _put_g(ev, vals, cap, t, n, w, idx, row, col, ep, v, a):
+    def _put_g(ev, vals, cnt, t, n, w, idx, row, col, ep, v, a):
         """Thread ``t``'s event ``n``, a global access: its fields (tag and source: the host's)."""
-        T = vals.shape[0] // (2 * cap)  # the log's threads: vals is (cap, 2, threads)
+        T = cnt[1]  # the log's threads
         b = n * 14 * T + t
         ev[b] = w
         ev[b + 3 * T] = idx
@@ -301,10 +302,10 @@ else:
         vals[x + T] = a
 
     @device
-    def _put_s(ev, vals, cap, t, n, w, idx, row, col, tag, sa, si, sr, sc, ep, v, a):
+    def _put_s(ev, vals, cnt, t, n, w, idx, row, col, tag, sa, si, sr, sc, ep, v, a):
         """Thread ``t``'s event ``n``, a shared access: a global one's fields, tag and source."""
-        _put_g(ev, vals, cap, t, n, w, idx, row, col, ep, v, a)
-        T = vals.shape[0] // (2 * cap)
+        _put_g(ev, vals, cnt, t, n, w, idx, row, col, ep, v, a)
+        T = cnt[1]
         b = n * 14 * T + t
         ev[b + 6 * T] = tag
         ev[b + 7 * T] = sa
@@ -313,9 +314,9 @@ else:
         ev[b + 10 * T] = sc
 
     @device
-    def _put_b(ev, vals, cap, t, n, w, ep, tk, a):
+    def _put_b(ev, vals, cnt, t, n, w, ep, tk, a):
         """Thread ``t``'s event ``n``, a barrier's or the end's: its fields."""
-        T = vals.shape[0] // (2 * cap)
+        T = cnt[1]
         b = n * 14 * T + t
         ev[b] = w
         ev[b + 11 * T] = ep
@@ -345,7 +346,7 @@ def log_g(ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, ep, ln, v, a):
         n = cnt[0]
         if n < cap:
             w = op + flag * 8 + (arr + 1) * 32 + ln * 8192
-            _put_g(ev, vals, cap, t, n, w, idx, row, col, ep, v, a)
+            _put_g(ev, vals, cnt, t, n, w, idx, row, col, ep, v, a)
         cnt[0] = n + 1
 
 
@@ -357,7 +358,7 @@ def log_s(ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, tag, sa, si, sr, 
         n = cnt[0]
         if n < cap:
             w = op + flag * 8 + (arr + 1) * 32 + ln * 8192
-            _put_s(ev, vals, cap, t, n, w, idx, row, col, tag, sa, si, sr, sc, ep, v, a)
+            _put_s(ev, vals, cnt, t, n, w, idx, row, col, tag, sa, si, sr, sc, ep, v, a)
         cnt[0] = n + 1
 
 
@@ -368,7 +369,7 @@ def log_b(ev, vals, cnt, cap, t, op, ep, tk, ln, a):
     if t >= 0:
         n = cnt[0]
         if n < cap:
-            _put_b(ev, vals, cap, t, n, op + ln * 8192, ep, tk, a)
+            _put_b(ev, vals, cnt, t, n, op + ln * 8192, ep, tk, a)
         cnt[0] = n + 1
 
 
@@ -607,7 +608,7 @@ def _at_barrier(op, k, tk, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
     """
     if t >= 0:
         if k < nbar:
-            clk[k * cnt.shape[0] + t] = clock64()
+            clk[k * cnt[1] + t] = clock64()
         log_b(ev, vals, cnt, cap, t, op, ep, tk, ln, acc)
 
 

@@ -1009,7 +1009,11 @@ class _Rewriter:
                 "_bid = _by * _gdx + _bx\n"
                 # the simulator: a Python int, so that no NumPy scalar is worked on per event
                 f"_slot = {'int(_detail[_by, _bx])' if self.simulated else '_detail[_by, _bx]'}\n"
-                + ("_cnt = cuda.local.array(1, _INT32)\n_cnt[0] = 0\n" if self.local_count else "")
+                + (
+                    "_cnt = cuda.local.array(2, _INT32)\n_cnt[0] = 0\n_cnt[1] = len(_cntg)\n"
+                    if self.local_count
+                    else ""
+                )
                 + "_t = -1\n"
                 "if _slot >= 0:\n"
                 "    _t = _slot * _nthreads + _tid\n"
