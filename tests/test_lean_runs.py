@@ -30,7 +30,7 @@ def _loop(src: str) -> ast.For:
 
 def _covered(src: str, arrays=("M", "N")) -> list[str]:
     loop = _loop(src)
-    _, covered = plan(loop, set(arrays))
+    _, _, covered = plan(loop, set(arrays))
     loads = [n for n in ast.walk(loop) if isinstance(n, ast.Subscript) and id(n) in covered]
     return [ast.unparse(n) for n in loads]
 

@@ -135,6 +135,8 @@ _HELPERS = (
     "cond_hi",
     "whole",
     "lg_store",
+    "lg_ok",
+    "lg_ok2",
     "lg_store2",
     "ls_load",
     "ls_load2",

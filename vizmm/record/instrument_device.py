@@ -820,7 +820,7 @@ def lg_load2(A, r, c, reads, zero):
 @_documented
 def lg_store(A, i, v):
     """``A[i] = v``; not performed out of bounds."""
-    if i >= 0 and i < A.shape[0]:
+    if inside(i, A.shape[0]):
         A[i] = v
 
 
@@ -828,7 +828,7 @@ def lg_store(A, i, v):
 @_documented
 def lg_store2(A, r, c, v):
     """``A[r, c] = v``; not performed out of bounds."""
-    if r >= 0 and r < A.shape[0] and c >= 0 and c < A.shape[1]:
+    if inside(r, A.shape[0]) & inside(c, A.shape[1]):
         A[r, c] = v
 
 
@@ -836,7 +836,7 @@ def lg_store2(A, r, c, v):
 @_documented
 def ls_store(S, i, v, ok):
     """``S[i] = v`` on a shared array when ``ok`` (its source was in bounds) and ``i`` is."""
-    if ok and i >= 0 and i < S.shape[0]:
+    if ok & inside(i, S.shape[0]):
         S[i] = v
 
 
@@ -844,7 +844,7 @@ def ls_store(S, i, v, ok):
 @_documented
 def ls_store2(S, r, c, v, ok):
     """``S[r, c] = v`` on a shared array when ``ok`` and ``(r, c)`` is in bounds."""
-    if ok and r >= 0 and r < S.shape[0] and c >= 0 and c < S.shape[1]:
+    if ok & inside(r, S.shape[0]) & inside(c, S.shape[1]):
         S[r, c] = v
 
 
@@ -852,7 +852,7 @@ def ls_store2(S, r, c, v, ok):
 @_documented
 def ls_load(S, i):
     """``S[i]`` of a shared array; zero out of bounds."""
-    if i >= 0 and i < S.shape[0]:
+    if inside(i, S.shape[0]):
         return S[i]
     return S[0] * 0
 
@@ -861,9 +861,23 @@ def ls_load(S, i):
 @_documented
 def ls_load2(S, r, c):
     """``S[r, c]`` of a shared array; zero out of bounds."""
-    if r >= 0 and r < S.shape[0] and c >= 0 and c < S.shape[1]:
+    if inside(r, S.shape[0]) & inside(c, S.shape[1]):
         return S[r, c]
     return S[0, 0] * 0
+
+
+@device
+@_documented
+def lg_ok(A, i):
+    """Whether flat index ``i`` lies inside the 1-D array ``A`` (the lean :func:`g_ok`)."""
+    return inside(i, A.shape[0])
+
+
+@device
+@_documented
+def lg_ok2(A, r, c):
+    """Whether ``(r, c)`` lies inside the 2-D array ``A`` (the lean variant's :func:`g_ok2`)."""
+    return inside(r, A.shape[0]) & inside(c, A.shape[1])
 
 
 @device

@@ -634,14 +634,14 @@ class _Rewriter:
                     if run
                     else f"lg_load2({g}, {gidx[0]}, {gidx[1]}, _reads_{g}, _ZERO_{g})"
                 )
-                pre = _stmts(f"_ok{n} = g_ok2({g}, {gidx[0]}, {gidx[1]})\n_v{n} = {load}")
+                pre = _stmts(f"_ok{n} = lg_ok2({g}, {gidx[0]}, {gidx[1]})\n_v{n} = {load}")
             else:
                 load = (
                     self._run_load(g, [f"_i{n}"], run[1])
                     if run
                     else f"lg_load({g}, _i{n}, _reads_{g}, _ZERO_{g})"
                 )
-                pre = _stmts(f"_i{n} = {gidx[0]}\n_ok{n} = g_ok({g}, _i{n})\n_v{n} = {load}")
+                pre = _stmts(f"_i{n} = {gidx[0]}\n_ok{n} = lg_ok({g}, _i{n})\n_v{n} = {load}")
         elif len(gidx) == 2:
             pre = _stmts(
                 f"_i{n} = ({gidx[0]}) * {g}.shape[1] + ({gidx[1]})\n"
@@ -856,19 +856,25 @@ class _Rewriter:
             return [self._if(stmt)]
         if isinstance(stmt, ast.For):
             entry: list[ast.stmt] = []
-            if self.lean:  # reads counted once, before the loop, where they can be
-                lines, covered = _runs_of(stmt, set(self.globals), self.tmp)
+            after: list[ast.stmt] = []
+            if self.lean:  # reads counted once, after the loop, where they can be
+                first, last, covered = _runs_of(stmt, set(self.globals), self.tmp)
                 self.runs.update(covered)
-                entry = _stmts("\n".join(lines)) if lines else []
-            return entry + [
-                ast.For(
-                    target=stmt.target,
-                    iter=self.expr(stmt.iter),
-                    body=self.loop_body(stmt.body),
-                    orelse=self.body(stmt.orelse) if stmt.orelse else [],
-                    type_comment=None,
-                )
-            ]
+                entry = _stmts("\n".join(first)) if first else []
+                after = _stmts("\n".join(last)) if last else []
+            return (
+                entry
+                + [
+                    ast.For(
+                        target=stmt.target,
+                        iter=self.expr(stmt.iter),
+                        body=self.loop_body(stmt.body),
+                        orelse=self.body(stmt.orelse) if stmt.orelse else [],
+                        type_comment=None,
+                    )
+                ]
+                + after
+            )
         if isinstance(stmt, ast.While):
             return [
                 ast.While(

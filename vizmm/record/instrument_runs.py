@@ -221,30 +221,35 @@ def _sites(stmts, arrays, aff, guards=()) -> Iterator[tuple[ast.Subscript, tuple
                 yield n, guards
 
 
-def _span(guards, m: int, c: str, var: str, at: tuple[str, str]):
-    """The lines working out the iterations where ``guards`` hold: ``(lines, (lo, hi, ok))``.
+def _span(guards, m: int, c: str, var: str, at: tuple[str, str], first: tuple[str, str]):
+    """The lines working out the iterations where ``guards`` hold.
 
-    ``lo``, ``hi``: the names of the first and one past the last iteration;
-    ``ok``: of the flag saying the test's terms are whole numbers (the span is exact).
+    Returns ``(before, after, (lo, hi, ok))``: ``before`` (run before the
+    loop) sets the flag ``ok`` saying the test's terms are whole numbers (the
+    span is exact; the loop counts its reads itself when not), from the
+    loop's start written out (``first``: its value and the next); ``after``
+    sets ``lo``, ``hi``, the first and one past the last iteration that
+    loads, from ``at`` (the names the lines after the loop give them).
     """
     lo, hi, ok = f"_gl{m}", f"_gh{m}", f"_gk{m}"
-    lines = [f"{lo} = 0", f"{hi} = {c}", f"{ok} = True"]
+    before, after = [f"{ok} = True"], [f"{lo} = 0", f"{hi} = {c}"]
     for i, (d, op) in enumerate(guards):
         d0, dd = f"_gd{m}_{i}", f"_ge{m}_{i}"
-        lines += [
+        f0 = _at(d, var, first[0])
+        before.append(f"{ok} = {ok} and whole({f0}) and whole({_at(d, var, first[1])} - ({f0}))")
+        after += [
             f"{d0} = {_at(d, var, at[0])}",
             f"{dd} = {_at(d, var, at[1])} - {d0}",
             f"{lo} = cond_lo({d0}, {dd}, {op}, {lo})",
             f"{hi} = cond_hi({d0}, {dd}, {op}, {hi})",
-            f"{ok} = {ok} and whole({d0}) and whole({dd})",
         ]
-    return lines, (lo, hi, ok)
+    return before, after, (lo, hi, ok)
 
 
 def plan(
     loop: ast.For, arrays: set[str], counter: Iterator[int] | None = None
-) -> tuple[list[str], dict[int, tuple[str, str | None]]]:
-    """The runs of a ``for`` loop: what to count at its entry, and the loads it covers.
+) -> tuple[list[str], list[str], dict[int, tuple[str, str | None]]]:
+    """The runs of a ``for`` loop: what to count around it, and the loads it covers.
 
     Parameters
     ----------
@@ -258,12 +263,17 @@ def plan(
 
     Returns
     -------
-    entry : list of str
-        Source lines to run just before the loop: the trip count; per ``if``
-        around covered loads, the iterations where its test holds
-        (``cond_lo``/``cond_hi``) and whether they are exact (``_gk``: the
-        test's terms are whole numbers); per covered load, its run's start
-        and stride and one ``lg_run``/``lg_run2`` call. Empty when no load
+    before : list of str
+        Source lines to run just before the loop: per ``if`` around covered
+        loads, whether its test's terms are whole numbers (``_gk``: its
+        span below is exact).
+    after : list of str
+        Source lines to run just after the loop (no iteration stops it
+        early; the names they read are the loop's start's, unchanged by the
+        loop; its registers are free there, none of these stays live through
+        it): the trip count; per ``if``, the iterations where its test holds
+        (``cond_lo``/``cond_hi``); per covered load, its run's start and
+        stride and one ``lg_run``/``lg_run2`` call. Both empty when no load
         qualifies.
     covered : dict of int to (str, str or None)
         ``id()`` of each covered ``ast.Subscript`` load: its array and the
@@ -273,20 +283,21 @@ def plan(
     """
     counter = counter if counter is not None else itertools.count()
     if loop.orelse or _exits(loop.body) or not isinstance(loop.target, ast.Name):
-        return [], {}
+        return [], [], {}
     var = loop.target.id
     assigned = _stored_names(loop.body)
     if var in assigned:
-        return [], {}
+        return [], [], {}
     parts = _range_parts(loop, _Affine(var, assigned))
     if parts is None:
-        return [], {}
+        return [], [], {}
     sites = list(_sites(loop.body, arrays, _Affine(var, assigned | {var})))
     if not sites:
-        return [], {}
+        return [], [], {}
     start, stop, step = parts
     k = next(counter)
     s0, c = f"_rs{k}", f"_rc{k}"
+    before: list[str] = []
     entry = [
         f"{s0} = {start}",
         f"_re{k} = {stop}",
@@ -298,7 +309,10 @@ def plan(
     for n, guards in sites:
         key = tuple(id(d) for d, _ in guards)
         if key not in spans:
-            lines, spans[key] = _span(guards, next(counter), c, var, (at0, at1))
+            first = (f"({start})", f"({start} + {step})")
+            lines, more, spans[key] = _span(guards, next(counter), c, var, (at0, at1), first)
+            before += lines
+            entry += more
             entry += lines
         lo, hi, ok = spans[key]
         g = n.value.id  # type: ignore[attr-defined]
@@ -316,4 +330,4 @@ def plan(
         )
         entry += [call] if ok is None else [f"if {ok}:", f"    {call}"]
         covered[id(n)] = (g, ok)
-    return entry, covered
+    return before, entry, covered
