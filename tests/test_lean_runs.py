@@ -1,8 +1,8 @@
-"""The lean variant counts a loop's affine reads once, at the loop's entry (instrument_runs).
+"""The lean variant counts a loop's affine reads once, after the loop (instrument_runs).
 
 Two oracles, both independent of the code under test:
 
-* which loads the rewrite may count at the loop's entry, derived by hand
+* which loads the rewrite may count once per loop, derived by hand
   from the rule (a load on every iteration, its index affine in the loop
   variable, nothing in it changed by the loop);
 * the read counts of the lean variant (the runs added in after the launch),

@@ -204,7 +204,7 @@ class Instrumented:
         ``line + first_line - 1`` is the file's line.
     lean_runs : tuple of str
         The global arrays whose reads the lean variant counts as runs at a
-        loop's entry (:mod:`.instrument_runs`): its arguments after the read
+        loop's end (:mod:`.instrument_runs`): its arguments after the read
         counters are ``_mult_X`` (int32) and ``_code_X`` (int64), each of
         ``X``'s size, zeroed; :func:`expand_lean_runs` adds them into the
         counters after the launch.

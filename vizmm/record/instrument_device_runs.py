@@ -1,6 +1,6 @@
 """The lean variant's runs on the device: loads counted once per loop (:mod:`.instrument_runs`).
 
-The rewrite counts a loop's affine loads at the loop's entry with
+The rewrite counts a loop's affine loads after the loop with
 :func:`lg_run` / :func:`lg_run2` (the iterations an ``if`` test lets load
 worked out by :func:`cond_lo` / :func:`cond_hi`), loads them in the loop with
 :func:`lg_peek` (or :func:`lg_peek_or`, which counts when the run could not
@@ -18,7 +18,7 @@ from .instrument_device import _documented, inside
 @device
 @_documented
 def lg_peek(A, i, zero):
-    """``A[i]`` not counted (its read counted as a run before the loop); out of bounds zero."""
+    """``A[i]`` not counted (its read counted as a run after the loop); out of bounds zero."""
     ok = inside(i, A.shape[0])
     v = A[i if ok else 0]  # branch-free, as lg_load
     return v if ok else zero
@@ -41,7 +41,7 @@ def lg_peek_or(A, i, reads, zero, counted):
     Parameters
     ----------
     counted : bool
-        The run of this load was counted at the loop's entry.
+        The run of this load is counted after the loop.
     """
     ok = inside(i, A.shape[0])
     j = i if ok else 0
@@ -59,7 +59,7 @@ def lg_peek_or2(A, r, c, reads, zero, counted):
     Parameters
     ----------
     counted : bool
-        The run of this load was counted at the loop's entry.
+        The run of this load is counted after the loop.
     """
     ok = inside(r, A.shape[0]) & inside(c, A.shape[1])
     rr = r if ok else 0
@@ -232,7 +232,7 @@ def count_run(reads, mult, code, s, b, n):
 
 @device
 def lg_run(reads, mult, code, a, b, lo, hi, n):
-    """Count, at a loop's entry, the reads ``lg_load`` would count of ``a + b*k``, ``lo <= k < hi``.
+    """Count, after a loop, the reads ``lg_load`` would count of ``a + b*k``, ``lo <= k < hi``.
 
     Parameters
     ----------

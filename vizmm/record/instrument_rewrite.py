@@ -90,7 +90,7 @@ class _Rewriter:
         self.after_reads: dict[int, bool] = {}
         self.copies: dict[str, set] = {}  # shared array -> the global arrays copied into it
         self.barriers = False  # a cuda.syncthreads() logged: the block's clock is kept
-        # the lean variant: loads counted as runs at their loop's entry (instrument_runs)
+        # the lean variant: loads counted as runs after their loop (instrument_runs)
         # (id of the load: (its array, the flag saying its run was counted; None: always))
         self.runs: dict[int, tuple[str, str | None]] = {}
         # an extern __shared__ array (Fig. 5.14), known before any barrier is rewritten

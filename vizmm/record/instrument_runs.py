@@ -21,7 +21,7 @@ prove that a load
 * of a loop whose ``range`` arguments are such expressions too, with a
   positive integer step,
 
-the lean variant counts it once, before the loop (:func:`plan`): the part of
+the lean variant counts it once, after the loop (:func:`plan`): the part of
 the run inside the array (what ``lg_load`` would have counted read by read)
 is worked out in closed form, and the thread adds 1 to ``mult[s]`` at the
 run's first element ``s`` after claiming ``code[s] = stride << 32 | length``
@@ -158,8 +158,7 @@ def _range_parts(loop: ast.For, inv: _Affine) -> tuple[str, str, int] | None:
     """``(start, stop, step)`` of ``for v in range(...)`` as source, or None when not countable."""
     it = loop.iter
     if not (
-        isinstance(loop.target, ast.Name)
-        and isinstance(it, ast.Call)
+        isinstance(it, ast.Call)
         and isinstance(it.func, ast.Name)
         and it.func.id == "range"
         and not it.keywords
@@ -298,7 +297,7 @@ def plan(
     k = next(counter)
     s0, c = f"_rs{k}", f"_rc{k}"
     before: list[str] = []
-    entry = [
+    after = [
         f"{s0} = {start}",
         f"_re{k} = {stop}",
         f"{c} = (_re{k} - {s0} + {step - 1}) // {step} if _re{k} > {s0} else 0",
@@ -312,8 +311,7 @@ def plan(
             first = (f"({start})", f"({start} + {step})")
             lines, more, spans[key] = _span(guards, next(counter), c, var, (at0, at1), first)
             before += lines
-            entry += more
-            entry += lines
+            after += more
         lo, hi, ok = spans[key]
         g = n.value.id  # type: ignore[attr-defined]
         j = next(counter)
@@ -321,13 +319,13 @@ def plan(
         names = []
         for d, e in enumerate(idx):
             a, b = f"_ra{j}_{d}", f"_rb{j}_{d}"
-            entry += [f"{a} = {_at(e, var, at0)}", f"{b} = {_at(e, var, at1)} - {a}"]
+            after += [f"{a} = {_at(e, var, at0)}", f"{b} = {_at(e, var, at1)} - {a}"]
             names += [a, b]
         shape = f"{g}.shape[0], {g}.shape[1]" if len(idx) == 2 else f"{g}.shape[0]"
         call = (
             f"lg_run{'2' if len(idx) == 2 else ''}(_reads_{g}, _mult_{g}, _code_{g}, "
             f"{', '.join(names)}, {lo}, {hi}, {shape})"
         )
-        entry += [call] if ok is None else [f"if {ok}:", f"    {call}"]
+        after += [call] if ok is None else [f"if {ok}:", f"    {call}"]
         covered[id(n)] = (g, ok)
-    return before, entry, covered
+    return before, after, covered
