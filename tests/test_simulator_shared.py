@@ -7,8 +7,8 @@ and a correct kernel then computes wrong Pvalues. vizmm's simulator driver
 makes the look-up and the making one step (``safe_shared``).
 """
 
-import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -16,7 +16,30 @@ import pytest
 pytest.importorskip("numba")
 
 
-def _arrays_made(shared, n_threads=64):
+class _SlowNumPy:
+    """NumPy whose ``empty`` and ``zeros`` take 20 ms: a race between look-up and store made wide.
+
+    Every thread that looks the line up before the first array is stored
+    finds none; where the look-up and the making are not one step, each of
+    them then makes an array of its own (no luck of the scheduler needed).
+    """
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def _slow(make):
+        def made(*args, **kwargs):
+            time.sleep(0.02)
+            return make(*args, **kwargs)
+
+        return made
+
+    empty = staticmethod(_slow(np.empty))
+    zeros = staticmethod(_slow(np.zeros))
+
+
+def _arrays_made(shared, n_threads=16):
     """How many distinct arrays ``n_threads`` threads got from one line, all starting at once."""
     got = [None] * n_threads
     start = threading.Barrier(n_threads)
@@ -33,20 +56,21 @@ def _arrays_made(shared, n_threads=64):
     return len({id(a) for a in got})
 
 
-@pytest.mark.slow
+def test_the_race_is_seen_in_numbas_own_shared_memory(monkeypatch):
+    """The oracle: Numba's own two-step look-up gives threads arrays of their own here."""
+    from numba.cuda.simulator import kernelapi
+
+    monkeypatch.setattr(kernelapi, "np", _SlowNumPy())
+    assert _arrays_made(kernelapi.FakeCUDAShared(0)) > 1
+
+
 @pytest.mark.parametrize("zero", [False, True])
-def test_threads_of_a_block_share_one_array_per_line(zero):
+def test_threads_of_a_block_share_one_array_per_line(zero, monkeypatch):
+    from vizmm.record import simulator
     from vizmm.record.simulator import safe_shared
 
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
-    try:
-        # Numba's own FakeCUDAShared gives some thread its own array in about
-        # 1 trial of 70 this way; 300 trials would see it with 98% probability.
-        counts = [_arrays_made(safe_shared(0, zero=zero)) for _ in range(300)]
-    finally:
-        sys.setswitchinterval(old)
-    assert max(counts) == 1
+    monkeypatch.setattr(simulator, "np", _SlowNumPy())
+    assert [_arrays_made(safe_shared(0, zero=zero)) for _ in range(3)] == [1, 1, 1]
 
 
 def test_zeroed_shared_starts_at_zero_and_plain_keeps_the_line():
