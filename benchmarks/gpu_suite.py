@@ -309,9 +309,9 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain, kernel="tiled"):
         out["lean_counts_exact"] = all(
             bool((lean_named[f"_reads_{a}"].copy_to_host() == g).all()) for a in ("M", "N")
         )
-        out["lean_ms"], _ = _event_time(cuda, lean_run, reps)
+        out["lean_ms"], _ = _event_time(cuda, lean_run, reps, "lean")
         out["expand_ms"], _ = _event_time(
-            cuda, lambda: I.expand_lean_runs(inst, lean_named, keep=True), reps
+            cuda, lambda: I.expand_lean_runs(inst, lean_named, keep=True), reps, "expand"
         )
     except Exception:  # noqa: BLE001 - reported, the full variant is timed still
         import traceback
@@ -320,7 +320,7 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain, kernel="tiled"):
         lean_k = None
     out["lean_P_equals_plain"] = bool(P.copy_to_host().tobytes() == P_plain.tobytes())
     out["detail_ms"], _ = _event_time(
-        cuda, lambda: full_k[(1, 1), block](M, N, P, W, *detail), reps
+        cuda, lambda: full_k[(1, 1), block](M, N, P, W, *detail), reps, "detail"
     )
 
     s_lean, s_detail = cuda.stream(), cuda.stream()
@@ -330,7 +330,9 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain, kernel="tiled"):
         lean_run(s_lean)
 
     if lean_k is not None:
-        out["aggregated_ms"], out["aggregated_times_ms"] = _event_time(cuda, both, reps)
+        out["aggregated_ms"], out["aggregated_times_ms"] = _event_time(
+            cuda, both, reps, "aggregated"
+        )
         out["aggregated_P_equals_plain"] = bool(P.copy_to_host().tobytes() == P_plain.tobytes())
     lean = detail = lean_named = None
     blocks = [(by, bx) for by in range(g) for bx in range(g)]
@@ -348,17 +350,30 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain, kernel="tiled"):
     return out
 
 
-def _event_time(cuda, fn, reps):
+#: Per timed name, the median host time (ms) its launches took to enqueue (the last row's).
+HOST_MS: dict = {}
+
+
+def _event_time(cuda, fn, reps, name=None):
+    """Median GPU time (ms) between events around ``fn``; its host time kept in HOST_MS[name].
+
+    Where the host time is close to the GPU time, the launch is bound by the
+    host's cost of enqueuing it (Numba's argument handling), not by the GPU.
+    """
     start, stop = cuda.event(), cuda.event()
     fn()
     cuda.synchronize()
-    times = []
+    times, host = [], []
     for _ in range(reps):
         start.record()
+        t0 = time.perf_counter()
         fn()
+        host.append((time.perf_counter() - t0) * 1e3)
         stop.record()
         stop.synchronize()
         times.append(cuda.event_elapsed_time(start, stop))
+    if name:
+        HOST_MS[name] = statistics.median(host)
     return statistics.median(times), times
 
 
@@ -386,14 +401,17 @@ def timing_worker(target, out_path, quick):
         plain = K.get_kernel(kernel, T)
         reps = 20 if W <= 2048 else 10
         row = {"W": W, "T": T, "kernel": kernel}
+        HOST_MS.clear()
         row["plain_ms"], row["plain_times_ms"] = _event_time(
-            cuda, lambda: plain[grid, block](M, N, P, W), reps
+            cuda, lambda: plain[grid, block](M, N, P, W), reps, "plain"
         )
         P_plain = P.copy_to_host()
         try:
             row.update(_instrumented_time(cuda, W, T, M, N, P, reps, P_plain, kernel))
         except Exception as exc:  # noqa: BLE001 - reported, the other timings go on
             row["inst_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        # host time to enqueue each (not a ratio: the keys end in _host)
+        row.update({f"{k}_host": v for k, v in HOST_MS.items()})
         for key in list(row):
             if key.endswith("_ms") and key != "plain_ms" and isinstance(row[key], float):
                 row[key.removesuffix("_ms") + "_ratio"] = row[key] / row["plain_ms"]
@@ -404,8 +422,8 @@ def timing_worker(target, out_path, quick):
             f"x{row.get('aggregated_ratio', float('nan')):.2f}"
             + (f", full x{row['full_ratio']:.2f}" if row.get("full_ratio") else "")
         )
-    with open(out_path, "w", encoding="utf-8") as f:
-        json.dump(out, f, indent=1)
+        with open(out_path, "w", encoding="utf-8") as f:  # each row kept as it comes
+            json.dump(out, f, indent=1)
     return 0
 
 

@@ -336,3 +336,36 @@ def test_lean_counts_equal_every_read_counted_by_hand(name, W, T):
     for a in ("M", "N"):
         np.testing.assert_array_equal(rec[f"_reads_{a}"], want[a], err_msg=a)
     assert "_mult_M" not in rec  # dropped after the expansion: nothing copies them back
+
+
+def _lean_p(src: str, args: list, grid: int, T: int):
+    """P after the lean variant of ``src`` in Numba's simulator."""
+    inst = I.instrument(textwrap.dedent(src), constants={"T": T}, shared_loads=False)
+    rec = I._lean_records(inst, (grid, grid), dict(zip(inst.params, args, strict=True)), grid)
+    inst.lean[(grid, grid), (T, T)](*args, *rec.values())
+    return args[2]
+
+
+def test_a_load_moved_first_still_reads_what_the_loop_stored_before_it():
+    # The lean variant issues a run's loads at the top of each iteration (hoist_peeks),
+    # except from an array the loop writes: here thread 0 stores M[j] = j + 1 and then
+    # reads it back, so P = 1 + 2 + ... + W (by hand), not the 0s M held before.
+    from vizmm_kernels import _target
+
+    if _target.NAME != _target.SIMULATOR:
+        pytest.skip("runs the lean variant in Numba's simulator")
+    src = """
+    def k(M, N, P, Width):
+        tx = cuda.threadIdx.x
+        ty = cuda.threadIdx.y
+        acc = float32(0)
+        for j in range(Width):
+            if tx == 0 and ty == 0:
+                M[j] = float32(j + 1)
+            acc += M[j]
+        if tx == 0 and ty == 0:
+            P[0] = acc
+    """
+    W = 6
+    args = [np.zeros(W * W, np.float32), np.zeros(W * W, np.float32), np.zeros(W * W, np.float32), W]
+    assert _lean_p(src, args, 1, 1)[0] == W * (W + 1) // 2

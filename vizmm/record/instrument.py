@@ -129,6 +129,8 @@ _HELPERS = (
     "lg_peek2",
     "lg_peek_or",
     "lg_peek_or2",
+    "lg_count",
+    "lg_count2",
     "lg_run",
     "lg_run2",
     "cond_lo",
@@ -641,6 +643,7 @@ def _instrument(
         simulated=simulated,
         terms=terms,
         first_arrays=first_arrays,
+        local_count=simt_device is None,
     )
     code = ast.unparse(rw.rewrite()) + "\n"
     from vizmm_kernels import _target as _bound
@@ -683,6 +686,7 @@ def _instrument(
         if simulated:
             env["sync"] = helpers.sync
         env["_NARR"] = len(rw.arrays)
+        env["_INT32"] = _target.int32
         for g in rw.globals:
             env[f"_ZERO_{g}"] = np.dtype((dtypes or {}).get(g, np.float32)).type(0)
         import linecache

@@ -40,7 +40,9 @@ from .instrument_ast import (
     _sum,
     _uncast,
 )
+from .instrument_runs import hoist_peeks as _hoist_peeks
 from .instrument_runs import plan as _runs_of
+from .instrument_runs import unwritten as _unwritten
 
 
 class _Rewriter:
@@ -57,9 +59,13 @@ class _Rewriter:
         terms=False,
         first_arrays=0,
         runs=True,
+        local_count=False,
     ):
         self.fn = fn
         self.lean = lean
+        # the full variant counts a thread's events in a local array (a register), copied
+        # into the launch's _cnt (here _cntg) at the end; vizmm's simulator counts its own
+        self.local_count = local_count and not lean
         self.use_runs = runs  # the lean variant counts affine loads as runs (instrument_runs)
         # provenance (vizmm.check): each local carries the tag of the element it came from,
         # and every product accumulated is a TERM event with its two factors' tags
@@ -742,7 +748,10 @@ class _Rewriter:
     def end(self, lineno) -> list[ast.stmt]:
         if self.lean:
             return _stmts("lend(_blk, _seq, _bid, _tid)")
-        return _stmts(f"end(_blk, _seq, _bid, _tid, {lineno}, {_LOG}, {self._acc()})")
+        out = _stmts(f"end(_blk, _seq, _bid, _tid, {lineno}, {_LOG}, {self._acc()})")
+        if self.local_count:
+            out += _stmts("if _t >= 0:\n    _cntg[_t] = _cnt[0]")
+        return out
 
     def body(self, stmts: list[ast.stmt], top=False) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -857,13 +866,17 @@ class _Rewriter:
                 self.runs.update(covered)
                 entry = _stmts("\n".join(first)) if first else []
                 after = _stmts("\n".join(last)) if last else []
+            fixed = _unwritten(stmt.body, set(self.globals))  # before the rewrite changes it
+            body = self.loop_body(stmt.body)
+            if entry or after:  # the runs' loads issued first in each iteration
+                body = _hoist_peeks(body, fixed, self.tmp)
             return (
                 entry
                 + [
                     ast.For(
                         target=stmt.target,
                         iter=self.expr(stmt.iter),
-                        body=self.loop_body(stmt.body),
+                        body=body,
                         orelse=self.body(stmt.orelse) if stmt.orelse else [],
                         type_comment=None,
                     )
@@ -1010,7 +1023,12 @@ class _Rewriter:
                 "_bid = _by * _gdx + _bx\n"
                 # the simulator: a Python int, so that no NumPy scalar is worked on per event
                 f"_slot = {'int(_detail[_by, _bx])' if self.simulated else '_detail[_by, _bx]'}\n"
-                "_t = -1\n"
+                + (
+                    "_cnt = cuda.local.array(2, _INT32)\n_cnt[0] = 0\n_cnt[1] = len(_cntg)\n"
+                    if self.local_count
+                    else ""
+                )
+                + "_t = -1\n"
                 "if _slot >= 0:\n"
                 "    _t = _slot * _nthreads + _tid\n"
                 "_ep = 0\n"
@@ -1022,7 +1040,7 @@ class _Rewriter:
                 "_detail",
                 "_ev",
                 "_vals",
-                "_cnt",
+                "_cntg" if self.local_count else "_cnt",
                 "_cap",
                 "_ticks",
                 "_blk",

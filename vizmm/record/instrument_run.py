@@ -228,7 +228,7 @@ def _lean_records(inst, grid, arrays, phases):
 
 
 def expand_lean_runs(inst, rec: dict, stream=0, keep: bool = False) -> None:
-    """After the lean variant: its runs added into the read counters (one launch per array).
+    """After the lean variant: its runs added into the read counters (one launch per two arrays).
 
     Parameters
     ----------
@@ -245,12 +245,17 @@ def expand_lean_runs(inst, rec: dict, stream=0, keep: bool = False) -> None:
     """
     from . import instrument_device_runs as helpers
 
-    for g in inst.lean_runs:
-        mult, code, reads = rec[f"_mult_{g}"], rec[f"_code_{g}"], rec[f"_reads_{g}"]
-        n = mult.shape[0]
-        if n:
-            helpers.expand_runs()[(n + 255) // 256, 256, stream](mult, code, reads)
-        if not keep:
+    names = [g for g in inst.lean_runs if rec[f"_mult_{g}"].shape[0]]
+    # two arrays a launch (a launch's host cost is what the expansion takes at Width 1024)
+    for i in range(0, len(names), 2):
+        args = [rec[f"_{k}_{g}"] for g in names[i : i + 2] for k in ("mult", "code", "reads")]
+        n = max(rec[f"_mult_{g}"].shape[0] for g in names[i : i + 2])
+        if len(args) == 6:
+            helpers.expand_runs(True)[((n + 255) // 256, 2), 256, stream](*args)
+        else:
+            helpers.expand_runs()[(n + 255) // 256, 256, stream](*args)
+    if not keep:
+        for g in inst.lean_runs:
             del rec[f"_mult_{g}"], rec[f"_code_{g}"]
 
 

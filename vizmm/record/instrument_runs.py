@@ -40,6 +40,7 @@ import ast
 import copy
 import itertools
 from collections.abc import Iterable, Iterator
+from typing import cast
 
 _NEVER = (ast.Return, ast.Break, ast.Continue)
 _SKIP = (
@@ -329,3 +330,155 @@ def plan(
         after += [call] if ok is None else [f"if {ok}:", f"    {call}"]
         covered[id(n)] = (g, ok)
     return before, after, covered
+
+
+#: The loads a run counts, by the rewrite's call: how many indices each takes.
+_PEEKS = {"lg_peek": 1, "lg_peek2": 2, "lg_peek_or": 1, "lg_peek_or2": 2}
+
+
+def unwritten(stmts: list[ast.stmt], arrays: set[str]) -> set[str]:
+    """The arrays among ``arrays`` the statements cannot write (never stored into nor passed on).
+
+    Parameters
+    ----------
+    stmts : list of ast.stmt
+        A loop's body, before the rewrite.
+    arrays : set of str
+        The kernel's global arrays.
+
+    Returns
+    -------
+    set of str
+        Those no statement stores into (``A[i] = ...``) or passes to a call.
+    """
+    out = set()
+    for n in (n for s in stmts for n in ast.walk(s)):
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store):
+            out.add(_name_of(n.value))
+        elif isinstance(n, ast.Call):
+            out.update(a.id for a in n.args if isinstance(a, ast.Name))
+    return arrays - out
+
+
+def _name_of(node) -> str | None:
+    """The array a (possibly chained) subscript names: ``Mds`` for ``Mds[ty][tx]``."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def hoist_peeks(
+    body: list[ast.stmt], fixed: set[str], counter: Iterator[int] | None = None
+) -> list[ast.stmt]:
+    """The lean loop's rewritten ``body`` with the loads its runs count issued first.
+
+    A covered load in the body of an ``if`` (Fig. 5.13's tile loads) is
+    loaded where it stands: each ``if`` is a branch of its own, so a thread
+    waits for M's element before it starts the load of N's, two global
+    latencies a phase where the plain kernel, whose two ``if`` bodies the
+    compiler turns into predicated loads, issues both loads together. Here
+    each such load (``lg_peek``, which is in bounds whatever its index and
+    has no other effect) moves to the top of the iteration, with the index
+    temporary it reads; where it stood, a load counted in the loop
+    (``lg_peek_or``, its run not counted) keeps its count, ``lg_count``.
+    A load moves only when the loop neither stores into its array nor
+    passes the array to a call, and its index reads no name the loop body
+    assigns (true of every covered load's index: affine in the loop's
+    variable, with no other name the loop changes).
+
+    Parameters
+    ----------
+    body : list of ast.stmt
+        The loop's body as rewritten for the lean variant.
+    fixed : set of str
+        The global arrays the loop does not write (:func:`unwritten`, read
+        from the loop before the rewrite, which changes it in place).
+    counter : iterator of int, optional
+        Numbers for the temporaries a load inside an expression moves into (``_h7``).
+
+    Returns
+    -------
+    list of ast.stmt
+        The body, the moved loads first; ``body`` itself is changed in place.
+    """
+    hoist = _Hoist(fixed, _stored_names(body), counter or itertools.count())
+    rest = hoist.block(body)
+    return [*hoist.first, *rest] if hoist.first else body
+
+
+class _Hoist:
+    """:func:`hoist_peeks`'s walk: the moved statements gathered in ``first``."""
+
+    def __init__(self, fixed: set[str], assigned: set[str], counter: Iterator[int]):
+        self.fixed, self.assigned, self.counter = fixed, assigned, counter
+        self.first: list[ast.stmt] = []
+
+    def free(self, e) -> bool:
+        """Whether ``e`` reads no name the loop body assigns."""
+        return not {n.id for n in ast.walk(e) if isinstance(n, ast.Name)} & self.assigned
+
+    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        """``stmts`` with their runs' loads moved out (into ``first``), into ``if`` bodies too."""
+        defs: dict[str, ast.Assign] = {}  # this block's temporaries (an index's ``_i5``)
+        out: list[ast.stmt] = []
+        for st in stmts:
+            if isinstance(st, ast.If):
+                st.body = self.block(st.body) or [ast.Pass()]
+                st.orelse = self.block(st.orelse)
+                out.append(st)
+                continue
+            kept: ast.stmt | None = st
+            for call in [n for n in ast.walk(st) if self._peek(n)]:
+                kept = self.move(st, cast(ast.Call, call), defs, out)
+                if kept is None:
+                    break
+            if kept is not None:
+                if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name):
+                    defs[st.targets[0].id] = st
+                out.append(st)
+        return out
+
+    def _peek(self, n) -> bool:
+        return (
+            isinstance(n, ast.Call)
+            and _name_of(n.func) in _PEEKS
+            and _name_of(n.args[0]) in self.fixed
+        )
+
+    def move(self, st, call: ast.Call, defs: dict, out: list) -> ast.stmt | None:
+        """Move ``call`` (a load in ``st``) out; ``st`` still to keep, or None (it was the load)."""
+        fn = cast(str, _name_of(call.func))
+        n = _PEEKS[fn]
+        idx = call.args[1 : 1 + n]
+        temps = [defs[i.id] for i in idx if isinstance(i, ast.Name) and i.id in defs]
+        rest = [i for i in idx if not (isinstance(i, ast.Name) and i.id in defs)]
+        if not all(self.free(e) for e in [*(t.value for t in temps), *rest]):
+            return st
+        for t in temps:  # the index's temporary moves with the load
+            out.remove(t)
+            self.first.append(t)
+        whole = isinstance(st, ast.Assign) and len(st.targets) == 1 and st.value is call
+        name = st.targets[0].id if whole else f"_h{next(self.counter)}"
+        two = "2" if n == 2 else ""
+        g, zero = call.args[0], call.args[1 + n + (1 if "_or" in fn else 0)]
+        peek = ast.Call(ast.Name(f"lg_peek{two}", ast.Load()), [g, *idx, zero], [])
+        self.first.append(ast.Assign([ast.Name(name, ast.Store())], peek, lineno=st.lineno))
+        if "_or" in fn:  # counted where it stood when its run was not
+            count = ast.Call(ast.Name(f"lg_count{two}", ast.Load()), [g, *idx, call.args[1 + n]], [])
+            out.append(ast.If(ast.UnaryOp(ast.Not(), call.args[-1]), [ast.Expr(count)], []))
+        if whole:
+            return None
+        _replace(st, call, ast.Name(name, ast.Load()))
+        return st
+
+
+def _replace(tree: ast.AST, old: ast.AST, new: ast.AST) -> None:
+    """Put ``new`` where the node ``old`` stands in ``tree`` (in place)."""
+    for parent in ast.walk(tree):
+        for field, value in ast.iter_fields(parent):
+            if value is old:
+                setattr(parent, field, new)
+                return
+            if isinstance(value, list) and any(v is old for v in value):
+                value[[i for i, v in enumerate(value) if v is old][0]] = new
+                return
