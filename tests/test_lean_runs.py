@@ -367,5 +367,10 @@ def test_a_load_moved_first_still_reads_what_the_loop_stored_before_it():
             P[0] = acc
     """
     W = 6
-    args = [np.zeros(W * W, np.float32), np.zeros(W * W, np.float32), np.zeros(W * W, np.float32), W]
+    args = [
+        np.zeros(W * W, np.float32),
+        np.zeros(W * W, np.float32),
+        np.zeros(W * W, np.float32),
+        W,
+    ]
     assert _lean_p(src, args, 1, 1)[0] == W * (W + 1) // 2

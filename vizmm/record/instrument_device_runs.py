@@ -36,7 +36,7 @@ def lg_peek2(A, r, c, zero):
 @device
 @_documented
 def lg_count(A, i, reads):
-    """Count a read of ``A[i]`` where it lies inside ``A`` (a load moved ahead of it, its run not counted)."""
+    """Count a read of ``A[i]`` inside ``A`` (its load moved ahead, its run not counted)."""
     ok = inside(i, A.shape[0])
     cuda.atomic.add(reads, i if ok else 0, 1 if ok else 0)
 

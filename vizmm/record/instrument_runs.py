@@ -464,7 +464,9 @@ class _Hoist:
         peek = ast.Call(ast.Name(f"lg_peek{two}", ast.Load()), [g, *idx, zero], [])
         self.first.append(ast.Assign([ast.Name(name, ast.Store())], peek, lineno=st.lineno))
         if "_or" in fn:  # counted where it stood when its run was not
-            count = ast.Call(ast.Name(f"lg_count{two}", ast.Load()), [g, *idx, call.args[1 + n]], [])
+            count = ast.Call(
+                ast.Name(f"lg_count{two}", ast.Load()), [g, *idx, call.args[1 + n]], []
+            )
             out.append(ast.If(ast.UnaryOp(ast.Not(), call.args[-1]), [ast.Expr(count)], []))
         if whole:
             return None
