@@ -146,10 +146,6 @@ _HELPERS = (
     "ls_store2",
     "lend",
 )
-#: The compilers whose lean variant counts a loop's affine reads as runs
-#: (:mod:`.instrument_runs`): checked on an H100 (the counts exact, the speed
-#: measured) with numba-cuda, and in Numba's simulator.
-RUN_TARGETS = ("numba-cuda", "numba-cuda-simulator")
 #: Register caps on a GPU. The full variant keeps the log's state live (86 registers
 #: a thread uncapped at TILE_WIDTH 32, too many for a block of 1024 threads): 64
 #: lets 1024 threads launch. The lean variant: 32, the plain kernel's count (the
@@ -643,10 +639,8 @@ def _instrument(
         simulated=simulated,
         terms=terms,
         first_arrays=first_arrays,
-        local_count=simt_device is None,
     )
     code = ast.unparse(rw.rewrite()) + "\n"
-    from vizmm_kernels import _target as _bound
 
     lean_rw = _Rewriter(
         copy.deepcopy(tree),
@@ -655,9 +649,6 @@ def _instrument(
         bool(shared_loads),
         lean=True,
         first_arrays=first_arrays,
-        # counting runs is measured on a GPU with numba-cuda and in the simulator; with
-        # numba-cuda-mlir not yet, so there every read keeps its atomic
-        runs=_bound.NAME in RUN_TARGETS,
     )
     lean_code = ast.unparse(lean_rw.rewrite()) + "\n"
 
@@ -686,7 +677,6 @@ def _instrument(
         if simulated:
             env["sync"] = helpers.sync
         env["_NARR"] = len(rw.arrays)
-        env["_INT32"] = _target.int32
         for g in rw.globals:
             env[f"_ZERO_{g}"] = np.dtype((dtypes or {}).get(g, np.float32)).type(0)
         import linecache

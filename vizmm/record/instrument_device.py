@@ -14,10 +14,6 @@ thread's slots of the access log:
     it stores into P) at that moment.
 ``cnt`` (int32, ``(threads,)``)
     Events per thread; counted past ``cap`` (a count launch has ``cap`` 0).
-    A thread counts in a two-element local array of its own (its count, then
-    the log's thread count) (a register once
-    compiled: no round trip to memory per event) and the kernel copies it
-    into ``cnt`` at its end; the helpers here get that local array.
 
 A thread logs when its block is recorded in detail (``t >= 0``); every
 thread counts its in-bounds global reads in the per-array ``reads`` counters
@@ -102,9 +98,8 @@ ev : device array of int32, flat (cap, NF, threads); in the simulator a list
 vals : device array of float64, flat (cap, 2, threads)
     Per event, the value loaded or stored and the accumulator (the simulator's rows
     hold them: unused there).
-cnt : local array of int32, (2,)
-    The thread's events so far, counted past ``cap`` (a register once compiled: the
-    kernel copies it into the launch's ``_cnt`` at its end), then the log's thread count.
+cnt : device array of int32, (threads,); in the simulator a list of int
+    Events per thread, counted past ``cap``; its length is the log's thread count.
 cap : int
     Events per thread the log has room for (0: a count launch).
 t : int
@@ -290,7 +285,7 @@ else:
     @device
     def _put_g(ev, vals, cnt, t, n, w, idx, row, col, ep, v, a):
         """Thread ``t``'s event ``n``, a global access: its fields (tag and source: the host's)."""
-        T = cnt[1]  # the log's threads
+        T = cnt.shape[0]
         b = n * 14 * T + t
         ev[b] = w
         ev[b + 3 * T] = idx
@@ -305,7 +300,7 @@ else:
     def _put_s(ev, vals, cnt, t, n, w, idx, row, col, tag, sa, si, sr, sc, ep, v, a):
         """Thread ``t``'s event ``n``, a shared access: a global one's fields, tag and source."""
         _put_g(ev, vals, cnt, t, n, w, idx, row, col, ep, v, a)
-        T = cnt[1]
+        T = cnt.shape[0]
         b = n * 14 * T + t
         ev[b + 6 * T] = tag
         ev[b + 7 * T] = sa
@@ -316,7 +311,7 @@ else:
     @device
     def _put_b(ev, vals, cnt, t, n, w, ep, tk, a):
         """Thread ``t``'s event ``n``, a barrier's or the end's: its fields."""
-        T = cnt[1]
+        T = cnt.shape[0]
         b = n * 14 * T + t
         ev[b] = w
         ev[b + 11 * T] = ep
@@ -343,11 +338,11 @@ else:
 def log_g(ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, ep, ln, v, a):
     """Log a global array's access as thread ``t``'s next event (nothing when ``t < 0``)."""
     if t >= 0:
-        n = cnt[0]
+        n = cnt[t]
         if n < cap:
             w = op + flag * 8 + (arr + 1) * 32 + ln * 8192
             _put_g(ev, vals, cnt, t, n, w, idx, row, col, ep, v, a)
-        cnt[0] = n + 1
+        cnt[t] = n + 1
 
 
 @device
@@ -355,11 +350,11 @@ def log_g(ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, ep, ln, v, a):
 def log_s(ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, tag, sa, si, sr, sc, ep, ln, v, a):
     """Log a shared array's access, the slot's tag and its source, as thread ``t``'s next event."""
     if t >= 0:
-        n = cnt[0]
+        n = cnt[t]
         if n < cap:
             w = op + flag * 8 + (arr + 1) * 32 + ln * 8192
             _put_s(ev, vals, cnt, t, n, w, idx, row, col, tag, sa, si, sr, sc, ep, v, a)
-        cnt[0] = n + 1
+        cnt[t] = n + 1
 
 
 @device
@@ -367,10 +362,10 @@ def log_s(ev, vals, cnt, cap, t, op, flag, arr, idx, row, col, tag, sa, si, sr, 
 def log_b(ev, vals, cnt, cap, t, op, ep, tk, ln, a):
     """Log a barrier's arrival or release, or the end, as thread ``t``'s next event."""
     if t >= 0:
-        n = cnt[0]
+        n = cnt[t]
         if n < cap:
             _put_b(ev, vals, cnt, t, n, op + ln * 8192, ep, tk, a)
-        cnt[0] = n + 1
+        cnt[t] = n + 1
 
 
 @device
@@ -608,7 +603,7 @@ def _at_barrier(op, k, tk, ln, clk, nbar, ev, vals, cnt, cap, t, ep, acc):
     """
     if t >= 0:
         if k < nbar:
-            clk[k * cnt[1] + t] = clock64()
+            clk[k * cnt.shape[0] + t] = clock64()
         log_b(ev, vals, cnt, cap, t, op, ep, tk, ln, acc)
 
 

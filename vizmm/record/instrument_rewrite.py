@@ -58,15 +58,9 @@ class _Rewriter:
         simulated=False,
         terms=False,
         first_arrays=0,
-        runs=True,
-        local_count=False,
     ):
         self.fn = fn
         self.lean = lean
-        # the full variant counts a thread's events in a local array (a register), copied
-        # into the launch's _cnt (here _cntg) at the end; vizmm's simulator counts its own
-        self.local_count = local_count and not lean
-        self.use_runs = runs  # the lean variant counts affine loads as runs (instrument_runs)
         # provenance (vizmm.check): each local carries the tag of the element it came from,
         # and every product accumulated is a TERM event with its two factors' tags
         self.terms = bool(terms) and not lean
@@ -748,10 +742,7 @@ class _Rewriter:
     def end(self, lineno) -> list[ast.stmt]:
         if self.lean:
             return _stmts("lend(_blk, _seq, _bid, _tid)")
-        out = _stmts(f"end(_blk, _seq, _bid, _tid, {lineno}, {_LOG}, {self._acc()})")
-        if self.local_count:
-            out += _stmts("if _t >= 0:\n    _cntg[_t] = _cnt[0]")
-        return out
+        return _stmts(f"end(_blk, _seq, _bid, _tid, {lineno}, {_LOG}, {self._acc()})")
 
     def body(self, stmts: list[ast.stmt], top=False) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -861,7 +852,7 @@ class _Rewriter:
         if isinstance(stmt, ast.For):
             entry: list[ast.stmt] = []
             after: list[ast.stmt] = []
-            if self.lean and self.use_runs:  # reads counted once, after the loop, where they can be
+            if self.lean:  # reads counted once, after the loop, where they can be
                 first, last, covered = _runs_of(stmt, set(self.globals), self.tmp)
                 self.runs.update(covered)
                 entry = _stmts("\n".join(first)) if first else []
@@ -1023,12 +1014,7 @@ class _Rewriter:
                 "_bid = _by * _gdx + _bx\n"
                 # the simulator: a Python int, so that no NumPy scalar is worked on per event
                 f"_slot = {'int(_detail[_by, _bx])' if self.simulated else '_detail[_by, _bx]'}\n"
-                + (
-                    "_cnt = cuda.local.array(2, _INT32)\n_cnt[0] = 0\n_cnt[1] = len(_cntg)\n"
-                    if self.local_count
-                    else ""
-                )
-                + "_t = -1\n"
+                "_t = -1\n"
                 "if _slot >= 0:\n"
                 "    _t = _slot * _nthreads + _tid\n"
                 "_ep = 0\n"
@@ -1040,7 +1026,7 @@ class _Rewriter:
                 "_detail",
                 "_ev",
                 "_vals",
-                "_cntg" if self.local_count else "_cnt",
+                "_cnt",
                 "_cap",
                 "_ticks",
                 "_blk",
