@@ -63,13 +63,18 @@ def pytest_collection_modifyitems(config, items):
         if _uses_browser(item):
             item.add_marker(pytest.mark.browser)  # ``-m "not browser"`` leaves it out
 
-    # The tests that read a PTX compile (tests/ptx.py) go just before the browser tests:
-    # their compiles started with the session and are done by then, instead of holding
-    # a process from the start while they compile.
+    # The tests that read a PTX compile (tests/ptx.py) go last, after the browser tests
+    # (they start no event loop): their compiles started with the session and are done
+    # by then, instead of holding a process while they compile (placed just before the
+    # browser tests, two of them waited 30 s each for theirs).
+    # Among the browser tests the long ones go first: last, one of them kept one process
+    # busy for up to 40 s after the other had run out of tests.
     def place(item) -> int:
+        if hasattr(getattr(item, "module", None), "ptx_jobs"):
+            return 3
         if _uses_browser(item):
-            return 2
-        return int(hasattr(getattr(item, "module", None), "ptx_jobs"))
+            return 1 if "long" in item.keywords else 2
+        return 0
 
     items.sort(key=place)  # stable: each group keeps its order
 

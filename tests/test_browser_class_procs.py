@@ -24,7 +24,7 @@ import pytest
 from served import CHROMIUM, TO_SCREEN, read_status, vizmm_serve, wait_drawn
 from test_browser_class import wait_attr
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.long]
 
 if not os.path.exists(CHROMIUM):
     pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)

@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from served import CHROMIUM, read_status, serve
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.long]
 
 if not os.path.exists(CHROMIUM):
     pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)

@@ -29,6 +29,7 @@ REFITTED = """() => { for (const d of Bokeh.documents) for (const m of d.all_mod
 
 
 @pytest.mark.browser
+@pytest.mark.long
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing")
 def test_ten_fresh_loads_of_large_view_have_no_unknown_reference(browser, large_view_url):
     url = large_view_url
