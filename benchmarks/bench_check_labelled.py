@@ -320,12 +320,24 @@ def format_report(s: dict, backend: str = "simulator") -> str:
 
 
 def run_all(
-    labels: list[dict], timeout: float = 120.0, progress=None, backend: str = "simulator"
+    labels: list[dict],
+    timeout: float = 120.0,
+    progress=None,
+    backend: str = "simulator",
+    in_process: bool = False,
 ) -> dict:
-    """Check every labelled kernel (one child process each) and score the results."""
+    """Check every labelled kernel (one child process each) and score the results.
+
+    ``in_process`` checks them in this process instead (no timeout, no process
+    start in the times): the test suite's way, which asks for the labels, not
+    the times.
+    """
     results = {}
     for lab in labels:
-        results[lab["id"]] = run_child(lab, timeout, backend)
+        if in_process:
+            results[lab["id"]] = check_one(lab, backend)
+        else:
+            results[lab["id"]] = run_child(lab, timeout, backend)
         if progress:
             progress(lab["id"], results[lab["id"]])
     return score(labels, results)
