@@ -51,7 +51,7 @@ def _same_log(a, b):
 BOOK_CASES = [
     (name, j, k, l, t, drop, reads)
     for name in KERNEL_NAMES
-    for (j, k, l, t) in [(8, 8, 8, 4), (10, 7, 11, 3) if name == "general" else (10, 10, 10, 3)]
+    for (j, k, l, t) in [(8, 8, 8, 4), (10, 7, 11, 3) if name == "general" else (7, 7, 7, 3)]
     for drop in ((), (1,), (2,))
     for reads in (False, True)
     if not (drop or reads) or name in ("tiled", "boundary")
