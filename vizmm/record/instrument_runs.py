@@ -476,11 +476,9 @@ class _Hoist:
 
 def _replace(tree: ast.AST, old: ast.AST, new: ast.AST) -> None:
     """Put ``new`` where the node ``old`` stands in ``tree`` (in place)."""
-    for parent in ast.walk(tree):
-        for field, value in ast.iter_fields(parent):
-            if value is old:
-                setattr(parent, field, new)
-                return
-            if isinstance(value, list) and any(v is old for v in value):
-                value[[i for i, v in enumerate(value) if v is old][0]] = new
-                return
+
+    class _Swap(ast.NodeTransformer):
+        def visit(self, node):
+            return new if node is old else super().visit(node)
+
+    _Swap().visit(tree)
