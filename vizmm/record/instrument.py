@@ -77,6 +77,7 @@ from .instrument_run import (  # noqa: F401 - _records, _lean_records: the GPU s
     decode,
     expand_lean_runs,
     log_bytes,
+    priority_stream,
     run,
 )
 
@@ -92,6 +93,7 @@ __all__ = [
     "kernel_source",
     "load_kernel",
     "log_bytes",
+    "priority_stream",
     "python_function",
     "run",
 ]

@@ -9,6 +9,7 @@ what it wrote is read as a :class:`RawLog`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import math
@@ -225,6 +226,51 @@ def _lean_records(inst, grid, arrays, phases):
         rec[f"_mult_{g}"] = np.zeros(arrays[g].size, np.int32)
         rec[f"_code_{g}"] = np.zeros(arrays[g].size, np.int64)
     return rec
+
+
+@contextlib.contextmanager
+def priority_stream(cuda):
+    """A stream of the device's greatest priority, for the detail blocks' launch; destroyed after.
+
+    An aggregated recording enqueues the lean variant over the whole grid
+    first, then the full variant over the detail blocks on a second stream.
+    On an ordinary stream the detail blocks wait until the lean launch's last
+    blocks have been dispatched, and then run after it; on a stream of
+    greater priority the GPU dispatches them as soon as an SM has room, so
+    they run beside the lean launch (CUDA C++ Programming Guide, "Stream
+    Priorities"; ``benchmarks/launch_order_variants.py`` times both).
+
+    Parameters
+    ----------
+    cuda : module
+        The target's ``numba.cuda`` (numba-cuda or numba-cuda-mlir), its
+        context current on this thread.
+
+    Yields
+    ------
+    stream or None
+        The stream, through the target's public ``cuda.external_stream``;
+        None where the CUDA driver bindings (``cuda.bindings``) are not
+        importable or refuse, and the caller takes an ordinary stream.
+    """
+    err, ok = None, 0
+    try:
+        from cuda.bindings import driver
+
+        ok = driver.CUresult.CUDA_SUCCESS
+        err, _least, greatest = driver.cuCtxGetStreamPriorityRange()
+        if err == ok:
+            err, handle = driver.cuStreamCreateWithPriority(0, greatest)
+    except Exception:  # noqa: BLE001 - no bindings, or no driver: an ordinary stream does
+        err = None
+    if err != ok:
+        yield None
+        return
+    try:
+        yield cuda.external_stream(int(handle))
+    finally:
+        driver.cuStreamSynchronize(handle)
+        driver.cuStreamDestroy(handle)
 
 
 def expand_lean_runs(inst, rec: dict, stream=0, keep: bool = False) -> None:
@@ -528,14 +574,18 @@ class _Launcher:
         rec = {k: v.copy_to_host() if hasattr(v, "copy_to_host") else v for k, v in d_rec.items()}
         return outs, rec
 
-    def lean_launch(self, stream=0):
-        """The lean variant over the whole grid (two_launches): its arguments and records."""
+    def lean_launch(self, stream=0, expand: bool = True):
+        """The lean variant over the whole grid (two_launches): its arguments and records.
+
+        ``expand=False`` leaves the run expansion (:func:`expand_lean_runs`) to the caller.
+        """
         louts = {g: a.copy() for g, a in self.arrays.items()}
         lrec = _lean_records(self.inst, self.grid, self.arrays, self.phases)
         d_args, d_rec = self.device_launch(
             self.inst.lean, self.grid, self._ordered(louts), lrec, stream
         )
-        expand_lean_runs(self.inst, d_rec, stream)
+        if expand:
+            expand_lean_runs(self.inst, d_rec, stream)
         return d_args, d_rec
 
     def gpu_launch(self, rec: dict, ordered: list, outs: dict, with_lean: bool):
@@ -551,12 +601,22 @@ class _Launcher:
             # on two streams, each on its own copies of the arrays (a kernel that reads
             # P, say P += ..., sees the same P in both); the outputs are the lean
             # launch's, which ran every block once.
-            s_lean, s_detail = cuda.stream(), cuda.stream()
-            lean_dev = self.lean_launch(s_lean)
-            detail_dev = self.device_launch(inst.kernel, launch_grid, ordered, rec, s_detail)
-            cuda.synchronize()
-            lean = self.fetch(*lean_dev)
-            _, rec = self.fetch(*detail_dev)
+            # The detail blocks' stream has the greater priority: their blocks start as
+            # soon as an SM has room, not after the lean launch's last (priority_stream).
+            # They are enqueued before the run expansion, which waits for the lean
+            # launch anyway. Copied back before the stream is destroyed: an array
+            # copied in on a stream keeps it as the default of its later copies.
+            with priority_stream(cuda) as s_detail:
+                s_lean = cuda.stream()
+                lean_dev = self.lean_launch(s_lean, expand=False)
+                detail_dev = self.device_launch(
+                    inst.kernel, launch_grid, ordered, rec, s_detail or cuda.stream()
+                )
+                expand_lean_runs(inst, lean_dev[1], s_lean)
+                cuda.synchronize()
+                lean = self.fetch(*lean_dev)
+                _, rec = self.fetch(*detail_dev)
+                del detail_dev
         elif not (self.two_launches and nd == 0):
             detail_dev = self.device_launch(inst.kernel, launch_grid, ordered, rec)
             cuda.synchronize()
