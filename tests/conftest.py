@@ -8,6 +8,7 @@ vizmm runs simulator recordings in a subprocess).
 Tests marked ``gpu`` are skipped unless a CUDA GPU is usable.
 """
 
+import gc
 import os
 import re
 import shutil
@@ -90,6 +91,11 @@ def _selected(config, path) -> bool:
 
 
 def pytest_configure(config):
+    # The tests make and drop many small objects (Bokeh documents, traces, frames):
+    # the collector's youngest generation is walked every 50,000 allocations instead
+    # of every 700, which takes about 5% off the quick run's time (68 s against 72 s,
+    # two runs each). A test that needs a collection asks for one (gc.collect()).
+    gc.set_threshold(50_000, 20, 100)
     # Under pytest-xdist the controller starts the PTX compiles (tests/ptx.py) before
     # the workers exist, one after another in the background, and leaves each result
     # in a folder the workers read (ptx.SHARE): they compile while both workers run
