@@ -24,7 +24,12 @@ book kernel and TILE_WIDTH:
     the detail block first, on that stream;
 ``lean_detail_expand``
     the lean launch, the detail block on that stream, then the expansion
-    (which waits for the lean launch anyway): ``vizmm.record``'s order.
+    (which waits for the lean launch anyway): ``vizmm.record``'s order;
+``specialized``
+    that order, the lean and full kernels specialized to their arguments'
+    types (``Dispatcher.specialize``: a launch skips the dispatcher's
+    look-up of every argument's type), to see what that look-up costs
+    the host.
 
 GPU only; run with ``VIZMM_KERNELS_TARGET`` naming the compiler::
 
@@ -55,6 +60,7 @@ ORDERS = (
     "lean_first_priority",
     "detail_first_priority",
     "lean_detail_expand",
+    "specialized",
 )
 
 
@@ -112,6 +118,15 @@ def _shape(cuda, W, T, kernel, reps):
             I.expand_lean_runs(inst, named, s_lean, keep=True)
 
         variants["lean_detail_expand"] = (lean_detail_expand, lambda: None)
+        lean_s = lean_k.specialize(M, N, P, W, *lean)
+        full_s = full_k.specialize(M, N, P, W, *detail)
+
+        def specialized():
+            lean_s[grid, block, s_lean](M, N, P, W, *lean)
+            full_s[(1, 1), block, s_high](M, N, P, W, *detail)
+            I.expand_lean_runs(inst, named, s_lean, keep=True)
+
+        variants["specialized"] = (specialized, lambda: None)
         for name in ORDERS:
             first, second = variants[name]
 
