@@ -34,7 +34,7 @@ if not os.path.exists(CHROMIUM):
 sync_api = pytest.importorskip("playwright.sync_api")
 
 CAP = 2
-GETS = 12  # plain requests of the student URL, six times the cap
+GETS = 6  # plain requests of the student URL, three times the cap
 
 
 @pytest.fixture(scope="module")

@@ -281,7 +281,7 @@ def _bar_drawn(argv, terminal: bool) -> str:
 
 @pytest.mark.slow
 def test_record_shows_a_progress_bar_on_a_terminal_only(tmp_path):
-    width, tile_width = 160, 16  # 100 blocks, estimated at over a second in the simulator
+    width, tile_width = 144, 16  # 81 blocks, estimated at over a second in the simulator
     est = vizmm.estimate(width, width, width, tile_width, "boundary")
     assert est.simulator_seconds > recorder.PROGRESS_AFTER_S
     n = _blocks(width, tile_width)
