@@ -323,8 +323,7 @@ def hazards(trace) -> np.ndarray:
                 rows["reader"] = np.stack([rty, rtx], axis=1)
                 rows["k"] = rk
                 zero = zero_kind[s, pw, a, slot[:, 0], slot[:, 1]]
-                wl_key = np.where(zero, f"{name}0", name)
-                rows["write_line"] = [lines.get(key, -1) for key in wl_key]
+                rows["write_line"] = np.where(zero, lines.get(f"{name}0", -1), lines.get(name, -1))
                 rows["read_line"] = lines.get("read", -1)
                 if wrong_mask is not None:
                     rows["wrong"] = wrong_mask[s, pr, rty, rtx, rk, a]
