@@ -90,31 +90,12 @@ def _selected(config, path) -> bool:
     return False
 
 
-def _compile_sources() -> None:
-    """Byte-code of vizmm/, apps/ and kernels/ written once, before any test process starts.
-
-    An editable install leaves the checkout's modules uncompiled, and where
-    PYTHONDONTWRITEBYTECODE is set no process writes their byte-code: every
-    process the tests start (servers, the command line, recording workers,
-    graded cases) compiles what it imports again, about 0.5 s of a core for
-    the dashboard's modules. ``compileall`` writes it (it leaves up-to-date
-    files alone), and Python reads it whatever that variable says.
-    """
-    import compileall
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for folder in ("vizmm", "apps", "kernels"):
-        compileall.compile_dir(os.path.join(root, folder), quiet=2)
-
-
 def pytest_configure(config):
     # The tests make and drop many small objects (Bokeh documents, traces, frames):
     # the collector's youngest generation is walked every 50,000 allocations instead
     # of every 700, which takes about 5% off the quick run's time (68 s against 72 s,
     # two runs each). A test that needs a collection asks for one (gc.collect()).
     gc.set_threshold(50_000, 20, 100)
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        _compile_sources()
     # Under pytest-xdist the controller starts the PTX compiles (tests/ptx.py) before
     # the workers exist, one after another in the background, and leaves each result
     # in a folder the workers read (ptx.SHARE): they compile while both workers run
