@@ -270,6 +270,57 @@ def _device_records(cuda, rec):
     return out
 
 
+def aggregated_records(cuda, W, T, kernel):
+    """A book kernel's two instrumented variants and their device records for Width ``W``.
+
+    What an aggregated recording launches, ready to launch again and again:
+    the lean variant's records over the whole grid and the full variant's
+    over one detail block, block (0, 0). Compiles both variants first, as
+    ``vizmm.record`` does, with a recording of Width ``2 * T``.
+
+    Returns
+    -------
+    types.SimpleNamespace
+        ``inst`` (the :class:`~vizmm.record.instrument.Instrumented`), ``grid``,
+        ``block``, ``g`` (blocks per side, also the phases), ``cap`` and
+        ``nbar`` (events and barriers per thread), ``host`` (host arrays of
+        the sizes), ``lean`` (the lean records, in argument order),
+        ``lean_named`` (the same by name), ``detail`` (the detail block's).
+    """
+    import types
+
+    import vizmm_kernels as K
+    from vizmm.record import instrument as I
+    from vizmm.record.instrument_trace import book_kernel
+
+    vizmm.record(width=2 * T, tile_width=T, kernel=kernel, backend="gpu", quiet=True)
+    inst = book_kernel(kernel, T, shared_loads=False)
+    grid, block = K.grid_dims(W, W, T)
+    g = ceil_div(W, T)
+    scalars = {"Width": W}
+    cap = inst.bound(scalars, (T, T, 1), (g, g, 1))
+    nbar = inst.barrier_bound(scalars, (T, T, 1), (g, g, 1))
+    host = {"M": np.zeros(W * W, np.float32), "N": np.zeros(W * W, np.float32)}
+    host["P"] = host["N"]
+    lean_rec = I._lean_records(inst, grid, host, g)
+    lean = _device_records(cuda, lean_rec)
+    detail = _device_records(
+        cuda, I._records(inst, grid, block, [(0, 0)], cap, host, True, nbar, g, True)
+    )
+    return types.SimpleNamespace(
+        inst=inst,
+        grid=grid,
+        block=block,
+        g=g,
+        cap=cap,
+        nbar=nbar,
+        host=host,
+        lean=lean,
+        lean_named=dict(zip(lean_rec, lean, strict=True)),
+        detail=detail,
+    )
+
+
 def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain, kernel="tiled"):
     """Times (ms) of a book kernel (Fig. 5.9's by default) through the instrumenter, as recorded.
 
@@ -279,36 +330,23 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain, kernel="tiled"):
     full variant over every block (shared loads not logged, as a recording
     without the barrier lab's reads), where the log fits.
     """
-    import vizmm_kernels as K
     from vizmm.record import instrument as I
-    from vizmm.record.instrument_trace import book_kernel
 
     # a small recording first, as vizmm.record runs it (compiles both variants)
-    vizmm.record(width=2 * T, tile_width=T, kernel=kernel, backend="gpu", quiet=True)
     vizmm.record(
         width=2 * T, tile_width=T, kernel=kernel, backend="gpu", quiet=True, window=[(0, 0)]
     )
-    inst = book_kernel(kernel, T, shared_loads=False)
-    grid, block = K.grid_dims(W, W, T)
-    g = ceil_div(W, T)
-    nph = g
-    scalars = {"Width": W}
-    cap = inst.bound(scalars, (T, T, 1), (g, g, 1))
-    nbar = inst.barrier_bound(scalars, (T, T, 1), (g, g, 1))
-    host = {"M": np.zeros(W * W, np.float32), "N": np.zeros(W * W, np.float32)}
-    host["P"] = host["N"]
+    setup = aggregated_records(cuda, W, T, kernel)
+    inst, grid, block, g, nph = setup.inst, setup.grid, setup.block, setup.g, setup.g
+    cap, nbar, host = setup.cap, setup.nbar, setup.host
+    lean, lean_named, detail = setup.lean, setup.lean_named, setup.detail
+    del setup  # the records are let go below, before the full variant's are made
     out = {}
-    lean_rec = I._lean_records(inst, grid, host, nph)
-    lean = _device_records(cuda, lean_rec)
-    lean_named = dict(zip(lean_rec, lean, strict=True))
 
     def lean_run(stream=0):  # the lean variant, then its runs added in (instrument_runs)
         lean_k[grid, block, stream](M, N, P, W, *lean)
         I.expand_lean_runs(inst, lean_named, stream, keep=True)
 
-    detail = _device_records(
-        cuda, I._records(inst, grid, block, [(0, 0)], cap, host, True, nbar, nph, True)
-    )
     lean_k, full_k = inst.lean, inst.kernel
     try:
         lean_run()  # once from zero: every element of M and N read Width / TILE_WIDTH times

@@ -48,11 +48,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import gpu_suite as S  # noqa: E402
 
-import vizmm  # noqa: E402
 from vizmm.record import instrument as I  # noqa: E402
 from vizmm.record.instrument_run import priority_stream  # noqa: E402
-from vizmm.record.instrument_trace import book_kernel  # noqa: E402
-from vizmm.trace import ceil_div  # noqa: E402
 
 ORDERS = (
     "detail_first",
@@ -78,20 +75,8 @@ def _shape(cuda, W, T, kernel, reps):
     row = {"W": W, "T": T, "kernel": kernel}
     row["plain_ms"], _ = S._event_time(cuda, lambda: plain[grid, block](M, N, P, W), reps, "plain")
     P_plain = P.copy_to_host()
-    vizmm.record(width=2 * T, tile_width=T, kernel=kernel, backend="gpu", quiet=True)
-    inst = book_kernel(kernel, T, shared_loads=False)
-    g = ceil_div(W, T)
-    scalars = {"Width": W}
-    cap = inst.bound(scalars, (T, T, 1), (g, g, 1))
-    nbar = inst.barrier_bound(scalars, (T, T, 1), (g, g, 1))
-    host = {"M": np.zeros(W * W, np.float32), "N": np.zeros(W * W, np.float32)}
-    host["P"] = host["N"]
-    lean_rec = I._lean_records(inst, grid, host, g)
-    lean = S._device_records(cuda, lean_rec)
-    named = dict(zip(lean_rec, lean, strict=True))
-    detail = S._device_records(
-        cuda, I._records(inst, grid, block, [(0, 0)], cap, host, True, nbar, g, True)
-    )
+    setup = S.aggregated_records(cuda, W, T, kernel)
+    inst, lean, named, detail = setup.inst, setup.lean, setup.lean_named, setup.detail
     lean_k, full_k = inst.lean, inst.kernel
     s_lean, s_plain = cuda.stream(), cuda.stream()
     with priority_stream(cuda) as s_high:
