@@ -885,6 +885,9 @@ class WindowForm(pn.viewable.Viewer):
 #: natural side (pixels).
 LARGE_CHROME = 310
 LARGE_GRID_PX = (240, 470)
+#: How long (s) a trace opened with the page waits, once the page is drawn, for the
+#: browser to say its window's size before it is shown at the natural size.
+SIZE_WAIT_S = 5.0
 
 
 class LargeApp(pn.viewable.Viewer):
@@ -909,6 +912,9 @@ class LargeApp(pn.viewable.Viewer):
         # the window's size: the block grid fits the first screen's height
         self.viewport = Viewport()
         self.viewport.param.watch(self._on_viewport, ["inner_height"])
+        # set once the browser has said its window's height: a trace opened in a thread
+        # is shown after it, so that its figures are made once, at the size they keep
+        self._sized = threading.Event()
         self.form = WindowForm(on_trace=self._show_simulated, served=self._served)
         self.loading = pn.indicators.LoadingSpinner(value=False, width=30, height=30, visible=False)
         self.error = pn.pane.Alert("", alert_type="danger", visible=False)
@@ -982,6 +988,9 @@ class LargeApp(pn.viewable.Viewer):
             except (OSError, TraceError, ValueError) as exc:
                 trace, error = None, exc
             self._drawn.wait(timeout=120)  # shown once the page is drawn (see parts.page_drawn)
+            # and once the window's size is known: figures made before it would be made
+            # again at once, while the browser still lays out the first ones
+            self._sized.wait(timeout=SIZE_WAIT_S)
             if doc is not None:
                 doc.add_next_tick_callback(lambda: done(trace, error))
             else:  # pragma: no cover
@@ -996,6 +1005,7 @@ class LargeApp(pn.viewable.Viewer):
             # steps of 20 pixels, so that a window a few pixels off builds no new figures
             side = (h - LARGE_CHROME) // 20 * 20 - 130
             self.view.grid_px = max(LARGE_GRID_PX[0], min(LARGE_GRID_PX[1], side))
+            self._sized.set()
 
     def _show_simulated(self, trace: Trace, label: str) -> None:
         self._simulated[label] = trace
