@@ -12,6 +12,7 @@ then only numba-cuda-mlir can, and without it the tests are skipped with
 that reason (:func:`compile_target`).
 """
 
+import contextlib
 import hashlib
 import json
 import os
@@ -78,6 +79,12 @@ class _Job:
                 stderr=subprocess.PIPE,
                 text=True,
             )
+            if self.share:
+                # started ahead for the session: at the lowest priority, it compiles
+                # while the tests leave a core idle (waiting on a page or a server)
+                # instead of slowing the tests that keep both busy
+                with contextlib.suppress(OSError):
+                    os.setpriority(os.PRIO_PROCESS, self.proc.pid, 19)
             try:
                 out, err = self.proc.communicate(timeout=self.timeout)
             except subprocess.TimeoutExpired:
@@ -101,6 +108,9 @@ class _Job:
 #: The compiles started ahead (:func:`start`), by (script, args).
 _JOBS: dict[tuple, _Job] = {}
 
+#: How many compiles started ahead run at once (this machine's cores: two).
+LANES = 2
+
 #: Where a pytest-xdist controller's compiles leave their results for the workers.
 SHARE = "VIZMM_TEST_PTX_SHARE"
 
@@ -112,15 +122,16 @@ def _key(script: str, args) -> str:
 
 
 def start(jobs, timeout: int = 900, share: str = "") -> None:
-    """Start compile scripts ahead, one after another in a background thread.
+    """Start compile scripts ahead, two at a time in background threads.
 
     ``jobs``: (script, *args) tuples, as :func:`run` takes them. Each compile
-    runs on one core while the tests go on; :func:`run` of the same script and
-    arguments then waits for its result. Nothing starts where no target can
-    compile (:func:`run` skips those tests). ``share``: a folder where each
-    result is also written (``<digest>.json``) and each compile started is
-    announced (``<digest>.started``), for the pytest-xdist workers, whose
-    :func:`run` then waits for the file instead of compiling again.
+    runs on one core while the tests go on, :data:`LANES` at a time;
+    :func:`run` of the same script and arguments then waits for its result.
+    Nothing starts where no target can compile (:func:`run` skips those
+    tests). ``share``: a folder where each result is also written
+    (``<digest>.json``) and each compile started is announced
+    (``<digest>.started``), for the pytest-xdist workers, whose :func:`run`
+    then waits for the file instead of compiling again.
     """
     target, _ = compile_target()
     if target is None:
@@ -134,11 +145,21 @@ def start(jobs, timeout: int = 900, share: str = "") -> None:
             if share:
                 open(os.path.join(share, _key(PRELUDE + script, args) + ".started"), "w").close()
 
+    # two at a time, each on a core: when the tests leave both cores idle (the last
+    # tests wait for these results), both compile
+    pending = list(queue)
+    lock = threading.Lock()
+
     def work():
-        for job in queue:
+        while True:
+            with lock:
+                if not pending:
+                    return
+                job = pending.pop(0)
             job.run()
 
-    threading.Thread(target=work, name="ptx-compiles", daemon=True).start()
+    for lane in range(LANES):
+        threading.Thread(target=work, name=f"ptx-compiles-{lane}", daemon=True).start()
 
 
 def stop() -> None:

@@ -184,21 +184,26 @@ def test_corrupted_upload_shows_a_clear_message(page, server):
     shot(page, "upload-error")
 
 
-def test_uploads_go_in_chunks_and_the_limit_is_checked_first(page, server):
-    """A file of several chunks arrives whole; one over the limit is not sent at all."""
+def test_uploads_go_in_chunks_and_the_limit_is_checked_first(page, server, tmp_path):
+    """A file of several chunks arrives whole; one over the limit is not sent at all.
+
+    Both are chosen by path, as a file chooser gives them."""
     from vizmm.serve.catalogue import MAX_UPLOAD_BYTES
 
     open_page(page, server)
     open_menu(page)
     page.get_by_text("Load a trace file", exact=True).first.click()
     box = page.locator("input[type=file]").first
-    junk = b"not a trace " * 250_000  # 3 MB: three chunks of 1 MB
-    box.set_input_files(files=[{"name": "three.vizmm", "mimeType": "", "buffer": junk}])
+    junk = tmp_path / "three.vizmm"
+    junk.write_bytes(b"not a trace " * 250_000)  # 3 MB: three chunks of 1 MB
+    box.set_input_files(str(junk))
     message = page.get_by_text("Could not load three.vizmm")
     message.first.wait_for(timeout=30000)
     assert "not a vizmm trace" in message.first.inner_text()  # sent, read, refused
-    big = bytes(MAX_UPLOAD_BYTES + 1)
-    box.set_input_files(files=[{"name": "big.vizmm", "mimeType": "", "buffer": big}])
+    big = tmp_path / "big.vizmm"
+    with open(big, "wb") as f:  # a byte over the limit (a sparse file: nothing written)
+        f.truncate(MAX_UPLOAD_BYTES + 1)
+    box.set_input_files(str(big))
     refused = page.get_by_text("over this server's upload limit").first
     refused.wait_for(timeout=30000)
     assert "big.vizmm" in refused.inner_text()

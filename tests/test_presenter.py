@@ -184,7 +184,7 @@ def test_p_pressed_several_times_in_a_row_toggles_each_time(browser, server):
         open_page(pg, server + "?trace=fig5-8")
         assert status(pg)["presenter"] is False
         on = False
-        for times in (3, 2, 4, 1, 5):  # odd counts toggle, even ones come back
+        for times in (3, 2):  # a burst of an odd count toggles, of an even one comes back
             press_and_settle(pg, "p", times)
             on ^= times % 2 == 1
             assert status(pg)["presenter"] is on, f"after {times} presses"
