@@ -383,6 +383,9 @@ class _LabTerms:
         _, k, l = trace.shape
         self.T = trace.tile_width
         self.ncols = (k, l)
+        # each factor's text, made once per (operand, tag, slot): a block's table names
+        # the same elements of M and N again and again (64 x 64: 327,680 factors)
+        self._names: tuple[dict, dict] = ({}, {})
         self.tags = trace.shared_reads[slot]  # (nph, ty, tx, k, 2)
         self.values = trace.read_values[slot]
         # a kernel of the user's own: the terms its threads really accumulated, each
@@ -419,6 +422,15 @@ class _LabTerms:
             out.append((t.element, term))
         return tuple(out)
 
+    def _name(self, a: int, tag: int, slot: tuple[int, int]) -> str:
+        """:func:`_factor` of operand ``a`` (0: M, 1: N), remembered."""
+        names = self._names[a]
+        key = tag if tag >= 0 else (tag, slot)  # an element's name: the same in every slot
+        name = names.get(key)
+        if name is None:
+            name = names[key] = _factor(tag, "MN"[a], self.ncols[a], slot)
+        return name
+
     def terms(self, ph: int, ty: int, tx: int) -> tuple[Term, ...]:
         if self.own is not None:
             return tuple(term for _el, term in self.own_terms(ph, ty, tx))
@@ -431,11 +443,13 @@ class _LabTerms:
             * self.values[ph, ty, tx, :, 1].astype(np.float32)
         ).tolist()
         out = []
+        name = self._name
         for kk in range(self.T):
-            slots = ((ty, kk), (kk, tx))
-            used = [_factor(tags[kk][a], m, self.ncols[a], slots[a]) for a, m in enumerate("MN")]
-            known = [_factor(book[kk][a], m, self.ncols[a], slots[a]) for a, m in enumerate("MN")]
-            out.append(Term(kk, "*".join(used), "*".join(known), wrong[kk], products[kk]))
+            (um, un), (bm, bn) = tags[kk], book[kk]
+            m_slot, n_slot = (ty, kk), (kk, tx)
+            used = f"{name(0, um, m_slot)}*{name(1, un, n_slot)}"
+            known = f"{name(0, bm, m_slot)}*{name(1, bn, n_slot)}"
+            out.append(Term(kk, used, known, wrong[kk], products[kk]))
         return tuple(out)
 
     def cell(self, ph: int, ty: int, tx: int, max_terms: int | None) -> Cell:
