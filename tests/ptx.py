@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -79,12 +80,11 @@ class _Job:
                 stderr=subprocess.PIPE,
                 text=True,
             )
-            if self.share:
-                # started ahead for the session: at the lowest priority, it compiles
-                # while the tests leave a core idle (waiting on a page or a server)
-                # instead of slowing the tests that keep both busy
-                with contextlib.suppress(OSError):
-                    os.setpriority(os.PRIO_PROCESS, self.proc.pid, 19)
+            # at the lowest priority: it compiles while the tests leave a core idle
+            # (waiting on a page, a server or this result) instead of slowing the
+            # tests that keep both busy
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, self.proc.pid, 19)
             try:
                 out, err = self.proc.communicate(timeout=self.timeout)
             except subprocess.TimeoutExpired:
@@ -110,6 +110,9 @@ _JOBS: dict[tuple, _Job] = {}
 
 #: How many compiles started ahead run at once (this machine's cores: two).
 LANES = 2
+
+#: The threads that run the compiles started ahead (:func:`start`).
+_POOL: ThreadPoolExecutor | None = None
 
 #: Where a pytest-xdist controller's compiles leave their results for the workers.
 SHARE = "VIZMM_TEST_PTX_SHARE"
@@ -147,23 +150,17 @@ def start(jobs, timeout: int = 900, share: str = "") -> None:
 
     # two at a time, each on a core: when the tests leave both cores idle (the last
     # tests wait for these results), both compile
-    pending = list(queue)
-    lock = threading.Lock()
-
-    def work():
-        while True:
-            with lock:
-                if not pending:
-                    return
-                job = pending.pop(0)
-            job.run()
-
-    for lane in range(LANES):
-        threading.Thread(target=work, name=f"ptx-compiles-{lane}", daemon=True).start()
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=LANES, thread_name_prefix="ptx-compiles")
+    for job in queue:
+        _POOL.submit(job.run)
 
 
 def stop() -> None:
     """Stop every compile started ahead and still running (the session is over)."""
+    if _POOL is not None:
+        _POOL.shutdown(wait=False, cancel_futures=True)  # those not started: never
     for job in _JOBS.values():
         job.stop()
 
