@@ -26,7 +26,8 @@ Run on a machine with an NVIDIA GPU (``NUMBA_ENABLE_CUDASIM`` unset or 0):
    access logs byte for byte (barrier tickets, which are timing, apart),
    aggregated recordings too (a window: GPU zero-fills of every block).
 
-Only the instrumenter's parts: ``python benchmarks/gpu_suite.py OUTDIR instrumented timing``.
+Only the instrumenter's parts: ``python benchmarks/gpu_suite.py OUTDIR instrumented timing``;
+``VIZMM_GPU_WIDTHS=1024,2048`` in the environment times only those widths.
 
 Prints a short table last and writes ``gpu_suite.json`` to OUTDIR. The
 targets compared are those that can compile here (numba-cuda needs NumPy
@@ -270,6 +271,29 @@ def _device_records(cuda, rec):
     return out
 
 
+def _resetter(cuda, names, records):
+    """A function that puts a launch's records back as they were made, on the device.
+
+    Every record but the log itself (``_ev``, ``_vals``, ``_clk``: written
+    again where counted): a launch timed again and again starts from what
+    ``vizmm.record`` hands it, its event counts at zero. Without it, a full
+    variant launched a second time finds every thread's count at the cap
+    and writes no event.
+    """
+    pairs = []
+    for k, v in zip(names, records, strict=True):
+        if hasattr(v, "copy_to_device") and k not in ("_ev", "_vals", "_clk"):
+            first = cuda.device_array(v.shape, v.dtype)
+            first.copy_to_device(v)
+            pairs.append((v, first))
+
+    def reset():
+        for v, first in pairs:
+            v.copy_to_device(first)
+
+    return reset
+
+
 def aggregated_records(cuda, W, T, kernel):
     """A book kernel's two instrumented variants and their device records for Width ``W``.
 
@@ -285,7 +309,8 @@ def aggregated_records(cuda, W, T, kernel):
         ``block``, ``g`` (blocks per side, also the phases), ``cap`` and
         ``nbar`` (events and barriers per thread), ``host`` (host arrays of
         the sizes), ``lean`` (the lean records, in argument order),
-        ``lean_named`` (the same by name), ``detail`` (the detail block's).
+        ``lean_named`` (the same by name), ``detail`` (the detail block's),
+        ``reset`` (puts every record back as made: before each timed launch).
     """
     import types
 
@@ -304,8 +329,11 @@ def aggregated_records(cuda, W, T, kernel):
     host["P"] = host["N"]
     lean_rec = I._lean_records(inst, grid, host, g)
     lean = _device_records(cuda, lean_rec)
-    detail = _device_records(
-        cuda, I._records(inst, grid, block, [(0, 0)], cap, host, True, nbar, g, True)
+    detail_host = I._records(inst, grid, block, [(0, 0)], cap, host, True, nbar, g, True)
+    detail = _device_records(cuda, detail_host)
+    resets = (
+        _resetter(cuda, list(lean_rec), lean),
+        _resetter(cuda, list(detail_host), detail),
     )
     return types.SimpleNamespace(
         inst=inst,
@@ -318,6 +346,7 @@ def aggregated_records(cuda, W, T, kernel):
         lean=lean,
         lean_named=dict(zip(lean_rec, lean, strict=True)),
         detail=detail,
+        reset=lambda: [r() for r in resets],
     )
 
 
@@ -328,7 +357,9 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain, kernel="tiled"):
     beside it on a second stream, the full variant over the detail block alone
     (``lean_ms``, ``detail_ms`` each alone, ``aggregated_ms`` both). Full: the
     full variant over every block (shared loads not logged, as a recording
-    without the barrier lab's reads), where the log fits.
+    without the barrier lab's reads), where the log fits. Before each timed
+    launch (outside the time) the records are put back as a recording makes
+    them: every count at zero, so that each launch writes its whole log.
     """
     from vizmm.record import instrument as I
 
@@ -339,7 +370,7 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain, kernel="tiled"):
     setup = aggregated_records(cuda, W, T, kernel)
     inst, grid, block, g, nph = setup.inst, setup.grid, setup.block, setup.g, setup.g
     cap, nbar, host = setup.cap, setup.nbar, setup.host
-    lean, lean_named, detail = setup.lean, setup.lean_named, setup.detail
+    lean, lean_named, detail, reset = setup.lean, setup.lean_named, setup.detail, setup.reset
     del setup  # the records are let go below, before the full variant's are made
     out = {}
 
@@ -354,7 +385,8 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain, kernel="tiled"):
         out["lean_counts_exact"] = all(
             bool((lean_named[f"_reads_{a}"].copy_to_host() == g).all()) for a in ("M", "N")
         )
-        out["lean_ms"], _ = _event_time(cuda, lean_run, reps, "lean")
+        out["lean_ms"], _ = _event_time(cuda, lean_run, reps, "lean", reset)
+        # the runs as a lean launch leaves them (a reset would leave none to expand)
         out["expand_ms"], _ = _event_time(
             cuda, lambda: I.expand_lean_runs(inst, lean_named, keep=True), reps, "expand"
         )
@@ -365,7 +397,7 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain, kernel="tiled"):
         lean_k = None
     out["lean_P_equals_plain"] = bool(P.copy_to_host().tobytes() == P_plain.tobytes())
     out["detail_ms"], _ = _event_time(
-        cuda, lambda: full_k[(1, 1), block](M, N, P, W, *detail), reps, "detail"
+        cuda, lambda: full_k[(1, 1), block](M, N, P, W, *detail), reps, "detail", reset
     )
 
     s_lean = cuda.stream()
@@ -380,10 +412,10 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain, kernel="tiled"):
                 I.expand_lean_runs(inst, lean_named, s_lean, keep=True)
 
             out["aggregated_ms"], out["aggregated_times_ms"] = _event_time(
-                cuda, both, reps, "aggregated"
+                cuda, both, reps, "aggregated", reset
             )
         out["aggregated_P_equals_plain"] = bool(P.copy_to_host().tobytes() == P_plain.tobytes())
-    lean = detail = lean_named = None
+    lean = detail = lean_named = reset = None
     blocks = [(by, bx) for by in range(g) for bx in range(g)]
     need = I.log_bytes(cap, len(blocks) * T * T) + nbar * len(blocks) * T * T * 8
     free = cuda.current_context().get_memory_info()[0]
@@ -391,10 +423,17 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain, kernel="tiled"):
     if need > 0.9 * free:
         out["full_note"] = f"the log would take {need / 1e9:.1f} GB ({free / 1e9:.1f} GB free)"
         return out
-    full = _device_records(cuda, I._records(inst, grid, block, blocks, cap, host, False, nbar, nph))
+    full_host = I._records(inst, grid, block, blocks, cap, host, False, nbar, nph)
+    full = _device_records(cuda, full_host)
+    names = list(full_host)
+    reset = _resetter(cuda, names, full)
+    del full_host
     out["full_ms"], out["full_times_ms"] = _event_time(
-        cuda, lambda: full_k[grid, block](M, N, P, W, *full), max(3, reps // 4)
+        cuda, lambda: full_k[grid, block](M, N, P, W, *full), max(3, reps // 4), "full", reset
     )
+    # what the log holds after a timed launch: every thread's events, none past the cap
+    counts = full[names.index("_cnt")].copy_to_host()
+    out["full_events"] = int(np.minimum(counts, cap).astype(np.int64).sum())
     full = None
     return out
 
@@ -403,17 +442,22 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain, kernel="tiled"):
 HOST_MS: dict = {}
 
 
-def _event_time(cuda, fn, reps, name=None):
+def _event_time(cuda, fn, reps, name=None, reset=None):
     """Median GPU time (ms) between events around ``fn``; its host time kept in HOST_MS[name].
 
     Where the host time is close to the GPU time, the launch is bound by the
     host's cost of enqueuing it (Numba's argument handling), not by the GPU.
+    ``reset``, when given, runs before each launch, outside the time (the
+    records put back as a recording makes them).
     """
     start, stop = cuda.event(), cuda.event()
     fn()
     cuda.synchronize()
     times, host = [], []
     for _ in range(reps):
+        if reset is not None:
+            reset()
+            cuda.synchronize()
         start.record()
         t0 = time.perf_counter()
         fn()
@@ -439,6 +483,8 @@ def timing_worker(target, out_path, quick):
     plan = [(W, T) for W in (1024, 2048, 4096, 8192) for T in (16, 32)]
     if quick:
         plan = [(1024, 16), (1024, 32), (4096, 16), (4096, 32)]
+    if os.environ.get("VIZMM_GPU_WIDTHS"):  # e.g. 1024,2048: only those widths
+        plan = [(W, T) for W, T in plan if str(W) in os.environ["VIZMM_GPU_WIDTHS"].split(",")]
     # Fig. 5.9 at every shape; Fig. 5.13 (vizmm.record's default kernel) beside it
     plan = [(W, T, k) for k in ("tiled", "boundary") for W, T in plan]
     for W, T, kernel in plan:

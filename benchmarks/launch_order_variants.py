@@ -77,6 +77,7 @@ def _shape(cuda, W, T, kernel, reps):
     P_plain = P.copy_to_host()
     setup = S.aggregated_records(cuda, W, T, kernel)
     inst, lean, named, detail = setup.inst, setup.lean, setup.lean_named, setup.detail
+    reset = setup.reset
     lean_k, full_k = inst.lean, inst.kernel
     s_lean, s_plain = cuda.stream(), cuda.stream()
     with priority_stream(cuda) as s_high:
@@ -119,7 +120,7 @@ def _shape(cuda, W, T, kernel, reps):
                 first()
                 second()
 
-            row[f"{name}_ms"], _ = S._event_time(cuda, both, reps, name)
+            row[f"{name}_ms"], _ = S._event_time(cuda, both, reps, name, reset)
             row[f"{name}_ratio"] = row[f"{name}_ms"] / row["plain_ms"]
             row[f"{name}_P_equals_plain"] = bool(P.copy_to_host().tobytes() == P_plain.tobytes())
         cuda.synchronize()
