@@ -331,10 +331,7 @@ def aggregated_records(cuda, W, T, kernel):
     lean = _device_records(cuda, lean_rec)
     detail_host = I._records(inst, grid, block, [(0, 0)], cap, host, True, nbar, g, True)
     detail = _device_records(cuda, detail_host)
-    resets = (
-        _resetter(cuda, list(lean_rec), lean),
-        _resetter(cuda, list(detail_host), detail),
-    )
+    reset = _resetter(cuda, [*lean_rec, *detail_host], [*lean, *detail])
     return types.SimpleNamespace(
         inst=inst,
         grid=grid,
@@ -346,7 +343,7 @@ def aggregated_records(cuda, W, T, kernel):
         lean=lean,
         lean_named=dict(zip(lean_rec, lean, strict=True)),
         detail=detail,
-        reset=lambda: [r() for r in resets],
+        reset=reset,
     )
 
 
