@@ -54,7 +54,7 @@ SCRIPT = textwrap.dedent(
                 rec = I._records(inst, (2, 2), (T, T), [(0, 0)], 8, arrays, False, 4, 2)
                 kern = inst.kernel
             else:
-                rec = I._lean_records(inst, (2, 2), arrays, 2)
+                rec = I.lean_layout(inst, (2, 2), arrays, 2).records()
                 kern = inst.lean
             values = [args[p] for p in inst.params] + list(rec.values())
             sig = tuple(typeof(a) for a in values)
