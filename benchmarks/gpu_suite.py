@@ -335,10 +335,7 @@ def aggregated_records(cuda, W, T, kernel):
     lean_rec = dict(zip(lean_host, lean, strict=True))
     detail_host = I._records(inst, grid, block, [(0, 0)], cap, host, True, nbar, g, True)
     detail = _device_records(cuda, detail_host)
-    resets = (
-        _resetter(cuda, list(lean_host), lean),
-        _resetter(cuda, list(detail_host), detail),
-    )
+    reset = _resetter(cuda, [*lean_host, *detail_host], [*lean, *detail])
     return types.SimpleNamespace(
         inst=inst,
         grid=grid,
@@ -352,7 +349,7 @@ def aggregated_records(cuda, W, T, kernel):
         lean_rec=lean_rec,
         lean_named=layout.views(lean_rec),
         detail=detail,
-        reset=lambda: [r() for r in resets],
+        reset=reset,
     )
 
 
