@@ -308,9 +308,11 @@ def aggregated_records(cuda, W, T, kernel):
         ``inst`` (the :class:`~vizmm.record.instrument.Instrumented`), ``grid``,
         ``block``, ``g`` (blocks per side, also the phases), ``cap`` and
         ``nbar`` (events and barriers per thread), ``host`` (host arrays of
-        the sizes), ``lean`` (the lean records, in argument order),
-        ``lean_named`` (the same by name), ``detail`` (the detail block's),
-        ``reset`` (puts every record back as made: before each timed launch).
+        the sizes), ``layout`` (the lean records' :class:`LeanLayout`),
+        ``lean`` (the lean launch's arguments after the kernel's own, in
+        order), ``lean_rec`` (the same by name), ``lean_named`` (each record
+        by name, a view), ``detail`` (the detail block's), ``reset`` (puts
+        every record back as made: before each timed launch).
     """
     import types
 
@@ -327,11 +329,13 @@ def aggregated_records(cuda, W, T, kernel):
     nbar = inst.barrier_bound(scalars, (T, T, 1), (g, g, 1))
     host = {"M": np.zeros(W * W, np.float32), "N": np.zeros(W * W, np.float32)}
     host["P"] = host["N"]
-    lean_rec = I._lean_records(inst, grid, host, g)
-    lean = _device_records(cuda, lean_rec)
+    layout = I.lean_layout(inst, grid, host, g)
+    lean_host = layout.records()
+    lean = _device_records(cuda, lean_host)
+    lean_rec = dict(zip(lean_host, lean, strict=True))
     detail_host = I._records(inst, grid, block, [(0, 0)], cap, host, True, nbar, g, True)
     detail = _device_records(cuda, detail_host)
-    reset = _resetter(cuda, [*lean_rec, *detail_host], [*lean, *detail])
+    reset = _resetter(cuda, [*lean_host, *detail_host], [*lean, *detail])
     return types.SimpleNamespace(
         inst=inst,
         grid=grid,
@@ -340,8 +344,10 @@ def aggregated_records(cuda, W, T, kernel):
         cap=cap,
         nbar=nbar,
         host=host,
+        layout=layout,
         lean=lean,
-        lean_named=dict(zip(lean_rec, lean, strict=True)),
+        lean_rec=lean_rec,
+        lean_named=layout.views(lean_rec),
         detail=detail,
         reset=reset,
     )
@@ -366,14 +372,14 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain, kernel="tiled"):
     )
     setup = aggregated_records(cuda, W, T, kernel)
     inst, grid, block, g, nph = setup.inst, setup.grid, setup.block, setup.g, setup.g
-    cap, nbar, host = setup.cap, setup.nbar, setup.host
-    lean, lean_named, detail, reset = setup.lean, setup.lean_named, setup.detail, setup.reset
+    cap, nbar, host, layout, reset = setup.cap, setup.nbar, setup.host, setup.layout, setup.reset
+    lean, lean_rec, lean_named, detail = setup.lean, setup.lean_rec, setup.lean_named, setup.detail
     del setup  # the records are let go below, before the full variant's are made
     out = {}
 
     def lean_run(stream=0):  # the lean variant, then its runs added in (instrument_runs)
         lean_k[grid, block, stream](M, N, P, W, *lean)
-        I.expand_lean_runs(inst, lean_named, stream, keep=True)
+        I.expand_lean_runs(layout, lean_rec, stream, keep=True)
 
     lean_k, full_k = inst.lean, inst.kernel
     try:
@@ -385,7 +391,7 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain, kernel="tiled"):
         out["lean_ms"], _ = _event_time(cuda, lean_run, reps, "lean", reset)
         # the runs as a lean launch leaves them (a reset would leave none to expand)
         out["expand_ms"], _ = _event_time(
-            cuda, lambda: I.expand_lean_runs(inst, lean_named, keep=True), reps, "expand"
+            cuda, lambda: I.expand_lean_runs(layout, lean_rec, keep=True), reps, "expand"
         )
     except Exception:  # noqa: BLE001 - reported, the full variant is timed still
         import traceback
@@ -406,13 +412,13 @@ def _instrumented_time(cuda, W, T, M, N, P, reps, P_plain, kernel="tiled"):
             def both():  # as vizmm.record runs them: lean launch, detail block, expansion
                 lean_k[grid, block, s_lean](M, N, P, W, *lean)
                 full_k[(1, 1), block, s_detail](M, N, P, W, *detail)
-                I.expand_lean_runs(inst, lean_named, s_lean, keep=True)
+                I.expand_lean_runs(layout, lean_rec, s_lean, keep=True)
 
             out["aggregated_ms"], out["aggregated_times_ms"] = _event_time(
                 cuda, both, reps, "aggregated", reset
             )
         out["aggregated_P_equals_plain"] = bool(P.copy_to_host().tobytes() == P_plain.tobytes())
-    lean = detail = lean_named = reset = None
+    lean = detail = lean_named = lean_rec = reset = None
     blocks = [(by, bx) for by in range(g) for bx in range(g)]
     need = I.log_bytes(cap, len(blocks) * T * T) + nbar * len(blocks) * T * T * 8
     free = cuda.current_context().get_memory_info()[0]

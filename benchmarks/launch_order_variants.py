@@ -76,8 +76,8 @@ def _shape(cuda, W, T, kernel, reps):
     row["plain_ms"], _ = S._event_time(cuda, lambda: plain[grid, block](M, N, P, W), reps, "plain")
     P_plain = P.copy_to_host()
     setup = S.aggregated_records(cuda, W, T, kernel)
-    inst, lean, named, detail = setup.inst, setup.lean, setup.lean_named, setup.detail
-    reset = setup.reset
+    inst, lean, named, detail = setup.inst, setup.lean, setup.lean_rec, setup.detail
+    layout, reset = setup.layout, setup.reset
     lean_k, full_k = inst.lean, inst.kernel
     s_lean, s_plain = cuda.stream(), cuda.stream()
     with priority_stream(cuda) as s_high:
@@ -86,7 +86,7 @@ def _shape(cuda, W, T, kernel, reps):
 
         def lean_run():
             lean_k[grid, block, s_lean](M, N, P, W, *lean)
-            I.expand_lean_runs(inst, named, s_lean, keep=True)
+            I.expand_lean_runs(layout, named, s_lean, keep=True)
 
         def detail_on(stream):
             return lambda: full_k[(1, 1), block, stream](M, N, P, W, *detail)
@@ -101,7 +101,7 @@ def _shape(cuda, W, T, kernel, reps):
         def lean_detail_expand():
             lean_k[grid, block, s_lean](M, N, P, W, *lean)
             detail_on(s_high)()
-            I.expand_lean_runs(inst, named, s_lean, keep=True)
+            I.expand_lean_runs(layout, named, s_lean, keep=True)
 
         variants["lean_detail_expand"] = (lean_detail_expand, lambda: None)
         lean_s = lean_k.specialize(M, N, P, W, *lean)
@@ -110,7 +110,7 @@ def _shape(cuda, W, T, kernel, reps):
         def specialized():
             lean_s[grid, block, s_lean](M, N, P, W, *lean)
             full_s[(1, 1), block, s_high](M, N, P, W, *detail)
-            I.expand_lean_runs(inst, named, s_lean, keep=True)
+            I.expand_lean_runs(layout, named, s_lean, keep=True)
 
         variants["specialized"] = (specialized, lambda: None)
         for name in ORDERS:

@@ -80,7 +80,7 @@ SCRIPT = textwrap.dedent(
                         inst = book_kernel(name, T, drop, shared_loads=instrumented == "reads")
                         host = dict(zip(inst.params, args))
                         if instrumented == "lean":
-                            rec = I._lean_records(inst, (3, 3), host, 3)
+                            rec = I.lean_layout(inst, (3, 3), host, 3).records()
                             kern = inst.lean
                         else:
                             rec = I._records(inst, (3, 3), (T, T), [(0, 0)], 4, host, False, 4, 3)

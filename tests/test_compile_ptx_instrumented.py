@@ -54,7 +54,7 @@ SCRIPT = textwrap.dedent(
                 rec = I._records(inst, (2, 2), (T, T), [(0, 0)], 8, arrays, False, 4, 2)
                 kern = inst.kernel
             else:
-                rec = I._lean_records(inst, (2, 2), arrays, 2)
+                rec = I.lean_layout(inst, (2, 2), arrays, 2).records()
                 kern = inst.lean
             values = [args[p] for p in inst.params] + list(rec.values())
             sig = tuple(typeof(a) for a in values)
@@ -90,6 +90,12 @@ SCRIPT = textwrap.dedent(
             arrays[g] = np.zeros((4, 4) if a.ndim == 2 else 16, np.float32)
         scalars = {p: 4 for p in inst.params if p not in arrays}
         out[f"{name}/terms"] = compile_one(inst, arrays, scalars)
+    # the run expansion after a lean launch: one kernel over its two buffers
+    from vizmm.record import instrument_device_runs as IDR
+
+    sig = (typeof(np.zeros(4, np.int32)), typeof(np.zeros(4, np.int64)))
+    text, _ = cuda.compile_ptx(IDR._expand_runs, sig, cc=(9, 0))
+    out["expand_runs"] = {"ok": ".target sm_90" in text, "atom": "atom.global.add" in text}
     print(json.dumps(out))
     """
 )
@@ -126,3 +132,9 @@ def test_instrumented_kernel_compiles_for_the_gpu(compiled, kernel, shared_loads
 def test_a_students_kernel_with_provenance_compiles_for_the_gpu(compiled, kernel):
     found = compiled[f"{kernel}/terms"]["full"]
     assert found["ok"] and found["atom"] and found["clocks"] and found["bar.sync"]
+
+
+def test_the_run_expansion_compiles_for_the_gpu(compiled):
+    # one kernel over the lean launch's two buffers, adding each run with atomics
+    found = compiled["expand_runs"]
+    assert found["ok"] and found["atom"]

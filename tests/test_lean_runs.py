@@ -329,20 +329,24 @@ def test_lean_counts_equal_every_read_counted_by_hand(name, W, T):
         np.zeros(W * W, np.float32),
         W,
     ]
-    rec = I._lean_records(inst, (grid, grid), dict(zip(inst.params, args, strict=True)), grid)
+    layout = I.lean_layout(inst, (grid, grid), dict(zip(inst.params, args, strict=True)), grid)
+    rec = layout.records()
     inst.lean[(grid, grid), (T, T)](*args, *rec.values())
-    I.expand_lean_runs(inst, rec)
+    I.expand_lean_runs(layout, rec)
+    got = layout.views(rec)
     want = _counts_by_hand(formula, W, T, grid)
     for a in ("M", "N"):
-        np.testing.assert_array_equal(rec[f"_reads_{a}"], want[a], err_msg=a)
-    assert "_mult_M" not in rec  # dropped after the expansion: nothing copies them back
+        np.testing.assert_array_equal(got[f"_reads_{a}"], want[a], err_msg=a)
+    # the runs lie last in each buffer, dropped after the expansion: nothing copies them back
+    assert "_mult_M" not in got and "_code_N" not in got
+    assert rec["_r32"].nbytes == 4 * (1 + grid * grid * grid * len(inst.arrays) + 3 * W * W)
 
 
 def _lean_p(src: str, args: list, grid: int, T: int):
     """P after the lean variant of ``src`` in Numba's simulator."""
     inst = I.instrument(textwrap.dedent(src), constants={"T": T}, shared_loads=False)
-    rec = I._lean_records(inst, (grid, grid), dict(zip(inst.params, args, strict=True)), grid)
-    inst.lean[(grid, grid), (T, T)](*args, *rec.values())
+    layout = I.lean_layout(inst, (grid, grid), dict(zip(inst.params, args, strict=True)), grid)
+    inst.lean[(grid, grid), (T, T)](*args, *layout.records().values())
     return args[2]
 
 
@@ -374,3 +378,45 @@ def test_a_load_moved_first_still_reads_what_the_loop_stored_before_it():
         W,
     ]
     assert _lean_p(src, args, 1, 1)[0] == W * (W + 1) // 2
+
+
+def test_the_lean_records_lie_in_two_buffers_where_derived_by_hand():
+    # Fig. 5.9 at Width 5, TILE_WIDTH 2: a 3 x 3 grid (9 blocks), 3 phases, 5 arrays
+    # (M, N, P, Mds, Nds), M and N counted as runs. By hand, from the documented layout:
+    # _r64 = header (1 + 4 * 2 = 9), _blk (9 * 6 = 54), _code_M (25), _code_N (25);
+    # _r32 = _seq (1), _zf (9 * 3 * 5 = 135), _reads_M, _reads_N, _reads_P, _mult_M,
+    # _mult_N (25 each).
+    src, _ = KERNELS["tiled"]
+    inst = I.instrument(textwrap.dedent(src), constants={"T": 2}, shared_loads=False)
+    arrays = {g: np.zeros(25, np.float32) for g in ("M", "N", "P")}
+    layout = I.lean_layout(inst, (3, 3), arrays, 3)
+    assert layout.where == {
+        "_blk": ("_r64", 9, 63),
+        "_code_M": ("_r64", 63, 88),
+        "_code_N": ("_r64", 88, 113),
+        "_seq": ("_r32", 0, 1),
+        "_zf": ("_r32", 1, 136),
+        "_reads_M": ("_r32", 136, 161),
+        "_reads_N": ("_r32", 161, 186),
+        "_reads_P": ("_r32", 186, 211),
+        "_mult_M": ("_r32", 211, 236),
+        "_mult_N": ("_r32", 236, 261),
+    }
+    assert layout.sizes == {"_r64": 113, "_r32": 261}
+    assert layout.kept == {"_r64": 63, "_r32": 211}  # the runs are not copied back
+    rec = layout.records()
+    # the header the expansion reads: 2 run arrays, each (mult, code, reads, size)
+    assert rec["_r64"][:9].tolist() == [2, 211, 63, 136, 25, 236, 88, 161, 25]
+    assert (rec["_r64"][9:63] == -1).all() and not rec["_r64"][63:].any()  # _blk unread
+    assert not rec["_r32"].any() and rec["_zph"] == 3
+    views = layout.views({"_r64": rec["_r64"][:63], "_r32": rec["_r32"][:211]})
+    assert sorted(views) == ["_blk", "_reads_M", "_reads_N", "_reads_P", "_seq", "_zf"]
+
+
+def test_a_lean_buffer_past_int32_offsets_is_refused_before_anything_is_allocated():
+    src, _ = KERNELS["tiled"]
+    inst = I.instrument(textwrap.dedent(src), constants={"T": 2}, shared_loads=False)
+    # 2**31 elements of M alone, given as a size (nothing that large is made)
+    big = np.broadcast_to(np.float32(0), (2**31,))
+    with pytest.raises(I.InstrumentError, match="at most 2\\*\\*31 - 1"):
+        I.lean_layout(inst, (1, 1), {"M": big, "N": big[:1], "P": big[:1]}, 1)

@@ -68,14 +68,13 @@ from .instrument_ast import (
     _Remap,
 )
 from .instrument_bound import _static_bound
+from .instrument_lean import expand_lean_runs, lean_layout
 from .instrument_rewrite import _Rewriter
-from .instrument_run import (  # noqa: F401 - _records, _lean_records: the GPU scripts' and tests'
+from .instrument_run import (  # noqa: F401 - _records: the GPU scripts' and tests'
     EVENT_BYTES,
     RawLog,
-    _lean_records,
     _records,
     decode,
-    expand_lean_runs,
     log_bytes,
     priority_stream,
     run,
@@ -91,6 +90,7 @@ __all__ = [
     "expand_lean_runs",
     "instrument",
     "kernel_source",
+    "lean_layout",
     "load_kernel",
     "log_bytes",
     "priority_stream",
@@ -204,10 +204,10 @@ class Instrumented:
         ``line + first_line - 1`` is the file's line.
     lean_runs : tuple of str
         The global arrays whose reads the lean variant counts as runs at a
-        loop's end (:mod:`.instrument_runs`): its arguments after the read
-        counters are ``_mult_X`` (int32) and ``_code_X`` (int64), each of
-        ``X``'s size, zeroed; :func:`expand_lean_runs` adds them into the
-        counters after the launch.
+        loop's end (:mod:`.instrument_runs`): its records ``_mult_X`` (int32)
+        and ``_code_X`` (int64), each of ``X``'s size, zeroed, lie in its two
+        buffers (:mod:`.instrument_lean`); :func:`expand_lean_runs` adds them
+        into the read counters after the launch.
     """
 
     name: str

@@ -318,64 +318,48 @@ def _expand_at(s, mult, code, reads):
                 cuda.atomic.add(reads, s + b * k, m)
 
 
-def _expand_runs(mult, code, reads):
+def _expand_runs(r32, r64):
     """After the lean variant: each run's multiplicity added to every element of the run.
 
-    One thread per element ``s`` (a 1-D launch over ``mult``'s size): where
-    ``mult[s]`` runs of stride ``b`` and length ``n`` (``code[s]``) start,
-    ``reads[s + b*k] += mult[s]`` for ``k < n``.
+    The lean variant's two buffers (:mod:`.instrument_lean`); ``blockIdx.y``
+    picks the run array, whose offsets and size ``r64``'s header holds:
+    ``r64[1 + 4 j : 5 + 4 j]`` = its ``_mult_X`` offset in ``r32``, its
+    ``_code_X`` offset in ``r64``, its ``_reads_X`` offset in ``r32``, its
+    size. One thread per element ``s`` (a launch over the largest run
+    array's size): where ``mult[s]`` runs of stride ``b`` and length ``n``
+    (``code[s]``) start, ``reads[s + b*k] += mult[s]`` for ``k < n``. All the
+    run arrays take one launch: a launch costs the host more than this
+    kernel takes on a GPU at Width 1024.
 
     Parameters
     ----------
-    mult : device array of int32
-        Runs per first element (:func:`count_run`).
-    code : device array of int64
-        Their ``stride * RUN_KEY + length``.
-    reads : device array of int32
-        The per-element read counters, added to.
+    r32 : device array of int32
+        The lean launch's int32 buffer (``_mult_X``, ``_reads_X`` in it).
+    r64 : device array of int64
+        Its int64 buffer (the header, ``_code_X`` in it).
     """
-    _expand_at(cuda.grid(1), mult, code, reads)
-
-
-def _expand_runs2(mult, code, reads, mult1, code1, reads1):
-    """:func:`_expand_runs` for two arrays in one launch: ``blockIdx.y`` picks the array.
-
-    A launch costs the host more than this kernel takes on a GPU at Width 1024
-    (two launches took 0.07-0.14 ms there, a fifth to a third of the plain
-    kernel's time): the book kernels' two read arrays, M and N, take one.
-
-    Parameters
-    ----------
-    mult, code, reads : device arrays
-        The first array's, as :func:`_expand_runs` takes them.
-    mult1, code1, reads1 : device arrays
-        The second array's.
-    """
+    h = 1 + 4 * cuda.blockIdx.y
+    om = r64[h]
+    oc = r64[h + 1]
+    orr = r64[h + 2]
+    n = r64[h + 3]
     s = cuda.grid(1)
-    if cuda.blockIdx.y == 0:
-        _expand_at(s, mult, code, reads)
-    else:
-        _expand_at(s, mult1, code1, reads1)
+    if s < n:
+        _expand_at(s, r32[om : om + n], r64[oc : oc + n], r32[orr : orr + n])
 
 
 _EXPAND: dict = {}
 
 
-def expand_runs(pair: bool = False):
-    """:func:`_expand_runs` (or :func:`_expand_runs2`) compiled as a kernel for this target (once).
-
-    Parameters
-    ----------
-    pair : bool
-        The kernel for two arrays.
+def expand_runs():
+    """:func:`_expand_runs` compiled as a kernel for this target (once).
 
     Returns
     -------
     kernel
-        Launch it ``[(size + 255) // 256, 256, stream](mult, code, reads)``, or for a
-        pair ``[((size + 255) // 256, 2), 256, stream](mult, code, reads, mult1, code1,
-        reads1)`` with ``size`` the larger array's.
+        Launch it ``[((size + 255) // 256, k), 256, stream](r32, r64)``, ``size``
+        the largest run array's, ``k`` the run arrays.
     """
-    if pair not in _EXPAND:
-        _EXPAND[pair] = _target.cuda.jit(_expand_runs2 if pair else _expand_runs)
-    return _EXPAND[pair]
+    if "packed" not in _EXPAND:
+        _EXPAND["packed"] = _target.cuda.jit(_expand_runs)
+    return _EXPAND["packed"]

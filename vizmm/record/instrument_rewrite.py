@@ -40,6 +40,8 @@ from .instrument_ast import (
     _sum,
     _uncast,
 )
+from .instrument_lean import BUFFERS as LEAN_BUFFERS
+from .instrument_lean import prologue as lean_prologue
 from .instrument_runs import hoist_peeks as _hoist_peeks
 from .instrument_runs import plan as _runs_of
 from .instrument_runs import unwritten as _unwritten
@@ -915,8 +917,8 @@ class _Rewriter:
         last = self._after_shared_declarations(body)
         stamp, clock = self._stamp_and_clock()
         head, prologue, extra = self._prologue()
-        extra += [f"_reads_{g}" for g in self.globals]
-        extra += [f"_{k}_{g}" for g in self.run_arrays for k in ("mult", "code")]
+        if not self.lean:  # the lean variant's counters are views of its buffers
+            extra += [f"_reads_{g}" for g in self.globals]
         last_line = max((getattr(n, "lineno", 0) for n in ast.walk(fn)), default=0)
         tail = [] if body and isinstance(body[-1], ast.Return) else self.end(last_line)
         new_body = head + body[:last] + prologue + clock + stamp + body[last:] + tail
@@ -993,9 +995,11 @@ class _Rewriter:
                 "+ cuda.threadIdx.x\n"
                 "_bid = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x\n"
                 f"{counters}"
-                "block_start(_blk, _bid, _tid)"
+                # the records: views of the two buffers (instrument_lean), then the block's start
+                + lean_prologue(self.globals, self.run_arrays)
+                + "block_start(_blk, _bid, _tid)"
             )
-            extra = ["_blk", "_seq", "_zf", "_zph"]
+            extra = list(LEAN_BUFFERS) + ["_zph"]
         else:
             # The block this thread plays: its own, or the block table's entry when the
             # detail blocks run again by themselves (a GPU's aggregated recording).

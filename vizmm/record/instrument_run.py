@@ -21,6 +21,7 @@ import numpy as np
 from ..trace import access_log as D
 from .instrument_ast import InstrumentError
 from .instrument_bound import _bound_or_none
+from .instrument_lean import LeanLayout, expand_lean_runs, lean_layout
 
 if TYPE_CHECKING:
     from .instrument import Instrumented
@@ -211,23 +212,6 @@ def _lay_out(rows, threads: int, cap: int) -> tuple[np.ndarray, np.ndarray]:
     return ev, vals
 
 
-def _lean_records(inst, grid, arrays, phases):
-    """The arguments the lean variant takes after the kernel's own, by name (host arrays)."""
-    gx, gy = grid
-    rec = dict(
-        _blk=np.full(gy * gx * 6, -1, np.int64),
-        _seq=np.zeros(1, np.int32),
-        _zf=np.zeros(gy * gx * phases * len(inst.arrays), np.int32),
-        _zph=np.int32(phases),
-    )
-    for g in inst.global_arrays:
-        rec[f"_reads_{g}"] = np.zeros(arrays[g].size, np.int32)
-    for g in inst.lean_runs:
-        rec[f"_mult_{g}"] = np.zeros(arrays[g].size, np.int32)
-        rec[f"_code_{g}"] = np.zeros(arrays[g].size, np.int64)
-    return rec
-
-
 @contextlib.contextmanager
 def priority_stream(cuda):
     """A stream of the device's greatest priority, for the detail blocks' launch; destroyed after.
@@ -271,38 +255,6 @@ def priority_stream(cuda):
     finally:
         driver.cuStreamSynchronize(handle)
         driver.cuStreamDestroy(handle)
-
-
-def expand_lean_runs(inst, rec: dict, stream=0, keep: bool = False) -> None:
-    """After the lean variant: its runs added into the read counters (one launch per two arrays).
-
-    Parameters
-    ----------
-    inst : Instrumented
-        The kernel; :attr:`~.instrument.Instrumented.lean_runs` names the arrays.
-    rec : dict
-        The lean launch's records by name (device arrays, or host arrays in
-        Numba's simulator): ``_reads_X``, ``_mult_X``, ``_code_X``.
-    stream : stream or 0
-        Where the lean variant ran; the expansion follows it there.
-    keep : bool
-        Keep ``_mult_X`` and ``_code_X`` in ``rec`` (a benchmark launching
-        again); by default they are dropped, so that nothing copies them back.
-    """
-    from . import instrument_device_runs as helpers
-
-    names = [g for g in inst.lean_runs if rec[f"_mult_{g}"].shape[0]]
-    # two arrays a launch (a launch's host cost is what the expansion takes at Width 1024)
-    for i in range(0, len(names), 2):
-        args = [rec[f"_{k}_{g}"] for g in names[i : i + 2] for k in ("mult", "code", "reads")]
-        n = max(rec[f"_mult_{g}"].shape[0] for g in names[i : i + 2])
-        if len(args) == 6:
-            helpers.expand_runs(True)[((n + 255) // 256, 2), 256, stream](*args)
-        else:
-            helpers.expand_runs()[(n + 255) // 256, 256, stream](*args)
-    if not keep:
-        for g in inst.lean_runs:
-            del rec[f"_mult_{g}"], rec[f"_code_{g}"]
 
 
 def run(
@@ -580,13 +532,17 @@ class _Launcher:
         ``expand=False`` leaves the run expansion (:func:`expand_lean_runs`) to the caller.
         """
         louts = {g: a.copy() for g, a in self.arrays.items()}
-        lrec = _lean_records(self.inst, self.grid, self.arrays, self.phases)
         d_args, d_rec = self.device_launch(
-            self.inst.lean, self.grid, self._ordered(louts), lrec, stream
+            self.inst.lean, self.grid, self._ordered(louts), self.lean_layout.records(), stream
         )
         if expand:
-            expand_lean_runs(self.inst, d_rec, stream)
+            expand_lean_runs(self.lean_layout, d_rec, stream)
         return d_args, d_rec
+
+    @property
+    def lean_layout(self) -> LeanLayout:
+        """Where the lean launch's records lie in its two buffers."""
+        return lean_layout(self.inst, self.grid, self.arrays, self.phases)
 
     def gpu_launch(self, rec: dict, ordered: list, outs: dict, with_lean: bool):
         """On a GPU: the full variant (on the detail blocks, beside the lean one on the grid)."""
@@ -612,7 +568,7 @@ class _Launcher:
                 detail_dev = self.device_launch(
                     inst.kernel, launch_grid, ordered, rec, s_detail or cuda.stream()
                 )
-                expand_lean_runs(inst, lean_dev[1], s_lean)
+                expand_lean_runs(self.lean_layout, lean_dev[1], s_lean)
                 cuda.synchronize()
                 lean = self.fetch(*lean_dev)
                 _, rec = self.fetch(*detail_dev)
@@ -624,6 +580,7 @@ class _Launcher:
             outs = {p: d for p, d in zip(inst.params, got, strict=True) if p in outs}
         if lean is not None:
             got, lean_rec = lean
+            lean_rec = self.lean_layout.views(lean_rec)
             outs = {p: d for p, d in zip(inst.params, got, strict=True) if p in outs}
             rec = {**rec, **{f"_lean{k}": v for k, v in lean_rec.items()}}
         self.update(1, 1)
