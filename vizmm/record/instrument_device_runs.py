@@ -8,6 +8,8 @@ be), and :func:`expand_runs` adds the runs into the read counters after the
 launch. Split from :mod:`.instrument_device`, whose conventions these follow.
 """
 
+import functools
+
 from vizmm_kernels import _target
 from vizmm_kernels._hw import device
 from vizmm_kernels._target import cuda
@@ -348,9 +350,7 @@ def _expand_runs(r32, r64):
         _expand_at(s, r32[om : om + n], r64[oc : oc + n], r32[orr : orr + n])
 
 
-_EXPAND: dict = {}
-
-
+@functools.cache
 def expand_runs():
     """:func:`_expand_runs` compiled as a kernel for this target (once).
 
@@ -360,6 +360,4 @@ def expand_runs():
         Launch it ``[((size + 255) // 256, k), 256, stream](r32, r64)``, ``size``
         the largest run array's, ``k`` the run arrays.
     """
-    if "packed" not in _EXPAND:
-        _EXPAND["packed"] = _target.cuda.jit(_expand_runs)
-    return _EXPAND["packed"]
+    return _target.cuda.jit(_expand_runs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import itertools
 import math
 from collections.abc import Mapping
@@ -539,9 +540,9 @@ class _Launcher:
             expand_lean_runs(self.lean_layout, d_rec, stream)
         return d_args, d_rec
 
-    @property
+    @functools.cached_property
     def lean_layout(self) -> LeanLayout:
-        """Where the lean launch's records lie in its two buffers."""
+        """Where the lean launch's records lie in its two buffers (laid out once)."""
         return lean_layout(self.inst, self.grid, self.arrays, self.phases)
 
     def gpu_launch(self, rec: dict, ordered: list, outs: dict, with_lean: bool):
