@@ -31,6 +31,7 @@ from vizmm.replay.table import own_kernel
 from vizmm.serve.catalogue import LAB_PRESETS
 from vizmm.trace.derived import per_trace
 from vizmm.trace.units import format_value
+from vizmm_apps.parts import on_press
 
 # LAB_PRESETS (key -> menu label) are defined with the other presets in vizmm.serve.catalogue.
 __all__ = [
@@ -218,8 +219,8 @@ class HazardPanel(pn.viewable.Viewer):
         self.table.param.watch(self._on_select, "value")
         for w in (self.kind, self.block, self.phase, self.wrong):
             w.param.watch(self._on_filter, "value")
-        self.prev_page.on_click(lambda e: self._turn(-1))
-        self.next_page.on_click(lambda e: self._turn(1))
+        on_press(self.prev_page, lambda: self._turn(-1))
+        on_press(self.next_page, lambda: self._turn(1))
         self.layout.extend(
             [
                 pn.Row(

@@ -67,6 +67,7 @@ from vizmm.serve.classes import (
     store,
 )
 from vizmm.serve.listeners import CLASS_PAGES
+from vizmm_apps.parts import on_press
 
 if TYPE_CHECKING:
     from panel.io.callbacks import PeriodicCallback
@@ -400,9 +401,9 @@ class Classroom:
         self.follow = pn.widgets.Toggle(label="Follow the instructor", value=True, width=190)
         self.follow.param.watch(self._on_follow, "value")
         self.ask_button = pn.widgets.Button(label="Ask the class", color="primary", width=150)
-        self.ask_button.on_click(lambda e: self.ask_next())
+        on_press(self.ask_button, self.ask_next)
         self.reveal_button = pn.widgets.Button(label="Reveal", color="success", width=110)
-        self.reveal_button.on_click(lambda e: self.reveal())
+        on_press(self.reveal_button, self.reveal)
         self.counts = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
         self.download = pn.widgets.FileDownload(
             callback=self._csv,

@@ -65,6 +65,7 @@ from vizmm_apps.parts import (
     Job,
     drop_long_url_values,
     on_page_closed,
+    on_press,
     page_drawn,
     page_header,
     play,
@@ -312,7 +313,7 @@ class Dashboard(pn.viewable.Viewer):
 
         def button(name, action, tip, width=54):
             b = pn.widgets.Button(label=name, width=width, description=tip, margin=(5, 2))
-            b.on_click(lambda event: action())
+            on_press(b, action)
             return b
 
         self.first_button = button("|◀", s.first, "first step (Home)")
@@ -362,7 +363,7 @@ class Dashboard(pn.viewable.Viewer):
         def unfollow(event) -> None:
             s.param.update(ty=-1, tx=-1)
 
-        self.unfollow.on_click(unfollow)
+        on_press(self.unfollow, lambda: unfollow(None))
         self.status_pane = pn.pane.HTML("", sizing_mode="stretch_width", height=22, margin=(0, 10))
         # each step in words, read out by screen readers; captions on a projector
         self.narration = Narration()
@@ -730,6 +731,12 @@ class Dashboard(pn.viewable.Viewer):
             self.state.tick()
 
     def _draw(self, *events) -> None:
+        # the scene's sources are Bokeh models changed here directly: held, so that
+        # they reach the page also when Panel runs this without the document's lock
+        with pn.io.hold():
+            self._draw_now()
+
+    def _draw_now(self) -> None:
         s = self.state
         frame = s.frame
         if frame is not None and s.trace is not None:

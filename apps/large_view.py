@@ -494,7 +494,7 @@ class LargeTraceView(pn.viewable.Viewer):
         s = self.state
         self.header = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
         self.play_button = pn.widgets.Button(label="▶ play", width=90, margin=(12, 4, 5, 10))
-        self.play_button.on_click(lambda e: s.toggle_play())
+        parts.on_press(self.play_button, s.toggle_play)
         self.time_slider = pn.widgets.FloatSlider(
             label="time",
             start=0,
@@ -532,7 +532,7 @@ class LargeTraceView(pn.viewable.Viewer):
             disabled=True,
             margin=(5, 10),
         )
-        self.zoom_button.on_click(lambda e: self.zoom())
+        parts.on_press(self.zoom_button, self.zoom)
         self.alert = pn.pane.Alert(
             "", alert_type="warning", visible=False, sizing_mode="stretch_width", margin=(0, 10)
         )
@@ -774,7 +774,7 @@ class WindowForm(pn.viewable.Viewer):
         self._job: parts.Job | None = None
         self._poll = None
         self._button = pn.widgets.Button(label="Simulate the window", color="primary", width=200)
-        self._button.on_click(lambda e: self.start())
+        parts.on_press(self._button, self.start)
         self._estimate_pane = pn.pane.Markdown("", width=360, styles={"font-size": "0.9em"})
         self._bar = pn.indicators.Progress(value=0, max=100, visible=False, width=340)
         self._update_estimate()

@@ -31,6 +31,7 @@ __all__ = [
     "page_header",
     "play",
     "on_page_closed",
+    "on_press",
     "replace_timer",
     "served_script",
 ]
@@ -173,6 +174,40 @@ def on_page_closed(*callbacks: Callable) -> None:
         return
     for callback in (*callbacks, release_memory_soon):
         pn.state.on_session_destroyed(callback)
+
+
+def on_press(button: pn.widgets.Button, action: Callable[[], object], *, hold: bool = True) -> None:
+    """Call ``action()`` when ``button`` is pressed, its changes reaching the page safely.
+
+    Panel runs a button's click without the Bokeh document's lock when the
+    click arrives while a widget's change still waits to be processed (a
+    slider moved a moment before). A Bokeh model changed directly then (a
+    scene's sources) raises in the server and the page never sees the step.
+    So the action runs inside :func:`panel.io.hold` (Panel sends what it
+    changed whether or not the lock is held), or, with ``hold=False``, on the
+    next tick of the server's loop, under the lock (for changes that must
+    reach the page one by one, e.g. a source replaced and then patched).
+    Outside a served page it runs at once.
+
+    Parameters
+    ----------
+    button : panel.widgets.Button
+        The button.
+    action : callable
+        What a press does; called with no arguments, its result ignored.
+    hold : bool, default True
+        Send the action's changes as one held batch (True) or run it under the
+        document's lock on the next tick (False).
+    """
+
+    def pressed(event) -> None:
+        if hold:
+            with pn.io.hold():
+                action()
+        else:
+            pn.state.execute(action, schedule=True)
+
+    button.on_click(pressed)
 
 
 def page_drawn(served: bool) -> threading.Event:

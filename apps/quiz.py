@@ -34,6 +34,7 @@ from vizmm.render.text import render_text
 from vizmm.replay.navigator import substep_moment
 from vizmm.replay.questions import Question, answer_label, pick_label, question_at, quiz, score
 from vizmm_apps.access import BusySignal
+from vizmm_apps.parts import on_press
 
 __all__ = ["QuestionMode", "question_mode", "PICK", "RIGHT", "WRONG"]
 
@@ -122,11 +123,11 @@ class QuestionMode:
             description="A question about what comes next at this step",
             width=170,
         )
-        self.ask_button.on_click(lambda e: self._working(self.ask_here))
+        on_press(self.ask_button, lambda: self._working(self.ask_here), hold=False)
         self.quiz_button = pn.widgets.Button(
             label="Quiz on this block", description="5-10 questions in order", width=150
         )
-        self.quiz_button.on_click(lambda e: self._working(self.start_quiz))
+        on_press(self.quiz_button, lambda: self._working(self.start_quiz), hold=False)
         # a question on a big trace takes seconds: the page says so the moment it is asked
         self.busy = BusySignal(
             labels=["Ask a question here", "Quiz on this block"],
@@ -137,13 +138,13 @@ class QuestionMode:
         self.choices = pn.widgets.RadioButtonGroup(options=[], visible=False, color="light")
         self.choices.param.watch(self._on_choice, "value")
         self.submit_button = pn.widgets.Button(label="Submit", color="primary", width=100)
-        self.submit_button.on_click(lambda e: self.submit())
+        on_press(self.submit_button, self.submit, hold=False)
         self.skip_button = pn.widgets.Button(label="Skip", width=80)
-        self.skip_button.on_click(lambda e: self.skip())
+        on_press(self.skip_button, self.skip, hold=False)
         self.next_button = pn.widgets.Button(label="Next question", width=130, visible=False)
-        self.next_button.on_click(lambda e: self.next())
+        on_press(self.next_button, self.next, hold=False)
         self.close_button = pn.widgets.Button(label="Close", width=80, visible=False)
-        self.close_button.on_click(lambda e: self.close())
+        on_press(self.close_button, self.close, hold=False)
         self.result = pn.pane.Alert(
             "", alert_type="info", visible=False, sizing_mode="stretch_width"
         )

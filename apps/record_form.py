@@ -19,7 +19,7 @@ from vizmm.record import in_words
 from vizmm.serve import catalogue
 from vizmm.serve.catalogue import CATALOGUE
 from vizmm.trace import BARRIER_KERNELS, TILED_KERNELS
-from vizmm_apps.parts import launch_inputs
+from vizmm_apps.parts import launch_inputs, on_press
 
 __all__ = ["RecordForm"]
 
@@ -58,7 +58,7 @@ class RecordForm(pn.viewable.Viewer):
         super().__init__(**params)
         self._on_record = on_record
         self._button = pn.widgets.Button(label="Record", color="primary", width=120)
-        self._button.on_click(lambda event: self.record())
+        on_press(self._button, self.record)
         self._estimate_pane = pn.pane.Markdown("", margin=(0, 10), styles={"font-size": "0.9em"})
         self._update_estimate()
 

@@ -38,7 +38,13 @@ from vizmm.replay.navigator import clamp  # noqa: E402
 from vizmm.serve.catalogue import CATALOGUE  # noqa: E402
 from vizmm_apps.access import PageLandmarks, page_extension  # noqa: E402
 from vizmm_apps.keys import KeyboardShortcuts  # noqa: E402
-from vizmm_apps.parts import drop_long_url_values, page_drawn, page_header, served_script  # noqa: E402
+from vizmm_apps.parts import (  # noqa: E402
+    drop_long_url_values,
+    on_press,
+    page_drawn,
+    page_header,
+    served_script,
+)
 from vizmm_apps.url_params import link_one_based  # noqa: E402
 from vizmm_apps.viewport import Viewport  # noqa: E402
 
@@ -282,7 +288,7 @@ class SideBySide(pn.viewable.Viewer):
 
         def button(label, action):
             b = pn.widgets.Button(label=label, width=54, margin=(5, 2))
-            b.on_click(lambda e: action())
+            on_press(b, action)
             return b
 
         self.buttons = pn.Row(

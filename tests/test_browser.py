@@ -86,6 +86,32 @@ def test_keys_step_through_fig_5_8(page, server):
     assert status(page)["count"] == 4
 
 
+def test_a_button_pressed_while_the_slider_change_is_on_its_way_still_steps(page, server):
+    # The step slider moved (End) and "|◀" pressed in the same moment: Panel
+    # holds the slider's change for 50 ms and runs the click meanwhile without
+    # the document's lock. The click must still reach the replay: the slider's
+    # change first (step 17), then the click's (step 0), both on the page.
+    open_page(page, server + "?trace=fig5-8&step=3")
+    assert status(page)["step"] == 2
+    slider = page.locator('[role="slider"][aria-label="step"]').element_handle()
+    first = page.locator("button.bk-btn:text-is('|◀')").element_handle()
+    page.evaluate(
+        """([slider, first]) => {
+            const end = {key: "End", keyCode: 35, bubbles: true};
+            slider.dispatchEvent(new KeyboardEvent("keydown", end));
+            first.click();
+        }""",
+        [slider, first],
+    )
+    # the click came last: the replay and the slider at the first step
+    assert wait_step(page, 0)["count"] == 18
+    poll(lambda: float(slider.get_attribute("aria-valuenow")) == 1)
+    assert float(slider.get_attribute("aria-valuenow")) == 1
+    # and the page is still live: "▶" steps to Fig. 5.8's first loads
+    page.locator("button.bk-btn:text-is('▶')").click()
+    assert wait_step(page, 1)["threads"] == [["loading"] * 2] * 2
+
+
 def test_click_a_block_and_a_thread(page, server):
     open_page(page, server + "?trace=fig5-11")
     x, y = page.evaluate(TO_SCREEN, ["vizmm-blocks", 1.5, 1.5])
