@@ -404,6 +404,12 @@ class SideBySide(pn.viewable.Viewer):
 
     # ---------------------------------------------------------- drawing
     def _draw(self, *events) -> None:
+        # the scenes' sources are Bokeh models changed directly: held, as the
+        # dashboard's (parts.on_press says when Panel runs this without the lock)
+        with pn.io.hold():
+            self._draw_now()
+
+    def _draw_now(self) -> None:
         s = self.state
         st = s.status()
         # ready once the scenes are fitted to the window (a served page's)
