@@ -360,10 +360,7 @@ class Dashboard(pn.viewable.Viewer):
             toggle.param.trigger("value")
         self.unfollow = pn.widgets.Button(label="stop following", width=120, visible=False)
 
-        def unfollow(event) -> None:
-            s.param.update(ty=-1, tx=-1)
-
-        on_press(self.unfollow, lambda: unfollow(None))
+        on_press(self.unfollow, lambda: s.param.update(ty=-1, tx=-1))
         self.status_pane = pn.pane.HTML("", sizing_mode="stretch_width", height=22, margin=(0, 10))
         # each step in words, read out by screen readers; captions on a projector
         self.narration = Narration()

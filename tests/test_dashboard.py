@@ -212,6 +212,16 @@ def test_play_and_navigation(dash):
     assert s.step == 16
     dash.slider.value = 3  # the slider counts from 1
     assert s.step == 2
+    # the buttons, pressed as Panel presses them (their clicks counted)
+    for button, step in (
+        (dash.first_button, 0),
+        (dash.next_button, 1),
+        (dash.last_button, 17),
+        (dash.prev_button, 16),
+    ):
+        button.clicks += 1
+        assert s.step == step and dash.slider.value == step + 1
+        assert f'data-step="{step}"' in dash.status_pane.object
 
 
 # ------------------------------------------------------------------ clicks
