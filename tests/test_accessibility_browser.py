@@ -300,7 +300,7 @@ def test_a_focused_slider_takes_the_arrow_keys_and_the_page_steps_by_keyboard(br
         pg.keyboard.press("End")
         pg.wait_for_selector("#vizmm-status[data-step='17']", timeout=30000)
         assert float(slider.get_attribute("aria-valuenow")) == 18
-        wait_drawn(pg)  # the buttons drawn again for the last step before one is focused
+        wait_drawn(pg)  # the last step drawn before a button is focused
         # keyboard alone: Tab to the first-step button, a visible ring, Enter presses it
         pg.locator("button.bk-btn:text-is('|◀')").focus()
         ring = pg.evaluate_handle(FOCUSED).as_element()
