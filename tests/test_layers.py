@@ -424,3 +424,29 @@ def test_no_cache_is_keyed_on_a_trace():
                     if first.arg == "trace" or note.endswith("Trace"):
                         bad.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name}")
     assert bad == []
+
+
+def _on_clicks(source: str, filename: str = "page.py") -> list[str]:
+    """Calls of ``x.on_click(...)``: a button wired around ``parts.on_press``."""
+    return [
+        f"{filename}:{node.lineno} calls {ast.unparse(node.func)}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "on_click"
+    ]
+
+
+def test_the_button_rule_finds_a_bare_on_click():
+    page = "b = pn.widgets.Button(label='▶')\nb.on_click(lambda e: state.next())\n"
+    assert _on_clicks(page) == ["page.py:2 calls b.on_click"]
+    assert _on_clicks("on_press(b, state.next)\n") == []
+
+
+def test_every_button_is_wired_through_on_press():
+    # Panel may run a bare on_click without the document's lock (apps/ARCHITECTURE.md)
+    bad = []
+    for path in _files("apps"):
+        if path.name != "parts.py":
+            bad += _on_clicks(path.read_text(encoding="utf-8"), str(path.relative_to(REPO)))
+    assert bad == []
