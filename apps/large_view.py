@@ -329,7 +329,8 @@ class _BlockReplay(pn.viewable.Viewer):
     def _draw(self) -> None:
         if self.scene is not None:
             step = min(self.step, len(self.replay) - 1)
-            self.scene.update(self.replay.frame(step, aspects=self.scene.aspects))
+            with pn.io.hold():  # Bokeh sources changed directly (apps/ARCHITECTURE.md)
+                self.scene.update(self.replay.frame(step, aspects=self.scene.aspects))
 
     def __panel__(self):
         return pn.Column(
