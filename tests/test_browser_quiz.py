@@ -172,3 +172,35 @@ def test_ask_a_question_here_in_every_granularity_and_order(
     shot(pg, f"ask-here-{granularity}-{order}")
     assert errors == []
     pg.close()
+
+
+def test_a_quiz_asked_the_moment_the_slider_moved_opens(browser, server):
+    # The step slider moved (End) and "Quiz on this block" pressed in one
+    # script: the click comes while the slider's change waits out Panel's
+    # debounce, the case Panel runs without the document's lock
+    # (parts.on_press). The quiz opens at its first question all the same.
+    pg = browser.new_page(viewport={"width": 1600, "height": 1100})
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        pg.goto(server + "?trace=fig5-11&by=1&bx=1&step=3")
+        pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=60000)
+        wait_drawn(pg)
+        slider = pg.locator('[role="slider"][aria-label="step"]').element_handle()
+        ask = pg.get_by_role("button", name="Quiz on this block").element_handle()
+        pg.evaluate(
+            """([slider, ask]) => {
+                const end = {key: "End", keyCode: 35, bubbles: true};
+                slider.dispatchEvent(new KeyboardEvent("keydown", end));
+                ask.click();
+            }""",
+            [slider, ask],
+        )
+        wait_status(pg, "question", "asking")
+        st = status(pg)
+        # Fig. 5.12's block_{1,1}: the quiz starts at phase 0, thread (0,0) copying M
+        assert st["question_kind"] == "copy_m" and st["step"] == 0 and st["quiz_index"] == 0
+        expect(pg.locator("#vizmm-question")).to_contain_text("Mds[0][0]", timeout=15000)
+        assert errors == []
+    finally:
+        pg.close()
