@@ -200,12 +200,15 @@ def on_press(button: pn.widgets.Button, action: Callable[[], object], *, hold: b
         document's lock on the next tick (False).
     """
 
+    def run() -> None:
+        action()
+
     def pressed(event) -> None:
         if hold:
             with pn.io.hold():
-                action()
+                run()
         else:
-            pn.state.execute(action, schedule=True)
+            pn.state.execute(run, schedule=True)
 
     button.on_click(pressed)
 
