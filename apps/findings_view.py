@@ -25,6 +25,7 @@ from vizmm.analysis.check import counted
 from vizmm.analysis.finding_kinds import kinds
 from vizmm.replay.findings import finding_step, trace_findings
 from vizmm.replay.navigator import Position, place
+from vizmm_apps.parts import to_page
 
 __all__ = ["BACKGROUND_EVENTS", "PAGE_ROWS", "FindingsPanel", "page_notes", "row_label"]
 
@@ -151,7 +152,7 @@ class FindingsPanel(pn.viewable.Viewer):
                     self._found, self._ready = found, True
                     self._show()
 
-            doc.add_next_tick_callback(ready)
+            to_page(doc, ready)
 
         threading.Thread(target=work, name="vizmm-findings", daemon=True).start()
 

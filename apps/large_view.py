@@ -982,18 +982,21 @@ class LargeApp(pn.viewable.Viewer):
             return
         self.loading.param.update(value=True, visible=True)
         doc = pn.state.curdoc
+        # bound now: a page closed meanwhile has its script's globals cleared (parts.to_page)
+        load, size_wait, to_page = load_large, SIZE_WAIT_S, parts.to_page
+        errors = (OSError, TraceError, ValueError)
 
         def work():
             try:
-                trace, error = load_large(key), None
-            except (OSError, TraceError, ValueError) as exc:
+                trace, error = load(key), None
+            except errors as exc:
                 trace, error = None, exc
             self._drawn.wait(timeout=120)  # shown once the page is drawn (see parts.page_drawn)
             # and once the window's size is known: figures made before it would be made
             # again at once, while the browser still lays out the first ones
-            self._sized.wait(timeout=SIZE_WAIT_S)
+            self._sized.wait(timeout=size_wait)
             if doc is not None:
-                doc.add_next_tick_callback(lambda: done(trace, error))
+                to_page(doc, lambda: done(trace, error))
             else:  # pragma: no cover
                 done(trace, error)
 

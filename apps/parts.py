@@ -32,6 +32,7 @@ __all__ = [
     "play",
     "on_page_closed",
     "on_press",
+    "to_page",
     "replace_timer",
     "served_script",
 ]
@@ -213,6 +214,37 @@ def on_press(button: pn.widgets.Button, action: Callable[[], object], *, hold: b
     button.on_click(pressed)
 
 
+def to_page(doc, callback: Callable[[], object]) -> bool:
+    """From a worker thread: run ``callback`` on the page's next tick, unless it has closed.
+
+    A page closed while its work ran has a destroyed document: Bokeh takes
+    no callback for it (and the served script's module, its globals, is
+    cleared). The work's result is then dropped, quietly, as
+    :meth:`vizmm.serve.listeners.PageListeners.wake` drops a wake of a page
+    closing at that moment. A worker of a served script binds this function
+    (and every global it needs after waiting) before its thread starts.
+
+    Parameters
+    ----------
+    doc : bokeh.document.Document
+        The page's document (``pn.state.curdoc`` when the work began).
+    callback : callable
+        What the page does with the work's outcome; called with no arguments.
+
+    Returns
+    -------
+    bool
+        Whether the page will run ``callback`` (False: it has closed).
+    """
+    if doc.session_context is None:  # destroyed: the page has closed
+        return False
+    try:
+        doc.add_next_tick_callback(callback)
+    except Exception:  # noqa: BLE001 - its document being destroyed at this moment
+        return False
+    return True
+
+
 def page_drawn(served: bool) -> threading.Event:
     """An event set once this session's browser has drawn its first document.
 
@@ -220,7 +252,9 @@ def page_drawn(served: bool) -> threading.Event:
     ``document_ready``) sets it; outside a served session it is set at once.
     Work finished in a thread waits for it before it changes the page: models
     that arrive while the browser still lays out the first document can break
-    BokehJS (its tables, its layout).
+    BokehJS (its tables, its layout). A page closed before it was drawn sets
+    it too, so that such work stops waiting and finds the page closed
+    (:func:`to_page`) instead of holding its result for the wait's timeout.
 
     Parameters
     ----------
@@ -234,6 +268,7 @@ def page_drawn(served: bool) -> threading.Event:
     drawn = threading.Event()
     if served and pn.state.curdoc is not None:
         pn.state.onload(drawn.set)
+        pn.state.on_session_destroyed(lambda context: drawn.set())
         if freezing():
             pn.state.onload(freeze)
     else:

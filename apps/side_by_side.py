@@ -44,6 +44,7 @@ from vizmm_apps.parts import (  # noqa: E402
     page_drawn,
     page_header,
     served_script,
+    to_page,
 )
 from vizmm_apps.url_params import link_one_based  # noqa: E402
 from vizmm_apps.viewport import Viewport  # noqa: E402
@@ -349,8 +350,11 @@ class SideBySide(pn.viewable.Viewer):
         doc = pn.state.curdoc
         self.status_pane.object = '<div id="vizmm-pair-status" data-ready="false">Loading…</div>'
 
+        # bound now: a page closed meanwhile has its script's globals cleared (parts.to_page)
+        make, hand_over = SideBySideState, to_page
+
         def work():
-            both_state = SideBySideState(pair=s.pair, step=s.step)
+            both_state = make(pair=s.pair, step=s.step)
             both_state.load()
             self._drawn.wait(timeout=120)  # shown once the page is drawn (see page_drawn)
 
@@ -358,7 +362,7 @@ class SideBySide(pn.viewable.Viewer):
                 s.param.update(lockstep=both_state.lockstep, message=both_state.message)
 
             if doc is not None:
-                doc.add_next_tick_callback(apply)
+                hand_over(doc, apply)
 
         threading.Thread(target=work, name="vizmm-side-by-side", daemon=True).start()
 

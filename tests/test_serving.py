@@ -86,12 +86,18 @@ def test_a_page_drawn_freezes_only_where_asked(thawed, monkeypatch):
     class Doc:
         session_context = object()
 
+    closing = []
     monkeypatch.setattr(pn.state, "onload", calls.append)
+    monkeypatch.setattr(pn.state, "on_session_destroyed", closing.append)
     parts.page_drawn(True)
-    assert calls == []  # not in a session: nothing waits for a browser
+    assert calls == [] and closing == []  # not in a session: nothing waits for a browser
     monkeypatch.setattr(type(pn.state), "curdoc", property(lambda self: Doc()))
-    parts.page_drawn(True)
+    drawn = parts.page_drawn(True)
     assert memory.freeze not in calls and len(calls) == 1  # plain panel serve: no freeze
+    # a page closed before it was drawn: what waits for the drawing stops waiting
+    assert len(closing) == 1 and not drawn.is_set()
+    closing[0](None)
+    assert drawn.is_set()
     monkeypatch.setattr(type(pn.state), "curdoc", property(lambda self: None))
     parts.freeze_built_pages()  # in a --setup script, before any session
     monkeypatch.setattr(type(pn.state), "curdoc", property(lambda self: Doc()))
@@ -131,3 +137,51 @@ def test_a_page_without_a_browser_opens_and_steps(served_dashboard):
         await other.close()
 
     asyncio.run(run())
+
+
+# ------------------------------------------------------------- to_page
+class _Receiver:
+    """What a Bokeh server session is to its document: told of its changes."""
+
+    def _document_patched(self, event) -> None:
+        pass
+
+    def _session_callback_added(self, event) -> None:
+        pass
+
+    def _session_callback_removed(self, event) -> None:
+        pass
+
+
+def test_work_finished_after_its_page_closed_is_dropped():
+    from bokeh.document import Document
+
+    doc, receiver = Document(), _Receiver()
+    doc.on_change_dispatch_to(receiver)
+    doc.destroy(receiver)  # what Bokeh does to a closed page's document
+    called = []
+    assert parts.to_page(doc, lambda: called.append(1)) is False
+    assert called == []
+
+
+def test_work_handed_to_a_page_closing_at_that_moment_is_dropped():
+    called = []
+
+    class Closing:  # its session still set, its callbacks already gone
+        session_context = object()
+
+        def add_next_tick_callback(self, callback):
+            raise AttributeError("'DocumentCallbackManager' object has no attribute")
+
+    class Open:
+        session_context = object()
+        added: list = []
+
+        def add_next_tick_callback(self, callback):
+            self.added.append(callback)
+
+    assert parts.to_page(Closing(), lambda: called.append(1)) is False
+    page = Open()
+    assert parts.to_page(page, lambda: called.append(1)) is True
+    page.added[0]()  # the page's next tick
+    assert called == [1]
