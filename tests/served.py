@@ -230,6 +230,26 @@ def wait_drawn(pg, timeout: float = 60000) -> None:
     pg.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
+def end_and_press(pg, button):
+    """End pressed on the step slider and ``button`` (a locator) clicked, in one script.
+
+    Both messages leave the browser in the same moment, so the click reaches
+    the server while the slider's change still waits out Panel's debounce:
+    the case Panel runs without the document's lock (``parts.on_press``).
+    Returns the slider's element handle.
+    """
+    slider = pg.locator('[role="slider"][aria-label="step"]').element_handle()
+    pg.evaluate(
+        """([slider, button]) => {
+            const end = {key: "End", keyCode: 35, bubbles: true};
+            slider.dispatchEvent(new KeyboardEvent("keydown", end));
+            button.click();
+        }""",
+        [slider, button.element_handle()],
+    )
+    return slider
+
+
 def poll(condition, timeout: float = 30.0, every: float = 0.1):
     """Ask ``condition()`` until it is true or ``timeout`` seconds pass; its last answer.
 

@@ -9,7 +9,7 @@ import os
 
 import pytest
 from playwright.sync_api import expect
-from served import CHROMIUM, SHOTS, TO_SCREEN, poll, read_status, wait_drawn
+from served import CHROMIUM, SHOTS, TO_SCREEN, end_and_press, poll, read_status, wait_drawn
 
 pytestmark = pytest.mark.browser
 
@@ -186,16 +186,7 @@ def test_a_quiz_asked_the_moment_the_slider_moved_opens(browser, server):
         pg.goto(server + "?trace=fig5-11&by=1&bx=1&step=3")
         pg.wait_for_selector("#vizmm-status[data-ready='true']", timeout=60000)
         wait_drawn(pg)
-        slider = pg.locator('[role="slider"][aria-label="step"]').element_handle()
-        ask = pg.get_by_role("button", name="Quiz on this block").element_handle()
-        pg.evaluate(
-            """([slider, ask]) => {
-                const end = {key: "End", keyCode: 35, bubbles: true};
-                slider.dispatchEvent(new KeyboardEvent("keydown", end));
-                ask.click();
-            }""",
-            [slider, ask],
-        )
+        end_and_press(pg, pg.get_by_role("button", name="Quiz on this block"))
         wait_status(pg, "question", "asking")
         st = status(pg)
         # Fig. 5.12's block_{1,1}: the quiz starts at phase 0, thread (0,0) copying M
